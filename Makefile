@@ -1,0 +1,43 @@
+# The two commands a newcomer needs: `make run` and `make test` (see README).
+GO      ?= go
+BIN     := bin/sparkpulse
+VERSION ?= $(shell git describe --tags --always --dirty 2>/dev/null || echo dev)
+FUZZTIME ?= 15s
+
+.PHONY: all build run test check fuzz bench deps clean
+
+all: build
+
+build:
+	$(GO) build -ldflags "-X main.version=$(VERSION)" -o $(BIN) ./cmd/sparkpulse
+
+deps:
+	scripts/deps.sh --java
+
+# Local InfluxDB 1.8.10 + sparkpulse + simulated Spark traffic, with a live
+# view of what arrives. Ctrl-C stops everything.
+run: build
+	scripts/deps.sh
+	scripts/run-local.sh
+
+# Everything CI runs: formatting, vet, all tests with the race detector
+# (integration tests start a real influxd and Spark's real GraphiteReporter),
+# then short fuzz runs.
+test: deps check fuzz
+
+check:
+	@unformatted=$$(gofmt -l $$(git ls-files '*.go' 2>/dev/null || find . -name '*.go')); \
+	  if [ -n "$$unformatted" ]; then echo "gofmt needed:"; echo "$$unformatted"; exit 1; fi
+	$(GO) vet ./...
+	$(GO) test -race -count=1 ./...
+
+fuzz:
+	$(GO) test -run='^$$' -fuzz='^FuzzParse$$' -fuzztime=$(FUZZTIME) ./graphite
+	$(GO) test -run='^$$' -fuzz='^FuzzApply$$' -fuzztime=$(FUZZTIME) ./templates
+	$(GO) test -run='^$$' -fuzz='^FuzzApply$$' -fuzztime=$(FUZZTIME) ./spark
+
+bench:
+	$(GO) test -run='^$$' -bench=. -benchmem ./...
+
+clean:
+	rm -rf bin .run

@@ -1,0 +1,206 @@
+package main
+
+import (
+	"fmt"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/sparkpulse/sparkpulse/influx/influxtest"
+)
+
+// compatScenario is one [[graphite]] block and the lines sent to it.
+type compatScenario struct {
+	name      string
+	separator string
+	templates []string
+	tags      []string
+	lines     []string
+}
+
+// T is the timestamp of most compat lines.
+const T = "1795300000"
+
+var compatScenarios = []compatScenario{
+	{
+		// The CERN Spark dashboard's template list, with Spark's own paths.
+		name:      "cern",
+		separator: ".",
+		templates: []string{
+			"*.*.jvm.pools.* username.applicationid.process.namespace.namespace.measurement*",
+			"*.*.applicationMaster.* username.applicationid.namespace.measurement*",
+			"*.shuffleService.* username.namespace.measurement*",
+			"*.*.*.spark.streaming.* username.applicationid.process.namespace.namespace.id.measurement*",
+			"username.applicationid.process.namespace.measurement*",
+		},
+		lines: []string{
+			"lucatest.app-20240101120000-0001.1.executor.threadpool.activeTasks 3 " + T,
+			"lucatest.app-20240101120000-0001.1.executor.cpuTime.count 81234 " + T,
+			"lucatest.app-20240101120000-0001.driver.jvm.pools.G1-Eden-Space.used 5 " + T,
+			"lucatest.app-20240101120000-0001.driver.jvm.pools.CodeHeap-'non-nmethods'.used 1398016 " + T,
+			"lucatest.app-20240101120000-0001.driver.spark.streaming.myQuery.inputRate-total 1532.40 " + T,
+			"lucatest.application_1709816012523_4307.applicationMaster.numExecutorsRunning 10 " + T,
+			"lucatest.shuffleService.blockTransferRateBytes.m1_rate 1048576.00 " + T,
+			"lucatest.app-20240101120000-0001.driver.LiveListenerBus.listenerProcessingTime.org.apache.spark.ExecutorAllocationManager$ExecutorAllocationListener.count 20411 " + T,
+			"app-20240101120000-0001.1.executor.threadpool.activeTasks 2 " + T,
+			"app-20240101120000-0001.driver.jvm.pools.G1-Eden-Space.used 7 " + T,
+			"lucatest.master.aliveWorkers 3 " + T,
+			"lucatest.app-20240101120000-0001.1.jvm.pools.G1-Survivor-Space.usage NaN " + T,
+			"lucatest.app-20240101120000-0001.1.jvm.pools.Metaspace.usage Infinity " + T,
+		},
+	},
+	{
+		// The odd cases of the template language, with a separator that is
+		// not "." and global tags.
+		name:      "odd",
+		separator: "_",
+		tags:      []string{"dc=east", "host=global"},
+		templates: []string{
+			"cpu.* measurement.host.measurement region=us-west",
+			"mem.* measurement.field*",
+			"disk.* measurement.field.field",
+			"net.* measurement*.field*",
+			"srv.* host.host.measurement",
+			"tag.* measurement.host host=dflt",
+			"skip.* .measurement..field",
+			"system.*.loadavg measurement.host.metric",
+			"system.foo.sensors measurement.host.sensor",
+			"a.* measurement.x",
+			"a.*.c.d measurement.x.y.z",
+			"abc.*.worker.* measurement.host.w.kind match=2",
+			"abc.*.worker.*.*.*.count measurement.m.m.m.m.m.m match=1",
+			"time.* measurement.time",
+			"fld.* measurement.field.field*",
+			"long.* measurement.host.region.rack.extra",
+			"servers.*.cpu measurement*.host",
+		},
+		lines: []string{
+			"cpu.server01.load 1 " + T,
+			"cpu..load 2 " + T,
+			"mem.used.free.bytes 3 " + T,
+			"disk.sda.read 4 " + T,
+			"disk..read 5 " + T,
+			"net.eth0.rx 6 " + T,
+			"srv.a.b.cpu 7 " + T,
+			"tag.server01 8 " + T,
+			"skip.x.cpu.y.idle 9 " + T,
+			"system.foo.loadavg.1m 10 " + T,
+			"system.bar.loadavg.1m 11 " + T,
+			"a.b.c.q 12 " + T,
+			"a.b 13 " + T,
+			"abc.hostA.worker.bookmarks.COUNTER.bookmarks-messages 14 " + T,
+			"time.x 15 " + T,
+			"fld.a.b.c 16 " + T,
+			"long.h1 17 " + T,
+			"servers.s1.cpu.total 18 " + T,
+			"unmatched.path.here 19 " + T,
+			"x 0x1p-2 " + T,
+			"y 1_000 " + T,
+			"z -.5e1 1435077219.123",
+			"z2 +1 1435077219.5",
+			"neg 1 -1.5",
+			"lo 1 -2147558400",
+			"hi 1 2147472000",
+			"over 1 2147472001",
+			"under 1 -2147558401",
+			"nbsp\u00a020\u00a0" + T,
+			"\ttabs\t21\t" + T,
+			"a,b=c 22 " + T,
+			"e..mpty. 23 " + T,
+			"toomany 1 2 3",
+			"bare",
+			"hex 0x10 " + T,
+			"comma 1,5 " + T,
+			"big 1e400 " + T,
+			"nan nan " + T,
+			"minf -Inf " + T,
+		},
+	},
+	{
+		// A user default template with tags, and a filtered measurement*.
+		name:      "userdefault",
+		separator: ".",
+		templates: []string{"stats.* .measurement*", "host.measurement.field region=eu"},
+		lines: []string{
+			"stats.gauges.cpu 1 " + T,
+			"web01.cpu.idle 2 " + T,
+			"short 3 " + T,
+			"web02.mem 4 " + T,
+		},
+	},
+}
+
+func tomlList(xs []string) string {
+	q := make([]string, len(xs))
+	for i, x := range xs {
+		q[i] = fmt.Sprintf("%q", x)
+	}
+	return "[" + strings.Join(q, ", ") + "]"
+}
+
+// TestCompatWithInfluxDBGraphite checks the promise that a pasted
+// [[graphite]] block gives the same points as InfluxDB 1.8.10's own graphite
+// listener. One real influxd runs a graphite listener per scenario, writing
+// to ref_<name>; sparkpulse runs the same blocks, writing to ours_<name>;
+// both get the same bytes, and the two databases must hold the same points.
+func TestCompatWithInfluxDBGraphite(t *testing.T) {
+	var ref, ours strings.Builder
+	ports := make([]int, len(compatScenarios))
+	for i, sc := range compatScenarios {
+		ports[i] = influxtest.FreePort(t)
+		block := fmt.Sprintf(`
+[[graphite]]
+  bind-address = "127.0.0.1:%%d"
+  protocol = "tcp"
+  database = "%%s_%s"
+  separator = %q
+  templates = %s
+  tags = %s
+`, sc.name, sc.separator, tomlList(sc.templates), tomlList(sc.tags))
+		fmt.Fprintf(&ref, block+"  enabled = true\n  batch-timeout = \"100ms\"\n", ports[i], "ref")
+		fmt.Fprintf(&ours, block, 0, "ours")
+	}
+	srv := influxtest.Start(t, influxtest.WithConfig(ref.String()))
+	svc := startSparkpulse(t, srv, ours.String())
+
+	for i, sc := range compatScenarios {
+		payload := strings.Join(sc.lines, "\n") + "\n" // InfluxDB drops a last line without newline
+		sendTCP(t, fmt.Sprintf("127.0.0.1:%d", ports[i]), payload)
+		sendTCP(t, svc.addr(i), payload)
+	}
+	svc.stop()
+
+	for _, sc := range compatScenarios {
+		t.Run(sc.name, func(t *testing.T) {
+			want := dump(t, srv, "ours_"+sc.name)
+			if len(want) == 0 {
+				t.Fatal("sparkpulse wrote nothing")
+			}
+			// InfluxDB's listener batches for up to batch-timeout and
+			// creates its database on the first batch: wait until it holds
+			// as many points as sparkpulse wrote, then compare all.
+			var got []string
+			deadline := time.Now().Add(30 * time.Second)
+			for tick := time.NewTicker(100 * time.Millisecond); ; <-tick.C {
+				got = dumpIfExists(t, srv, "ref_"+sc.name)
+				if len(got) >= len(want) || time.Now().After(deadline) {
+					tick.Stop()
+					break
+				}
+			}
+			equalLines(t, "InfluxDB 1.8.10 graphite listener (got) vs sparkpulse (want)", got, want)
+		})
+	}
+}
+
+// dumpIfExists is dump for a database that may not have been created yet.
+func dumpIfExists(t *testing.T, srv *influxtest.Server, db string) []string {
+	for _, s := range srv.Query(t, "", "SHOW DATABASES") {
+		for _, row := range s.Values {
+			if row[0] == db {
+				return dump(t, srv, db)
+			}
+		}
+	}
+	return nil
+}

@@ -1,0 +1,473 @@
+package main
+
+import (
+	"bytes"
+	"errors"
+	"fmt"
+	"net"
+	"os"
+	"slices"
+	"strings"
+	"time"
+
+	"github.com/pelletier/go-toml/v2"
+
+	"github.com/sparkpulse/sparkpulse/graphite"
+	"github.com/sparkpulse/sparkpulse/influx"
+	"github.com/sparkpulse/sparkpulse/spark"
+	"github.com/sparkpulse/sparkpulse/templates"
+)
+
+// Config is the sparkpulse configuration file. Key names in [[graphite]]
+// are those of InfluxDB 1.x, so an existing block can be pasted in.
+type Config struct {
+	InfluxDB InfluxDBConfig   `toml:"influxdb"`
+	Admin    AdminConfig      `toml:"admin"`
+	Log      LogConfig        `toml:"log"`
+	Graphite []GraphiteConfig `toml:"graphite"`
+}
+
+// InfluxDBConfig says where points go.
+type InfluxDBConfig struct {
+	URL   string `toml:"url"`
+	Org   string `toml:"org"`
+	Token string `toml:"token"`
+	// TokenFile holds the token (trailing newline ignored); preferred over
+	// Token because the config file is often readable by many.
+	TokenFile             string   `toml:"token-file"`
+	CreateDatabase        bool     `toml:"create-database"`
+	Gzip                  *bool    `toml:"gzip"`
+	Timeout               Duration `toml:"timeout"`
+	MaxInFlight           int      `toml:"max-in-flight"`
+	MaxQueueBytes         int      `toml:"max-queue-bytes"`
+	TLSCA                 string   `toml:"tls-ca"`
+	TLSCert               string   `toml:"tls-cert"`
+	TLSKey                string   `toml:"tls-key"`
+	TLSInsecureSkipVerify bool     `toml:"tls-insecure-skip-verify"`
+}
+
+// AdminConfig is the HTTP listener for /metrics and /healthz.
+type AdminConfig struct {
+	BindAddress *string `toml:"bind-address"` // "" turns it off
+}
+
+// LogConfig selects the log format and level.
+type LogConfig struct {
+	Format string `toml:"format"` // console or json
+	Level  string `toml:"level"`  // debug, info, warn, error
+}
+
+// GraphiteConfig is one listener, as InfluxDB 1.x's [[graphite]] block plus
+// sparkpulse's own keys.
+type GraphiteConfig struct {
+	Enabled         *bool    `toml:"enabled"`
+	BindAddress     string   `toml:"bind-address"`
+	Protocol        string   `toml:"protocol"`
+	Database        string   `toml:"database"`
+	RetentionPolicy string   `toml:"retention-policy"`
+	Bucket          string   `toml:"bucket"`
+	Templates       []string `toml:"templates"`
+	Tags            []string `toml:"tags"`
+	Separator       string   `toml:"separator"`
+	BatchSize       int      `toml:"batch-size"`
+	BatchTimeout    Duration `toml:"batch-timeout"`
+	UDPReadBuffer   int      `toml:"udp-read-buffer"`
+	// Accepted for compatibility with influxdb.conf; sparkpulse's queue is
+	// bounded by [influxdb] max-queue-bytes instead, and writes have no
+	// consistency level outside InfluxDB Enterprise.
+	BatchPending     int    `toml:"batch-pending"`
+	ConsistencyLevel string `toml:"consistency-level"`
+
+	MaxLineLength  int      `toml:"max-line-length"`
+	IdleTimeout    Duration `toml:"idle-timeout"`
+	MaxConnections int      `toml:"max-connections"`
+	// SparkPrefixes are GraphiteSink prefixes the built-in Spark mapping
+	// strips into the username tag (only needed when the prefix is used
+	// together with a custom spark.metrics.namespace).
+	SparkPrefixes []string `toml:"spark-prefixes"`
+}
+
+// Duration is a time.Duration written as "10s" in the config.
+type Duration time.Duration
+
+// UnmarshalText implements encoding.TextUnmarshaler.
+func (d *Duration) UnmarshalText(b []byte) error {
+	v, err := time.ParseDuration(string(b))
+	if err != nil {
+		return fmt.Errorf("invalid duration %q (use e.g. \"500ms\", \"10s\", \"2m\")", b)
+	}
+	if v < 0 {
+		return fmt.Errorf("invalid duration %q: must not be negative", b)
+	}
+	*d = Duration(v)
+	return nil
+}
+
+// MarshalText implements encoding.TextMarshaler.
+func (d Duration) MarshalText() ([]byte, error) { return []byte(time.Duration(d).String()), nil }
+
+// Defaults, documented in the README's config reference.
+const (
+	defaultInfluxURL     = "http://127.0.0.1:8086"
+	defaultAdminAddr     = "127.0.0.1:9108"
+	defaultBindAddr      = ":2003"
+	defaultDatabase      = "graphite"
+	defaultBatchSize     = 5000
+	defaultBatchTimeout  = time.Second
+	defaultMaxLineLength = 64 << 10
+	defaultIdleTimeout   = 2 * time.Minute
+	defaultTimeout       = 10 * time.Second
+	defaultMaxInFlight   = 2
+	defaultMaxQueueBytes = 64 << 20
+)
+
+// Env variables read by sparkpulse; they override the file, flags override them.
+const (
+	envToken = "SPARKPULSE_INFLUXDB_TOKEN"
+	envURL   = "SPARKPULSE_INFLUXDB_URL"
+	envOrg   = "SPARKPULSE_INFLUXDB_ORG"
+)
+
+// influxdbSections are top-level tables of an influxdb.conf. A file with any
+// of them is read as an InfluxDB 1.x config: only its [[graphite]] blocks are
+// taken, and, as in influxd, a block runs only with enabled = true.
+var influxdbSections = []string{
+	"meta", "data", "coordinator", "retention", "shard-precreation", "monitor",
+	"http", "ifql", "logging", "subscriber", "collectd", "opentsdb", "udp",
+	"continuous_queries", "tls", "reporting-disabled", "bind-address",
+}
+
+// loadConfig reads and decodes a config file. It reports unknown keys and
+// bad values with the file, line and key. Defaults are applied by
+// (*Config).prepare, not here.
+func loadConfig(path string) (*Config, bool, error) {
+	data, err := os.ReadFile(path)
+	if err != nil {
+		return nil, false, fmt.Errorf("cannot read config: %w", err)
+	}
+	var top map[string]any
+	if err := toml.Unmarshal(data, &top); err != nil {
+		return nil, false, decodeError(path, err)
+	}
+	influxMode := false
+	for k := range top {
+		if slices.Contains(influxdbSections, k) {
+			influxMode = true
+		}
+	}
+	cfg := &Config{}
+	dec := toml.NewDecoder(bytes.NewReader(data)).DisallowUnknownFields()
+	err = dec.Decode(cfg)
+	if influxMode {
+		// Everything outside [[graphite]] belongs to influxd.
+		cfg.InfluxDB, cfg.Admin, cfg.Log = InfluxDBConfig{}, AdminConfig{}, LogConfig{}
+		var sme *toml.StrictMissingError
+		if errors.As(err, &sme) {
+			var kept []toml.DecodeError
+			for _, e := range sme.Errors {
+				if k := e.Key(); len(k) > 0 && k[0] == "graphite" {
+					kept = append(kept, e)
+				}
+			}
+			err = nil
+			if len(kept) > 0 {
+				err = &toml.StrictMissingError{Errors: kept}
+			}
+		}
+		for i := range cfg.Graphite {
+			if cfg.Graphite[i].Enabled == nil {
+				off := false
+				cfg.Graphite[i].Enabled = &off
+			}
+		}
+	}
+	if err != nil {
+		return nil, false, decodeError(path, err)
+	}
+	return cfg, influxMode, nil
+}
+
+// decodeError rewrites go-toml's errors as "file:line:col: key: reason".
+func decodeError(path string, err error) error {
+	var sme *toml.StrictMissingError
+	if errors.As(err, &sme) {
+		var errs []error
+		for _, e := range sme.Errors {
+			row, col := e.Position()
+			errs = append(errs, fmt.Errorf("%s:%d:%d: unknown key %q", path, row, col, strings.Join(e.Key(), ".")))
+		}
+		return errors.Join(errs...)
+	}
+	var de *toml.DecodeError
+	if errors.As(err, &de) {
+		row, col := de.Position()
+		key := strings.Join(de.Key(), ".")
+		if key != "" {
+			return fmt.Errorf("%s:%d:%d: key %q: %s", path, row, col, key, de.Error())
+		}
+		return fmt.Errorf("%s:%d:%d: %s", path, row, col, de.Error())
+	}
+	return fmt.Errorf("%s: %w", path, err)
+}
+
+// Listener is a validated, compiled [[graphite]] block, ready to start.
+type Listener struct {
+	Index  int // position in the file, from 1
+	Config GraphiteConfig
+	Mapper interface {
+		Apply(path []byte, r *templates.Result) error
+	}
+	Target   influx.Target
+	Describe []string // what the mapping does, for `check`
+	Warnings []string
+}
+
+// Name identifies the listener in logs and metrics, e.g. "tcp://:2003".
+// Blocks on port 0 (a free port, in tests) also carry their position, as
+// their addresses are alike until bound.
+func (l *Listener) Name() string {
+	name := l.Config.Protocol + "://" + l.Config.BindAddress
+	if _, port, _ := net.SplitHostPort(l.Config.BindAddress); port == "0" {
+		name += fmt.Sprintf("#%d", l.Index)
+	}
+	return name
+}
+
+// Plan is the whole validated configuration.
+type Plan struct {
+	InfluxDB  InfluxDBConfig
+	Token     string // resolved from env, token-file or token; never logged
+	AdminAddr string
+	Log       LogConfig
+	Listeners []*Listener
+}
+
+// prepare applies defaults, resolves secrets and validates everything,
+// compiling each block's templates. All problems are reported at once, each
+// naming the block and key. Nothing is opened here.
+func (c *Config) prepare(source string, getenv func(string) string) (*Plan, error) {
+	var errs []error
+	fail := func(format string, a ...any) { errs = append(errs, fmt.Errorf(format, a...)) }
+
+	p := &Plan{InfluxDB: c.InfluxDB, Log: c.Log}
+	in := &p.InfluxDB
+	if v := getenv(envURL); v != "" {
+		in.URL = v
+	}
+	if v := getenv(envOrg); v != "" {
+		in.Org = v
+	}
+	if in.URL == "" {
+		in.URL = defaultInfluxURL
+	}
+	if !strings.HasPrefix(in.URL, "http://") && !strings.HasPrefix(in.URL, "https://") {
+		fail("%s: [influxdb] url %q: must start with http:// or https://", source, in.URL)
+	}
+	if in.Timeout == 0 {
+		in.Timeout = Duration(defaultTimeout)
+	}
+	if in.MaxInFlight == 0 {
+		in.MaxInFlight = defaultMaxInFlight
+	}
+	if in.MaxInFlight < 0 {
+		fail("%s: [influxdb] max-in-flight %d: must be positive", source, in.MaxInFlight)
+	}
+	if in.MaxQueueBytes == 0 {
+		in.MaxQueueBytes = defaultMaxQueueBytes
+	}
+	if in.MaxQueueBytes < 1<<20 {
+		fail("%s: [influxdb] max-queue-bytes %d: must be at least 1048576", source, in.MaxQueueBytes)
+	}
+	if (in.TLSCert == "") != (in.TLSKey == "") {
+		fail("%s: [influxdb] tls-cert and tls-key go together", source)
+	}
+	switch {
+	case getenv(envToken) != "":
+		p.Token = getenv(envToken)
+	case in.TokenFile != "":
+		b, err := os.ReadFile(in.TokenFile)
+		if err != nil {
+			fail("%s: [influxdb] token-file: %v", source, err)
+		}
+		p.Token = strings.TrimRight(string(b), "\r\n")
+	default:
+		p.Token = in.Token
+	}
+	in.Token = "" // only Plan.Token holds it from here on
+
+	p.AdminAddr = defaultAdminAddr
+	if c.Admin.BindAddress != nil {
+		p.AdminAddr = *c.Admin.BindAddress
+	}
+	if p.AdminAddr != "" {
+		if _, _, err := net.SplitHostPort(p.AdminAddr); err != nil {
+			fail("%s: [admin] bind-address %q: %v", source, p.AdminAddr, err)
+		}
+	}
+	switch p.Log.Format {
+	case "":
+		p.Log.Format = "console"
+	case "console", "json":
+	default:
+		fail("%s: [log] format %q: must be console or json", source, p.Log.Format)
+	}
+	switch p.Log.Level {
+	case "":
+		p.Log.Level = "info"
+	case "debug", "info", "warn", "error":
+	default:
+		fail("%s: [log] level %q: must be debug, info, warn or error", source, p.Log.Level)
+	}
+
+	binds := map[string]int{}
+	for i, g := range c.Graphite {
+		where := fmt.Sprintf("%s: [[graphite]] #%d", source, i+1)
+		l, err := g.compile(where, i+1)
+		if err != nil {
+			errs = append(errs, err)
+			continue
+		}
+		if !*l.Config.Enabled {
+			continue // validated like influxd does, but not run
+		}
+		// Port 0 asks the kernel for a free port: never a conflict.
+		_, port, _ := net.SplitHostPort(l.Config.BindAddress)
+		if prev, ok := binds[l.Name()]; ok && port != "0" {
+			fail("%s: bind-address %q with protocol %s is already used by block #%d", where, l.Config.BindAddress, l.Config.Protocol, prev)
+			continue
+		}
+		binds[l.Name()] = l.Index
+		p.Listeners = append(p.Listeners, l)
+	}
+	if len(errs) == 0 && len(p.Listeners) == 0 {
+		fail("%s: no enabled [[graphite]] block: nothing to listen on", source)
+	}
+	if len(errs) > 0 {
+		return nil, errors.Join(errs...)
+	}
+	return p, nil
+}
+
+// compile validates one block and builds its mapper.
+func (g GraphiteConfig) compile(where string, index int) (*Listener, error) {
+	var errs []error
+	fail := func(format string, a ...any) { errs = append(errs, fmt.Errorf(where+": "+format, a...)) }
+
+	if g.Enabled == nil {
+		on := true
+		g.Enabled = &on
+	}
+	if g.BindAddress == "" {
+		g.BindAddress = defaultBindAddr
+	}
+	where += fmt.Sprintf(" (bind-address %q)", g.BindAddress)
+	if _, _, err := net.SplitHostPort(g.BindAddress); err != nil {
+		fail("bind-address: %v", err)
+	}
+	switch strings.ToLower(g.Protocol) {
+	case "":
+		g.Protocol = "tcp"
+	case "tcp", "udp":
+		g.Protocol = strings.ToLower(g.Protocol)
+	default:
+		fail("protocol %q: must be tcp or udp", g.Protocol)
+	}
+	if g.Database == "" {
+		g.Database = defaultDatabase
+	}
+	if g.Separator == "" {
+		g.Separator = "."
+	}
+	if g.BatchSize == 0 {
+		g.BatchSize = defaultBatchSize
+	}
+	if g.BatchSize < 0 {
+		fail("batch-size %d: must be positive", g.BatchSize)
+	}
+	if g.BatchTimeout == 0 {
+		g.BatchTimeout = Duration(defaultBatchTimeout)
+	}
+	if g.MaxLineLength == 0 {
+		g.MaxLineLength = defaultMaxLineLength
+	}
+	if g.MaxLineLength < 0 {
+		fail("max-line-length %d: must be positive", g.MaxLineLength)
+	}
+	if g.IdleTimeout == 0 {
+		g.IdleTimeout = Duration(defaultIdleTimeout)
+	}
+	if g.MaxConnections < 0 {
+		fail("max-connections %d: must not be negative", g.MaxConnections)
+	}
+	if g.UDPReadBuffer < 0 {
+		fail("udp-read-buffer %d: must not be negative", g.UDPReadBuffer)
+	}
+
+	l := &Listener{Index: index, Config: g}
+	switch {
+	case g.Bucket != "":
+		l.Target = influx.Target{Bucket: g.Bucket}
+	case g.RetentionPolicy != "":
+		l.Target = influx.Target{Bucket: g.Database + "/" + g.RetentionPolicy}
+	default:
+		l.Target = influx.Target{Bucket: g.Database}
+	}
+
+	if len(g.Templates) > 0 {
+		if len(g.SparkPrefixes) > 0 {
+			fail("spark-prefixes applies to the built-in Spark mapping only; this block has templates")
+		}
+		eng, err := templates.Compile(g.Templates, g.Separator, g.Tags)
+		if err != nil {
+			errs = append(errs, fmt.Errorf("%s: %w", where, err))
+		} else {
+			l.Mapper = eng
+			l.Describe = eng.Describe()
+			l.Warnings = eng.Warnings()
+		}
+	} else {
+		tags, err := templates.ParseTags(g.Tags)
+		if err != nil {
+			fail("tags: %v", err)
+		}
+		l.Mapper = spark.NewMapper(spark.Options{Prefixes: g.SparkPrefixes, GlobalTags: tags})
+		l.Describe = []string{"built-in Spark mapping (no templates configured)"}
+		if len(g.SparkPrefixes) > 0 {
+			l.Describe = append(l.Describe, fmt.Sprintf("known GraphiteSink prefixes: %q", g.SparkPrefixes))
+		}
+		if len(g.Tags) > 0 {
+			l.Describe = append(l.Describe, fmt.Sprintf("global tags: %q", g.Tags))
+		}
+	}
+	if len(errs) > 0 {
+		return nil, errors.Join(errs...)
+	}
+	return l, nil
+}
+
+// tcpConfig and udpConfig translate a block into listener settings.
+func (l *Listener) tcpConfig() graphite.TCPConfig {
+	return graphite.TCPConfig{
+		Addr:           l.Config.BindAddress,
+		MaxLineLength:  l.Config.MaxLineLength,
+		IdleTimeout:    time.Duration(l.Config.IdleTimeout),
+		MaxConnections: l.Config.MaxConnections,
+	}
+}
+
+func (l *Listener) udpConfig() graphite.UDPConfig {
+	return graphite.UDPConfig{
+		Addr:          l.Config.BindAddress,
+		ReadBuffer:    l.Config.UDPReadBuffer,
+		MaxLineLength: l.Config.MaxLineLength,
+	}
+}
+
+// defaultConfig is what runs without a config file: the built-in Spark
+// mapping on TCP and UDP port 2003, as Spark's GraphiteSink can use either.
+func defaultConfig() *Config {
+	return &Config{Graphite: []GraphiteConfig{
+		{Protocol: "tcp"},
+		{Protocol: "udp"},
+	}}
+}

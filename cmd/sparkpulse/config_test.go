@@ -1,0 +1,203 @@
+package main
+
+import (
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+)
+
+func writeFile(t *testing.T, name, content string) string {
+	t.Helper()
+	p := filepath.Join(t.TempDir(), name)
+	if err := os.WriteFile(p, []byte(content), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	return p
+}
+
+func noEnv(string) string { return "" }
+
+func envOf(m map[string]string) func(string) string {
+	return func(k string) string { return m[k] }
+}
+
+// loadFile loads and prepares a config file as `run` does.
+func loadFile(t *testing.T, content string, getenv func(string) string) (*Plan, error) {
+	t.Helper()
+	return loadPlan(&flagOverrides{config: writeFile(t, "sparkpulse.toml", content)}, getenv)
+}
+
+func TestConfigDefaults(t *testing.T) {
+	plan, err := loadPlan(&flagOverrides{}, noEnv)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(plan.Listeners) != 2 {
+		t.Fatalf("default config: %d listeners, want tcp and udp", len(plan.Listeners))
+	}
+	var names []string
+	for _, l := range plan.Listeners {
+		names = append(names, l.Name()+"→"+l.Target.Bucket)
+		if l.Config.BatchSize != 5000 || l.Config.MaxLineLength != 64<<10 {
+			t.Errorf("%s: batch-size %d, max-line-length %d", l.Name(), l.Config.BatchSize, l.Config.MaxLineLength)
+		}
+	}
+	if got, want := strings.Join(names, " "), "tcp://:2003→graphite udp://:2003→graphite"; got != want {
+		t.Errorf("listeners %q, want %q", got, want)
+	}
+	if plan.InfluxDB.URL != "http://127.0.0.1:8086" || plan.AdminAddr != "127.0.0.1:9108" {
+		t.Errorf("url %q admin %q", plan.InfluxDB.URL, plan.AdminAddr)
+	}
+}
+
+// An influxdb.conf is taken as it is: its other sections are ignored and its
+// [[graphite]] block runs with its templates. This one is the CERN Spark
+// dashboard's, verbatim.
+func TestConfigInfluxDBConf(t *testing.T) {
+	conf, err := os.ReadFile("../../../shared/anchors/spark-dashboard/cerndb-spark-dashboard/v1/influxdb.conf")
+	if err != nil {
+		t.Fatal(err)
+	}
+	plan, err := loadFile(t, string(conf), noEnv)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(plan.Listeners) != 1 {
+		t.Fatalf("%d listeners, want 1", len(plan.Listeners))
+	}
+	l := plan.Listeners[0]
+	if l.Name() != "tcp://:2003" || l.Target.Bucket != "graphite" || l.Config.BatchPending != 10 {
+		t.Errorf("listener %s bucket %q batch-pending %d", l.Name(), l.Target.Bucket, l.Config.BatchPending)
+	}
+	if len(l.Describe) < 5 {
+		t.Errorf("describe has %d lines for 5 templates: %q", len(l.Describe), l.Describe)
+	}
+}
+
+func TestConfigInfluxDBConfDisabledBlock(t *testing.T) {
+	// As in influxd, a block without enabled = true does not run, but a bad
+	// one still fails validation.
+	_, err := loadFile(t, `
+[meta]
+  dir = "/x"
+[[graphite]]
+  bind-address = ":2003"
+`, noEnv)
+	if err == nil || !strings.Contains(err.Error(), "no enabled [[graphite]] block") {
+		t.Fatalf("err = %v, want no enabled block", err)
+	}
+	_, err = loadFile(t, `
+[meta]
+  dir = "/x"
+[[graphite]]
+  templates = ["host.cpu"]
+`, noEnv)
+	if err == nil || !strings.Contains(err.Error(), "no measurement in template `host.cpu`") {
+		t.Fatalf("err = %v, want the template error of the disabled block", err)
+	}
+}
+
+func TestConfigErrors(t *testing.T) {
+	for _, tc := range []struct {
+		name, conf string
+		want       []string // each must appear in the error
+	}{
+		{"unknown key with position", "[influxdb]\nurl = \"http://x:8086\"\ntokn = \"a\"\n",
+			[]string{"sparkpulse.toml:3:1", `unknown key "influxdb.tokn"`}},
+		{"unknown key in graphite", "[[graphite]]\nbind-adress = \":2003\"\n",
+			[]string{"sparkpulse.toml:2:1", `unknown key "graphite.bind-adress"`}},
+		{"bad duration", "[[graphite]]\nbatch-timeout = \"soon\"\n",
+			[]string{"sparkpulse.toml:2", `"graphite.batch-timeout"`, `invalid duration "soon"`}},
+		{"wrong type", "[[graphite]]\nbatch-size = \"many\"\n",
+			[]string{"sparkpulse.toml:2", `"graphite.batch-size"`}},
+		{"bad protocol", "[[graphite]]\nprotocol = \"sctp\"\n",
+			[]string{`[[graphite]] #1 (bind-address ":2003")`, `protocol "sctp": must be tcp or udp`}},
+		{"bad template names block and position", "[[graphite]]\n[[graphite]]\nbind-address = \":2004\"\ntemplates = [\"a.* measurement\", \"b.* host\"]\n",
+			[]string{`[[graphite]] #2 (bind-address ":2004")`, "template 2", "no measurement in template `host`"}},
+		{"duplicate filter", "[[graphite]]\ntemplates = [\"a.* measurement\", \"a.* measurement.field\"]\n",
+			[]string{"duplicate filter 'a.*' found at position: 1"}},
+		{"bad global tag", "[[graphite]]\ntags = [\"region\"]\n",
+			[]string{"invalid template tags: 'region'"}},
+		{"same address twice", "[[graphite]]\n[[graphite]]\n",
+			[]string{`[[graphite]] #2`, "already used by block #1"}},
+		{"tcp and udp may share", "[[graphite]]\nprotocol=\"tcp\"\n[[graphite]]\nprotocol=\"udp\"\n[influxdb]\nurl=\"ftp://x\"\n",
+			[]string{`[influxdb] url "ftp://x": must start with http:// or https://`}},
+		{"all problems at once", "[log]\nformat = \"xml\"\nlevel = \"loud\"\n[[graphite]]\nmax-line-length = -1\n",
+			[]string{`format "xml"`, `level "loud"`, "max-line-length -1"}},
+		{"prefixes with templates", "[[graphite]]\ntemplates = [\"measurement*\"]\nspark-prefixes = [\"p\"]\n",
+			[]string{"spark-prefixes applies to the built-in Spark mapping only"}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			_, err := loadFile(t, tc.conf, noEnv)
+			if err == nil {
+				t.Fatal("no error")
+			}
+			for _, w := range tc.want {
+				if !strings.Contains(err.Error(), w) {
+					t.Errorf("error\n%v\ndoes not contain %q", err, w)
+				}
+			}
+		})
+	}
+}
+
+func TestConfigTokenSources(t *testing.T) {
+	file := writeFile(t, "token", "from-file\n")
+	conf := "[influxdb]\ntoken = \"from-config\"\n[[graphite]]\n"
+	fileConf := "[influxdb]\ntoken = \"from-config\"\ntoken-file = \"" + file + "\"\n[[graphite]]\n"
+	for _, tc := range []struct {
+		name, conf string
+		env        map[string]string
+		want       string
+	}{
+		{"config", conf, nil, "from-config"},
+		{"file beats config", fileConf, nil, "from-file"},
+		{"env beats all", fileConf, map[string]string{envToken: "from-env"}, "from-env"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			plan, err := loadFile(t, tc.conf, envOf(tc.env))
+			if err != nil {
+				t.Fatal(err)
+			}
+			if plan.Token != tc.want {
+				t.Errorf("token %q, want %q", plan.Token, tc.want)
+			}
+			if plan.InfluxDB.Token != "" {
+				t.Error("the token is kept outside Plan.Token")
+			}
+		})
+	}
+	_, err := loadFile(t, "[influxdb]\ntoken-file = \"/nonexistent/token\"\n[[graphite]]\n", noEnv)
+	if err == nil || !strings.Contains(err.Error(), "token-file") {
+		t.Errorf("missing token file: err = %v", err)
+	}
+}
+
+func TestConfigFlagsOverride(t *testing.T) {
+	path := writeFile(t, "c.toml", "[influxdb]\nurl = \"http://file:8086\"\n[[graphite]]\ndatabase = \"x\"\nretention-policy = \"rp\"\n")
+	plan, err := loadPlan(&flagOverrides{config: path, influxURL: "http://flag:8086", database: "spark", adminAddr: "off"},
+		envOf(map[string]string{envURL: "http://env:8086"}))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if plan.InfluxDB.URL != "http://flag:8086" {
+		t.Errorf("url %q: flags beat env and file", plan.InfluxDB.URL)
+	}
+	if got := plan.Listeners[0].Target.Bucket; got != "spark" {
+		t.Errorf("bucket %q, want spark (--database replaces database and retention-policy)", got)
+	}
+	if plan.AdminAddr != "" {
+		t.Errorf("admin %q, want off", plan.AdminAddr)
+	}
+	plan, err = loadPlan(&flagOverrides{config: path}, envOf(map[string]string{envURL: "http://env:8086"}))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if plan.InfluxDB.URL != "http://env:8086" || plan.Listeners[0].Target.Bucket != "x/rp" {
+		t.Errorf("url %q bucket %q: env beats file; database/rp makes the bucket", plan.InfluxDB.URL, plan.Listeners[0].Target.Bucket)
+	}
+	if _, err := loadPlan(&flagOverrides{config: path, bind: ":1"}, noEnv); err == nil {
+		t.Error("--bind with --config must be refused")
+	}
+}

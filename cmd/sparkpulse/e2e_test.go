@@ -1,0 +1,228 @@
+package main
+
+import (
+	"context"
+	"fmt"
+	"net"
+	"net/http"
+	"net/http/httptest"
+	"sort"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/prometheus/client_golang/prometheus"
+	"github.com/prometheus/client_golang/prometheus/promhttp"
+	"go.uber.org/zap/zaptest"
+
+	"github.com/sparkpulse/sparkpulse/influx/influxtest"
+	"github.com/sparkpulse/sparkpulse/relay"
+)
+
+// testService runs the whole service in-process, as `sparkpulse run` would,
+// against a real influxd, with every listener on a free loopback port.
+type testService struct {
+	*service
+	t       *testing.T
+	stopped bool
+}
+
+// startSparkpulse starts sparkpulse with conf (a config file body whose
+// [[graphite]] blocks should bind 127.0.0.1:0) writing to srv.
+func startSparkpulse(t *testing.T, srv *influxtest.Server, conf string) *testService {
+	t.Helper()
+	plan, err := loadPlan(&flagOverrides{
+		config:         writeFile(t, "sparkpulse.toml", conf),
+		influxURL:      srv.URL,
+		adminAddr:      "127.0.0.1:0",
+		createDatabase: true,
+	}, noEnv)
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	svc, err := startService(ctx, plan, zaptest.NewLogger(t))
+	if err != nil {
+		t.Fatal(err)
+	}
+	ts := &testService{service: svc, t: t}
+	t.Cleanup(func() { ts.stop() })
+	return ts
+}
+
+// addr is the bound address of the n-th listener (from 0).
+func (s *testService) addr(n int) string { return s.blocks[n].srv.Addr().String() }
+
+// stop shuts the service down, which delivers everything it has received;
+// after it, InfluxDB holds every point. Calling it twice is harmless.
+func (s *testService) stop() {
+	if s.stopped {
+		return
+	}
+	s.stopped = true
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	if err := s.Shutdown(ctx); err != nil {
+		s.t.Errorf("shutdown: %v", err)
+	}
+}
+
+// dropped reports the relay's drop counter for a reason label.
+func (s *testService) dropped(n int, reason string) uint64 {
+	st := s.blocks[n].relay.Stats()
+	for i := range st.Dropped {
+		if relay.Reason(i).String() == reason {
+			return st.Dropped[i].Load()
+		}
+	}
+	s.t.Fatalf("no drop reason %q", reason)
+	return 0
+}
+
+func sendTCP(t *testing.T, addr, payload string) {
+	t.Helper()
+	c, err := net.Dial("tcp", addr)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := c.Write([]byte(payload)); err != nil {
+		t.Fatal(err)
+	}
+	if err := c.Close(); err != nil {
+		t.Fatal(err)
+	}
+}
+
+func sendUDP(t *testing.T, addr string, lines ...string) {
+	t.Helper()
+	c, err := net.Dial("udp", addr)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c.Close()
+	for _, l := range lines {
+		if _, err := c.Write([]byte(l)); err != nil {
+			t.Fatal(err)
+		}
+	}
+}
+
+// dump returns every point of db as sorted "measurement,tags field=value time"
+// strings, the way a reader of InfluxDB sees them.
+func dump(t *testing.T, srv *influxtest.Server, db string) []string {
+	t.Helper()
+	var out []string
+	for _, s := range srv.Query(t, db, `SELECT * FROM /.*/ GROUP BY *`) {
+		var tags []string
+		for k, v := range s.Tags {
+			if v != "" {
+				tags = append(tags, k+"="+v)
+			}
+		}
+		sort.Strings(tags)
+		key := strings.Join(append([]string{s.Name}, tags...), ",")
+		for _, row := range s.Values {
+			var fields []string
+			for i, col := range s.Columns {
+				if i == 0 || row[i] == nil {
+					continue
+				}
+				fields = append(fields, fmt.Sprintf("%s=%v", col, row[i]))
+			}
+			out = append(out, fmt.Sprintf("%s %s %v", key, strings.Join(fields, ","), row[0]))
+		}
+	}
+	sort.Strings(out)
+	return out
+}
+
+func equalLines(t *testing.T, what string, got, want []string) {
+	t.Helper()
+	if strings.Join(got, "\n") != strings.Join(want, "\n") {
+		t.Errorf("%s:\ngot\n  %s\nwant\n  %s", what, strings.Join(got, "\n  "), strings.Join(want, "\n  "))
+	}
+}
+
+// TestEndToEnd sends lines over TCP (templates) and UDP (built-in Spark
+// mapping) to an in-process sparkpulse and reads the points back from a
+// real InfluxDB 1.8.10 with InfluxQL.
+func TestEndToEnd(t *testing.T) {
+	srv := influxtest.Start(t)
+	svc := startSparkpulse(t, srv, `
+[[graphite]]
+  bind-address = "127.0.0.1:0"
+  protocol = "tcp"
+  database = "e2e_tcp"
+  separator = "_"
+  templates = ["servers.* .host.measurement.field*", "measurement.measurement"]
+  tags = ["dc=east"]
+  max-line-length = 1024
+
+[[graphite]]
+  bind-address = "127.0.0.1:0"
+  protocol = "udp"
+  database = "e2e_udp"
+`)
+	sendTCP(t, svc.addr(0), "servers.web01.cpu.load.avg 1.5 1795300000\r\n"+
+		"disk.sda 10 1795300001\n"+
+		"bad line\n"+
+		"x NaN 1795300002\n"+
+		"x Infinity 1795300002\n"+
+		"x 1 99999999999\n"+
+		strings.Repeat("a", 2000)+" 1 1795300003\n"+
+		"\n   \n"+
+		"tail.x 7 1795300004") // no newline at the end: still taken
+	health, err := http.Get("http://" + svc.adminLn.Addr().String() + "/healthz")
+	if err != nil || health.StatusCode != http.StatusOK {
+		t.Fatalf("/healthz: %v %v", health, err)
+	}
+	health.Body.Close()
+	sendUDP(t, svc.addr(1),
+		"app-20261122101500-0001.3.executor.cpuTime.count 81234 1795300000\n",
+		"app-20261122101500-0001.driver.jvm.pools.G1-Eden-Space.used 42 1795300000",
+		"spark.prod.app-20261122101500-0001.1.JVMCPU.jvmCpuTime 5 1795300000\nlocal-1717171000000.driver.executor.cpuTime.count 9 1795300000\n")
+	svc.stop()
+
+	equalLines(t, "tcp points", dump(t, srv, "e2e_tcp"), []string{
+		"cpu,dc=east,host=web01 load_avg=1.5 1795300000000000000",
+		"disk_sda,dc=east value=10 1795300001000000000",
+		"tail_x,dc=east value=7 1795300004000000000",
+	})
+	equalLines(t, "udp points", dump(t, srv, "e2e_udp"), []string{
+		"cpuTime.count,applicationid=app-20261122101500-0001,namespace=executor,process=3 value=81234 1795300000000000000",
+		"cpuTime.count,applicationid=local-1717171000000,namespace=executor,process=driver value=9 1795300000000000000",
+		"jvmCpuTime,applicationid=app-20261122101500-0001,namespace=JVMCPU,process=1,username=spark.prod value=5 1795300000000000000",
+		"pools.used,applicationid=app-20261122101500-0001,namespace=jvm,pool=G1-Eden-Space,process=driver value=42 1795300000000000000",
+	})
+	for reason, want := range map[string]uint64{"value": 1, "nan": 1, "inf": 1, "timestamp_range": 1} {
+		if got := svc.dropped(0, reason); got != want {
+			t.Errorf("tcp dropped[%s] = %d, want %d", reason, got, want)
+		}
+	}
+	if got := svc.blocks[0].srv.Stats().LinesTooLong.Load(); got != 1 {
+		t.Errorf("tcp lines too long = %d, want 1", got)
+	}
+	if got := svc.blocks[1].relay.Stats().Points.Load(); got != 4 {
+		t.Errorf("udp points = %d, want 4", got)
+	}
+
+	// The same counters, as /metrics exposes them.
+	reg := prometheus.NewRegistry()
+	reg.MustRegister(&statsCollector{blocks: svc.blocks})
+	rec := httptest.NewRecorder()
+	promhttp.HandlerFor(reg, promhttp.HandlerOpts{}).ServeHTTP(rec, httptest.NewRequest("GET", "/metrics", nil))
+	for _, want := range []string{
+		`sparkpulse_lines_received_total{listener="tcp://127.0.0.1:0#1"} 8`,
+		`sparkpulse_lines_dropped_total{listener="tcp://127.0.0.1:0#1",reason="nan"} 1`,
+		`sparkpulse_lines_dropped_total{listener="tcp://127.0.0.1:0#1",reason="too_long"} 1`,
+		`sparkpulse_influxdb_points_written_total{listener="tcp://127.0.0.1:0#1"} 3`,
+		`sparkpulse_influxdb_points_written_total{listener="udp://127.0.0.1:0#2"} 4`,
+		`sparkpulse_graphite_datagrams_received_total{listener="udp://127.0.0.1:0#2"} 3`,
+		`sparkpulse_graphite_connections_total{listener="tcp://127.0.0.1:0#1"} 1`,
+	} {
+		if !strings.Contains(rec.Body.String(), want+"\n") {
+			t.Errorf("/metrics lacks %s", want)
+		}
+	}
+}

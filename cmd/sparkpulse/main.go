@@ -1,0 +1,370 @@
+// Command sparkpulse receives Spark's Graphite metrics and writes them to
+// InfluxDB.
+//
+//	sparkpulse run     [--config F] [flags]   run the service
+//	sparkpulse check   [--config F]           validate the config and say what each block does
+//	sparkpulse parse   [--config F] [--block N] graphite lines on stdin → line protocol on stdout
+//	sparkpulse simulate [--addr A] [--apps N] [--executors M] [--period D]
+//	sparkpulse version
+//
+// These commands, their flags and the output of parse are a stable contract;
+// the README documents them.
+package main
+
+import (
+	"bufio"
+	"bytes"
+	"context"
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+	"os"
+	"os/signal"
+	"runtime/debug"
+	"syscall"
+	"time"
+
+	"github.com/sparkpulse/sparkpulse/relay"
+	"github.com/sparkpulse/sparkpulse/simulate"
+)
+
+// version is set at build time with -ldflags "-X main.version=…".
+var version = ""
+
+func main() {
+	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+	err := run(ctx, os.Args[1:], os.Getenv, os.Stdin, os.Stdout, os.Stderr)
+	stop()
+	if err != nil {
+		if !errors.Is(err, flag.ErrHelp) {
+			fmt.Fprintln(os.Stderr, "sparkpulse:", err)
+		}
+		os.Exit(exitCode(err))
+	}
+}
+
+// errUsage marks errors in how the command was called (exit status 2).
+var errUsage = errors.New("usage")
+
+func exitCode(err error) int {
+	if errors.Is(err, errUsage) || errors.Is(err, flag.ErrHelp) {
+		return 2
+	}
+	return 1
+}
+
+const usage = `usage: sparkpulse <command> [flags]
+
+commands:
+  run      receive Graphite metrics and write them to InfluxDB
+  check    validate a config file and print what each [[graphite]] block does
+  parse    read Graphite lines on stdin, print each as line protocol (or "# error")
+  simulate send Spark-shaped GraphiteSink traffic to a listener (demo and load source)
+  version  print the version
+
+"sparkpulse <command> -h" lists a command's flags.
+`
+
+// run is the whole program; main only adds signals and the exit status.
+func run(ctx context.Context, args []string, getenv func(string) string, stdin io.Reader, stdout, stderr io.Writer) error {
+	if len(args) == 0 {
+		fmt.Fprint(stderr, usage)
+		return fmt.Errorf("%w: no command given", errUsage)
+	}
+	switch args[0] {
+	case "run":
+		return cmdRun(ctx, args[1:], getenv, stderr)
+	case "check":
+		return cmdCheck(args[1:], getenv, stdout, stderr)
+	case "parse":
+		return cmdParse(args[1:], getenv, stdin, stdout, stderr)
+	case "simulate":
+		return cmdSimulate(ctx, args[1:], stdout, stderr)
+	case "version", "--version", "-version":
+		fmt.Fprintln(stdout, "sparkpulse", versionString())
+		return nil
+	case "help", "-h", "--help":
+		fmt.Fprint(stdout, usage)
+		return nil
+	}
+	fmt.Fprint(stderr, usage)
+	return fmt.Errorf("%w: unknown command %q", errUsage, args[0])
+}
+
+func versionString() string {
+	if version != "" {
+		return version
+	}
+	if bi, ok := debug.ReadBuildInfo(); ok && bi.Main.Version != "" && bi.Main.Version != "(devel)" {
+		return bi.Main.Version
+	}
+	return "dev"
+}
+
+// flagOverrides are the settings that flags may override in any config.
+type flagOverrides struct {
+	config         string
+	influxURL      string
+	influxOrg      string
+	database       string
+	bucket         string
+	bind           string
+	adminAddr      string
+	logFormat      string
+	logLevel       string
+	createDatabase bool
+}
+
+func newFlagSet(name string, stderr io.Writer, o *flagOverrides, full bool) *flag.FlagSet {
+	fs := flag.NewFlagSet("sparkpulse "+name, flag.ContinueOnError)
+	fs.SetOutput(stderr)
+	fs.StringVar(&o.config, "config", "", "config file: sparkpulse TOML, or an influxdb.conf whose [[graphite]] blocks are used")
+	if !full {
+		return fs
+	}
+	fs.StringVar(&o.influxURL, "influxdb-url", "", "InfluxDB URL (default "+defaultInfluxURL+"; env "+envURL+")")
+	fs.StringVar(&o.influxOrg, "influxdb-org", "", "InfluxDB 2.x/3.x organization (env "+envOrg+")")
+	fs.StringVar(&o.database, "database", "", "InfluxDB 1.x database for every [[graphite]] block")
+	fs.StringVar(&o.bucket, "bucket", "", "InfluxDB 2.x/3.x bucket for every [[graphite]] block")
+	fs.StringVar(&o.bind, "bind", "", "address of the default TCP and UDP listeners when no --config is given (default "+defaultBindAddr+")")
+	fs.StringVar(&o.adminAddr, "admin-bind", "", "address of /metrics and /healthz (default "+defaultAdminAddr+"; \"off\" disables)")
+	fs.StringVar(&o.logFormat, "log-format", "", "console or json")
+	fs.StringVar(&o.logLevel, "log-level", "", "debug, info, warn or error")
+	fs.BoolVar(&o.createDatabase, "create-database", false, "create the InfluxDB 1.x database when it is missing")
+	return fs
+}
+
+// loadPlan reads the config (or the default one), applies flag overrides and
+// validates it all.
+func loadPlan(o *flagOverrides, getenv func(string) string) (*Plan, error) {
+	cfg, source := defaultConfig(), "default config"
+	if o.config != "" {
+		c, _, err := loadConfig(o.config)
+		if err != nil {
+			return nil, err
+		}
+		cfg, source = c, o.config
+	} else if o.bind != "" {
+		for i := range cfg.Graphite {
+			cfg.Graphite[i].BindAddress = o.bind
+		}
+	}
+	if o.config != "" && o.bind != "" {
+		return nil, fmt.Errorf("%w: --bind applies to the default listeners only; set bind-address in %s", errUsage, o.config)
+	}
+	if o.influxURL != "" {
+		cfg.InfluxDB.URL = o.influxURL
+	}
+	if o.influxOrg != "" {
+		cfg.InfluxDB.Org = o.influxOrg
+	}
+	if o.createDatabase {
+		cfg.InfluxDB.CreateDatabase = true
+	}
+	if o.adminAddr != "" {
+		a := o.adminAddr
+		if a == "off" {
+			a = ""
+		}
+		cfg.Admin.BindAddress = &a
+	}
+	if o.logFormat != "" {
+		cfg.Log.Format = o.logFormat
+	}
+	if o.logLevel != "" {
+		cfg.Log.Level = o.logLevel
+	}
+	for i := range cfg.Graphite {
+		g := &cfg.Graphite[i]
+		if o.database != "" {
+			g.Database, g.RetentionPolicy, g.Bucket = o.database, "", ""
+		}
+		if o.bucket != "" {
+			g.Bucket = o.bucket
+		}
+	}
+	plan, err := cfg.prepare(source, getenv)
+	if err != nil {
+		return nil, err
+	}
+	// Flags beat the environment for the URL and org.
+	if o.influxURL != "" {
+		plan.InfluxDB.URL = o.influxURL
+	}
+	if o.influxOrg != "" {
+		plan.InfluxDB.Org = o.influxOrg
+	}
+	return plan, nil
+}
+
+func parseFlags(fs *flag.FlagSet, args []string) error {
+	if err := fs.Parse(args); err != nil {
+		if errors.Is(err, flag.ErrHelp) {
+			return err
+		}
+		return fmt.Errorf("%w: %v", errUsage, err)
+	}
+	if fs.NArg() > 0 {
+		return fmt.Errorf("%w: unexpected argument %q", errUsage, fs.Arg(0))
+	}
+	return nil
+}
+
+func cmdRun(ctx context.Context, args []string, getenv func(string) string, stderr io.Writer) error {
+	var o flagOverrides
+	if err := parseFlags(newFlagSet("run", stderr, &o, true), args); err != nil {
+		return err
+	}
+	plan, err := loadPlan(&o, getenv)
+	if err != nil {
+		return err
+	}
+	log, err := newLogger(plan.Log, stderr)
+	if err != nil {
+		return err
+	}
+	defer func() { _ = log.Sync() }()
+
+	svc, err := startService(ctx, plan, log)
+	if err != nil {
+		return err
+	}
+	<-ctx.Done()
+	log.Info("shutting down")
+	shutdownCtx, cancel := context.WithTimeout(context.Background(), shutdownTimeout)
+	defer cancel()
+	return svc.Shutdown(shutdownCtx)
+}
+
+// shutdownTimeout bounds a graceful stop: reading open connections to their
+// end, then delivering what is buffered.
+const shutdownTimeout = 30 * time.Second
+
+func cmdCheck(args []string, getenv func(string) string, stdout, stderr io.Writer) error {
+	var o flagOverrides
+	if err := parseFlags(newFlagSet("check", stderr, &o, false), args); err != nil {
+		return err
+	}
+	plan, err := loadPlan(&o, getenv)
+	if err != nil {
+		return err
+	}
+	source := o.config
+	if source == "" {
+		source = "default config"
+	}
+	fmt.Fprintf(stdout, "%s: OK\n", source)
+	fmt.Fprintf(stdout, "influxdb: %s", plan.InfluxDB.URL)
+	if plan.InfluxDB.Org != "" {
+		fmt.Fprintf(stdout, " org %q", plan.InfluxDB.Org)
+	}
+	if plan.Token != "" {
+		fmt.Fprint(stdout, " (token set)")
+	}
+	fmt.Fprintln(stdout)
+	if plan.AdminAddr != "" {
+		fmt.Fprintf(stdout, "admin: http://%s/metrics and /healthz\n", plan.AdminAddr)
+	}
+	for _, l := range plan.Listeners {
+		fmt.Fprintf(stdout, "[[graphite]] #%d: %s → bucket %q, batches of %d points or %s\n",
+			l.Index, l.Name(), l.Target.Bucket, l.Config.BatchSize, time.Duration(l.Config.BatchTimeout))
+		for _, d := range l.Describe {
+			fmt.Fprintf(stdout, "  %s\n", d)
+		}
+		for _, w := range l.Warnings {
+			fmt.Fprintf(stdout, "  warning: %s\n", w)
+		}
+	}
+	return nil
+}
+
+func cmdParse(args []string, getenv func(string) string, stdin io.Reader, stdout, stderr io.Writer) error {
+	var o flagOverrides
+	fs := newFlagSet("parse", stderr, &o, false)
+	block := fs.Int("block", 0, "use the templates of the [[graphite]] block at this position (default: the first enabled one)")
+	if err := parseFlags(fs, args); err != nil {
+		return err
+	}
+	plan, err := loadPlan(&o, getenv)
+	if err != nil {
+		return err
+	}
+	l := plan.Listeners[0]
+	if *block != 0 {
+		l = nil
+		for _, c := range plan.Listeners {
+			if c.Index == *block {
+				l = c
+			}
+		}
+		if l == nil {
+			return fmt.Errorf("%w: --block %d: no enabled [[graphite]] block at that position", errUsage, *block)
+		}
+	}
+	conn := relay.New(relay.Config{Mapper: l.Mapper}).NewConn(nil).(*relay.Conn)
+	out := bufio.NewWriter(stdout)
+	in := bufio.NewReaderSize(stdin, 64<<10)
+	max := l.Config.MaxLineLength
+	var line []byte
+	tooLong := false
+	for {
+		chunk, isPrefix, err := in.ReadLine()
+		if len(line)+len(chunk) <= max {
+			line = append(line, chunk...)
+		} else {
+			tooLong, line = true, line[:0]
+		}
+		if isPrefix {
+			continue
+		}
+		if err == nil || len(line) > 0 || tooLong {
+			switch {
+			case tooLong:
+				fmt.Fprintf(out, "# line longer than max-line-length (%d bytes)\n", max)
+			case len(bytes.TrimSpace(line)) == 0:
+				// blank lines produce no output
+			default:
+				if lp, perr := conn.Process(line); perr != nil {
+					fmt.Fprintf(out, "# %v\n", perr)
+				} else {
+					out.Write(lp)
+				}
+			}
+		}
+		line, tooLong = line[:0], false
+		if err != nil {
+			if errors.Is(err, io.EOF) {
+				return out.Flush()
+			}
+			out.Flush()
+			return fmt.Errorf("reading stdin: %w", err)
+		}
+	}
+}
+
+func cmdSimulate(ctx context.Context, args []string, stdout, stderr io.Writer) error {
+	fs := flag.NewFlagSet("sparkpulse simulate", flag.ContinueOnError)
+	fs.SetOutput(stderr)
+	var cfg simulate.Config
+	fs.StringVar(&cfg.Addr, "addr", "127.0.0.1:2003", "Graphite TCP listener to send to")
+	fs.StringVar(&cfg.Prefix, "prefix", "", "GraphiteSink prefix (spark.metrics.conf.*.sink.graphite.prefix)")
+	fs.IntVar(&cfg.Apps, "apps", 1, "concurrent Spark applications")
+	fs.IntVar(&cfg.Executors, "executors", 4, "executors per application")
+	fs.DurationVar(&cfg.Period, "period", 10*time.Second, "reporting period (sink.graphite.period)")
+	fs.Uint64Var(&cfg.Seed, "seed", 1, "random seed; the same seed sends the same values")
+	if err := parseFlags(fs, args); err != nil {
+		return err
+	}
+	if cfg.Apps < 1 || cfg.Executors < 0 {
+		return fmt.Errorf("%w: --apps must be at least 1 and --executors not negative", errUsage)
+	}
+	fmt.Fprintf(stdout, "simulating %d app(s) × (driver + %d executors) every %s → %s\n", cfg.Apps, cfg.Executors, cfg.Period, cfg.Addr)
+	return simulate.Run(ctx, cfg, func(lines, failed int) {
+		fmt.Fprintf(stdout, "%s sent %d lines", time.Now().Format(time.TimeOnly), lines)
+		if failed > 0 {
+			fmt.Fprintf(stdout, ", %d reports failed (is sparkpulse listening on %s?)", failed, cfg.Addr)
+		}
+		fmt.Fprintln(stdout)
+	})
+}

@@ -1,0 +1,144 @@
+package main
+
+import (
+	"bytes"
+	"context"
+	"flag"
+	"os"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"testing"
+	"time"
+)
+
+var update = flag.Bool("update", false, "rewrite the golden files in testdata/")
+
+// runCLI runs the program as a user would, minus the process.
+func runCLI(t *testing.T, stdin string, args ...string) (stdout, stderr string, err error) {
+	t.Helper()
+	var out, errOut bytes.Buffer
+	err = run(context.Background(), args, noEnv, strings.NewReader(stdin), &out, &errOut)
+	return out.String(), errOut.String(), err
+}
+
+func TestUsageErrors(t *testing.T) {
+	for _, args := range [][]string{nil, {"frobnicate"}, {"check", "--nope"}, {"parse", "extra"}} {
+		_, _, err := runCLI(t, "", args...)
+		if err == nil || exitCode(err) != 2 {
+			t.Errorf("sparkpulse %q: err %v (exit %d), want a usage error (exit 2)", args, err, exitCode(err))
+		}
+	}
+	if _, _, err := runCLI(t, "", "check", "--config", "/nonexistent.toml"); err == nil || exitCode(err) != 1 {
+		t.Errorf("missing config: err %v, want exit 1", err)
+	}
+}
+
+func TestVersion(t *testing.T) {
+	out, _, err := runCLI(t, "", "version")
+	if err != nil || !strings.HasPrefix(out, "sparkpulse ") {
+		t.Fatalf("version: %q %v", out, err)
+	}
+}
+
+func TestCheck(t *testing.T) {
+	out, _, err := runCLI(t, "", "check", "--config", "testdata/parse/cern.toml")
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, want := range []string{
+		"testdata/parse/cern.toml: OK",
+		`[[graphite]] #1: tcp://:2003 → bucket "graphite"`,
+		"username.applicationid.process.namespace.measurement*",
+		// The CERN list has a template that some paths cannot reach.
+		"warning:",
+	} {
+		if !strings.Contains(out, want) {
+			t.Errorf("check output lacks %q:\n%s", want, out)
+		}
+	}
+
+	bad := writeFile(t, "bad.toml", "[[graphite]]\ntemplates = [\"a.* host\"]\n")
+	_, _, err = runCLI(t, "", "check", "--config", bad)
+	if err == nil || !strings.Contains(err.Error(), "no measurement in template `host`") || exitCode(err) != 1 {
+		t.Errorf("check of a bad config: %v", err)
+	}
+}
+
+// TestParseGolden runs `sparkpulse parse` over testdata/parse/NAME.in, with
+// NAME.toml as config when it exists (else the built-in Spark mapping), and
+// compares with NAME.golden. `go test ./cmd/sparkpulse -update` rewrites them.
+func TestParseGolden(t *testing.T) {
+	inputs, err := filepath.Glob("testdata/parse/*.in")
+	if err != nil || len(inputs) == 0 {
+		t.Fatalf("no inputs: %v", err)
+	}
+	for _, in := range inputs {
+		name := strings.TrimSuffix(in, ".in")
+		t.Run(filepath.Base(name), func(t *testing.T) {
+			stdin, err := os.ReadFile(in)
+			if err != nil {
+				t.Fatal(err)
+			}
+			args := []string{"parse"}
+			if _, err := os.Stat(name + ".toml"); err == nil {
+				args = append(args, "--config", name+".toml")
+			}
+			out, _, err := runCLI(t, string(stdin), args...)
+			if err != nil {
+				t.Fatal(err)
+			}
+			nonBlank := 0
+			for _, l := range strings.Split(string(stdin), "\n") {
+				if strings.TrimSpace(l) != "" {
+					nonBlank++
+				}
+			}
+			if got := strings.Count(out, "\n"); got != nonBlank {
+				t.Errorf("%d output lines for %d non-blank input lines", got, nonBlank)
+			}
+			golden := name + ".golden"
+			if *update {
+				if err := os.WriteFile(golden, []byte(out), 0o644); err != nil {
+					t.Fatal(err)
+				}
+			}
+			want, err := os.ReadFile(golden)
+			if err != nil {
+				t.Fatalf("%v (run with -update to create it)", err)
+			}
+			if out != string(want) {
+				t.Errorf("parse output differs from %s:\ngot\n%s\nwant\n%s", golden, out, want)
+			}
+		})
+	}
+}
+
+// A line without timestamp (or with -1) gets the time it was read.
+func TestParseStampsNow(t *testing.T) {
+	before := time.Now().UnixNano()
+	out, _, err := runCLI(t, "a.b 1\nc.d 2 -1\n", "parse")
+	after := time.Now().UnixNano()
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, line := range strings.Split(strings.TrimSpace(out), "\n") {
+		f := strings.Fields(line)
+		ts, err := strconv.ParseInt(f[len(f)-1], 10, 64)
+		if err != nil || ts < before || ts > after {
+			t.Errorf("%q: timestamp not between %d and %d", line, before, after)
+		}
+	}
+}
+
+func TestParseLongLine(t *testing.T) {
+	conf := writeFile(t, "c.toml", "[[graphite]]\nmax-line-length = 20\n")
+	out, _, err := runCLI(t, "a 1 1717171717\n"+strings.Repeat("x", 50)+" 1 1717171717\nb 2 1717171717", "parse", "--config", conf)
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := "a value=1 1717171717000000000\n# line longer than max-line-length (20 bytes)\nb value=2 1717171717000000000\n"
+	if out != want {
+		t.Errorf("got\n%s\nwant\n%s", out, want)
+	}
+}

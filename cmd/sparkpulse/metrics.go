@@ -1,0 +1,93 @@
+package main
+
+import (
+	"github.com/prometheus/client_golang/prometheus"
+
+	"github.com/sparkpulse/sparkpulse/relay"
+)
+
+// statsCollector exposes the counters that listeners, relays and writers
+// keep as plain atomics, reading them at scrape time so that the per-line
+// path never touches Prometheus.
+type statsCollector struct {
+	blocks []*running
+}
+
+func desc(name, help string, labels ...string) *prometheus.Desc {
+	return prometheus.NewDesc("sparkpulse_"+name, help, append([]string{"listener"}, labels...), nil)
+}
+
+var (
+	descConnsActive   = desc("graphite_connections_active", "Open TCP connections.")
+	descConnsHandled  = desc("graphite_connections_total", "TCP connections accepted.")
+	descConnsRejected = desc("graphite_connections_rejected_total", "TCP connections closed at once because max-connections was reached.")
+	descIdleTimeouts  = desc("graphite_idle_timeouts_total", "TCP connections closed after idle-timeout without data.")
+	descBytes         = desc("graphite_bytes_received_total", "Bytes received.")
+	descDatagrams     = desc("graphite_datagrams_received_total", "UDP datagrams received.")
+	descReadErrors    = desc("graphite_read_errors_total", "Socket read errors.")
+	descLines         = desc("lines_received_total", "Non-blank lines received; equals points_encoded_total plus all lines_dropped_total.")
+	descPoints        = desc("points_encoded_total", "Lines that became points and were queued for InfluxDB.")
+	descDropped       = desc("lines_dropped_total", "Lines dropped, by reason.", "reason")
+	descWritten       = desc("influxdb_points_written_total", "Points InfluxDB accepted.")
+	descBatches       = desc("influxdb_batches_written_total", "Write requests InfluxDB accepted.")
+	descRejected      = desc("influxdb_points_rejected_total", "Points InfluxDB refused, by reason.", "reason")
+	descWriteErrors   = desc("influxdb_write_errors_total", "Failed write requests, by kind.", "kind")
+	descRetries       = desc("influxdb_write_retries_total", "Write requests retried.")
+	descQueuedBytes   = desc("influxdb_queue_bytes", "Bytes of encoded points waiting to be written.")
+	descQueuedBatches = desc("influxdb_queue_batches", "Batches waiting to be written.")
+	descQueueAge      = desc("influxdb_queue_oldest_age_seconds", "Age of the oldest batch waiting to be written.")
+)
+
+func (c *statsCollector) Describe(ch chan<- *prometheus.Desc) {
+	prometheus.DescribeByCollect(c, ch)
+}
+
+func (c *statsCollector) Collect(ch chan<- prometheus.Metric) {
+	counter := func(d *prometheus.Desc, v uint64, labels ...string) {
+		ch <- prometheus.MustNewConstMetric(d, prometheus.CounterValue, float64(v), labels...)
+	}
+	gauge := func(d *prometheus.Desc, v float64, labels ...string) {
+		ch <- prometheus.MustNewConstMetric(d, prometheus.GaugeValue, v, labels...)
+	}
+	for _, b := range c.blocks {
+		name := b.Name()
+		g := b.srv.Stats()
+		if b.Config.Protocol == "tcp" {
+			gauge(descConnsActive, float64(g.ConnsActive.Load()), name)
+			counter(descConnsHandled, g.ConnsHandled.Load(), name)
+			counter(descConnsRejected, g.ConnsRejected.Load(), name)
+			counter(descIdleTimeouts, g.IdleTimeouts.Load(), name)
+		} else {
+			counter(descDatagrams, g.Datagrams.Load(), name)
+		}
+		counter(descBytes, g.Bytes.Load(), name)
+		counter(descReadErrors, g.ReadErrors.Load(), name)
+
+		// Lines over max-line-length never reach the relay; they count as
+		// received and dropped, so received = encoded + dropped holds.
+		r := b.relay.Stats()
+		counter(descLines, r.Lines.Load()+g.LinesTooLong.Load(), name)
+		counter(descPoints, r.Points.Load(), name)
+		counter(descDropped, g.LinesTooLong.Load(), name, "too_long")
+		for i := range relay.NumReasons {
+			if i == 0 {
+				continue
+			}
+			counter(descDropped, r.Dropped[i].Load(), name, i.String())
+		}
+
+		w := b.writer.Stats()
+		counter(descWritten, w.PointsWritten, name)
+		counter(descBatches, w.BatchesWritten, name)
+		for reason, n := range w.PointsDropped {
+			counter(descRejected, n, name, reason)
+		}
+		for kind, n := range w.WriteErrors {
+			counter(descWriteErrors, n, name, kind)
+		}
+		counter(descRetries, w.Retries, name)
+		gauge(descQueuedBytes, float64(w.QueuedBytes), name)
+		gauge(descQueuedBatches, float64(w.QueuedBatches), name)
+		gauge(descQueueAge, w.OldestQueuedAge.Seconds(), name)
+	}
+}

@@ -1,0 +1,285 @@
+package main
+
+import (
+	"context"
+	"crypto/tls"
+	"crypto/x509"
+	"errors"
+	"fmt"
+	"io"
+	"net"
+	"net/http"
+	"os"
+	"sync"
+	"time"
+
+	"github.com/prometheus/client_golang/prometheus"
+	"github.com/prometheus/client_golang/prometheus/collectors"
+	"github.com/prometheus/client_golang/prometheus/promhttp"
+	"go.uber.org/zap"
+	"go.uber.org/zap/zapcore"
+
+	"github.com/sparkpulse/sparkpulse/graphite"
+	"github.com/sparkpulse/sparkpulse/influx"
+	"github.com/sparkpulse/sparkpulse/relay"
+)
+
+// server is what TCP and UDP listeners have in common.
+type server interface {
+	Addr() net.Addr
+	Serve() error
+	Shutdown(ctx context.Context) error
+	Stats() *graphite.Stats
+}
+
+// running is one started [[graphite]] block.
+type running struct {
+	*Listener
+	srv    server
+	relay  *relay.Relay
+	writer *influx.Writer
+	hist   prometheus.Histogram
+}
+
+// service is sparkpulse started from a Plan: listeners, relays, writers and
+// the admin endpoint. Tests start it in-process on port 0.
+type service struct {
+	log     *zap.Logger
+	blocks  []*running
+	admin   *http.Server
+	adminLn net.Listener
+	served  sync.WaitGroup
+}
+
+// startService checks InfluxDB, then binds every socket before serving any,
+// so a bad address fails start-up with nothing half-running.
+func startService(ctx context.Context, plan *Plan, log *zap.Logger) (_ *service, err error) {
+	s := &service{log: log}
+	defer func() {
+		if err != nil {
+			s.abort()
+		}
+	}()
+
+	base, err := influxConfig(plan, log)
+	if err != nil {
+		return nil, err
+	}
+	checked := map[influx.Target]bool{}
+	for _, l := range plan.Listeners {
+		if checked[l.Target] {
+			continue
+		}
+		checked[l.Target] = true
+		res, err := influx.Check(ctx, base, l.Target, plan.InfluxDB.CreateDatabase)
+		switch {
+		case errors.Is(err, influx.ErrUnreachable):
+			log.Warn("InfluxDB is not reachable; points are kept and sent when it is", zap.String("url", base.URL), zap.Error(err))
+		case err != nil:
+			return nil, err
+		default:
+			log.Info("InfluxDB target ready", zap.String("url", base.URL), zap.String("bucket", l.Target.Bucket), zap.String("server", res.String()))
+		}
+	}
+
+	perLine := sampled(log)
+	for _, l := range plan.Listeners {
+		b := &running{Listener: l}
+		b.hist = prometheus.NewHistogram(prometheus.HistogramOpts{
+			Name:        "sparkpulse_influxdb_write_duration_seconds",
+			Help:        "Duration of write requests to InfluxDB.",
+			ConstLabels: prometheus.Labels{"listener": l.Name()},
+			Buckets:     prometheus.ExponentialBuckets(0.001, 2, 15),
+		})
+		wcfg := base
+		wcfg.BatchSize = l.Config.BatchSize
+		wcfg.BatchTimeout = time.Duration(l.Config.BatchTimeout)
+		wcfg.Logger = log.With(zap.String("listener", l.Name()))
+		hist := b.hist
+		wcfg.OnBatch = func(points int, took time.Duration, err error) { hist.Observe(took.Seconds()) }
+		b.writer, err = influx.NewWriter(wcfg, l.Target)
+		if err != nil {
+			return nil, fmt.Errorf("[[graphite]] #%d: %w", l.Index, err)
+		}
+		s.blocks = append(s.blocks, b)
+		b.relay = relay.New(relay.Config{
+			Mapper: l.Mapper,
+			Sink:   b.writer,
+			Log:    perLine.With(zap.String("listener", l.Name())),
+		})
+		switch l.Config.Protocol {
+		case "udp":
+			u, err := graphite.ListenUDP(l.udpConfig(), b.relay)
+			if err != nil {
+				return nil, fmt.Errorf("[[graphite]] #%d: %w", l.Index, err)
+			}
+			b.srv = u
+			if want := l.Config.UDPReadBuffer; want > 0 && u.ReadBufferGranted() < want {
+				log.Warn("the kernel granted a smaller UDP receive buffer than udp-read-buffer asks for (raise net.core.rmem_max)",
+					zap.String("listener", l.Name()), zap.Int("asked", want), zap.Int("granted", u.ReadBufferGranted()))
+			}
+			log.Info("listening", zap.String("listener", l.Name()), zap.Stringer("addr", u.Addr()),
+				zap.Int("udp_read_buffer_granted", u.ReadBufferGranted()), zap.String("bucket", l.Target.Bucket))
+		default:
+			t, err := graphite.ListenTCP(l.tcpConfig(), b.relay)
+			if err != nil {
+				return nil, fmt.Errorf("[[graphite]] #%d: %w", l.Index, err)
+			}
+			b.srv = t
+			log.Info("listening", zap.String("listener", l.Name()), zap.Stringer("addr", t.Addr()), zap.String("bucket", l.Target.Bucket))
+		}
+	}
+
+	if plan.AdminAddr != "" {
+		s.adminLn, err = net.Listen("tcp", plan.AdminAddr)
+		if err != nil {
+			return nil, fmt.Errorf("[admin] bind-address %q: %w", plan.AdminAddr, err)
+		}
+		reg := prometheus.NewRegistry()
+		reg.MustRegister(collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
+		reg.MustRegister(&statsCollector{blocks: s.blocks})
+		for _, b := range s.blocks {
+			reg.MustRegister(b.hist)
+		}
+		mux := http.NewServeMux()
+		mux.Handle("GET /metrics", promhttp.HandlerFor(reg, promhttp.HandlerOpts{}))
+		mux.HandleFunc("GET /healthz", func(w http.ResponseWriter, r *http.Request) { io.WriteString(w, "ok\n") })
+		s.admin = &http.Server{Handler: mux, ReadHeaderTimeout: 10 * time.Second}
+		log.Info("admin endpoint", zap.String("metrics", "http://"+s.adminLn.Addr().String()+"/metrics"))
+	}
+
+	for _, b := range s.blocks {
+		s.served.Go(func() {
+			if err := b.srv.Serve(); err != nil {
+				log.Error("listener stopped", zap.String("listener", b.Name()), zap.Error(err))
+			}
+		})
+	}
+	if s.admin != nil {
+		s.served.Go(func() {
+			if err := s.admin.Serve(s.adminLn); err != nil && !errors.Is(err, http.ErrServerClosed) {
+				log.Error("admin endpoint stopped", zap.Error(err))
+			}
+		})
+	}
+	return s, nil
+}
+
+// abort releases what a failed start-up opened.
+func (s *service) abort() {
+	ctx, cancel := context.WithTimeout(context.Background(), time.Second)
+	defer cancel()
+	for _, b := range s.blocks {
+		if b.srv != nil {
+			_ = b.srv.Shutdown(ctx)
+		}
+		_ = b.writer.Close(ctx)
+	}
+	if s.adminLn != nil {
+		s.adminLn.Close()
+	}
+}
+
+// Shutdown stops accepting, lets open connections finish, then delivers
+// everything buffered to InfluxDB. Points that could not be delivered before
+// ctx ends are reported in the error.
+func (s *service) Shutdown(ctx context.Context) error {
+	var wg sync.WaitGroup
+	for _, b := range s.blocks {
+		wg.Go(func() {
+			if err := b.srv.Shutdown(ctx); err != nil {
+				s.log.Warn("closing listener", zap.String("listener", b.Name()), zap.Error(err))
+			}
+		})
+	}
+	wg.Wait()
+	errs := make([]error, len(s.blocks))
+	for i, b := range s.blocks {
+		wg.Go(func() {
+			if err := b.writer.Close(ctx); err != nil {
+				s.log.Error("flushing to InfluxDB", zap.String("listener", b.Name()), zap.Error(err))
+				errs[i] = fmt.Errorf("%s: %w", b.Name(), err)
+			}
+		})
+	}
+	wg.Wait()
+	if s.admin != nil {
+		_ = s.admin.Shutdown(ctx)
+	}
+	s.served.Wait()
+	for _, b := range s.blocks {
+		st := b.relay.Stats()
+		s.log.Info("stopped", zap.String("listener", b.Name()),
+			zap.Uint64("lines", st.Lines.Load()), zap.Uint64("points", st.Points.Load()))
+	}
+	return errors.Join(errs...)
+}
+
+// influxConfig builds the writer settings shared by all blocks.
+func influxConfig(plan *Plan, log *zap.Logger) (influx.Config, error) {
+	in := plan.InfluxDB
+	gzip := true
+	if in.Gzip != nil {
+		gzip = *in.Gzip
+	}
+	cfg := influx.Config{
+		URL:            in.URL,
+		Org:            in.Org,
+		Token:          plan.Token,
+		Gzip:           gzip,
+		MaxInFlight:    in.MaxInFlight,
+		MaxQueueBytes:  in.MaxQueueBytes,
+		RequestTimeout: time.Duration(in.Timeout),
+		Logger:         log,
+	}
+	if in.TLSCA != "" || in.TLSCert != "" || in.TLSInsecureSkipVerify {
+		t := &tls.Config{InsecureSkipVerify: in.TLSInsecureSkipVerify} //nolint:gosec // only when the operator asks for it
+		if in.TLSCA != "" {
+			pem, err := os.ReadFile(in.TLSCA)
+			if err != nil {
+				return cfg, fmt.Errorf("[influxdb] tls-ca: %w", err)
+			}
+			pool := x509.NewCertPool()
+			if !pool.AppendCertsFromPEM(pem) {
+				return cfg, fmt.Errorf("[influxdb] tls-ca %q: no PEM certificate found", in.TLSCA)
+			}
+			t.RootCAs = pool
+		}
+		if in.TLSCert != "" {
+			cert, err := tls.LoadX509KeyPair(in.TLSCert, in.TLSKey)
+			if err != nil {
+				return cfg, fmt.Errorf("[influxdb] tls-cert/tls-key: %w", err)
+			}
+			t.Certificates = []tls.Certificate{cert}
+		}
+		cfg.TLS = t
+	}
+	return cfg, nil
+}
+
+// newLogger builds the service logger: human-readable console by default,
+// JSON for log shippers.
+func newLogger(c LogConfig, w io.Writer) (*zap.Logger, error) {
+	level, err := zapcore.ParseLevel(c.Level)
+	if err != nil {
+		return nil, fmt.Errorf("[log] level %q: %w", c.Level, err)
+	}
+	ec := zap.NewProductionEncoderConfig()
+	ec.EncodeTime = zapcore.ISO8601TimeEncoder
+	var enc zapcore.Encoder
+	if c.Format == "json" {
+		enc = zapcore.NewJSONEncoder(ec)
+	} else {
+		ec.EncodeLevel = zapcore.CapitalLevelEncoder
+		enc = zapcore.NewConsoleEncoder(ec)
+	}
+	return zap.New(zapcore.NewCore(enc, zapcore.Lock(zapcore.AddSync(w)), level)), nil
+}
+
+// sampled wraps log for per-line problems: per message and second, the first
+// three entries are written and the rest only counted in /metrics.
+func sampled(log *zap.Logger) *zap.Logger {
+	return log.WithOptions(zap.WrapCore(func(c zapcore.Core) zapcore.Core {
+		return zapcore.NewSamplerWithOptions(c, time.Second, 3, 0)
+	}))
+}

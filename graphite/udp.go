@@ -1,0 +1,246 @@
+package graphite
+
+import (
+	"bytes"
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"net"
+	"os"
+	"sync"
+	"sync/atomic"
+	"time"
+)
+
+// UDPConfig configures ListenUDP.
+type UDPConfig struct {
+	Addr          string
+	ReadBuffer    int // SO_RCVBUF to ask for; 0 keeps the OS default
+	MaxLineLength int // default 64 KiB; longer lines are dropped and counted
+}
+
+// When the UDP reader flushes its handler. Spark sends one line per
+// datagram, so flushing per datagram would defeat the handler's batching.
+const (
+	udpFlushLines = 1024                   // this many lines are pending
+	udpQuiet      = 100 * time.Millisecond // no datagram for this long (a report has ended)
+	udpMaxAge     = time.Second            // the oldest pending line is this old (a steady trickle never goes quiet)
+)
+
+// udpMaxErrors consecutive read errors stop the reader rather than let it spin.
+const udpMaxErrors = 100
+
+// UDPServer reads Graphite lines from UDP datagrams. A single goroutine,
+// the one running Serve, reads: one recv per line is cheap next to the
+// parsing and encoding behind it, and one reader keeps a single
+// ConnHandler that batches across datagrams.
+type UDPServer struct {
+	conn    *net.UDPConn
+	h       Handler
+	maxLine int
+	granted int
+	stats   Stats
+
+	mu       sync.Mutex
+	serving  bool
+	closing  bool
+	draining atomic.Bool   // Shutdown has begun: read what is queued, then stop
+	done     chan struct{} // closed when the reader has Flushed and Closed its handler
+}
+
+// udpDrainQuiet ends the drain at Shutdown: datagrams already in the
+// socket's receive queue are read until none has come for this long.
+const udpDrainQuiet = 20 * time.Millisecond
+
+// ListenUDP binds cfg.Addr at once and applies cfg.ReadBuffer; reading
+// starts once Serve runs.
+func ListenUDP(cfg UDPConfig, h Handler) (*UDPServer, error) {
+	pc, err := net.ListenPacket("udp", cfg.Addr)
+	if err != nil {
+		return nil, fmt.Errorf("graphite: UDP listener on %q: %w", cfg.Addr, err)
+	}
+	conn := pc.(*net.UDPConn)
+	if cfg.ReadBuffer > 0 {
+		if err := conn.SetReadBuffer(cfg.ReadBuffer); err != nil {
+			conn.Close()
+			return nil, fmt.Errorf("graphite: UDP listener on %q: setting the read buffer to %d: %w", cfg.Addr, cfg.ReadBuffer, err)
+		}
+	}
+	s := &UDPServer{conn: conn, h: h, maxLine: cfg.MaxLineLength, done: make(chan struct{})}
+	if s.maxLine <= 0 {
+		s.maxLine = defaultMaxLineLength
+	}
+	s.granted = readBufferSize(conn)
+	return s, nil
+}
+
+// Addr returns the bound address.
+func (s *UDPServer) Addr() net.Addr { return s.conn.LocalAddr() }
+
+// Stats returns the live counters.
+func (s *UDPServer) Stats() *Stats { return &s.stats }
+
+// ReadBufferGranted returns the socket's SO_RCVBUF as the kernel reports
+// it, or 0 where that cannot be read. Linux caps requests at
+// net.core.rmem_max and reports twice the usable size, for its bookkeeping.
+func (s *UDPServer) ReadBufferGranted() int { return s.granted }
+
+// Serve reads datagrams until Shutdown, after which it returns nil.
+func (s *UDPServer) Serve() error {
+	s.mu.Lock()
+	if s.closing {
+		s.mu.Unlock()
+		return nil
+	}
+	if s.serving {
+		s.mu.Unlock()
+		return errors.New("graphite: UDPServer.Serve called twice")
+	}
+	s.serving = true
+	s.mu.Unlock()
+	defer close(s.done)
+	return s.read(s.conn)
+}
+
+// Shutdown lets the reader take the datagrams already queued in the
+// socket (the kernel accepted them; dropping them would lose lines), then
+// closes the socket and waits until the reader has Flushed and Closed its
+// handler, or until ctx ends (then it returns ctx.Err()).
+func (s *UDPServer) Shutdown(ctx context.Context) error {
+	s.mu.Lock()
+	s.closing = true
+	serving := s.serving
+	s.serving = true // a later Serve returns at once
+	s.mu.Unlock()
+	s.draining.Store(true)
+	s.conn.SetReadDeadline(time.Now().Add(udpDrainQuiet))
+	defer s.conn.Close()
+	if !serving {
+		// Serve never ran: drain here, so queued datagrams are not lost.
+		err := s.read(s.conn)
+		close(s.done)
+		return err
+	}
+	select {
+	case <-s.done:
+		return nil
+	case <-ctx.Done():
+		return ctx.Err()
+	}
+}
+
+// setDeadline sets the reader's deadline, unless Shutdown has begun
+// draining: then the drain deadline wins. Shutdown stores draining before it
+// sets its deadline, so whichever order the two goroutines run in, the
+// drain deadline is the last one set.
+func (s *UDPServer) setDeadline(conn datagramConn, t time.Time) {
+	conn.SetReadDeadline(t)
+	if s.draining.Load() {
+		conn.SetReadDeadline(time.Now().Add(udpDrainQuiet))
+	}
+}
+
+// datagramConn is what the reader needs from a socket; tests substitute
+// net.Pipe, whose writes arrive one per read like datagrams.
+type datagramConn interface {
+	Read(b []byte) (int, error)
+	SetReadDeadline(t time.Time) error
+}
+
+// read is the reader loop. The read deadline is only set while lines are
+// pending, to notice when the senders go quiet.
+func (s *UDPServer) read(conn datagramConn) error {
+	ch := s.h.NewConn(nil)
+	sp := splitter{ch: ch, maxLine: s.maxLine}
+	buf := make([]byte, blockSize)
+	pending := 0 // lines handed on since the last Flush
+	var first, last time.Time
+	armed := false
+	errs := 0
+	var err error
+	for {
+		var n int
+		n, err = conn.Read(buf)
+		if err == nil {
+			errs = 0
+			if s.draining.Load() {
+				conn.SetReadDeadline(time.Now().Add(udpDrainQuiet))
+				armed = true
+			}
+			s.stats.Datagrams.Add(1)
+			s.stats.Bytes.Add(uint64(n))
+			before := sp.lines
+			sp.datagram(buf[:n])
+			got := int(sp.lines - before)
+			sp.publish(&s.stats)
+			if got == 0 {
+				continue
+			}
+			pending += got
+			if pending >= udpFlushLines {
+				ch.Flush()
+				pending = 0
+				continue
+			}
+			now := time.Now()
+			if pending == got {
+				first = now
+			}
+			last = now
+			if !armed {
+				s.setDeadline(conn, now.Add(udpQuiet))
+				armed = true
+			}
+			continue
+		}
+		if errors.Is(err, os.ErrDeadlineExceeded) {
+			if s.draining.Load() {
+				err = nil
+				break // the queue is empty: Shutdown may close the socket
+			}
+			armed = false
+			if pending > 0 {
+				now := time.Now()
+				due := last.Add(udpQuiet)
+				if old := first.Add(udpMaxAge); old.Before(due) {
+					due = old
+				}
+				if now.Before(due) {
+					s.setDeadline(conn, due)
+					armed = true
+					continue
+				}
+				ch.Flush()
+				pending = 0
+			}
+			s.setDeadline(conn, time.Time{})
+			continue
+		}
+		if errors.Is(err, net.ErrClosed) || errors.Is(err, io.EOF) {
+			err = nil
+			break
+		}
+		s.stats.ReadErrors.Add(1)
+		if errs++; errs >= udpMaxErrors {
+			err = fmt.Errorf("graphite: UDP reader stopped after %d consecutive errors: %w", errs, err)
+			break
+		}
+	}
+	ch.Flush()
+	ch.Close()
+	return err
+}
+
+// datagram hands on the lines of one datagram; the last needs no '\n'.
+func (sp *splitter) datagram(d []byte) {
+	for len(d) > 0 {
+		i := bytes.IndexByte(d, '\n')
+		if i < 0 {
+			sp.line(d)
+			return
+		}
+		sp.line(d[:i])
+		d = d[i+1:]
+	}
+}

@@ -1,0 +1,148 @@
+package influx
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"log"
+	"net"
+	"net/http"
+	"net/http/httptest"
+	"strings"
+	"testing"
+)
+
+// fakeServer answers /ping with version (as a header, or as a 3.x JSON
+// body when body is set) and the rest with mux.
+func fakeServer(t *testing.T, version string, body bool, mux *http.ServeMux) string {
+	t.Helper()
+	if mux == nil {
+		mux = http.NewServeMux()
+	}
+	mux.HandleFunc("/ping", func(w http.ResponseWriter, r *http.Request) {
+		if body {
+			w.Header().Set("Content-Type", "application/json")
+			fmt.Fprintf(w, `{"version":%q,"revision":"abc"}`, version)
+			return
+		}
+		if version != "" {
+			w.Header().Set("X-Influxdb-Version", version)
+		}
+		w.WriteHeader(http.StatusNoContent)
+	})
+	srv := httptest.NewServer(mux)
+	t.Cleanup(srv.Close)
+	return srv.URL
+}
+
+func TestCheck2x(t *testing.T) {
+	mux := http.NewServeMux()
+	mux.HandleFunc("/api/v2/buckets", func(w http.ResponseWriter, r *http.Request) {
+		q := r.URL.Query()
+		if r.Header.Get("Authorization") != "Token tok" {
+			w.Header().Set("Content-Type", "application/json")
+			w.WriteHeader(401)
+			fmt.Fprint(w, `{"code":"unauthorized","message":"unauthorized access"}`)
+			return
+		}
+		w.Header().Set("Content-Type", "application/json")
+		if q.Get("name") == "spark" && q.Get("org") == "acme" {
+			fmt.Fprint(w, `{"buckets":[{"id":"1","name":"spark","orgID":"2","retentionRules":[]}]}`)
+			return
+		}
+		fmt.Fprint(w, `{"buckets":[]}`)
+	})
+	url := fakeServer(t, "v2.7.11", false, mux)
+	ctx := context.Background()
+
+	res, err := Check(ctx, Config{URL: url, Org: "acme", Token: "tok"}, Target{Bucket: "spark"}, true)
+	if err != nil || res.Major != 2 || res.String() != "InfluxDB v2.7.11" {
+		t.Errorf("existing bucket: %v, %q", err, res)
+	}
+	_, err = Check(ctx, Config{URL: url, Org: "acme", Token: "tok"}, Target{Bucket: "spark", Org: "other"}, true)
+	if err == nil || !strings.Contains(err.Error(), `bucket "spark" does not exist in organization "other" on InfluxDB v2.7.11 at `+url) {
+		t.Errorf("bucket in another org: %v", err)
+	}
+	_, err = Check(ctx, Config{URL: url, Token: "tok"}, Target{Bucket: "spark"}, false)
+	if err == nil || !strings.Contains(err.Error(), "needs an organization") {
+		t.Errorf("no org: %v", err)
+	}
+	_, err = Check(ctx, Config{URL: url, Org: "acme", Token: "wrong"}, Target{Bucket: "spark"}, false)
+	if err == nil || !strings.Contains(err.Error(), "unauthorized access") || errors.Is(err, ErrUnreachable) || strings.Contains(err.Error(), "wrong") {
+		t.Errorf("bad token: %v", err)
+	}
+}
+
+func TestCheck3xAndUnknownSkipped(t *testing.T) {
+	for _, tc := range []struct {
+		version string
+		body    bool
+		major   int
+	}{
+		{"3.0.1", true, 3},
+		{"3.2.0", false, 3},
+		{"", false, 0},
+		{"9.9", false, 0},
+	} {
+		url := fakeServer(t, tc.version, tc.body, nil) // no /query: 404
+		res, err := Check(context.Background(), Config{URL: url}, Target{Bucket: "spark"}, true)
+		if err != nil || res.Major != tc.major || res.Version != tc.version || !strings.Contains(res.Note, "skipped") {
+			t.Errorf("version %q: %v, %+v", tc.version, err, res)
+		}
+	}
+}
+
+func TestCheckUnreachable(t *testing.T) {
+	l, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	closed := "http://" + l.Addr().String()
+	l.Close()
+	_, err = Check(context.Background(), Config{URL: closed}, Target{Bucket: "db"}, false)
+	if !errors.Is(err, ErrUnreachable) || !strings.Contains(err.Error(), closed) {
+		t.Errorf("closed port: %v", err)
+	}
+
+	proxy := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		http.Error(w, "no backend", http.StatusBadGateway)
+	}))
+	defer proxy.Close()
+	if _, err := Check(context.Background(), Config{URL: proxy.URL}, Target{Bucket: "db"}, false); !errors.Is(err, ErrUnreachable) {
+		t.Errorf("proxy without backend: %v", err)
+	}
+
+	notInflux := httptest.NewServer(http.NotFoundHandler())
+	defer notInflux.Close()
+	_, err = Check(context.Background(), Config{URL: notInflux.URL}, Target{Bucket: "db"}, false)
+	if err == nil || errors.Is(err, ErrUnreachable) || !strings.Contains(err.Error(), "404") {
+		t.Errorf("not InfluxDB: %v", err)
+	}
+
+	tlsSrv := httptest.NewUnstartedServer(http.NotFoundHandler())
+	tlsSrv.Config.ErrorLog = log.New(io.Discard, "", 0) // the refused handshake is expected
+	tlsSrv.StartTLS()
+	defer tlsSrv.Close()
+	_, err = Check(context.Background(), Config{URL: tlsSrv.URL}, Target{Bucket: "db"}, false)
+	if err == nil || errors.Is(err, ErrUnreachable) || !strings.Contains(err.Error(), "TLS") {
+		t.Errorf("untrusted certificate: %v", err)
+	}
+}
+
+func TestVersionMajor(t *testing.T) {
+	for v, want := range map[string]int{
+		"1.8.10": 1, "v1.11.8": 1, "v2.7.11": 2, "2.x": 2, "3.0.1": 3, "3": 3,
+		"unknown": 0, "": 0, "dev": 0, "10.1": 0, "v": 0,
+	} {
+		if got := versionMajor(v); got != want {
+			t.Errorf("versionMajor(%q) = %d, want %d", v, got, want)
+		}
+	}
+}
+
+func TestQuoteIdent(t *testing.T) {
+	if got := quoteIdent(`a"b\c`); got != `"a\"b\\c"` {
+		t.Errorf("quoteIdent: %s", got)
+	}
+}

@@ -1,0 +1,334 @@
+// Package influxtest runs a real InfluxDB 1.x server (influxd) for
+// integration tests, on free loopback ports with its data in a temporary
+// directory, and reads it back with InfluxQL.
+//
+// The binary is $INFLUXD, else $(go env GOPATH)/bin/influxd, else influxd on
+// PATH. When it is missing or does not start, the test is skipped with the
+// install command, except in CI (CI set), where it fails: integration tests
+// must not pass there by not running.
+package influxtest
+
+import (
+	"bytes"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"go/build"
+	"io"
+	"net"
+	"net/http"
+	"net/url"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"sync"
+	"syscall"
+	"testing"
+	"time"
+)
+
+// InstallCommand installs the influxd these tests are written against.
+const InstallCommand = "go install github.com/influxdata/influxdb/cmd/influxd@v1.8.10"
+
+const (
+	startTimeout = 60 * time.Second
+	pollInterval = 50 * time.Millisecond
+	stopTimeout  = 30 * time.Second
+)
+
+// Server is a running influxd.
+type Server struct {
+	URL      string // http://127.0.0.1:port
+	HTTPAddr string // 127.0.0.1:port
+	Dir      string // meta, data and wal directories, and influxd.conf
+
+	cmd    *exec.Cmd
+	exited chan struct{} // closed when the process has exited
+	log    *syncBuffer
+}
+
+// Option changes how Start runs influxd.
+type Option func(*options)
+
+type options struct{ extra, env []string }
+
+// WithConfig appends TOML to influxd's configuration, e.g. a [[graphite]]
+// block (take its port from FreePort).
+func WithConfig(toml string) Option {
+	return func(o *options) { o.extra = append(o.extra, toml) }
+}
+
+// WithEnv adds "KEY=value" environment variables, which influxd reads
+// over its configuration (e.g. INFLUXDB_HTTP_AUTH_ENABLED=true).
+func WithEnv(kv ...string) Option {
+	return func(o *options) { o.env = append(o.env, kv...) }
+}
+
+// Start runs influxd until the end of the test and waits until it answers
+// /ping. On failure its log is printed.
+func Start(tb testing.TB, opts ...Option) *Server {
+	tb.Helper()
+	var o options
+	for _, opt := range opts {
+		opt(&o)
+	}
+	bin, err := findBinary()
+	if err != nil {
+		unavailable(tb, err.Error())
+	}
+	// A free port can be taken by someone else before influxd binds it;
+	// then influxd exits at once and another pair of ports is tried.
+	var lastErr error
+	for range 3 {
+		s, err := start(tb, bin, o)
+		if err == nil {
+			return s
+		}
+		lastErr = err
+	}
+	unavailable(tb, lastErr.Error())
+	return nil
+}
+
+func unavailable(tb testing.TB, why string) {
+	tb.Helper()
+	if os.Getenv("CI") != "" {
+		tb.Fatalf("influxtest: %s (CI is set, so this fails instead of skipping; install it with %s)", why, InstallCommand)
+	}
+	tb.Skipf("influxtest: %s; install it with: %s", why, InstallCommand)
+}
+
+func findBinary() (string, error) {
+	if p := os.Getenv("INFLUXD"); p != "" {
+		if _, err := os.Stat(p); err != nil {
+			return "", fmt.Errorf("$INFLUXD %q: %v", p, err)
+		}
+		return p, nil
+	}
+	gopath := build.Default.GOPATH
+	if out, err := exec.Command("go", "env", "GOPATH").Output(); err == nil {
+		if p := strings.TrimSpace(string(out)); p != "" {
+			gopath = strings.Split(p, string(os.PathListSeparator))[0]
+		}
+	}
+	if p := filepath.Join(gopath, "bin", "influxd"); fileExists(p) {
+		return p, nil
+	}
+	p, err := exec.LookPath("influxd")
+	if err != nil {
+		return "", fmt.Errorf("influxd not found in $INFLUXD, %s or PATH", filepath.Join(gopath, "bin"))
+	}
+	return p, nil
+}
+
+func fileExists(p string) bool {
+	st, err := os.Stat(p)
+	return err == nil && !st.IsDir()
+}
+
+func start(tb testing.TB, bin string, o options) (*Server, error) {
+	tb.Helper()
+	dir := tb.TempDir()
+	httpPort, rpcPort := FreePort(tb), FreePort(tb)
+	s := &Server{
+		HTTPAddr: fmt.Sprintf("127.0.0.1:%d", httpPort),
+		Dir:      dir,
+		exited:   make(chan struct{}),
+		log:      &syncBuffer{},
+	}
+	s.URL = "http://" + s.HTTPAddr
+	conf := fmt.Sprintf(`reporting-disabled = true
+bind-address = "127.0.0.1:%d"
+
+[meta]
+  dir = %q
+  logging-enabled = false
+
+[data]
+  dir = %q
+  wal-dir = %q
+  query-log-enabled = false
+
+[monitor]
+  store-enabled = false
+
+[http]
+  bind-address = %q
+  log-enabled = false
+  pprof-enabled = false
+
+[logging]
+  level = "warn"
+`, rpcPort, filepath.Join(dir, "meta"), filepath.Join(dir, "data"), filepath.Join(dir, "wal"), s.HTTPAddr)
+	conf += strings.Join(o.extra, "\n")
+	confPath := filepath.Join(dir, "influxd.conf")
+	if err := os.WriteFile(confPath, []byte(conf), 0o644); err != nil {
+		tb.Fatal(err)
+	}
+
+	s.cmd = exec.Command(bin, "run", "-config", confPath)
+	s.cmd.Stdout = s.log
+	s.cmd.Stderr = s.log
+	s.cmd.Env = append(append(os.Environ(), "INFLUXDB_REPORTING_DISABLED=true"), o.env...)
+	if err := s.cmd.Start(); err != nil {
+		return nil, fmt.Errorf("starting %s: %v", bin, err)
+	}
+	go func() {
+		_ = s.cmd.Wait()
+		close(s.exited)
+	}()
+
+	if err := s.waitReady(); err != nil {
+		s.stop()
+		return nil, fmt.Errorf("%s did not start: %v\n%s", bin, err, s.log.String())
+	}
+	tb.Cleanup(func() {
+		s.stop()
+		if tb.Failed() {
+			tb.Logf("influxd log (%s):\n%s", s.Dir, s.log.String())
+		}
+	})
+	return s, nil
+}
+
+// waitReady polls /ping: influxd is an external process with no readiness
+// signal of its own.
+func (s *Server) waitReady() error {
+	deadline := time.NewTimer(startTimeout)
+	defer deadline.Stop()
+	tick := time.NewTicker(pollInterval)
+	defer tick.Stop()
+	client := &http.Client{Timeout: time.Second}
+	for {
+		resp, err := client.Get(s.URL + "/ping")
+		if err == nil {
+			resp.Body.Close()
+			if resp.StatusCode == http.StatusNoContent {
+				return nil
+			}
+		}
+		select {
+		case <-s.exited:
+			return fmt.Errorf("influxd exited: %v", s.cmd.ProcessState)
+		case <-deadline.C:
+			return fmt.Errorf("no answer on %s/ping within %s", s.URL, startTimeout)
+		case <-tick.C:
+		}
+	}
+}
+
+// stop sends SIGTERM and waits for influxd to exit, killing it if it takes
+// too long.
+func (s *Server) stop() {
+	select {
+	case <-s.exited:
+		return
+	default:
+	}
+	_ = s.cmd.Process.Signal(syscall.SIGTERM)
+	t := time.NewTimer(stopTimeout)
+	defer t.Stop()
+	select {
+	case <-s.exited:
+	case <-t.C:
+		_ = s.cmd.Process.Kill()
+		<-s.exited
+	}
+}
+
+// Series is one series of an InfluxQL result. Numbers are json.Number and
+// times (epoch=ns) too, so nanoseconds are exact.
+type Series struct {
+	Name    string
+	Tags    map[string]string
+	Columns []string
+	Values  [][]any
+}
+
+// Query runs q on db ("" for none) with epoch=ns and returns the series of
+// all its statements. An error fails the test.
+func (s *Server) Query(tb testing.TB, db, q string) []Series {
+	tb.Helper()
+	series, err := s.query(db, q)
+	if err != nil {
+		tb.Fatalf("influxtest: query %q on database %q: %v", q, db, err)
+	}
+	return series
+}
+
+// Exec runs a statement such as CREATE DATABASE. An error fails the test.
+func (s *Server) Exec(tb testing.TB, q string) {
+	tb.Helper()
+	if _, err := s.query("", q); err != nil {
+		tb.Fatalf("influxtest: %q: %v", q, err)
+	}
+}
+
+func (s *Server) query(db, q string) ([]Series, error) {
+	form := url.Values{"q": {q}, "epoch": {"ns"}}
+	if db != "" {
+		form.Set("db", db)
+	}
+	resp, err := http.PostForm(s.URL+"/query", form)
+	if err != nil {
+		return nil, err
+	}
+	defer resp.Body.Close()
+	body, err := io.ReadAll(resp.Body)
+	if err != nil {
+		return nil, err
+	}
+	var r struct {
+		Error   string
+		Results []struct {
+			Error  string
+			Series []Series
+		}
+	}
+	dec := json.NewDecoder(bytes.NewReader(body))
+	dec.UseNumber()
+	if err := dec.Decode(&r); err != nil {
+		return nil, fmt.Errorf("%s: %s", resp.Status, body)
+	}
+	if r.Error != "" {
+		return nil, errors.New(r.Error)
+	}
+	var out []Series
+	for _, res := range r.Results {
+		if res.Error != "" {
+			return nil, errors.New(res.Error)
+		}
+		out = append(out, res.Series...)
+	}
+	return out, nil
+}
+
+// FreePort returns a TCP port on 127.0.0.1 that was free a moment ago.
+func FreePort(tb testing.TB) int {
+	tb.Helper()
+	l, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		tb.Fatalf("influxtest: finding a free port: %v", err)
+	}
+	defer l.Close()
+	return l.Addr().(*net.TCPAddr).Port
+}
+
+// syncBuffer collects influxd's output from two pipes.
+type syncBuffer struct {
+	mu sync.Mutex
+	b  bytes.Buffer
+}
+
+func (b *syncBuffer) Write(p []byte) (int, error) {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return b.b.Write(p)
+}
+
+func (b *syncBuffer) String() string {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return b.b.String()
+}

@@ -1,0 +1,246 @@
+package influx_test
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"strings"
+	"testing"
+	"time"
+
+	"go.uber.org/zap"
+	"go.uber.org/zap/zapcore"
+	"go.uber.org/zap/zaptest/observer"
+
+	"github.com/sparkpulse/sparkpulse/influx"
+	"github.com/sparkpulse/sparkpulse/influx/influxtest"
+)
+
+func ctxT(t *testing.T) context.Context {
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	t.Cleanup(cancel)
+	return ctx
+}
+
+// write appends text (complete lines) through a fresh writer and closes it.
+func write(t *testing.T, cfg influx.Config, bucket, text string) influx.Stats {
+	t.Helper()
+	w, err := influx.NewWriter(cfg, influx.Target{Bucket: bucket})
+	if err != nil {
+		t.Fatal(err)
+	}
+	w.Append([]byte(text), strings.Count(text, "\n"))
+	if err := w.Close(ctxT(t)); err != nil {
+		t.Fatal(err)
+	}
+	return w.Stats()
+}
+
+func count(t *testing.T, srv *influxtest.Server, db, q string) int64 {
+	t.Helper()
+	res := srv.Query(t, db, q)
+	if len(res) != 1 || len(res[0].Values) != 1 {
+		t.Fatalf("%s: %+v", q, res)
+	}
+	n, err := res[0].Values[0][1].(interface{ Int64() (int64, error) }).Int64()
+	if err != nil {
+		t.Fatal(err)
+	}
+	return n
+}
+
+func TestCheckRealInfluxDB(t *testing.T) {
+	srv := influxtest.Start(t)
+	cfg := influx.Config{URL: srv.URL}
+	ctx := ctxT(t)
+
+	_, err := influx.Check(ctx, cfg, influx.Target{Bucket: "spark"}, false)
+	want := `database "spark" does not exist on InfluxDB `
+	if err == nil || !strings.Contains(err.Error(), want) || !strings.Contains(err.Error(), " at "+srv.URL+"; create it or set create-database = true") {
+		t.Fatalf("missing database: %v", err)
+	}
+	t.Logf("missing database: %v", err)
+
+	res, err := influx.Check(ctx, cfg, influx.Target{Bucket: "spark"}, true)
+	if err != nil || res.Major != 1 || len(res.Created) != 1 {
+		t.Fatalf("create: %v, %+v", err, res)
+	}
+	t.Logf("created: %s", res)
+	if res, err := influx.Check(ctx, cfg, influx.Target{Bucket: "spark/"}, false); err != nil || len(res.Created) != 0 {
+		t.Fatalf("existing database: %v, %+v", err, res)
+	}
+
+	// A named retention policy: a new database gets it as its only one, as
+	// from InfluxDB's graphite listener; an existing database gets it added
+	// as its default.
+	if _, err := influx.Check(ctx, cfg, influx.Target{Bucket: "g/week"}, true); err != nil {
+		t.Fatal(err)
+	}
+	if got := rps(t, srv, "g"); got != "week:true" {
+		t.Errorf("retention policies of a created database: %s", got)
+	}
+	_, err = influx.Check(ctx, cfg, influx.Target{Bucket: "spark/month"}, false)
+	if err == nil || !strings.Contains(err.Error(), `retention policy "month" does not exist on database "spark"`) {
+		t.Fatalf("missing retention policy: %v", err)
+	}
+	if _, err := influx.Check(ctx, cfg, influx.Target{Bucket: "spark/month"}, true); err != nil {
+		t.Fatal(err)
+	}
+	if got := rps(t, srv, "spark"); got != "autogen:false month:true" {
+		t.Errorf("retention policies after adding one: %s", got)
+	}
+	// The writer can write to what Check created.
+	write(t, cfg, "spark/month", "m value=1 1\n")
+	if n := count(t, srv, "spark", `SELECT count(value) FROM "spark"."month"."m"`); n != 1 {
+		t.Errorf("count %d", n)
+	}
+}
+
+func rps(t *testing.T, srv *influxtest.Server, db string) string {
+	var out []string
+	for _, s := range srv.Query(t, db, "SHOW RETENTION POLICIES ON "+db) {
+		for _, v := range s.Values {
+			out = append(out, fmt.Sprintf("%v:%v", v[0], v[4]))
+		}
+	}
+	return strings.Join(out, " ")
+}
+
+func TestWriteRealInfluxDB(t *testing.T) {
+	srv := influxtest.Start(t)
+	srv.Exec(t, `CREATE DATABASE "spark"`)
+	const n = 10_000
+	const t0 = 1_795_300_000_000_000_000
+	var batches []int
+	cfg := influx.Config{URL: srv.URL, Gzip: true, BatchSize: 1500,
+		OnBatch: func(points int, took time.Duration, err error) {
+			if err != nil {
+				t.Errorf("write error: %v", err)
+			}
+			batches = append(batches, points) // MaxInFlight 1: no concurrent calls
+		},
+		MaxInFlight: 1,
+	}
+	w, err := influx.NewWriter(cfg, influx.Target{Bucket: "spark"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var b strings.Builder
+	for i := range n {
+		fmt.Fprintf(&b, "cpuTime.count,applicationid=app-1,process=%d value=%d %d\n", i%5, i, t0+int64(i)*1_000_000)
+		if (i+1)%100 == 0 {
+			w.Append([]byte(b.String()), 100)
+			b.Reset()
+		}
+	}
+	if err := w.Close(ctxT(t)); err != nil {
+		t.Fatal(err)
+	}
+	if len(batches) != 7 {
+		t.Errorf("%d write requests (%v), want 7 of at most 1500 points", len(batches), batches)
+	}
+	if st := w.Stats(); st.PointsWritten != n || st.BatchesWritten != 7 || len(st.PointsDropped) != 0 {
+		t.Errorf("stats %+v", st)
+	}
+	if got := count(t, srv, "spark", `SELECT count(value) FROM "cpuTime.count"`); got != n {
+		t.Errorf("InfluxDB holds %d points, want %d", got, n)
+	}
+	res := srv.Query(t, "spark", `SELECT value FROM "cpuTime.count" WHERE process = '3' AND time = 1795300008888000000 GROUP BY *`)
+	if len(res) != 1 || len(res[0].Values) != 1 || fmt.Sprint(res[0].Values[0]) != "[1795300008888000000 8888]" || res[0].Tags["applicationid"] != "app-1" {
+		t.Errorf("sample point: %+v", res)
+	}
+}
+
+func TestRejectedLinesRealInfluxDB(t *testing.T) {
+	srv := influxtest.Start(t)
+	srv.Exec(t, `CREATE DATABASE "db"`)
+	core, logs := observer.New(zapcore.InfoLevel)
+	cfg := influx.Config{URL: srv.URL, Gzip: true, Logger: zap.New(core)}
+
+	write(t, cfg, "db", "m value=1i 1\n") // value is now an integer field
+	st := write(t, cfg, "db", "good value=1 1\nm value=2 2\ngood value=3 3\nm value=4i 4\n")
+	if st.PointsDropped["field type conflict"] != 1 || st.PointsWritten != 3 || st.BatchesWritten != 1 {
+		t.Errorf("field type conflict: stats %+v", st)
+	}
+	// 1.x stores the lines it can parse and reports the others.
+	st = write(t, cfg, "db", "good value=5 5\nnot line protocol\ngood value=6 6\nalso bad\n")
+	if st.PointsDropped["unable to parse"] != 2 || st.PointsWritten != 2 {
+		t.Errorf("unparsable lines: stats %+v", st)
+	}
+	// Conflicting types for a new field within one request refuse it as a
+	// whole: halving finds the line.
+	st = write(t, cfg, "db", "n value=1 1\nn value=2 2\nn value=3i 3\nn value=4 4\n")
+	if st.PointsDropped["field type conflict"] != 1 || st.PointsWritten != 3 {
+		t.Errorf("conflict within a request: stats %+v", st)
+	}
+	if got := count(t, srv, "db", `SELECT count(value) FROM good`); got != 4 {
+		t.Errorf("good holds %d points, want 4", got)
+	}
+	if got := count(t, srv, "db", `SELECT count(value) FROM m`); got != 2 {
+		t.Errorf("m holds %d points, want 2 (1 and 4)", got)
+	}
+	if got := count(t, srv, "db", `SELECT count(value) FROM n`); got != 3 {
+		t.Errorf("n holds %d points, want 3", got)
+	}
+	for _, e := range logs.All() {
+		t.Logf("log: %s %v", e.Message, e.ContextMap())
+	}
+}
+
+func TestAuthRealInfluxDB(t *testing.T) {
+	srv := influxtest.Start(t, influxtest.WithEnv("INFLUXDB_HTTP_AUTH_ENABLED=true"))
+	srv.Exec(t, `CREATE USER admin WITH PASSWORD 'pa55' WITH ALL PRIVILEGES`) // the first admin needs no credentials
+	ctx := ctxT(t)
+
+	res, err := influx.Check(ctx, influx.Config{URL: srv.URL, Token: "admin:pa55"}, influx.Target{Bucket: "secure"}, true)
+	if err != nil || len(res.Created) != 1 {
+		t.Fatalf("Check with credentials: %v %+v", err, res)
+	}
+	_, err = influx.Check(ctx, influx.Config{URL: srv.URL, Token: "admin:wrong"}, influx.Target{Bucket: "secure"}, false)
+	if err == nil || !strings.Contains(err.Error(), "401 authorization failed") || strings.Contains(err.Error(), "wrong") {
+		t.Errorf("Check with a wrong password: %v", err)
+	}
+	t.Logf("wrong password: %v", err)
+
+	st := write(t, influx.Config{URL: srv.URL, Token: "admin:pa55"}, "secure", "m value=1 1\n")
+	if st.PointsWritten != 1 {
+		t.Errorf("stats %+v", st)
+	}
+
+	// A wrong password is retried (the operator may fix it) until Close
+	// gives up, and logged without the token.
+	core, logs := observer.New(zapcore.InfoLevel)
+	failed := make(chan struct{}, 1)
+	w, err := influx.NewWriter(influx.Config{URL: srv.URL, Token: "admin:wrong", Logger: zap.New(core),
+		OnBatch: func(int, time.Duration, error) {
+			select {
+			case failed <- struct{}{}:
+			default:
+			}
+		}}, influx.Target{Bucket: "secure"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	w.Append([]byte("m value=2 2\n"), 1)
+	w.Append([]byte("m value=3 3\n"), 1)
+	<-failed
+	cctx, cancel := context.WithCancel(context.Background())
+	cancel()
+	err = w.Close(cctx)
+	if err == nil || !errors.Is(err, context.Canceled) || !strings.Contains(err.Error(), "2 points") {
+		t.Errorf("Close: %v", err)
+	}
+	if w.Stats().WriteErrors["4xx"] == 0 {
+		t.Errorf("stats %+v", w.Stats())
+	}
+	entries := logs.FilterMessageSnippet("refused the credentials").All()
+	if len(entries) == 0 {
+		t.Fatal("a 401 was not logged")
+	}
+	for _, e := range logs.All() {
+		if s := fmt.Sprint(e.Message, e.ContextMap()); strings.Contains(s, "wrong") {
+			t.Errorf("log shows the password: %s", s)
+		}
+	}
+	t.Logf("401 logged as: %s %v", entries[0].Message, entries[0].ContextMap())
+}

@@ -1,0 +1,263 @@
+// Package relay turns Graphite lines into InfluxDB line protocol.
+//
+// A Relay is a graphite.Handler: every TCP connection (or UDP reader) gets
+// its own Conn, which parses each line, maps its path to a measurement,
+// tags and field, and encodes the point into a connection-local buffer. At
+// the end of every block read from the socket the buffer is handed to the
+// Sink in one call, so the per-line path takes no locks, sends nothing over
+// channels and, once its buffers have grown, allocates nothing.
+//
+// A line that cannot become a point is dropped and counted by reason; the
+// first few per second are logged. Nothing a line contains stops the
+// connection or the lines after it.
+package relay
+
+import (
+	"bytes"
+	"errors"
+	"fmt"
+	"net"
+	"sync/atomic"
+	"time"
+
+	"github.com/influxdata/line-protocol/v2/lineprotocol"
+	"go.uber.org/zap"
+
+	"github.com/sparkpulse/sparkpulse/graphite"
+	"github.com/sparkpulse/sparkpulse/templates"
+)
+
+// Mapper maps a Graphite path to a measurement, tags and field. Both the
+// template engine and the built-in Spark mapping satisfy it.
+type Mapper interface {
+	Apply(path []byte, r *templates.Result) error
+}
+
+// Sink receives encoded points: n complete lines, each ending in '\n'. The
+// Sink must copy what it keeps; it may block to slow the reader down.
+type Sink interface {
+	Append(lines []byte, n int)
+}
+
+// Reason is why a line was dropped. The parse reasons come first and share
+// their values with graphite.Reason.
+type Reason uint8
+
+const (
+	ReasonMapping    Reason = iota + Reason(graphite.ReasonTimeRange) + 1 // the template rejected the path
+	ReasonTimeKey                                                         // a tag or the field is named "time", which InfluxDB refuses
+	ReasonKeyTooLong                                                      // series key over InfluxDB's 65535-byte limit
+	ReasonEncode                                                          // not representable in line protocol (e.g. invalid UTF-8 in a name)
+	NumReasons
+)
+
+// String is the stable label used in metrics.
+func (r Reason) String() string {
+	switch r {
+	case ReasonMapping:
+		return "mapping"
+	case ReasonTimeKey:
+		return "time_key"
+	case ReasonKeyTooLong:
+		return "key_too_long"
+	case ReasonEncode:
+		return "encode"
+	}
+	return graphite.Reason(r).String()
+}
+
+// maxKeyLen is InfluxDB's limit on a series key (measurement plus tags).
+const maxKeyLen = 65535
+
+// Stats counts what a Relay did. Conns add their counts once per block.
+type Stats struct {
+	Lines   atomic.Uint64 // lines seen
+	Points  atomic.Uint64 // points handed to the sink
+	Dropped [NumReasons]atomic.Uint64
+}
+
+// Config is what a Relay needs.
+type Config struct {
+	Mapper Mapper
+	Sink   Sink
+	// Now stamps lines that carry no timestamp (or -1); time.Now when nil.
+	Now func() time.Time
+	// Log receives per-line problems. Give it a sampled core: a sender may
+	// repeat the same bad line every few seconds.
+	Log *zap.Logger
+}
+
+// Relay is a graphite.Handler that encodes points for one Sink.
+type Relay struct {
+	cfg   Config
+	stats Stats
+}
+
+// New returns a Relay.
+func New(cfg Config) *Relay {
+	if cfg.Now == nil {
+		cfg.Now = time.Now
+	}
+	if cfg.Log == nil {
+		cfg.Log = zap.NewNop()
+	}
+	return &Relay{cfg: cfg}
+}
+
+// Stats returns the Relay's live counters.
+func (r *Relay) Stats() *Stats { return &r.stats }
+
+// NewConn implements graphite.Handler.
+func (r *Relay) NewConn(remote net.Addr) graphite.ConnHandler {
+	c := &Conn{relay: r, remote: remote}
+	return c
+}
+
+// Conn processes the lines of one connection. It is not safe for
+// concurrent use.
+type Conn struct {
+	relay  *Relay
+	remote net.Addr
+
+	line   graphite.Line
+	result templates.Result
+	enc    lineprotocol.Encoder
+	points int // points in enc since the last Flush
+
+	lines   uint64
+	dropped [NumReasons]uint64
+}
+
+var (
+	timeKey  = []byte("time")
+	errNoKey = errors.New(`InfluxDB refuses a tag or field named "time"`)
+)
+
+// Line implements graphite.ConnHandler.
+func (c *Conn) Line(line []byte) {
+	c.lines++
+	if reason, err := c.encode(line); reason != 0 {
+		c.dropped[reason]++
+		c.logDrop(line, reason, err)
+	}
+}
+
+// Process handles one line and returns its point in line protocol (with a
+// nanosecond timestamp and the trailing newline), or the reason and error
+// that dropped it. The returned bytes are valid until the next call. It is
+// what `sparkpulse parse` prints; the service path uses Line.
+func (c *Conn) Process(line []byte) ([]byte, error) {
+	c.enc.Reset()
+	c.points = 0
+	reason, err := c.encode(line)
+	if reason != 0 {
+		return nil, c.explain(line, reason, err)
+	}
+	return c.enc.Bytes(), nil
+}
+
+// encode appends line's point to c.enc. On failure it returns the reason,
+// and for mapping and encoding failures the error (parse errors are
+// explained lazily, only when they are logged).
+func (c *Conn) encode(line []byte) (Reason, error) {
+	if pr := graphite.Parse(line, &c.line); pr != graphite.OK {
+		return Reason(pr), nil
+	}
+	r := &c.result
+	if err := c.relay.cfg.Mapper.Apply(c.line.Path, r); err != nil {
+		return ReasonMapping, err
+	}
+	keyLen := len(r.Measurement)
+	for _, t := range r.Tags {
+		if bytes.Equal(t.Key, timeKey) {
+			return ReasonTimeKey, errNoKey
+		}
+		keyLen += 2 + len(t.Key) + len(t.Value)
+	}
+	if bytes.Equal(r.Field, timeKey) {
+		return ReasonTimeKey, errNoKey
+	}
+	if keyLen > maxKeyLen {
+		return ReasonKeyTooLong, fmt.Errorf("series key of %d bytes exceeds InfluxDB's limit of %d", keyLen, maxKeyLen)
+	}
+	ts := time.Unix(0, c.line.Time)
+	if c.line.Now {
+		ts = c.relay.cfg.Now()
+	}
+	e := &c.enc
+	e.StartLineRaw(r.Measurement)
+	for _, t := range r.Tags {
+		e.AddTagRaw(t.Key, t.Value)
+	}
+	v, _ := lineprotocol.FloatValue(c.line.Value) // finite: Parse rejects NaN and ±Inf
+	e.AddFieldRaw(r.Field, v)
+	e.EndLine(ts)
+	if err := e.Err(); err != nil {
+		// The encoder has removed the partial line; its error is sticky.
+		e.ClearErr()
+		return ReasonEncode, err
+	}
+	c.points++
+	return 0, nil
+}
+
+// Flush implements graphite.ConnHandler: it hands the block's points to the
+// sink and publishes the block's counts.
+func (c *Conn) Flush() {
+	st := &c.relay.stats
+	if c.points > 0 {
+		c.relay.cfg.Sink.Append(c.enc.Bytes(), c.points)
+		st.Points.Add(uint64(c.points))
+		c.enc.Reset()
+		c.points = 0
+	}
+	if c.lines > 0 {
+		st.Lines.Add(c.lines)
+		c.lines = 0
+	}
+	for i, n := range c.dropped {
+		if n > 0 {
+			st.Dropped[i].Add(n)
+			c.dropped[i] = 0
+		}
+	}
+}
+
+// Close implements graphite.ConnHandler.
+func (c *Conn) Close() { c.Flush() }
+
+func (c *Conn) explain(line []byte, reason Reason, err error) error {
+	if reason < ReasonMapping {
+		return graphite.Explain(line, graphite.Reason(reason))
+	}
+	return err
+}
+
+// maxLoggedLine bounds how much of a bad line goes into a log entry.
+const maxLoggedLine = 256
+
+func (c *Conn) logDrop(line []byte, reason Reason, err error) {
+	// NaN is routine (Spark reports NaN ratios) and InfluxDB 1.x drops it
+	// silently too: count it, log it only at debug.
+	level := zap.InfoLevel
+	if reason == Reason(graphite.ReasonNaN) {
+		level = zap.DebugLevel
+	}
+	ce := c.relay.cfg.Log.Check(level, "dropped line")
+	if ce == nil {
+		return
+	}
+	shown := line
+	if len(shown) > maxLoggedLine {
+		shown = shown[:maxLoggedLine]
+	}
+	fields := []zap.Field{
+		zap.String("reason", reason.String()),
+		zap.Error(c.explain(line, reason, err)),
+		zap.ByteString("line", shown),
+	}
+	if c.remote != nil {
+		fields = append(fields, zap.Stringer("remote", c.remote))
+	}
+	ce.Write(fields...)
+}

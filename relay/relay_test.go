@@ -1,0 +1,217 @@
+package relay
+
+import (
+	"bytes"
+	"errors"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/sparkpulse/sparkpulse/spark"
+	"github.com/sparkpulse/sparkpulse/templates"
+)
+
+// sink records what a Conn hands on.
+type sink struct {
+	buf    bytes.Buffer
+	points int
+	calls  int
+}
+
+func (s *sink) Append(lines []byte, n int) {
+	s.buf.Write(lines)
+	s.points += n
+	s.calls++
+}
+
+// nullSink keeps nothing, for benchmarks.
+type nullSink struct{ points int }
+
+func (s *nullSink) Append(_ []byte, n int) { s.points += n }
+
+// mapperFunc adapts a function to Mapper.
+type mapperFunc func(path []byte, r *templates.Result) error
+
+func (f mapperFunc) Apply(path []byte, r *templates.Result) error { return f(path, r) }
+
+func mustCompile(t testing.TB, tmpl ...string) *templates.Engine {
+	t.Helper()
+	e, err := templates.Compile(tmpl, ".", nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return e
+}
+
+var fixedNow = time.Unix(1795300000, 123)
+
+func TestConnLinesAndDrops(t *testing.T) {
+	s := &sink{}
+	r := New(Config{Mapper: mustCompile(t, "t.* measurement.time", "f.* measurement.field", "measurement*"), Sink: s,
+		Now: func() time.Time { return fixedNow }})
+	c := r.NewConn(nil)
+	for _, l := range []string{
+		"a.b 1 1795300000",
+		"no.timestamp 2",
+		"a.b NaN 1795300000",       // nan
+		"a.b Infinity 1795300000",  // inf
+		"a.b x 1795300000",         // value
+		"a.b",                      // fields
+		"a.b 1 1e12",               // timestamp_range
+		"a.b 1 soon",               // timestamp
+		"t.x 1 1795300000",         // a tag named time: InfluxDB refuses it
+		"f.time 1 1795300000",      // a field named time
+		"bad\xffutf8 1 1795300000", // not valid line protocol
+		strings.Repeat("k", 70000) + " 1 1795300000", // series key over 65535 bytes
+		"c.d 3 1795300000",
+	} {
+		c.Line([]byte(l))
+	}
+	c.Flush()
+	want := "a.b value=1 1795300000000000000\nno.timestamp value=2 1795300000000000123\nc.d value=3 1795300000000000000\n"
+	if s.buf.String() != want || s.points != 3 || s.calls != 1 {
+		t.Errorf("sink got %d points in %d calls:\n%s\nwant\n%s", s.points, s.calls, s.buf.String(), want)
+	}
+	st := r.Stats()
+	if st.Lines.Load() != 13 || st.Points.Load() != 3 {
+		t.Errorf("lines %d points %d, want 13 and 3", st.Lines.Load(), st.Points.Load())
+	}
+	wantDrops := map[string]uint64{"nan": 1, "inf": 1, "value": 1, "fields": 1, "timestamp_range": 1, "timestamp": 1,
+		"time_key": 2, "encode": 1, "key_too_long": 1}
+	for i := Reason(1); i < NumReasons; i++ {
+		if got := st.Dropped[i].Load(); got != wantDrops[i.String()] {
+			t.Errorf("dropped[%s] = %d, want %d", i, got, wantDrops[i.String()])
+		}
+	}
+	// Nothing is handed on twice, and an empty block calls nobody.
+	c.Flush()
+	c.Close()
+	if s.calls != 1 {
+		t.Errorf("%d sink calls, want 1", s.calls)
+	}
+}
+
+func TestConnMappingError(t *testing.T) {
+	s := &sink{}
+	boom := errors.New("no mapping for this path")
+	r := New(Config{Sink: s, Mapper: mapperFunc(func(p []byte, res *templates.Result) error {
+		if bytes.HasPrefix(p, []byte("bad")) {
+			return boom
+		}
+		return mustCompile(t, "measurement*").Apply(p, res)
+	})})
+	c := r.NewConn(nil).(*Conn)
+	c.Line([]byte("bad.path 1 1795300000"))
+	c.Line([]byte("good.path 1 1795300000"))
+	c.Flush()
+	if r.Stats().Dropped[ReasonMapping].Load() != 1 || s.points != 1 {
+		t.Errorf("mapping drops %d, points %d", r.Stats().Dropped[ReasonMapping].Load(), s.points)
+	}
+	if _, err := c.Process([]byte("bad.path 1 1795300000")); !errors.Is(err, boom) {
+		t.Errorf("Process error %v, want the mapper's", err)
+	}
+}
+
+// Process explains every drop with the InfluxDB 1.x text and leaves no
+// trace of a failed line in the next result.
+func TestProcess(t *testing.T) {
+	c := New(Config{Mapper: spark.NewMapper(spark.Options{})}).NewConn(nil).(*Conn)
+	lp, err := c.Process([]byte("app-20261122101500-0001.3.executor.cpuTime.count 81234 1795300000"))
+	if err != nil || string(lp) != "cpuTime.count,applicationid=app-20261122101500-0001,namespace=executor,process=3 value=81234 1795300000000000000\n" {
+		t.Errorf("Process: %q %v", lp, err)
+	}
+	if _, err := c.Process([]byte("x.y NaN 1795300000")); err == nil || err.Error() != `field "x.y" value: "NaN" is unsupported` {
+		t.Errorf("NaN: %v", err)
+	}
+	if _, err := c.Process([]byte("x\xff.y 1 1795300000")); err == nil {
+		t.Error("invalid UTF-8 accepted")
+	}
+	lp, err = c.Process([]byte("x.y 2 1795300000"))
+	if err != nil || string(lp) != "x.y value=2 1795300000000000000\n" {
+		t.Errorf("after a failed line: %q %v", lp, err)
+	}
+}
+
+// corpus returns a Spark-shaped stream: every line of a simulated driver
+// and executors report, as Spark's GraphiteSink sends it.
+func corpus(tb testing.TB) [][]byte {
+	tb.Helper()
+	raw := `app-20261122101500-0001.3.ExecutorMetrics.JVMHeapMemory 2147483648 1795300000
+app-20261122101500-0001.3.ExecutorMetrics.MinorGCCount 57 1795300000
+app-20261122101500-0001.3.ExecutorMetrics.OnHeapExecutionMemory 268435456 1795300000
+app-20261122101500-0001.3.ExecutorMetrics.TotalGCTime 2954 1795300000
+app-20261122101500-0001.3.JVMCPU.jvmCpuTime 913244000000 1795300000
+app-20261122101500-0001.3.NettyBlockTransfer.shuffle-client.usedDirectMemory 16777216 1795300000
+app-20261122101500-0001.3.executor.filesystem.hdfs.read_bytes 10737418240 1795300000
+app-20261122101500-0001.3.executor.threadpool.activeTasks 4 1795300000
+app-20261122101500-0001.3.executor.threadpool.completeTasks 412 1795300000
+app-20261122101500-0001.3.jvm.G1-Young-Generation.count 57 1795300000
+app-20261122101500-0001.3.jvm.heap.usage 0.31 1795300000
+app-20261122101500-0001.3.jvm.pools.G1-Eden-Space.used 1398016 1795300000
+app-20261122101500-0001.3.executor.bytesRead.count 10737418240 1795300000
+app-20261122101500-0001.3.executor.cpuTime.count 512345678901 1795300000
+app-20261122101500-0001.3.executor.jvmGCTime.count 2140 1795300000
+app-20261122101500-0001.3.executor.runTime.count 620154 1795300000
+app-20261122101500-0001.3.executor.shuffleBytesWritten.count 73400320 1795300000
+app-20261122101500-0001.3.executor.succeededTasks.count 418 1795300000
+app-20261122101500-0001.driver.DAGScheduler.messageProcessingTime.p99 9.77 1795300000
+app-20261122101500-0001.driver.DAGScheduler.job.activeJobs 1 1795300000
+app-20261122101500-0001.driver.LiveListenerBus.queue.appStatus.size 0 1795300000
+app-20261122101500-0001.driver.spark.streaming.orders_agg.inputRate-total 1532.40 1795300000`
+	var lines [][]byte
+	for _, l := range strings.Split(raw, "\n") {
+		lines = append(lines, []byte(l))
+	}
+	return lines
+}
+
+// cernTemplates is the CERN Spark dashboard's template list.
+var cernTemplates = []string{
+	"*.*.jvm.pools.* username.applicationid.process.namespace.namespace.measurement*",
+	"*.*.applicationMaster.* username.applicationid.namespace.measurement*",
+	"*.shuffleService.* username.namespace.measurement*",
+	"*.*.*.spark.streaming.* username.applicationid.process.namespace.namespace.id.measurement*",
+	"username.applicationid.process.namespace.measurement*",
+}
+
+// BenchmarkConn measures the per-line work of the service: parse, map,
+// encode into the connection's block, with a Flush every 1000 lines (a
+// 64 KiB read holds about that many Spark lines).
+func BenchmarkConn(b *testing.B) {
+	for _, bc := range []struct {
+		name   string
+		mapper Mapper
+	}{
+		{"spark", spark.NewMapper(spark.Options{Prefixes: []string{"spark.prod"}})},
+		{"cern-templates", mustCompile(b, cernTemplates...)},
+	} {
+		b.Run(bc.name, func(b *testing.B) {
+			lines := corpus(b)
+			if bc.name == "cern-templates" {
+				for i, l := range lines { // the CERN list needs a prefix
+					lines[i] = append([]byte("spark.prod."), l...)
+				}
+			}
+			var bytesPerRound int
+			for _, l := range lines {
+				bytesPerRound += len(l) + 1
+			}
+			ns := &nullSink{}
+			c := New(Config{Mapper: bc.mapper, Sink: ns}).NewConn(nil)
+			b.ReportAllocs()
+			b.SetBytes(int64(bytesPerRound / len(lines)))
+			i := 0
+			for b.Loop() {
+				c.Line(lines[i%len(lines)])
+				if i++; i%1000 == 0 {
+					c.Flush()
+				}
+			}
+			c.Flush()
+			if ns.points != i {
+				b.Fatalf("%d points for %d lines", ns.points, i)
+			}
+			b.ReportMetric(float64(i)/b.Elapsed().Seconds(), "lines/s")
+		})
+	}
+}

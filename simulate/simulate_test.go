@@ -1,0 +1,128 @@
+package simulate
+
+import (
+	"bufio"
+	"bytes"
+	"context"
+	"io"
+	"math/rand/v2"
+	"net"
+	"strconv"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/sparkpulse/sparkpulse/graphite"
+)
+
+// Every line the simulator writes is a valid Graphite line whose path has
+// Spark's shape, and cumulative task counters never go down.
+func TestReportShape(t *testing.T) {
+	p := &process{ns: "app-20261122101500-0001", id: "3", rng: newRand(7)}
+	d := &process{ns: "app-20261122101500-0001", id: "driver", rng: newRand(8)}
+	last := map[string]float64{}
+	start := time.Unix(1795300000, 0)
+	for r := range 5 {
+		var buf bytes.Buffer
+		if err := p.report(&buf, "spark.prod", start.Add(time.Duration(r)*10*time.Second)); err != nil {
+			t.Fatal(err)
+		}
+		if err := d.report(&buf, "", start.Add(time.Duration(r)*10*time.Second)); err != nil {
+			t.Fatal(err)
+		}
+		sc := bufio.NewScanner(&buf)
+		for sc.Scan() {
+			var l graphite.Line
+			reason := graphite.Parse(sc.Bytes(), &l)
+			path := string(l.Path)
+			switch {
+			case reason == graphite.ReasonNaN:
+				continue
+			case reason != graphite.OK:
+				t.Fatalf("%q: %v", sc.Text(), graphite.Explain(sc.Bytes(), reason))
+			case l.Now || l.Time/1e9 != start.Unix()+int64(r)*10:
+				t.Errorf("%q: timestamp %d, want report %d's", sc.Text(), l.Time, r)
+			case !strings.HasPrefix(path, "spark.prod.app-20261122101500-0001.3.") && !strings.HasPrefix(path, "app-20261122101500-0001.driver."):
+				t.Errorf("%q: not a Spark driver/executor path", path)
+			}
+			if strings.HasSuffix(path, ".count") || strings.HasSuffix(path, "jvmCpuTime") {
+				if l.Value < last[path] {
+					t.Errorf("%s went down: %v after %v", path, l.Value, last[path])
+				}
+				last[path] = l.Value
+			}
+		}
+	}
+	if _, ok := last["spark.prod.app-20261122101500-0001.3.executor.cpuTime.count"]; !ok {
+		t.Error("no executor cpuTime.count sent")
+	}
+}
+
+// Run opens one connection per process per report, as Spark's reporter does.
+func TestRunConnectionPerReport(t *testing.T) {
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer ln.Close()
+	var mu sync.Mutex
+	conns, lines := 0, 0
+	accepted := make(chan struct{}, 100)
+	go func() {
+		for {
+			c, err := ln.Accept()
+			if err != nil {
+				return
+			}
+			b, _ := io.ReadAll(c)
+			c.Close()
+			mu.Lock()
+			conns++
+			lines += bytes.Count(b, []byte("\n"))
+			mu.Unlock()
+			accepted <- struct{}{}
+		}
+	}()
+	ctx, cancel := context.WithCancel(context.Background())
+	sent := 0
+	rounds := 0
+	done := make(chan error)
+	go func() {
+		done <- Run(ctx, Config{Addr: ln.Addr().String(), Apps: 2, Executors: 2, Period: 10 * time.Millisecond, Seed: 1},
+			func(n, failed int) {
+				if failed > 0 {
+					t.Errorf("%d failed reports", failed)
+				}
+				sent += n
+				rounds++
+				if rounds == 2 {
+					cancel()
+				}
+			})
+	}()
+	if err := <-done; err != nil {
+		t.Fatal(err)
+	}
+	// 2 apps × (driver + 2 executors) × 2 rounds.
+	for range 12 {
+		<-accepted
+	}
+	mu.Lock()
+	defer mu.Unlock()
+	if conns != 12 || lines != sent {
+		t.Errorf("%d connections and %d lines received, want 12 and %d", conns, lines, sent)
+	}
+}
+
+func TestAppID(t *testing.T) {
+	got := AppID(time.Date(2026, 11, 22, 10, 15, 0, 0, time.UTC), 1)
+	if got != "app-20261122101500-0001" {
+		t.Errorf("AppID = %q", got)
+	}
+	if _, err := strconv.Atoi(got[len(got)-4:]); err != nil {
+		t.Error(err)
+	}
+}
+
+func newRand(seed uint64) *rand.Rand { return rand.New(rand.NewPCG(seed, 1)) }
