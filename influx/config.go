@@ -35,7 +35,9 @@ type Config struct {
 
 	// OnBatch, when set, is called after every write request (from the
 	// sending goroutine) with the number of lines sent, the duration and the
-	// result, e.g. to feed a latency histogram.
+	// result, e.g. to feed a latency histogram. By then the outcome is in
+	// Stats and logged. Requests cut short by Close giving up are not
+	// reported.
 	OnBatch func(points int, took time.Duration, err error)
 
 	// transport replaces the network in tests (nil = the client's own).

@@ -40,9 +40,10 @@ const firstBackoff = time.Second
 // only when Close gave up.
 func (w *Writer) send(b *batch, data string, n int) bool {
 	for attempt := 0; ; attempt++ {
-		err := w.post(data, n)
+		took, err := w.post(data)
 		if err == nil {
 			w.written(b, n, 0, "")
+			w.observe(n, took, nil)
 			if attempt > 0 {
 				w.log.Info("write to InfluxDB succeeded after retrying", zap.Int("attempts", attempt+1), zap.Int("points", n))
 			}
@@ -63,8 +64,10 @@ func (w *Writer) send(b *batch, data string, n int) bool {
 			w.dropLog.Warn("InfluxDB stored part of a batch and refused the rest",
 				zap.String("reason", f.reason), zap.Int("dropped", dropped), zap.Int("points", n),
 				zap.Int("status", f.status), zap.String("error", f.text))
+			w.observe(n, took, err)
 			return true
 		case actSplit:
+			w.observe(n, took, err)
 			if n == 1 {
 				w.refused(b, data, f)
 				return true
@@ -85,6 +88,7 @@ func (w *Writer) send(b *batch, data string, n int) bool {
 		w.stats.Retries++
 		w.statsMu.Unlock()
 		w.logRetry(f, n, attempt, wait)
+		w.observe(n, took, err)
 		t := time.NewTimer(wait)
 		select {
 		case <-t.C:
@@ -96,15 +100,20 @@ func (w *Writer) send(b *batch, data string, n int) bool {
 }
 
 // post sends one request, bounded by RequestTimeout and by Close giving up.
-func (w *Writer) post(data string, n int) error {
+func (w *Writer) post(data string) (time.Duration, error) {
 	ctx, cancel := context.WithTimeout(w.ctx, w.cfg.RequestTimeout)
 	defer cancel()
 	start := time.Now()
 	err := w.api.WriteRecord(ctx, data)
+	return time.Since(start), err
+}
+
+// observe reports a finished request to Config.OnBatch, once its outcome
+// is counted and logged.
+func (w *Writer) observe(n int, took time.Duration, err error) {
 	if w.cfg.OnBatch != nil {
-		w.cfg.OnBatch(n, time.Since(start), err)
+		w.cfg.OnBatch(n, took, err)
 	}
-	return err
 }
 
 // written records a request InfluxDB accepted, of which dropped points
