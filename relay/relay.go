@@ -10,6 +10,13 @@
 // A line that cannot become a point is dropped and counted by reason; the
 // first few per second are logged. Nothing a line contains stops the
 // connection or the lines after it.
+//
+// With Deltas configured, a point of a cumulative series (chosen by the
+// rules on its Graphite path or measurement) also gets a field with the
+// increase since the series' previous sample, and one with that increase
+// per second: "delta" and "rate" when the field is "value", else
+// "<field>_delta" and "<field>_rate". The delta package states when they
+// are present.
 package relay
 
 import (
@@ -23,6 +30,7 @@ import (
 	"github.com/influxdata/line-protocol/v2/lineprotocol"
 	"go.uber.org/zap"
 
+	"github.com/sparkpulse/sparkpulse/delta"
 	"github.com/sparkpulse/sparkpulse/graphite"
 	"github.com/sparkpulse/sparkpulse/templates"
 )
@@ -85,6 +93,16 @@ type Config struct {
 	// Log receives per-line problems. Give it a sampled core: a sender may
 	// repeat the same bad line every few seconds.
 	Log *zap.Logger
+	// Deltas, when not nil, adds delta and rate fields to cumulative series.
+	Deltas *Deltas
+}
+
+// Deltas is the delta stage of a Relay. Relays that share a Tracker keep
+// their series apart by Bucket, which is part of every series key.
+type Deltas struct {
+	Rules   *delta.Rules
+	Tracker *delta.Tracker
+	Bucket  string
 }
 
 // Relay is a graphite.Handler that encodes points for one Sink.
@@ -124,6 +142,11 @@ type Conn struct {
 	enc    lineprotocol.Encoder
 	points int // points in enc since the last Flush
 
+	key      []byte // series key scratch for the delta stage
+	deltaKey []byte // "<field>_delta" scratch
+	rateKey  []byte // "<field>_rate" scratch
+	now      int64  // receive time of this block, unix ns; 0 until needed
+
 	lines   uint64
 	dropped [NumReasons]uint64
 }
@@ -147,6 +170,7 @@ func (c *Conn) Line(line []byte) {
 // that dropped it. The returned bytes are valid until the next call. It is
 // what `sparkpulse parse` prints; the service path uses Line.
 func (c *Conn) Process(line []byte) ([]byte, error) {
+	c.now = 0 // each line is its own block
 	c.enc.Reset()
 	c.points = 0
 	reason, err := c.encode(line)
@@ -180,9 +204,9 @@ func (c *Conn) encode(line []byte) (Reason, error) {
 	if keyLen > maxKeyLen {
 		return ReasonKeyTooLong, fmt.Errorf("series key of %d bytes exceeds InfluxDB's limit of %d", keyLen, maxKeyLen)
 	}
-	ts := time.Unix(0, c.line.Time)
+	ts := c.line.Time
 	if c.line.Now {
-		ts = c.relay.cfg.Now()
+		ts = c.receiveTime()
 	}
 	e := &c.enc
 	e.StartLineRaw(r.Measurement)
@@ -191,7 +215,22 @@ func (c *Conn) encode(line []byte) (Reason, error) {
 	}
 	v, _ := lineprotocol.FloatValue(c.line.Value) // finite: Parse rejects NaN and ±Inf
 	e.AddFieldRaw(r.Field, v)
-	e.EndLine(ts)
+	// Only a point the encoder took may move a series' baseline.
+	if ds := c.relay.cfg.Deltas; ds != nil && e.Err() == nil {
+		if cumulative, _ := ds.Rules.Match(c.line.Path, r.Measurement); cumulative {
+			d := ds.Tracker.Update(delta.Hash(c.seriesKey(ds.Bucket)), c.line.Value, ts, c.receiveTime())
+			if d.HasDelta() {
+				dk, rk := c.deltaFields(r.Field)
+				dv, _ := lineprotocol.FloatValue(d.Delta)
+				e.AddFieldRaw(dk, dv)
+				if d.HasRate {
+					rv, _ := lineprotocol.FloatValue(d.Rate)
+					e.AddFieldRaw(rk, rv)
+				}
+			}
+		}
+	}
+	e.EndLine(time.Unix(0, ts))
 	if err := e.Err(); err != nil {
 		// The encoder has removed the partial line; its error is sticky.
 		e.ClearErr()
@@ -201,9 +240,57 @@ func (c *Conn) encode(line []byte) (Reason, error) {
 	return 0, nil
 }
 
+// receiveTime is the time the current block was read. One clock read per
+// block is precise enough for stamping and idle tracking, and cheaper than
+// one per line.
+func (c *Conn) receiveTime() int64 {
+	if c.now == 0 {
+		c.now = c.relay.cfg.Now().UnixNano()
+	}
+	return c.now
+}
+
+// seriesKey builds the key that identifies a series for the delta stage:
+// bucket, measurement, tags and field, joined with the control bytes 0, 1
+// and 2. The encoder refuses control bytes in names and tag values, and
+// only encoded points reach here, so two series never share a key.
+func (c *Conn) seriesKey(bucket string) []byte {
+	r := &c.result
+	k := append(c.key[:0], bucket...)
+	k = append(k, 0)
+	k = append(k, r.Measurement...)
+	for _, t := range r.Tags {
+		k = append(k, 0)
+		k = append(k, t.Key...)
+		k = append(k, 1)
+		k = append(k, t.Value...)
+	}
+	k = append(k, 2)
+	k = append(k, r.Field...)
+	c.key = k
+	return k
+}
+
+var (
+	fieldDelta = []byte("delta")
+	fieldRate  = []byte("rate")
+)
+
+// deltaFields returns the delta and rate field keys for a point whose
+// field is f.
+func (c *Conn) deltaFields(f []byte) (deltaKey, rateKey []byte) {
+	if string(f) == "value" {
+		return fieldDelta, fieldRate
+	}
+	c.deltaKey = append(append(c.deltaKey[:0], f...), "_delta"...)
+	c.rateKey = append(append(c.rateKey[:0], f...), "_rate"...)
+	return c.deltaKey, c.rateKey
+}
+
 // Flush implements graphite.ConnHandler: it hands the block's points to the
 // sink and publishes the block's counts.
 func (c *Conn) Flush() {
+	c.now = 0
 	st := &c.relay.stats
 	if c.points > 0 {
 		c.relay.cfg.Sink.Append(c.enc.Bytes(), c.points)

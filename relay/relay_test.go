@@ -3,10 +3,12 @@ package relay
 import (
 	"bytes"
 	"errors"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
 
+	"github.com/sparkpulse/sparkpulse/delta"
 	"github.com/sparkpulse/sparkpulse/spark"
 	"github.com/sparkpulse/sparkpulse/templates"
 )
@@ -181,9 +183,11 @@ func BenchmarkConn(b *testing.B) {
 	for _, bc := range []struct {
 		name   string
 		mapper Mapper
+		deltas bool
 	}{
-		{"spark", spark.NewMapper(spark.Options{Prefixes: []string{"spark.prod"}})},
-		{"cern-templates", mustCompile(b, cernTemplates...)},
+		{"spark", spark.NewMapper(spark.Options{Prefixes: []string{"spark.prod"}}), false},
+		{"spark+deltas", spark.NewMapper(spark.Options{Prefixes: []string{"spark.prod"}}), true},
+		{"cern-templates", mustCompile(b, cernTemplates...), false},
 	} {
 		b.Run(bc.name, func(b *testing.B) {
 			lines := corpus(b)
@@ -192,12 +196,26 @@ func BenchmarkConn(b *testing.B) {
 					lines[i] = append([]byte("spark.prod."), l...)
 				}
 			}
+			ns := &nullSink{}
+			cfg := Config{Mapper: bc.mapper, Sink: ns}
+			if bc.deltas {
+				cfg.Deltas = newDeltas(b, "spark")
+				// Steady state: every round is a new report, 10 s after the
+				// last, so each sample of a cumulative series gets a delta.
+				var rounds [][]byte
+				for r := range 2000 {
+					ts := []byte(" " + strconv.Itoa(1795300000+10*r))
+					for _, l := range lines {
+						rounds = append(rounds, bytes.Replace(l, []byte(" 1795300000"), ts, 1))
+					}
+				}
+				lines = rounds
+			}
 			var bytesPerRound int
 			for _, l := range lines {
 				bytesPerRound += len(l) + 1
 			}
-			ns := &nullSink{}
-			c := New(Config{Mapper: bc.mapper, Sink: ns}).NewConn(nil)
+			c := New(cfg).NewConn(nil)
 			b.ReportAllocs()
 			b.SetBytes(int64(bytesPerRound / len(lines)))
 			i := 0
@@ -213,5 +231,61 @@ func BenchmarkConn(b *testing.B) {
 			}
 			b.ReportMetric(float64(i)/b.Elapsed().Seconds(), "lines/s")
 		})
+	}
+}
+
+func newDeltas(t testing.TB, bucket string, rules ...delta.Rule) *Deltas {
+	t.Helper()
+	if rules == nil {
+		rules = spark.DeltaRules()
+	}
+	r, err := delta.CompileRules(rules)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return &Deltas{Rules: r, Tracker: delta.New(delta.Settings{FirstSampleGrace: delta.NoGrace}, fixedNow), Bucket: bucket}
+}
+
+// Cumulative series get delta and rate fields named after their field;
+// gauges get none; a line the encoder refuses does not move a baseline.
+func TestDeltaFields(t *testing.T) {
+	s := &sink{}
+	eng := mustCompile(t, "f.* measurement.field", "measurement*")
+	d := newDeltas(t, "db", delta.Rule{Source: "test", Cumulative: true, Path: []string{"**.count", "f.*.*"}})
+	c := New(Config{Mapper: eng, Sink: s, Deltas: d, Now: func() time.Time { return fixedNow }}).NewConn(nil)
+	for _, l := range []string{
+		"a.count 10 1795300000",
+		"a.gauge 5 1795300000",
+		"f.cpu.ticks 100 1795300000",
+		"a.count 25 1795300010",
+		"f.cpu.ticks 160 1795300020",
+		"bad\xff.count 1 1795300020", // refused by the encoder
+		"a.count 3 1795300020",       // a restart from zero
+	} {
+		c.Line([]byte(l))
+	}
+	c.Flush()
+	want := `a.count value=10,delta=10 1795300000000000000
+a.gauge value=5 1795300000000000000
+f cpu=100,cpu_delta=100 1795300000000000000
+a.count value=25,delta=15,rate=1.5 1795300010000000000
+f cpu=160,cpu_delta=60,cpu_rate=3 1795300020000000000
+a.count value=3,delta=3,rate=0.3 1795300020000000000
+`
+	if s.buf.String() != want {
+		t.Errorf("got\n%s\nwant\n%s", s.buf.String(), want)
+	}
+	if d.Tracker.Len() != 2 {
+		t.Errorf("%d series tracked, want 2 (the refused line must not create one)", d.Tracker.Len())
+	}
+	// The same series in another bucket is another series.
+	s2 := &sink{}
+	d2 := *d
+	d2.Bucket = "other"
+	c2 := New(Config{Mapper: eng, Sink: s2, Deltas: &d2}).NewConn(nil)
+	c2.Line([]byte("a.count 30 1795300030"))
+	c2.Flush()
+	if got := s2.buf.String(); got != "a.count value=30,delta=30 1795300030000000000\n" {
+		t.Errorf("other bucket: %q", got)
 	}
 }

@@ -48,7 +48,7 @@ CONF
   echo "run: InfluxDB 1.8.10 at $influx_url (data in .run/influxdb, log in .run/influxd.log)"
 fi
 
-bin/sparkpulse run --influxdb-url "$influx_url" --database spark --create-database 2>"$run_dir/sparkpulse.log" &
+bin/sparkpulse run --influxdb-url "$influx_url" --database spark --create-database --state-dir "$run_dir/state" 2>"$run_dir/sparkpulse.log" &
 pids+=($!)
 for _ in $(seq 1 60); do
   curl -sf http://127.0.0.1:9108/healthz >/dev/null 2>&1 && break
@@ -78,4 +78,6 @@ while sleep 10; do
   echo "--- $(date +%T): measurements in database spark: $(query 'SHOW MEASUREMENTS' | grep -o '"values":\[.*\]' | grep -o '\["' | wc -l)"
   echo "    latest executor.cpuTime.count (ns of task CPU) per app and executor:"
   query 'SELECT last("value") FROM "cpuTime.count" GROUP BY "applicationid", "process"' | show
+  echo "    task CPU seconds per app over the last minute, summed from the ingest-time deltas:"
+  query 'SELECT sum("delta") / 1e9 FROM "cpuTime.count" WHERE time > now() - 1m GROUP BY "applicationid"' | show
 done

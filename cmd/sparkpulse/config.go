@@ -12,6 +12,7 @@ import (
 
 	"github.com/pelletier/go-toml/v2"
 
+	"github.com/sparkpulse/sparkpulse/delta"
 	"github.com/sparkpulse/sparkpulse/graphite"
 	"github.com/sparkpulse/sparkpulse/influx"
 	"github.com/sparkpulse/sparkpulse/spark"
@@ -21,10 +22,32 @@ import (
 // Config is the sparkpulse configuration file. Key names in [[graphite]]
 // are those of InfluxDB 1.x, so an existing block can be pasted in.
 type Config struct {
+	// StateDir keeps what must survive a restart (the delta baselines).
+	// Empty: nothing is kept, and a restart loses one interval of deltas.
+	StateDir string           `toml:"state-dir"`
 	InfluxDB InfluxDBConfig   `toml:"influxdb"`
 	Admin    AdminConfig      `toml:"admin"`
 	Log      LogConfig        `toml:"log"`
+	Deltas   DeltaSettings    `toml:"deltas"`
+	Delta    []DeltaRule      `toml:"delta"`
 	Graphite []GraphiteConfig `toml:"graphite"`
+}
+
+// DeltaSettings configures the delta stage for all blocks.
+type DeltaSettings struct {
+	Enabled          *bool     `toml:"enabled"`            // default true
+	FirstSampleGrace *Duration `toml:"first-sample-grace"` // default 20s; "0s": every first sample is a new series
+	IdleTTL          Duration  `toml:"idle-ttl"`           // default 15m
+	MaxSeries        int       `toml:"max-series"`         // default 1000000
+	SparkRules       *bool     `toml:"spark-rules"`        // the built-in Spark rules after the [[delta]] blocks; default true
+}
+
+// DeltaRule is a [[delta]] block: which series are cumulative.
+type DeltaRule struct {
+	Path        []string `toml:"path"`
+	Measurement []string `toml:"measurement"`
+	Cumulative  *bool    `toml:"cumulative"` // default true; false makes an exception
+	Unit        string   `toml:"unit"`
 }
 
 // InfluxDBConfig says where points go.
@@ -161,6 +184,7 @@ func loadConfig(path string) (*Config, bool, error) {
 	if influxMode {
 		// Everything outside [[graphite]] belongs to influxd.
 		cfg.InfluxDB, cfg.Admin, cfg.Log = InfluxDBConfig{}, AdminConfig{}, LogConfig{}
+		cfg.StateDir, cfg.Deltas, cfg.Delta = "", DeltaSettings{}, nil
 		var sme *toml.StrictMissingError
 		if errors.As(err, &sme) {
 			var kept []toml.DecodeError
@@ -239,7 +263,12 @@ type Plan struct {
 	Token     string // resolved from env, token-file or token; never logged
 	AdminAddr string
 	Log       LogConfig
-	Listeners []*Listener
+	StateDir  string
+	// DeltaRules is nil when the delta stage is off.
+	DeltaRules    *delta.Rules
+	DeltaSettings delta.Settings
+	DeltaDescribe []string // for `check`
+	Listeners     []*Listener
 }
 
 // prepare applies defaults, resolves secrets and validates everything,
@@ -317,6 +346,11 @@ func (c *Config) prepare(source string, getenv func(string) string) (*Plan, erro
 	case "debug", "info", "warn", "error":
 	default:
 		fail("%s: [log] level %q: must be debug, info, warn or error", source, p.Log.Level)
+	}
+
+	p.StateDir = c.StateDir
+	if err := c.prepareDeltas(p, source); err != nil {
+		errs = append(errs, err)
 	}
 
 	binds := map[string]int{}
@@ -470,4 +504,80 @@ func defaultConfig() *Config {
 		{Protocol: "tcp"},
 		{Protocol: "udp"},
 	}}
+}
+
+// Delta defaults, documented in the README.
+const (
+	defaultFirstSampleGrace = 20 * time.Second // two of Spark's default 10 s periods
+	defaultIdleTTL          = 15 * time.Minute
+	defaultMaxSeries        = 1_000_000
+)
+
+// prepareDeltas validates the delta settings and compiles the rules: the
+// [[delta]] blocks in order, then the built-in Spark rules.
+func (c *Config) prepareDeltas(p *Plan, source string) error {
+	d := c.Deltas
+	var errs []error
+	s := delta.Settings{
+		FirstSampleGrace: defaultFirstSampleGrace,
+		IdleTTL:          time.Duration(d.IdleTTL),
+		MaxSeries:        d.MaxSeries,
+	}
+	if d.FirstSampleGrace != nil {
+		s.FirstSampleGrace = time.Duration(*d.FirstSampleGrace)
+		if s.FirstSampleGrace == 0 {
+			s.FirstSampleGrace = delta.NoGrace
+		}
+	}
+	if s.IdleTTL == 0 {
+		s.IdleTTL = defaultIdleTTL
+	}
+	if s.MaxSeries == 0 {
+		s.MaxSeries = defaultMaxSeries
+	}
+	if s.MaxSeries < 0 {
+		errs = append(errs, fmt.Errorf("%s: [deltas] max-series %d: must be positive", source, s.MaxSeries))
+	}
+	var rules []delta.Rule
+	for i, r := range c.Delta {
+		where := fmt.Sprintf("%s: [[delta]] #%d", source, i+1)
+		if len(r.Path) == 0 && len(r.Measurement) == 0 {
+			errs = append(errs, fmt.Errorf("%s: needs path or measurement patterns", where))
+			continue
+		}
+		cumulative := r.Cumulative == nil || *r.Cumulative
+		rules = append(rules, delta.Rule{Path: r.Path, Measurement: r.Measurement, Cumulative: cumulative, Unit: r.Unit, Source: where})
+	}
+	user := len(rules)
+	if d.SparkRules == nil || *d.SparkRules {
+		rules = append(rules, spark.DeltaRules()...)
+	}
+	compiled, err := delta.CompileRules(rules)
+	if err != nil {
+		errs = append(errs, err)
+	}
+	if len(errs) > 0 {
+		return errors.Join(errs...)
+	}
+	// Rules are validated even when the stage is off, as disabled
+	// [[graphite]] blocks are: turning it on must not reveal old errors.
+	if d.Enabled != nil && !*d.Enabled {
+		p.DeltaDescribe = []string{"off"}
+		return nil
+	}
+	p.DeltaRules, p.DeltaSettings = compiled, s
+	grace := s.FirstSampleGrace.String()
+	if s.FirstSampleGrace == delta.NoGrace {
+		grace = "none"
+	}
+	p.DeltaDescribe = []string{fmt.Sprintf("%d [[delta]] rules, then %d built-in Spark rules; first-sample-grace %s, idle-ttl %s, max-series %d",
+		user, len(rules)-user, grace, s.IdleTTL, s.MaxSeries)}
+	for _, r := range rules[:user] {
+		kind := "cumulative"
+		if !r.Cumulative {
+			kind = "not cumulative"
+		}
+		p.DeltaDescribe = append(p.DeltaDescribe, fmt.Sprintf("%s: %s, path %q, measurement %q, unit %q", r.Source, kind, r.Path, r.Measurement, r.Unit))
+	}
+	return nil
 }

@@ -5,6 +5,9 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
+	"time"
+
+	"github.com/sparkpulse/sparkpulse/delta"
 )
 
 func writeFile(t *testing.T, name, content string) string {
@@ -127,6 +130,14 @@ func TestConfigErrors(t *testing.T) {
 			[]string{`format "xml"`, `level "loud"`, "max-line-length -1"}},
 		{"prefixes with templates", "[[graphite]]\ntemplates = [\"measurement*\"]\nspark-prefixes = [\"p\"]\n",
 			[]string{"spark-prefixes applies to the built-in Spark mapping only"}},
+		{"delta rule without patterns", "[[delta]]\nunit = \"ms\"\n[[graphite]]\n",
+			[]string{"sparkpulse.toml: [[delta]] #1: needs path or measurement patterns"}},
+		{"bad delta pattern", "[[delta]]\npath = [\"a.*\"]\n[[delta]]\npath = [\"ok\", \"a.b*\"]\n[[graphite]]\n",
+			[]string{`sparkpulse.toml: [[delta]] #2: path pattern "a.b*": partial wildcard in segment "b*"`}},
+		{"negative max-series", "[deltas]\nmax-series = -5\n[[graphite]]\n",
+			[]string{"[deltas] max-series -5: must be positive"}},
+		{"unknown delta key", "[deltas]\nfirst-sample = \"5s\"\n[[graphite]]\n",
+			[]string{"sparkpulse.toml:2:1", `unknown key "deltas.first-sample"`}},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			_, err := loadFile(t, tc.conf, noEnv)
@@ -199,5 +210,65 @@ func TestConfigFlagsOverride(t *testing.T) {
 	}
 	if _, err := loadPlan(&flagOverrides{config: path, bind: ":1"}, noEnv); err == nil {
 		t.Error("--bind with --config must be refused")
+	}
+}
+
+func TestConfigDeltas(t *testing.T) {
+	plan, err := loadPlan(&flagOverrides{}, noEnv)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if plan.DeltaRules == nil {
+		t.Fatal("the delta stage is on by default")
+	}
+	if s := plan.DeltaSettings; s.FirstSampleGrace != 20*time.Second || s.IdleTTL != 15*time.Minute || s.MaxSeries != 1_000_000 {
+		t.Errorf("default settings %+v", s)
+	}
+	if cum, _ := plan.DeltaRules.Match([]byte("app-1.3.executor.cpuTime.count"), nil); !cum {
+		t.Error("built-in Spark rules are on by default")
+	}
+
+	plan, err = loadFile(t, `
+[deltas]
+  first-sample-grace = "0s"
+  idle-ttl = "1h"
+  spark-rules = false
+[[delta]]
+  path = ["**.plugin.ch.cern.CgroupMetrics.CPUTimeNanosec"]
+  unit = "ns"
+[[graphite]]
+`, noEnv)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if s := plan.DeltaSettings; s.FirstSampleGrace != delta.NoGrace || s.IdleTTL != time.Hour {
+		t.Errorf("settings %+v: \"0s\" grace means every first sample is new", s)
+	}
+	if cum, rule := plan.DeltaRules.Match([]byte("app-1.3.plugin.ch.cern.CgroupMetrics.CPUTimeNanosec"), nil); !cum || rule != 0 {
+		t.Errorf("own rule: %v, %d", cum, rule)
+	}
+	if cum, _ := plan.DeltaRules.Match([]byte("app-1.3.executor.cpuTime.count"), nil); cum {
+		t.Error("spark-rules = false leaves the built-in rules out")
+	}
+
+	// An exception before the built-in rules wins over them.
+	plan, err = loadFile(t, "[[delta]]\npath = [\"**.executor.cpuTime.count\"]\ncumulative = false\n[[graphite]]\n", noEnv)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if cum, rule := plan.DeltaRules.Match([]byte("app-1.3.executor.cpuTime.count"), nil); cum || rule != 0 {
+		t.Errorf("exception: %v, %d", cum, rule)
+	}
+	if cum, _ := plan.DeltaRules.Match([]byte("app-1.3.executor.runTime.count"), nil); !cum {
+		t.Error("built-in rules follow the [[delta]] blocks")
+	}
+
+	plan, err = loadFile(t, "[deltas]\nenabled = false\n[[delta]]\npath = [\"x\"]\n[[graphite]]\n", noEnv)
+	if err != nil || plan.DeltaRules != nil {
+		t.Errorf("enabled = false: rules %v, err %v", plan.DeltaRules, err)
+	}
+	_, err = loadFile(t, "[deltas]\nenabled = false\n[[delta]]\npath = [\"x*\"]\n[[graphite]]\n", noEnv)
+	if err == nil || !strings.Contains(err.Error(), `path pattern "x*"`) {
+		t.Errorf("rules are validated when the stage is off: err %v", err)
 	}
 }

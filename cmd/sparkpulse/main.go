@@ -25,6 +25,7 @@ import (
 	"syscall"
 	"time"
 
+	"github.com/sparkpulse/sparkpulse/delta"
 	"github.com/sparkpulse/sparkpulse/relay"
 	"github.com/sparkpulse/sparkpulse/simulate"
 )
@@ -114,6 +115,7 @@ type flagOverrides struct {
 	logFormat      string
 	logLevel       string
 	createDatabase bool
+	stateDir       string
 }
 
 func newFlagSet(name string, stderr io.Writer, o *flagOverrides, full bool) *flag.FlagSet {
@@ -132,6 +134,7 @@ func newFlagSet(name string, stderr io.Writer, o *flagOverrides, full bool) *fla
 	fs.StringVar(&o.logFormat, "log-format", "", "console or json")
 	fs.StringVar(&o.logLevel, "log-level", "", "debug, info, warn or error")
 	fs.BoolVar(&o.createDatabase, "create-database", false, "create the InfluxDB 1.x database when it is missing")
+	fs.StringVar(&o.stateDir, "state-dir", "", "directory for state kept across restarts (delta baselines)")
 	return fs
 }
 
@@ -171,6 +174,9 @@ func loadPlan(o *flagOverrides, getenv func(string) string) (*Plan, error) {
 	}
 	if o.logFormat != "" {
 		cfg.Log.Format = o.logFormat
+	}
+	if o.stateDir != "" {
+		cfg.StateDir = o.stateDir
 	}
 	if o.logLevel != "" {
 		cfg.Log.Level = o.logLevel
@@ -266,6 +272,13 @@ func cmdCheck(args []string, getenv func(string) string, stdout, stderr io.Write
 	if plan.AdminAddr != "" {
 		fmt.Fprintf(stdout, "admin: http://%s/metrics and /healthz\n", plan.AdminAddr)
 	}
+	fmt.Fprintf(stdout, "deltas: %s\n", plan.DeltaDescribe[0])
+	for _, d := range plan.DeltaDescribe[1:] {
+		fmt.Fprintf(stdout, "  %s\n", d)
+	}
+	if plan.StateDir != "" {
+		fmt.Fprintf(stdout, "state-dir: %s\n", plan.StateDir)
+	}
 	for _, l := range plan.Listeners {
 		fmt.Fprintf(stdout, "[[graphite]] #%d: %s → bucket %q, batches of %d points or %s\n",
 			l.Index, l.Name(), l.Target.Bucket, l.Config.BatchSize, time.Duration(l.Config.BatchTimeout))
@@ -283,6 +296,7 @@ func cmdParse(args []string, getenv func(string) string, stdin io.Reader, stdout
 	var o flagOverrides
 	fs := newFlagSet("parse", stderr, &o, false)
 	block := fs.Int("block", 0, "use the templates of the [[graphite]] block at this position (default: the first enabled one)")
+	newSeries := fs.Bool("new-series", false, "treat the first sample of each cumulative series as new (delta = value) instead of as an unknown baseline (no delta)")
 	if err := parseFlags(fs, args); err != nil {
 		return err
 	}
@@ -302,7 +316,18 @@ func cmdParse(args []string, getenv func(string) string, stdin io.Reader, stdout
 			return fmt.Errorf("%w: --block %d: no enabled [[graphite]] block at that position", errUsage, *block)
 		}
 	}
-	conn := relay.New(relay.Config{Mapper: l.Mapper}).NewConn(nil).(*relay.Conn)
+	rc := relay.Config{Mapper: l.Mapper}
+	if plan.DeltaRules != nil {
+		// A captured stream starts mid-application: by default the first
+		// sample of a series is a baseline, as after sparkpulse starts.
+		settings := plan.DeltaSettings
+		settings.FirstSampleGrace = 100 * 365 * 24 * time.Hour
+		if *newSeries {
+			settings.FirstSampleGrace = delta.NoGrace
+		}
+		rc.Deltas = &relay.Deltas{Rules: plan.DeltaRules, Tracker: delta.New(settings, time.Now()), Bucket: l.Target.Bucket}
+	}
+	conn := relay.New(rc).NewConn(nil).(*relay.Conn)
 	out := bufio.NewWriter(stdout)
 	in := bufio.NewReaderSize(stdin, 64<<10)
 	max := l.Config.MaxLineLength

@@ -3,6 +3,7 @@ package main
 import (
 	"github.com/prometheus/client_golang/prometheus"
 
+	"github.com/sparkpulse/sparkpulse/delta"
 	"github.com/sparkpulse/sparkpulse/relay"
 )
 
@@ -10,7 +11,8 @@ import (
 // keep as plain atomics, reading them at scrape time so that the per-line
 // path never touches Prometheus.
 type statsCollector struct {
-	blocks []*running
+	blocks  []*running
+	tracker *delta.Tracker // nil when the delta stage is off
 }
 
 func desc(name, help string, labels ...string) *prometheus.Desc {
@@ -36,6 +38,10 @@ var (
 	descQueuedBytes   = desc("influxdb_queue_bytes", "Bytes of encoded points waiting to be written.")
 	descQueuedBatches = desc("influxdb_queue_batches", "Batches waiting to be written.")
 	descQueueAge      = desc("influxdb_queue_oldest_age_seconds", "Age of the oldest batch waiting to be written.")
+
+	descDeltaSeries  = prometheus.NewDesc("sparkpulse_delta_series", "Cumulative series whose baseline is tracked.", nil, nil)
+	descDeltaOutcome = prometheus.NewDesc("sparkpulse_delta_samples_total", "Samples of cumulative series that got no plain delta, by outcome: reset (a restart from zero: delta = value), first_new (baseline zero), first_unknown (no delta), out_of_order (no delta), refused (max-series reached: no delta).", []string{"outcome"}, nil)
+	descDeltaEvicted = prometheus.NewDesc("sparkpulse_delta_series_evicted_total", "Series removed after idle-ttl without samples.", nil, nil)
 )
 
 func (c *statsCollector) Describe(ch chan<- *prometheus.Desc) {
@@ -43,6 +49,17 @@ func (c *statsCollector) Describe(ch chan<- *prometheus.Desc) {
 }
 
 func (c *statsCollector) Collect(ch chan<- prometheus.Metric) {
+	if t := c.tracker; t != nil {
+		st := t.Stats()
+		ch <- prometheus.MustNewConstMetric(descDeltaSeries, prometheus.GaugeValue, float64(t.Len()))
+		ch <- prometheus.MustNewConstMetric(descDeltaEvicted, prometheus.CounterValue, float64(st.Evicted.Load()))
+		for outcome, v := range map[string]uint64{
+			"reset": st.Resets.Load(), "first_new": st.FirstNew.Load(), "first_unknown": st.FirstUnknown.Load(),
+			"out_of_order": st.OutOfOrder.Load(), "refused": st.Refused.Load(),
+		} {
+			ch <- prometheus.MustNewConstMetric(descDeltaOutcome, prometheus.CounterValue, float64(v), outcome)
+		}
+	}
 	counter := func(d *prometheus.Desc, v uint64, labels ...string) {
 		ch <- prometheus.MustNewConstMetric(d, prometheus.CounterValue, float64(v), labels...)
 	}

@@ -1,6 +1,7 @@
 package main
 
 import (
+	"bufio"
 	"context"
 	"crypto/tls"
 	"crypto/x509"
@@ -10,6 +11,7 @@ import (
 	"net"
 	"net/http"
 	"os"
+	"path/filepath"
 	"sync"
 	"time"
 
@@ -19,6 +21,7 @@ import (
 	"go.uber.org/zap"
 	"go.uber.org/zap/zapcore"
 
+	"github.com/sparkpulse/sparkpulse/delta"
 	"github.com/sparkpulse/sparkpulse/graphite"
 	"github.com/sparkpulse/sparkpulse/influx"
 	"github.com/sparkpulse/sparkpulse/relay"
@@ -44,17 +47,20 @@ type running struct {
 // service is sparkpulse started from a Plan: listeners, relays, writers and
 // the admin endpoint. Tests start it in-process on port 0.
 type service struct {
-	log     *zap.Logger
-	blocks  []*running
-	admin   *http.Server
-	adminLn net.Listener
-	served  sync.WaitGroup
+	log      *zap.Logger
+	blocks   []*running
+	admin    *http.Server
+	adminLn  net.Listener
+	served   sync.WaitGroup
+	tracker  *delta.Tracker // nil when the delta stage is off
+	stateDir string
+	stop     chan struct{} // ends background work
 }
 
 // startService checks InfluxDB, then binds every socket before serving any,
 // so a bad address fails start-up with nothing half-running.
 func startService(ctx context.Context, plan *Plan, log *zap.Logger) (_ *service, err error) {
-	s := &service{log: log}
+	s := &service{log: log, stateDir: plan.StateDir, stop: make(chan struct{})}
 	defer func() {
 		if err != nil {
 			s.abort()
@@ -82,6 +88,13 @@ func startService(ctx context.Context, plan *Plan, log *zap.Logger) (_ *service,
 		}
 	}
 
+	var deltas *relay.Deltas
+	if plan.DeltaRules != nil {
+		s.tracker = delta.New(plan.DeltaSettings, time.Now())
+		s.loadState()
+		deltas = &relay.Deltas{Rules: plan.DeltaRules, Tracker: s.tracker}
+	}
+
 	perLine := sampled(log)
 	for _, l := range plan.Listeners {
 		b := &running{Listener: l}
@@ -102,11 +115,15 @@ func startService(ctx context.Context, plan *Plan, log *zap.Logger) (_ *service,
 			return nil, fmt.Errorf("[[graphite]] #%d: %w", l.Index, err)
 		}
 		s.blocks = append(s.blocks, b)
-		b.relay = relay.New(relay.Config{
+		rc := relay.Config{
 			Mapper: l.Mapper,
 			Sink:   b.writer,
 			Log:    perLine.With(zap.String("listener", l.Name())),
-		})
+		}
+		if deltas != nil {
+			rc.Deltas = &relay.Deltas{Rules: deltas.Rules, Tracker: deltas.Tracker, Bucket: l.Target.Bucket}
+		}
+		b.relay = relay.New(rc)
 		switch l.Config.Protocol {
 		case "udp":
 			u, err := graphite.ListenUDP(l.udpConfig(), b.relay)
@@ -137,7 +154,7 @@ func startService(ctx context.Context, plan *Plan, log *zap.Logger) (_ *service,
 		}
 		reg := prometheus.NewRegistry()
 		reg.MustRegister(collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
-		reg.MustRegister(&statsCollector{blocks: s.blocks})
+		reg.MustRegister(&statsCollector{blocks: s.blocks, tracker: s.tracker})
 		for _, b := range s.blocks {
 			reg.MustRegister(b.hist)
 		}
@@ -162,7 +179,86 @@ func startService(ctx context.Context, plan *Plan, log *zap.Logger) (_ *service,
 			}
 		})
 	}
+	if s.tracker != nil {
+		s.served.Go(s.evictIdle)
+	}
 	return s, nil
+}
+
+// evictIdle removes idle delta series once a minute until the service stops.
+func (s *service) evictIdle() {
+	t := time.NewTicker(time.Minute)
+	defer t.Stop()
+	for {
+		select {
+		case <-s.stop:
+			return
+		case now := <-t.C:
+			if n := s.tracker.Evict(now.UnixNano()); n > 0 {
+				s.log.Debug("evicted idle delta series", zap.Int("series", n))
+			}
+		}
+	}
+}
+
+const stateFile = "delta.state"
+
+// loadState restores the delta baselines saved at the last shutdown. A
+// missing, stale or damaged file is not an error: sparkpulse starts with
+// no baselines, which costs one interval of deltas.
+func (s *service) loadState() {
+	if s.stateDir == "" {
+		s.log.Info("no state-dir: delta baselines are not kept across restarts")
+		return
+	}
+	path := filepath.Join(s.stateDir, stateFile)
+	f, err := os.Open(path)
+	if errors.Is(err, os.ErrNotExist) {
+		return
+	}
+	if err != nil {
+		s.log.Warn("cannot read delta state; starting without baselines", zap.String("file", path), zap.Error(err))
+		return
+	}
+	defer f.Close()
+	n, err := s.tracker.Load(bufio.NewReader(f), time.Now().UnixNano())
+	if err != nil {
+		s.log.Warn("ignoring delta state; starting without baselines", zap.String("file", path), zap.Error(err))
+		return
+	}
+	s.log.Info("restored delta baselines", zap.String("file", path), zap.Int("series", n))
+}
+
+// saveState writes the delta baselines for the next start, atomically.
+func (s *service) saveState() error {
+	if s.tracker == nil || s.stateDir == "" {
+		return nil
+	}
+	if err := os.MkdirAll(s.stateDir, 0o750); err != nil {
+		return fmt.Errorf("state-dir: %w", err)
+	}
+	path := filepath.Join(s.stateDir, stateFile)
+	tmp, err := os.CreateTemp(s.stateDir, stateFile+".*")
+	if err != nil {
+		return fmt.Errorf("saving delta state: %w", err)
+	}
+	defer os.Remove(tmp.Name()) // no-op after the rename
+	if err := s.tracker.Save(tmp, time.Now().UnixNano()); err != nil {
+		tmp.Close()
+		return fmt.Errorf("saving delta state to %s: %w", tmp.Name(), err)
+	}
+	if err := tmp.Sync(); err != nil {
+		tmp.Close()
+		return fmt.Errorf("saving delta state: %w", err)
+	}
+	if err := tmp.Close(); err != nil {
+		return fmt.Errorf("saving delta state: %w", err)
+	}
+	if err := os.Rename(tmp.Name(), path); err != nil {
+		return fmt.Errorf("saving delta state: %w", err)
+	}
+	s.log.Info("saved delta baselines", zap.String("file", path), zap.Int("series", s.tracker.Len()))
+	return nil
 }
 
 // abort releases what a failed start-up opened.
@@ -193,6 +289,12 @@ func (s *service) Shutdown(ctx context.Context) error {
 		})
 	}
 	wg.Wait()
+	close(s.stop)
+	// Every line is read: the baselines are final.
+	stateErr := s.saveState()
+	if stateErr != nil {
+		s.log.Error("delta baselines not saved; the next start loses one interval of deltas", zap.Error(stateErr))
+	}
 	errs := make([]error, len(s.blocks))
 	for i, b := range s.blocks {
 		wg.Go(func() {
@@ -212,7 +314,7 @@ func (s *service) Shutdown(ctx context.Context) error {
 		s.log.Info("stopped", zap.String("listener", b.Name()),
 			zap.Uint64("lines", st.Lines.Load()), zap.Uint64("points", st.Points.Load()))
 	}
-	return errors.Join(errs...)
+	return errors.Join(append(errs, stateErr)...)
 }
 
 // influxConfig builds the writer settings shared by all blocks.

@@ -33,6 +33,12 @@ import java.util.concurrent.TimeUnit;
  * sparkreporter_test.go, which checks them in InfluxDB.
  *
  * Arguments: host port tcp|udp prefix(- for none) namespace executors reports startEpochSeconds periodSeconds
+ *            [firstReport [resetExecutor:atReport]]
+ *
+ * firstReport: reports before it are computed but not sent, so a second run
+ * continues the cumulative history of a first one. resetExecutor:atReport:
+ * before that report, that executor's counters restart from zero, as after
+ * a JVM restart.
  */
 public final class SparkReporter {
     /** A clock the program sets before each report. */
@@ -104,8 +110,15 @@ public final class SparkReporter {
             }
         }
 
-        /** Advances the metrics to report r, then reports once. */
-        void report(int r, long startMillis, long periodMillis) {
+        /** Sets the counters back to zero, as a restarted JVM would have them. */
+        void resetCounters() {
+            for (Counter c : counters.values()) {
+                c.dec(c.getCount());
+            }
+        }
+
+        /** Advances the metrics to report r, then reports once if send. */
+        void report(int r, long startMillis, long periodMillis, boolean send) {
             report = r;
             counters.get("cpuTime").inc(n * 1_000_000_000L + r * 1000L);
             counters.get("runTime").inc(n * 100L + r);
@@ -117,13 +130,15 @@ public final class SparkReporter {
             }
             // Each host has its own clock: executor n runs n seconds ahead.
             clock.millis = startMillis + r * periodMillis + n * 1000L;
-            reporter.report();
+            if (send) {
+                reporter.report();
+            }
         }
     }
 
     public static void main(String[] args) throws Exception {
-        if (args.length != 9) {
-            System.err.println("usage: SparkReporter host port tcp|udp prefix|- namespace executors reports startEpochSeconds periodSeconds");
+        if (args.length < 9 || args.length > 11) {
+            System.err.println("usage: SparkReporter host port tcp|udp prefix|- namespace executors reports startEpochSeconds periodSeconds [firstReport [resetExecutor:atReport]]");
             System.exit(2);
         }
         String host = args[0];
@@ -135,6 +150,13 @@ public final class SparkReporter {
         int reports = Integer.parseInt(args[6]);
         long start = Long.parseLong(args[7]) * 1000L;
         long period = Long.parseLong(args[8]) * 1000L;
+        int firstReport = args.length > 9 ? Integer.parseInt(args[9]) : 0;
+        int resetExecutor = -1, resetAt = -1;
+        if (args.length > 10) {
+            String[] p = args[10].split(":");
+            resetExecutor = Integer.parseInt(p[0]);
+            resetAt = Integer.parseInt(p[1]);
+        }
 
         List<Process> procs = new ArrayList<>();
         for (int i = 0; i <= executors; i++) {
@@ -144,7 +166,10 @@ public final class SparkReporter {
         }
         for (int r = 0; r < reports; r++) {
             for (Process p : procs) {
-                p.report(r, start, period);
+                if (p.n == resetExecutor && r == resetAt) {
+                    p.resetCounters();
+                }
+                p.report(r, start, period, r >= firstReport);
             }
         }
         System.out.flush();

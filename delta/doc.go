@@ -1,0 +1,70 @@
+// Package delta turns cumulative counters, such as Spark's task metrics,
+// into exact per-interval deltas at ingest, so that summing the deltas over
+// any time interval and any number of processes gives the counters' exact
+// increase. A counter only grows while its process lives and restarts from
+// zero with the process.
+//
+// # Counter rules
+//
+// A [Tracker] keeps the last sample of each series and applies these rules,
+// in this order, to each new one ([Tracker.Update] returns the [Outcome]):
+//
+//  1. A series is identified by an [ID], the 128-bit [Hash] of its series
+//     key (built by the caller: target bucket, measurement, tags and field).
+//     The hash is stable across processes and versions, as saved state
+//     depends on it.
+//  2. Normal sample: value ≥ the previous value and timestamp after the
+//     previous one: delta = value − previous, rate = delta ÷ (ts − previous
+//     ts, in seconds). Outcome Delta.
+//  3. Reset: value < the previous value (JVM restart, an app name reused as
+//     spark.metrics.namespace, a YARN re-attempt): the counter restarted
+//     from zero, so delta = value and rate = value ÷ dt. Outcome Delta with
+//     Reset set; counted in Stats.Resets.
+//  4. First sample of a series once the tracker has been up (now − start)
+//     longer than FirstSampleGrace (default 20 s, 2 Spark report periods):
+//     the series is new and its baseline is zero, so delta = value, with no
+//     rate. Outcome FirstNew. With NoGrace every first sample is new.
+//  5. First sample within the grace period: the baseline is unknown (we may
+//     have started in the middle of an application), so no delta; the
+//     sample becomes the baseline. Outcome FirstUnknown. Series restored by
+//     [Tracker.Load] are not first.
+//  6. Duplicate or out-of-order sample, timestamp ≤ the series' last one
+//     (Spark reports twice in the same second at shutdown; UDP reorders): no
+//     delta, the baseline does not move. Outcome OutOfOrder.
+//  7. Series not updated, by receive time, for longer than IdleTTL (default
+//     15 min) are removed by [Tracker.Evict], which the caller runs
+//     periodically. Counted in Stats.Evicted.
+//  8. While the tracker holds MaxSeries series (default 1 000 000), a new
+//     series is not tracked: no delta. Outcome Refused. Existing series are
+//     never evicted to make room, since an evicted live series would come
+//     back with a baseline of zero and a wrong delta: wrong deltas are worse
+//     than missing ones. For the same reason, for IdleTTL after the last
+//     refusal a first sample is treated as by rule 5 (FirstUnknown), since it
+//     may come from a refused series that has been counting all along.
+//
+// Values must be finite; the Graphite parser refuses NaN and ±Inf.
+// Timestamps are unix nanoseconds: ts is the sample's own time, now the time
+// it was received.
+//
+// [Tracker.Save] and [Tracker.Load] keep the state across restarts, in a
+// checksummed binary file. A file saved longer than IdleTTL ago is refused
+// ([ErrStale]), and so are entries idle for longer than IdleTTL.
+//
+// # Which series are cumulative
+//
+// [Rules] tell cumulative series from the others by their Graphite path or
+// their measurement. A pattern is a list of dot-separated segments, each one
+// of:
+//
+//   - a literal, which matches itself;
+//   - *, which matches exactly one segment, whatever its text;
+//   - {a,b,c}, which matches one segment equal to one of the literals.
+//
+// The first segment may also be **, which matches any number (zero or more)
+// of leading segments: "**.executor.cpuTime.count" matches any path that
+// ends in those three segments. Without ** a pattern must match the whole
+// path. Nothing else is special, and partial wildcards such as "ab*" are
+// rejected. The first rule (in the order given) with a matching path or
+// measurement pattern decides; a rule with Cumulative false is an exception
+// to the rules after it.
+package delta

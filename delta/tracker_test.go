@@ -1,0 +1,449 @@
+package delta
+
+import (
+	"fmt"
+	"math"
+	"runtime"
+	"sync"
+	"sync/atomic"
+	"testing"
+	"time"
+)
+
+var t0 = time.Unix(1_700_000_000, 0)
+
+// at returns t0 + s seconds in unix ns.
+func at(s float64) int64 { return t0.UnixNano() + int64(s*1e9) }
+
+func id(key string) ID { return Hash([]byte(key)) }
+
+type step struct {
+	key     string
+	v       float64
+	ts, now float64 // seconds after t0
+	want    Sample
+}
+
+type counts struct{ resets, firstNew, firstUnknown, outOfOrder, evicted, refused uint64 }
+
+func statsOf(t *Tracker) counts {
+	s := t.Stats()
+	return counts{s.Resets.Load(), s.FirstNew.Load(), s.FirstUnknown.Load(), s.OutOfOrder.Load(), s.Evicted.Load(), s.Refused.Load()}
+}
+
+func delta(d, rate float64) Sample {
+	return Sample{Outcome: Delta, Delta: d, Rate: rate, HasRate: true}
+}
+
+func reset(d, rate float64) Sample {
+	s := delta(d, rate)
+	s.Reset = true
+	return s
+}
+
+var (
+	firstNew = func(v float64) Sample { return Sample{Outcome: FirstNew, Delta: v} }
+	unknown  = Sample{Outcome: FirstUnknown}
+	ooo      = Sample{Outcome: OutOfOrder}
+	refused  = Sample{Outcome: Refused}
+)
+
+// TestRules walks through the counter rules one by one.
+func TestRules(t *testing.T) {
+	noGrace := Settings{FirstSampleGrace: NoGrace}
+	for _, tc := range []struct {
+		name  string
+		set   Settings
+		steps []step
+		stats counts
+	}{
+		{"1 series are told apart by ID", noGrace, []step{
+			{"a", 10, 0, 0, firstNew(10)},
+			{"b", 5, 0, 0, firstNew(5)},
+			{"a", 12, 10, 10, delta(2, 0.2)},
+			{"b", 9, 10, 10, delta(4, 0.4)},
+		}, counts{firstNew: 2}},
+		{"2 normal: delta and rate per second", noGrace, []step{
+			{"a", 10, 0, 0, firstNew(10)},
+			{"a", 25, 10, 10.5, delta(15, 1.5)},
+			{"a", 25, 20, 20, delta(0, 0)}, // unchanged: zero, not nothing
+			{"a", 26, 20.5, 21, delta(1, 2)},
+		}, counts{firstNew: 1}},
+		{"3 reset: value below previous counts from zero", noGrace, []step{
+			{"a", 100, 0, 0, firstNew(100)},
+			{"a", 30, 10, 10, reset(30, 3)},
+			{"a", 35, 20, 20, delta(5, 0.5)},
+			{"a", 0, 30, 30, reset(0, 0)},
+		}, counts{resets: 2, firstNew: 1}},
+		{"4 first sample after the grace is new", Settings{FirstSampleGrace: 20 * time.Second}, []step{
+			{"a", 7, 20.5, 20.000000001, firstNew(7)},
+			{"a", 9, 30.5, 30.5, delta(2, 0.2)},
+		}, counts{firstNew: 1}},
+		{"4 default grace is 20s", Settings{}, []step{
+			{"a", 7, 20, 20, unknown},
+			{"b", 7, 20, 20.001, firstNew(7)},
+		}, counts{firstNew: 1, firstUnknown: 1}},
+		{"4 NoGrace: new from the start", noGrace, []step{
+			{"a", 7, 0, 0, firstNew(7)},
+		}, counts{firstNew: 1}},
+		{"5 first sample within the grace is a baseline", Settings{FirstSampleGrace: 20 * time.Second}, []step{
+			{"a", 1000, 0, 0, unknown},
+			{"b", 50, 19, 20, unknown}, // the grace's last instant
+			{"a", 1010, 10, 10, delta(10, 1)},
+			{"b", 40, 29, 30, reset(40, 4)},
+		}, counts{resets: 1, firstUnknown: 2}},
+		{"5 sample time does not matter, receive time does", Settings{}, []step{
+			{"a", 5, -3600, 5, unknown},
+			{"b", 5, 3600, 25, firstNew(5)},
+		}, counts{firstNew: 1, firstUnknown: 1}},
+		{"6 duplicate: no delta, baseline kept", noGrace, []step{
+			{"a", 10, 0, 0, firstNew(10)},
+			{"a", 20, 10, 10, delta(10, 1)},
+			{"a", 21, 10, 10.1, ooo}, // shutdown's second report in the same second
+			{"a", 30, 20, 20, delta(10, 1)},
+		}, counts{firstNew: 1, outOfOrder: 1}},
+		{"6 out of order: no delta, no reset", noGrace, []step{
+			{"a", 10, 0, 0, firstNew(10)},
+			{"a", 30, 20, 20, delta(20, 1)},
+			{"a", 20, 10, 21, ooo}, // lower value, but older: not a reset
+			{"a", 0, -10, 22, ooo},
+			{"a", 40, 30, 30, delta(10, 1)},
+		}, counts{firstNew: 1, outOfOrder: 2}},
+		{"6 out of order after a baseline-only first sample", Settings{}, []step{
+			{"a", 10, 0, 0, unknown},
+			{"a", 5, 0, 1, ooo},
+			{"a", 15, 10, 10, delta(5, 0.5)},
+		}, counts{firstUnknown: 1, outOfOrder: 1}},
+		{"8 MaxSeries: new series refused, existing kept", Settings{FirstSampleGrace: NoGrace, MaxSeries: 2}, []step{
+			{"a", 1, 0, 0, firstNew(1)},
+			{"b", 1, 0, 0, firstNew(1)},
+			{"c", 1, 0, 0, refused},
+			{"c", 2, 10, 10, refused},
+			{"a", 3, 10, 10, delta(2, 0.2)},
+			{"b", 3, 10, 10, delta(2, 0.2)},
+		}, counts{firstNew: 2, refused: 2}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			tr := New(tc.set, t0)
+			for i, s := range tc.steps {
+				got := tr.Update(id(s.key), s.v, at(s.ts), at(s.now))
+				if !sameSample(got, s.want) {
+					t.Errorf("step %d: Update(%q, %v, ts=%vs, now=%vs) = %+v, want %+v", i, s.key, s.v, s.ts, s.now, got, s.want)
+				}
+				if got.HasDelta() != (s.want.Outcome == Delta || s.want.Outcome == FirstNew) {
+					t.Errorf("step %d: HasDelta() = %v for %v", i, got.HasDelta(), got.Outcome)
+				}
+			}
+			if got := statsOf(tr); got != tc.stats {
+				t.Errorf("stats %+v, want %+v", got, tc.stats)
+			}
+		})
+	}
+}
+
+func sameSample(a, b Sample) bool {
+	near := func(x, y float64) bool { return x == y || math.Abs(x-y) < 1e-9*math.Abs(y) }
+	return a.Outcome == b.Outcome && a.HasRate == b.HasRate && a.Reset == b.Reset && near(a.Delta, b.Delta) && near(a.Rate, b.Rate)
+}
+
+// TestEvict covers rule 7: idle by receive time for longer than IdleTTL.
+func TestEvict(t *testing.T) {
+	tr := New(Settings{FirstSampleGrace: NoGrace, IdleTTL: time.Minute}, t0)
+	tr.Update(id("a"), 1, at(0), at(0))
+	tr.Update(id("b"), 1, at(0), at(0))
+	tr.Update(id("b"), 1, at(0), at(30)) // a duplicate still shows b is alive
+	tr.Update(id("c"), 1, at(0), at(45))
+	if n := tr.Evict(at(60)); n != 0 {
+		t.Fatalf("Evict at exactly IdleTTL removed %d", n)
+	}
+	if n := tr.Evict(at(60) + 1); n != 1 || tr.Len() != 2 {
+		t.Fatalf("Evict(60s+1ns) = %d, Len %d; want a only", n, tr.Len())
+	}
+	if n := tr.Evict(at(106)); n != 2 || tr.Len() != 0 {
+		t.Fatalf("Evict(106s) = %d, Len %d; want b and c", n, tr.Len())
+	}
+	if got := tr.Stats().Evicted.Load(); got != 3 {
+		t.Errorf("Stats.Evicted = %d, want 3", got)
+	}
+	// An evicted series that comes back is new again.
+	if got := tr.Update(id("a"), 7, at(200), at(200)); !sameSample(got, firstNew(7)) {
+		t.Errorf("evicted series back: %+v", got)
+	}
+	if n := New(Settings{}, t0).Evict(at(1e6)); n != 0 {
+		t.Errorf("Evict on an empty tracker = %d", n)
+	}
+}
+
+// TestDefaultIdleTTL: 15 minutes.
+func TestDefaultIdleTTL(t *testing.T) {
+	tr := New(Settings{}, t0)
+	tr.Update(id("a"), 1, at(0), at(0))
+	if tr.Evict(at(15*60)) != 0 || tr.Evict(at(15*60)+1) != 1 {
+		t.Error("default IdleTTL is not 15 minutes")
+	}
+}
+
+// TestRefusedThenAdmitted: a series refused at MaxSeries that gets room
+// later has been counting all along, so its first tracked sample gives no
+// delta; once no refusal happened for IdleTTL, first samples are new again.
+func TestRefusedThenAdmitted(t *testing.T) {
+	tr := New(Settings{FirstSampleGrace: NoGrace, MaxSeries: 1, IdleTTL: time.Minute}, t0)
+	steps := []struct {
+		key     string
+		v       float64
+		ts      float64
+		evict   bool
+		want    Sample
+		wantLen int
+	}{
+		{"a", 5, 0, false, firstNew(5), 1},
+		{"b", 100, 0, false, refused, 1},
+		{"b", 110, 10, false, refused, 1},
+		{"a", 6, 70, false, delta(1, 1.0/70), 1},
+		{"b", 120, 75, false, refused, 1}, // last refusal
+		{"", 0, 200, true, Sample{}, 0},   // a idle since 70s: evicted
+		{"b", 130, 100, false, unknown, 1},
+		{"b", 140, 110, false, delta(10, 1), 1},
+		{"", 0, 400, true, Sample{}, 0},
+		{"c", 9, 400, false, firstNew(9), 1}, // no refusal since 75s
+	}
+	for i, s := range steps {
+		if s.evict {
+			tr.Evict(at(s.ts))
+		} else if got := tr.Update(id(s.key), s.v, at(s.ts), at(s.ts)); !sameSample(got, s.want) {
+			t.Errorf("step %d: %q = %+v, want %+v", i, s.key, got, s.want)
+		}
+		if tr.Len() != s.wantLen {
+			t.Errorf("step %d: Len %d, want %d", i, tr.Len(), s.wantLen)
+		}
+	}
+}
+
+func TestOutcomeString(t *testing.T) {
+	want := map[Outcome]string{Delta: "delta", FirstNew: "first_new", FirstUnknown: "first_unknown", OutOfOrder: "out_of_order", Refused: "refused", 200: "unknown"}
+	for o, s := range want {
+		if o.String() != s {
+			t.Errorf("Outcome(%d).String() = %q, want %q", o, o.String(), s)
+		}
+	}
+}
+
+func TestSettingsDefaults(t *testing.T) {
+	tr := New(Settings{}, t0)
+	if tr.grace != int64(20*time.Second) || tr.idleTTL != int64(15*time.Minute) || tr.maxCount != 1_000_000 {
+		t.Errorf("defaults: grace %v, idle %v, max %d", time.Duration(tr.grace), time.Duration(tr.idleTTL), tr.maxCount)
+	}
+}
+
+// TestConcurrent: goroutines update distinct series and shared ones, with
+// Evict, Len and Save running meanwhile. With NoGrace and values that grow
+// with time, each series' deltas add up to its last value whatever was
+// dropped as out of order: the accepted samples' deltas telescope, and the
+// latest sample is always accepted.
+func TestConcurrent(t *testing.T) {
+	const (
+		workers = 8
+		shared  = 16
+		own     = 64
+		rounds  = 200
+	)
+	tr := New(Settings{FirstSampleGrace: NoGrace}, t0)
+	value := func(ts int64) float64 { return float64(ts - at(0)) } // grows with ts; integers below 2^53, so sums are exact
+	sums := make([]map[ID]float64, workers)
+	var wg sync.WaitGroup
+	for w := range workers {
+		sums[w] = map[ID]float64{}
+		wg.Go(func() {
+			for r := range rounds {
+				ts := at(float64(r)) + int64(w) // unique per worker: ties only within a worker
+				for s := range shared {
+					i := id(fmt.Sprint("shared", s))
+					if got := tr.Update(i, value(ts), ts, ts); got.HasDelta() {
+						sums[w][i] += got.Delta
+					}
+				}
+				for s := range own {
+					i := id(fmt.Sprint("own", w, ".", s))
+					if got := tr.Update(i, value(ts), ts, ts); got.HasDelta() {
+						sums[w][i] += got.Delta
+					}
+				}
+			}
+		})
+	}
+	stop := make(chan struct{})
+	var side sync.WaitGroup
+	side.Go(func() {
+		for {
+			select {
+			case <-stop:
+				return
+			default:
+			}
+			tr.Evict(at(0)) // nothing is idle
+			_ = tr.Len()
+			if err := tr.Save(discard{}, at(0)); err != nil {
+				t.Error(err)
+			}
+		}
+	})
+	wg.Wait()
+	close(stop)
+	side.Wait()
+
+	total := map[ID]float64{}
+	for _, m := range sums {
+		for i, d := range m {
+			total[i] += d
+		}
+	}
+	last := at(rounds - 1)
+	for s := range shared {
+		i := id(fmt.Sprint("shared", s))
+		if want := value(last + workers - 1); total[i] != want {
+			t.Errorf("shared %d: deltas add up to %v, want %v", s, total[i], want)
+		}
+	}
+	for w := range workers {
+		for s := range own {
+			i := id(fmt.Sprint("own", w, ".", s))
+			if want := value(last + int64(w)); total[i] != want {
+				t.Errorf("own %d.%d: deltas add up to %v, want %v", w, s, total[i], want)
+			}
+		}
+	}
+	if want := shared + workers*own; tr.Len() != want {
+		t.Errorf("Len %d, want %d", tr.Len(), want)
+	}
+	if st := statsOf(tr); st.firstNew != shared+workers*own || st.resets != 0 {
+		t.Errorf("stats %+v", st)
+	}
+}
+
+type discard struct{}
+
+func (discard) Write(p []byte) (int, error) { return len(p), nil }
+
+// TestConcurrentMaxSeries: racing inserts never exceed MaxSeries. An
+// admitted series may be FirstUnknown rather than FirstNew when a refusal
+// raced ahead of it (rule 8), so admission is "not refused".
+func TestConcurrentMaxSeries(t *testing.T) {
+	tr := New(Settings{FirstSampleGrace: NoGrace, MaxSeries: 100}, t0)
+	var admitted atomic.Int64
+	var wg sync.WaitGroup
+	for w := range 8 {
+		wg.Go(func() {
+			for s := range 50 {
+				if tr.Update(id(fmt.Sprint(w, ".", s)), 1, at(0), at(0)).Outcome != Refused {
+					admitted.Add(1)
+				}
+			}
+		})
+	}
+	wg.Wait()
+	if tr.Len() != 100 || admitted.Load() != 100 || tr.Stats().Refused.Load() != 300 {
+		t.Errorf("Len %d, admitted %d, refused %d; want 100, 100, 300", tr.Len(), admitted.Load(), tr.Stats().Refused.Load())
+	}
+}
+
+// seriesIDs returns n distinct IDs as Hash gives them.
+func seriesIDs(n int) []ID {
+	ids := make([]ID, n)
+	var key []byte
+	for i := range ids {
+		key = fmt.Appendf(key[:0], "spark\x00spark_executor,app_id=app-%d,executor_id=%d\x00cpuTime", i/1000, i%1000)
+		ids[i] = Hash(key)
+	}
+	return ids
+}
+
+// bytesPerSeries measures the heap a tracker holding n series takes, per
+// series, map overhead included.
+func bytesPerSeries(n int) float64 {
+	ids := seriesIDs(n)
+	var before, after runtime.MemStats
+	runtime.GC()
+	runtime.ReadMemStats(&before)
+	tr := New(Settings{FirstSampleGrace: NoGrace, MaxSeries: n}, t0)
+	for _, i := range ids {
+		tr.Update(i, 1, at(0), at(0))
+	}
+	runtime.GC()
+	runtime.ReadMemStats(&after)
+	runtime.KeepAlive(tr)
+	return float64(after.HeapAlloc-before.HeapAlloc) / float64(n)
+}
+
+func TestMemoryPerSeries(t *testing.T) {
+	if testing.Short() {
+		t.Skip("1e6 series")
+	}
+	b := bytesPerSeries(1_000_000)
+	t.Logf("%.1f bytes per series with 1e6 series", b)
+	if b > 200 {
+		t.Errorf("%.1f bytes per series, want ≤ 200", b)
+	}
+}
+
+func BenchmarkMemoryPerSeries(b *testing.B) {
+	for b.Loop() {
+		b.ReportMetric(bytesPerSeries(1_000_000), "B/series")
+	}
+}
+
+// BenchmarkUpdate updates existing series: the steady state.
+func BenchmarkUpdate(b *testing.B) {
+	const n = 1 << 16
+	ids := seriesIDs(n)
+	tr := New(Settings{FirstSampleGrace: NoGrace}, t0)
+	for _, i := range ids {
+		tr.Update(i, 0, at(0), at(0))
+	}
+	b.Run("serial", func(b *testing.B) {
+		b.ReportAllocs()
+		ts := at(1)
+		k := 0
+		for b.Loop() {
+			if tr.Update(ids[k], float64(ts), ts, ts).Outcome != Delta {
+				b.Fatal("not a delta")
+			}
+			if k++; k == n {
+				k, ts = 0, ts+1
+			}
+		}
+	})
+	b.Run("parallel", func(b *testing.B) {
+		b.ReportAllocs()
+		var worker atomic.Int64
+		b.RunParallel(func(pb *testing.PB) {
+			// Each goroutine its own series, as each Spark process has.
+			const part = n / 16
+			own := ids[(worker.Add(1)%16)*part:][:part]
+			ts := at(1e6)
+			k := 0
+			for pb.Next() {
+				tr.Update(own[k], float64(ts), ts, ts)
+				if k++; k == part {
+					k, ts = 0, ts+1
+				}
+			}
+		})
+	})
+}
+
+// BenchmarkUpdateNew inserts series: map growth included.
+func BenchmarkUpdateNew(b *testing.B) {
+	ids := seriesIDs(1 << 20)
+	b.ReportAllocs()
+	var tr *Tracker
+	k := len(ids)
+	for b.Loop() {
+		if k == len(ids) {
+			b.StopTimer()
+			tr, k = New(Settings{FirstSampleGrace: NoGrace}, t0), 0
+			b.StartTimer()
+		}
+		tr.Update(ids[k], 1, at(0), at(0))
+		k++
+	}
+}
