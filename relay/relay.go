@@ -95,6 +95,12 @@ type Config struct {
 	Log *zap.Logger
 	// Deltas, when not nil, adds delta and rate fields to cumulative series.
 	Deltas *Deltas
+	// OnApp, when set, is called with the value of the tag AppTag of the
+	// points a connection encodes whenever it differs from the previous one
+	// on that connection; Spark sends one application per connection, so
+	// that is about once per connection.
+	OnApp  func(app string)
+	AppTag string
 }
 
 // Deltas is the delta stage of a Relay. Relays that share a Tracker keep
@@ -107,8 +113,9 @@ type Deltas struct {
 
 // Relay is a graphite.Handler that encodes points for one Sink.
 type Relay struct {
-	cfg   Config
-	stats Stats
+	cfg    Config
+	appTag []byte // nil unless OnApp is set
+	stats  Stats
 }
 
 // New returns a Relay.
@@ -119,7 +126,11 @@ func New(cfg Config) *Relay {
 	if cfg.Log == nil {
 		cfg.Log = zap.NewNop()
 	}
-	return &Relay{cfg: cfg}
+	r := &Relay{cfg: cfg}
+	if cfg.OnApp != nil && cfg.AppTag != "" {
+		r.appTag = []byte(cfg.AppTag)
+	}
+	return r
 }
 
 // Stats returns the Relay's live counters.
@@ -142,6 +153,7 @@ type Conn struct {
 	enc    lineprotocol.Encoder
 	points int // points in enc since the last Flush
 
+	lastApp  []byte // the AppTag value last passed to OnApp
 	key      []byte // series key scratch for the delta stage
 	deltaKey []byte // "<field>_delta" scratch
 	rateKey  []byte // "<field>_rate" scratch
@@ -192,9 +204,13 @@ func (c *Conn) encode(line []byte) (Reason, error) {
 		return ReasonMapping, err
 	}
 	keyLen := len(r.Measurement)
+	var app []byte
 	for _, t := range r.Tags {
 		if bytes.Equal(t.Key, timeKey) {
 			return ReasonTimeKey, errNoKey
+		}
+		if c.relay.appTag != nil && bytes.Equal(t.Key, c.relay.appTag) {
+			app = t.Value
 		}
 		keyLen += 2 + len(t.Key) + len(t.Value)
 	}
@@ -237,6 +253,10 @@ func (c *Conn) encode(line []byte) (Reason, error) {
 		return ReasonEncode, err
 	}
 	c.points++
+	if app != nil && !bytes.Equal(app, c.lastApp) {
+		c.lastApp = append(c.lastApp[:0], app...)
+		c.relay.cfg.OnApp(string(app))
+	}
 	return 0, nil
 }
 

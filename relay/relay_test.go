@@ -289,3 +289,26 @@ a.count value=3,delta=3,rate=0.3 1795300020000000000
 		t.Errorf("other bucket: %q", got)
 	}
 }
+
+// OnApp hears each application id a connection carries, once per change,
+// and only for points that were encoded.
+func TestOnApp(t *testing.T) {
+	var seen []string
+	r := New(Config{Mapper: spark.NewMapper(spark.Options{}), Sink: &sink{}, AppTag: "applicationid",
+		OnApp: func(app string) { seen = append(seen, app) }})
+	c := r.NewConn(nil)
+	for _, l := range []string{
+		"app-20261122101500-0001.3.executor.cpuTime.count 1 1795300000",
+		"app-20261122101500-0001.3.executor.runTime.count 1 1795300000",
+		"app-20261122101500-0002.driver.jvm.heap.used NaN 1795300000", // dropped: not heard
+		"master.aliveWorkers 3 1795300000",                            // no application
+		"app-20261122101500-0002.driver.jvm.heap.used 5 1795300000",
+		"app-20261122101500-0002.1.executor.runTime.count 1 1795300000",
+	} {
+		c.Line([]byte(l))
+	}
+	c.Close()
+	if got := strings.Join(seen, " "); got != "app-20261122101500-0001 app-20261122101500-0002" {
+		t.Errorf("OnApp heard %q", got)
+	}
+}

@@ -1,8 +1,10 @@
 #!/usr/bin/env bash
 # `make run`: a local InfluxDB 1.8.10 (data under .run/), sparkpulse with the
 # built-in Spark mapping on port 2003, and `sparkpulse simulate` sending the
-# traffic of two Spark applications with four executors each. Every 10 s it
-# prints what has arrived in InfluxDB. Ctrl-C stops all three.
+# traffic of two Spark applications with four executors each and serving
+# their Spark REST API on port 18080, which sparkpulse polls for job, stage
+# and SQL annotations. Every 10 s it prints what has arrived in InfluxDB.
+# Ctrl-C stops all three.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
@@ -48,7 +50,8 @@ CONF
   echo "run: InfluxDB 1.8.10 at $influx_url (data in .run/influxdb, log in .run/influxd.log)"
 fi
 
-bin/sparkpulse run --influxdb-url "$influx_url" --database spark --create-database --state-dir "$run_dir/state" 2>"$run_dir/sparkpulse.log" &
+bin/sparkpulse run --influxdb-url "$influx_url" --database spark --create-database --state-dir "$run_dir/state" \
+  --annotate-url http://127.0.0.1:18080 2>"$run_dir/sparkpulse.log" &
 pids+=($!)
 for _ in $(seq 1 60); do
   curl -sf http://127.0.0.1:9108/healthz >/dev/null 2>&1 && break
@@ -57,9 +60,9 @@ for _ in $(seq 1 60); do
 done
 echo "run: sparkpulse listening on :2003 (tcp+udp), metrics at http://127.0.0.1:9108/metrics, log in .run/sparkpulse.log"
 
-bin/sparkpulse simulate --addr 127.0.0.1:2003 --apps 2 --executors 4 --period 10s >"$run_dir/simulate.log" 2>&1 &
+bin/sparkpulse simulate --addr 127.0.0.1:2003 --apps 2 --executors 4 --period 10s --ui-addr 127.0.0.1:18080 >"$run_dir/simulate.log" 2>&1 &
 pids+=($!)
-echo "run: simulating 2 Spark apps × 4 executors, a report every 10 s. Ctrl-C to stop."
+echo "run: simulating 2 Spark apps × 4 executors, a report every 10 s, their REST API on :18080. Ctrl-C to stop."
 
 query() {
   curl -sG "$influx_url/query" --data-urlencode db=spark --data-urlencode "q=$1"
@@ -79,5 +82,7 @@ while sleep 10; do
   echo "    latest executor.cpuTime.count (ns of task CPU) per app and executor:"
   query 'SELECT last("value") FROM "cpuTime.count" GROUP BY "applicationid", "process"' | show
   echo "    task CPU seconds per app over the last minute, summed from the ingest-time deltas:"
-  query 'SELECT sum("delta") / 1e9 FROM "cpuTime.count" WHERE time > now() - 1m GROUP BY "applicationid"' | show
+  query 'SELECT sum("delta") / 1000000000 FROM "cpuTime.count" WHERE time > now() - 1m GROUP BY "applicationid"' | show
+  echo "    latest job annotations (from the Spark REST API):"
+  query 'SELECT last("title"), last("text") FROM "spark_job" GROUP BY "applicationid"' | show
 done

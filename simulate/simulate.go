@@ -4,19 +4,28 @@
 // process, each report over its own TCP connection as the real reporter
 // sends it.
 //
-// Task counters grow as tasks finish (cumulative, like Spark's), gauges move
-// around, and every executor has its own clock offset. The same seed gives
-// the same stream, which makes the simulator usable in tests and demos.
+// Each application runs jobs of two stages, one after the other with idle
+// gaps, and its executors finish tasks only while a stage runs; task
+// counters grow as tasks finish (cumulative, like Spark's), gauges move
+// around, and every executor has its own clock offset. With Config.UIAddr
+// the jobs, stages and SQL executions are also served as Spark's REST API
+// (a History Server listing every simulated application), so annotations
+// line up with the load. The same seed gives the same stream, which makes
+// the simulator usable in tests and demos.
 package simulate
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"io"
 	"math/rand/v2"
 	"net"
+	"net/http"
 	"strconv"
 	"time"
+
+	"github.com/sparkpulse/sparkpulse/sparkui"
 )
 
 // Config describes the simulated cluster.
@@ -27,6 +36,9 @@ type Config struct {
 	Executors int           // executors per application
 	Period    time.Duration // reporting period (Spark's default is 10s)
 	Seed      uint64
+	// UIAddr, when set, serves the applications' Spark REST API there
+	// (host:port), as a History Server would.
+	UIAddr string
 }
 
 // process is one Spark JVM: the driver or an executor.
@@ -35,6 +47,7 @@ type process struct {
 	id     string // "driver" or the executor id
 	offset time.Duration
 	rng    *rand.Rand
+	app    *timeline // its application's jobs; nil: always busy
 
 	// cumulative task metrics (ExecutorSource counters)
 	tasks, cpuNs, runMs, gcMs, readBytes, shuffleRead, shuffleWrite, records int64
@@ -46,8 +59,11 @@ type process struct {
 // Report writes one report of p at time t, in the order and format of
 // Dropwizard's GraphiteReporter (gauges, then counters, then timers).
 func (p *process) report(w io.Writer, prefix string, t time.Time) error {
-	active := p.rng.Int64N(5)
-	finished := p.rng.Int64N(8)
+	active := 1 + p.rng.Int64N(4)
+	finished := 2 + p.rng.Int64N(8)
+	if p.app != nil && !p.app.busy() {
+		active, finished = 0, 0
+	}
 	p.tasks += finished
 	p.cpuNs += finished * (200_000_000 + p.rng.Int64N(800_000_000))
 	p.runMs += finished * (300 + p.rng.Int64N(1200))
@@ -140,26 +156,46 @@ func AppID(t time.Time, n int) string {
 // opens a new TCP connection, as Spark's reporter does; a failed report is
 // counted and skipped, as the reporter skips it. onReport, if not nil, is
 // called after each round with the number of lines sent and failed reports.
-func Run(ctx context.Context, cfg Config, onReport func(lines, failed int)) error {
+func Run(ctx context.Context, cfg Config, onReport func(lines, failed int)) (err error) {
 	if cfg.Period <= 0 {
 		return fmt.Errorf("simulate: period %s must be positive", cfg.Period)
 	}
 	start := time.Now()
 	rng := rand.New(rand.NewPCG(cfg.Seed, 1))
+	model := &sparkui.Model{}
 	var procs []*process
+	var apps []*timeline
 	for a := range cfg.Apps {
 		ns := AppID(start, a+1)
+		tl := newTimeline(ns, appNames[a%len(appNames)], start, cfg.Period, rand.New(rand.NewPCG(cfg.Seed, uint64(a+1))), model)
+		apps = append(apps, tl)
 		for e := 0; e <= cfg.Executors; e++ {
 			id := "driver"
 			if e > 0 {
 				id = strconv.Itoa(e)
 			}
 			procs = append(procs, &process{
-				ns: ns, id: id,
+				ns: ns, id: id, app: tl,
 				offset: time.Duration(rng.Int64N(int64(time.Second))),
 				rng:    rand.New(rand.NewPCG(cfg.Seed, uint64(a*10_000+e+2))),
 			})
 		}
+	}
+	ui := sparkui.NewServer(sparkui.HistoryServer, model)
+	if cfg.UIAddr != "" {
+		ln, lerr := net.Listen("tcp", cfg.UIAddr)
+		if lerr != nil {
+			return fmt.Errorf("simulate: Spark REST API on %q: %w", cfg.UIAddr, lerr)
+		}
+		hs := &http.Server{Handler: ui, ReadHeaderTimeout: 10 * time.Second}
+		served := make(chan error, 1)
+		go func() { served <- hs.Serve(ln) }()
+		defer func() {
+			hs.Close()
+			if serr := <-served; !errors.Is(serr, http.ErrServerClosed) && err == nil {
+				err = fmt.Errorf("simulate: Spark REST API: %w", serr)
+			}
+		}()
 	}
 	tick := time.NewTicker(cfg.Period)
 	defer tick.Stop()
@@ -169,15 +205,20 @@ func Run(ctx context.Context, cfg Config, onReport func(lines, failed int)) erro
 		case <-ctx.Done():
 			return nil
 		case now := <-tick.C:
+			ui.Update(func(*sparkui.Model) {
+				for _, tl := range apps {
+					tl.step(now)
+				}
+			})
 			lines, failed := 0, 0
 			for _, p := range procs {
-				c, err := d.DialContext(ctx, "tcp", cfg.Addr)
-				if err != nil {
+				c, derr := d.DialContext(ctx, "tcp", cfg.Addr)
+				if derr != nil {
 					failed++
 					continue
 				}
 				cw := &countingWriter{w: c}
-				if err := p.report(cw, cfg.Prefix, now); err != nil {
+				if p.report(cw, cfg.Prefix, now) != nil {
 					failed++
 				}
 				c.Close()
@@ -189,6 +230,9 @@ func Run(ctx context.Context, cfg Config, onReport func(lines, failed int)) erro
 		}
 	}
 }
+
+// appNames are spark.app.name of the simulated applications.
+var appNames = []string{"nightly-sales", "orders-features", "clickstream", "ml-training"}
 
 type countingWriter struct {
 	w     io.Writer

@@ -14,6 +14,7 @@ import (
 	"time"
 
 	"github.com/sparkpulse/sparkpulse/graphite"
+	"github.com/sparkpulse/sparkpulse/sparkui"
 )
 
 // Every line the simulator writes is a valid Graphite line whose path has
@@ -126,3 +127,54 @@ func TestAppID(t *testing.T) {
 }
 
 func newRand(seed uint64) *rand.Rand { return rand.New(rand.NewPCG(seed, 1)) }
+
+// The timeline runs jobs one after another, each with its SQL execution;
+// one job in fifteen fails in its last stage; executors finish tasks only
+// while a stage runs.
+func TestTimeline(t *testing.T) {
+	m := &sparkui.Model{}
+	start := time.Unix(1795300000, 0)
+	tl := newTimeline("app-20261122101500-0001", "nightly-sales", start, 10*time.Second, newRand(3), m)
+	exec := &process{ns: tl.app, id: "1", rng: newRand(4), app: tl}
+	busyReports, idleReports := 0, 0
+	for r := 1; r <= 600; r++ {
+		now := start.Add(time.Duration(r) * 10 * time.Second)
+		tl.step(now)
+		before := exec.tasks
+		if err := exec.report(io.Discard, "", now); err != nil {
+			t.Fatal(err)
+		}
+		switch {
+		case tl.busy():
+			busyReports++
+		case exec.tasks != before:
+			t.Fatalf("report %d: tasks finished while idle", r)
+		default:
+			idleReports++
+		}
+	}
+	a := m.Apps[0].Attempts[0]
+	if len(a.Jobs) < 50 || busyReports == 0 || idleReports == 0 {
+		t.Fatalf("%d jobs, %d busy and %d idle reports", len(a.Jobs), busyReports, idleReports)
+	}
+	for _, j := range a.Jobs[:len(a.Jobs)-1] { // the last may still run
+		x := a.Execution(j.SQLExecutionID)
+		want := sparkui.JobSucceeded
+		if j.ID%15 == 7 {
+			want = sparkui.JobFailed
+		}
+		switch {
+		case j.Status != want:
+			t.Errorf("job %d: %s, want %s", j.ID, j.Status, want)
+		case j.Completed.Before(j.Submitted) || len(j.StageIDs) != 2:
+			t.Errorf("job %d: %+v", j.ID, j)
+		case x == nil || x.Completed != j.Completed || (x.Status() == sparkui.SQLFailed) != (want == sparkui.JobFailed):
+			t.Errorf("job %d: SQL execution %+v", j.ID, x)
+		}
+		for _, id := range j.StageIDs {
+			if s := a.Stage(id, 0); s.Submitted.Before(j.Submitted) || s.Completed.After(j.Completed) {
+				t.Errorf("stage %d outside job %d", id, j.ID)
+			}
+		}
+	}
+}

@@ -12,6 +12,7 @@ import (
 
 	"github.com/pelletier/go-toml/v2"
 
+	"github.com/sparkpulse/sparkpulse/annotate"
 	"github.com/sparkpulse/sparkpulse/delta"
 	"github.com/sparkpulse/sparkpulse/graphite"
 	"github.com/sparkpulse/sparkpulse/influx"
@@ -30,7 +31,32 @@ type Config struct {
 	Log      LogConfig        `toml:"log"`
 	Deltas   DeltaSettings    `toml:"deltas"`
 	Delta    []DeltaRule      `toml:"delta"`
+	Annotate AnnotateConfig   `toml:"annotate"`
 	Graphite []GraphiteConfig `toml:"graphite"`
+}
+
+// AnnotateConfig is the [annotate] section: Spark REST sources polled for
+// job, stage and SQL annotations. It is on when URLs is not empty.
+type AnnotateConfig struct {
+	URLs     []string `toml:"urls"`
+	Interval Duration `toml:"interval"`
+	Timeout  Duration `toml:"timeout"`
+	Lookback Duration `toml:"lookback"`
+	MaxText  int      `toml:"max-text"`
+	// Where the points go; default: the first [[graphite]] block's target.
+	Database        string `toml:"database"`
+	RetentionPolicy string `toml:"retention-policy"`
+	Bucket          string `toml:"bucket"`
+	// Basic auth, or a bearer token; secrets preferably from env or files.
+	Username              string `toml:"username"`
+	Password              string `toml:"password"`
+	PasswordFile          string `toml:"password-file"`
+	Token                 string `toml:"token"`
+	TokenFile             string `toml:"token-file"`
+	TLSCA                 string `toml:"tls-ca"`
+	TLSInsecureSkipVerify bool   `toml:"tls-insecure-skip-verify"`
+	// AppIDTag is the tag whose values fill {app_id} in URL templates.
+	AppIDTag string `toml:"app-id-tag"`
 }
 
 // DeltaSettings configures the delta stage for all blocks.
@@ -146,9 +172,11 @@ const (
 
 // Env variables read by sparkpulse; they override the file, flags override them.
 const (
-	envToken = "SPARKPULSE_INFLUXDB_TOKEN"
-	envURL   = "SPARKPULSE_INFLUXDB_URL"
-	envOrg   = "SPARKPULSE_INFLUXDB_ORG"
+	envToken            = "SPARKPULSE_INFLUXDB_TOKEN"
+	envURL              = "SPARKPULSE_INFLUXDB_URL"
+	envOrg              = "SPARKPULSE_INFLUXDB_ORG"
+	envAnnotatePassword = "SPARKPULSE_ANNOTATE_PASSWORD"
+	envAnnotateToken    = "SPARKPULSE_ANNOTATE_TOKEN"
 )
 
 // influxdbSections are top-level tables of an influxdb.conf. A file with any
@@ -184,7 +212,7 @@ func loadConfig(path string) (*Config, bool, error) {
 	if influxMode {
 		// Everything outside [[graphite]] belongs to influxd.
 		cfg.InfluxDB, cfg.Admin, cfg.Log = InfluxDBConfig{}, AdminConfig{}, LogConfig{}
-		cfg.StateDir, cfg.Deltas, cfg.Delta = "", DeltaSettings{}, nil
+		cfg.StateDir, cfg.Deltas, cfg.Delta, cfg.Annotate = "", DeltaSettings{}, nil, AnnotateConfig{}
 		var sme *toml.StrictMissingError
 		if errors.As(err, &sme) {
 			var kept []toml.DecodeError
@@ -268,7 +296,17 @@ type Plan struct {
 	DeltaRules    *delta.Rules
 	DeltaSettings delta.Settings
 	DeltaDescribe []string // for `check`
-	Listeners     []*Listener
+	// Annotate is nil when no [annotate] urls are set.
+	Annotate  *AnnotatePlan
+	Listeners []*Listener
+}
+
+// AnnotatePlan is the validated [annotate] section.
+type AnnotatePlan struct {
+	Config   AnnotateConfig // durations and limits with defaults; secrets cleared
+	Auth     annotate.Auth  // resolved from env, files or the config; never logged
+	Target   influx.Target
+	AppIDTag string
 }
 
 // prepare applies defaults, resolves secrets and validates everything,
@@ -375,6 +413,9 @@ func (c *Config) prepare(source string, getenv func(string) string) (*Plan, erro
 	}
 	if len(errs) == 0 && len(p.Listeners) == 0 {
 		fail("%s: no enabled [[graphite]] block: nothing to listen on", source)
+	}
+	if err := c.prepareAnnotate(p, source, getenv); err != nil {
+		errs = append(errs, err)
 	}
 	if len(errs) > 0 {
 		return nil, errors.Join(errs...)
@@ -579,5 +620,87 @@ func (c *Config) prepareDeltas(p *Plan, source string) error {
 		}
 		p.DeltaDescribe = append(p.DeltaDescribe, fmt.Sprintf("%s: %s, path %q, measurement %q, unit %q", r.Source, kind, r.Path, r.Measurement, r.Unit))
 	}
+	return nil
+}
+
+// prepareAnnotate validates the [annotate] section and resolves its
+// secrets: env beats a file, which beats the config.
+func (c *Config) prepareAnnotate(p *Plan, source string, getenv func(string) string) error {
+	a := c.Annotate
+	if len(a.URLs) == 0 {
+		return nil
+	}
+	var errs []error
+	fail := func(format string, args ...any) {
+		errs = append(errs, fmt.Errorf("%s: [annotate] "+format, append([]any{source}, args...)...))
+	}
+	for i, u := range a.URLs {
+		if err := annotate.CheckSource(u); err != nil {
+			fail("urls entry %d %q: %v", i+1, u, err)
+		}
+	}
+	if a.Interval == 0 {
+		a.Interval = Duration(annotate.DefaultInterval)
+	}
+	if time.Duration(a.Interval) < time.Second {
+		fail("interval %s: must be at least 1s", time.Duration(a.Interval))
+	}
+	if a.Timeout == 0 {
+		a.Timeout = Duration(annotate.DefaultTimeout)
+	}
+	if a.Lookback == 0 {
+		a.Lookback = Duration(annotate.DefaultLookback)
+	}
+	if a.MaxText == 0 {
+		a.MaxText = annotate.DefaultMaxText
+	}
+	if a.MaxText < 20 {
+		fail("max-text %d: must be at least 20", a.MaxText)
+	}
+	if a.AppIDTag == "" {
+		a.AppIDTag = "applicationid"
+	}
+	secret := func(env, file, value, what string) string {
+		switch {
+		case getenv(env) != "":
+			return getenv(env)
+		case file != "":
+			b, err := os.ReadFile(file)
+			if err != nil {
+				fail("%s-file: %v", what, err)
+			}
+			return strings.TrimRight(string(b), "\r\n")
+		}
+		return value
+	}
+	auth := annotate.Auth{
+		Username: a.Username,
+		Password: secret(envAnnotatePassword, a.PasswordFile, a.Password, "password"),
+		Token:    secret(envAnnotateToken, a.TokenFile, a.Token, "token"),
+	}
+	if auth.Token != "" && auth.Username != "" {
+		fail("username and token: choose basic auth or a bearer token")
+	}
+	if auth.Password != "" && auth.Username == "" {
+		fail("a password needs a username")
+	}
+	a.Password, a.Token = "", ""
+	plan := &AnnotatePlan{Config: a, Auth: auth, AppIDTag: a.AppIDTag}
+	switch {
+	case a.Bucket != "":
+		plan.Target = influx.Target{Bucket: a.Bucket}
+	case a.Database != "" && a.RetentionPolicy != "":
+		plan.Target = influx.Target{Bucket: a.Database + "/" + a.RetentionPolicy}
+	case a.Database != "":
+		plan.Target = influx.Target{Bucket: a.Database}
+	case a.RetentionPolicy != "":
+		fail("retention-policy needs database")
+	case len(p.Listeners) > 0:
+		plan.Target = p.Listeners[0].Target
+	}
+	if len(errs) > 0 {
+		return errors.Join(errs...)
+	}
+	p.Annotate = plan
 	return nil
 }

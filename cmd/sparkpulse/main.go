@@ -22,6 +22,7 @@ import (
 	"os"
 	"os/signal"
 	"runtime/debug"
+	"strings"
 	"syscall"
 	"time"
 
@@ -116,7 +117,14 @@ type flagOverrides struct {
 	logLevel       string
 	createDatabase bool
 	stateDir       string
+	annotateURLs   stringList
 }
+
+// stringList is a flag that may be given several times.
+type stringList []string
+
+func (l *stringList) String() string     { return strings.Join(*l, ",") }
+func (l *stringList) Set(v string) error { *l = append(*l, v); return nil }
 
 func newFlagSet(name string, stderr io.Writer, o *flagOverrides, full bool) *flag.FlagSet {
 	fs := flag.NewFlagSet("sparkpulse "+name, flag.ContinueOnError)
@@ -135,6 +143,7 @@ func newFlagSet(name string, stderr io.Writer, o *flagOverrides, full bool) *fla
 	fs.StringVar(&o.logLevel, "log-level", "", "debug, info, warn or error")
 	fs.BoolVar(&o.createDatabase, "create-database", false, "create the InfluxDB 1.x database when it is missing")
 	fs.StringVar(&o.stateDir, "state-dir", "", "directory for state kept across restarts (delta baselines)")
+	fs.Var(&o.annotateURLs, "annotate-url", "Spark UI, History Server or {app_id} URL template to poll for annotations (repeatable; replaces [annotate] urls)")
 	return fs
 }
 
@@ -180,6 +189,9 @@ func loadPlan(o *flagOverrides, getenv func(string) string) (*Plan, error) {
 	}
 	if o.logLevel != "" {
 		cfg.Log.Level = o.logLevel
+	}
+	if len(o.annotateURLs) > 0 {
+		cfg.Annotate.URLs = o.annotateURLs
 	}
 	for i := range cfg.Graphite {
 		g := &cfg.Graphite[i]
@@ -278,6 +290,16 @@ func cmdCheck(args []string, getenv func(string) string, stdout, stderr io.Write
 	}
 	if plan.StateDir != "" {
 		fmt.Fprintf(stdout, "state-dir: %s\n", plan.StateDir)
+	}
+	if a := plan.Annotate; a != nil {
+		fmt.Fprintf(stdout, "annotate: every %s → bucket %q, auth: %s\n", time.Duration(a.Config.Interval), a.Target.Bucket, a.Auth)
+		for _, u := range a.Config.URLs {
+			what := "a live UI or History Server"
+			if strings.Contains(u, "{app_id}") {
+				what = fmt.Sprintf("filled with each %s tag value seen", a.AppIDTag)
+			}
+			fmt.Fprintf(stdout, "  %s (%s)\n", u, what)
+		}
 	}
 	for _, l := range plan.Listeners {
 		fmt.Fprintf(stdout, "[[graphite]] #%d: %s → bucket %q, batches of %d points or %s\n",
@@ -378,6 +400,7 @@ func cmdSimulate(ctx context.Context, args []string, stdout, stderr io.Writer) e
 	fs.IntVar(&cfg.Executors, "executors", 4, "executors per application")
 	fs.DurationVar(&cfg.Period, "period", 10*time.Second, "reporting period (sink.graphite.period)")
 	fs.Uint64Var(&cfg.Seed, "seed", 1, "random seed; the same seed sends the same values")
+	fs.StringVar(&cfg.UIAddr, "ui-addr", "", "also serve the simulated applications' Spark REST API here (host:port), as a History Server would")
 	if err := parseFlags(fs, args); err != nil {
 		return err
 	}
@@ -385,6 +408,9 @@ func cmdSimulate(ctx context.Context, args []string, stdout, stderr io.Writer) e
 		return fmt.Errorf("%w: --apps must be at least 1 and --executors not negative", errUsage)
 	}
 	fmt.Fprintf(stdout, "simulating %d app(s) × (driver + %d executors) every %s → %s\n", cfg.Apps, cfg.Executors, cfg.Period, cfg.Addr)
+	if cfg.UIAddr != "" {
+		fmt.Fprintf(stdout, "Spark REST API of the simulated applications: http://%s/api/v1/applications\n", cfg.UIAddr)
+	}
 	return simulate.Run(ctx, cfg, func(lines, failed int) {
 		fmt.Fprintf(stdout, "%s sent %d lines", time.Now().Format(time.TimeOnly), lines)
 		if failed > 0 {

@@ -3,7 +3,9 @@ package main
 import (
 	"github.com/prometheus/client_golang/prometheus"
 
+	"github.com/sparkpulse/sparkpulse/annotate"
 	"github.com/sparkpulse/sparkpulse/delta"
+	"github.com/sparkpulse/sparkpulse/influx"
 	"github.com/sparkpulse/sparkpulse/relay"
 )
 
@@ -11,8 +13,10 @@ import (
 // keep as plain atomics, reading them at scrape time so that the per-line
 // path never touches Prometheus.
 type statsCollector struct {
-	blocks  []*running
-	tracker *delta.Tracker // nil when the delta stage is off
+	blocks    []*running
+	tracker   *delta.Tracker   // nil when the delta stage is off
+	annotator *annotate.Poller // nil without [annotate] urls
+	annWriter *influx.Writer
 }
 
 func desc(name, help string, labels ...string) *prometheus.Desc {
@@ -42,6 +46,16 @@ var (
 	descDeltaSeries  = prometheus.NewDesc("sparkpulse_delta_series", "Cumulative series whose baseline is tracked.", nil, nil)
 	descDeltaOutcome = prometheus.NewDesc("sparkpulse_delta_samples_total", "Samples of cumulative series that got no plain delta, by outcome: reset (a restart from zero: delta = value), first_new (baseline zero), first_unknown (no delta), out_of_order (no delta), refused (max-series reached: no delta).", []string{"outcome"}, nil)
 	descDeltaEvicted = prometheus.NewDesc("sparkpulse_delta_series_evicted_total", "Series removed after idle-ttl without samples.", nil, nil)
+
+	descAnnRequests  = prometheus.NewDesc("sparkpulse_annotate_requests_total", "Requests made to Spark REST sources.", nil, nil)
+	descAnnBytes     = prometheus.NewDesc("sparkpulse_annotate_response_bytes_total", "Bytes read from Spark REST sources.", nil, nil)
+	descAnnPolls     = prometheus.NewDesc("sparkpulse_annotate_polls_total", "Polls of a Spark REST source.", nil, nil)
+	descAnnPoints    = prometheus.NewDesc("sparkpulse_annotate_points_total", "Annotation points written (new or changed applications, jobs, stages, SQL executions).", nil, nil)
+	descAnnErrors    = prometheus.NewDesc("sparkpulse_annotate_errors_total", "Failed polls, by source (as configured) and kind: network, http_status, decode.", []string{"source", "kind"}, nil)
+	descAnnTracked   = prometheus.NewDesc("sparkpulse_annotate_attempts_tracked", "Application attempts being followed.", nil, nil)
+	descAnnLost      = prometheus.NewDesc("sparkpulse_annotate_attempts_lost", "Application attempts their source no longer shows, waiting for another source.", nil, nil)
+	descAnnClosedOut = prometheus.NewDesc("sparkpulse_annotate_closed_out_total", "Lost attempts whose running items were written as UNKNOWN.", nil, nil)
+	descAnnSources   = prometheus.NewDesc("sparkpulse_annotate_sources", "Sources polled: configured URLs plus {app_id} template instances.", nil, nil)
 )
 
 func (c *statsCollector) Describe(ch chan<- *prometheus.Desc) {
@@ -51,60 +65,84 @@ func (c *statsCollector) Describe(ch chan<- *prometheus.Desc) {
 func (c *statsCollector) Collect(ch chan<- prometheus.Metric) {
 	if t := c.tracker; t != nil {
 		st := t.Stats()
-		ch <- prometheus.MustNewConstMetric(descDeltaSeries, prometheus.GaugeValue, float64(t.Len()))
-		ch <- prometheus.MustNewConstMetric(descDeltaEvicted, prometheus.CounterValue, float64(st.Evicted.Load()))
+		gauge(ch, descDeltaSeries, float64(t.Len()))
+		counter(ch, descDeltaEvicted, st.Evicted.Load())
 		for outcome, v := range map[string]uint64{
 			"reset": st.Resets.Load(), "first_new": st.FirstNew.Load(), "first_unknown": st.FirstUnknown.Load(),
 			"out_of_order": st.OutOfOrder.Load(), "refused": st.Refused.Load(),
 		} {
-			ch <- prometheus.MustNewConstMetric(descDeltaOutcome, prometheus.CounterValue, float64(v), outcome)
+			counter(ch, descDeltaOutcome, v, outcome)
 		}
 	}
-	counter := func(d *prometheus.Desc, v uint64, labels ...string) {
-		ch <- prometheus.MustNewConstMetric(d, prometheus.CounterValue, float64(v), labels...)
-	}
-	gauge := func(d *prometheus.Desc, v float64, labels ...string) {
-		ch <- prometheus.MustNewConstMetric(d, prometheus.GaugeValue, v, labels...)
+	if a := c.annotator; a != nil {
+		st := a.Stats()
+		counter(ch, descAnnRequests, st.Requests)
+		counter(ch, descAnnBytes, st.Bytes)
+		counter(ch, descAnnPolls, st.Polls)
+		counter(ch, descAnnPoints, st.Points)
+		counter(ch, descAnnClosedOut, st.ClosedOut)
+		for src, kinds := range st.Errors {
+			for kind, n := range kinds {
+				counter(ch, descAnnErrors, n, src, kind)
+			}
+		}
+		gauge(ch, descAnnTracked, float64(st.Tracked))
+		gauge(ch, descAnnLost, float64(st.Lost))
+		gauge(ch, descAnnSources, float64(st.Sources))
+		collectWriter(ch, "annotate", c.annWriter)
 	}
 	for _, b := range c.blocks {
 		name := b.Name()
 		g := b.srv.Stats()
 		if b.Config.Protocol == "tcp" {
-			gauge(descConnsActive, float64(g.ConnsActive.Load()), name)
-			counter(descConnsHandled, g.ConnsHandled.Load(), name)
-			counter(descConnsRejected, g.ConnsRejected.Load(), name)
-			counter(descIdleTimeouts, g.IdleTimeouts.Load(), name)
+			gauge(ch, descConnsActive, float64(g.ConnsActive.Load()), name)
+			counter(ch, descConnsHandled, g.ConnsHandled.Load(), name)
+			counter(ch, descConnsRejected, g.ConnsRejected.Load(), name)
+			counter(ch, descIdleTimeouts, g.IdleTimeouts.Load(), name)
 		} else {
-			counter(descDatagrams, g.Datagrams.Load(), name)
+			counter(ch, descDatagrams, g.Datagrams.Load(), name)
 		}
-		counter(descBytes, g.Bytes.Load(), name)
-		counter(descReadErrors, g.ReadErrors.Load(), name)
+		counter(ch, descBytes, g.Bytes.Load(), name)
+		counter(ch, descReadErrors, g.ReadErrors.Load(), name)
 
 		// Lines over max-line-length never reach the relay; they count as
 		// received and dropped, so received = encoded + dropped holds.
 		r := b.relay.Stats()
-		counter(descLines, r.Lines.Load()+g.LinesTooLong.Load(), name)
-		counter(descPoints, r.Points.Load(), name)
-		counter(descDropped, g.LinesTooLong.Load(), name, "too_long")
+		counter(ch, descLines, r.Lines.Load()+g.LinesTooLong.Load(), name)
+		counter(ch, descPoints, r.Points.Load(), name)
+		counter(ch, descDropped, g.LinesTooLong.Load(), name, "too_long")
 		for i := range relay.NumReasons {
 			if i == 0 {
 				continue
 			}
-			counter(descDropped, r.Dropped[i].Load(), name, i.String())
+			counter(ch, descDropped, r.Dropped[i].Load(), name, i.String())
 		}
 
-		w := b.writer.Stats()
-		counter(descWritten, w.PointsWritten, name)
-		counter(descBatches, w.BatchesWritten, name)
-		for reason, n := range w.PointsDropped {
-			counter(descRejected, n, name, reason)
-		}
-		for kind, n := range w.WriteErrors {
-			counter(descWriteErrors, n, name, kind)
-		}
-		counter(descRetries, w.Retries, name)
-		gauge(descQueuedBytes, float64(w.QueuedBytes), name)
-		gauge(descQueuedBatches, float64(w.QueuedBatches), name)
-		gauge(descQueueAge, w.OldestQueuedAge.Seconds(), name)
+		collectWriter(ch, name, b.writer)
 	}
+}
+
+// collectWriter exports a writer's counters under the listener label name.
+func collectWriter(ch chan<- prometheus.Metric, name string, wr *influx.Writer) {
+	w := wr.Stats()
+	counter(ch, descWritten, w.PointsWritten, name)
+	counter(ch, descBatches, w.BatchesWritten, name)
+	for reason, n := range w.PointsDropped {
+		counter(ch, descRejected, n, name, reason)
+	}
+	for kind, n := range w.WriteErrors {
+		counter(ch, descWriteErrors, n, name, kind)
+	}
+	counter(ch, descRetries, w.Retries, name)
+	gauge(ch, descQueuedBytes, float64(w.QueuedBytes), name)
+	gauge(ch, descQueuedBatches, float64(w.QueuedBatches), name)
+	gauge(ch, descQueueAge, w.OldestQueuedAge.Seconds(), name)
+}
+
+func counter(ch chan<- prometheus.Metric, d *prometheus.Desc, v uint64, labels ...string) {
+	ch <- prometheus.MustNewConstMetric(d, prometheus.CounterValue, float64(v), labels...)
+}
+
+func gauge(ch chan<- prometheus.Metric, d *prometheus.Desc, v float64, labels ...string) {
+	ch <- prometheus.MustNewConstMetric(d, prometheus.GaugeValue, v, labels...)
 }

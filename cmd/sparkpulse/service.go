@@ -21,6 +21,7 @@ import (
 	"go.uber.org/zap"
 	"go.uber.org/zap/zapcore"
 
+	"github.com/sparkpulse/sparkpulse/annotate"
 	"github.com/sparkpulse/sparkpulse/delta"
 	"github.com/sparkpulse/sparkpulse/graphite"
 	"github.com/sparkpulse/sparkpulse/influx"
@@ -55,6 +56,12 @@ type service struct {
 	tracker  *delta.Tracker // nil when the delta stage is off
 	stateDir string
 	stop     chan struct{} // ends background work
+
+	// The annotation poller and its writer; nil without [annotate] urls.
+	annotator *annotate.Poller
+	annWriter *influx.Writer
+	annStop   context.CancelFunc
+	annDone   chan struct{}
 }
 
 // startService checks InfluxDB, then binds every socket before serving any,
@@ -71,20 +78,33 @@ func startService(ctx context.Context, plan *Plan, log *zap.Logger) (_ *service,
 	if err != nil {
 		return nil, err
 	}
-	checked := map[influx.Target]bool{}
+	targets := make([]influx.Target, 0, len(plan.Listeners)+1)
 	for _, l := range plan.Listeners {
-		if checked[l.Target] {
+		targets = append(targets, l.Target)
+	}
+	if plan.Annotate != nil {
+		targets = append(targets, plan.Annotate.Target)
+	}
+	checked := map[influx.Target]bool{}
+	for _, t := range targets {
+		if checked[t] {
 			continue
 		}
-		checked[l.Target] = true
-		res, err := influx.Check(ctx, base, l.Target, plan.InfluxDB.CreateDatabase)
+		checked[t] = true
+		res, err := influx.Check(ctx, base, t, plan.InfluxDB.CreateDatabase)
 		switch {
 		case errors.Is(err, influx.ErrUnreachable):
 			log.Warn("InfluxDB is not reachable; points are kept and sent when it is", zap.String("url", base.URL), zap.Error(err))
 		case err != nil:
 			return nil, err
 		default:
-			log.Info("InfluxDB target ready", zap.String("url", base.URL), zap.String("bucket", l.Target.Bucket), zap.String("server", res.String()))
+			log.Info("InfluxDB target ready", zap.String("url", base.URL), zap.String("bucket", t.Bucket), zap.String("server", res.String()))
+		}
+	}
+
+	if plan.Annotate != nil {
+		if err := s.startAnnotator(plan, base, log); err != nil {
+			return nil, err
 		}
 	}
 
@@ -123,6 +143,9 @@ func startService(ctx context.Context, plan *Plan, log *zap.Logger) (_ *service,
 		if deltas != nil {
 			rc.Deltas = &relay.Deltas{Rules: deltas.Rules, Tracker: deltas.Tracker, Bucket: l.Target.Bucket}
 		}
+		if s.annotator != nil {
+			rc.OnApp, rc.AppTag = s.annotator.SeeApp, plan.Annotate.AppIDTag
+		}
 		b.relay = relay.New(rc)
 		switch l.Config.Protocol {
 		case "udp":
@@ -154,7 +177,7 @@ func startService(ctx context.Context, plan *Plan, log *zap.Logger) (_ *service,
 		}
 		reg := prometheus.NewRegistry()
 		reg.MustRegister(collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
-		reg.MustRegister(&statsCollector{blocks: s.blocks, tracker: s.tracker})
+		reg.MustRegister(&statsCollector{blocks: s.blocks, tracker: s.tracker, annotator: s.annotator, annWriter: s.annWriter})
 		for _, b := range s.blocks {
 			reg.MustRegister(b.hist)
 		}
@@ -182,7 +205,49 @@ func startService(ctx context.Context, plan *Plan, log *zap.Logger) (_ *service,
 	if s.tracker != nil {
 		s.served.Go(s.evictIdle)
 	}
+	if s.annotator != nil {
+		actx, cancel := context.WithCancel(context.Background())
+		s.annStop, s.annDone = cancel, make(chan struct{})
+		go func() {
+			defer close(s.annDone)
+			s.annotator.Run(actx)
+		}()
+	}
 	return s, nil
+}
+
+// startAnnotator creates the annotation poller and the writer its points
+// go through.
+func (s *service) startAnnotator(plan *Plan, base influx.Config, log *zap.Logger) error {
+	a := plan.Annotate
+	transport := http.DefaultTransport.(*http.Transport).Clone()
+	t, err := loadTLS("[annotate]", a.Config.TLSCA, "", "", a.Config.TLSInsecureSkipVerify)
+	if err != nil {
+		return err
+	}
+	transport.TLSClientConfig = t
+	wcfg := base
+	wcfg.Logger = log.With(zap.String("listener", "annotate"))
+	if s.annWriter, err = influx.NewWriter(wcfg, a.Target); err != nil {
+		return fmt.Errorf("[annotate]: %w", err)
+	}
+	s.annotator, err = annotate.New(annotate.Config{
+		Sources:   a.Config.URLs,
+		Interval:  time.Duration(a.Config.Interval),
+		Timeout:   time.Duration(a.Config.Timeout),
+		Lookback:  time.Duration(a.Config.Lookback),
+		MaxText:   a.Config.MaxText,
+		Auth:      a.Auth,
+		Transport: transport,
+		Sink:      s.annWriter,
+		Log:       log.With(zap.String("component", "annotate")),
+	})
+	if err != nil {
+		return fmt.Errorf("[annotate]: %w", err)
+	}
+	log.Info("polling Spark REST sources for annotations", zap.Strings("urls", a.Config.URLs),
+		zap.Duration("interval", time.Duration(a.Config.Interval)), zap.String("bucket", a.Target.Bucket), zap.Stringer("auth", a.Auth))
+	return nil
 }
 
 // evictIdle removes idle delta series once a minute until the service stops.
@@ -271,6 +336,9 @@ func (s *service) abort() {
 		}
 		_ = b.writer.Close(ctx)
 	}
+	if s.annWriter != nil {
+		_ = s.annWriter.Close(ctx)
+	}
 	if s.adminLn != nil {
 		s.adminLn.Close()
 	}
@@ -290,17 +358,29 @@ func (s *service) Shutdown(ctx context.Context) error {
 	}
 	wg.Wait()
 	close(s.stop)
+	if s.annStop != nil {
+		s.annStop()
+		<-s.annDone
+	}
 	// Every line is read: the baselines are final.
 	stateErr := s.saveState()
 	if stateErr != nil {
 		s.log.Error("delta baselines not saved; the next start loses one interval of deltas", zap.Error(stateErr))
 	}
-	errs := make([]error, len(s.blocks))
+	errs := make([]error, len(s.blocks)+1)
 	for i, b := range s.blocks {
 		wg.Go(func() {
 			if err := b.writer.Close(ctx); err != nil {
 				s.log.Error("flushing to InfluxDB", zap.String("listener", b.Name()), zap.Error(err))
 				errs[i] = fmt.Errorf("%s: %w", b.Name(), err)
+			}
+		})
+	}
+	if s.annWriter != nil {
+		wg.Go(func() {
+			if err := s.annWriter.Close(ctx); err != nil {
+				s.log.Error("flushing annotations to InfluxDB", zap.Error(err))
+				errs[len(s.blocks)] = fmt.Errorf("annotations: %w", err)
 			}
 		})
 	}
@@ -334,29 +414,37 @@ func influxConfig(plan *Plan, log *zap.Logger) (influx.Config, error) {
 		RequestTimeout: time.Duration(in.Timeout),
 		Logger:         log,
 	}
-	if in.TLSCA != "" || in.TLSCert != "" || in.TLSInsecureSkipVerify {
-		t := &tls.Config{InsecureSkipVerify: in.TLSInsecureSkipVerify} //nolint:gosec // only when the operator asks for it
-		if in.TLSCA != "" {
-			pem, err := os.ReadFile(in.TLSCA)
-			if err != nil {
-				return cfg, fmt.Errorf("[influxdb] tls-ca: %w", err)
-			}
-			pool := x509.NewCertPool()
-			if !pool.AppendCertsFromPEM(pem) {
-				return cfg, fmt.Errorf("[influxdb] tls-ca %q: no PEM certificate found", in.TLSCA)
-			}
-			t.RootCAs = pool
-		}
-		if in.TLSCert != "" {
-			cert, err := tls.LoadX509KeyPair(in.TLSCert, in.TLSKey)
-			if err != nil {
-				return cfg, fmt.Errorf("[influxdb] tls-cert/tls-key: %w", err)
-			}
-			t.Certificates = []tls.Certificate{cert}
-		}
-		cfg.TLS = t
+	t, err := loadTLS("[influxdb]", in.TLSCA, in.TLSCert, in.TLSKey, in.TLSInsecureSkipVerify)
+	cfg.TLS = t
+	return cfg, err
+}
+
+// loadTLS builds a client TLS configuration from a section's settings, or
+// returns nil when they are all unset.
+func loadTLS(section, ca, cert, key string, insecure bool) (*tls.Config, error) {
+	if ca == "" && cert == "" && !insecure {
+		return nil, nil
 	}
-	return cfg, nil
+	t := &tls.Config{InsecureSkipVerify: insecure} //nolint:gosec // only when the operator asks for it
+	if ca != "" {
+		pem, err := os.ReadFile(ca)
+		if err != nil {
+			return nil, fmt.Errorf("%s tls-ca: %w", section, err)
+		}
+		pool := x509.NewCertPool()
+		if !pool.AppendCertsFromPEM(pem) {
+			return nil, fmt.Errorf("%s tls-ca %q: no PEM certificate found", section, ca)
+		}
+		t.RootCAs = pool
+	}
+	if cert != "" {
+		c, err := tls.LoadX509KeyPair(cert, key)
+		if err != nil {
+			return nil, fmt.Errorf("%s tls-cert/tls-key: %w", section, err)
+		}
+		t.Certificates = []tls.Certificate{c}
+	}
+	return t, nil
 }
 
 // newLogger builds the service logger: human-readable console by default,

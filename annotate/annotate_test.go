@@ -1,0 +1,538 @@
+package annotate
+
+import (
+	"context"
+	"fmt"
+	"net/http"
+	"slices"
+	"strings"
+	"testing"
+	"time"
+
+	"go.uber.org/zap"
+	"go.uber.org/zap/zapcore"
+	"go.uber.org/zap/zaptest/observer"
+
+	"github.com/sparkpulse/sparkpulse/sparkui"
+)
+
+var t0 = time.Date(2026, 11, 22, 10, 0, 0, 0, time.UTC)
+
+func at(s float64) time.Time { return t0.Add(time.Duration(s * float64(time.Second))) }
+
+// script drives one live application through three polls: running work,
+// work that started and ended between polls, and the end of the
+// application.
+type script struct {
+	srv *sparkui.Server
+	clk *clock
+}
+
+const scriptApp = "app-20261122100000-0001"
+
+func newScript(mode sparkui.Mode) *script {
+	m := liveApp(scriptApp, "Nightly ETL", t0)
+	s := &script{srv: sparkui.NewServer(mode, m), clk: &clock{now: at(30)}}
+	s.srv.SetNow(s.clk.Now)
+	s.srv.Update(func(m *sparkui.Model) {
+		a := m.Apps[0].Attempts[0]
+		a.Executions = append(a.Executions, &sparkui.Execution{ID: 0, Description: "INSERT INTO sales SELECT *\n  FROM staging", Submitted: at(4), RunningJobs: []int{0}})
+		a.AddJob(&sparkui.Job{ID: 0, Name: "save at etl.py:40", Submitted: at(5), StageIDs: []int{0, 1}, Status: sparkui.JobRunning,
+			Tasks: 12, ActiveTasks: 4, SQLExecutionID: 0})
+		a.AddStage(&sparkui.Stage{ID: 0, Name: "map at etl.py:38", Status: sparkui.StageActive, Submitted: at(5), Tasks: 8, ActiveTasks: 4})
+		a.AddStage(&sparkui.Stage{ID: 1, Name: "save at etl.py:40", Status: sparkui.StagePending, Tasks: 4})
+	})
+	return s
+}
+
+// step2: job 0 ends; job 1 starts and fails between the polls; job 2 runs.
+func (s *script) step2() {
+	s.clk.Set(at(40))
+	s.srv.Update(func(m *sparkui.Model) {
+		a := m.Apps[0].Attempts[0]
+		st0, st1 := a.Stage(0, 0), a.Stage(1, 0)
+		st0.Status, st0.Completed, st0.CompleteTasks, st0.ActiveTasks = sparkui.StageComplete, at(20), 8, 0
+		st1.Status, st1.Submitted, st1.Completed, st1.CompleteTasks = sparkui.StageComplete, at(21), at(35), 4
+		j0 := a.Job(0)
+		j0.Status, j0.Completed, j0.CompletedTasks, j0.ActiveTasks, j0.CompletedStages = sparkui.JobSucceeded, at(36), 12, 0, 2
+		a.AddJob(&sparkui.Job{ID: 1, Name: "collect at etl.py:52", Submitted: at(37), Completed: at(38), StageIDs: []int{2},
+			Status: sparkui.JobFailed, Tasks: 2, CompletedTasks: 1, FailedTasks: 1, FailedStages: 1, SQLExecutionID: 0})
+		a.AddStage(&sparkui.Stage{ID: 2, Name: "collect at etl.py:52", Status: sparkui.StageFailed, Submitted: at(37), Completed: at(38),
+			Tasks: 2, CompleteTasks: 1, FailedTasks: 1,
+			FailureReason: "Job aborted due to stage failure: Task 1 in stage 2.0 failed 4 times\n\tat org.example.Etl.run(Etl.java:12)"})
+		a.AddJob(&sparkui.Job{ID: 2, Name: "count at etl.py:60", Submitted: at(39), StageIDs: []int{3}, Status: sparkui.JobRunning, Tasks: 3, SQLExecutionID: 1})
+		a.AddStage(&sparkui.Stage{ID: 3, Name: "count at etl.py:60", Status: sparkui.StageActive, Submitted: at(39), Tasks: 3, ActiveTasks: 3})
+		x0 := a.Execution(0)
+		x0.Completed, x0.RunningJobs, x0.SucceededJobs, x0.FailedJobs = at(38), nil, []int{0}, []int{1}
+		a.Executions = append(a.Executions, &sparkui.Execution{ID: 1, Description: "SELECT count(*) FROM sales", Submitted: at(39), RunningJobs: []int{2}})
+	})
+}
+
+// step3: everything ends, and so does the application.
+func (s *script) step3() {
+	s.clk.Set(at(60))
+	s.srv.Update(func(m *sparkui.Model) {
+		a := m.Apps[0].Attempts[0]
+		j2, st3, x1 := a.Job(2), a.Stage(3, 0), a.Execution(1)
+		j2.Status, j2.Completed, j2.CompletedTasks, j2.CompletedStages = sparkui.JobSucceeded, at(50), 3, 1
+		st3.Status, st3.Completed, st3.CompleteTasks, st3.ActiveTasks = sparkui.StageComplete, at(49), 3, 0
+		x1.Completed, x1.RunningJobs, x1.SucceededJobs = at(51), nil, []int{2}
+		a.End = at(55)
+	})
+}
+
+func jobRow(p point) string {
+	f := p.fields
+	return fmt.Sprintf("%d job %v %v end=%v dur=%v tasks=%v/%v failed=%v stages=%v sql=%v reason=%q",
+		p.ns, f["job_id"], f["status"], f["end_ms"], f["duration_ms"], f["num_completed_tasks"], f["num_tasks"],
+		f["num_failed_tasks"], f["stage_ids"], f["sql_id"], str(f["failure_reason"]))
+}
+
+func stageRow(p point) string {
+	f := p.fields
+	return fmt.Sprintf("%d stage %v.%v %v end=%v tasks=%v/%v jobs=%v reason=%q",
+		p.ns, f["stage_id"], f["stage_attempt"], f["status"], f["end_ms"], f["num_complete_tasks"], f["num_tasks"], f["job_ids"], str(f["failure_reason"]))
+}
+
+func sqlRow(p point) string {
+	f := p.fields
+	return fmt.Sprintf("%d sql %v %v end=%v jobs=%v failed=%v desc=%q", p.ns, f["execution_id"], f["status"], f["end_ms"], f["job_ids"], f["failed_job_ids"], f["description"])
+}
+
+func appRow(p point) string {
+	f := p.fields
+	return fmt.Sprintf("%d app %s %s %v end=%v dur=%v", p.ns, p.tags["applicationid"], p.tags["appname"], f["status"], f["end_ms"], f["duration_ms"])
+}
+
+// str shows an absent string field as "".
+func str(v any) string {
+	if v == nil {
+		return ""
+	}
+	return v.(string)
+}
+
+func nsAt(s float64, sub int64) int64 { return ms(at(s))*1_000_000 + sub }
+
+// A live application polled three times: items are written when they
+// start, rewritten in place as they progress (running ones end "now"),
+// work that started and ended between two polls is found, and every item
+// has exactly one point. The requests stay incremental between the first
+// and the final full read.
+func TestScriptedLiveApp(t *testing.T) {
+	s := newScript(sparkui.LiveUI)
+	sink := newMemSink()
+	p := newPoller(t, Config{Sources: []string{serve(t, s.srv)}, Sink: sink, Now: s.clk.Now})
+	ctx := context.Background()
+
+	p.PollOnce(ctx)
+	equalLines(t, "poll 1 jobs", sink.stored(MeasurementJob, jobRow), []string{
+		fmt.Sprintf(`%d job 0 RUNNING end=%d dur=25000 tasks=0/12 failed=0 stages=0,1 sql=0 reason=""`, nsAt(5, 0), ms(at(30))),
+	})
+	equalLines(t, "poll 1 stages", sink.stored(MeasurementStage, stageRow), []string{
+		fmt.Sprintf(`%d stage 0.0 ACTIVE end=%d tasks=0/8 jobs=0 reason=""`, nsAt(5, 0), ms(at(30))),
+	})
+	equalLines(t, "poll 1 app", sink.stored(MeasurementApp, appRow), []string{
+		fmt.Sprintf("%d app %s Nightly ETL RUNNING end=%d dur=30000", nsAt(0, 0), scriptApp, ms(at(30))),
+	})
+	first := s.srv.Requests()
+	for _, r := range []string{"/jobs", "/stages?details=false", "/sql?details=false&planDescription=false&offset=0&length=100"} {
+		if !slices.ContainsFunc(first, func(q string) bool { return strings.HasSuffix(q, scriptApp+r) }) {
+			t.Errorf("first contact reads everything: no %s in %q", r, first)
+		}
+	}
+
+	s.step2()
+	p.PollOnce(ctx)
+	var paths []string
+	for _, r := range s.srv.Requests() {
+		_, rest, _ := strings.Cut(r, scriptApp)
+		paths = append(paths, rest)
+	}
+	equalLines(t, "poll 2 requests", paths, []string{
+		"", // the listing (applications?minEndDate=…) does not name the application
+		"/jobs?status=running", "/jobs/0", "/jobs/1", "/jobs/3",
+		"/stages?status=active&status=pending&details=false", "/stages/0?details=false", "/stages/1?details=false", "/stages/2?details=false",
+		"/sql/0?details=false&planDescription=false", "/sql?details=false&planDescription=false&offset=0&length=100",
+	})
+	reason := "Job aborted due to stage failure: Task 1 in stage 2.0 failed 4 times"
+	equalLines(t, "poll 2 jobs", sink.stored(MeasurementJob, jobRow), []string{
+		fmt.Sprintf(`%d job 0 SUCCEEDED end=%d dur=31000 tasks=12/12 failed=0 stages=0,1 sql=0 reason=""`, nsAt(5, 0), ms(at(36))),
+		fmt.Sprintf(`%d job 1 FAILED end=%d dur=1000 tasks=1/2 failed=1 stages=2 sql=0 reason=%q`, nsAt(37, 1), ms(at(38)), reason),
+		fmt.Sprintf(`%d job 2 RUNNING end=%d dur=1000 tasks=0/3 failed=0 stages=3 sql=1 reason=""`, nsAt(39, 2), ms(at(40))),
+	})
+	equalLines(t, "poll 2 stages", sink.stored(MeasurementStage, stageRow), []string{
+		fmt.Sprintf(`%d stage 0.0 COMPLETE end=%d tasks=8/8 jobs=0 reason=""`, nsAt(5, 0), ms(at(20))),
+		fmt.Sprintf(`%d stage 1.0 COMPLETE end=%d tasks=4/4 jobs=0 reason=""`, nsAt(21, 10), ms(at(35))),
+		fmt.Sprintf(`%d stage 2.0 FAILED end=%d tasks=1/2 jobs=1 reason=%q`, nsAt(37, 20), ms(at(38)), reason),
+		fmt.Sprintf(`%d stage 3.0 ACTIVE end=%d tasks=0/3 jobs=2 reason=""`, nsAt(39, 30), ms(at(40))),
+	})
+	equalLines(t, "poll 2 sql", sink.stored(MeasurementSQL, sqlRow), []string{
+		fmt.Sprintf(`%d sql 0 FAILED end=%d jobs=0,1 failed=1 desc="INSERT INTO sales SELECT * FROM staging"`, nsAt(4, 0), ms(at(38))),
+		fmt.Sprintf(`%d sql 1 RUNNING end=%d jobs=2 failed=<nil> desc="SELECT count(*) FROM sales"`, nsAt(39, 1), ms(at(40))),
+	})
+
+	s.step3()
+	p.PollOnce(ctx)
+	equalLines(t, "final jobs", sink.stored(MeasurementJob, jobRow)[2:], []string{
+		fmt.Sprintf(`%d job 2 SUCCEEDED end=%d dur=11000 tasks=3/3 failed=0 stages=3 sql=1 reason=""`, nsAt(39, 2), ms(at(50))),
+	})
+	equalLines(t, "final app", sink.stored(MeasurementApp, appRow), []string{
+		fmt.Sprintf("%d app %s Nightly ETL COMPLETED end=%d dur=55000", nsAt(0, 0), scriptApp, ms(at(55))),
+	})
+	if n := len(sink.stored(MeasurementStage, stageRow)); n != 4 {
+		t.Errorf("%d stage points, want 4: one per stage attempt that ran", n)
+	}
+	if n := len(sink.stored(MeasurementSQL, sqlRow)); n != 2 {
+		t.Errorf("%d SQL points, want 2", n)
+	}
+	s.srv.Requests()
+
+	// The application is written in its final state: later polls only list.
+	written := sink.count()
+	s.clk.Set(at(70))
+	p.PollOnce(ctx)
+	if reqs := s.srv.Requests(); len(reqs) != 1 || !strings.Contains(reqs[0], "/applications?minEndDate=") {
+		t.Errorf("after the end, requests %q; want only the listing", reqs)
+	}
+	if sink.count() != written {
+		t.Errorf("%d points written after the end", sink.count()-written)
+	}
+	for _, r := range first {
+		if strings.Contains(r, "details=true") {
+			t.Errorf("asked for task details: %s", r)
+		}
+	}
+}
+
+// Items that do not change are not written again; running ones are, as
+// their end moves.
+func TestOnlyChangesAreWritten(t *testing.T) {
+	s := newScript(sparkui.LiveUI)
+	sink := newMemSink()
+	p := newPoller(t, Config{Sources: []string{serve(t, s.srv)}, Sink: sink, Now: s.clk.Now})
+	p.PollOnce(context.Background())
+	s.step2()
+	p.PollOnce(context.Background())
+	n := sink.count()
+	s.clk.Set(at(45))
+	p.PollOnce(context.Background())
+	var again []string
+	for _, w := range sink.written[n:] {
+		again = append(again, fmt.Sprintf("%s %v", w.measurement, w.fields["status"]))
+	}
+	slices.Sort(again)
+	equalLines(t, "rewritten with nothing new", again, []string{
+		"spark_app RUNNING", "spark_job RUNNING", "spark_sql RUNNING", "spark_stage ACTIVE",
+	})
+}
+
+// A History Server attempt whose event log has not changed is not read
+// again; its running items still end "now".
+func TestHistoryServerUnchangedLog(t *testing.T) {
+	s := newScript(sparkui.HistoryServer)
+	s.srv.Update(func(m *sparkui.Model) { m.Apps[0].Attempts[0].Updated = at(29) })
+	sink := newMemSink()
+	p := newPoller(t, Config{Sources: []string{serve(t, s.srv)}, Sink: sink, Now: s.clk.Now})
+	p.PollOnce(context.Background())
+	s.srv.Requests()
+	s.clk.Set(at(40))
+	p.PollOnce(context.Background())
+	if reqs := s.srv.Requests(); len(reqs) != 1 {
+		t.Errorf("unchanged log: requests %q, want the listing only", reqs)
+	}
+	if got := sink.stored(MeasurementJob, jobRow); !strings.Contains(got[0], fmt.Sprintf("end=%d", ms(at(40)))) {
+		t.Errorf("running job not extended: %q", got)
+	}
+	s.srv.Update(func(m *sparkui.Model) { m.Apps[0].Attempts[0].Updated = at(39) })
+	p.PollOnce(context.Background())
+	if reqs := s.srv.Requests(); len(reqs) < 4 {
+		t.Errorf("changed log: requests %q, want a sync", reqs)
+	}
+}
+
+// A burst of jobs between two polls is read with one list, not one request
+// per job.
+func TestBurstReadsTheList(t *testing.T) {
+	s := newScript(sparkui.LiveUI)
+	sink := newMemSink()
+	p := newPoller(t, Config{Sources: []string{serve(t, s.srv)}, Sink: sink, Now: s.clk.Now})
+	p.PollOnce(context.Background())
+	s.srv.Requests()
+	s.clk.Set(at(40))
+	s.srv.Update(func(m *sparkui.Model) {
+		a := m.Apps[0].Attempts[0]
+		for id := 1; id <= 100; id++ {
+			a.AddJob(&sparkui.Job{ID: id, Name: "tiny", Submitted: at(31), Completed: at(32), Status: sparkui.JobSucceeded, SQLExecutionID: -1})
+		}
+		a.AddJob(&sparkui.Job{ID: 101, Name: "last", Submitted: at(33), Status: sparkui.JobRunning, SQLExecutionID: -1})
+	})
+	p.PollOnce(context.Background())
+	reqs := s.srv.Requests()
+	if len(reqs) > 12 || !slices.ContainsFunc(reqs, func(r string) bool { return strings.HasSuffix(r, scriptApp+"/jobs") }) {
+		t.Errorf("%d requests for a burst of 100 jobs: %q", len(reqs), reqs)
+	}
+	if n := len(sink.stored(MeasurementJob, jobRow)); n != 102 {
+		t.Errorf("%d job points, want 102", n)
+	}
+}
+
+// SQL executions are paged from the last one seen; when Spark evicts old
+// executions the offsets move down, and the overlap notices it.
+func TestSQLPagingAcrossEviction(t *testing.T) {
+	s := newScript(sparkui.LiveUI)
+	add := func(a *sparkui.Attempt, from, to int64) {
+		for id := from; id <= to; id++ {
+			a.Executions = append(a.Executions, &sparkui.Execution{ID: id, Description: fmt.Sprint("q", id), Submitted: at(10), Completed: at(11)})
+		}
+	}
+	s.srv.Update(func(m *sparkui.Model) {
+		a := m.Apps[0].Attempts[0]
+		a.Executions = nil
+		add(a, 0, 149)
+	})
+	sink := newMemSink()
+	p := newPoller(t, Config{Sources: []string{serve(t, s.srv)}, Sink: sink, Now: s.clk.Now})
+	p.PollOnce(context.Background())
+	if n := len(sink.stored(MeasurementSQL, sqlRow)); n != 150 {
+		t.Fatalf("%d SQL points after the first read, want 150", n)
+	}
+	// Spark drops the 40 oldest and records 10 more.
+	s.srv.Update(func(m *sparkui.Model) {
+		a := m.Apps[0].Attempts[0]
+		a.Executions = a.Executions[40:]
+		add(a, 150, 159)
+	})
+	s.clk.Set(at(40))
+	p.PollOnce(context.Background())
+	if n := len(sink.stored(MeasurementSQL, sqlRow)); n != 160 {
+		t.Errorf("%d SQL points, want 160: executions recorded while old ones were evicted are found", n)
+	}
+}
+
+// Failures are counted by kind and retried with backoff; one failing
+// source does not stop another.
+func TestSourceFailures(t *testing.T) {
+	s := newScript(sparkui.LiveUI)
+	good := serve(t, s.srv)
+	bad := sparkui.NewServer(sparkui.LiveUI, liveApp("app-2", "x", t0))
+	mode := "html"
+	bad.Intercept(func(w http.ResponseWriter, r *http.Request) bool {
+		switch mode {
+		case "html":
+			w.Header().Set("Content-Type", "text/html")
+			fmt.Fprint(w, "<html><body>Application application_1_0001 has finished; see the History Server</body></html>")
+		case "500":
+			http.Error(w, "java.lang.NullPointerException", http.StatusInternalServerError)
+		default:
+			return false
+		}
+		return true
+	})
+	badURL := serve(t, bad)
+	core, logs := observer.New(zapcore.InfoLevel)
+	sink := newMemSink()
+	p := newPoller(t, Config{Sources: []string{badURL, good, "http://127.0.0.1:1"}, Sink: sink, Now: s.clk.Now, Log: zap.New(core)})
+	p.PollOnce(context.Background())
+	st := p.Stats()
+	if st.Errors[badURL]["decode"] != 1 || st.Errors["http://127.0.0.1:1"]["network"] != 1 {
+		t.Errorf("errors %v", st.Errors)
+	}
+	if len(sink.stored(MeasurementApp, appRow)) != 1 {
+		t.Error("the good source was not written")
+	}
+	var logged bool
+	for _, e := range logs.FilterMessage("Spark REST source failed").All() {
+		if strings.Contains(e.ContextMap()["error"].(string), "Application application_1_0001 has finished") {
+			logged = true
+		}
+	}
+	if !logged {
+		t.Errorf("the HTML answer is not quoted in the log: %v", logs.All())
+	}
+	// Backoff: not asked again before 2 intervals.
+	bad.Requests()
+	s.clk.Set(at(40))
+	p.PollOnce(context.Background())
+	if reqs := bad.Requests(); len(reqs) != 0 {
+		t.Errorf("failed source asked again within its backoff: %q", reqs)
+	}
+	mode = "500"
+	s.clk.Set(at(51))
+	p.PollOnce(context.Background())
+	if st := p.Stats(); st.Errors[badURL]["http_status"] != 1 {
+		t.Errorf("errors %v", st.Errors)
+	}
+	mode = "ok"
+	s.clk.Set(at(51 + 40))
+	p.PollOnce(context.Background())
+	if got := sink.stored(MeasurementApp, appRow); len(got) != 2 {
+		t.Errorf("recovered source not written: %q", got)
+	}
+}
+
+// A source that hangs does not hold up the others.
+func TestSlowSourceDoesNotBlockOthers(t *testing.T) {
+	s := newScript(sparkui.LiveUI)
+	release := make(chan struct{})
+	stuck := sparkui.NewServer(sparkui.LiveUI, liveApp("app-stuck", "x", t0))
+	stuck.Intercept(func(w http.ResponseWriter, r *http.Request) bool {
+		<-release
+		return false
+	})
+	sink := newMemSink()
+	sink.notify = make(chan struct{}, 16)
+	p := newPoller(t, Config{Sources: []string{serve(t, stuck), serve(t, s.srv)}, Sink: sink, Now: s.clk.Now, Timeout: time.Minute})
+	p.round(context.Background(), false)
+	<-sink.notify // the good source is written while the other still waits
+	if got := sink.stored(MeasurementApp, appRow); len(got) != 1 || !strings.Contains(got[0], scriptApp) {
+		t.Errorf("written: %q", got)
+	}
+	close(release)
+	p.inFlight.Wait()
+}
+
+// An application that its live UI stops showing is closed out by a History
+// Server that shows it finished.
+func TestLiveUIHandsOverToHistoryServer(t *testing.T) {
+	s := newScript(sparkui.LiveUI)
+	shs := sparkui.NewServer(sparkui.HistoryServer, &sparkui.Model{})
+	shs.SetNow(s.clk.Now)
+	sink := newMemSink()
+	p := newPoller(t, Config{Sources: []string{serve(t, s.srv), serve(t, shs)}, Sink: sink, Now: s.clk.Now})
+	p.PollOnce(context.Background())
+
+	// The driver ends and its UI goes away; the History Server has the log.
+	s.step2()
+	s.step3()
+	s.srv.Intercept(func(w http.ResponseWriter, r *http.Request) bool {
+		http.Error(w, "gone", http.StatusServiceUnavailable)
+		return true
+	})
+	shs.Update(func(m *sparkui.Model) {
+		s.srv.Update(func(live *sparkui.Model) { m.Apps = live.Apps })
+		m.Apps[0].Attempts[0].ID = "1" // YARN cluster mode: the History Server knows the attempt id
+	})
+	for i, sec := range []float64{70, 100, 200, 400} { // failing polls, with backoff
+		s.clk.Set(at(sec))
+		p.PollOnce(context.Background())
+		if i == 0 && p.Stats().Lost != 0 {
+			t.Error("lost after one failure")
+		}
+	}
+	if st := p.Stats(); st.Tracked != 0 || st.Lost != 0 || st.ClosedOut != 0 {
+		t.Errorf("stats %+v: the History Server should have taken the application over", st)
+	}
+	equalLines(t, "app", sink.stored(MeasurementApp, appRow), []string{
+		fmt.Sprintf("%d app %s Nightly ETL COMPLETED end=%d dur=55000", nsAt(0, 0), scriptApp, ms(at(55))),
+	})
+	if got := sink.stored(MeasurementJob, jobRow); len(got) != 3 || !strings.Contains(got[2], "SUCCEEDED") {
+		t.Errorf("jobs: %q", got)
+	}
+}
+
+// Without a History Server, a lost application's running items are closed
+// out as UNKNOWN at the time they were last seen.
+func TestLostApplicationClosedOut(t *testing.T) {
+	s := newScript(sparkui.LiveUI)
+	sink := newMemSink()
+	p := newPoller(t, Config{Sources: []string{serve(t, s.srv)}, Sink: sink, Now: s.clk.Now})
+	p.PollOnce(context.Background())
+	s.srv.Intercept(func(w http.ResponseWriter, r *http.Request) bool {
+		http.Error(w, "gone", http.StatusBadGateway)
+		return true
+	})
+	for _, sec := range []float64{40, 60, 100, 200, 800} {
+		s.clk.Set(at(sec))
+		p.PollOnce(context.Background())
+	}
+	if st := p.Stats(); st.ClosedOut != 1 || st.Lost != 0 {
+		t.Errorf("stats %+v", st)
+	}
+	equalLines(t, "jobs", sink.stored(MeasurementJob, jobRow), []string{
+		fmt.Sprintf(`%d job 0 UNKNOWN end=%d dur=25000 tasks=0/12 failed=0 stages=0,1 sql=0 reason=""`, nsAt(5, 0), ms(at(30))),
+	})
+	equalLines(t, "app", sink.stored(MeasurementApp, appRow), []string{
+		fmt.Sprintf("%d app %s Nightly ETL UNKNOWN end=%d dur=30000", nsAt(0, 0), scriptApp, ms(at(30))),
+	})
+}
+
+// {app_id} templates are polled for the application ids the metrics
+// carry, for instance through YARN's ResourceManager proxy; credentials are
+// sent and never logged.
+func TestTemplateSourceAndAuth(t *testing.T) {
+	s := newScript(sparkui.LiveUI)
+	mux := http.NewServeMux()
+	var auth []string
+	mux.Handle("/proxy/"+scriptApp+"/", http.StripPrefix("/proxy/"+scriptApp, http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		auth = append(auth, r.Header.Get("Authorization"))
+		s.srv.ServeHTTP(w, r)
+	})))
+	base := serve(t, mux)
+	core, logs := observer.New(zapcore.DebugLevel)
+	sink := newMemSink()
+	p := newPoller(t, Config{Sources: []string{base + "/proxy/{app_id}"}, Sink: sink, Now: s.clk.Now, Log: zap.New(core),
+		Auth: Auth{Username: "spark", Password: "s3cret-pw"}})
+	p.PollOnce(context.Background())
+	if sink.count() != 0 {
+		t.Fatal("written before any application id was seen")
+	}
+	p.SeeApp(scriptApp)
+	p.SeeApp("app-unknown-to-the-proxy")
+	p.PollOnce(context.Background())
+	if got := sink.stored(MeasurementApp, appRow); len(got) != 1 {
+		t.Errorf("apps %q", got)
+	}
+	if len(auth) == 0 || auth[0] != "Basic c3Bhcms6czNjcmV0LXB3" {
+		t.Errorf("authorization %q", auth)
+	}
+	if st := p.Stats(); st.Errors[base+"/proxy/{app_id}"]["http_status"] != 1 {
+		t.Errorf("the unknown application's 404 is counted under the template: %v", st.Errors)
+	}
+	for _, e := range logs.All() {
+		if strings.Contains(fmt.Sprint(e.Message, e.ContextMap()), "s3cret") {
+			t.Errorf("secret logged: %v", e)
+		}
+	}
+}
+
+func TestCheckSource(t *testing.T) {
+	for _, tc := range []struct{ url, want string }{
+		{"http://hs:18080", ""},
+		{"https://rm:8088/proxy/{app_id}", ""},
+		{"hs:18080", "must start with http:// or https://"},
+		{"http://user:pw@hs:18080", "must not hold credentials"},
+		{"http://hs:18080/?x=1", "must not have a query"},
+		{"http://rm/proxy/{appid}", "the only placeholder is {app_id}"},
+		{"http:///x", "has no host"},
+	} {
+		err := CheckSource(tc.url)
+		if tc.want == "" && err != nil || tc.want != "" && (err == nil || !strings.Contains(err.Error(), tc.want)) {
+			t.Errorf("CheckSource(%q) = %v, want %q", tc.url, err, tc.want)
+		}
+	}
+	if _, err := New(Config{Sources: []string{"ftp://x", "http://ok"}, Sink: newMemSink()}); err == nil ||
+		!strings.Contains(err.Error(), `source 1 "ftp://x"`) {
+		t.Errorf("New: %v", err)
+	}
+}
+
+func TestText(t *testing.T) {
+	for _, tc := range []struct{ in, want string }{
+		{"SELECT *\n  FROM t", "SELECT * FROM t"},
+		{strings.Repeat("é", 22), strings.Repeat("é", 19) + "…"},
+		{"short", "short"},
+	} {
+		if got := trim(collapse(tc.in), 20); got != tc.want {
+			t.Errorf("text(%q) = %q, want %q", tc.in, got, tc.want)
+		}
+	}
+	if got := tagValue("bad\x01name\\"); got != "bad name" {
+		t.Errorf("tagValue: %q", got)
+	}
+	for ms, want := range map[int64]string{51: "51ms", 4230: "4.2s", 125_400: "2m5s"} {
+		if got := duration(ms); got != want {
+			t.Errorf("duration(%d) = %q, want %q", ms, got, want)
+		}
+	}
+}

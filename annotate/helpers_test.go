@@ -1,0 +1,175 @@
+package annotate
+
+import (
+	"bytes"
+	"fmt"
+	"net/http"
+	"net/http/httptest"
+	"sort"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/influxdata/line-protocol/v2/lineprotocol"
+
+	"github.com/sparkpulse/sparkpulse/sparkui"
+)
+
+// point is a decoded line.
+type point struct {
+	measurement string
+	tags        map[string]string
+	fields      map[string]any
+	ns          int64
+}
+
+// memSink keeps what a Poller writes, decoded, and the latest point of
+// each series and timestamp (as InfluxDB keeps it).
+type memSink struct {
+	mu      sync.Mutex
+	written []point
+	latest  map[string]point // measurement|tags|ns → merged fields
+	notify  chan struct{}    // optional: signalled on every Append
+}
+
+func newMemSink() *memSink { return &memSink{latest: map[string]point{}} }
+
+func (s *memSink) Append(lines []byte, n int) {
+	dec := lineprotocol.NewDecoderWithBytes(bytes.Clone(lines))
+	var got []point
+	for dec.Next() {
+		m, err := dec.Measurement()
+		if err != nil {
+			panic(err)
+		}
+		p := point{measurement: string(m), tags: map[string]string{}, fields: map[string]any{}}
+		for {
+			k, v, err := dec.NextTag()
+			if err != nil {
+				panic(err)
+			}
+			if k == nil {
+				break
+			}
+			p.tags[string(k)] = string(v)
+		}
+		for {
+			k, v, err := dec.NextField()
+			if err != nil {
+				panic(err)
+			}
+			if k == nil {
+				break
+			}
+			p.fields[string(k)] = v.Interface()
+		}
+		t, err := dec.Time(lineprotocol.Nanosecond, time.Time{})
+		if err != nil {
+			panic(err)
+		}
+		p.ns = t.UnixNano()
+		got = append(got, p)
+	}
+	if len(got) != n {
+		panic(fmt.Sprintf("Append: %d lines, told %d", len(got), n))
+	}
+	s.mu.Lock()
+	for _, p := range got {
+		s.written = append(s.written, p)
+		k := p.key()
+		old, ok := s.latest[k]
+		if !ok {
+			s.latest[k] = p
+			continue
+		}
+		for f, v := range p.fields {
+			old.fields[f] = v
+		}
+	}
+	ch := s.notify
+	s.mu.Unlock()
+	if ch != nil {
+		ch <- struct{}{}
+	}
+}
+
+func (p point) key() string {
+	var tags []string
+	for k, v := range p.tags {
+		tags = append(tags, k+"="+v)
+	}
+	sort.Strings(tags)
+	return fmt.Sprintf("%s|%s|%d", p.measurement, strings.Join(tags, ","), p.ns)
+}
+
+// stored returns the stored points of a measurement, as "time fields…"
+// lines built by format, sorted.
+func (s *memSink) stored(measurement string, format func(p point) string) []string {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	var out []string
+	for _, p := range s.latest {
+		if p.measurement == measurement {
+			out = append(out, format(p))
+		}
+	}
+	sort.Strings(out)
+	return out
+}
+
+func (s *memSink) count() int {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return len(s.written)
+}
+
+// clock is a settable time source.
+type clock struct {
+	mu  sync.Mutex
+	now time.Time
+}
+
+func (c *clock) Now() time.Time {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return c.now
+}
+
+func (c *clock) Set(t time.Time) {
+	c.mu.Lock()
+	c.now = t
+	c.mu.Unlock()
+}
+
+// serve starts an HTTP server for a fake Spark.
+func serve(t *testing.T, h http.Handler) string {
+	t.Helper()
+	ts := httptest.NewServer(h)
+	t.Cleanup(ts.Close)
+	return ts.URL
+}
+
+func newPoller(t *testing.T, cfg Config) *Poller {
+	t.Helper()
+	p, err := New(cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return p
+}
+
+func equalLines(t *testing.T, what string, got, want []string) {
+	t.Helper()
+	if strings.Join(got, "\n") != strings.Join(want, "\n") {
+		t.Errorf("%s:\ngot\n  %s\nwant\n  %s", what, strings.Join(got, "\n  "), strings.Join(want, "\n  "))
+	}
+}
+
+func ms(t time.Time) int64 { return t.UnixMilli() }
+
+// liveApp is a running application for scripted tests.
+func liveApp(id, name string, start time.Time) *sparkui.Model {
+	return &sparkui.Model{Apps: []*sparkui.App{{ID: id, Name: name,
+		Attempts: []*sparkui.Attempt{{Start: start, User: "etl", SparkVersion: "3.5.3"}}}}}
+}

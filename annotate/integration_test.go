@@ -1,0 +1,242 @@
+package annotate
+
+import (
+	"context"
+	"fmt"
+	"os"
+	"path/filepath"
+	"slices"
+	"strconv"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/sparkpulse/sparkpulse/influx"
+	"github.com/sparkpulse/sparkpulse/influx/influxtest"
+	"github.com/sparkpulse/sparkpulse/sparkui"
+)
+
+const eventLogs = "../../shared/fixtures/spark-events"
+
+// replayFixtures replays Spark's own test event logs (and three real Spark
+// 3.5.3 logs from Kubernetes) into a model, as a History Server would.
+func replayFixtures(t *testing.T) *sparkui.Model {
+	t.Helper()
+	files, _ := filepath.Glob(filepath.Join(eventLogs, "*"))
+	more, _ := filepath.Glob(filepath.Join(eventLogs, "kubeflow-mcp-spark-3.5.3", "*", "events_*"))
+	m := &sparkui.Model{}
+	for _, f := range append(files, more...) {
+		if st, err := os.Stat(f); err != nil || st.IsDir() || strings.HasSuffix(f, ".txt") {
+			continue
+		}
+		if err := m.ReplayFile(f); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if len(m.Apps) < 15 {
+		t.Fatalf("only %d applications replayed from %s", len(m.Apps), eventLogs)
+	}
+	return m
+}
+
+// writerTo returns a Writer to a fresh database of a real influxd.
+func writerTo(t *testing.T, srv *influxtest.Server, db string) *influx.Writer {
+	t.Helper()
+	srv.Exec(t, fmt.Sprintf("CREATE DATABASE %q", db))
+	w, err := influx.NewWriter(influx.Config{URL: srv.URL, BatchTimeout: 10 * time.Millisecond}, influx.Target{Bucket: db})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return w
+}
+
+func closeWriter(t *testing.T, w *influx.Writer) {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	if err := w.Close(ctx); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// rows queries InfluxDB and formats each row with the given columns, after
+// the time (epoch ns) and the applicationid.
+func rows(t *testing.T, srv *influxtest.Server, db, measurement string, cols ...string) []string {
+	t.Helper()
+	q := fmt.Sprintf(`SELECT %s FROM %q GROUP BY "applicationid"`, `"`+strings.Join(cols, `","`)+`"`, measurement)
+	var out []string
+	for _, s := range srv.Query(t, db, q) {
+		for _, v := range s.Values {
+			line := fmt.Sprint(v[0], " ", s.Tags["applicationid"])
+			for _, x := range v[1:] {
+				line += " " + fmt.Sprint(x)
+			}
+			out = append(out, line)
+		}
+	}
+	slices.Sort(out)
+	return out
+}
+
+func nsText(ns int64) string { return strconv.FormatInt(ns, 10) }
+
+func orNil(s string) any {
+	if s == "" {
+		return nil
+	}
+	return s
+}
+
+// Every application attempt, job, stage and SQL execution of Spark's own
+// fixtures becomes exactly one point in a real InfluxDB, with the values the
+// REST API gives. The expectations are computed from the replayed model,
+// not from the poller.
+func TestFixturesRealInfluxDB(t *testing.T) {
+	model := replayFixtures(t)
+	shs := sparkui.NewServer(sparkui.HistoryServer, model)
+	srv := influxtest.Start(t)
+	w := writerTo(t, srv, "ann")
+	p := newPoller(t, Config{Sources: []string{serve(t, shs)}, Sink: w, Lookback: 20 * 365 * 24 * time.Hour})
+	p.PollOnce(context.Background())
+	closeWriter(t, w)
+	if st := p.Stats(); len(st.Errors) != 0 {
+		t.Errorf("errors: %v", st.Errors)
+	}
+	for _, r := range shs.Requests() {
+		if strings.Contains(r, "details=true") || strings.Contains(r, "/stages") && !strings.Contains(r, "details=false") {
+			t.Errorf("stages asked with task details: %s", r)
+		}
+	}
+
+	var wantApps, wantJobs, wantStages, wantSQL []string
+	for _, app := range model.Apps {
+		for _, a := range app.Attempts {
+			wantApps = append(wantApps, fmt.Sprint(nsText(a.Start.UnixNano()), " ", app.ID, " ", app.Name, " COMPLETED ",
+				a.End.UnixMilli(), " ", orNil(a.ID)))
+			first := map[int]time.Time{}
+			last := map[int]time.Time{}
+			for _, s := range a.Stages {
+				if f, ok := first[s.ID]; !s.Submitted.IsZero() && (!ok || s.Submitted.Before(f)) {
+					first[s.ID] = s.Submitted
+				}
+				if s.Completed.After(last[s.ID]) {
+					last[s.ID] = s.Completed
+				}
+			}
+			for _, j := range a.Jobs {
+				// A job without times (Spark 1.x logs) spans its stages.
+				start, end := j.Submitted, j.Completed
+				for _, s := range j.StageIDs {
+					if f, ok := first[s]; ok && j.Submitted.IsZero() && (start.IsZero() || f.Before(start)) {
+						start = f
+					}
+					if j.Completed.IsZero() && last[s].After(end) {
+						end = last[s]
+					}
+				}
+				if start.IsZero() {
+					continue
+				}
+				if end.Before(start) {
+					end = start
+				}
+				var reason string
+				if j.Status == sparkui.JobFailed {
+					for _, s := range a.Stages {
+						if s.Status == sparkui.StageFailed && slices.Contains(j.StageIDs, s.ID) && reason == "" {
+							reason, _, _ = strings.Cut(s.FailureReason, "\n")
+						}
+					}
+				}
+				wantJobs = append(wantJobs, fmt.Sprint(nsText(start.UnixNano()+int64(j.ID)), " ", app.ID, " ", j.ID, " ", j.Status, " ",
+					end.UnixMilli(), " ", j.Tasks, " ", j.CompletedTasks, " ", j.FailedTasks, " ", orNil(strings.TrimSpace(reason))))
+			}
+			for _, s := range a.Stages {
+				if s.Submitted.IsZero() {
+					continue
+				}
+				reason, _, _ := strings.Cut(s.FailureReason, "\n")
+				wantStages = append(wantStages, fmt.Sprint(nsText(s.Submitted.UnixNano()+int64(s.ID*10+s.Attempt)), " ", app.ID, " ",
+					s.ID, " ", s.Attempt, " ", s.Status, " ", s.Completed.UnixMilli(), " ", s.Tasks, " ", s.FailedTasks, " ",
+					s.RunTimeMs, " ", orNil(strings.TrimSpace(reason))))
+			}
+			for _, x := range a.Executions {
+				wantSQL = append(wantSQL, fmt.Sprint(nsText(x.Submitted.UnixNano()+x.ID), " ", app.ID, " ", x.ID, " ", x.Status(), " ",
+					x.Completed.UnixMilli(), " ", x.Description))
+			}
+		}
+	}
+	slices.Sort(wantApps)
+	slices.Sort(wantJobs)
+	slices.Sort(wantStages)
+	slices.Sort(wantSQL)
+
+	// appname is a tag: one series per application, selected with the row.
+	var gotApps []string
+	for _, s := range srv.Query(t, "ann", `SELECT "status", "end_ms", "attempt_id" FROM "spark_app" GROUP BY "applicationid", "appname"`) {
+		for _, v := range s.Values {
+			gotApps = append(gotApps, fmt.Sprint(v[0], " ", s.Tags["applicationid"], " ", s.Tags["appname"], " ", v[1], " ", v[2], " ", v[3]))
+		}
+	}
+	slices.Sort(gotApps)
+	equalLines(t, "applications", gotApps, wantApps)
+	equalLines(t, "jobs", rows(t, srv, "ann", "spark_job", "job_id", "status", "end_ms", "num_tasks", "num_completed_tasks", "num_failed_tasks", "failure_reason"), wantJobs)
+	equalLines(t, "stages", rows(t, srv, "ann", "spark_stage", "stage_id", "stage_attempt", "status", "end_ms", "num_tasks", "num_failed_tasks", "executor_run_time_ms", "failure_reason"), wantStages)
+	equalLines(t, "sql", rows(t, srv, "ann", "spark_sql", "execution_id", "status", "end_ms", "description"), wantSQL)
+
+	// Facts of Spark's own expectations for these logs.
+	failed := rows(t, srv, "ann", "spark_job", "job_id", "status", "stage_ids", "failure_reason")
+	if !slices.Contains(failed, "1422981785829000001 local-1422981780767 1 FAILED 1,2 Job aborted due to stage failure: "+
+		"Task 3 in stage 2.0 failed 1 times, most recent failure: Lost task 3.0 in stage 2.0 (TID 19, localhost): java.lang.RuntimeException: got a 3, failing") {
+		t.Errorf("the failed job of local-1422981780767 (starting with its first stage, as its log has no job time):\n%s", strings.Join(failed, "\n"))
+	}
+	if len(wantJobs) < 40 || len(wantStages) < 40 || len(wantSQL) < 7 || len(wantApps) != 21 {
+		t.Errorf("fixtures give %d apps, %d jobs, %d stages, %d SQL executions", len(wantApps), len(wantJobs), len(wantStages), len(wantSQL))
+	}
+}
+
+// The query a Grafana annotation sends (InfluxQL, with the dashboard's
+// time range and application variable) returns each event with its start,
+// end, title and text.
+func TestGrafanaAnnotationQuery(t *testing.T) {
+	s := newScript(sparkui.LiveUI)
+	srv := influxtest.Start(t)
+	w := writerTo(t, srv, "spark")
+	p := newPoller(t, Config{Sources: []string{serve(t, s.srv)}, Sink: w, Now: s.clk.Now})
+	for _, step := range []func(){func() {}, s.step2, s.step3} {
+		step()
+		p.PollOnce(context.Background())
+	}
+	closeWriter(t, w)
+	q := fmt.Sprintf(`SELECT "title", "text", "end_ms", "status" FROM "spark_job" WHERE "applicationid" =~ /^%s$/ AND time >= %dms AND time <= %dms`,
+		scriptApp, ms(t0), ms(at(3600)))
+	res := srv.Query(t, "spark", q)
+	if len(res) != 1 {
+		t.Fatalf("%q: %v", q, res)
+	}
+	var got []string
+	for _, v := range res[0].Values {
+		got = append(got, fmt.Sprint(v...))
+	}
+	equalLines(t, "annotation rows (time title text end_ms status)", got, []string{
+		fmt.Sprint(nsAt(5, 0), "Job 0 SUCCEEDED", "save at etl.py:40 · 31s · 12 tasks", ms(at(36)), "SUCCEEDED"),
+		fmt.Sprint(nsAt(37, 1), "Job 1 FAILED",
+			"collect at etl.py:52 · 1s · 2 tasks, 1 failed · Job aborted due to stage failure: Task 1 in stage 2.0 failed 4 times", ms(at(38)), "FAILED"),
+		fmt.Sprint(nsAt(39, 2), "Job 2 SUCCEEDED", "count at etl.py:60 · 11s · 3 tasks", ms(at(50)), "SUCCEEDED"),
+	})
+	// Each kind is one series per application: no series per job.
+	series := srv.Query(t, "spark", `SHOW SERIES`)
+	var keys []string
+	for _, s := range series {
+		for _, v := range s.Values {
+			keys = append(keys, fmt.Sprint(v[0]))
+		}
+	}
+	slices.Sort(keys)
+	equalLines(t, "series", keys, []string{
+		"spark_app,applicationid=" + scriptApp + `,appname=Nightly\ ETL`,
+		"spark_job,applicationid=" + scriptApp + `,appname=Nightly\ ETL`,
+		"spark_sql,applicationid=" + scriptApp + `,appname=Nightly\ ETL`,
+		"spark_stage,applicationid=" + scriptApp + `,appname=Nightly\ ETL`,
+	})
+}

@@ -1,0 +1,495 @@
+package annotate
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"net/http"
+	"net/url"
+	"slices"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"go.uber.org/zap"
+	"go.uber.org/zap/zapcore"
+)
+
+// Sink receives encoded points: n complete lines of line protocol. It must
+// copy what it keeps.
+type Sink interface {
+	Append(lines []byte, n int)
+}
+
+// Config configures a Poller. Zero durations take the defaults.
+type Config struct {
+	// Sources are base URLs of Spark UIs or History Servers
+	// ("http://hs:18080"), or templates holding {app_id}
+	// ("http://rm:8088/proxy/{app_id}").
+	Sources  []string
+	Interval time.Duration // between polls of a source; default 10s
+	Timeout  time.Duration // per request; default 5s
+	// Lookback bounds how far back the first poll of a History Server
+	// reads finished applications; default 1h.
+	Lookback time.Duration
+	MaxText  int // names and descriptions are trimmed to this many characters; default 200
+	Auth     Auth
+	// Transport carries the requests (TLS settings live there); nil uses
+	// http.DefaultTransport.
+	Transport http.RoundTripper
+	Sink      Sink
+	Log       *zap.Logger
+	Now       func() time.Time
+}
+
+// Defaults.
+const (
+	DefaultInterval = 10 * time.Second
+	DefaultTimeout  = 5 * time.Second
+	DefaultLookback = time.Hour
+	DefaultMaxText  = 200
+)
+
+const (
+	// recheck is how long after its end an application is still listed:
+	// a History Server picks up a finished log with a delay, and a lost
+	// application is handed over within it.
+	recheck = 10 * time.Minute
+	// giveUp is how long a lost application waits for another source
+	// before its running items are closed out as UNKNOWN.
+	giveUp = 10 * time.Minute
+	// lostAfter consecutive failed polls make a source lose its
+	// applications.
+	lostAfter = 3
+	// maxBackoff bounds the wait after failures.
+	maxBackoff = 5 * time.Minute
+	// parallel bounds the sources polled at once.
+	parallel = 8
+)
+
+// appKey identifies an application attempt across sources: a live UI
+// shows no attempt id, but the attempt's start time is the same
+// everywhere.
+type appKey struct {
+	app   string
+	start int64 // epoch ms
+}
+
+func (k appKey) String() string {
+	return fmt.Sprintf("%s (attempt started %s)", k.app, formatQueryDate(k.start))
+}
+
+// source is one configured URL, or one instance of a template for one
+// application. Its fields after busy are only used by the goroutine
+// polling it.
+type source struct {
+	name  string // as configured, for logs and metrics
+	base  string // without trailing slash, template filled
+	appID string // template instances: the application they serve
+
+	busy atomic.Bool
+
+	apps     map[appKey]*appState
+	done     map[appKey]int64 // attempts written in their final state, by end ms
+	listed   bool             // a listing has succeeded once
+	failures int
+	next     time.Time
+}
+
+func newSource(name, base, appID string) *source {
+	return &source{name: name, base: strings.TrimRight(base, "/"), appID: appID,
+		apps: map[appKey]*appState{}, done: map[appKey]int64{}}
+}
+
+// Poller polls the sources and writes points to the sink. Create it with
+// New, then call Run, or PollOnce from tests.
+type Poller struct {
+	cfg       Config
+	client    *http.Client
+	log       *zap.Logger
+	static    []*source
+	templates []string
+
+	mu       sync.Mutex
+	perApp   map[string][]*source // template instances by application id
+	retired  map[string]time.Time // application id → when its template instances were retired
+	owners   map[appKey]*source   // which source syncs an attempt
+	orphans  map[appKey]*appState // attempts whose source lost them
+	errors   map[[2]string]uint64 // (source, kind) → failed polls
+	inFlight sync.WaitGroup
+
+	stats counters
+}
+
+type counters struct {
+	requests, bytes, polls, points atomic.Uint64
+	closedOut                      atomic.Uint64
+}
+
+// New validates cfg and returns a Poller.
+func New(cfg Config) (*Poller, error) {
+	if cfg.Interval <= 0 {
+		cfg.Interval = DefaultInterval
+	}
+	if cfg.Timeout <= 0 {
+		cfg.Timeout = DefaultTimeout
+	}
+	if cfg.Lookback <= 0 {
+		cfg.Lookback = DefaultLookback
+	}
+	if cfg.MaxText <= 0 {
+		cfg.MaxText = DefaultMaxText
+	}
+	if cfg.Now == nil {
+		cfg.Now = time.Now
+	}
+	if cfg.Log == nil {
+		cfg.Log = zap.NewNop()
+	}
+	if cfg.Sink == nil {
+		return nil, errors.New("annotate: no sink")
+	}
+	p := &Poller{
+		cfg:     cfg,
+		client:  &http.Client{Transport: cfg.Transport},
+		perApp:  map[string][]*source{},
+		retired: map[string]time.Time{},
+		owners:  map[appKey]*source{},
+		orphans: map[appKey]*appState{},
+		errors:  map[[2]string]uint64{},
+	}
+	// A source that fails keeps failing every poll: a few entries a second.
+	p.log = cfg.Log.WithOptions(zap.WrapCore(func(c zapcore.Core) zapcore.Core {
+		return zapcore.NewSamplerWithOptions(c, time.Second, 3, 0)
+	}))
+	var errs []error
+	for i, s := range cfg.Sources {
+		if err := CheckSource(s); err != nil {
+			errs = append(errs, fmt.Errorf("source %d %q: %w", i+1, s, err))
+			continue
+		}
+		if strings.Contains(s, "{app_id}") {
+			p.templates = append(p.templates, s)
+		} else {
+			p.static = append(p.static, newSource(s, s, ""))
+		}
+	}
+	if len(errs) > 0 {
+		return nil, errors.Join(errs...)
+	}
+	return p, nil
+}
+
+// CheckSource validates one source URL or template.
+func CheckSource(s string) error {
+	u, err := url.Parse(strings.ReplaceAll(s, "{app_id}", "application_0_0"))
+	switch {
+	case err != nil:
+		return err
+	case u.Scheme != "http" && u.Scheme != "https":
+		return errors.New("must start with http:// or https://")
+	case u.Host == "":
+		return errors.New("has no host")
+	case u.User != nil:
+		return errors.New("must not hold credentials; use the username, password or token settings")
+	case u.RawQuery != "" || u.Fragment != "":
+		return errors.New("must not have a query or fragment")
+	case strings.Count(s, "{") != strings.Count(s, "{app_id}"):
+		return errors.New("the only placeholder is {app_id}")
+	}
+	return nil
+}
+
+// SeeApp tells the poller that metrics of application id arrive, so the
+// {app_id} templates are polled for it. It is cheap once an id is known.
+func (p *Poller) SeeApp(id string) {
+	if len(p.templates) == 0 || id == "" {
+		return
+	}
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	if _, ok := p.perApp[id]; ok {
+		return
+	}
+	if t, ok := p.retired[id]; ok && p.cfg.Now().Sub(t) < giveUp {
+		return
+	}
+	delete(p.retired, id)
+	var list []*source
+	for _, tmpl := range p.templates {
+		list = append(list, newSource(tmpl, strings.ReplaceAll(tmpl, "{app_id}", url.PathEscape(id)), id))
+	}
+	p.perApp[id] = list
+}
+
+// Run polls every source each Interval until ctx ends, then waits for the
+// polls in flight. A source still busy with its last poll is skipped.
+func (p *Poller) Run(ctx context.Context) {
+	t := time.NewTicker(p.cfg.Interval)
+	defer t.Stop()
+	for {
+		p.round(ctx, false)
+		select {
+		case <-ctx.Done():
+			p.inFlight.Wait()
+			return
+		case <-t.C:
+		}
+	}
+}
+
+// PollOnce polls every source that is due and returns when all are done.
+func (p *Poller) PollOnce(ctx context.Context) {
+	p.round(ctx, true)
+}
+
+// round starts a poll of every due, idle source, and handles lost
+// applications.
+func (p *Poller) round(ctx context.Context, wait bool) {
+	now := p.cfg.Now()
+	p.mu.Lock()
+	due := slices.Clone(p.static)
+	for _, l := range p.perApp {
+		due = append(due, l...)
+	}
+	p.mu.Unlock()
+	sem := make(chan struct{}, parallel)
+	var wg sync.WaitGroup
+	for _, s := range due {
+		if now.Before(s.next) || !s.busy.CompareAndSwap(false, true) {
+			continue
+		}
+		wg.Add(1)
+		p.inFlight.Add(1)
+		go func() {
+			defer p.inFlight.Done()
+			defer wg.Done()
+			defer s.busy.Store(false)
+			sem <- struct{}{}
+			defer func() { <-sem }()
+			p.pollSource(ctx, s)
+		}()
+	}
+	if wait {
+		wg.Wait()
+	}
+	p.closeOutOrphans(now)
+}
+
+// pollSource lists a source's applications and synchronises each attempt
+// it owns.
+func (p *Poller) pollSource(ctx context.Context, s *source) {
+	now := p.cfg.Now()
+	p.stats.polls.Add(1)
+	apps, err := p.list(ctx, s, now)
+	if err != nil {
+		if ctx.Err() != nil {
+			return
+		}
+		s.failures++
+		s.next = now.Add(min(p.cfg.Interval<<min(s.failures, 16), maxBackoff))
+		p.countError(s, err)
+		p.log.Warn("Spark REST source failed", zap.String("source", s.name), zap.String("url", s.base),
+			zap.Int("failures", s.failures), zap.Duration("retry_in", s.next.Sub(now)), zap.Error(err))
+		if s.failures >= lostAfter {
+			p.loseAll(s, now)
+		}
+		return
+	}
+	if s.failures > 0 {
+		p.log.Info("Spark REST source answers again", zap.String("source", s.name), zap.String("url", s.base))
+	}
+	s.failures, s.listed = 0, true
+
+	listed := map[appKey]bool{}
+	for _, app := range apps {
+		for i := range app.Attempts {
+			att := &app.Attempts[i]
+			key := appKey{app.ID, att.start()}
+			listed[key] = true
+			if end, ok := s.done[key]; ok && end == att.end() {
+				continue
+			}
+			st := s.apps[key]
+			if st == nil {
+				if st = p.claim(s, key); st == nil {
+					continue // another source syncs it
+				}
+				s.apps[key] = st
+			}
+			st.refresh(s, &app, att)
+			if err := p.syncApp(ctx, st, now); err != nil {
+				if ctx.Err() != nil {
+					return
+				}
+				p.countError(s, err)
+				p.log.Warn("Spark REST application sync failed", zap.String("source", s.name),
+					zap.String("application", key.String()), zap.Error(err))
+				continue
+			}
+			if st.final {
+				p.finish(s, key, att.end())
+			}
+		}
+	}
+	for key, st := range s.apps {
+		if !listed[key] {
+			p.lose(s, key, st, now)
+		}
+	}
+	for key, end := range s.done {
+		if end < now.Add(-recheck-p.cfg.Lookback).UnixMilli() {
+			delete(s.done, key)
+		}
+	}
+}
+
+// list asks a source for its running and recently ended applications. The
+// first listing of a source reaches back Lookback.
+func (p *Poller) list(ctx context.Context, s *source, now time.Time) ([]apiApp, error) {
+	if s.appID != "" {
+		var app apiApp
+		if err := p.get(ctx, s.base+"/api/v1/applications/"+url.PathEscape(s.appID), &app); err != nil {
+			return nil, err
+		}
+		return []apiApp{app}, nil
+	}
+	since := now.Add(-recheck)
+	if !s.listed {
+		since = now.Add(-max(p.cfg.Lookback, recheck))
+	}
+	var apps []apiApp
+	err := p.get(ctx, s.base+"/api/v1/applications?minEndDate="+url.QueryEscape(formatQueryDate(since.UnixMilli())), &apps)
+	return apps, err
+}
+
+// claim makes s the owner of key, taking over a lost attempt's state, and
+// returns the state; or nil when another source owns it.
+func (p *Poller) claim(s *source, key appKey) *appState {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	if o := p.owners[key]; o != nil && o != s {
+		return nil
+	}
+	p.owners[key] = s
+	if st := p.orphans[key]; st != nil {
+		delete(p.orphans, key)
+		st.lostAt = time.Time{}
+		st.synced = false // the new source is read in full once
+		p.log.Info("Spark application taken over by another source", zap.String("application", key.String()),
+			zap.String("source", s.name), zap.String("url", s.base))
+		return st
+	}
+	return newAppState(key)
+}
+
+// finish forgets an attempt written in its final state.
+func (p *Poller) finish(s *source, key appKey, end int64) {
+	delete(s.apps, key)
+	s.done[key] = end
+	p.mu.Lock()
+	delete(p.owners, key)
+	if s.appID != "" {
+		p.retireLocked(s.appID)
+	}
+	p.mu.Unlock()
+}
+
+// retireLocked stops polling the template instances of an application.
+func (p *Poller) retireLocked(app string) {
+	delete(p.perApp, app)
+	p.retired[app] = p.cfg.Now()
+}
+
+// lose hands an attempt that s no longer shows to whichever source shows
+// it next.
+func (p *Poller) lose(s *source, key appKey, st *appState, now time.Time) {
+	delete(s.apps, key)
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	delete(p.owners, key)
+	st.lostAt = now
+	p.orphans[key] = st
+	p.log.Info("Spark application no longer shown by its source; waiting for another source (a History Server) to show it",
+		zap.String("application", key.String()), zap.String("source", s.name), zap.String("url", s.base))
+}
+
+// loseAll is lose for every attempt of a source that stopped answering.
+func (p *Poller) loseAll(s *source, now time.Time) {
+	for key, st := range s.apps {
+		p.lose(s, key, st, now)
+	}
+	if s.appID != "" {
+		p.mu.Lock()
+		p.retireLocked(s.appID)
+		p.mu.Unlock()
+	}
+}
+
+// closeOutOrphans writes the running items of attempts lost for longer
+// than giveUp with status UNKNOWN, and forgets them.
+func (p *Poller) closeOutOrphans(now time.Time) {
+	p.mu.Lock()
+	var expired []*appState
+	for key, st := range p.orphans {
+		if now.Sub(st.lostAt) >= giveUp {
+			expired = append(expired, st)
+			delete(p.orphans, key)
+		}
+	}
+	p.mu.Unlock()
+	for _, st := range expired {
+		n := p.emit(st, st.lastSeen, true)
+		p.stats.closedOut.Add(1)
+		p.log.Warn("Spark application closed out: no source has shown it since it was lost; its running items are written as UNKNOWN",
+			zap.String("application", st.key.String()), zap.Duration("lost_for", now.Sub(st.lostAt)), zap.Int("points", n))
+	}
+}
+
+func (p *Poller) countError(s *source, err error) {
+	kind := kindNetwork
+	var fe *fetchError
+	if errors.As(err, &fe) {
+		kind = fe.kind
+	}
+	p.mu.Lock()
+	p.errors[[2]string{s.name, kind}]++
+	p.mu.Unlock()
+}
+
+// Stats is a snapshot of a Poller's counters.
+type Stats struct {
+	Requests  uint64                       // HTTP requests made
+	Bytes     uint64                       // response bytes read
+	Polls     uint64                       // polls of a source
+	Points    uint64                       // points handed to the sink
+	ClosedOut uint64                       // lost attempts closed out as UNKNOWN
+	Errors    map[string]map[string]uint64 // source → kind (network, http_status, decode) → failures
+	Tracked   int                          // attempts being synchronised
+	Lost      int                          // attempts waiting for another source
+	Sources   int                          // configured sources plus template instances
+}
+
+// Stats returns the counters. Tracked only counts attempts of idle sources
+// exactly; a source being polled is counted as it was when last idle.
+func (p *Poller) Stats() Stats {
+	st := Stats{
+		Requests: p.stats.requests.Load(), Bytes: p.stats.bytes.Load(), Polls: p.stats.polls.Load(),
+		Points: p.stats.points.Load(), ClosedOut: p.stats.closedOut.Load(), Errors: map[string]map[string]uint64{},
+	}
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	for k, v := range p.errors {
+		if st.Errors[k[0]] == nil {
+			st.Errors[k[0]] = map[string]uint64{}
+		}
+		st.Errors[k[0]][k[1]] = v
+	}
+	st.Tracked, st.Lost = len(p.owners), len(p.orphans)
+	st.Sources = len(p.static)
+	for _, l := range p.perApp {
+		st.Sources += len(l)
+	}
+	return st
+}

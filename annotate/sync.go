@@ -1,0 +1,455 @@
+package annotate
+
+import (
+	"context"
+	"net/url"
+	"slices"
+	"strconv"
+	"time"
+)
+
+// burst is the number of single-item requests beyond which one full list
+// is cheaper.
+const burst = 32
+
+// retain bounds the finished items kept per attempt, like Spark's own
+// spark.ui.retainedJobs/Stages and spark.sql.ui.retainedExecutions.
+const retain = 1000
+
+// sqlPage is the page length for SQL executions.
+const sqlPage = 100
+
+// sqlRecheck: after /sql answered 404 (no Spark SQL in the application),
+// it is asked again only every this many syncs.
+const sqlRecheck = 30
+
+type stageKey struct{ id, attempt int }
+
+type jobItem struct {
+	apiJob
+	written uint64 // fingerprint of the point last written
+}
+
+type stageItem struct {
+	apiStage
+	written uint64
+}
+
+type sqlItem struct {
+	apiSQL
+	written uint64
+}
+
+// appState is what the poller knows of one application attempt.
+type appState struct {
+	key       appKey
+	name      string
+	attemptID string
+	user      string
+	version   string
+	url       string // …/api/v1/applications/{app}[/{attempt}] on the owning source
+	completed bool
+	end       int64 // epoch ms; -1 while running
+	updated   int64 // lastUpdated as last listed
+	syncedAt  int64 // lastUpdated as of the last sync
+
+	synced   bool // read in full at least once from the current source
+	final    bool // written in its completed state
+	lastSeen time.Time
+	lostAt   time.Time
+	syncs    int
+	written  uint64
+
+	jobs       map[int]*jobItem
+	maxJob     int
+	stages     map[stageKey]*stageItem
+	goneStages map[int]bool // stage ids Spark no longer knows
+	recheck    []int        // stage ids to read again: their job ended with failed stages
+	sql        map[int64]*sqlItem
+	maxSQL     int64
+	sqlNext    int // offset just past maxSQL in Spark's list, as last seen
+	sqlAbsent  bool
+}
+
+func newAppState(key appKey) *appState {
+	return &appState{key: key, end: -1, maxJob: -1, maxSQL: -1,
+		jobs: map[int]*jobItem{}, stages: map[stageKey]*stageItem{}, goneStages: map[int]bool{}, sql: map[int64]*sqlItem{}}
+}
+
+// refresh takes what the listing says of the attempt.
+func (st *appState) refresh(s *source, app *apiApp, att *apiAttempt) {
+	st.name, st.attemptID = app.Name, att.AttemptID
+	st.user, st.version = att.SparkUser, att.AppSparkVersion
+	st.completed, st.end, st.updated = att.Completed, att.end(), att.lastUpdated()
+	st.url = s.base + "/api/v1/applications/" + url.PathEscape(app.ID)
+	if att.AttemptID != "" {
+		st.url += "/" + url.PathEscape(att.AttemptID)
+	}
+}
+
+// syncApp brings the attempt's jobs, stages and SQL executions up to date
+// and writes what changed. A completed attempt is read in full once more,
+// so its final state is exact, and is then final.
+func (p *Poller) syncApp(ctx context.Context, st *appState, now time.Time) error {
+	// A History Server's lastUpdated is the event log's modification
+	// time: unchanged, nothing is new. A live UI reports the start time
+	// there, which says nothing.
+	unchanged := st.synced && !st.completed && st.updated == st.syncedAt && st.updated != st.key.start
+	if !unchanged {
+		full := !st.synced || st.completed
+		if err := p.syncJobs(ctx, st, full); err != nil {
+			return err
+		}
+		if err := p.syncStages(ctx, st, full); err != nil {
+			return err
+		}
+		if err := p.syncSQL(ctx, st, full); err != nil {
+			return err
+		}
+		st.synced, st.syncedAt = true, st.updated
+		st.syncs++
+		st.prune()
+	}
+	st.lastSeen = now
+	p.emit(st, now, false)
+	st.final = st.completed
+	return nil
+}
+
+func (st *appState) putJob(j apiJob) (finished bool) {
+	it := st.jobs[j.JobID]
+	if it == nil {
+		it = &jobItem{}
+		st.jobs[j.JobID] = it
+	}
+	finished = it.Status == "RUNNING" && j.Status != "RUNNING"
+	it.apiJob = j
+	st.maxJob = max(st.maxJob, j.JobID)
+	if finished && j.NumFailedStages > 0 {
+		st.recheck = append(st.recheck, j.StageIDs...)
+	}
+	return finished
+}
+
+// syncJobs reads the jobs: all of them when full, else the running ones,
+// those that stopped running, and new ids up to Spark's first 404.
+func (p *Poller) syncJobs(ctx context.Context, st *appState, full bool) error {
+	if full {
+		var list []apiJob
+		if err := p.get(ctx, st.url+"/jobs", &list); err != nil {
+			return err
+		}
+		keep := map[int]bool{}
+		for _, j := range list {
+			st.putJob(j)
+			keep[j.JobID] = true
+		}
+		for id := range st.jobs {
+			if !keep[id] {
+				delete(st.jobs, id) // evicted by Spark
+			}
+		}
+		return nil
+	}
+	var running []apiJob
+	if err := p.get(ctx, st.url+"/jobs?status=running", &running); err != nil {
+		return err
+	}
+	isRunning := map[int]bool{}
+	top := st.maxJob
+	for _, j := range running {
+		isRunning[j.JobID] = true
+		top = max(top, j.JobID)
+	}
+	var fetch []int
+	for id, j := range st.jobs {
+		if j.Status == "RUNNING" && !isRunning[id] {
+			fetch = append(fetch, id)
+		}
+	}
+	for id := st.maxJob + 1; id < top; id++ {
+		if !isRunning[id] && st.jobs[id] == nil {
+			fetch = append(fetch, id) // started and ended between two polls
+		}
+	}
+	if len(fetch) > burst {
+		return p.syncJobs(ctx, st, true)
+	}
+	for _, j := range running {
+		st.putJob(j)
+	}
+	slices.Sort(fetch)
+	for _, id := range fetch {
+		var j apiJob
+		err := p.get(ctx, st.url+"/jobs/"+strconv.Itoa(id), &j)
+		if isNotFound(err) {
+			delete(st.jobs, id)
+			continue
+		}
+		if err != nil {
+			return err
+		}
+		st.putJob(j)
+	}
+	// Job ids are consecutive: ask for the next until there is none.
+	for n := 0; ; n++ {
+		if n == burst {
+			return p.syncJobs(ctx, st, true)
+		}
+		var j apiJob
+		err := p.get(ctx, st.url+"/jobs/"+strconv.Itoa(st.maxJob+1), &j)
+		if isNotFound(err) {
+			return nil
+		}
+		if err != nil {
+			return err
+		}
+		st.putJob(j)
+	}
+}
+
+func (st *appState) putStage(s apiStage) {
+	k := stageKey{s.StageID, s.AttemptID}
+	it := st.stages[k]
+	if it == nil {
+		it = &stageItem{}
+		st.stages[k] = it
+	}
+	it.apiStage = s
+}
+
+func (st *appState) hasStage(id int) bool {
+	for k := range st.stages {
+		if k.id == id {
+			return true
+		}
+	}
+	return false
+}
+
+// syncStages reads the stages: all of them when full, else the active and
+// pending ones, those that left that list, those the jobs name and were
+// never seen, and those of jobs that ended with failed stages (retries).
+func (p *Poller) syncStages(ctx context.Context, st *appState, full bool) error {
+	if full {
+		var list []apiStage
+		if err := p.get(ctx, st.url+"/stages?details=false", &list); err != nil {
+			return err
+		}
+		keep := map[stageKey]bool{}
+		for _, s := range list {
+			st.putStage(s)
+			keep[stageKey{s.StageID, s.AttemptID}] = true
+		}
+		for k := range st.stages {
+			if !keep[k] {
+				delete(st.stages, k)
+			}
+		}
+		st.recheck = nil
+		return nil
+	}
+	var open []apiStage
+	if err := p.get(ctx, st.url+"/stages?status=active&status=pending&details=false", &open); err != nil {
+		return err
+	}
+	isOpen := map[stageKey]bool{}
+	openID := map[int]bool{}
+	for _, s := range open {
+		isOpen[stageKey{s.StageID, s.AttemptID}] = true
+		openID[s.StageID] = true
+	}
+	fetch := map[int]bool{}
+	for k, s := range st.stages {
+		if (s.Status == "ACTIVE" || s.Status == "PENDING") && !isOpen[k] {
+			fetch[k.id] = true
+		}
+	}
+	known := map[int]bool{}
+	for k := range st.stages {
+		known[k.id] = true
+	}
+	for _, j := range st.jobs {
+		for _, id := range j.StageIDs {
+			if !known[id] && !openID[id] && !st.goneStages[id] {
+				fetch[id] = true
+			}
+		}
+	}
+	for _, id := range st.recheck {
+		fetch[id] = true
+	}
+	if len(fetch) > burst {
+		return p.syncStages(ctx, st, true)
+	}
+	for _, s := range open {
+		st.putStage(s)
+	}
+	ids := make([]int, 0, len(fetch))
+	for id := range fetch {
+		ids = append(ids, id)
+	}
+	slices.Sort(ids)
+	for _, id := range ids {
+		var attempts []apiStage
+		err := p.get(ctx, st.url+"/stages/"+strconv.Itoa(id)+"?details=false", &attempts)
+		if isNotFound(err) {
+			st.goneStages[id] = true
+			continue
+		}
+		if err != nil {
+			return err
+		}
+		for _, s := range attempts {
+			st.putStage(s)
+		}
+	}
+	st.recheck = nil
+	return nil
+}
+
+const sqlParams = "details=false&planDescription=false"
+
+func (st *appState) putSQL(x apiSQL) {
+	it := st.sql[x.ID]
+	if it == nil {
+		it = &sqlItem{}
+		st.sql[x.ID] = it
+	}
+	it.apiSQL = x
+	st.maxSQL = max(st.maxSQL, x.ID)
+}
+
+// syncSQL reads the SQL executions: all pages when full, else the running
+// ones one by one and new ones by page from the last one seen. An
+// application without Spark SQL answers 404, and is asked again only now
+// and then.
+func (p *Poller) syncSQL(ctx context.Context, st *appState, full bool) error {
+	if st.sqlAbsent && !full && st.syncs%sqlRecheck != 0 {
+		return nil
+	}
+	if full {
+		st.sqlNext = 0
+		keep := map[int64]bool{}
+		for {
+			page, err := p.sqlPage(ctx, st, st.sqlNext)
+			if isNotFound(err) {
+				st.sqlAbsent = true
+				return nil
+			}
+			if err != nil {
+				return err
+			}
+			for _, x := range page {
+				st.putSQL(x)
+				keep[x.ID] = true
+			}
+			st.sqlNext += len(page)
+			if len(page) < sqlPage {
+				break
+			}
+		}
+		st.sqlAbsent = false
+		for id := range st.sql {
+			if !keep[id] {
+				delete(st.sql, id)
+			}
+		}
+		return nil
+	}
+	var running []int64
+	for id, x := range st.sql {
+		if x.Status == "RUNNING" {
+			running = append(running, id)
+		}
+	}
+	if len(running) > burst {
+		return p.syncSQL(ctx, st, true)
+	}
+	for _, id := range running {
+		var x apiSQL
+		err := p.get(ctx, st.url+"/sql/"+strconv.FormatInt(id, 10)+"?"+sqlParams, &x)
+		if isNotFound(err) {
+			delete(st.sql, id)
+			continue
+		}
+		if err != nil {
+			return err
+		}
+		st.putSQL(x)
+	}
+	// New executions, from one before the next offset: that overlap, the
+	// last execution seen, shows whether Spark evicted old executions and
+	// so moved the offsets down.
+	o := max(st.sqlNext-1, 0)
+	aligned := o == 0
+	for realign := 0; ; {
+		page, err := p.sqlPage(ctx, st, o)
+		if isNotFound(err) {
+			st.sqlAbsent = true
+			return nil
+		}
+		if err != nil {
+			return err
+		}
+		st.sqlAbsent = false
+		if !aligned && (len(page) == 0 || page[0].ID > st.maxSQL) {
+			if realign++; realign > 4 {
+				return p.syncSQL(ctx, st, true)
+			}
+			step := sqlPage
+			if len(page) > 0 {
+				step = int(page[0].ID - st.maxSQL)
+			}
+			o = max(o-step, 0)
+			aligned = o == 0
+			continue
+		}
+		aligned = true
+		for _, x := range page {
+			if x.ID > st.maxSQL || st.sql[x.ID] != nil {
+				st.putSQL(x)
+			}
+		}
+		o += len(page)
+		if len(page) < sqlPage {
+			break
+		}
+	}
+	st.sqlNext = o
+	return nil
+}
+
+func (p *Poller) sqlPage(ctx context.Context, st *appState, offset int) ([]apiSQL, error) {
+	var page []apiSQL
+	err := p.get(ctx, st.url+"/sql?"+sqlParams+"&offset="+strconv.Itoa(offset)+"&length="+strconv.Itoa(sqlPage), &page)
+	return page, err
+}
+
+// prune keeps at most retain finished jobs, stages and executions, the
+// newest; Spark itself forgets older ones.
+func (st *appState) prune() {
+	pruneMap(st.jobs, func(j *jobItem) bool { return j.Status != "RUNNING" }, func(id int) int { return id })
+	pruneMap(st.stages, func(s *stageItem) bool { return s.Status != "ACTIVE" && s.Status != "PENDING" },
+		func(k stageKey) int { return k.id })
+	pruneMap(st.sql, func(x *sqlItem) bool { return x.Status != "RUNNING" }, func(id int64) int { return int(id) })
+	if len(st.goneStages) > retain {
+		clear(st.goneStages)
+	}
+}
+
+func pruneMap[K comparable, V any](m map[K]V, done func(V) bool, order func(K) int) {
+	if len(m) <= retain {
+		return
+	}
+	var finished []K
+	for k, v := range m {
+		if done(v) {
+			finished = append(finished, k)
+		}
+	}
+	slices.SortFunc(finished, func(a, b K) int { return order(a) - order(b) })
+	for _, k := range finished[:min(len(finished), len(m)-retain)] {
+		delete(m, k)
+	}
+}

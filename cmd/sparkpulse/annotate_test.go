@@ -1,0 +1,156 @@
+package main
+
+import (
+	"fmt"
+	"io"
+	"net/http"
+	"net/http/httptest"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/sparkpulse/sparkpulse/influx/influxtest"
+	"github.com/sparkpulse/sparkpulse/sparkui"
+)
+
+// Metrics of an application make sparkpulse poll its Spark UI through a
+// ResourceManager-proxy URL template; the jobs land as annotation points in
+// their own database, tagged with the same applicationid as the metrics.
+func TestAnnotationsEndToEnd(t *testing.T) {
+	const app = "application_1717000000000_0042"
+	start := time.Now().Add(-time.Minute).Truncate(time.Millisecond).UTC()
+	att := &sparkui.Attempt{Start: start, User: "etl", SparkVersion: "3.5.3"}
+	att.AddJob(&sparkui.Job{ID: 0, Name: "count at etl.py:12", Submitted: start.Add(time.Second), Completed: start.Add(3 * time.Second),
+		StageIDs: []int{0}, Status: sparkui.JobSucceeded, Tasks: 4, CompletedTasks: 4, SQLExecutionID: -1})
+	att.AddStage(&sparkui.Stage{ID: 0, Name: "count at etl.py:12", Status: sparkui.StageComplete, Submitted: start.Add(time.Second),
+		Completed: start.Add(3 * time.Second), Tasks: 4, CompleteTasks: 4})
+	ui := sparkui.NewServer(sparkui.LiveUI, &sparkui.Model{Apps: []*sparkui.App{{ID: app, Name: "orders", Attempts: []*sparkui.Attempt{att}}}})
+
+	// The second listing of the application means the first sync is done.
+	listings := make(chan struct{}, 100)
+	mux := http.NewServeMux()
+	mux.Handle("/proxy/"+app+"/", http.StripPrefix("/proxy/"+app, http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if r.URL.Path == "/api/v1/applications/"+app {
+			listings <- struct{}{}
+		}
+		ui.ServeHTTP(w, r)
+	})))
+	rm := httptest.NewServer(mux)
+	defer rm.Close()
+
+	srv := influxtest.Start(t)
+	svc := startSparkpulse(t, srv, fmt.Sprintf(`
+[annotate]
+  urls = ["%s/proxy/{app_id}"]
+  interval = "1s"
+  database = "annotations"
+[[graphite]]
+  bind-address = "127.0.0.1:0"
+  database = "metrics"
+`, rm.URL))
+	sendTCP(t, svc.addr(0), app+".driver.DAGScheduler.job.allJobs 1 "+fmt.Sprint(start.Unix())+"\n")
+	for range 2 {
+		select {
+		case <-listings:
+		case <-time.After(30 * time.Second):
+			t.Fatal("the application's UI was not polled")
+		}
+	}
+	resp, err := http.Get("http://" + svc.adminLn.Addr().String() + "/metrics")
+	if err != nil {
+		t.Fatal(err)
+	}
+	metrics, _ := io.ReadAll(resp.Body)
+	resp.Body.Close()
+	svc.stop()
+
+	// The first sync wrote the application, its job and its stage; later
+	// syncs rewrite the running application's point as its end moves.
+	for _, name := range []string{"sparkpulse_annotate_points_total "} {
+		_, rest, ok := strings.Cut(string(metrics), "\n"+name)
+		var n int
+		if _, err := fmt.Sscan(rest, &n); !ok || err != nil || n < 3 {
+			t.Errorf("/metrics: %s%d (%v, %v), want at least 3", name, n, ok, err)
+		}
+	}
+	for _, want := range []string{"sparkpulse_annotate_sources 1", `sparkpulse_influxdb_queue_batches{listener="annotate"}`} {
+		if !strings.Contains(string(metrics), want) {
+			t.Errorf("/metrics lacks %q", want)
+		}
+	}
+	got := dump(t, srv, "annotations")
+	if len(got) != 3 {
+		t.Fatalf("annotations: %q", got)
+	}
+	for i, want := range []string{
+		"spark_app,applicationid=" + app + ",appname=orders ",
+		"spark_job,applicationid=" + app + ",appname=orders ",
+		"spark_stage,applicationid=" + app + ",appname=orders ",
+	} {
+		if !strings.HasPrefix(got[i], want) {
+			t.Errorf("annotation %d: %q, want %q…", i, got[i], want)
+		}
+	}
+	if !strings.Contains(got[1], `title=Job 0 SUCCEEDED`) || !strings.Contains(got[1], fmt.Sprint("end_ms=", start.Add(3*time.Second).UnixMilli())) {
+		t.Errorf("job: %s", got[1])
+	}
+	if m := dump(t, srv, "metrics"); len(m) != 1 || !strings.Contains(m[0], "applicationid="+app) {
+		t.Errorf("metrics: %q", m)
+	}
+}
+
+func TestConfigAnnotate(t *testing.T) {
+	plan, err := loadFile(t, `
+[annotate]
+  urls = ["http://hs:18080", "http://rm:8088/proxy/{app_id}"]
+  username = "spark"
+  password-file = "`+writeFile(t, "pw", "from-file\n")+`"
+[[graphite]]
+  database = "spark"
+  retention-policy = "week"
+`, noEnv)
+	if err != nil {
+		t.Fatal(err)
+	}
+	a := plan.Annotate
+	if a.Target.Bucket != "spark/week" || a.Auth.Password != "from-file" || a.Config.Password != "" ||
+		time.Duration(a.Config.Interval) != 10*time.Second || a.AppIDTag != "applicationid" {
+		t.Errorf("plan %+v", a)
+	}
+	plan, err = loadFile(t, "[annotate]\nurls = [\"http://hs:18080\"]\ntoken = \"in-file\"\nbucket = \"ann\"\n[[graphite]]\n",
+		envOf(map[string]string{envAnnotateToken: "from-env"}))
+	if err != nil || plan.Annotate.Auth.Token != "from-env" || plan.Annotate.Target.Bucket != "ann" {
+		t.Errorf("env token: %+v, %v", plan.Annotate, err)
+	}
+	if plan, err = loadFile(t, "[[graphite]]\n", noEnv); err != nil || plan.Annotate != nil {
+		t.Errorf("no urls: annotate %+v, %v", plan.Annotate, err)
+	}
+	for _, tc := range []struct{ conf, want string }{
+		{`urls = ["hs:18080"]`, `[annotate] urls entry 1 "hs:18080": must start with http:// or https://`},
+		{`urls = ["http://u:p@hs"]`, "must not hold credentials"},
+		{"urls = [\"http://hs\"]\nusername = \"u\"\ntoken = \"t\"", "choose basic auth or a bearer token"},
+		{"urls = [\"http://hs\"]\npassword = \"p\"", "a password needs a username"},
+		{"urls = [\"http://hs\"]\nretention-policy = \"rp\"", "retention-policy needs database"},
+		{"urls = [\"http://hs\"]\ninterval = \"100ms\"", "interval 100ms: must be at least 1s"},
+		{"urls = [\"http://hs\"]\ntoken-file = \"/nonexistent\"", "[annotate] token-file: open /nonexistent"},
+		{"urls = [\"http://hs\"]\nlookbak = \"1h\"", `unknown key "annotate.lookbak"`},
+	} {
+		_, err := loadFile(t, "[annotate]\n"+tc.conf+"\n[[graphite]]\n", noEnv)
+		if err == nil || !strings.Contains(err.Error(), tc.want) {
+			t.Errorf("%s: error %v, want %q", tc.conf, err, tc.want)
+		}
+	}
+}
+
+func TestCheckShowsAnnotate(t *testing.T) {
+	var out strings.Builder
+	path := writeFile(t, "c.toml", "[annotate]\nurls = [\"http://rm:8088/proxy/{app_id}\"]\nusername = \"spark\"\npassword = \"s3cret\"\n[[graphite]]\n")
+	if err := run(t.Context(), []string{"check", "--config", path}, noEnv, nil, &out, io.Discard); err != nil {
+		t.Fatal(err)
+	}
+	if !strings.Contains(out.String(), `annotate: every 10s → bucket "graphite", auth: basic auth as spark`) ||
+		!strings.Contains(out.String(), "http://rm:8088/proxy/{app_id} (filled with each applicationid tag value seen)") ||
+		strings.Contains(out.String(), "s3cret") {
+		t.Errorf("check output:\n%s", out.String())
+	}
+}

@@ -1,0 +1,464 @@
+package sparkui
+
+import (
+	"bufio"
+	"encoding/json"
+	"fmt"
+	"io"
+	"os"
+	"slices"
+	"strconv"
+	"strings"
+	"time"
+)
+
+// ReplayFile adds the application attempt recorded in a Spark event log
+// (one JSON event per line) to m. Attempts of one application come from
+// separate logs and are merged by application id.
+func (m *Model) ReplayFile(path string) error {
+	f, err := os.Open(path)
+	if err != nil {
+		return err
+	}
+	defer f.Close()
+	if err := m.Replay(f); err != nil {
+		return fmt.Errorf("%s: %w", path, err)
+	}
+	return nil
+}
+
+// Replay is ReplayFile for a reader. It derives what the REST API reports
+// the way Spark's AppStatusListener does: job and stage task counts from
+// task ends, stages a finished job never ran as skipped, SQL job lists from
+// the jobs' spark.sql.execution.id property.
+func (m *Model) Replay(r io.Reader) error {
+	rp := replayer{m: m, stageJobs: map[int][]*Job{}, jobStages: map[*Job]map[int]bool{}}
+	sc := bufio.NewScanner(r)
+	sc.Buffer(make([]byte, 0, 1<<20), 64<<20)
+	for n := 1; sc.Scan(); n++ {
+		line := sc.Bytes()
+		if len(strings.TrimSpace(string(line))) == 0 {
+			continue
+		}
+		var e event
+		if err := json.Unmarshal(line, &e); err != nil {
+			return fmt.Errorf("line %d: %w", n, err)
+		}
+		if err := rp.apply(&e); err != nil {
+			return fmt.Errorf("line %d (%s): %w", n, e.Event, err)
+		}
+	}
+	if err := sc.Err(); err != nil {
+		return err
+	}
+	if rp.att == nil {
+		return fmt.Errorf("no SparkListenerApplicationStart event")
+	}
+	return nil
+}
+
+// event holds the fields of the events replayed; names are Spark's
+// JsonProtocol names.
+type event struct {
+	Event string `json:"Event"`
+
+	SparkVersion string `json:"Spark Version"`
+	AppName      string `json:"App Name"`
+	AppID        string `json:"App ID"`
+	AttemptID    string `json:"App Attempt ID"`
+	User         string `json:"User"`
+	Timestamp    int64  `json:"Timestamp"`
+
+	JobID          *int              `json:"Job ID"`
+	SubmissionTime int64             `json:"Submission Time"`
+	CompletionTime int64             `json:"Completion Time"`
+	StageInfos     []stageInfo       `json:"Stage Infos"`
+	StageIDs       []int             `json:"Stage IDs"`
+	Properties     map[string]string `json:"Properties"`
+	JobResult      struct {
+		Result string `json:"Result"`
+	} `json:"Job Result"`
+
+	StageInfo      *stageInfo `json:"Stage Info"`
+	StageID        int        `json:"Stage ID"`
+	StageAttemptID int        `json:"Stage Attempt ID"`
+	TaskEndReason  struct {
+		Reason string `json:"Reason"`
+	} `json:"Task End Reason"`
+	TaskInfo struct {
+		LaunchTime int64 `json:"Launch Time"`
+	} `json:"Task Info"`
+	TaskMetrics *taskMetrics `json:"Task Metrics"`
+
+	ExecutionID  *int64  `json:"executionId"`
+	Description  string  `json:"description"`
+	Plan         string  `json:"physicalPlanDescription"`
+	Time         int64   `json:"time"`
+	ErrorMessage *string `json:"errorMessage"`
+
+	ExecutorID   string `json:"Executor ID"`
+	ExecutorInfo struct {
+		Host       string `json:"Host"`
+		TotalCores int    `json:"Total Cores"`
+	} `json:"Executor Info"`
+	RemovedReason  string `json:"Removed Reason"`
+	BlockManagerID struct {
+		ExecutorID string `json:"Executor ID"`
+		Host       string `json:"Host"`
+		Port       int    `json:"Port"`
+	} `json:"Block Manager ID"`
+	MaxMemory       int64            `json:"Maximum Memory"`
+	ExecutorMetrics map[string]int64 `json:"Executor Metrics"`
+}
+
+type stageInfo struct {
+	ID             int    `json:"Stage ID"`
+	Attempt        int    `json:"Stage Attempt ID"`
+	Name           string `json:"Stage Name"`
+	Tasks          int    `json:"Number of Tasks"`
+	Details        string `json:"Details"`
+	SubmissionTime int64  `json:"Submission Time"`
+	CompletionTime int64  `json:"Completion Time"`
+	FailureReason  string `json:"Failure Reason"`
+}
+
+type taskMetrics struct {
+	RunTime       int64 `json:"Executor Run Time"`
+	CPUTime       int64 `json:"Executor CPU Time"`
+	GCTime        int64 `json:"JVM GC Time"`
+	MemorySpilled int64 `json:"Memory Bytes Spilled"`
+	DiskSpilled   int64 `json:"Disk Bytes Spilled"`
+	Input         struct {
+		Bytes   int64 `json:"Bytes Read"`
+		Records int64 `json:"Records Read"`
+	} `json:"Input Metrics"`
+	Output struct {
+		Bytes   int64 `json:"Bytes Written"`
+		Records int64 `json:"Records Written"`
+	} `json:"Output Metrics"`
+	ShuffleRead struct {
+		Remote  int64 `json:"Remote Bytes Read"`
+		Local   int64 `json:"Local Bytes Read"`
+		Records int64 `json:"Total Records Read"`
+	} `json:"Shuffle Read Metrics"`
+	ShuffleWrite struct {
+		Bytes   int64 `json:"Shuffle Bytes Written"`
+		Records int64 `json:"Shuffle Records Written"`
+	} `json:"Shuffle Write Metrics"`
+}
+
+type replayer struct {
+	m       *Model
+	app     *App
+	att     *Attempt
+	version string
+	// Jobs by stage id, and the stages each job has completed (a retried
+	// stage counts once, as in Spark).
+	stageJobs map[int][]*Job
+	jobStages map[*Job]map[int]bool
+	early     []*Executor // registered before the application started
+}
+
+func ms(t int64) time.Time {
+	if t <= 0 {
+		return time.Time{}
+	}
+	return time.UnixMilli(t).UTC()
+}
+
+func (rp *replayer) apply(e *event) error {
+	kind := e.Event[strings.LastIndexByte(e.Event, '.')+1:]
+	if rp.att == nil && kind != "SparkListenerLogStart" && kind != "SparkListenerApplicationStart" {
+		// Executors and block managers may register before the
+		// application starts; the History Server keeps them too.
+		switch kind {
+		case "SparkListenerExecutorAdded", "SparkListenerBlockManagerAdded":
+		default:
+			return nil
+		}
+	}
+	switch kind {
+	case "SparkListenerLogStart":
+		rp.version = e.SparkVersion
+	case "SparkListenerApplicationStart":
+		return rp.appStart(e)
+	case "SparkListenerApplicationEnd":
+		rp.att.End = ms(e.Timestamp)
+	case "SparkListenerJobStart":
+		rp.jobStart(e)
+	case "SparkListenerJobEnd":
+		rp.jobEnd(e)
+	case "SparkListenerStageSubmitted":
+		rp.stageSubmitted(e)
+	case "SparkListenerStageCompleted":
+		rp.stageCompleted(e)
+	case "SparkListenerTaskStart":
+		rp.taskStart(e)
+	case "SparkListenerTaskEnd":
+		rp.taskEnd(e)
+	case "SparkListenerSQLExecutionStart":
+		if e.ExecutionID != nil {
+			rp.att.Executions = append(rp.att.Executions, &Execution{
+				ID: *e.ExecutionID, Description: e.Description, Plan: e.Plan, Submitted: ms(e.Time),
+			})
+		}
+	case "SparkListenerSQLExecutionEnd":
+		if e.ExecutionID != nil {
+			if x := rp.att.Execution(*e.ExecutionID); x != nil {
+				x.Completed = ms(e.Time)
+				if e.ErrorMessage != nil {
+					x.Error = *e.ErrorMessage
+				}
+			}
+		}
+	case "SparkListenerExecutorAdded":
+		x := rp.executor(e.ExecutorID)
+		x.HostPort = e.ExecutorInfo.Host
+		x.Cores = e.ExecutorInfo.TotalCores
+		x.Added = ms(e.Timestamp)
+	case "SparkListenerExecutorRemoved":
+		x := rp.executor(e.ExecutorID)
+		x.Removed = ms(e.Timestamp)
+		x.RemoveReason = e.RemovedReason
+	case "SparkListenerBlockManagerAdded":
+		b := e.BlockManagerID
+		x := rp.executor(b.ExecutorID)
+		x.HostPort = b.Host + ":" + strconv.Itoa(b.Port)
+		x.MaxMemory = e.MaxMemory
+		if x.Added.IsZero() {
+			x.Added = ms(e.Timestamp)
+		}
+	case "SparkListenerStageExecutorMetrics":
+		x := rp.executor(e.ExecutorID)
+		if x.Peak == nil {
+			x.Peak = map[string]int64{}
+		}
+		for k, v := range e.ExecutorMetrics {
+			x.Peak[k] = max(x.Peak[k], v)
+		}
+	}
+	return nil
+}
+
+func (rp *replayer) executor(id string) *Executor {
+	list := &rp.early
+	if rp.att != nil {
+		list = &rp.att.Executors
+	}
+	for _, x := range *list {
+		if x.ID == id {
+			return x
+		}
+	}
+	x := &Executor{ID: id}
+	*list = append(*list, x)
+	return x
+}
+
+func (rp *replayer) appStart(e *event) error {
+	if rp.att != nil {
+		return fmt.Errorf("a second application start in one log")
+	}
+	app := rp.m.App(e.AppID)
+	if app == nil {
+		app = &App{ID: e.AppID, Name: e.AppName}
+		rp.m.Apps = append(rp.m.Apps, app)
+	}
+	for _, a := range app.Attempts {
+		if a.ID == e.AttemptID {
+			return fmt.Errorf("application %s attempt %q replayed twice", e.AppID, e.AttemptID)
+		}
+	}
+	att := &Attempt{ID: e.AttemptID, Start: ms(e.Timestamp), User: e.User, SparkVersion: rp.version}
+	att.Executors, rp.early = rp.early, nil
+	app.Attempts = append(app.Attempts, att)
+	slices.SortFunc(app.Attempts, func(a, b *Attempt) int { return b.Start.Compare(a.Start) })
+	rp.app, rp.att = app, att
+	return nil
+}
+
+func (rp *replayer) jobStart(e *event) {
+	if e.JobID == nil {
+		return
+	}
+	j := &Job{ID: *e.JobID, Submitted: ms(e.SubmissionTime), StageIDs: e.StageIDs, Status: JobRunning, SQLExecutionID: -1}
+	last := -1
+	for _, si := range e.StageInfos {
+		j.Tasks += si.Tasks
+		if si.ID > last {
+			last, j.Name = si.ID, si.Name
+		}
+		if rp.att.Stage(si.ID, si.Attempt) == nil {
+			rp.att.AddStage(&Stage{ID: si.ID, Attempt: si.Attempt, Name: si.Name, Details: si.Details,
+				Tasks: si.Tasks, Status: StagePending})
+		}
+	}
+	if p := e.Properties; p != nil {
+		j.Description = p["spark.job.description"]
+		j.Group = p["spark.jobGroup.id"]
+		if t := p["spark.job.tags"]; t != "" {
+			j.Tags = strings.Split(t, ",")
+		}
+		if s, ok := p["spark.sql.execution.id"]; ok {
+			if id, err := strconv.ParseInt(s, 10, 64); err == nil {
+				j.SQLExecutionID = id
+				if x := rp.att.Execution(id); x != nil {
+					x.RunningJobs = append(x.RunningJobs, j.ID)
+				}
+			}
+		}
+	}
+	for _, s := range j.StageIDs {
+		rp.stageJobs[s] = append(rp.stageJobs[s], j)
+	}
+	rp.jobStages[j] = map[int]bool{}
+	rp.att.AddJob(j)
+}
+
+func (rp *replayer) jobEnd(e *event) {
+	if e.JobID == nil {
+		return
+	}
+	j := rp.att.Job(*e.JobID)
+	if j == nil {
+		return
+	}
+	j.Completed = ms(e.CompletionTime)
+	j.Status = JobFailed
+	if e.JobResult.Result == "JobSucceeded" {
+		j.Status = JobSucceeded
+	}
+	// Stages of the job that never ran are skipped.
+	for _, s := range rp.att.Stages {
+		if s.Status == StagePending && slices.Contains(j.StageIDs, s.ID) {
+			s.Status = StageSkipped
+			j.SkippedStages++
+			j.SkippedTasks += s.Tasks
+		}
+	}
+	j.ActiveStages, j.ActiveTasks = 0, 0
+	if j.SQLExecutionID >= 0 {
+		if x := rp.att.Execution(j.SQLExecutionID); x != nil {
+			x.RunningJobs = slices.DeleteFunc(x.RunningJobs, func(id int) bool { return id == j.ID })
+			if j.Status == JobSucceeded {
+				x.SucceededJobs = append(x.SucceededJobs, j.ID)
+			} else {
+				x.FailedJobs = append(x.FailedJobs, j.ID)
+			}
+		}
+	}
+}
+
+func (rp *replayer) stageSubmitted(e *event) {
+	si := e.StageInfo
+	if si == nil {
+		return
+	}
+	s := rp.att.Stage(si.ID, si.Attempt)
+	if s == nil {
+		s = rp.att.AddStage(&Stage{ID: si.ID, Attempt: si.Attempt})
+	}
+	s.Name, s.Details, s.Tasks = si.Name, si.Details, si.Tasks
+	s.Status = StageActive
+	s.Submitted = ms(si.SubmissionTime)
+	if e.Properties != nil {
+		s.Description = e.Properties["spark.job.description"]
+	}
+	for _, j := range rp.stageJobs[si.ID] {
+		if j.Status == JobRunning {
+			j.ActiveStages++
+		}
+	}
+}
+
+func (rp *replayer) stageCompleted(e *event) {
+	si := e.StageInfo
+	if si == nil {
+		return
+	}
+	s := rp.att.Stage(si.ID, si.Attempt)
+	if s == nil {
+		return
+	}
+	s.Completed = ms(si.CompletionTime)
+	if s.Submitted.IsZero() {
+		s.Submitted = ms(si.SubmissionTime)
+	}
+	s.Status = StageComplete
+	if si.FailureReason != "" {
+		s.Status, s.FailureReason = StageFailed, si.FailureReason
+	}
+	s.ActiveTasks = 0
+	for _, j := range rp.stageJobs[si.ID] {
+		if j.Status != JobRunning {
+			continue
+		}
+		j.ActiveStages = max(j.ActiveStages-1, 0)
+		if s.Status == StageFailed {
+			j.FailedStages++
+		} else if !rp.jobStages[j][s.ID] {
+			rp.jobStages[j][s.ID] = true
+			j.CompletedStages++
+		}
+	}
+}
+
+func (rp *replayer) taskStart(e *event) {
+	s := rp.att.Stage(e.StageID, e.StageAttemptID)
+	if s == nil {
+		return
+	}
+	s.ActiveTasks++
+	if s.FirstLaunched.IsZero() {
+		s.FirstLaunched = ms(e.TaskInfo.LaunchTime)
+	}
+	for _, j := range rp.stageJobs[e.StageID] {
+		if j.Status == JobRunning {
+			j.ActiveTasks++
+		}
+	}
+}
+
+func (rp *replayer) taskEnd(e *event) {
+	s := rp.att.Stage(e.StageID, e.StageAttemptID)
+	if s == nil {
+		return
+	}
+	var done, failed, killed int
+	switch e.TaskEndReason.Reason {
+	case "Success":
+		done = 1
+	case "TaskKilled", "TaskCommitDenied":
+		killed = 1
+	default:
+		failed = 1
+	}
+	s.ActiveTasks = max(s.ActiveTasks-1, 0)
+	s.CompleteTasks += done
+	s.FailedTasks += failed
+	s.KilledTasks += killed
+	if m := e.TaskMetrics; m != nil {
+		s.RunTimeMs += m.RunTime
+		s.CPUTimeNs += m.CPUTime
+		s.GCTimeMs += m.GCTime
+		s.MemorySpilled += m.MemorySpilled
+		s.DiskSpilled += m.DiskSpilled
+		s.InputBytes += m.Input.Bytes
+		s.InputRecords += m.Input.Records
+		s.OutputBytes += m.Output.Bytes
+		s.OutputRecords += m.Output.Records
+		s.ShuffleReadBytes += m.ShuffleRead.Remote + m.ShuffleRead.Local
+		s.ShuffleReadRecords += m.ShuffleRead.Records
+		s.ShuffleWriteBytes += m.ShuffleWrite.Bytes
+		s.ShuffleWriteRecs += m.ShuffleWrite.Records
+	}
+	for _, j := range rp.stageJobs[e.StageID] {
+		if j.Status != JobRunning {
+			continue
+		}
+		j.ActiveTasks = max(j.ActiveTasks-1, 0)
+		j.CompletedTasks += done
+		j.FailedTasks += failed
+		j.KilledTasks += killed
+	}
+}
