@@ -32,7 +32,19 @@ type Config struct {
 	Deltas   DeltaSettings    `toml:"deltas"`
 	Delta    []DeltaRule      `toml:"delta"`
 	Annotate AnnotateConfig   `toml:"annotate"`
+	Internal InternalConfig   `toml:"internal"`
 	Graphite []GraphiteConfig `toml:"graphite"`
+}
+
+// InternalConfig is the [internal] section: sparkpulse's own metrics (those
+// of /metrics) written to InfluxDB for the health dashboard.
+type InternalConfig struct {
+	Enabled  *bool    `toml:"enabled"`  // default true
+	Interval Duration `toml:"interval"` // default 10s
+	// Where the points go; default: the first [[graphite]] block's target.
+	Database        string `toml:"database"`
+	RetentionPolicy string `toml:"retention-policy"`
+	Bucket          string `toml:"bucket"`
 }
 
 // AnnotateConfig is the [annotate] section: Spark REST sources polled for
@@ -213,6 +225,8 @@ func loadConfig(path string) (*Config, bool, error) {
 		// Everything outside [[graphite]] belongs to influxd.
 		cfg.InfluxDB, cfg.Admin, cfg.Log = InfluxDBConfig{}, AdminConfig{}, LogConfig{}
 		cfg.StateDir, cfg.Deltas, cfg.Delta, cfg.Annotate = "", DeltaSettings{}, nil, AnnotateConfig{}
+		off := false
+		cfg.Internal = InternalConfig{Enabled: &off} // an influxdb.conf has its own [monitor]
 		var sme *toml.StrictMissingError
 		if errors.As(err, &sme) {
 			var kept []toml.DecodeError
@@ -297,8 +311,16 @@ type Plan struct {
 	DeltaSettings delta.Settings
 	DeltaDescribe []string // for `check`
 	// Annotate is nil when no [annotate] urls are set.
-	Annotate  *AnnotatePlan
+	Annotate *AnnotatePlan
+	// Internal is nil when [internal] is disabled.
+	Internal  *InternalPlan
 	Listeners []*Listener
+}
+
+// InternalPlan is the validated [internal] section.
+type InternalPlan struct {
+	Interval time.Duration
+	Target   influx.Target
 }
 
 // AnnotatePlan is the validated [annotate] section.
@@ -417,6 +439,9 @@ func (c *Config) prepare(source string, getenv func(string) string) (*Plan, erro
 	if err := c.prepareAnnotate(p, source, getenv); err != nil {
 		errs = append(errs, err)
 	}
+	if err := c.prepareInternal(p, source); err != nil {
+		errs = append(errs, err)
+	}
 	if len(errs) > 0 {
 		return nil, errors.Join(errs...)
 	}
@@ -479,14 +504,7 @@ func (g GraphiteConfig) compile(where string, index int) (*Listener, error) {
 	}
 
 	l := &Listener{Index: index, Config: g}
-	switch {
-	case g.Bucket != "":
-		l.Target = influx.Target{Bucket: g.Bucket}
-	case g.RetentionPolicy != "":
-		l.Target = influx.Target{Bucket: g.Database + "/" + g.RetentionPolicy}
-	default:
-		l.Target = influx.Target{Bucket: g.Database}
-	}
+	l.Target, _ = target(g.Bucket, g.Database, g.RetentionPolicy, influx.Target{})
 
 	if len(g.Templates) > 0 {
 		if len(g.SparkPrefixes) > 0 {
@@ -686,21 +704,61 @@ func (c *Config) prepareAnnotate(p *Plan, source string, getenv func(string) str
 	}
 	a.Password, a.Token = "", ""
 	plan := &AnnotatePlan{Config: a, Auth: auth, AppIDTag: a.AppIDTag}
-	switch {
-	case a.Bucket != "":
-		plan.Target = influx.Target{Bucket: a.Bucket}
-	case a.Database != "" && a.RetentionPolicy != "":
-		plan.Target = influx.Target{Bucket: a.Database + "/" + a.RetentionPolicy}
-	case a.Database != "":
-		plan.Target = influx.Target{Bucket: a.Database}
-	case a.RetentionPolicy != "":
-		fail("retention-policy needs database")
-	case len(p.Listeners) > 0:
-		plan.Target = p.Listeners[0].Target
+	var err error
+	if plan.Target, err = target(a.Bucket, a.Database, a.RetentionPolicy, p.defaultTarget()); err != nil {
+		fail("%v", err)
 	}
 	if len(errs) > 0 {
 		return errors.Join(errs...)
 	}
 	p.Annotate = plan
+	return nil
+}
+
+// target is where a section's points go: its bucket, else its database
+// and retention policy (written as the 1.x bucket "db/rp"), else def.
+func target(bucket, database, rp string, def influx.Target) (influx.Target, error) {
+	switch {
+	case bucket != "":
+		return influx.Target{Bucket: bucket}, nil
+	case database != "" && rp != "":
+		return influx.Target{Bucket: database + "/" + rp}, nil
+	case database != "":
+		return influx.Target{Bucket: database}, nil
+	case rp != "":
+		return def, errors.New("retention-policy needs database")
+	}
+	return def, nil
+}
+
+// defaultTarget is the first [[graphite]] block's target, where sections
+// without their own send their points.
+func (p *Plan) defaultTarget() influx.Target {
+	if len(p.Listeners) == 0 {
+		return influx.Target{}
+	}
+	return p.Listeners[0].Target
+}
+
+// Internal-metrics defaults.
+const defaultInternalInterval = 10 * time.Second
+
+// prepareInternal validates the [internal] section.
+func (c *Config) prepareInternal(p *Plan, source string) error {
+	in := c.Internal
+	if in.Enabled != nil && !*in.Enabled {
+		return nil
+	}
+	if in.Interval == 0 {
+		in.Interval = Duration(defaultInternalInterval)
+	}
+	if time.Duration(in.Interval) < time.Second {
+		return fmt.Errorf("%s: [internal] interval %s: must be at least 1s", source, time.Duration(in.Interval))
+	}
+	t, err := target(in.Bucket, in.Database, in.RetentionPolicy, p.defaultTarget())
+	if err != nil {
+		return fmt.Errorf("%s: [internal] %w", source, err)
+	}
+	p.Internal = &InternalPlan{Interval: time.Duration(in.Interval), Target: t}
 	return nil
 }

@@ -28,9 +28,14 @@ type testService struct {
 }
 
 // startSparkpulse starts sparkpulse with conf (a config file body whose
-// [[graphite]] blocks should bind 127.0.0.1:0) writing to srv.
+// [[graphite]] blocks should bind 127.0.0.1:0) writing to srv. Unless conf
+// has an [internal] section, sparkpulse's own metrics are off, so that the
+// databases hold only what a test sends.
 func startSparkpulse(t *testing.T, srv *influxtest.Server, conf string) *testService {
 	t.Helper()
+	if !strings.Contains(conf, "[internal]") && !strings.Contains(conf, "[meta]") {
+		conf += "\n[internal]\n  enabled = false\n"
+	}
 	plan, err := loadPlan(&flagOverrides{
 		config:         writeFile(t, "sparkpulse.toml", conf),
 		influxURL:      srv.URL,
@@ -224,5 +229,37 @@ func TestEndToEnd(t *testing.T) {
 		if !strings.Contains(rec.Body.String(), want+"\n") {
 			t.Errorf("/metrics lacks %s", want)
 		}
+	}
+}
+
+// sparkpulse's own metrics land in InfluxDB ([internal]), with deltas that
+// sum to the counters' increase; the last sample is written at shutdown.
+func TestInternalMetrics(t *testing.T) {
+	srv := influxtest.Start(t)
+	svc := startSparkpulse(t, srv, `
+[internal]
+  database = "health"
+[[graphite]]
+  bind-address = "127.0.0.1:0"
+  database = "metrics"
+`)
+	sendTCP(t, svc.addr(0), "a.b 1 1795300000\na.c 2 1795300000\nbad\n")
+	svc.reportInternal(time.Now())
+	sendTCP(t, svc.addr(0), "a.b 3 1795300010\n")
+	svc.stop()
+	q := `SELECT sum("delta"), last("value") FROM "sparkpulse_lines_received_total" GROUP BY "listener"`
+	res := srv.Query(t, "health", q)
+	if len(res) != 1 || fmt.Sprint(res[0].Values[0][1:]) != "[4 4]" {
+		t.Errorf("%s: %v", q, res)
+	}
+	res = srv.Query(t, "health", `SELECT sum("delta") FROM "sparkpulse_lines_dropped_total" WHERE "reason" = 'fields'`)
+	if len(res) != 1 || fmt.Sprint(res[0].Values[0][1]) != "1" {
+		t.Errorf("dropped: %v", res)
+	}
+	if res := srv.Query(t, "health", `SELECT last("value") FROM "process_resident_memory_bytes"`); len(res) != 1 {
+		t.Errorf("process memory: %v", res)
+	}
+	if m := dump(t, srv, "metrics"); len(m) != 3 {
+		t.Errorf("the metrics database holds %d points: %q", len(m), m)
 	}
 }

@@ -17,6 +17,7 @@ type statsCollector struct {
 	tracker   *delta.Tracker   // nil when the delta stage is off
 	annotator *annotate.Poller // nil without [annotate] urls
 	annWriter *influx.Writer
+	intWriter *influx.Writer // nil when [internal] is off
 }
 
 func desc(name, help string, labels ...string) *prometheus.Desc {
@@ -90,6 +91,9 @@ func (c *statsCollector) Collect(ch chan<- prometheus.Metric) {
 		gauge(ch, descAnnLost, float64(st.Lost))
 		gauge(ch, descAnnSources, float64(st.Sources))
 		collectWriter(ch, "annotate", c.annWriter)
+	}
+	if c.intWriter != nil {
+		collectWriter(ch, "internal", c.intWriter)
 	}
 	for _, b := range c.blocks {
 		name := b.Name()

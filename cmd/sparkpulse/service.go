@@ -12,6 +12,7 @@ import (
 	"net/http"
 	"os"
 	"path/filepath"
+	"strings"
 	"sync"
 	"time"
 
@@ -26,6 +27,7 @@ import (
 	"github.com/sparkpulse/sparkpulse/graphite"
 	"github.com/sparkpulse/sparkpulse/influx"
 	"github.com/sparkpulse/sparkpulse/relay"
+	"github.com/sparkpulse/sparkpulse/selfmetrics"
 )
 
 // server is what TCP and UDP listeners have in common.
@@ -57,6 +59,12 @@ type service struct {
 	stateDir string
 	stop     chan struct{} // ends background work
 
+	registry *prometheus.Registry
+	// sparkpulse's own metrics written to InfluxDB; nil when [internal] is off.
+	reporter   *selfmetrics.Reporter
+	reporterMu sync.Mutex // Report is called by the ticker and at shutdown
+	intWriter  *influx.Writer
+
 	// The annotation poller and its writer; nil without [annotate] urls.
 	annotator *annotate.Poller
 	annWriter *influx.Writer
@@ -84,6 +92,9 @@ func startService(ctx context.Context, plan *Plan, log *zap.Logger) (_ *service,
 	}
 	if plan.Annotate != nil {
 		targets = append(targets, plan.Annotate.Target)
+	}
+	if plan.Internal != nil {
+		targets = append(targets, plan.Internal.Target)
 	}
 	checked := map[influx.Target]bool{}
 	for _, t := range targets {
@@ -170,19 +181,34 @@ func startService(ctx context.Context, plan *Plan, log *zap.Logger) (_ *service,
 		}
 	}
 
+	if plan.Internal != nil {
+		wcfg := base
+		wcfg.Logger = log.With(zap.String("listener", "internal"))
+		if s.intWriter, err = influx.NewWriter(wcfg, plan.Internal.Target); err != nil {
+			return nil, fmt.Errorf("[internal]: %w", err)
+		}
+	}
+	s.registry = prometheus.NewRegistry()
+	s.registry.MustRegister(collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
+	s.registry.MustRegister(&statsCollector{blocks: s.blocks, tracker: s.tracker, annotator: s.annotator,
+		annWriter: s.annWriter, intWriter: s.intWriter})
+	for _, b := range s.blocks {
+		s.registry.MustRegister(b.hist)
+	}
+	if plan.Internal != nil {
+		host, _ := os.Hostname()
+		s.reporter = selfmetrics.New(s.registry, s.intWriter, host, internalFamily)
+		log.Info("writing sparkpulse's own metrics to InfluxDB", zap.String("bucket", plan.Internal.Target.Bucket),
+			zap.Duration("interval", plan.Internal.Interval))
+	}
+
 	if plan.AdminAddr != "" {
 		s.adminLn, err = net.Listen("tcp", plan.AdminAddr)
 		if err != nil {
 			return nil, fmt.Errorf("[admin] bind-address %q: %w", plan.AdminAddr, err)
 		}
-		reg := prometheus.NewRegistry()
-		reg.MustRegister(collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
-		reg.MustRegister(&statsCollector{blocks: s.blocks, tracker: s.tracker, annotator: s.annotator, annWriter: s.annWriter})
-		for _, b := range s.blocks {
-			reg.MustRegister(b.hist)
-		}
 		mux := http.NewServeMux()
-		mux.Handle("GET /metrics", promhttp.HandlerFor(reg, promhttp.HandlerOpts{}))
+		mux.Handle("GET /metrics", promhttp.HandlerFor(s.registry, promhttp.HandlerOpts{}))
 		mux.HandleFunc("GET /healthz", func(w http.ResponseWriter, r *http.Request) { io.WriteString(w, "ok\n") })
 		s.admin = &http.Server{Handler: mux, ReadHeaderTimeout: 10 * time.Second}
 		log.Info("admin endpoint", zap.String("metrics", "http://"+s.adminLn.Addr().String()+"/metrics"))
@@ -204,6 +230,9 @@ func startService(ctx context.Context, plan *Plan, log *zap.Logger) (_ *service,
 	}
 	if s.tracker != nil {
 		s.served.Go(s.evictIdle)
+	}
+	if s.reporter != nil {
+		s.served.Go(func() { s.reportEvery(plan.Internal.Interval) })
 	}
 	if s.annotator != nil {
 		actx, cancel := context.WithCancel(context.Background())
@@ -248,6 +277,37 @@ func (s *service) startAnnotator(plan *Plan, base influx.Config, log *zap.Logger
 	log.Info("polling Spark REST sources for annotations", zap.Strings("urls", a.Config.URLs),
 		zap.Duration("interval", time.Duration(a.Config.Interval)), zap.String("bucket", a.Target.Bucket), zap.Stringer("auth", a.Auth))
 	return nil
+}
+
+// internalFamily selects what [internal] writes: sparkpulse's own metrics,
+// and the process's CPU, memory and goroutines.
+func internalFamily(name string) bool {
+	return strings.HasPrefix(name, "sparkpulse_") || strings.HasPrefix(name, "process_") ||
+		name == "go_goroutines" || name == "go_memstats_heap_inuse_bytes"
+}
+
+// reportEvery writes sparkpulse's own metrics to InfluxDB every interval
+// until the service stops.
+func (s *service) reportEvery(interval time.Duration) {
+	t := time.NewTicker(interval)
+	defer t.Stop()
+	for {
+		select {
+		case <-s.stop:
+			return
+		case now := <-t.C:
+			s.reportInternal(now)
+		}
+	}
+}
+
+// reportInternal writes one sample of sparkpulse's own metrics.
+func (s *service) reportInternal(now time.Time) {
+	s.reporterMu.Lock()
+	defer s.reporterMu.Unlock()
+	if _, err := s.reporter.Report(now); err != nil {
+		s.log.Warn("own metrics not all written", zap.Error(err))
+	}
 }
 
 // evictIdle removes idle delta series once a minute until the service stops.
@@ -336,8 +396,10 @@ func (s *service) abort() {
 		}
 		_ = b.writer.Close(ctx)
 	}
-	if s.annWriter != nil {
-		_ = s.annWriter.Close(ctx)
+	for _, w := range []*influx.Writer{s.annWriter, s.intWriter} {
+		if w != nil {
+			_ = w.Close(ctx)
+		}
 	}
 	if s.adminLn != nil {
 		s.adminLn.Close()
@@ -362,12 +424,15 @@ func (s *service) Shutdown(ctx context.Context) error {
 		s.annStop()
 		<-s.annDone
 	}
+	if s.reporter != nil {
+		s.reportInternal(time.Now()) // the final counts
+	}
 	// Every line is read: the baselines are final.
 	stateErr := s.saveState()
 	if stateErr != nil {
 		s.log.Error("delta baselines not saved; the next start loses one interval of deltas", zap.Error(stateErr))
 	}
-	errs := make([]error, len(s.blocks)+1)
+	errs := make([]error, len(s.blocks)+2)
 	for i, b := range s.blocks {
 		wg.Go(func() {
 			if err := b.writer.Close(ctx); err != nil {
@@ -376,11 +441,15 @@ func (s *service) Shutdown(ctx context.Context) error {
 			}
 		})
 	}
-	if s.annWriter != nil {
+	for i, w := range []*influx.Writer{s.annWriter, s.intWriter} {
+		if w == nil {
+			continue
+		}
+		what := [...]string{"annotations", "own metrics"}[i]
 		wg.Go(func() {
-			if err := s.annWriter.Close(ctx); err != nil {
-				s.log.Error("flushing annotations to InfluxDB", zap.Error(err))
-				errs[len(s.blocks)] = fmt.Errorf("annotations: %w", err)
+			if err := w.Close(ctx); err != nil {
+				s.log.Error("flushing "+what+" to InfluxDB", zap.Error(err))
+				errs[len(s.blocks)+i] = fmt.Errorf("%s: %w", what, err)
 			}
 		})
 	}
