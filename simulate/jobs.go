@@ -123,3 +123,21 @@ func (tl *timeline) finishJob(now time.Time, ok bool) {
 	tl.job, tl.x = nil, nil
 	tl.idleUntil = now.Add(time.Duration(tl.rng.IntN(3)) * tl.period)
 }
+
+// end ends the application at now: a running job and its stages fail, as
+// when the driver exits in the middle of a job.
+func (tl *timeline) end(now time.Time) {
+	if tl.job != nil {
+		st := tl.stages[tl.cur]
+		st.Status, st.Completed, st.ActiveTasks = sparkui.StageFailed, now, 0
+		st.FailureReason = "Job " + fmt.Sprint(tl.job.ID) + " cancelled because SparkContext was shut down"
+		tl.finishJob(now, false)
+	}
+	for _, s := range tl.att.Stages {
+		if s.Status == sparkui.StagePending {
+			s.Status = sparkui.StageSkipped
+		}
+	}
+	tl.att.End = now
+	tl.idleUntil = now.Add(100 * 365 * 24 * time.Hour)
+}

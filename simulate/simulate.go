@@ -1,8 +1,12 @@
 // Package simulate emits Graphite traffic shaped like Apache Spark's
 // GraphiteSink: the metric names, Dropwizard suffixes and value formats of
-// a Spark 3.5/4.x driver and its executors, one report per period per
-// process, each report over its own TCP connection as the real reporter
-// sends it.
+// a Spark 3.5 driver and its executors, one report per period per process,
+// each report over its own TCP connection as the real reporter sends it.
+// Every source Spark registers is there, as with JvmSource, the appStatus
+// source, process-tree metrics and dynamic allocation enabled: about 190
+// lines per executor and 360 per driver, in the reporter's order (gauges,
+// counters, histograms, meters, timers, each by name), with NaN where a
+// ratio gauge divides by zero.
 //
 // Each application runs jobs of two stages, one after the other with idle
 // gaps, and its executors finish tasks only while a stage runs; task
@@ -41,115 +45,119 @@ type Config struct {
 	UIAddr string
 }
 
-// process is one Spark JVM: the driver or an executor.
-type process struct {
-	ns     string // spark.metrics.namespace: the app id
-	id     string // "driver" or the executor id
-	offset time.Duration
-	rng    *rand.Rand
-	app    *timeline // its application's jobs; nil: always busy
-
-	// cumulative task metrics (ExecutorSource counters)
-	tasks, cpuNs, runMs, gcMs, readBytes, shuffleRead, shuffleWrite, records int64
-	jvmCPU, gcCount, gcTime                                                  int64
-	heap                                                                     int64
-	jobs                                                                     int64
+// Cluster is the simulated applications: their driver and executor
+// processes, their jobs, and the REST model of both.
+type Cluster struct {
+	cfg   Config
+	apps  []*timeline
+	procs []*process
+	// UI answers Spark's REST API for the applications (History Server
+	// mode).
+	UI *sparkui.Server
 }
 
-// Report writes one report of p at time t, in the order and format of
-// Dropwizard's GraphiteReporter (gauges, then counters, then timers).
-func (p *process) report(w io.Writer, prefix string, t time.Time) error {
-	active := 1 + p.rng.Int64N(4)
-	finished := 2 + p.rng.Int64N(8)
-	if p.app != nil && !p.app.busy() {
-		active, finished = 0, 0
-	}
-	p.tasks += finished
-	p.cpuNs += finished * (200_000_000 + p.rng.Int64N(800_000_000))
-	p.runMs += finished * (300 + p.rng.Int64N(1200))
-	p.gcMs += finished * p.rng.Int64N(40)
-	p.readBytes += finished * p.rng.Int64N(64<<20)
-	p.shuffleRead += finished * p.rng.Int64N(16<<20)
-	p.shuffleWrite += finished * p.rng.Int64N(16<<20)
-	p.records += finished * p.rng.Int64N(100_000)
-	p.jvmCPU += int64(float64(10*time.Second) * (0.2 + float64(active)*0.9))
-	p.gcCount += p.rng.Int64N(4)
-	p.gcTime += p.rng.Int64N(60)
-	p.heap = 256<<20 + p.rng.Int64N(1<<30)
-	p.jobs += p.rng.Int64N(2)
-
-	base := p.ns + "." + p.id + "."
-	if prefix != "" {
-		base = prefix + "." + base
-	}
-	ts := strconv.FormatInt(t.Add(p.offset).Unix(), 10)
-	var buf []byte
-	line := func(name string, v string) {
-		buf = append(buf, base...)
-		buf = append(buf, name...)
-		buf = append(buf, ' ')
-		buf = append(buf, v...)
-		buf = append(buf, ' ')
-		buf = append(buf, ts...)
-		buf = append(buf, '\n')
-	}
-	i := func(v int64) string { return strconv.FormatInt(v, 10) }
-	f := func(v float64) string { return strconv.FormatFloat(v, 'f', 2, 64) }
-
-	// Gauges, in Java string order as the reporter's sorted map gives them.
-	if p.id == "driver" {
-		line("BlockManager.memory.memUsed_MB", i(p.heap>>22))
-		line("DAGScheduler.job.activeJobs", i(active%2))
-		line("DAGScheduler.job.allJobs", i(p.jobs))
-		line("DAGScheduler.stage.runningStages", i(active%3))
-	}
-	line("ExecutorMetrics.JVMHeapMemory", i(p.heap))
-	line("ExecutorMetrics.MajorGCCount", i(p.gcCount/10))
-	line("ExecutorMetrics.MinorGCCount", i(p.gcCount))
-	line("ExecutorMetrics.OnHeapExecutionMemory", i(p.heap/4))
-	line("ExecutorMetrics.ProcessTreeJVMRSSMemory", i(p.heap+(300<<20)))
-	line("ExecutorMetrics.TotalGCTime", i(p.gcTime))
-	line("JVMCPU.jvmCpuTime", i(p.jvmCPU))
-	if p.id != "driver" {
-		line("executor.filesystem.hdfs.read_bytes", i(p.readBytes))
-		line("executor.threadpool.activeTasks", i(active))
-		line("executor.threadpool.completeTasks", i(p.tasks))
-	}
-	line("jvm.heap.usage", f(float64(p.heap)/float64(2<<30)))
-	line("jvm.heap.used", i(p.heap))
-	line("jvm.pools.G1-Eden-Space.used", i(p.heap/3))
-	line("jvm.pools.G1-Survivor-Space.usage", "NaN") // Spark really sends NaN ratios
-	// Counters.
-	if p.id == "driver" {
-		line("appStatus.jobs.succeededJobs.count", i(p.jobs))
-	} else {
-		line("executor.bytesRead.count", i(p.readBytes))
-		line("executor.cpuTime.count", i(p.cpuNs))
-		line("executor.jvmGCTime.count", i(p.gcMs))
-		line("executor.recordsRead.count", i(p.records))
-		line("executor.runTime.count", i(p.runMs))
-		line("executor.shuffleBytesWritten.count", i(p.shuffleWrite))
-		line("executor.shuffleTotalBytesRead.count", i(p.shuffleRead))
-		line("executor.succeededTasks.count", i(p.tasks))
-	}
-	// A timer on the driver: the reporter's 15 attributes.
-	if p.id == "driver" {
-		const t = "DAGScheduler.messageProcessingTime."
-		for _, a := range []string{"max", "mean", "min", "stddev", "p50", "p75", "p95", "p98", "p99", "p999"} {
-			line(t+a, f(0.5+p.rng.Float64()*3))
-		}
-		line(t+"count", i(p.jobs*40))
-		for _, a := range []string{"m1_rate", "m5_rate", "m15_rate", "mean_rate"} {
-			line(t+a, f(p.rng.Float64()*5))
+// NewCluster sets up cfg.Apps applications started at start. Application
+// 2 is a PySpark application (Python workers' memory is reported) and
+// application 1 runs a structured streaming query named orders_agg.
+func NewCluster(cfg Config, start time.Time) *Cluster {
+	rng := rand.New(rand.NewPCG(cfg.Seed, 1))
+	model := &sparkui.Model{}
+	c := &Cluster{cfg: cfg, UI: sparkui.NewServer(sparkui.HistoryServer, model)}
+	for a := range cfg.Apps {
+		ns := AppID(start, a+1)
+		tl := newTimeline(ns, appNames[a%len(appNames)], start, cfg.Period, rand.New(rand.NewPCG(cfg.Seed, uint64(a+1))), model)
+		c.apps = append(c.apps, tl)
+		for e := 0; e <= cfg.Executors; e++ {
+			id := "driver"
+			if e > 0 {
+				id = strconv.Itoa(e)
+			}
+			p := &process{
+				ns: ns, id: id, app: tl, pyspark: a == 1,
+				offset: time.Duration(rng.Int64N(int64(time.Second))),
+				rng:    rand.New(rand.NewPCG(cfg.Seed, uint64(a*10_000+e+2))),
+			}
+			if a == 0 && e == 0 {
+				p.stream = "orders_agg"
+			}
+			c.procs = append(c.procs, p)
 		}
 	}
-	_, err := w.Write(buf)
-	return err
+	return c
+}
+
+// Step advances every application's jobs to now.
+func (c *Cluster) Step(now time.Time) {
+	c.UI.Update(func(*sparkui.Model) {
+		for _, tl := range c.apps {
+			tl.step(now)
+		}
+	})
+}
+
+// End ends every application at now, as a History Server then shows them.
+func (c *Cluster) End(now time.Time) {
+	c.UI.Update(func(*sparkui.Model) {
+		for _, tl := range c.apps {
+			tl.end(now)
+		}
+	})
+}
+
+// Processes returns the number of simulated processes.
+func (c *Cluster) Processes() int { return len(c.procs) }
+
+// Report writes process n's report at now to w.
+func (c *Cluster) Report(n int, w io.Writer, now time.Time) error {
+	return c.procs[n].report(w, c.cfg.Prefix, now)
 }
 
 // AppID returns the standalone-style application id of app n, started at t.
 func AppID(t time.Time, n int) string {
 	return fmt.Sprintf("app-%s-%04d", t.UTC().Format("20060102150405"), n)
+}
+
+// appNames are spark.app.name of the simulated applications.
+var appNames = []string{"nightly-sales", "orders-features", "clickstream", "ml-training"}
+
+// send delivers every process's report at now, each over its own TCP
+// connection as Spark's reporter does. It returns the lines sent and the
+// reports that failed.
+func (c *Cluster) send(ctx context.Context, d *net.Dialer, now time.Time) (lines, failed int) {
+	for n := range c.procs {
+		conn, err := d.DialContext(ctx, "tcp", c.cfg.Addr)
+		if err != nil {
+			failed++
+			continue
+		}
+		cw := &countingWriter{w: conn}
+		if c.Report(n, cw, now) != nil {
+			failed++
+		}
+		if conn.Close() != nil {
+			failed++
+		}
+		lines += cw.lines
+	}
+	return lines, failed
+}
+
+// Replay sends rounds reports of every process, with report times start,
+// start+Period, …, as fast as the listener takes them; the applications'
+// jobs advance with the report times. It returns the number of lines sent.
+func (c *Cluster) Replay(ctx context.Context, start time.Time, rounds int) (int, error) {
+	var d net.Dialer
+	total := 0
+	for r := range rounds {
+		now := start.Add(time.Duration(r) * c.cfg.Period)
+		c.Step(now)
+		lines, failed := c.send(ctx, &d, now)
+		total += lines
+		if failed > 0 {
+			return total, fmt.Errorf("simulate: %d reports to %s failed", failed, c.cfg.Addr)
+		}
+	}
+	return total, nil
 }
 
 // Run reports every period until ctx ends. Each report of each process
@@ -160,34 +168,13 @@ func Run(ctx context.Context, cfg Config, onReport func(lines, failed int)) (err
 	if cfg.Period <= 0 {
 		return fmt.Errorf("simulate: period %s must be positive", cfg.Period)
 	}
-	start := time.Now()
-	rng := rand.New(rand.NewPCG(cfg.Seed, 1))
-	model := &sparkui.Model{}
-	var procs []*process
-	var apps []*timeline
-	for a := range cfg.Apps {
-		ns := AppID(start, a+1)
-		tl := newTimeline(ns, appNames[a%len(appNames)], start, cfg.Period, rand.New(rand.NewPCG(cfg.Seed, uint64(a+1))), model)
-		apps = append(apps, tl)
-		for e := 0; e <= cfg.Executors; e++ {
-			id := "driver"
-			if e > 0 {
-				id = strconv.Itoa(e)
-			}
-			procs = append(procs, &process{
-				ns: ns, id: id, app: tl,
-				offset: time.Duration(rng.Int64N(int64(time.Second))),
-				rng:    rand.New(rand.NewPCG(cfg.Seed, uint64(a*10_000+e+2))),
-			})
-		}
-	}
-	ui := sparkui.NewServer(sparkui.HistoryServer, model)
+	c := NewCluster(cfg, time.Now())
 	if cfg.UIAddr != "" {
 		ln, lerr := net.Listen("tcp", cfg.UIAddr)
 		if lerr != nil {
 			return fmt.Errorf("simulate: Spark REST API on %q: %w", cfg.UIAddr, lerr)
 		}
-		hs := &http.Server{Handler: ui, ReadHeaderTimeout: 10 * time.Second}
+		hs := &http.Server{Handler: c.UI, ReadHeaderTimeout: 10 * time.Second}
 		served := make(chan error, 1)
 		go func() { served <- hs.Serve(ln) }()
 		defer func() {
@@ -205,34 +192,14 @@ func Run(ctx context.Context, cfg Config, onReport func(lines, failed int)) (err
 		case <-ctx.Done():
 			return nil
 		case now := <-tick.C:
-			ui.Update(func(*sparkui.Model) {
-				for _, tl := range apps {
-					tl.step(now)
-				}
-			})
-			lines, failed := 0, 0
-			for _, p := range procs {
-				c, derr := d.DialContext(ctx, "tcp", cfg.Addr)
-				if derr != nil {
-					failed++
-					continue
-				}
-				cw := &countingWriter{w: c}
-				if p.report(cw, cfg.Prefix, now) != nil {
-					failed++
-				}
-				c.Close()
-				lines += cw.lines
-			}
+			c.Step(now)
+			lines, failed := c.send(ctx, &d, now)
 			if onReport != nil {
 				onReport(lines, failed)
 			}
 		}
 	}
 }
-
-// appNames are spark.app.name of the simulated applications.
-var appNames = []string{"nightly-sales", "orders-features", "clickstream", "ml-training"}
 
 type countingWriter struct {
 	w     io.Writer
