@@ -4,7 +4,7 @@ BIN     := bin/sparkpulse
 VERSION ?= $(shell git describe --tags --always --dirty 2>/dev/null || echo dev)
 FUZZTIME ?= 15s
 
-.PHONY: all build run test check fuzz bench deps clean
+.PHONY: all build run test check check-deploy fuzz bench deps clean
 
 all: build
 
@@ -12,7 +12,7 @@ build:
 	$(GO) build -ldflags "-X main.version=$(VERSION)" -o $(BIN) ./cmd/sparkpulse
 
 deps:
-	scripts/deps.sh --java
+	scripts/deps.sh --test
 
 # Local InfluxDB 1.8.10 + sparkpulse + simulated Spark traffic, with a live
 # view of what arrives. Ctrl-C stops everything.
@@ -22,14 +22,17 @@ run: build
 
 # Everything CI runs: formatting, vet, all tests with the race detector
 # (integration tests start a real influxd and Spark's real GraphiteReporter),
-# then short fuzz runs.
-test: deps check fuzz
+# the container artefacts, then short fuzz runs.
+test: deps check check-deploy fuzz
 
 check:
 	@unformatted=$$(gofmt -l $$(git ls-files '*.go' 2>/dev/null || find . -name '*.go')); \
 	  if [ -n "$$unformatted" ]; then echo "gofmt needed:"; echo "$$unformatted"; exit 1; fi
 	$(GO) vet ./...
 	$(GO) test -race -count=1 ./...
+
+check-deploy:
+	scripts/check-deploy.sh
 
 fuzz:
 	$(GO) test -run='^$$' -fuzz='^FuzzParse$$' -fuzztime=$(FUZZTIME) ./graphite

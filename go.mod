@@ -3,12 +3,14 @@ module github.com/sparkpulse/sparkpulse
 go 1.26.0
 
 require (
+	github.com/grafana/grafana-foundation-sdk/go v0.0.18
 	github.com/influxdata/influxdb-client-go/v2 v2.14.0
 	github.com/influxdata/line-protocol/v2 v2.2.1
 	github.com/pelletier/go-toml/v2 v2.4.3
 	github.com/prometheus/client_golang v1.25.0
 	github.com/prometheus/client_model v0.6.3
 	go.uber.org/zap v1.28.0
+	go.yaml.in/yaml/v3 v3.0.5
 )
 
 require (

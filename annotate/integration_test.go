@@ -43,7 +43,8 @@ func replayFixtures(t *testing.T) *sparkui.Model {
 func writerTo(t *testing.T, srv *influxtest.Server, db string) *influx.Writer {
 	t.Helper()
 	srv.Exec(t, fmt.Sprintf("CREATE DATABASE %q", db))
-	w, err := influx.NewWriter(influx.Config{URL: srv.URL, BatchTimeout: 10 * time.Millisecond}, influx.Target{Bucket: db})
+	// One request in flight, as sparkpulse runs it: rewrites must land in order.
+	w, err := influx.NewWriter(influx.Config{URL: srv.URL, BatchTimeout: 10 * time.Millisecond, MaxInFlight: 1}, influx.Target{Bucket: db})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -17,7 +17,8 @@ import (
 )
 
 // Sink receives encoded points: n complete lines of line protocol. It must
-// copy what it keeps.
+// copy what it keeps, and deliver them in the order it receives them: a
+// later write of an item overwrites the earlier one.
 type Sink interface {
 	Append(lines []byte, n int)
 }

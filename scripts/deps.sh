@@ -1,8 +1,9 @@
 #!/usr/bin/env bash
-# Installs what the tests and the local run need and a fresh machine lacks:
+# Installs what the local run and the tests need and a fresh machine lacks:
 # the real InfluxDB 1.8.10 server (built from source with the Go toolchain),
-# and, with --java, Debian's Dropwizard Metrics and SLF4J jars for the test
-# that drives Spark's real GraphiteReporter.
+# and, with --test, Docker Compose v2 (built from source, to validate the
+# compose files without a Docker engine) and Debian's Dropwizard Metrics and
+# SLF4J jars for the test that drives Spark's real GraphiteReporter.
 set -euo pipefail
 
 influxd_bin="$(go env GOPATH)/bin/influxd"
@@ -11,7 +12,18 @@ if [ ! -x "$influxd_bin" ] && ! command -v influxd >/dev/null 2>&1; then
   go install github.com/influxdata/influxdb/cmd/influxd@v1.8.10
 fi
 
-if [ "${1:-}" = "--java" ]; then
+# Docker Compose v2, built from source: its own parser validates the
+# compose files (scripts/check-deploy.sh) without a Docker engine.
+compose_bin="$(go env GOPATH)/bin/docker-compose"
+if [ "${1:-}" = "--test" ] && [ ! -x "$compose_bin" ]; then
+  echo "deps: building docker compose v2.29.7 (about 3 minutes the first time)…" >&2
+  tmp="$(mktemp -d)"
+  GOBIN="$tmp" go install github.com/docker/compose/v2/cmd@v2.29.7
+  mv "$tmp/cmd" "$compose_bin"
+  rm -rf "$tmp"
+fi
+
+if [ "${1:-}" = "--test" ]; then
   if [ ! -f /usr/share/java/metrics-graphite.jar ] || [ ! -f /usr/share/java/slf4j-api.jar ] || ! command -v javac >/dev/null 2>&1; then
     echo "deps: installing Java and the Dropwizard Metrics jars from Debian…" >&2
     sudo=""

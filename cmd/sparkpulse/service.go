@@ -257,6 +257,9 @@ func (s *service) startAnnotator(plan *Plan, base influx.Config, log *zap.Logger
 	transport.TLSClientConfig = t
 	wcfg := base
 	wcfg.Logger = log.With(zap.String("listener", "annotate"))
+	// An item's point is rewritten as it progresses: one request at a time
+	// keeps the writes in order, so an older state never lands last.
+	wcfg.MaxInFlight = 1
 	if s.annWriter, err = influx.NewWriter(wcfg, a.Target); err != nil {
 		return fmt.Errorf("[annotate]: %w", err)
 	}

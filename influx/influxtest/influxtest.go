@@ -257,6 +257,9 @@ func (s *Server) Query(tb testing.TB, db, q string) []Series {
 	return series
 }
 
+// TryQuery is Query returning the error instead of failing the test.
+func (s *Server) TryQuery(db, q string) ([]Series, error) { return s.query(db, q) }
+
 // Exec runs a statement such as CREATE DATABASE. An error fails the test.
 func (s *Server) Exec(tb testing.TB, q string) {
 	tb.Helper()

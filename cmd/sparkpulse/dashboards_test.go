@@ -1,0 +1,282 @@
+package main
+
+import (
+	"context"
+	"fmt"
+	"net/http"
+	"net/http/httptest"
+	"os"
+	"path/filepath"
+	"slices"
+	"strings"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/sparkpulse/sparkpulse/grafana"
+	"github.com/sparkpulse/sparkpulse/influx/influxtest"
+	"github.com/sparkpulse/sparkpulse/simulate"
+)
+
+// Every panel, variable and annotation query of every committed dashboard
+// runs against a real InfluxDB holding a Spark workload that went through
+// sparkpulse: two applications (one PySpark, one with a streaming query)
+// with a driver and three executors each, 15 minutes of reports from the
+// simulator (Spark's full metric set in the reporter's format), their jobs,
+// stages and SQL executions polled from the simulated REST API, and
+// sparkpulse's own metrics. Variables are resolved from their own queries
+// and substituted as Grafana does; a query that fails, or returns no data
+// for every application, fails the test.
+func TestDashboardsOnRealData(t *testing.T) {
+	srv := influxtest.Start(t)
+	end := time.Now().Truncate(time.Second)
+	const rounds = 90
+	start := end.Add(-rounds * 10 * time.Second)
+
+	// The simulated REST API answers once the cluster exists: sparkpulse
+	// must be listening first, as the cluster sends to it.
+	var cluster atomic.Pointer[simulate.Cluster]
+	ui := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		c := cluster.Load()
+		if c == nil {
+			http.Error(w, "starting", http.StatusServiceUnavailable)
+			return
+		}
+		c.UI.ServeHTTP(w, r)
+	}))
+	defer ui.Close()
+
+	// A field of another type makes InfluxDB refuse some points, so the
+	// health dashboard's refusal and error panels have data too.
+	srv.Exec(t, `CREATE DATABASE "spark"`)
+	writeLine(t, srv, "spark", fmt.Sprintf(`compilationTime.p98,applicationid=x value="conflict" %d`, start.UnixNano()))
+
+	svc := startSparkpulse(t, srv, fmt.Sprintf(`
+[annotate]
+  urls = [%q, "http://127.0.0.1:1"]   # the second never answers: its errors are counted
+  interval = "1h"                      # polled below, once the workload is in
+[internal]
+  interval = "1h"
+[[graphite]]
+  bind-address = "127.0.0.1:0"
+  database = "spark"
+`, ui.URL))
+	c := simulate.NewCluster(simulate.Config{Addr: svc.addr(0), Apps: 2, Executors: 3, Period: 10 * time.Second, Seed: 7}, start)
+	cluster.Store(c)
+	lines, err := c.Replay(context.Background(), start, rounds)
+	if err != nil {
+		t.Fatal(err)
+	}
+	c.End(end)
+	svc.annotator.PollOnce(context.Background())
+	svc.reportInternal(time.Now())
+	svc.stop()
+	t.Logf("replayed %d lines from %d processes over %s", lines, c.Processes(), end.Sub(start))
+
+	files, _ := filepath.Glob("../../grafana/dashboards/*.json")
+	if len(files) < 2 {
+		t.Fatalf("dashboards: %v", files)
+	}
+	// sparkpulse's own metrics are stamped with the wall clock, after the
+	// replayed reports.
+	to := time.Now()
+	for _, f := range files {
+		t.Run(filepath.Base(f), func(t *testing.T) { checkDashboard(t, srv, f, start, to) })
+	}
+
+	// The README's InfluxQL examples work on the same data.
+	readme, err := os.ReadFile("../../README.md")
+	if err != nil {
+		t.Fatal(err)
+	}
+	vars := []grafana.Variable{{Name: "app"}}
+	vals := grafana.Values{Selected: map[string][]string{"app": {simulate.AppID(start, 1)}}}
+	examples := 0
+	for _, block := range strings.Split(string(readme), "```sql\n")[1:] {
+		q, _, _ := strings.Cut(block, "```")
+		text, err := grafana.Interpolate(strings.TrimSpace(q), vars, vals, start, to, time.Minute)
+		if err != nil {
+			t.Fatal(err)
+		}
+		res, err := srv.TryQuery("spark", text)
+		if err != nil || !hasData(res, false) {
+			t.Errorf("README example %q: %v, %d series", text, err, len(res))
+		}
+		examples++
+	}
+	if examples < 2 {
+		t.Errorf("%d InfluxQL examples found in the README", examples)
+	}
+}
+
+func writeLine(t *testing.T, srv *influxtest.Server, db, line string) {
+	t.Helper()
+	resp, err := http.Post(srv.URL+"/write?db="+db, "text/plain", strings.NewReader(line))
+	if err != nil {
+		t.Fatal(err)
+	}
+	resp.Body.Close()
+	if resp.StatusCode != http.StatusNoContent {
+		t.Fatalf("write %q: %s", line, resp.Status)
+	}
+}
+
+func checkDashboard(t *testing.T, srv *influxtest.Server, file string, from, to time.Time) {
+	body, err := os.ReadFile(file)
+	if err != nil {
+		t.Fatal(err)
+	}
+	vars, queries, err := grafana.Parse(body)
+	if err != nil {
+		t.Fatal(err)
+	}
+	const db = "spark"
+	run := func(q string) ([]influxtest.Series, error) { return srv.TryQuery(db, q) }
+
+	// Resolve the variables in order: the first variable without All that
+	// lists several values is the application; the test runs every query
+	// for each of its values.
+	base := grafana.Values{Selected: map[string][]string{}, AllSelected: map[string]bool{}}
+	var fanOut string
+	var fanValues []string
+	options := map[string][]string{}
+	for _, v := range vars {
+		q, err := grafana.Interpolate(v.Query, vars, base, from, to, time.Minute)
+		if err != nil {
+			t.Fatalf("variable %s: %v", v.Name, err)
+		}
+		res, err := run(q)
+		if err != nil {
+			t.Fatalf("variable %s: %q: %v", v.Name, q, err)
+		}
+		var values []string
+		for _, s := range res {
+			col := 1 // SHOW TAG VALUES: key, value
+			if len(s.Columns) == 1 {
+				col = 0 // SHOW MEASUREMENTS: name
+			}
+			for _, row := range s.Values {
+				values = append(values, fmt.Sprint(row[col]))
+			}
+		}
+		if values, err = v.ApplyRegex(values); err != nil {
+			t.Fatal(err)
+		}
+		slices.Sort(values)
+		values = slices.Compact(values)
+		options[v.Name] = values
+		switch {
+		case v.IncludeAll:
+			base.AllSelected[v.Name] = true
+		case len(values) == 0:
+			t.Fatalf("variable %s: %q has no values", v.Name, q)
+		case fanOut == "" && len(values) > 1:
+			fanOut, fanValues = v.Name, values
+			base.Selected[v.Name] = values[:1]
+		default:
+			base.Selected[v.Name] = values[:1]
+		}
+		t.Logf("variable %s: %d values %q", v.Name, len(values), values[:min(len(values), 6)])
+	}
+	if fanOut == "" {
+		fanValues = []string{""}
+	}
+
+	for _, q := range queries {
+		withData := 0
+		for _, fv := range fanValues {
+			vals := base
+			if fanOut != "" {
+				vals = grafana.Values{Selected: map[string][]string{}, AllSelected: base.AllSelected}
+				for k, v := range base.Selected {
+					vals.Selected[k] = v
+				}
+				vals.Selected[fanOut] = []string{fv}
+				// Variables that depend on the application are re-read.
+				for _, v := range vars {
+					if v.Name != fanOut && !v.IncludeAll && strings.Contains(v.Query, "$"+fanOut) {
+						if vs := resolve(t, srv, db, v, vars, vals, from, to); len(vs) > 0 {
+							vals.Selected[v.Name] = vs[:1]
+						}
+					}
+				}
+			}
+			// A repeated row is run for each value of its variable.
+			repeats := [][]string{nil}
+			if q.Repeat != "" {
+				repeats = nil
+				for _, o := range options[q.Repeat] {
+					repeats = append(repeats, []string{o})
+				}
+			}
+			for _, r := range repeats {
+				vv := vals
+				if r != nil {
+					vv = grafana.Values{Selected: map[string][]string{q.Repeat: r}, AllSelected: map[string]bool{}}
+					for k, v := range vals.Selected {
+						if k != q.Repeat {
+							vv.Selected[k] = v
+						}
+					}
+					for k, v := range vals.AllSelected {
+						vv.AllSelected[k] = v && k != q.Repeat
+					}
+				}
+				text, err := grafana.Interpolate(q.Text, vars, vv, from, to, 30*time.Second)
+				if err != nil {
+					t.Fatalf("%s: %v", q.Where, err)
+				}
+				res, err := run(text)
+				if err != nil {
+					t.Fatalf("%s: %q: %v", q.Where, text, err)
+				}
+				if hasData(res, q.Annotation) {
+					withData++
+				}
+			}
+		}
+		if withData == 0 {
+			t.Errorf("%s: no data for any %s: %s", q.Where, fanOut, q.Text)
+		}
+	}
+	t.Logf("%d queries and %d variables ran", len(queries), len(vars))
+}
+
+func resolve(t *testing.T, srv *influxtest.Server, db string, v grafana.Variable, vars []grafana.Variable, vals grafana.Values, from, to time.Time) []string {
+	t.Helper()
+	q, err := grafana.Interpolate(v.Query, vars, vals, from, to, time.Minute)
+	if err != nil {
+		t.Fatal(err)
+	}
+	res, err := srv.TryQuery(db, q)
+	if err != nil {
+		t.Fatalf("variable %s: %v", v.Name, err)
+	}
+	var out []string
+	for _, s := range res {
+		for _, row := range s.Values {
+			out = append(out, fmt.Sprint(row[len(row)-1]))
+		}
+	}
+	slices.Sort(out)
+	return out
+}
+
+// hasData reports whether a result holds a value that is not null; an
+// annotation also needs its title, text and end.
+func hasData(res []influxtest.Series, annotation bool) bool {
+	for _, s := range res {
+		for _, row := range s.Values {
+			nonNull := 0
+			for _, v := range row[1:] {
+				if v != nil {
+					nonNull++
+				}
+			}
+			if annotation && nonNull == len(row)-1 || !annotation && nonNull > 0 {
+				return true
+			}
+		}
+	}
+	return false
+}

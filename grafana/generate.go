@@ -1,0 +1,56 @@
+package grafana
+
+import (
+	"bytes"
+	"encoding/json"
+	"fmt"
+
+	"github.com/grafana/grafana-foundation-sdk/go/dashboard"
+)
+
+// Files returns every dashboard as the JSON file provisioning loads, by
+// file name.
+func Files() (map[string][]byte, error) {
+	out := map[string][]byte{}
+	for name, b := range map[string]*dashboard.DashboardBuilder{
+		"spark.json":  Spark(),
+		"health.json": Health(),
+	} {
+		d, err := b.Build()
+		if err != nil {
+			return nil, fmt.Errorf("grafana: %s: %w", name, err)
+		}
+		finish(&d)
+		var buf bytes.Buffer
+		enc := json.NewEncoder(&buf)
+		enc.SetEscapeHTML(false)
+		enc.SetIndent("", "  ")
+		if err := enc.Encode(d); err != nil {
+			return nil, fmt.Errorf("grafana: %s: %w", name, err)
+		}
+		out[name] = buf.Bytes()
+	}
+	return out, nil
+}
+
+// finish gives every panel a stable id (Grafana links and repeats refer to
+// them) and keeps the annotation toggles in the dashboard's controls bar,
+// where Grafana 11 and 12 both show them.
+func finish(d *dashboard.Dashboard) {
+	id := uint32(0)
+	next := func() uint32 { id++; return id }
+	for _, p := range d.Panels {
+		switch {
+		case p.Panel != nil:
+			p.Panel.Id = new(next())
+		case p.RowPanel != nil:
+			p.RowPanel.Id = next()
+			for i := range p.RowPanel.Panels {
+				p.RowPanel.Panels[i].Id = new(next())
+			}
+		}
+	}
+	for i := range d.Annotations.List {
+		d.Annotations.List[i].Placement = nil
+	}
+}

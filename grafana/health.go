@@ -1,0 +1,91 @@
+package grafana
+
+import (
+	"fmt"
+
+	"github.com/grafana/grafana-foundation-sdk/go/common"
+	"github.com/grafana/grafana-foundation-sdk/go/dashboard"
+)
+
+const healthDashboard = "sparkpulse-health"
+
+// byHost filters sparkpulse's own metrics ([internal]) by instance.
+const byHost = `"host" =~ /^$host$/`
+
+// Health returns the dashboard of sparkpulse itself, from the metrics it
+// writes about itself ([internal]).
+func Health() *dashboard.DashboardBuilder {
+	d := dashboard.NewDashboardBuilder("sparkpulse health").
+		Uid(healthDashboard).
+		Description("sparkpulse's own metrics ([internal]): lines in, drops by reason, points written, InfluxDB errors and latency, delta state, annotation polling, process resources.").
+		Tags([]string{"sparkpulse"}).
+		Editable().
+		Tooltip(dashboard.DashboardCursorSyncCrosshair).
+		Time("now-1h", "now").
+		Refresh("30s").
+		Timezone(common.TimeZoneBrowser).
+		WithVariable(all(queryVar("host", "Instance",
+			`SHOW TAG VALUES FROM "sparkpulse_lines_received_total" WITH KEY = "host"`), ".*"))
+
+	h := []string{byHost}
+	counterRate := func(measurement string, s scale, groupBy string, conds ...string) string {
+		return rate(m(measurement), s, append(h, conds...), groupBy)
+	}
+	d.WithRow(dashboard.NewRowBuilder("Overview"))
+	for _, s := range []struct{ title, unit, desc, q string }{
+		{"Lines received", "short", "Graphite lines received in the selected range, all listeners.", total("sparkpulse_lines_received_total", h...)},
+		{"Lines dropped", "short", "Lines that did not become points (see the reasons below).", total("sparkpulse_lines_dropped_total", h...)},
+		{"Points written", "short", "Points InfluxDB accepted, metrics, annotations and own metrics.", total("sparkpulse_influxdb_points_written_total", h...)},
+		{"Write errors", "short", "Failed write requests to InfluxDB (retried unless InfluxDB refused the points).", total("sparkpulse_influxdb_write_errors_total", h...)},
+		{"Oldest queued point", "s", "Age of the oldest point waiting to be written: grows while InfluxDB is down or slow.",
+			fmt.Sprintf(`SELECT max("last") FROM (SELECT last("value") FROM "sparkpulse_influxdb_queue_oldest_age_seconds" WHERE %s GROUP BY "listener")`, where(h...))},
+		{"Cumulative series tracked", "short", "Series whose last value the delta stage keeps.",
+			fmt.Sprintf(`SELECT sum("last") FROM (SELECT last("value") FROM "sparkpulse_delta_series" WHERE %s GROUP BY "host")`, where(h...))},
+	} {
+		d.WithPanel(single(s.title, s.unit, s.desc, s.q))
+	}
+
+	d.WithRow(dashboard.NewRowBuilder("Ingest"))
+	d.WithPanel(series("Lines received per second", "short", "Graphite lines received, per listener.",
+		query("", counterRate("sparkpulse_lines_received_total", perSecond, `"listener"`), "$tag_listener")))
+	d.WithPanel(series("Lines dropped per second, by reason", "short", "nan: Spark's NaN ratios (expected); fields, value, timestamp: malformed lines; too_long: over max-line-length; mapping, time_key, key_too_long, encode: what the templates made of the path.",
+		query("", counterRate("sparkpulse_lines_dropped_total", perSecond, `"reason"`), "$tag_reason")))
+	d.WithPanel(series("TCP connections", "short", "Open connections, and connections accepted per second (Spark opens one per report and process).",
+		query("", gaugeQ("max", m("sparkpulse_graphite_connections_active"), h, `"listener"`), "open $tag_listener"),
+		query("", counterRate("sparkpulse_graphite_connections_total", perSecond, `"listener"`), "accepted/s $tag_listener")))
+	d.WithPanel(series("Bytes received per second", "Bps", "Graphite bytes received, per listener.",
+		query("", counterRate("sparkpulse_graphite_bytes_received_total", perSecond, `"listener"`), "$tag_listener")))
+
+	d.WithRow(dashboard.NewRowBuilder("InfluxDB writes"))
+	d.WithPanel(series("Points written per second", "short", "Points InfluxDB accepted, per listener (annotate and internal are sparkpulse's own writers).",
+		query("", counterRate("sparkpulse_influxdb_points_written_total", perSecond, `"listener"`), "$tag_listener")))
+	d.WithPanel(series("Points refused by InfluxDB, by reason", "short", "Points InfluxDB refused (field type conflict, unable to parse, …); the rest of their batch was stored.",
+		query("", counterRate("sparkpulse_influxdb_points_rejected_total", perSecond, `"reason"`), "$tag_reason")))
+	d.WithPanel(series("Write errors per second, by kind", "short", "Failed write requests: network, 5xx and 429 are retried; 4xx includes partial writes.",
+		query("", counterRate("sparkpulse_influxdb_write_errors_total", perSecond, `"kind"`), "$tag_kind")))
+	d.WithPanel(series("Write latency", "s", "Mean duration of write requests to InfluxDB, per listener.",
+		query("", fmt.Sprintf(`SELECT sum("sum_delta") / sum("count_delta") FROM "sparkpulse_influxdb_write_duration_seconds" WHERE %s GROUP BY time($__interval), "listener" fill(null)`, where(h...)), "$tag_listener")))
+	d.WithPanel(series("Write queue", "bytes", "Encoded points waiting to be written, per listener; when full, TCP reading slows down.",
+		query("", gaugeQ("max", m("sparkpulse_influxdb_queue_bytes"), h, `"listener"`), "$tag_listener")))
+	d.WithPanel(series("Retries per second", "short", "Write requests repeated after an error.",
+		query("", counterRate("sparkpulse_influxdb_write_retries_total", perSecond, `"listener"`), "$tag_listener")))
+
+	d.WithRow(dashboard.NewRowBuilder("Deltas and annotations"))
+	d.WithPanel(series("Cumulative series tracked", "short", "Series whose last value the delta stage keeps (bounded by [deltas] max-series).",
+		query("", gaugeQ("max", m("sparkpulse_delta_series"), h, ""), "series")))
+	d.WithPanel(series("Samples without a plain delta, by outcome", "short", "reset: a counter restarted (delta = value); first_new: a new series (delta = value); first_unknown: first sample after start (no delta); out_of_order; refused (max-series reached).",
+		query("", counterRate("sparkpulse_delta_samples_total", perSecond, `"outcome"`), "$tag_outcome")))
+	d.WithPanel(series("Annotation polling", "short", "Polls of the Spark REST sources, requests, and annotation points written, per second.",
+		query("", counterRate("sparkpulse_annotate_polls_total", perSecond, ""), "polls"),
+		query("", counterRate("sparkpulse_annotate_requests_total", perSecond, ""), "requests"),
+		query("", counterRate("sparkpulse_annotate_points_total", perSecond, ""), "points")))
+	d.WithPanel(series("Annotation poll errors, by source and kind", "short", "Failed polls per second: network, http_status (404, 500, …), decode (not Spark's JSON, e.g. a proxy's HTML page).",
+		query("", counterRate("sparkpulse_annotate_errors_total", perSecond, `"source", "kind"`), "$tag_kind $tag_source")))
+
+	d.WithRow(dashboard.NewRowBuilder("Process"))
+	d.WithPanel(series("CPU (cores)", "short", "CPU used by sparkpulse."+coresNote,
+		query("", counterRate("process_cpu_seconds_total", perSecond, `"host"`), "$tag_host")))
+	d.WithPanel(series("Resident memory", "bytes", "Resident set size of sparkpulse.",
+		query("", gaugeQ("max", m("process_resident_memory_bytes"), h, `"host"`), "$tag_host")))
+	return d
+}

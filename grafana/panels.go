@@ -1,0 +1,163 @@
+package grafana
+
+import (
+	"fmt"
+	"strings"
+
+	"github.com/grafana/grafana-foundation-sdk/go/cog"
+	"github.com/grafana/grafana-foundation-sdk/go/common"
+	"github.com/grafana/grafana-foundation-sdk/go/dashboard"
+	"github.com/grafana/grafana-foundation-sdk/go/stat"
+	"github.com/grafana/grafana-foundation-sdk/go/timeseries"
+)
+
+// DatasourceUID is the uid of the InfluxDB (InfluxQL) data source that the
+// provisioning files create and every panel uses.
+const DatasourceUID = "sparkpulse-influxdb"
+
+var datasource = common.DataSourceRef{Type: cog.ToPtr("influxdb"), Uid: cog.ToPtr(DatasourceUID)}
+
+// WHERE clause parts of the Spark dashboard. Variables sit in regular
+// expressions, which Grafana fills with escaped values, or an All value.
+const (
+	byApp         = `"applicationid" =~ /^$app$/`
+	byProcess     = `"process" =~ /^$process$/`
+	executorsOnly = `"process" =~ /^$process$/ AND "process" != 'driver'`
+	driverOnly    = `"process" = 'driver'`
+	timeFilter    = `$timeFilter`
+)
+
+// where joins conditions and the time filter.
+func where(conds ...string) string {
+	return strings.Join(append(conds, timeFilter), " AND ")
+}
+
+// scale turns a sum of deltas over one $__interval bucket into a rate:
+// per second for counts and bytes, or "cores" (time spent per unit of
+// time) for durations in ms or ns.
+type scale string
+
+const (
+	perSecond scale = ` / $__interval_ms * 1000`
+	msCores   scale = ` / $__interval_ms`
+	nsCores   scale = ` / $__interval_ms / 1000000`
+	perMinute scale = ` / $__interval_ms * 60000`
+)
+
+// rate is the per-interval rate of a cumulative series from its
+// ingest-time deltas: exact for any interval and any number of processes,
+// restarts included.
+func rate(from string, s scale, conds []string, groupBy string) string {
+	q := fmt.Sprintf(`SELECT sum("delta")%s FROM %s WHERE %s GROUP BY time($__interval)`, s, from, where(conds...))
+	if groupBy != "" {
+		q += ", " + groupBy
+	}
+	return q + " fill(0)"
+}
+
+// total is a cumulative series' increase over the selected time range,
+// executors that have gone included.
+func total(measurement string, conds ...string) string {
+	return fmt.Sprintf(`SELECT sum("delta") FROM %q WHERE %s`, measurement, where(conds...))
+}
+
+// gaugeQ is a gauge's mean per interval.
+func gaugeQ(agg, from string, conds []string, groupBy string) string {
+	q := fmt.Sprintf(`SELECT %s("value") FROM %s WHERE %s GROUP BY time($__interval)`, agg, from, where(conds...))
+	if groupBy != "" {
+		q += ", " + groupBy
+	}
+	return q + " fill(null)"
+}
+
+func m(name string) string { return fmt.Sprintf("%q", name) }
+
+// panel is a panel before it is placed on the grid.
+type panel = cog.Builder[dashboard.Panel]
+
+// series is a time series panel, half a row wide, with a legend and
+// Spark's 10 s reporting period as its smallest interval.
+func series(title, unit, desc string, targets ...*influxQLBuilder) *timeseries.PanelBuilder {
+	b := timeseries.NewPanelBuilder().
+		Title(title).
+		Description(desc).
+		Datasource(datasource).
+		Unit(unit).
+		Span(12).
+		Height(8).
+		Interval("10s").
+		LineWidth(1).
+		FillOpacity(10).
+		ShowPoints(common.VisibilityModeNever).
+		Legend(common.NewVizLegendOptionsBuilder().
+			ShowLegend(true).
+			DisplayMode(common.LegendDisplayModeList).
+			Placement(common.LegendPlacementBottom)).
+		Tooltip(common.NewVizTooltipOptionsBuilder().
+			Mode(common.TooltipDisplayModeMulti).
+			Sort(common.SortOrderDescending))
+	for i, t := range targets {
+		if t.q.RefID == "" {
+			t.q.RefID = string(rune('A' + i))
+		}
+		b.WithTarget(t)
+	}
+	return b
+}
+
+// stacked makes a series panel stack its series.
+func stacked(b *timeseries.PanelBuilder) *timeseries.PanelBuilder {
+	return b.Stacking(common.NewStackingConfigBuilder().Mode(common.StackingModeNormal)).FillOpacity(40)
+}
+
+// single is a stat panel showing one number.
+func single(title, unit, desc, q string) *stat.PanelBuilder {
+	return stat.NewPanelBuilder().
+		Title(title).
+		Description(desc).
+		Datasource(datasource).
+		Unit(unit).
+		Span(4).
+		Height(4).
+		GraphMode(common.BigValueGraphModeNone).
+		Orientation(common.VizOrientationAuto).
+		ColorMode(common.BigValueColorModeNone).
+		ReduceOptions(common.NewReduceDataOptionsBuilder().Calcs([]string{"lastNotNull"}).Values(false)).
+		WithTarget(&influxQLBuilder{InfluxQL{RefID: "A", Query: q, RawQuery: true, ResultFormat: "time_series"}})
+}
+
+// queryVar is a variable filled by an InfluxQL query.
+func queryVar(name, label, q string) *dashboard.QueryVariableBuilder {
+	return dashboard.NewQueryVariableBuilder(name).
+		Label(label).
+		Datasource(datasource).
+		Query(dashboard.StringOrMap{String: cog.ToPtr(q)}).
+		Definition(q).
+		Refresh(dashboard.VariableRefreshOnTimeRangeChanged)
+}
+
+// all adds an All option whose value is a regular expression.
+func all(v *dashboard.QueryVariableBuilder, allValue string) *dashboard.QueryVariableBuilder {
+	return v.Multi(true).IncludeAll(true).AllValue(allValue).
+		Current(dashboard.VariableOption{
+			Selected: cog.ToPtr(true),
+			Text:     dashboard.StringOrArrayOfString{ArrayOfString: []string{"All"}},
+			Value:    dashboard.StringOrArrayOfString{ArrayOfString: []string{"$__all"}},
+		})
+}
+
+// annotation draws the points of an annotation measurement as regions from
+// their time to end_ms, with their title and text.
+func annotation(name, color, measurement string, enable bool) *dashboard.AnnotationQueryBuilder {
+	q := fmt.Sprintf(`SELECT "title", "text", "end_ms", "status" FROM %q WHERE %s`, measurement, where(byApp))
+	return dashboard.NewAnnotationQueryBuilder().
+		Name(name).
+		Datasource(datasource).
+		Enable(enable).
+		IconColor(color).
+		Target(&influxQLBuilder{InfluxQL{
+			RefID: "Anno", Query: q, RawQuery: true, ResultFormat: "table",
+			FromAnnotations: true, TitleColumn: "title", TextColumn: "text", TimeEndColumn: "end_ms", TagsColumn: "status",
+			Limit: 500,
+		}})
+}

@@ -1,0 +1,311 @@
+package grafana
+
+import (
+	"fmt"
+
+	"github.com/grafana/grafana-foundation-sdk/go/common"
+	"github.com/grafana/grafana-foundation-sdk/go/dashboard"
+)
+
+// Notes shared by panel descriptions.
+const (
+	deltaNote      = " Computed from sparkpulse's ingest-time deltas: exact for any interval, restarts and executors that have gone included."
+	successOnly    = " Spark adds a task's metrics when it succeeds: a long task shows up in the interval in which it ends, failed tasks not at all."
+	appStatusNote  = " From the driver's appStatus source: on by default in Spark 4.0; in 3.5 set spark.metrics.appStatusSource.enabled=true."
+	processTree    = " Needs spark.executor.processTreeMetrics.enabled=true (Linux only); 0 otherwise."
+	jvmSourceNote  = " From JvmSource: spark.metrics.conf.*.source.jvm.class=org.apache.spark.metrics.source.JvmSource."
+	dynAllocNote   = " Only with dynamic allocation (spark.dynamicAllocation.enabled=true)."
+	streamingNote  = " Only with spark.sql.streaming.metricsEnabled=true; one series per query name (or id)."
+	heartbeatNote  = " ExecutorMetrics are refreshed at each executor heartbeat (10 s by default)."
+	coresNote      = " Time per second of wall clock: 1 = one core busy all the time."
+	sparkDashboard = "sparkpulse-spark"
+)
+
+// Spark returns the Spark performance dashboard: what the CERN Spark
+// dashboard shows, computed from ingest-time deltas, with job, stage and
+// SQL annotations and per-executor drill-down rows.
+func Spark() *dashboard.DashboardBuilder {
+	d := dashboard.NewDashboardBuilder("Spark performance (sparkpulse)").
+		Uid(sparkDashboard).
+		Description("CPU, memory, I/O and time of Spark applications, from the metrics sparkpulse receives from Spark's GraphiteSink, with jobs, stages and SQL executions from Spark's REST API as annotations.").
+		Tags([]string{"spark", "sparkpulse"}).
+		Editable().
+		Tooltip(dashboard.DashboardCursorSyncCrosshair).
+		Time("now-30m", "now").
+		Refresh("30s").
+		Timezone(common.TimeZoneBrowser).
+		WithVariable(all(queryVar("username", "Prefix", `SHOW TAG VALUES WITH KEY = "username"`), ".*").
+			Multi(false).
+			Description("The GraphiteSink prefix (spark.metrics.conf.*.sink.graphite.prefix), when one is set.")).
+		WithVariable(queryVar("app", "Application",
+			`SHOW TAG VALUES WITH KEY = "applicationid" WHERE "username" =~ /^$username$/`).
+			Sort(dashboard.VariableSortAlphabeticalDesc).
+			Description("Spark application id (spark.app.id, or spark.metrics.namespace), newest first.")).
+		WithVariable(queryVar("appname", "Name",
+			`SHOW TAG VALUES FROM "spark_app" WITH KEY = "appname" WHERE "applicationid" =~ /^$app$/`).
+			Description("The application's name, as Spark's REST API reports it (needs [annotate]).")).
+		WithVariable(all(queryVar("process", "Process",
+			`SHOW TAG VALUES WITH KEY = "process" WHERE "applicationid" =~ /^$app$/`), ".*").
+			Sort(dashboard.VariableSortNumericalAsc).
+			Description("The driver and executor ids; each selected one also gets a drill-down row at the bottom.")).
+		WithVariable(all(queryVar("fs", "File system",
+			`SHOW MEASUREMENTS WITH MEASUREMENT =~ /^filesystem\..+\.read_bytes$/`), ".+").
+			Regex(`/^filesystem\.(.+)\.read_bytes$/`).
+			Description("Hadoop file system schemes reported by executors (spark.executor.metrics.fileSystemSchemes, default file,hdfs).")).
+		WithVariable(all(queryVar("query", "Streaming query",
+			`SHOW TAG VALUES FROM "inputRate-total" WITH KEY = "id" WHERE "applicationid" =~ /^$app$/`), ".*").
+			Description("Structured streaming queries (their name, or id).")).
+		Annotation(annotation("Jobs", "#5794F2", "spark_job", true)).
+		Annotation(annotation("SQL", "#B877D9", "spark_sql", true)).
+		Annotation(annotation("Stages", "#FF9830", "spark_stage", false)).
+		Annotation(annotation("Application", "#73BF69", "spark_app", false))
+
+	summary(d)
+	workload(d)
+	io(d)
+	memory(d)
+	jvm(d)
+	driver(d)
+	streaming(d)
+	drillDown(d)
+	return d
+}
+
+func summary(d *dashboard.DashboardBuilder) {
+	d.WithRow(dashboard.NewRowBuilder("Summary of the selected time range"))
+	app := []string{byApp, byProcess}
+	for _, s := range []struct{ title, unit, desc, q string }{
+		{"Task run time", "ms", "Wall-clock time of tasks that succeeded." + successOnly + deltaNote, total("runTime.count", app...)},
+		{"Task CPU time", "ns", "CPU time of tasks that succeeded." + successOnly + deltaNote, total("cpuTime.count", app...)},
+		{"Executors' JVM CPU time", "ns", "CPU time of the executor JVMs, measured continuously (tasks, GC, shuffle service threads)." + deltaNote, total("jvmCpuTime", byApp, executorsOnly)},
+		{"Task GC time", "ms", "JVM garbage collection time during tasks." + successOnly + deltaNote, total("jvmGCTime.count", app...)},
+		{"Tasks succeeded", "none", "Tasks that finished successfully on the selected executors." + deltaNote, total("succeededTasks.count", app...)},
+		{"Tasks failed", "none", "Tasks that failed, from the driver." + appStatusNote + deltaNote, total("tasks.failedTasks.count", byApp)},
+		{"Jobs succeeded", "none", "From the driver." + appStatusNote + deltaNote, total("jobs.succeededJobs.count", byApp)},
+		{"Jobs failed", "none", "From the driver." + appStatusNote + deltaNote, total("jobs.failedJobs.count", byApp)},
+		{"Stages failed", "none", "From the driver." + appStatusNote + deltaNote, total("stages.failedStages.count", byApp)},
+		{"Input read", "bytes", "Bytes tasks read from their input (files, tables)." + deltaNote, total("bytesRead.count", app...)},
+		{"Output written", "bytes", "Bytes tasks wrote to their output." + deltaNote, total("bytesWritten.count", app...)},
+		{"Shuffle written", "bytes", "Shuffle bytes written by map tasks." + deltaNote, total("shuffleBytesWritten.count", app...)},
+		{"Shuffle read", "bytes", "Shuffle bytes read by reduce tasks, local and remote." + deltaNote, total("shuffleTotalBytesRead.count", app...)},
+		{"Spilled to disk", "bytes", "Bytes spilled from memory to disk: memory pressure in sorts, joins and aggregations." + deltaNote, total("diskBytesSpilled.count", app...)},
+		{"Active tasks (latest)", "none", "Tasks running at the end of the selected range, summed over the selected executors.",
+			fmt.Sprintf(`SELECT sum("last") FROM (SELECT last("value") FROM "threadpool.activeTasks" WHERE %s GROUP BY "process")`, where(app...))},
+		{"Executors reporting", "none", "Executors that reported within the selected range.",
+			fmt.Sprintf(`SELECT count("last") FROM (SELECT last("value") FROM "JVMHeapMemory" WHERE %s GROUP BY "process")`, where(byApp, executorsOnly))},
+		{"Heap used (latest, mean of processes)", "percentunit", "JVM heap used over maximum at the end of the range, averaged over the selected processes." + jvmSourceNote,
+			fmt.Sprintf(`SELECT mean("last") FROM (SELECT last("value") FROM "heap.usage" WHERE %s GROUP BY "process")`, where(app...))},
+		{"Peak JVM heap", "bytes", "The largest JVM heap any selected process reported in the range." + heartbeatNote,
+			fmt.Sprintf(`SELECT max("value") FROM "JVMHeapMemory" WHERE %s`, where(app...))},
+	} {
+		d.WithPanel(single(s.title, s.unit, s.desc, s.q))
+	}
+}
+
+func workload(d *dashboard.DashboardBuilder) {
+	d.WithRow(dashboard.NewRowBuilder("Workload"))
+	app := []string{byApp, byProcess}
+	d.WithPanel(stacked(series("Active tasks", "short", "Tasks running on each executor (the executor thread pool), stacked.",
+		query("", gaugeQ("mean", m("threadpool.activeTasks"), app, `"process"`), "$tag_process"))))
+	d.WithPanel(stacked(series("Task CPU (cores)", "short", "CPU time of tasks per second of wall clock, per executor."+coresNote+successOnly+deltaNote,
+		query("", rate(m("cpuTime.count"), nsCores, app, `"process"`), "$tag_process"))))
+	d.WithPanel(stacked(series("Executor JVM CPU (cores)", "short", "CPU used by each executor JVM, measured continuously: smoother than task CPU, and includes GC and shuffle threads."+coresNote+deltaNote,
+		query("", rate(m("jvmCpuTime"), nsCores, []string{byApp, executorsOnly}, `"process"`), "$tag_process"))))
+	d.WithPanel(series("Driver JVM CPU (cores)", "short", "CPU used by the driver JVM (scheduling, planning, collecting results)."+coresNote+deltaNote,
+		query("", rate(m("jvmCpuTime"), nsCores, []string{byApp, driverOnly}, ""), "driver")))
+	components := []struct{ measurement, alias string }{
+		{"runTime.count", "run time"}, {"cpuTime.count", "CPU time"}, {"jvmGCTime.count", "GC time"},
+		{"deserializeTime.count", "deserialize time"}, {"deserializeCpuTime.count", "deserialize CPU time"},
+		{"resultSerializationTime.count", "result serialization time"}, {"shuffleFetchWaitTime.count", "shuffle fetch wait time"},
+		{"shuffleWriteTime.count", "shuffle write time"},
+	}
+	var comp []*influxQLBuilder
+	for _, c := range components {
+		s := msCores
+		if c.measurement == "cpuTime.count" || c.measurement == "deserializeCpuTime.count" || c.measurement == "shuffleWriteTime.count" {
+			s = nsCores
+		}
+		comp = append(comp, query("", rate(m(c.measurement), s, app, ""), c.alias))
+	}
+	d.WithPanel(series("Task time components (cores)", "short",
+		"Where task time goes, summed over the selected executors: run time against its CPU, GC, (de)serialization and shuffle parts. Run time not covered by the parts is mostly I/O and waiting."+coresNote+successOnly+deltaNote,
+		comp...).Span(24))
+	d.WithPanel(stacked(series("Task run time (cores)", "short", "Wall-clock time of tasks per second, per executor: roughly the average number of busy task slots."+coresNote+successOnly+deltaNote,
+		query("", rate(m("runTime.count"), msCores, app, `"process"`), "$tag_process"))))
+	d.WithPanel(series("Task GC time (cores)", "short", "Garbage collection time during tasks, per executor. High against run time means memory pressure."+coresNote+successOnly+deltaNote,
+		query("", rate(m("jvmGCTime.count"), msCores, app, `"process"`), "$tag_process")))
+	d.WithPanel(series("Shuffle write time (cores)", "short", "Time tasks spent writing shuffle files, per executor."+coresNote+successOnly+deltaNote,
+		query("", rate(m("shuffleWriteTime.count"), nsCores, app, `"process"`), "$tag_process")))
+	d.WithPanel(stacked(series("Tasks completed per second", "short", "Tasks that succeeded per second, per executor."+deltaNote,
+		query("", rate(m("succeededTasks.count"), perSecond, app, `"process"`), "$tag_process"))))
+}
+
+func io(d *dashboard.DashboardBuilder) {
+	d.WithRow(dashboard.NewRowBuilder("I/O and shuffle"))
+	app := []string{byApp, byProcess}
+	d.WithPanel(stacked(series("Input read", "Bps", "Bytes per second tasks read from their input, per executor."+successOnly+deltaNote,
+		query("", rate(m("bytesRead.count"), perSecond, app, `"process"`), "$tag_process"))))
+	d.WithPanel(stacked(series("Output written", "Bps", "Bytes per second tasks wrote to their output, per executor."+successOnly+deltaNote,
+		query("", rate(m("bytesWritten.count"), perSecond, app, `"process"`), "$tag_process"))))
+	d.WithPanel(series("Records read and written", "short", "Records per second read from input and written to output, all selected executors."+deltaNote,
+		query("", rate(m("recordsRead.count"), perSecond, app, ""), "records read"),
+		query("", rate(m("recordsWritten.count"), perSecond, app, ""), "records written"),
+		query("", rate(m("shuffleRecordsRead.count"), perSecond, app, ""), "shuffle records read"),
+		query("", rate(m("shuffleRecordsWritten.count"), perSecond, app, ""), "shuffle records written")))
+	d.WithPanel(series("File system read ($fs)", "Bps", "Bytes per second read through Hadoop file systems (JVM-wide statistics, tasks of any outcome), per scheme and executor. Add schemes such as s3a with spark.executor.metrics.fileSystemSchemes."+deltaNote,
+		query("", rate(`/^filesystem\.$fs\.read_bytes$/`, perSecond, app, `"process"`), "$m $tag_process")))
+	d.WithPanel(series("File system written ($fs)", "Bps", "Bytes per second written through Hadoop file systems, per scheme and executor."+deltaNote,
+		query("", rate(`/^filesystem\.$fs\.write_bytes$/`, perSecond, app, `"process"`), "$m $tag_process")))
+	d.WithPanel(series("File system operations ($fs)", "ops", "Read, large read and write operations per second, per scheme, all selected executors."+deltaNote,
+		query("", rate(`/^filesystem\.$fs\.(read|largeRead|write)_ops$/`, perSecond, app, ""), "$m")))
+	d.WithPanel(stacked(series("Shuffle read", "Bps", "Shuffle bytes per second read by reduce tasks, per executor."+successOnly+deltaNote,
+		query("", rate(m("shuffleTotalBytesRead.count"), perSecond, app, `"process"`), "$tag_process"))))
+	d.WithPanel(stacked(series("Shuffle written", "Bps", "Shuffle bytes per second written by map tasks, per executor."+successOnly+deltaNote,
+		query("", rate(m("shuffleBytesWritten.count"), perSecond, app, `"process"`), "$tag_process"))))
+	d.WithPanel(series("Shuffle read: remote and local", "Bps", "Where shuffle data came from, all selected executors; remote reads spilled to disk when too large for memory."+deltaNote,
+		query("", rate(m("shuffleRemoteBytesRead.count"), perSecond, app, ""), "remote"),
+		query("", rate(m("shuffleLocalBytesRead.count"), perSecond, app, ""), "local"),
+		query("", rate(m("shuffleRemoteBytesReadToDisk.count"), perSecond, app, ""), "remote, to disk")))
+	d.WithPanel(series("Shuffle fetch wait and remote requests (cores)", "short", "Time tasks waited for shuffle blocks, and time in remote shuffle requests, all selected executors."+coresNote+deltaNote,
+		query("", rate(m("shuffleFetchWaitTime.count"), msCores, app, ""), "fetch wait"),
+		query("", rate(m("shuffleRemoteReqsDuration.count"), msCores, app, ""), "remote requests")))
+	d.WithPanel(series("Spill", "Bps", "Bytes per second spilled from memory (deserialized size) and to disk (serialized size), all selected executors."+deltaNote,
+		query("", rate(m("memoryBytesSpilled.count"), perSecond, app, ""), "memory"),
+		query("", rate(m("diskBytesSpilled.count"), perSecond, app, ""), "disk")).Span(24))
+}
+
+func memory(d *dashboard.DashboardBuilder) {
+	d.WithRow(dashboard.NewRowBuilder("Memory (ExecutorMetrics, Spark 3+)"))
+	app := []string{byApp, byProcess}
+	gauge := func(title, measurement, desc string) {
+		d.WithPanel(series(title, "bytes", desc+heartbeatNote, query("", gaugeQ("max", m(measurement), app, `"process"`), "$tag_process")))
+	}
+	gauge("JVM heap", "JVMHeapMemory", "Heap used by each process's JVM.")
+	gauge("JVM off-heap", "JVMOffHeapMemory", "Non-heap memory used by each JVM (metaspace, code cache, …).")
+	gauge("Execution memory (on-heap)", "OnHeapExecutionMemory", "Memory used by shuffles, joins, sorts and aggregations.")
+	gauge("Storage memory (on-heap)", "OnHeapStorageMemory", "Memory used by cached data and broadcast variables.")
+	d.WithPanel(series("Off-heap execution and storage", "bytes", "Off-heap memory (spark.memory.offHeap.enabled) for execution and storage."+heartbeatNote,
+		query("", gaugeQ("max", m("OffHeapExecutionMemory"), app, `"process"`), "execution $tag_process"),
+		query("", gaugeQ("max", m("OffHeapStorageMemory"), app, `"process"`), "storage $tag_process")))
+	d.WithPanel(series("Unified memory", "bytes", "Execution plus storage memory, on and off heap."+heartbeatNote,
+		query("", gaugeQ("max", m("OnHeapUnifiedMemory"), app, `"process"`), "on-heap $tag_process"),
+		query("", gaugeQ("max", m("OffHeapUnifiedMemory"), app, `"process"`), "off-heap $tag_process")))
+	gauge("Resident memory: JVM", "ProcessTreeJVMRSSMemory", "Resident set size of the JVM process: what a container memory limit counts."+processTree)
+	gauge("Resident memory: Python workers", "ProcessTreePythonRSSMemory", "Resident set size of the PySpark worker processes (Python UDFs, pandas): outside the JVM heap, and a common cause of containers killed for memory."+processTree)
+	gauge("Resident memory: other processes", "ProcessTreeOtherRSSMemory", "Resident set size of other child processes (pipes, R)."+processTree)
+	d.WithPanel(series("Direct and mapped buffers", "bytes", "JVM direct and memory-mapped buffer pools (Netty, shuffle)."+heartbeatNote,
+		query("", gaugeQ("max", m("DirectPoolMemory"), app, `"process"`), "direct $tag_process"),
+		query("", gaugeQ("max", m("MappedPoolMemory"), app, `"process"`), "mapped $tag_process")))
+	d.WithPanel(series("GC time share", "percentunit", "Share of wall-clock time each JVM spent in garbage collection (minor and major)."+deltaNote,
+		query("", rate(m("TotalGCTime"), msCores, app, `"process"`), "$tag_process")))
+	d.WithPanel(series("Garbage collections per minute", "short", "Minor (young) and major (old) collections per minute, per process."+deltaNote,
+		query("", rate(m("MinorGCCount"), perMinute, app, `"process"`), "minor $tag_process"),
+		query("", rate(m("MajorGCCount"), perMinute, app, `"process"`), "major $tag_process")))
+}
+
+func jvm(d *dashboard.DashboardBuilder) {
+	d.WithRow(dashboard.NewRowBuilder("JVM (JvmSource)"))
+	app := []string{byApp, byProcess}
+	d.WithPanel(series("Heap used", "bytes", "JVM heap used per process."+jvmSourceNote,
+		query("", gaugeQ("max", m("heap.used"), app, `"process"`), "$tag_process")))
+	d.WithPanel(series("Non-heap used", "bytes", "JVM non-heap memory used per process."+jvmSourceNote,
+		query("", gaugeQ("max", m("non-heap.used"), app, `"process"`), "$tag_process")))
+	d.WithPanel(series("Total JVM memory used, executors", "bytes", "Heap plus non-heap per executor."+jvmSourceNote,
+		query("", gaugeQ("max", m("total.used"), []string{byApp, executorsOnly}, `"process"`), "$tag_process")))
+	d.WithPanel(series("Total JVM memory used, driver", "bytes", "Heap plus non-heap of the driver: watch it when results are collected to the driver."+jvmSourceNote,
+		query("", gaugeQ("max", m("total.used"), []string{byApp, driverOnly}, ""), "driver")))
+	d.WithPanel(series("Memory pools", "bytes", "Memory used per JVM pool, the largest among the selected processes."+jvmSourceNote,
+		query("", gaugeQ("max", m("pools.used"), app, `"pool"`), "$tag_pool")))
+	d.WithPanel(series("GC time share per collector", "percentunit", "Share of wall-clock time in each garbage collector, per process."+jvmSourceNote+deltaNote,
+		query("", rate(`/^[^.]+\.time$/`, msCores, append(app, `"namespace" = 'jvm'`), `"process"`), "$m $tag_process")))
+}
+
+func driver(d *dashboard.DashboardBuilder) {
+	d.WithRow(dashboard.NewRowBuilder("Driver and scheduler"))
+	a := []string{byApp}
+	d.WithPanel(series("Jobs and stages now", "short", "Active jobs and running, waiting and failed stages, from the driver's DAGScheduler.",
+		query("", gaugeQ("max", m("job.activeJobs"), a, ""), "active jobs"),
+		query("", gaugeQ("max", m("stage.runningStages"), a, ""), "running stages"),
+		query("", gaugeQ("max", m("stage.waitingStages"), a, ""), "waiting stages"),
+		query("", gaugeQ("max", m("stage.failedStages"), a, ""), "failed stages")))
+	d.WithPanel(series("Jobs submitted per minute", "short", "Jobs submitted to the DAGScheduler per minute."+deltaNote,
+		query("", rate(m("job.allJobs"), perMinute, a, ""), "jobs")))
+	d.WithPanel(series("Tasks per second: completed, failed, killed", "short", "All tasks of the application as the driver counts them."+appStatusNote+deltaNote,
+		query("", rate(m("tasks.completedTasks.count"), perSecond, a, ""), "completed"),
+		query("", rate(m("tasks.failedTasks.count"), perSecond, a, ""), "failed"),
+		query("", rate(m("tasks.killedTasks.count"), perSecond, a, ""), "killed")))
+	d.WithPanel(series("Jobs and stages per minute: finished", "short", "Jobs and stages that ended per minute."+appStatusNote+deltaNote,
+		query("", rate(m("jobs.succeededJobs.count"), perMinute, a, ""), "jobs succeeded"),
+		query("", rate(m("jobs.failedJobs.count"), perMinute, a, ""), "jobs failed"),
+		query("", rate(m("stages.completedStages.count"), perMinute, a, ""), "stages completed"),
+		query("", rate(m("stages.failedStages.count"), perMinute, a, ""), "stages failed"),
+		query("", rate(m("stages.skippedStages.count"), perMinute, a, ""), "stages skipped")))
+	d.WithPanel(series("Listener bus: events posted and dropped", "short", "Events per second posted to the driver's listener bus, and events dropped by each queue: dropped events mean the UI, event log or dynamic allocation miss information."+deltaNote,
+		query("", rate(m("numEventsPosted.count"), perSecond, a, ""), "posted"),
+		query("", rate(`/^queue\..+\.numDroppedEvents\.count$/`, perSecond, a, ""), "dropped: $m")))
+	d.WithPanel(series("Listener bus queue sizes", "short", "Events waiting in each listener bus queue (capacity spark.scheduler.listenerbus.eventqueue.capacity, 10000).",
+		query("", gaugeQ("max", `/^queue\..+\.size$/`, a, ""), "$m")))
+	d.WithPanel(series("Listener processing time, p99", "ms", "99th percentile of the time each listener and queue takes per event (Dropwizard timers, exponentially decaying reservoir).",
+		query("", gaugeQ("max", `/^(listenerProcessingTime\..+|queue\..+\.listenerProcessingTime)\.p99$/`, a, ""), "$m")))
+	d.WithPanel(series("DAGScheduler event processing time", "ms", "Time the DAGScheduler takes per event: mean and 99th percentile.",
+		query("", gaugeQ("max", m("messageProcessingTime.mean"), a, ""), "mean"),
+		query("", gaugeQ("max", m("messageProcessingTime.p99"), a, ""), "p99")))
+	d.WithPanel(series("Block manager memory", "decmbytes", "Storage memory and disk used by all block managers of the application, as the driver sums them.",
+		query("", gaugeQ("max", m("memory.memUsed_MB"), a, ""), "memory used"),
+		query("", gaugeQ("max", m("memory.remainingMem_MB"), a, ""), "memory remaining"),
+		query("", gaugeQ("max", m("disk.diskSpaceUsed_MB"), a, ""), "disk used")))
+	d.WithPanel(series("Dynamic allocation", "short", "Executors the application has, wants, and is adding or removing."+dynAllocNote,
+		query("", gaugeQ("max", m("executors.numberAllExecutors"), a, ""), "executors"),
+		query("", gaugeQ("max", m("executors.numberTargetExecutors"), a, ""), "target"),
+		query("", gaugeQ("max", m("executors.numberExecutorsToAdd"), a, ""), "to add"),
+		query("", gaugeQ("max", m("executors.numberExecutorsPendingToRemove"), a, ""), "pending removal")))
+	d.WithPanel(series("Duration of the last finished job", "ms", "How long the latest job took, as the driver reports it."+appStatusNote,
+		query("", gaugeQ("max", m("jobDuration"), a, ""), "job duration")))
+	d.WithPanel(series("Code generation time", "ms", "Whole-stage code generation compile time (mean and p99), driver and executors.",
+		query("", gaugeQ("max", m("compilationTime.mean"), []string{byApp, byProcess}, ""), "mean"),
+		query("", gaugeQ("max", m("compilationTime.p99"), []string{byApp, byProcess}, ""), "p99")))
+}
+
+func streaming(d *dashboard.DashboardBuilder) {
+	d.WithRow(dashboard.NewRowBuilder("Structured streaming"))
+	q := []string{byApp, `"id" =~ /^$query$/`}
+	d.WithPanel(series("Input and processing rate", "short", "Rows per second received and processed by each query in its last trigger: processing lower than input means the query falls behind."+streamingNote,
+		query("", gaugeQ("mean", m("inputRate-total"), q, `"id"`), "input $tag_id"),
+		query("", gaugeQ("mean", m("processingRate-total"), q, `"id"`), "processed $tag_id")))
+	d.WithPanel(series("Trigger latency", "ms", "Duration of each query's last trigger."+streamingNote,
+		query("", gaugeQ("max", m("latency"), q, `"id"`), "$tag_id")))
+	d.WithPanel(series("State rows", "short", "Rows kept in each query's state store."+streamingNote,
+		query("", gaugeQ("max", m("states-rowsTotal"), q, `"id"`), "$tag_id")))
+	d.WithPanel(series("State memory", "bytes", "Memory used by each query's state store."+streamingNote,
+		query("", gaugeQ("max", m("states-usedBytes"), q, `"id"`), "$tag_id")))
+}
+
+// drillDown is a row repeated for every selected process.
+func drillDown(d *dashboard.DashboardBuilder) {
+	one := []string{byApp, `"process" =~ /^$process$/`}
+	p := func(b panel) panel { return b }
+	row := dashboard.NewRowBuilder("Process $process").Repeat("process").Collapsed(true)
+	for _, b := range []panel{
+		p(series("Active tasks", "short", "Tasks running on this executor.",
+			query("", gaugeQ("mean", m("threadpool.activeTasks"), one, ""), "active tasks")).Span(8)),
+		p(series("CPU (cores): tasks and JVM", "short", "Task CPU (success-only, at task end) against the JVM's CPU (continuous)."+coresNote+deltaNote,
+			query("", rate(m("cpuTime.count"), nsCores, one, ""), "task CPU"),
+			query("", rate(m("jvmCpuTime"), nsCores, one, ""), "JVM CPU")).Span(8)),
+		p(series("Memory: heap, execution, resident", "bytes", "The JVM heap against execution memory and the resident size of the JVM and its Python workers."+heartbeatNote+processTree,
+			query("", gaugeQ("max", m("JVMHeapMemory"), one, ""), "JVM heap"),
+			query("", gaugeQ("max", m("OnHeapExecutionMemory"), one, ""), "execution"),
+			query("", gaugeQ("max", m("ProcessTreeJVMRSSMemory"), one, ""), "JVM RSS"),
+			query("", gaugeQ("max", m("ProcessTreePythonRSSMemory"), one, ""), "Python RSS")).Span(8)),
+		p(series("GC time share", "percentunit", "Share of wall-clock time in garbage collection."+deltaNote,
+			query("", rate(m("TotalGCTime"), msCores, one, ""), "GC")).Span(8)),
+		p(series("Shuffle read and written", "Bps", "Shuffle bytes per second."+deltaNote,
+			query("", rate(m("shuffleTotalBytesRead.count"), perSecond, one, ""), "read"),
+			query("", rate(m("shuffleBytesWritten.count"), perSecond, one, ""), "written")).Span(8)),
+		p(series("Input and output", "Bps", "Bytes per second tasks read and wrote."+deltaNote,
+			query("", rate(m("bytesRead.count"), perSecond, one, ""), "input"),
+			query("", rate(m("bytesWritten.count"), perSecond, one, ""), "output")).Span(8)),
+	} {
+		row.WithPanel(b)
+	}
+	d.WithRow(row)
+}
