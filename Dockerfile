@@ -11,7 +11,7 @@ RUN CGO_ENABLED=0 go build -trimpath -ldflags "-s -w -X main.version=${VERSION}"
 
 FROM gcr.io/distroless/static-debian12:nonroot
 COPY --from=build /out/sparkpulse /usr/local/bin/sparkpulse
-# The delta baselines (state-dir), owned by the nonroot user (65532).
+# The state-dir (delta baselines, disk queue), owned by the nonroot user (65532).
 COPY --from=build --chown=65532:65532 /out/state /var/lib/sparkpulse
 USER 65532:65532
 EXPOSE 2003/tcp 2003/udp 9108/tcp

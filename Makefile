@@ -39,6 +39,8 @@ fuzz:
 	$(GO) test -run='^$$' -fuzz='^FuzzApply$$' -fuzztime=$(FUZZTIME) ./templates
 	$(GO) test -run='^$$' -fuzz='^FuzzApply$$' -fuzztime=$(FUZZTIME) ./spark
 	$(GO) test -run='^$$' -fuzz='^FuzzLoad$$' -fuzztime=$(FUZZTIME) ./delta
+	$(GO) test -run='^$$' -fuzz='^FuzzEncode$$' -fuzztime=$(FUZZTIME) ./relay
+	$(GO) test -run='^$$' -fuzz='^FuzzDiskQueueOpen$$' -fuzztime=$(FUZZTIME) ./influx
 
 bench:
 	$(GO) test -run='^$$' -bench=. -benchmem ./...

@@ -185,7 +185,10 @@ func New(cfg Config) (*Poller, error) {
 // CheckSource validates one source URL or template.
 func CheckSource(s string) error {
 	u, err := url.Parse(strings.ReplaceAll(s, "{app_id}", "application_0_0"))
+	var ue *url.Error
 	switch {
+	case errors.As(err, &ue):
+		return ue.Err // without the URL, which may hold a password
 	case err != nil:
 		return err
 	case u.Scheme != "http" && u.Scheme != "https":

@@ -80,3 +80,24 @@ func TestUDPShutdownDrainsQueue(t *testing.T) {
 		t.Errorf("%d lines read, want %d", got, datagrams)
 	}
 }
+
+// A Shutdown that comes before Serve has run (its goroutine not yet
+// scheduled) still takes the backlog.
+func TestTCPShutdownBeforeServe(t *testing.T) {
+	h := newTally()
+	s, err := ListenTCP(TCPConfig{Addr: "127.0.0.1:0"}, h)
+	if err != nil {
+		t.Fatal(err)
+	}
+	const conns = 20
+	for i := range conns {
+		sendTCP(t, s.Addr(), fmt.Sprintf("c%d 1 %s\n", i, T))
+	}
+	shutdown(t, s)
+	if got := h.count(); got != conns {
+		t.Errorf("%d lines read, want %d", got, conns)
+	}
+	if err := s.Serve(); err != nil {
+		t.Errorf("Serve after Shutdown: %v", err)
+	}
+}

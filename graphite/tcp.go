@@ -170,12 +170,8 @@ func (s *TCPServer) startConn(c net.Conn) {
 func (s *TCPServer) serveConn(c net.Conn) {
 	ch := s.h.NewConn(c.RemoteAddr())
 	sp := splitter{ch: ch, maxLine: s.maxLine}
-	bp := s.bufs.Get().(*[]byte)
-	buf := *bp
-	tail := 0         // buf[:tail] is the start of a line whose '\n' has not come yet
-	skipping := false // inside an over-long line: drop bytes up to the next '\n'
 	var armed time.Time
-	for {
+	arm := func() {
 		if s.idle > 0 {
 			// Moving the deadline updates a runtime timer; do it at most
 			// once per quarter of IdleTimeout, and add that quarter to the
@@ -185,6 +181,30 @@ func (s *TCPServer) serveConn(c net.Conn) {
 				armed = now
 			}
 		}
+	}
+	// Wait for the first byte before taking a block buffer, so that a
+	// connection that sends nothing holds a goroutine and no 64 KiB.
+	var first [1]byte
+	arm()
+	n, err := c.Read(first[:])
+	var bp *[]byte
+	tail := 0 // buf[:tail] is the start of a line whose '\n' has not come yet
+	if n > 0 {
+		s.stats.Bytes.Add(1)
+		bp = s.bufs.Get().(*[]byte)
+		if first[0] != '\n' { // a lone "\n" is an empty line
+			(*bp)[0] = first[0]
+			tail = 1
+		}
+	}
+	if err != nil {
+		s.endConn(c, ch, &sp, bp, err, tail, false)
+		return
+	}
+	buf := *bp
+	skipping := false // inside an over-long line: drop bytes up to the next '\n'
+	for {
+		arm()
 		n, err := c.Read(buf[tail:])
 		if n > 0 {
 			s.stats.Bytes.Add(uint64(n))
@@ -194,30 +214,37 @@ func (s *TCPServer) serveConn(c net.Conn) {
 				ch.Flush()
 			}
 		}
-		if err == nil {
-			continue
+		if err != nil {
+			s.endConn(c, ch, &sp, bp, err, tail, skipping)
+			return
 		}
-		switch {
-		case errors.Is(err, io.EOF):
-			// Unlike InfluxDB, keep a last line that lacks its '\n'.
-			if tail > 0 && !skipping {
-				sp.line(buf[:tail])
-			}
-		case errors.Is(err, os.ErrDeadlineExceeded):
-			s.stats.IdleTimeouts.Add(1)
-		case errors.Is(err, net.ErrClosed):
-			// Shutdown ran out of time and closed it.
-		default:
-			s.stats.ReadErrors.Add(1)
+	}
+}
+
+// endConn finishes a connection after the read error err: a last line
+// without '\n' (buf[:tail]) is taken at EOF, unless it is being skipped.
+func (s *TCPServer) endConn(c net.Conn, ch ConnHandler, sp *splitter, bp *[]byte, err error, tail int, skipping bool) {
+	switch {
+	case errors.Is(err, io.EOF):
+		// Unlike InfluxDB, keep a last line that lacks its '\n'.
+		if tail > 0 && !skipping {
+			sp.line((*bp)[:tail])
 		}
-		break
+	case errors.Is(err, os.ErrDeadlineExceeded):
+		s.stats.IdleTimeouts.Add(1)
+	case errors.Is(err, net.ErrClosed):
+		// Shutdown ran out of time and closed it.
+	default:
+		s.stats.ReadErrors.Add(1)
 	}
 	c.Close()
 	s.mu.Lock()
 	delete(s.conns, c)
 	s.mu.Unlock()
 	s.stats.ConnsActive.Add(^uint64(0))
-	s.bufs.Put(bp)
+	if bp != nil {
+		s.bufs.Put(bp)
+	}
 	sp.publish(&s.stats)
 	ch.Flush()
 	ch.Close()
@@ -271,13 +298,26 @@ func (s *TCPServer) Shutdown(ctx context.Context) error {
 		close(s.stop)
 	}
 	serving := s.serving
+	s.serving = true // a later Serve returns at once
 	s.mu.Unlock()
-	if d, ok := s.ln.(interface{ SetDeadline(time.Time) error }); ok && first && serving {
-		// Accept what is already in the backlog; Serve returns at the deadline.
+	if d, ok := s.ln.(interface{ SetDeadline(time.Time) error }); ok && first {
+		// Accept what is already in the backlog, until the deadline.
 		d.SetDeadline(time.Now().Add(acceptDrain))
-		select {
-		case <-s.serveDone:
-		case <-ctx.Done():
+		if serving {
+			select {
+			case <-s.serveDone:
+			case <-ctx.Done():
+			}
+		} else {
+			// Serve never ran (or has not been scheduled yet): the
+			// backlog is ours to take.
+			for {
+				c, err := s.ln.Accept()
+				if err != nil {
+					break
+				}
+				s.startConn(c)
+			}
 		}
 	}
 	s.mu.Lock()

@@ -71,7 +71,7 @@ func Check(ctx context.Context, cfg Config, t Target, create bool) (CheckResult,
 	if t.Bucket == "" {
 		return res, errors.New("influx: target bucket is empty")
 	}
-	c := &checker{cfg: cfg, url: redactURL(cfg.URL), client: newClient(cfg)}
+	c := &checker{cfg: cfg, url: RedactURL(cfg.URL), client: newClient(cfg)}
 	defer c.client.Close()
 
 	res.Version, err = c.ping(ctx)

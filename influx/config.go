@@ -27,9 +27,18 @@ type Config struct {
 	BatchSize       int           // points per write request; default 5000
 	BatchTimeout    time.Duration // a partial batch is sent this long after its first point; default 1s
 	MaxInFlight     int           // concurrent write requests; default 2
-	MaxQueueBytes   int           // encoded bytes not yet delivered before Append blocks; default 64 MiB
+	MaxQueueBytes   int           // encoded bytes held in memory; beyond them Append spills to QueueDir, or blocks without it; default 64 MiB
 	RequestTimeout  time.Duration // per write request; default 10s
 	MaxRetryBackoff time.Duration // longest wait between retries; default 30s
+
+	// QueueDir, when set, holds this writer's disk queue: batches beyond
+	// MaxQueueBytes, and those undelivered at Close, wait there and are
+	// delivered first when InfluxDB takes writes again, also after a
+	// restart. Each writer needs its own directory.
+	QueueDir string
+	// MaxDiskBytes bounds the disk queue; beyond it the oldest batches are
+	// dropped and counted. Default 1 GiB.
+	MaxDiskBytes int64
 
 	Logger *zap.Logger // nil = no logging
 
@@ -56,6 +65,7 @@ const (
 	DefaultBatchTimeout    = time.Second
 	DefaultMaxInFlight     = 2
 	DefaultMaxQueueBytes   = 64 << 20
+	DefaultMaxDiskBytes    = 1 << 30
 	DefaultRequestTimeout  = 10 * time.Second
 	DefaultMaxRetryBackoff = 30 * time.Second
 )
@@ -100,6 +110,12 @@ func (c Config) withDefaults() (Config, error) {
 			*s.v = s.def
 		}
 	}
+	if c.MaxDiskBytes < 0 {
+		return c, fmt.Errorf("influx: MaxDiskBytes %d: must not be negative", c.MaxDiskBytes)
+	}
+	if c.MaxDiskBytes == 0 {
+		c.MaxDiskBytes = DefaultMaxDiskBytes
+	}
 	if c.Logger == nil {
 		c.Logger = zap.NewNop()
 	}
@@ -110,7 +126,7 @@ func (c Config) withDefaults() (Config, error) {
 func parseURL(raw string) (*url.URL, error) {
 	u, err := url.Parse(raw)
 	if err != nil {
-		return nil, fmt.Errorf("influx: URL %q: cannot be parsed", redactURL(raw))
+		return nil, fmt.Errorf("influx: URL %q: cannot be parsed", RedactURL(raw))
 	}
 	if u.Scheme != "http" && u.Scheme != "https" {
 		return nil, fmt.Errorf("influx: URL %q: must start with http:// or https://", u.Redacted())
@@ -121,8 +137,8 @@ func parseURL(raw string) (*url.URL, error) {
 	return u, nil
 }
 
-// redactURL is raw with any password in it replaced, for logs and errors.
-func redactURL(raw string) string {
+// RedactURL is raw with any password in it replaced, for logs and errors.
+func RedactURL(raw string) string {
 	u, err := url.Parse(raw)
 	if err != nil {
 		if strings.Contains(raw, "@") {

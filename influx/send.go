@@ -37,7 +37,8 @@ const firstBackoff = time.Second
 
 // send delivers data (n lines of b), retrying until it is stored or refused,
 // and splitting it when InfluxDB refuses it as a whole. It returns false
-// only when Close gave up.
+// when Close gave up, or when a write fails after Close began and the disk
+// queue is to keep the batch.
 func (w *Writer) send(b *batch, data string, n int) bool {
 	for attempt := 0; ; attempt++ {
 		took, err := w.post(data)
@@ -80,6 +81,12 @@ func (w *Writer) send(b *batch, data string, n int) bool {
 			return w.send(b, data[:cut], n/2) && w.send(b, data[cut:], n-n/2)
 		}
 
+		select {
+		case <-w.stopRetry: // nil without a disk queue
+			w.observe(n, took, err)
+			return false
+		default:
+		}
 		wait := f.retryAfter
 		if wait == 0 {
 			wait = backoff(attempt, w.cfg.MaxRetryBackoff)
@@ -93,6 +100,9 @@ func (w *Writer) send(b *batch, data string, n int) bool {
 		select {
 		case <-t.C:
 		case <-w.ctx.Done():
+			t.Stop()
+			return false
+		case <-w.stopRetry:
 			t.Stop()
 			return false
 		}

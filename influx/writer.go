@@ -55,6 +55,11 @@ type Writer struct {
 	closeErr error         // result of the first Close
 	closed   chan struct{} // closed when closeErr is set
 
+	disk      *diskQueue    // nil without Config.QueueDir
+	stopRetry chan struct{} // with a disk queue, closed by Close: failed writes go to disk instead of being retried
+	diskBusy  bool          // a sender is delivering a disk record
+	peak      int64         // largest backlog seen: memory plus disk bytes
+
 	statsMu sync.Mutex
 	stats   Stats
 }
@@ -68,7 +73,11 @@ type Stats struct {
 	Retries         uint64            // requests repeated after an error
 	QueuedBatches   int               // batches not yet delivered, including the one being filled
 	QueuedBytes     int64             // their size
-	OldestQueuedAge time.Duration     // age of the oldest undelivered point
+	OldestQueuedAge time.Duration     // age of the oldest undelivered point, in memory or on disk
+	DiskBytes       int64             // bytes waiting in the disk queue
+	DiskSpilled     uint64            // batches written to the disk queue
+	DiskDamaged     uint64            // damaged disk records skipped (with the rest of their segment when their length is damaged)
+	PeakBacklog     int64             // largest memory plus disk backlog so far, in bytes
 }
 
 // NewWriter starts the sending goroutines of a writer for t. It does not
@@ -91,7 +100,7 @@ func NewWriter(cfg Config, t Target) (*Writer, error) {
 	w := &Writer{
 		cfg:    cfg,
 		target: t,
-		url:    redactURL(cfg.URL),
+		url:    RedactURL(cfg.URL),
 		done:   make(chan struct{}),
 		closed: make(chan struct{}),
 		stats: Stats{
@@ -105,6 +114,16 @@ func NewWriter(cfg Config, t Target) (*Writer, error) {
 	}))
 	w.space.L = &w.mu
 	w.work.L = &w.mu
+	if cfg.QueueDir != "" {
+		if w.disk, err = openDiskQueue(cfg.QueueDir, cfg.MaxDiskBytes); err != nil {
+			return nil, err
+		}
+		w.stopRetry = make(chan struct{})
+		if b, oldest := w.disk.size(); b > 0 {
+			w.log.Info("delivering the disk queue left by the last run first",
+				zap.String("dir", cfg.QueueDir), zap.Int64("bytes", b), zap.Time("oldest", oldest))
+		}
+	}
 	w.client = newClient(cfg)
 	w.api = w.client.WriteAPIBlocking(org, t.Bucket)
 	w.ctx, w.cancel = context.WithCancel(context.Background())
@@ -121,11 +140,23 @@ func NewWriter(cfg Config, t Target) (*Writer, error) {
 }
 
 // Append copies n complete lines, each ending in '\n', into the current
-// batch. It blocks while the queue is full. After Close the lines are
-// dropped and counted under "writer closed".
+// batch. When the memory queue is full it moves the oldest batches to the
+// disk queue, or, without one, blocks until there is room: a TCP reader
+// then slows its sender down. After Close the lines are dropped and counted
+// under "writer closed".
 func (w *Writer) Append(lines []byte, n int) {
+	w.appendLines(lines, n, true)
+}
+
+// TryAppend is Append for a reader that cannot wait (UDP): it returns false,
+// and keeps nothing, when the lines fit neither in memory nor on disk.
+func (w *Writer) TryAppend(lines []byte, n int) bool {
+	return w.appendLines(lines, n, false)
+}
+
+func (w *Writer) appendLines(lines []byte, n int, wait bool) bool {
 	if n <= 0 || len(lines) == 0 {
-		return
+		return true
 	}
 	w.mu.Lock()
 	defer w.mu.Unlock()
@@ -135,11 +166,17 @@ func (w *Writer) Append(lines []byte, n int) {
 		if w.curPts > 0 {
 			w.seal()
 		}
+		if w.spill() {
+			continue
+		}
+		if !wait {
+			return false
+		}
 		w.space.Wait()
 	}
 	if w.closing {
 		w.drop("writer closed", n)
-		return
+		return true // counted; the caller has nothing to do
 	}
 	if lines[len(lines)-1] != '\n' {
 		// A caller bug must not glue two points together.
@@ -162,6 +199,49 @@ func (w *Writer) Append(lines []byte, n int) {
 			w.seal()
 		}
 	}
+	w.notePeak()
+	return true
+}
+
+// spill moves the oldest batch waiting in memory to the disk queue and
+// reports whether it did. Called with mu held: batches reach the disk in
+// the order they were sealed.
+func (w *Writer) spill() bool {
+	if w.disk == nil || len(w.queue) == 0 {
+		return false
+	}
+	b := w.queue[0]
+	dropped, err := w.disk.push(b.data, int(b.remaining.Load()), b.first)
+	if err != nil {
+		w.dropLog.Error("cannot write to the disk queue; holding points in memory", zap.Error(err))
+		return false
+	}
+	w.queue[0] = nil
+	w.queue = w.queue[1:]
+	w.pending -= len(b.data)
+	w.statsMu.Lock()
+	w.stats.DiskSpilled++
+	if dropped > 0 {
+		w.stats.PointsDropped["disk queue full"] += uint64(dropped)
+	}
+	w.statsMu.Unlock()
+	if dropped > 0 {
+		w.dropLog.Error("disk queue full: dropped its oldest points", zap.Int("points", dropped),
+			zap.Int64("max_disk_bytes", w.cfg.MaxDiskBytes), zap.String("dir", w.cfg.QueueDir))
+	}
+	w.notePeak()
+	w.work.Signal()
+	return true
+}
+
+// notePeak records the largest backlog. Called with mu held.
+func (w *Writer) notePeak() {
+	backlog := int64(w.pending)
+	if w.disk != nil {
+		b, _ := w.disk.size()
+		backlog += b
+	}
+	w.peak = max(w.peak, backlog)
 }
 
 // lineEnd is the offset just after the k-th newline of b (k ≥ 1), or len(b)
@@ -232,15 +312,31 @@ func (w *Writer) seal() {
 }
 
 // sender takes batches off the queue until the writer is closed and the
-// queue is empty, or Close gives up.
+// queue is empty, or Close gives up. Records of the disk queue are older
+// than anything in memory: they go first, one at a time, and memory waits
+// until they are all delivered.
 func (w *Writer) sender() {
 	for {
 		w.mu.Lock()
-		for len(w.queue) == 0 && !w.closing && !w.aborted {
+		for !w.diskReady() && !w.memoryReady() && !w.closing && !w.aborted {
 			w.work.Wait()
 		}
-		if w.aborted || len(w.queue) == 0 {
+		if w.aborted {
 			w.mu.Unlock()
+			return
+		}
+		if w.diskReady() {
+			w.diskBusy = true
+			w.mu.Unlock()
+			if !w.sendFromDisk() {
+				return // aborted: the record stays on disk
+			}
+			continue
+		}
+		if !w.memoryReady() {
+			w.mu.Unlock()
+			// Closing, and memory is empty or must wait behind a disk
+			// backlog: Close moves it to disk for the next start.
 			return
 		}
 		b := w.queue[0]
@@ -266,9 +362,54 @@ func (w *Writer) sender() {
 	}
 }
 
+// diskReady reports whether a sender should deliver a disk record now: at
+// most one at a time, and none once Close began (the backlog is kept for
+// the next start rather than holding shutdown up). Called with mu held.
+func (w *Writer) diskReady() bool {
+	return w.disk != nil && !w.diskBusy && !w.closing && w.disk.has()
+}
+
+// memoryReady reports whether a sender may take a batch from memory: one
+// waits, and no disk record is waiting or being delivered, so that points
+// reach InfluxDB in the order they came. Called with mu held.
+func (w *Writer) memoryReady() bool {
+	return len(w.queue) > 0 && (w.disk == nil || !w.diskBusy && !w.disk.has())
+}
+
+// sendFromDisk delivers the oldest disk record. It returns false when Close
+// gave up; the record is then delivered again after the next start.
+func (w *Writer) sendFromDisk() bool {
+	before := w.disk.damaged()
+	rec, ok := w.disk.next()
+	if d := w.disk.damaged() - before; d > 0 {
+		w.statsMu.Lock()
+		w.stats.DiskDamaged += uint64(d)
+		w.statsMu.Unlock()
+		w.dropLog.Error("skipped a damaged record in the disk queue (a bad disk?), with the rest of its segment file if no sound record follows it",
+			zap.String("dir", w.cfg.QueueDir), zap.Int64("damaged", d))
+	}
+	if ok {
+		b := &batch{data: rec.data, points: rec.points, first: rec.written}
+		b.remaining.Store(int64(rec.points))
+		if !w.send(b, b.data, b.points) {
+			w.disk.release()
+			return false
+		}
+		w.disk.ack()
+	}
+	w.mu.Lock()
+	w.diskBusy = false
+	w.space.Broadcast()
+	w.work.Broadcast() // memory may be next
+	w.mu.Unlock()
+	return true
+}
+
 // Close seals the partial batch and waits until every batch is delivered or
 // refused. When ctx ends first it cancels the requests in flight, stops, and
-// returns an error with the number of points not delivered. Later calls
+// returns an error with the number of points not delivered. With a disk
+// queue, a write that fails once Close has begun is not retried, and what
+// is undelivered goes to the disk queue for the next start. Later calls
 // return the first call's result.
 func (w *Writer) Close(ctx context.Context) error {
 	w.mu.Lock()
@@ -285,6 +426,11 @@ func (w *Writer) Close(ctx context.Context) error {
 	w.seal()
 	if w.timer != nil {
 		w.timer.Stop()
+	}
+	if w.stopRetry != nil {
+		// Retrying would hold shutdown up to its deadline while InfluxDB
+		// is down; the disk queue keeps the batch for the next start.
+		close(w.stopRetry)
 	}
 	w.work.Broadcast()
 	w.space.Broadcast()
@@ -304,14 +450,54 @@ func (w *Writer) Close(ctx context.Context) error {
 	w.client.Close()
 
 	var points, batches int64
+	var kept int
 	w.mu.Lock()
-	for _, q := range [][]*batch{w.queue, w.active} {
+	if w.disk != nil {
+		// The batches in flight are older than anything spilled while they
+		// were retried: they go in front. A batch cut short in the middle of
+		// a split is kept whole (points written twice are stored once).
+		var front []diskRecord
+		for _, b := range w.active {
+			if b.remaining.Load() > 0 {
+				front = append(front, diskRecord{data: b.data, points: b.points, written: b.first})
+			}
+		}
+		if err := w.disk.pushFront(front); err == nil {
+			for _, r := range front {
+				kept += r.points
+			}
+			w.active = nil
+		} else {
+			w.log.Error("cannot keep the batches in flight on disk", zap.Error(err))
+		}
+		var rest []*batch
+		for _, b := range w.queue {
+			if _, err := w.disk.push(b.data, b.points, b.first); err == nil {
+				kept += b.points
+			} else {
+				rest = append(rest, b)
+			}
+		}
+		w.queue = rest
+	}
+	for _, q := range [][]*batch{w.active, w.queue} {
 		for _, b := range q {
-			points += b.remaining.Load()
-			batches++
+			if n := b.remaining.Load(); n > 0 {
+				points += n
+				batches++
+			}
 		}
 	}
 	w.mu.Unlock()
+	if w.disk != nil {
+		if kept > 0 {
+			w.log.Warn("InfluxDB did not take everything before shutdown; the rest is in the disk queue for the next start",
+				zap.Int("points", kept), zap.String("dir", w.cfg.QueueDir))
+		}
+		if err := w.disk.close(); err != nil {
+			w.closeErr = fmt.Errorf("influx: closing the disk queue %s: %w", w.cfg.QueueDir, err)
+		}
+	}
 	if points > 0 {
 		w.closeErr = fmt.Errorf("influx: %d points (%d batches) for bucket %q at %s not delivered before shutdown ended: %w",
 			points, batches, w.target.Bucket, w.url, ctx.Err())
@@ -350,6 +536,14 @@ func (w *Writer) Stats() Stats {
 			oldest = w.curFirst
 		}
 	}
+	if w.disk != nil {
+		var diskOldest time.Time
+		s.DiskBytes, diskOldest = w.disk.size()
+		if !diskOldest.IsZero() && (oldest.IsZero() || diskOldest.Before(oldest)) {
+			oldest = diskOldest
+		}
+	}
+	s.PeakBacklog = w.peak
 	if !oldest.IsZero() {
 		s.OldestQueuedAge = time.Since(oldest)
 	}

@@ -24,6 +24,7 @@ import (
 	"errors"
 	"fmt"
 	"net"
+	"slices"
 	"sync/atomic"
 	"time"
 
@@ -47,6 +48,13 @@ type Sink interface {
 	Append(lines []byte, n int)
 }
 
+// TrySink is a Sink that can also refuse instead of blocking, for readers
+// that must not wait (Config.NonBlocking).
+type TrySink interface {
+	Sink
+	TryAppend(lines []byte, n int) bool
+}
+
 // Reason is why a line was dropped. The parse reasons come first and share
 // their values with graphite.Reason.
 type Reason uint8
@@ -56,6 +64,7 @@ const (
 	ReasonTimeKey                                                         // a tag or the field is named "time", which InfluxDB refuses
 	ReasonKeyTooLong                                                      // series key over InfluxDB's 65535-byte limit
 	ReasonEncode                                                          // not representable in line protocol (e.g. invalid UTF-8 in a name)
+	ReasonQueueFull                                                       // the sink had no room and the reader could not wait (UDP)
 	NumReasons
 )
 
@@ -70,6 +79,8 @@ func (r Reason) String() string {
 		return "key_too_long"
 	case ReasonEncode:
 		return "encode"
+	case ReasonQueueFull:
+		return "queue_full"
 	}
 	return graphite.Reason(r).String()
 }
@@ -101,6 +112,11 @@ type Config struct {
 	// that is about once per connection.
 	OnApp  func(app string)
 	AppTag string
+	// NonBlocking makes a block the Sink has no room for a counted drop
+	// (queue_full) instead of a wait: for UDP, whose senders cannot be
+	// slowed down, so that the reader keeps draining the socket. It needs
+	// a TrySink.
+	NonBlocking bool
 }
 
 // Deltas is the delta stage of a Relay. Relays that share a Tracker keep
@@ -154,6 +170,7 @@ type Conn struct {
 	points int // points in enc since the last Flush
 
 	lastApp  []byte // the AppTag value last passed to OnApp
+	meas     []byte // scratch for a measurement rewritten by backslashes
 	key      []byte // series key scratch for the delta stage
 	deltaKey []byte // "<field>_delta" scratch
 	rateKey  []byte // "<field>_rate" scratch
@@ -164,8 +181,10 @@ type Conn struct {
 }
 
 var (
-	timeKey  = []byte("time")
-	errNoKey = errors.New(`InfluxDB refuses a tag or field named "time"`)
+	timeKey      = []byte("time")
+	errNoKey     = errors.New(`InfluxDB refuses a tag or field named "time"`)
+	errComment   = errors.New(`a measurement beginning with "#" would be read as a comment by InfluxDB and silently lost`)
+	errQueueFull = errors.New("the write queue is full (InfluxDB is slow or down, and no state-dir holds a disk queue): this block of points is dropped")
 )
 
 // Line implements graphite.ConnHandler.
@@ -202,6 +221,10 @@ func (c *Conn) encode(line []byte) (Reason, error) {
 	r := &c.result
 	if err := c.relay.cfg.Mapper.Apply(c.line.Path, r); err != nil {
 		return ReasonMapping, err
+	}
+	c.backslashes(r)
+	if len(r.Measurement) > 0 && r.Measurement[0] == '#' {
+		return ReasonEncode, errComment
 	}
 	keyLen := len(r.Measurement)
 	var app []byte
@@ -260,6 +283,36 @@ func (c *Conn) encode(line []byte) (Reason, error) {
 	return 0, nil
 }
 
+// backslashes gives names holding backslashes the form InfluxDB 1.x stores
+// them in: a measurement's "\," and "\ " are unescaped, and a trailing
+// backslash, which line protocol cannot carry, is dropped from the
+// measurement and from tag values (a tag left empty goes, as empty tags
+// do). It copies only when it changes something, which Spark's paths never
+// need.
+func (c *Conn) backslashes(r *templates.Result) {
+	if m := r.Measurement; bytes.IndexByte(m, '\\') >= 0 {
+		out := c.meas[:0]
+		for i := 0; i < len(m); i++ {
+			if m[i] == '\\' && i+1 < len(m) && (m[i+1] == ',' || m[i+1] == ' ') {
+				continue
+			}
+			out = append(out, m[i])
+		}
+		c.meas = out
+		r.Measurement = bytes.TrimRight(out, `\`)
+	}
+	trimmed := false
+	for i := range r.Tags {
+		if v := r.Tags[i].Value; len(v) > 0 && v[len(v)-1] == '\\' {
+			r.Tags[i].Value = bytes.TrimRight(v, `\`)
+			trimmed = true
+		}
+	}
+	if trimmed {
+		r.Tags = slices.DeleteFunc(r.Tags, func(t templates.Tag) bool { return len(t.Value) == 0 })
+	}
+}
+
 // receiveTime is the time the current block was read. One clock read per
 // block is precise enough for stamping and idle tracking, and cheaper than
 // one per line.
@@ -313,8 +366,18 @@ func (c *Conn) Flush() {
 	c.now = 0
 	st := &c.relay.stats
 	if c.points > 0 {
-		c.relay.cfg.Sink.Append(c.enc.Bytes(), c.points)
-		st.Points.Add(uint64(c.points))
+		if ts, ok := c.relay.cfg.Sink.(TrySink); ok && c.relay.cfg.NonBlocking {
+			if ts.TryAppend(c.enc.Bytes(), c.points) {
+				st.Points.Add(uint64(c.points))
+			} else {
+				c.dropped[ReasonQueueFull] += uint64(c.points)
+				c.relay.cfg.Log.Warn("dropped points", zap.String("reason", ReasonQueueFull.String()),
+					zap.Int("points", c.points), zap.Error(errQueueFull))
+			}
+		} else {
+			c.relay.cfg.Sink.Append(c.enc.Bytes(), c.points)
+			st.Points.Add(uint64(c.points))
+		}
 		c.enc.Reset()
 		c.points = 0
 	}

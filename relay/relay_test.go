@@ -312,3 +312,26 @@ func TestOnApp(t *testing.T) {
 		t.Errorf("OnApp heard %q", got)
 	}
 }
+
+// fullSink refuses every TryAppend.
+type fullSink struct{ sink }
+
+func (*fullSink) TryAppend([]byte, int) bool { return false }
+
+// A non-blocking relay (UDP) counts what the sink has no room for, and
+// goes on.
+func TestNonBlockingQueueFull(t *testing.T) {
+	s := &fullSink{}
+	r := New(Config{Mapper: mustCompile(t, "measurement*"), Sink: s, NonBlocking: true})
+	c := r.NewConn(nil)
+	c.Line([]byte("a.b 1 1795300000"))
+	c.Line([]byte("a.c 2 1795300000"))
+	c.Flush()
+	st := r.Stats()
+	if st.Dropped[ReasonQueueFull].Load() != 2 || st.Points.Load() != 0 || s.calls != 0 {
+		t.Errorf("queue_full %d, points %d, appends %d", st.Dropped[ReasonQueueFull].Load(), st.Points.Load(), s.calls)
+	}
+	if ReasonQueueFull.String() != "queue_full" {
+		t.Error(ReasonQueueFull.String())
+	}
+}

@@ -142,6 +142,15 @@ func (c *Cluster) send(ctx context.Context, d *net.Dialer, now time.Time) (lines
 	return lines, failed
 }
 
+// SendRound advances the jobs to now and sends every process's report at
+// now. It returns the lines sent and the reports that could not be sent
+// (the listener refused the connection).
+func (c *Cluster) SendRound(ctx context.Context, now time.Time) (lines, failed int) {
+	var d net.Dialer
+	c.Step(now)
+	return c.send(ctx, &d, now)
+}
+
 // Replay sends rounds reports of every process, with report times start,
 // start+Period, …, as fast as the listener takes them; the applications'
 // jobs advance with the report times. It returns the number of lines sent.
@@ -192,6 +201,9 @@ func Run(ctx context.Context, cfg Config, onReport func(lines, failed int)) (err
 		case <-ctx.Done():
 			return nil
 		case now := <-tick.C:
+			if ctx.Err() != nil {
+				return nil // both were ready: stopping wins over a round that would only fail
+			}
 			c.Step(now)
 			lines, failed := c.send(ctx, &d, now)
 			if onReport != nil {

@@ -19,12 +19,7 @@ import (
 func TestAnnotationsEndToEnd(t *testing.T) {
 	const app = "application_1717000000000_0042"
 	start := time.Now().Add(-time.Minute).Truncate(time.Millisecond).UTC()
-	att := &sparkui.Attempt{Start: start, User: "etl", SparkVersion: "3.5.3"}
-	att.AddJob(&sparkui.Job{ID: 0, Name: "count at etl.py:12", Submitted: start.Add(time.Second), Completed: start.Add(3 * time.Second),
-		StageIDs: []int{0}, Status: sparkui.JobSucceeded, Tasks: 4, CompletedTasks: 4, SQLExecutionID: -1})
-	att.AddStage(&sparkui.Stage{ID: 0, Name: "count at etl.py:12", Status: sparkui.StageComplete, Submitted: start.Add(time.Second),
-		Completed: start.Add(3 * time.Second), Tasks: 4, CompleteTasks: 4})
-	ui := sparkui.NewServer(sparkui.LiveUI, &sparkui.Model{Apps: []*sparkui.App{{ID: app, Name: "orders", Attempts: []*sparkui.Attempt{att}}}})
+	ui := oneJobUI(app, start)
 
 	// The second listing of the application means the first sync is done.
 	listings := make(chan struct{}, 100)
@@ -153,4 +148,15 @@ func TestCheckShowsAnnotate(t *testing.T) {
 		strings.Contains(out.String(), "s3cret") {
 		t.Errorf("check output:\n%s", out.String())
 	}
+}
+
+// oneJobUI is a Spark UI with one running application, started at start,
+// that has run one job.
+func oneJobUI(app string, start time.Time) *sparkui.Server {
+	att := &sparkui.Attempt{Start: start, User: "etl", SparkVersion: "3.5.3"}
+	att.AddJob(&sparkui.Job{ID: 0, Name: "count at etl.py:12", Submitted: start.Add(time.Second), Completed: start.Add(3 * time.Second),
+		StageIDs: []int{0}, Status: sparkui.JobSucceeded, Tasks: 4, CompletedTasks: 4, SQLExecutionID: -1})
+	att.AddStage(&sparkui.Stage{ID: 0, Name: "count at etl.py:12", Status: sparkui.StageComplete, Submitted: start.Add(time.Second),
+		Completed: start.Add(3 * time.Second), Tasks: 4, CompleteTasks: 4})
+	return sparkui.NewServer(sparkui.LiveUI, &sparkui.Model{Apps: []*sparkui.App{{ID: app, Name: "orders", Attempts: []*sparkui.Attempt{att}}}})
 }

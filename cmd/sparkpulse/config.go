@@ -101,6 +101,7 @@ type InfluxDBConfig struct {
 	Timeout               Duration `toml:"timeout"`
 	MaxInFlight           int      `toml:"max-in-flight"`
 	MaxQueueBytes         int      `toml:"max-queue-bytes"`
+	MaxDiskQueueBytes     int64    `toml:"max-disk-queue-bytes"`
 	TLSCA                 string   `toml:"tls-ca"`
 	TLSCert               string   `toml:"tls-cert"`
 	TLSKey                string   `toml:"tls-key"`
@@ -180,6 +181,8 @@ const (
 	defaultTimeout       = 10 * time.Second
 	defaultMaxInFlight   = 2
 	defaultMaxQueueBytes = 64 << 20
+
+	defaultMaxDiskQueueBytes = 1 << 30
 )
 
 // Env variables read by sparkpulse; they override the file, flags override them.
@@ -315,6 +318,9 @@ type Plan struct {
 	// Internal is nil when [internal] is disabled.
 	Internal  *InternalPlan
 	Listeners []*Listener
+	// Warnings are problems that do not stop the service, such as a
+	// secret others can read; logged at start and shown by `check`.
+	Warnings []string
 }
 
 // InternalPlan is the validated [internal] section.
@@ -350,7 +356,7 @@ func (c *Config) prepare(source string, getenv func(string) string) (*Plan, erro
 		in.URL = defaultInfluxURL
 	}
 	if !strings.HasPrefix(in.URL, "http://") && !strings.HasPrefix(in.URL, "https://") {
-		fail("%s: [influxdb] url %q: must start with http:// or https://", source, in.URL)
+		fail("%s: [influxdb] url %q: must start with http:// or https://", source, influx.RedactURL(in.URL))
 	}
 	if in.Timeout == 0 {
 		in.Timeout = Duration(defaultTimeout)
@@ -367,20 +373,21 @@ func (c *Config) prepare(source string, getenv func(string) string) (*Plan, erro
 	if in.MaxQueueBytes < 1<<20 {
 		fail("%s: [influxdb] max-queue-bytes %d: must be at least 1048576", source, in.MaxQueueBytes)
 	}
+	if in.MaxDiskQueueBytes == 0 {
+		in.MaxDiskQueueBytes = defaultMaxDiskQueueBytes
+	}
+	if in.MaxDiskQueueBytes < 16<<20 {
+		fail("%s: [influxdb] max-disk-queue-bytes %d: must be at least 16777216", source, in.MaxDiskQueueBytes)
+	}
 	if (in.TLSCert == "") != (in.TLSKey == "") {
 		fail("%s: [influxdb] tls-cert and tls-key go together", source)
 	}
-	switch {
-	case getenv(envToken) != "":
-		p.Token = getenv(envToken)
-	case in.TokenFile != "":
-		b, err := os.ReadFile(in.TokenFile)
-		if err != nil {
-			fail("%s: [influxdb] token-file: %v", source, err)
-		}
-		p.Token = strings.TrimRight(string(b), "\r\n")
-	default:
-		p.Token = in.Token
+	var err error
+	if p.Token, err = p.secret(getenv(envToken), in.TokenFile, in.Token); err != nil {
+		fail("%s: [influxdb] token-file: %v", source, err)
+	}
+	if in.Token != "" {
+		p.warnReadable(source, "[influxdb] token", envToken)
 	}
 	in.Token = "" // only Plan.Token holds it from here on
 
@@ -641,6 +648,37 @@ func (c *Config) prepareDeltas(p *Plan, source string) error {
 	return nil
 }
 
+// secret resolves a secret: the environment beats a file, which beats the
+// config. A file's trailing newline is not part of it, and a file any user
+// can read is warned about.
+func (p *Plan) secret(env, file, inline string) (string, error) {
+	switch {
+	case env != "":
+		return env, nil
+	case file != "":
+		if st, err := os.Stat(file); err == nil && st.Mode().Perm()&0o004 != 0 {
+			p.Warnings = append(p.Warnings, fmt.Sprintf("secret file %s is readable by every user (mode %04o): chmod 600 it", file, st.Mode().Perm()))
+		}
+		b, err := os.ReadFile(file)
+		if err != nil {
+			return "", err
+		}
+		return strings.TrimRight(string(b), "\r\n"), nil
+	}
+	return inline, nil
+}
+
+// warnReadable warns when the config file at source holds the secret key
+// inline and any user can read it.
+func (p *Plan) warnReadable(source, key, env string) {
+	st, err := os.Stat(source)
+	if err != nil || st.Mode().Perm()&0o004 == 0 {
+		return
+	}
+	p.Warnings = append(p.Warnings, fmt.Sprintf("%s holds %s and is readable by every user (mode %04o): move the secret to env %s or a file of mode 0600, or chmod 600 %s",
+		source, key, st.Mode().Perm(), env, source))
+}
+
 // prepareAnnotate validates the [annotate] section and resolves its
 // secrets: env beats a file, which beats the config.
 func (c *Config) prepareAnnotate(p *Plan, source string, getenv func(string) string) error {
@@ -654,7 +692,7 @@ func (c *Config) prepareAnnotate(p *Plan, source string, getenv func(string) str
 	}
 	for i, u := range a.URLs {
 		if err := annotate.CheckSource(u); err != nil {
-			fail("urls entry %d %q: %v", i+1, u, err)
+			fail("urls entry %d %q: %v", i+1, influx.RedactURL(u), err)
 		}
 	}
 	if a.Interval == 0 {
@@ -678,23 +716,19 @@ func (c *Config) prepareAnnotate(p *Plan, source string, getenv func(string) str
 	if a.AppIDTag == "" {
 		a.AppIDTag = "applicationid"
 	}
-	secret := func(env, file, value, what string) string {
-		switch {
-		case getenv(env) != "":
-			return getenv(env)
-		case file != "":
-			b, err := os.ReadFile(file)
-			if err != nil {
-				fail("%s-file: %v", what, err)
-			}
-			return strings.TrimRight(string(b), "\r\n")
-		}
-		return value
+	auth := annotate.Auth{Username: a.Username}
+	var err error
+	if auth.Password, err = p.secret(getenv(envAnnotatePassword), a.PasswordFile, a.Password); err != nil {
+		fail("password-file: %v", err)
 	}
-	auth := annotate.Auth{
-		Username: a.Username,
-		Password: secret(envAnnotatePassword, a.PasswordFile, a.Password, "password"),
-		Token:    secret(envAnnotateToken, a.TokenFile, a.Token, "token"),
+	if auth.Token, err = p.secret(getenv(envAnnotateToken), a.TokenFile, a.Token); err != nil {
+		fail("token-file: %v", err)
+	}
+	if a.Password != "" {
+		p.warnReadable(source, "[annotate] password", envAnnotatePassword)
+	}
+	if a.Token != "" {
+		p.warnReadable(source, "[annotate] token", envAnnotateToken)
 	}
 	if auth.Token != "" && auth.Username != "" {
 		fail("username and token: choose basic auth or a bearer token")
@@ -704,7 +738,6 @@ func (c *Config) prepareAnnotate(p *Plan, source string, getenv func(string) str
 	}
 	a.Password, a.Token = "", ""
 	plan := &AnnotatePlan{Config: a, Auth: auth, AppIDTag: a.AppIDTag}
-	var err error
 	if plan.Target, err = target(a.Bucket, a.Database, a.RetentionPolicy, p.defaultTarget()); err != nil {
 		fail("%v", err)
 	}

@@ -33,15 +33,19 @@ func TestDashboardsOnRealData(t *testing.T) {
 	const rounds = 90
 	start := end.Add(-rounds * 10 * time.Second)
 
-	// The simulated REST API answers once the cluster exists: sparkpulse
-	// must be listening first, as the cluster sends to it.
+	// The simulated REST API, behind a ResourceManager-style proxy: the
+	// {app_id} sources exist once metrics name the applications, and are
+	// first polled by PollOnce below, when the workload is complete.
 	var cluster atomic.Pointer[simulate.Cluster]
 	ui := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		c := cluster.Load()
-		if c == nil {
-			http.Error(w, "starting", http.StatusServiceUnavailable)
+		rest, ok := strings.CutPrefix(r.URL.Path, "/proxy/")
+		_, rest, _ = strings.Cut(rest, "/")
+		if c == nil || !ok {
+			http.NotFound(w, r)
 			return
 		}
+		r.URL.Path = "/" + rest
 		c.UI.ServeHTTP(w, r)
 	}))
 	defer ui.Close()
@@ -53,8 +57,8 @@ func TestDashboardsOnRealData(t *testing.T) {
 
 	svc := startSparkpulse(t, srv, fmt.Sprintf(`
 [annotate]
-  urls = [%q, "http://127.0.0.1:1"]   # the second never answers: its errors are counted
-  interval = "1h"                      # polled below, once the workload is in
+  urls = ["%s/proxy/{app_id}", "http://127.0.0.1:1"]   # the second never answers: its errors are counted
+  interval = "1h"                                      # polled below, once the workload is in
 [internal]
   interval = "1h"
 [[graphite]]

@@ -27,6 +27,7 @@ import (
 	"time"
 
 	"github.com/sparkpulse/sparkpulse/delta"
+	"github.com/sparkpulse/sparkpulse/influx"
 	"github.com/sparkpulse/sparkpulse/relay"
 	"github.com/sparkpulse/sparkpulse/simulate"
 )
@@ -273,7 +274,7 @@ func cmdCheck(args []string, getenv func(string) string, stdout, stderr io.Write
 		source = "default config"
 	}
 	fmt.Fprintf(stdout, "%s: OK\n", source)
-	fmt.Fprintf(stdout, "influxdb: %s", plan.InfluxDB.URL)
+	fmt.Fprintf(stdout, "influxdb: %s", influx.RedactURL(plan.InfluxDB.URL))
 	if plan.InfluxDB.Org != "" {
 		fmt.Fprintf(stdout, " org %q", plan.InfluxDB.Org)
 	}
@@ -310,6 +311,9 @@ func cmdCheck(args []string, getenv func(string) string, stdout, stderr io.Write
 		for _, w := range l.Warnings {
 			fmt.Fprintf(stdout, "  warning: %s\n", w)
 		}
+	}
+	for _, w := range plan.Warnings {
+		fmt.Fprintf(stdout, "warning: %s\n", w)
 	}
 	return nil
 }

@@ -42,7 +42,11 @@ var (
 	descRetries       = desc("influxdb_write_retries_total", "Write requests retried.")
 	descQueuedBytes   = desc("influxdb_queue_bytes", "Bytes of encoded points waiting to be written.")
 	descQueuedBatches = desc("influxdb_queue_batches", "Batches waiting to be written.")
-	descQueueAge      = desc("influxdb_queue_oldest_age_seconds", "Age of the oldest batch waiting to be written.")
+	descQueueAge      = desc("influxdb_queue_oldest_age_seconds", "Age of the oldest batch waiting to be written, in memory or on disk.")
+	descDiskBytes     = desc("influxdb_disk_queue_bytes", "Bytes waiting in the disk queue under state-dir.")
+	descDiskSpilled   = desc("influxdb_disk_spilled_batches_total", "Batches moved to the disk queue because the memory queue was full.")
+	descDiskDamaged   = desc("influxdb_disk_queue_damaged_total", "Damaged records skipped in the disk queue (with the rest of their segment file when no sound record follows).")
+	descPeakBacklog   = desc("influxdb_backlog_peak_bytes", "Largest backlog so far, memory plus disk.")
 
 	descDeltaSeries  = prometheus.NewDesc("sparkpulse_delta_series", "Cumulative series whose baseline is tracked.", nil, nil)
 	descDeltaOutcome = prometheus.NewDesc("sparkpulse_delta_samples_total", "Samples of cumulative series that got no plain delta, by outcome: reset (a restart from zero: delta = value), first_new (baseline zero), first_unknown (no delta), out_of_order (no delta), refused (max-series reached: no delta).", []string{"outcome"}, nil)
@@ -141,6 +145,10 @@ func collectWriter(ch chan<- prometheus.Metric, name string, wr *influx.Writer) 
 	gauge(ch, descQueuedBytes, float64(w.QueuedBytes), name)
 	gauge(ch, descQueuedBatches, float64(w.QueuedBatches), name)
 	gauge(ch, descQueueAge, w.OldestQueuedAge.Seconds(), name)
+	gauge(ch, descDiskBytes, float64(w.DiskBytes), name)
+	counter(ch, descDiskSpilled, w.DiskSpilled, name)
+	counter(ch, descDiskDamaged, w.DiskDamaged, name)
+	gauge(ch, descPeakBacklog, float64(w.PeakBacklog), name)
 }
 
 func counter(ch chan<- prometheus.Metric, d *prometheus.Desc, v uint64, labels ...string) {

@@ -82,6 +82,14 @@ func startService(ctx context.Context, plan *Plan, log *zap.Logger) (_ *service,
 		}
 	}()
 
+	for _, w := range plan.Warnings {
+		log.Warn(w)
+	}
+	for _, l := range plan.Listeners {
+		for _, w := range l.Warnings {
+			log.Warn(w, zap.String("listener", l.Name()))
+		}
+	}
 	base, err := influxConfig(plan, log)
 	if err != nil {
 		return nil, err
@@ -105,11 +113,11 @@ func startService(ctx context.Context, plan *Plan, log *zap.Logger) (_ *service,
 		res, err := influx.Check(ctx, base, t, plan.InfluxDB.CreateDatabase)
 		switch {
 		case errors.Is(err, influx.ErrUnreachable):
-			log.Warn("InfluxDB is not reachable; points are kept and sent when it is", zap.String("url", base.URL), zap.Error(err))
+			log.Warn("InfluxDB is not reachable; points are kept and sent when it is", zap.String("url", influx.RedactURL(base.URL)), zap.Error(err))
 		case err != nil:
 			return nil, err
 		default:
-			log.Info("InfluxDB target ready", zap.String("url", base.URL), zap.String("bucket", t.Bucket), zap.String("server", res.String()))
+			log.Info("InfluxDB target ready", zap.String("url", influx.RedactURL(base.URL)), zap.String("bucket", t.Bucket), zap.String("server", res.String()))
 		}
 	}
 
@@ -139,6 +147,7 @@ func startService(ctx context.Context, plan *Plan, log *zap.Logger) (_ *service,
 		wcfg.BatchSize = l.Config.BatchSize
 		wcfg.BatchTimeout = time.Duration(l.Config.BatchTimeout)
 		wcfg.Logger = log.With(zap.String("listener", l.Name()))
+		wcfg.QueueDir = queueDir(plan.StateDir, l.Name(), l.Target)
 		hist := b.hist
 		wcfg.OnBatch = func(points int, took time.Duration, err error) { hist.Observe(took.Seconds()) }
 		b.writer, err = influx.NewWriter(wcfg, l.Target)
@@ -157,6 +166,9 @@ func startService(ctx context.Context, plan *Plan, log *zap.Logger) (_ *service,
 		if s.annotator != nil {
 			rc.OnApp, rc.AppTag = s.annotator.SeeApp, plan.Annotate.AppIDTag
 		}
+		// UDP senders cannot be slowed down: a full queue drops, counted,
+		// rather than stop the reader draining the socket.
+		rc.NonBlocking = l.Config.Protocol == "udp"
 		b.relay = relay.New(rc)
 		switch l.Config.Protocol {
 		case "udp":
@@ -184,10 +196,12 @@ func startService(ctx context.Context, plan *Plan, log *zap.Logger) (_ *service,
 	if plan.Internal != nil {
 		wcfg := base
 		wcfg.Logger = log.With(zap.String("listener", "internal"))
+		wcfg.QueueDir = queueDir(plan.StateDir, "internal", plan.Internal.Target)
 		if s.intWriter, err = influx.NewWriter(wcfg, plan.Internal.Target); err != nil {
 			return nil, fmt.Errorf("[internal]: %w", err)
 		}
 	}
+	warnOrphanQueues(plan, log)
 	s.registry = prometheus.NewRegistry()
 	s.registry.MustRegister(collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
 	s.registry.MustRegister(&statsCollector{blocks: s.blocks, tracker: s.tracker, annotator: s.annotator,
@@ -257,6 +271,7 @@ func (s *service) startAnnotator(plan *Plan, base influx.Config, log *zap.Logger
 	transport.TLSClientConfig = t
 	wcfg := base
 	wcfg.Logger = log.With(zap.String("listener", "annotate"))
+	wcfg.QueueDir = queueDir(plan.StateDir, "annotate", a.Target)
 	// An item's point is rewritten as it progresses: one request at a time
 	// keeps the writes in order, so an older state never lands last.
 	wcfg.MaxInFlight = 1
@@ -280,6 +295,54 @@ func (s *service) startAnnotator(plan *Plan, base influx.Config, log *zap.Logger
 	log.Info("polling Spark REST sources for annotations", zap.Strings("urls", a.Config.URLs),
 		zap.Duration("interval", time.Duration(a.Config.Interval)), zap.String("bucket", a.Target.Bucket), zap.Stringer("auth", a.Auth))
 	return nil
+}
+
+// queueDir is a writer's disk queue under state-dir, named after the
+// writer and its target; "" (no disk queue) without state-dir.
+func queueDir(stateDir, writer string, t influx.Target) string {
+	if stateDir == "" {
+		return ""
+	}
+	safe := func(s string) string {
+		return strings.Map(func(r rune) rune {
+			if r >= 'a' && r <= 'z' || r >= 'A' && r <= 'Z' || r >= '0' && r <= '9' || r == '-' || r == '.' {
+				return r
+			}
+			return '_'
+		}, s)
+	}
+	return filepath.Join(stateDir, "queue", safe(writer)+"-"+safe(t.Bucket))
+}
+
+// warnOrphanQueues names the disk queues under state-dir that no writer of
+// this config uses and that still hold points: a listener's address or
+// target has changed since they were written. They are left as they are.
+func warnOrphanQueues(plan *Plan, log *zap.Logger) {
+	if plan.StateDir == "" {
+		return
+	}
+	used := map[string]bool{}
+	for _, l := range plan.Listeners {
+		used[queueDir(plan.StateDir, l.Name(), l.Target)] = true
+	}
+	if plan.Annotate != nil {
+		used[queueDir(plan.StateDir, "annotate", plan.Annotate.Target)] = true
+	}
+	if plan.Internal != nil {
+		used[queueDir(plan.StateDir, "internal", plan.Internal.Target)] = true
+	}
+	root := filepath.Join(plan.StateDir, "queue")
+	entries, _ := os.ReadDir(root)
+	for _, e := range entries {
+		dir := filepath.Join(root, e.Name())
+		if !e.IsDir() || used[dir] {
+			continue
+		}
+		if n := influx.DiskQueueBytes(dir); n > 0 {
+			log.Warn("a disk queue that no listener of this config uses holds undelivered points: give the listener its former bind-address and target to deliver them, or delete the directory",
+				zap.String("dir", dir), zap.Int64("bytes", n))
+		}
+	}
 }
 
 // internalFamily selects what [internal] writes: sparkpulse's own metrics,
@@ -483,6 +546,7 @@ func influxConfig(plan *Plan, log *zap.Logger) (influx.Config, error) {
 		Gzip:           gzip,
 		MaxInFlight:    in.MaxInFlight,
 		MaxQueueBytes:  in.MaxQueueBytes,
+		MaxDiskBytes:   in.MaxDiskQueueBytes,
 		RequestTimeout: time.Duration(in.Timeout),
 		Logger:         log,
 	}

@@ -42,16 +42,30 @@ type Server struct {
 	URL      string // http://127.0.0.1:port
 	HTTPAddr string // 127.0.0.1:port
 	Dir      string // meta, data and wal directories, and influxd.conf
+	CAFile   string // WithTLS: PEM of the CA that signed the server's certificate
+
+	bin, confPath string
+	env           []string
 
 	cmd    *exec.Cmd
 	exited chan struct{} // closed when the process has exited
 	log    *syncBuffer
+	client *http.Client // trusts CAFile
 }
 
 // Option changes how Start runs influxd.
 type Option func(*options)
 
-type options struct{ extra, env []string }
+type options struct {
+	extra, env []string
+	tls        bool
+}
+
+// WithTLS serves HTTPS only, with a certificate for 127.0.0.1 signed by a
+// CA made for this server, whose PEM is in Server.CAFile.
+func WithTLS() Option {
+	return func(o *options) { o.tls = true }
+}
 
 // WithConfig appends TOML to influxd's configuration, e.g. a [[graphite]]
 // block (take its port from FreePort).
@@ -134,10 +148,19 @@ func start(tb testing.TB, bin string, o options) (*Server, error) {
 	s := &Server{
 		HTTPAddr: fmt.Sprintf("127.0.0.1:%d", httpPort),
 		Dir:      dir,
-		exited:   make(chan struct{}),
 		log:      &syncBuffer{},
 	}
 	s.URL = "http://" + s.HTTPAddr
+	s.client = &http.Client{Timeout: 30 * time.Second}
+	httpsConf := ""
+	if o.tls {
+		cert, key, err := makeCert(dir, s)
+		if err != nil {
+			tb.Fatalf("influxtest: %v", err)
+		}
+		s.URL = "https://" + s.HTTPAddr
+		httpsConf = fmt.Sprintf("  https-enabled = true\n  https-certificate = %q\n  https-private-key = %q\n", cert, key)
+	}
 	conf := fmt.Sprintf(`reporting-disabled = true
 bind-address = "127.0.0.1:%d"
 
@@ -157,31 +180,19 @@ bind-address = "127.0.0.1:%d"
   bind-address = %q
   log-enabled = false
   pprof-enabled = false
-
+%s
 [logging]
   level = "warn"
-`, rpcPort, filepath.Join(dir, "meta"), filepath.Join(dir, "data"), filepath.Join(dir, "wal"), s.HTTPAddr)
+`, rpcPort, filepath.Join(dir, "meta"), filepath.Join(dir, "data"), filepath.Join(dir, "wal"), s.HTTPAddr, httpsConf)
 	conf += strings.Join(o.extra, "\n")
 	confPath := filepath.Join(dir, "influxd.conf")
 	if err := os.WriteFile(confPath, []byte(conf), 0o644); err != nil {
 		tb.Fatal(err)
 	}
 
-	s.cmd = exec.Command(bin, "run", "-config", confPath)
-	s.cmd.Stdout = s.log
-	s.cmd.Stderr = s.log
-	s.cmd.Env = append(append(os.Environ(), "INFLUXDB_REPORTING_DISABLED=true"), o.env...)
-	if err := s.cmd.Start(); err != nil {
-		return nil, fmt.Errorf("starting %s: %v", bin, err)
-	}
-	go func() {
-		_ = s.cmd.Wait()
-		close(s.exited)
-	}()
-
-	if err := s.waitReady(); err != nil {
-		s.stop()
-		return nil, fmt.Errorf("%s did not start: %v\n%s", bin, err, s.log.String())
+	s.bin, s.confPath, s.env = bin, confPath, o.env
+	if err := s.launch(); err != nil {
+		return nil, err
 	}
 	tb.Cleanup(func() {
 		s.stop()
@@ -192,6 +203,44 @@ bind-address = "127.0.0.1:%d"
 	return s, nil
 }
 
+// launch runs influxd with the server's configuration and waits until it
+// answers.
+func (s *Server) launch() error {
+	cmd := exec.Command(s.bin, "run", "-config", s.confPath)
+	cmd.Stdout = s.log
+	cmd.Stderr = s.log
+	cmd.Env = append(append(os.Environ(), "INFLUXDB_REPORTING_DISABLED=true"), s.env...)
+	if err := cmd.Start(); err != nil {
+		return fmt.Errorf("starting %s: %v", s.bin, err)
+	}
+	exited := make(chan struct{})
+	go func() {
+		_ = cmd.Wait()
+		close(exited)
+	}()
+	s.cmd, s.exited = cmd, exited
+	if err := s.waitReady(); err != nil {
+		s.stop()
+		return fmt.Errorf("%s did not start: %v\n%s", s.bin, err, s.log.String())
+	}
+	return nil
+}
+
+// Kill stops influxd with SIGKILL, as a crash or an OOM kill would, and
+// waits until it has exited. Its data stays for Restart.
+func (s *Server) Kill() {
+	_ = s.cmd.Process.Kill()
+	<-s.exited
+}
+
+// Restart starts influxd again on the same ports and data after Kill.
+func (s *Server) Restart(tb testing.TB) {
+	tb.Helper()
+	if err := s.launch(); err != nil {
+		tb.Fatalf("influxtest: restart: %v", err)
+	}
+}
+
 // waitReady polls /ping: influxd is an external process with no readiness
 // signal of its own.
 func (s *Server) waitReady() error {
@@ -199,7 +248,8 @@ func (s *Server) waitReady() error {
 	defer deadline.Stop()
 	tick := time.NewTicker(pollInterval)
 	defer tick.Stop()
-	client := &http.Client{Timeout: time.Second}
+	client := *s.client
+	client.Timeout = time.Second
 	for {
 		resp, err := client.Get(s.URL + "/ping")
 		if err == nil {
@@ -273,7 +323,7 @@ func (s *Server) query(db, q string) ([]Series, error) {
 	if db != "" {
 		form.Set("db", db)
 	}
-	resp, err := http.PostForm(s.URL+"/query", form)
+	resp, err := s.client.PostForm(s.URL+"/query", form)
 	if err != nil {
 		return nil, err
 	}

@@ -1,0 +1,141 @@
+package main
+
+import (
+	"context"
+	"fmt"
+	"os"
+	"path/filepath"
+	"testing"
+	"time"
+
+	"go.uber.org/zap"
+	"go.uber.org/zap/zapcore"
+	"go.uber.org/zap/zaptest/observer"
+
+	"github.com/sparkpulse/sparkpulse/influx"
+	"github.com/sparkpulse/sparkpulse/influx/influxtest"
+	"github.com/sparkpulse/sparkpulse/simulate"
+)
+
+// Spark-shaped traffic streams into sparkpulse while influxd is killed
+// (SIGKILL) and restarted twice, and sparkpulse is stopped and started
+// again during the second outage: every point sparkpulse accepted is in
+// InfluxDB at the end, once. Reports sent while sparkpulse was down are
+// refused at connect, as Spark then drops them too.
+func TestOutagesLoseNothing(t *testing.T) {
+	srv := influxtest.Start(t)
+	port := influxtest.FreePort(t)
+	conf := fmt.Sprintf(`
+state-dir = %q
+[influxdb]
+  max-queue-bytes = 1048576   # 1 MiB in memory: outages spill to disk
+[[graphite]]
+  bind-address = "127.0.0.1:%d"
+  database = "spark"
+`, t.TempDir(), port)
+	svc := startSparkpulse(t, srv, conf)
+
+	const rounds = 600
+	start := time.Now().Add(-rounds * 10 * time.Second).Truncate(time.Second)
+	cluster := simulate.NewCluster(simulate.Config{Addr: fmt.Sprintf("127.0.0.1:%d", port), Apps: 2, Executors: 3, Period: 10 * time.Second, Seed: 3}, start)
+	var accepted, refusedReports uint64
+	var peak int64
+	var spilled uint64
+	collect := func(s *testService) {
+		accepted += s.blocks[0].relay.Stats().Points.Load()
+		st := s.blocks[0].writer.Stats()
+		peak = max(peak, st.PeakBacklog)
+		spilled += st.DiskSpilled
+	}
+	pace := time.NewTicker(40 * time.Millisecond) // about 25 s of streaming
+	defer pace.Stop()
+	began := time.Now()
+	for r := range rounds {
+		switch r {
+		case 100, 400:
+			srv.Kill()
+			t.Logf("round %d: influxd killed", r)
+		case 220, 520:
+			srv.Restart(t)
+			t.Logf("round %d: influxd restarted", r)
+		case 460: // during the second outage: sparkpulse keeps its queue on disk
+			ctx, cancel := context.WithTimeout(context.Background(), 2*time.Second)
+			if err := svc.Shutdown(ctx); err != nil {
+				t.Fatalf("shutdown during the outage: %v", err)
+			}
+			cancel()
+			svc.stopped = true
+			collect(svc)
+			svc = startSparkpulse(t, srv, conf)
+			t.Logf("round %d: sparkpulse restarted", r)
+		}
+		_, failed := cluster.SendRound(context.Background(), start.Add(time.Duration(r)*10*time.Second))
+		refusedReports += uint64(failed)
+		<-pace.C
+	}
+	// Wait until the last instance has delivered its backlog.
+	w := svc.blocks[0].writer
+	deadline := time.Now().Add(2 * time.Minute)
+	for tick := time.NewTicker(50 * time.Millisecond); ; <-tick.C {
+		if st := w.Stats(); st.DiskBytes == 0 && st.QueuedBatches == 0 {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("backlog not delivered: %+v", w.Stats())
+		}
+	}
+	svc.stop()
+	collect(svc)
+
+	var stored uint64
+	for _, s := range srv.Query(t, "spark", `SELECT count("value") FROM /.*/`) {
+		for _, row := range s.Values {
+			stored += uint64(toFloat(t, row[1]))
+		}
+	}
+	t.Logf("%s: %d points accepted, %d stored; %d reports refused while sparkpulse restarted; peak backlog %d bytes, %d batches spilled to disk",
+		time.Since(began).Round(time.Second), accepted, stored, refusedReports, peak, spilled)
+	if stored != accepted || accepted < 500_000 {
+		t.Errorf("InfluxDB stores %d points, sparkpulse accepted %d", stored, accepted)
+	}
+	if spilled == 0 || peak < 4<<20 {
+		t.Errorf("the outages never went to disk: peak backlog %d bytes, %d batches spilled", peak, spilled)
+	}
+}
+
+// A disk queue left by a listener the config no longer has is named at
+// start, with its size, and left alone.
+func TestOrphanDiskQueueWarned(t *testing.T) {
+	srv := influxtest.Start(t)
+	stateDir := t.TempDir()
+	orphan := queueDir(stateDir, "tcp://10.0.0.1:2003", influx.Target{Bucket: "old"})
+	if err := os.MkdirAll(orphan, 0o700); err != nil {
+		t.Fatal(err)
+	}
+	seg := filepath.Join(orphan, "0000001099511627776.seg")
+	if err := os.WriteFile(seg, append([]byte("SPQSEG1\n"), make([]byte, 100)...), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	plan, err := loadPlan(&flagOverrides{config: writeFile(t, "c.toml", "[internal]\n  enabled = false\n[[graphite]]\n  bind-address = \"127.0.0.1:0\"\n"),
+		influxURL: srv.URL, adminAddr: "off", stateDir: stateDir, createDatabase: true}, noEnv)
+	if err != nil {
+		t.Fatal(err)
+	}
+	core, logs := observer.New(zapcore.WarnLevel)
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	svc, err := startService(ctx, plan, zap.New(core))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := svc.Shutdown(ctx); err != nil {
+		t.Fatal(err)
+	}
+	warned := logs.FilterMessageSnippet("no listener of this config uses").All()
+	if len(warned) != 1 || warned[0].ContextMap()["dir"] != orphan || warned[0].ContextMap()["bytes"] != int64(100) {
+		t.Errorf("warnings: %+v", logs.All())
+	}
+	if _, err := os.Stat(seg); err != nil {
+		t.Errorf("the orphan queue was touched: %v", err)
+	}
+}

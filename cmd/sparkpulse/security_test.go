@@ -1,0 +1,314 @@
+package main
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"encoding/pem"
+	"fmt"
+	"io"
+	"net"
+	"net/http"
+	"net/http/httptest"
+	"net/url"
+	"os"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"go.uber.org/zap"
+
+	"github.com/sparkpulse/sparkpulse/influx/influxtest"
+)
+
+// counting passes requests to h and signals each listing of applications,
+// which begins a poll: the second one means the first poll is done.
+func counting(h http.Handler, listings chan<- struct{}) http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if r.URL.Path == "/api/v1/applications" {
+			select {
+			case listings <- struct{}{}:
+			default:
+			}
+		}
+		h.ServeHTTP(w, r)
+	})
+}
+
+func waitN(t *testing.T, ch <-chan struct{}, n int, what string) {
+	t.Helper()
+	for range n {
+		select {
+		case <-ch:
+		case <-time.After(30 * time.Second):
+			t.Fatalf("timed out waiting for %s", what)
+		}
+	}
+}
+
+// TLS to InfluxDB and to a Spark UI, each trusting only the CA its section
+// names: metrics and annotations arrive over HTTPS. Without the CA,
+// start-up fails and says which setting to look at.
+func TestTLSWithCustomCA(t *testing.T) {
+	const app = "app-20261122101500-0007"
+	srv := influxtest.Start(t, influxtest.WithTLS())
+	listings := make(chan struct{}, 100)
+	ui := httptest.NewTLSServer(counting(oneJobUI(app, time.Now().Add(-time.Minute).Truncate(time.Millisecond).UTC()), listings))
+	defer ui.Close()
+	uiCA := writeFile(t, "ui-ca.pem", string(pem.EncodeToMemory(&pem.Block{Type: "CERTIFICATE", Bytes: ui.Certificate().Raw})))
+
+	svc := startSparkpulse(t, srv, fmt.Sprintf(`
+[influxdb]
+  tls-ca = %q
+[annotate]
+  urls = [%q]
+  interval = "1s"
+  database = "annotations"
+  tls-ca = %q
+[[graphite]]
+  bind-address = "127.0.0.1:0"
+  database = "metrics"
+`, srv.CAFile, ui.URL, uiCA))
+	sendTCP(t, svc.addr(0), app+".driver.DAGScheduler.job.allJobs 1 "+T+"\n")
+	waitN(t, listings, 2, "two polls of the UI")
+	svc.stop()
+
+	if m := dump(t, srv, "metrics"); len(m) != 1 || !strings.HasPrefix(m[0], "job.allJobs,applicationid="+app) {
+		t.Errorf("metrics over HTTPS: %q", m)
+	}
+	if a := dump(t, srv, "annotations"); len(a) != 3 || !strings.HasPrefix(a[1], "spark_job,applicationid="+app) {
+		t.Errorf("annotations over HTTPS: %q", a)
+	}
+
+	// The system roots do not include the test CA.
+	plan, err := loadPlan(&flagOverrides{config: writeFile(t, "notrust.toml", "[[graphite]]\n  bind-address = \"127.0.0.1:0\"\n"),
+		influxURL: srv.URL, adminAddr: "off"}, noEnv)
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	s, err := startService(ctx, plan, zap.NewNop())
+	if err == nil {
+		s.Shutdown(ctx)
+		t.Fatal("started without trusting InfluxDB's certificate")
+	}
+	if !strings.Contains(err.Error(), "check tls-ca") || !strings.Contains(err.Error(), srv.URL) {
+		t.Errorf("error without the CA: %v", err)
+	}
+}
+
+// lockedBuffer collects the log of a service running in another goroutine.
+type lockedBuffer struct {
+	mu sync.Mutex
+	b  bytes.Buffer
+}
+
+func (b *lockedBuffer) Write(p []byte) (int, error) {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return b.b.Write(p)
+}
+
+func (b *lockedBuffer) String() string {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return b.b.String()
+}
+
+// Secrets (the InfluxDB token, a Spark UI password) appear in no log line
+// (at debug level), no /metrics sample, no `check` output and no error,
+// even when the server refuses them; a config file any user can read that
+// holds a secret, and a secret file any user can read, are warned about.
+func TestSecretsStayHidden(t *testing.T) {
+	const secret = "SECRET"
+	srv := influxtest.Start(t, influxtest.WithEnv("INFLUXDB_HTTP_AUTH_ENABLED=true"))
+	srv.Exec(t, `CREATE USER admin WITH PASSWORD 'SECRET-influx' WITH ALL PRIVILEGES`) // the first admin needs no credentials
+
+	// A Spark UI behind basic auth, to which sparkpulse has the wrong password.
+	const app = "app-20261122101500-0008"
+	refused := make(chan struct{}, 100)
+	uiHandler := oneJobUI(app, time.Now().Add(-time.Minute).Truncate(time.Millisecond).UTC())
+	ui := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if u, p, ok := r.BasicAuth(); !ok || u != "spark" || p != "SECRET-ui-right" {
+			w.Header().Set("WWW-Authenticate", `Basic realm="spark"`)
+			http.Error(w, "wrong credentials", http.StatusUnauthorized)
+			select {
+			case refused <- struct{}{}:
+			default:
+			}
+			return
+		}
+		uiHandler.ServeHTTP(w, r)
+	}))
+	defer ui.Close()
+	pwFile := writeFile(t, "ui-password", "SECRET-ui-wrong\n")
+	if err := os.Chmod(pwFile, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	adminAddr := fmt.Sprintf("127.0.0.1:%d", influxtest.FreePort(t))
+	graphiteAddr := fmt.Sprintf("127.0.0.1:%d", influxtest.FreePort(t))
+	conf := func(token string) string {
+		return fmt.Sprintf(`
+[influxdb]
+  url = %q
+  token = %q
+  create-database = true
+[admin]
+  bind-address = %q
+[log]
+  level = "debug"
+  format = "json"
+[internal]
+  enabled = false
+[annotate]
+  urls = [%q]
+  interval = "1s"
+  username = "spark"
+  password-file = %q
+[[graphite]]
+  bind-address = %q
+  database = "metrics"
+`, srv.URL, token, adminAddr, ui.URL, pwFile, graphiteAddr)
+	}
+	path := writeFile(t, "sparkpulse.toml", conf("admin:SECRET-influx"))
+	if err := os.Chmod(path, 0o644); err != nil {
+		t.Fatal(err)
+	}
+
+	var shown []string // everything a person or a scraper could see
+	check := func(what, text string) {
+		t.Helper()
+		if strings.Contains(text, secret) {
+			t.Errorf("%s shows a secret:\n%s", what, text)
+		}
+		shown = append(shown, text)
+	}
+
+	// The service, running: a point written with the token, the UI
+	// refusing its password.
+	var logs lockedBuffer
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	done := make(chan error, 1)
+	go func() { done <- run(ctx, []string{"run", "--config", path}, noEnv, nil, io.Discard, &logs) }()
+	var conn net.Conn
+	for deadline := time.Now().Add(30 * time.Second); conn == nil; {
+		c, err := net.Dial("tcp", graphiteAddr)
+		switch {
+		case err == nil:
+			conn = c
+		case time.Now().After(deadline):
+			t.Fatalf("sparkpulse did not listen: %v\n%s", err, logs.String())
+		default:
+			select {
+			case err := <-done:
+				t.Fatalf("sparkpulse stopped: %v\n%s", err, logs.String())
+			case <-time.After(20 * time.Millisecond):
+			}
+		}
+	}
+	fmt.Fprintf(conn, "%s.driver.DAGScheduler.job.allJobs 1 %s\n", app, T)
+	conn.Close()
+	waitN(t, refused, 2, "two refused polls")
+	resp, err := http.Get("http://" + adminAddr + "/metrics")
+	if err != nil {
+		t.Fatal(err)
+	}
+	metrics, _ := io.ReadAll(resp.Body)
+	resp.Body.Close()
+	check("/metrics", string(metrics))
+	cancel()
+	if err := <-done; err != nil {
+		t.Errorf("run: %v", err)
+	}
+	check("the log", logs.String())
+	for _, want := range []string{
+		path + ` holds [influxdb] token and is readable by every user (mode 0644)`,
+		"secret file " + pwFile + " is readable by every user (mode 0644)",
+		`401 Unauthorized`,
+	} {
+		if !strings.Contains(logs.String(), want) {
+			t.Errorf("the log lacks %q:\n%s", want, logs.String())
+		}
+	}
+	if n := queryAuth(t, srv, "admin", "SECRET-influx", "metrics", `SELECT count(*) FROM "job.allJobs"`); n != 1 {
+		t.Errorf("%d points stored, want 1", n)
+	}
+
+	// `check` says a token is set, and warns.
+	var out bytes.Buffer
+	if err := run(context.Background(), []string{"check", "--config", path}, noEnv, nil, &out, io.Discard); err != nil {
+		t.Fatal(err)
+	}
+	check("check", out.String())
+	if !strings.Contains(out.String(), "(token set)") || !strings.Contains(out.String(), "warning: "+path+" holds [influxdb] token") {
+		t.Errorf("check output:\n%s", out.String())
+	}
+
+	// Errors: InfluxDB refusing the token at start, and settings that
+	// would put a password in a URL.
+	wrong := writeFile(t, "wrong.toml", conf("admin:SECRET-wrong"))
+	err = run(context.Background(), []string{"run", "--config", wrong}, noEnv, nil, io.Discard, io.Discard)
+	if err == nil || !strings.Contains(err.Error(), "401") {
+		t.Errorf("a refused token: %v", err)
+	} else {
+		check("the start-up error", err.Error())
+	}
+	for _, bad := range []string{
+		"[influxdb]\n  url = \"ftp://admin:SECRET-1@db:8086\"\n[[graphite]]\n",
+		"[annotate]\n  urls = [\"http://spark:SECRET-2@hs:18080\"]\n[[graphite]]\n",
+		"[annotate]\n  urls = [\"http://spark:SECRET-3@hs:18080/%zz\"]\n[[graphite]]\n",
+	} {
+		_, err := loadFile(t, bad, noEnv)
+		if err == nil {
+			t.Errorf("accepted %q", bad)
+			continue
+		}
+		check("the config error", err.Error())
+	}
+
+	// Files only their owner can read draw no warning.
+	for _, p := range []string{path, pwFile} {
+		if err := os.Chmod(p, 0o600); err != nil {
+			t.Fatal(err)
+		}
+	}
+	plan, err := loadPlan(&flagOverrides{config: path}, noEnv)
+	if err != nil || len(plan.Warnings) != 0 {
+		t.Errorf("owner-only files: warnings %q, %v", plan.Warnings, err)
+	}
+	t.Logf("checked %d texts, %d bytes, for secrets", len(shown), len(strings.Join(shown, "")))
+}
+
+// queryAuth runs a count query as user and returns the first count.
+func queryAuth(t *testing.T, srv *influxtest.Server, user, password, db, q string) int {
+	t.Helper()
+	req, err := http.NewRequest(http.MethodPost, srv.URL+"/query", strings.NewReader(url.Values{"db": {db}, "q": {q}}.Encode()))
+	if err != nil {
+		t.Fatal(err)
+	}
+	req.Header.Set("Content-Type", "application/x-www-form-urlencoded")
+	req.SetBasicAuth(user, password)
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	var r struct {
+		Results []struct {
+			Series []struct{ Values [][]any }
+		}
+	}
+	dec := json.NewDecoder(resp.Body)
+	dec.UseNumber()
+	if err := dec.Decode(&r); err != nil {
+		t.Fatal(err)
+	}
+	if len(r.Results) == 0 || len(r.Results[0].Series) == 0 || len(r.Results[0].Series[0].Values) == 0 {
+		return 0
+	}
+	n, _ := r.Results[0].Series[0].Values[0][1].(json.Number).Int64()
+	return int(n)
+}

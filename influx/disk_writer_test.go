@@ -1,0 +1,100 @@
+package influx
+
+import (
+	"context"
+	"net/http"
+	"slices"
+	"strings"
+	"sync/atomic"
+	"testing"
+	"testing/synctest"
+	"time"
+)
+
+// InfluxDB is down: Append never blocks, batches beyond the memory bound go
+// to the disk queue, Close keeps what is left in memory there too, and a
+// new writer on the same directory delivers every point exactly once, the
+// disk backlog first.
+func TestDiskQueueThroughOutageAndRestart(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		var up atomic.Bool
+		f := &fakeInflux{respond: func(r *request, n int) (int, http.Header, string) {
+			if !up.Load() {
+				h, b := v1Error("timeout")
+				return http.StatusServiceUnavailable, h, b
+			}
+			return http.StatusNoContent, nil, ""
+		}}
+		dir := t.TempDir()
+		cfg := Config{BatchSize: 10, MaxQueueBytes: 2 << 10, QueueDir: dir, MaxRetryBackoff: time.Second}
+		w := newBubbleWriter(t, f, cfg)
+		for i := 0; i < 500; i += 10 {
+			w.Append(lines(i, 10), 10) // never blocks: the overflow spills
+		}
+		synctest.Wait()
+		st := w.Stats()
+		if st.DiskSpilled == 0 || st.DiskBytes == 0 || st.QueuedBytes > 2<<10+600 || st.PeakBacklog < 20_000 {
+			t.Fatalf("stats %+v", st)
+		}
+		ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+		defer cancel()
+		if err := w.Close(ctx); err != nil {
+			t.Fatalf("Close with InfluxDB down and a disk queue: %v", err)
+		}
+		if ctx.Err() != nil {
+			t.Error("Close retried until its deadline instead of keeping the batches on disk")
+		}
+		if len(f.storedLines()) != 0 {
+			t.Fatal("stored while down")
+		}
+
+		up.Store(true)
+		w = newBubbleWriter(t, f, cfg)
+		for w.Stats().DiskBytes > 0 {
+			advance(100 * time.Millisecond)
+		}
+		w.Append(lines(500, 5), 5)
+		closeOK(t, w)
+		stored := f.storedLines()
+		want := strings.Split(strings.TrimSuffix(string(lines(0, 505)), "\n"), "\n")
+		got := slices.Clone(stored)
+		slices.Sort(got)
+		slices.Sort(want)
+		if !slices.Equal(got, want) {
+			t.Fatalf("stored %d lines, want each of the %d exactly once", len(stored), len(want))
+		}
+		// The backlog went first, in the order it was written.
+		if stored[len(stored)-1] != strings.TrimSuffix(string(lines(504, 1)), "\n") ||
+			!slices.IsSortedFunc(stored[:500], func(a, b string) int { return strings.Compare(lineTime(a), lineTime(b)) }) {
+			t.Errorf("delivery order: first %q, last %q", stored[0], stored[len(stored)-1])
+		}
+	})
+}
+
+func lineTime(l string) string { return l[strings.LastIndexByte(l, ' ')+1:] }
+
+// Without a disk queue, TryAppend refuses what does not fit, where Append
+// would wait.
+func TestTryAppendRefusesWhenFull(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		release := make(chan struct{})
+		f := &fakeInflux{respond: func(r *request, n int) (int, http.Header, string) {
+			<-release
+			return http.StatusNoContent, nil, ""
+		}}
+		line := []byte("m value=1\n")
+		w := newBubbleWriter(t, f, Config{BatchSize: 1, MaxInFlight: 1, MaxQueueBytes: 25})
+		if !w.TryAppend(line, 1) || !w.TryAppend(line, 1) {
+			t.Fatal("refused with room left")
+		}
+		synctest.Wait()
+		if w.TryAppend(line, 1) {
+			t.Fatal("accepted beyond the bound")
+		}
+		close(release)
+		closeOK(t, w)
+		if st := w.Stats(); st.PointsWritten != 2 {
+			t.Errorf("written %d", st.PointsWritten)
+		}
+	})
+}

@@ -1,0 +1,95 @@
+package relay
+
+import (
+	"bytes"
+	"math"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/influxdata/line-protocol/v2/lineprotocol"
+
+	"github.com/sparkpulse/sparkpulse/graphite"
+	"github.com/sparkpulse/sparkpulse/templates"
+)
+
+// FuzzEncode: whatever a Graphite line holds, a point sparkpulse encodes
+// reads back through the line protocol parser as the point it meant: the
+// mapped measurement, tags and field, the parsed value and time. A line it
+// cannot represent is refused, never garbled.
+func FuzzEncode(f *testing.F) {
+	for _, l := range corpus(f) {
+		f.Add(string(l))
+	}
+	for _, s := range []string{
+		`co,mma 1 1795300000`, `eq=ual.x 2 1795300000`, `quo"te 3 1795300000`, `back\slash 4 1795300000`,
+		`esc\,aped\ x 5 1795300000`, "ünï.cøde 6 1795300000", "t.x 7 1795300000", "f.time 8 1795300000",
+		`h.a\ 9 1795300000`, `h.a\\.b 10 1795300000`, "h.a=b,c d 1795300000", `h."x" 1e-300 -1`,
+	} {
+		f.Add(s)
+	}
+	eng, err := templates.Compile([]string{"t.* measurement.time", "f.* measurement.field", "h.* measurement.host.field", "measurement*"}, ".", []string{"dc=eu"})
+	if err != nil {
+		f.Fatal(err)
+	}
+	f.Fuzz(func(t *testing.T, line string) {
+		c := New(Config{Mapper: eng, Now: func() time.Time { return fixedNow }}).NewConn(nil).(*Conn)
+		lp, err := c.Process([]byte(line))
+		if err != nil {
+			return
+		}
+		// What the mapping meant, computed again.
+		var gl graphite.Line
+		if graphite.Parse([]byte(strings.TrimSpace(line)), &gl) != graphite.OK {
+			t.Fatalf("encoded a line the parser refuses: %q", line)
+		}
+		var r templates.Result
+		if err := eng.Apply(gl.Path, &r); err != nil {
+			t.Fatalf("encoded a line the templates refuse: %q", line)
+		}
+		c.backslashes(&r)
+
+		dec := lineprotocol.NewDecoderWithBytes(lp)
+		if !dec.Next() {
+			t.Fatalf("no line in %q", lp)
+		}
+		m, err := dec.Measurement()
+		if err != nil || !bytes.Equal(m, r.Measurement) {
+			t.Fatalf("%q → %q: measurement %q (%v), want %q", line, lp, m, err, r.Measurement)
+		}
+		var tags []templates.Tag
+		for {
+			k, v, err := dec.NextTag()
+			if err != nil {
+				t.Fatalf("%q → %q: tag: %v", line, lp, err)
+			}
+			if k == nil {
+				break
+			}
+			tags = append(tags, templates.Tag{Key: bytes.Clone(k), Value: bytes.Clone(v)})
+		}
+		if len(tags) != len(r.Tags) {
+			t.Fatalf("%q → %q: tags %q, want %q", line, lp, tags, r.Tags)
+		}
+		for i := range tags {
+			if !bytes.Equal(tags[i].Key, r.Tags[i].Key) || !bytes.Equal(tags[i].Value, r.Tags[i].Value) {
+				t.Fatalf("%q → %q: tag %d %q=%q, want %q=%q", line, lp, i, tags[i].Key, tags[i].Value, r.Tags[i].Key, r.Tags[i].Value)
+			}
+		}
+		k, v, err := dec.NextField()
+		if err != nil || !bytes.Equal(k, r.Field) || v.Kind() != lineprotocol.Float || v.FloatV() != gl.Value && !(math.IsNaN(v.FloatV()) && math.IsNaN(gl.Value)) {
+			t.Fatalf("%q → %q: field %q=%v (%v), want %q=%v", line, lp, k, v, err, r.Field, gl.Value)
+		}
+		want := gl.Time
+		if gl.Now {
+			want = fixedNow.UnixNano()
+		}
+		ts, err := dec.Time(lineprotocol.Nanosecond, time.Time{})
+		if err != nil || ts.UnixNano() != want {
+			t.Fatalf("%q → %q: time %v (%v), want %d", line, lp, ts, err, gl.Time)
+		}
+		if dec.Next() {
+			t.Fatalf("%q → %q: more than one line", line, lp)
+		}
+	})
+}
