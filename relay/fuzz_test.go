@@ -35,6 +35,13 @@ func FuzzEncode(f *testing.F) {
 	f.Fuzz(func(t *testing.T, line string) {
 		c := New(Config{Mapper: eng, Now: func() time.Time { return fixedNow }}).NewConn(nil).(*Conn)
 		lp, err := c.Process([]byte(line))
+		// The second line of a path takes the cached description: the
+		// same point, or the same refusal.
+		first := string(lp)
+		lp, err2 := c.Process([]byte(line))
+		if string(lp) != first || (err == nil) != (err2 == nil) || err != nil && err.Error() != err2.Error() {
+			t.Fatalf("%q: first %q (%v), then %q (%v)", line, first, err, lp, err2)
+		}
 		if err != nil {
 			return
 		}

@@ -4,8 +4,15 @@
 // its own Conn, which parses each line, maps its path to a measurement,
 // tags and field, and encodes the point into a connection-local buffer. At
 // the end of every block read from the socket the buffer is handed to the
-// Sink in one call, so the per-line path takes no locks, sends nothing over
-// channels and, once its buffers have grown, allocates nothing.
+// Sink in one call, so the per-line path sends nothing over channels and,
+// once its buffers have grown, allocates nothing.
+//
+// A path's mapping, its checks and the escaped line-protocol text of its
+// measurement, tags and field are worked out on its first line (with
+// line-protocol's encoder) and remembered in a cache shared by the Relay's
+// connections, which lookups read without locks: after that a line costs a
+// parse, a hash, a lookup and a few appends (and, for a cumulative series,
+// the delta tracker's update).
 //
 // A line that cannot become a point is dropped and counted by reason; the
 // first few per second are logged. Nothing a line contains stops the
@@ -25,6 +32,8 @@ import (
 	"fmt"
 	"net"
 	"slices"
+	"strconv"
+	"strings"
 	"sync/atomic"
 	"time"
 
@@ -117,7 +126,15 @@ type Config struct {
 	// slowed down, so that the reader keeps draining the socket. It needs
 	// a TrySink.
 	NonBlocking bool
+	// CacheSize bounds how many series (Graphite paths) the Relay
+	// remembers the mapping of; DefaultCacheSize when 0. A series that is
+	// not remembered is mapped again, which costs about as much as its
+	// first line did.
+	CacheSize int
 }
+
+// DefaultCacheSize is the default Config.CacheSize.
+const DefaultCacheSize = 1_000_000
 
 // Deltas is the delta stage of a Relay. Relays that share a Tracker keep
 // their series apart by Bucket, which is part of every series key.
@@ -131,6 +148,7 @@ type Deltas struct {
 type Relay struct {
 	cfg    Config
 	appTag []byte // nil unless OnApp is set
+	cache  *seriesCache
 	stats  Stats
 }
 
@@ -142,7 +160,10 @@ func New(cfg Config) *Relay {
 	if cfg.Log == nil {
 		cfg.Log = zap.NewNop()
 	}
-	r := &Relay{cfg: cfg}
+	if cfg.CacheSize <= 0 {
+		cfg.CacheSize = DefaultCacheSize
+	}
+	r := &Relay{cfg: cfg, cache: newSeriesCache(cfg.CacheSize)}
 	if cfg.OnApp != nil && cfg.AppTag != "" {
 		r.appTag = []byte(cfg.AppTag)
 	}
@@ -151,6 +172,9 @@ func New(cfg Config) *Relay {
 
 // Stats returns the Relay's live counters.
 func (r *Relay) Stats() *Stats { return &r.stats }
+
+// CachedSeries returns about how many series' mappings are remembered.
+func (r *Relay) CachedSeries() int { return r.cache.len() }
 
 // NewConn implements graphite.Handler.
 func (r *Relay) NewConn(remote net.Addr) graphite.ConnHandler {
@@ -166,8 +190,9 @@ type Conn struct {
 
 	line   graphite.Line
 	result templates.Result
-	enc    lineprotocol.Encoder
-	points int // points in enc since the last Flush
+	out    []byte               // the block's points, in line protocol
+	points int                  // points in out since the last Flush
+	enc    lineprotocol.Encoder // describes new series
 
 	lastApp  []byte // the AppTag value last passed to OnApp
 	meas     []byte // scratch for a measurement rewritten by backslashes
@@ -190,9 +215,9 @@ var (
 // Line implements graphite.ConnHandler.
 func (c *Conn) Line(line []byte) {
 	c.lines++
-	if reason, err := c.encode(line); reason != 0 {
+	if reason, why := c.encode(line); reason != 0 {
 		c.dropped[reason]++
-		c.logDrop(line, reason, err)
+		c.logDrop(line, reason, why)
 	}
 }
 
@@ -202,35 +227,80 @@ func (c *Conn) Line(line []byte) {
 // what `sparkpulse parse` prints; the service path uses Line.
 func (c *Conn) Process(line []byte) ([]byte, error) {
 	c.now = 0 // each line is its own block
-	c.enc.Reset()
+	c.out = c.out[:0]
 	c.points = 0
-	reason, err := c.encode(line)
+	reason, why := c.encode(line)
 	if reason != 0 {
-		return nil, c.explain(line, reason, err)
+		return nil, c.explain(line, reason, why)
 	}
-	return c.enc.Bytes(), nil
+	return c.out, nil
 }
 
-// encode appends line's point to c.enc. On failure it returns the reason,
-// and for mapping and encoding failures the error (parse errors are
-// explained lazily, only when they are logged).
-func (c *Conn) encode(line []byte) (Reason, error) {
+// encode appends line's point to c.out. On failure it returns the reason,
+// and for mapping and encoding failures what went wrong (parse errors are
+// explained lazily, only when they are logged): a drop allocates nothing.
+func (c *Conn) encode(line []byte) (Reason, string) {
 	if pr := graphite.Parse(line, &c.line); pr != graphite.OK {
-		return Reason(pr), nil
+		return Reason(pr), ""
 	}
+	h := delta.Hash(c.line.Path)
+	s := c.relay.cache.get(h, c.receiveTime())
+	if s == nil {
+		s = c.describe(c.line.Path)
+		c.relay.cache.put(h, s, c.receiveTime())
+	}
+	if s.reason != 0 {
+		return s.reason, s.text
+	}
+	ts := c.line.Time
+	if c.line.Now {
+		ts = c.receiveTime()
+	}
+	b := append(c.out, s.text[:s.field]...)
+	b = appendFloat(b, c.line.Value) // finite: Parse rejects NaN and ±Inf
+	if s.cumulative() {
+		d := c.relay.cfg.Deltas.Tracker.Update(s.id, c.line.Value, ts, c.receiveTime())
+		if d.HasDelta() {
+			b = append(b, s.text[s.field:s.delta]...)
+			b = appendFloat(b, d.Delta)
+			if d.HasRate {
+				b = append(b, s.text[s.delta:s.rate]...)
+				b = appendFloat(b, d.Rate)
+			}
+		}
+	}
+	b = append(b, ' ')
+	b = strconv.AppendInt(b, ts, 10)
+	c.out = append(b, '\n')
+	c.points++
+	if app := s.app(); app != "" && app != string(c.lastApp) {
+		c.lastApp = append(c.lastApp[:0], app...)
+		c.relay.cfg.OnApp(app)
+	}
+	return 0, ""
+}
+
+// zero is the placeholder value describe encodes fields with.
+var zero, _ = lineprotocol.FloatValue(0)
+
+// describe works out what lines of path become: the mapping, the checks
+// InfluxDB would otherwise fail the write on, and the escaped text of the
+// point up to its value, from line-protocol's encoder.
+func (c *Conn) describe(path []byte) *series {
+	refuse := func(reason Reason, err error) *series { return &series{reason: reason, text: err.Error()} }
 	r := &c.result
-	if err := c.relay.cfg.Mapper.Apply(c.line.Path, r); err != nil {
-		return ReasonMapping, err
+	if err := c.relay.cfg.Mapper.Apply(path, r); err != nil {
+		return refuse(ReasonMapping, err)
 	}
 	c.backslashes(r)
 	if len(r.Measurement) > 0 && r.Measurement[0] == '#' {
-		return ReasonEncode, errComment
+		return refuse(ReasonEncode, errComment)
 	}
 	keyLen := len(r.Measurement)
 	var app []byte
 	for _, t := range r.Tags {
 		if bytes.Equal(t.Key, timeKey) {
-			return ReasonTimeKey, errNoKey
+			return refuse(ReasonTimeKey, errNoKey)
 		}
 		if c.relay.appTag != nil && bytes.Equal(t.Key, c.relay.appTag) {
 			app = t.Value
@@ -238,49 +308,58 @@ func (c *Conn) encode(line []byte) (Reason, error) {
 		keyLen += 2 + len(t.Key) + len(t.Value)
 	}
 	if bytes.Equal(r.Field, timeKey) {
-		return ReasonTimeKey, errNoKey
+		return refuse(ReasonTimeKey, errNoKey)
 	}
 	if keyLen > maxKeyLen {
-		return ReasonKeyTooLong, fmt.Errorf("series key of %d bytes exceeds InfluxDB's limit of %d", keyLen, maxKeyLen)
+		return refuse(ReasonKeyTooLong, fmt.Errorf("series key of %d bytes exceeds InfluxDB's limit of %d", keyLen, maxKeyLen))
 	}
-	ts := c.line.Time
-	if c.line.Now {
-		ts = c.receiveTime()
-	}
+
+	// Each field is encoded with the value 0: the text before that "0"
+	// is what a point of the series starts with.
 	e := &c.enc
+	e.Reset()
 	e.StartLineRaw(r.Measurement)
 	for _, t := range r.Tags {
 		e.AddTagRaw(t.Key, t.Value)
 	}
-	v, _ := lineprotocol.FloatValue(c.line.Value) // finite: Parse rejects NaN and ±Inf
-	e.AddFieldRaw(r.Field, v)
-	// Only a point the encoder took may move a series' baseline.
-	if ds := c.relay.cfg.Deltas; ds != nil && e.Err() == nil {
-		if cumulative, _ := ds.Rules.Match(c.line.Path, r.Measurement); cumulative {
-			d := ds.Tracker.Update(delta.Hash(c.seriesKey(ds.Bucket)), c.line.Value, ts, c.receiveTime())
-			if d.HasDelta() {
-				dk, rk := c.deltaFields(r.Field)
-				dv, _ := lineprotocol.FloatValue(d.Delta)
-				e.AddFieldRaw(dk, dv)
-				if d.HasRate {
-					rv, _ := lineprotocol.FloatValue(d.Rate)
-					e.AddFieldRaw(rk, rv)
-				}
-			}
+	e.AddFieldRaw(r.Field, zero)
+	field := len(e.Bytes()) - 1
+	dfield, rfield := field, field
+	s := &series{}
+	if ds := c.relay.cfg.Deltas; ds != nil {
+		if cumulative, _ := ds.Rules.Match(path, r.Measurement); cumulative {
+			dk, rk := c.deltaFields(r.Field)
+			e.AddFieldRaw(dk, zero)
+			dfield = len(e.Bytes()) - 1
+			e.AddFieldRaw(rk, zero)
+			rfield = len(e.Bytes()) - 1
+			s.id = delta.Hash(c.seriesKey(ds.Bucket))
 		}
 	}
-	e.EndLine(time.Unix(0, ts))
 	if err := e.Err(); err != nil {
-		// The encoder has removed the partial line; its error is sticky.
 		e.ClearErr()
-		return ReasonEncode, err
+		return refuse(ReasonEncode, err)
 	}
-	c.points++
-	if app != nil && !bytes.Equal(app, c.lastApp) {
-		c.lastApp = append(c.lastApp[:0], app...)
-		c.relay.cfg.OnApp(string(app))
+	// lp is "<text>0" or, for a cumulative series, "<text>0<delta>0<rate>0".
+	lp := e.Bytes()
+	if len(lp)+len(app) > maxText {
+		return refuse(ReasonKeyTooLong, fmt.Errorf("point of %d bytes before its value is too long", len(lp)))
 	}
-	return 0, nil
+	var text strings.Builder
+	text.Grow(len(lp) + len(app))
+	text.Write(lp[:field])
+	s.field = uint16(text.Len())
+	if rfield > field {
+		text.Write(lp[field+1 : dfield])
+		s.delta = uint16(text.Len())
+		text.Write(lp[dfield+1 : rfield])
+	} else {
+		s.delta = s.field
+	}
+	s.rate = uint16(text.Len())
+	text.Write(app)
+	s.text = text.String()
+	return s
 }
 
 // backslashes gives names holding backslashes the form InfluxDB 1.x stores
@@ -367,7 +446,7 @@ func (c *Conn) Flush() {
 	st := &c.relay.stats
 	if c.points > 0 {
 		if ts, ok := c.relay.cfg.Sink.(TrySink); ok && c.relay.cfg.NonBlocking {
-			if ts.TryAppend(c.enc.Bytes(), c.points) {
+			if ts.TryAppend(c.out, c.points) {
 				st.Points.Add(uint64(c.points))
 			} else {
 				c.dropped[ReasonQueueFull] += uint64(c.points)
@@ -375,10 +454,10 @@ func (c *Conn) Flush() {
 					zap.Int("points", c.points), zap.Error(errQueueFull))
 			}
 		} else {
-			c.relay.cfg.Sink.Append(c.enc.Bytes(), c.points)
+			c.relay.cfg.Sink.Append(c.out, c.points)
 			st.Points.Add(uint64(c.points))
 		}
-		c.enc.Reset()
+		c.out = c.out[:0]
 		c.points = 0
 	}
 	if c.lines > 0 {
@@ -396,17 +475,19 @@ func (c *Conn) Flush() {
 // Close implements graphite.ConnHandler.
 func (c *Conn) Close() { c.Flush() }
 
-func (c *Conn) explain(line []byte, reason Reason, err error) error {
+// explain is the error of a dropped line: the parser's, worked out now,
+// or why, which encode returned.
+func (c *Conn) explain(line []byte, reason Reason, why string) error {
 	if reason < ReasonMapping {
 		return graphite.Explain(line, graphite.Reason(reason))
 	}
-	return err
+	return errors.New(why)
 }
 
 // maxLoggedLine bounds how much of a bad line goes into a log entry.
 const maxLoggedLine = 256
 
-func (c *Conn) logDrop(line []byte, reason Reason, err error) {
+func (c *Conn) logDrop(line []byte, reason Reason, why string) {
 	// NaN is routine (Spark reports NaN ratios) and InfluxDB 1.x drops it
 	// silently too: count it, log it only at debug.
 	level := zap.InfoLevel
@@ -423,7 +504,7 @@ func (c *Conn) logDrop(line []byte, reason Reason, err error) {
 	}
 	fields := []zap.Field{
 		zap.String("reason", reason.String()),
-		zap.Error(c.explain(line, reason, err)),
+		zap.Error(c.explain(line, reason, why)),
 		zap.ByteString("line", shown),
 	}
 	if c.remote != nil {

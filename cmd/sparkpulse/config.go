@@ -143,6 +143,9 @@ type GraphiteConfig struct {
 	MaxLineLength  int      `toml:"max-line-length"`
 	IdleTimeout    Duration `toml:"idle-timeout"`
 	MaxConnections int      `toml:"max-connections"`
+	// MaxCachedSeries bounds the series whose mapping the block remembers
+	// (default 1000000, about 200 bytes each).
+	MaxCachedSeries int `toml:"max-cached-series"`
 	// SparkPrefixes are GraphiteSink prefixes the built-in Spark mapping
 	// strips into the username tag (only needed when the prefix is used
 	// together with a custom spark.metrics.namespace).
@@ -505,6 +508,9 @@ func (g GraphiteConfig) compile(where string, index int) (*Listener, error) {
 	}
 	if g.MaxConnections < 0 {
 		fail("max-connections %d: must not be negative", g.MaxConnections)
+	}
+	if g.MaxCachedSeries < 0 {
+		fail("max-cached-series %d: must not be negative", g.MaxCachedSeries)
 	}
 	if g.UDPReadBuffer < 0 {
 		fail("udp-read-buffer %d: must not be negative", g.UDPReadBuffer)

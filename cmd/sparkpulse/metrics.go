@@ -33,6 +33,7 @@ var (
 	descDatagrams     = desc("graphite_datagrams_received_total", "UDP datagrams received.")
 	descReadErrors    = desc("graphite_read_errors_total", "Socket read errors.")
 	descLines         = desc("lines_received_total", "Non-blank lines received; equals points_encoded_total plus all lines_dropped_total.")
+	descCached        = desc("series_cached", "Series (Graphite paths) whose mapping is remembered, about; see max-cached-series.")
 	descPoints        = desc("points_encoded_total", "Lines that became points and were queued for InfluxDB.")
 	descDropped       = desc("lines_dropped_total", "Lines dropped, by reason.", "reason")
 	descWritten       = desc("influxdb_points_written_total", "Points InfluxDB accepted.")
@@ -118,6 +119,7 @@ func (c *statsCollector) Collect(ch chan<- prometheus.Metric) {
 		r := b.relay.Stats()
 		counter(ch, descLines, r.Lines.Load()+g.LinesTooLong.Load(), name)
 		counter(ch, descPoints, r.Points.Load(), name)
+		gauge(ch, descCached, float64(b.relay.CachedSeries()), name)
 		counter(ch, descDropped, g.LinesTooLong.Load(), name, "too_long")
 		for i := range relay.NumReasons {
 			if i == 0 {

@@ -156,9 +156,10 @@ func startService(ctx context.Context, plan *Plan, log *zap.Logger) (_ *service,
 		}
 		s.blocks = append(s.blocks, b)
 		rc := relay.Config{
-			Mapper: l.Mapper,
-			Sink:   b.writer,
-			Log:    perLine.With(zap.String("listener", l.Name())),
+			Mapper:    l.Mapper,
+			Sink:      b.writer,
+			Log:       perLine.With(zap.String("listener", l.Name())),
+			CacheSize: l.Config.MaxCachedSeries,
 		}
 		if deltas != nil {
 			rc.Deltas = &relay.Deltas{Rules: deltas.Rules, Tracker: deltas.Tracker, Bucket: l.Target.Bucket}

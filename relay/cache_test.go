@@ -1,0 +1,202 @@
+package relay
+
+import (
+	"fmt"
+	"runtime"
+	"strings"
+	"sync"
+	"testing"
+
+	"github.com/sparkpulse/sparkpulse/delta"
+	"github.com/sparkpulse/sparkpulse/spark"
+)
+
+const sec = int64(1e9)
+
+func id(path string) delta.ID { return delta.Hash([]byte(path)) }
+
+// Lookups find what was put, also paths whose hashes share a first half
+// and tables that grew; an entry found only in the old generation moves to
+// the current one; the old one is dropped when the current one fills up or
+// at an insert after cacheTTL.
+func TestSeriesCache(t *testing.T) {
+	got := func(c *seriesCache, h delta.ID, now int64) string {
+		s := c.get(h, now)
+		if s == nil {
+			return "(none)"
+		}
+		return s.text
+	}
+	c := newSeriesCache(2 * cacheShards * 4) // 4 entries per shard generation
+	ha, hb := id("a"), id("b")
+	c.put(ha, &series{text: "a"}, 0)
+	if got(c, ha, 0) != "a" || got(c, hb, 0) != "(none)" {
+		t.Fatal("lookup")
+	}
+	other := delta.ID{ha[0], ha[1] + 1}
+	c.put(other, &series{text: "other"}, 0)
+	if got(c, other, 0) != "other" || got(c, ha, 0) != "a" {
+		t.Fatal("paths sharing the first hash half are confused")
+	}
+
+	// another returns the hash of a new path in a's shard.
+	n := 0
+	another := func() delta.ID {
+		for {
+			n++
+			if h := id(fmt.Sprint("other", n)); c.shard(h) == c.shard(ha) {
+				return h
+			}
+		}
+	}
+	// Fill a's shard: a moves to the old generation and is copied back
+	// when used.
+	sh := c.shard(ha)
+	for sh.old.Load() == nil {
+		c.put(another(), &series{}, 1)
+	}
+	if sh.old.Load().find(ha) == nil || got(c, ha, 2) != "a" {
+		t.Fatal("a is not in the old generation")
+	}
+	if sh.cur.Load().find(ha) == nil {
+		t.Fatal("a was not copied to the current generation")
+	}
+
+	// An insert a TTL later retires the generation; one more drops a if
+	// it was not used in between.
+	c2 := newSeriesCache(1 << 20)
+	c2.put(ha, &series{text: "a"}, 10*sec)
+	c2.put(another(), &series{}, 10*sec+cacheTTL)
+	if got(c2, ha, 10*sec+cacheTTL) != "a" {
+		t.Fatal("a was dropped after one TTL")
+	}
+	c3 := newSeriesCache(1 << 20)
+	c3.put(ha, &series{text: "a"}, 10*sec)
+	c3.put(another(), &series{}, 10*sec+cacheTTL)
+	c3.put(another(), &series{}, 10*sec+2*cacheTTL)
+	if got(c3, ha, 10*sec+2*cacheTTL) != "(none)" {
+		t.Fatal("a, unused for two TTLs, is still there")
+	}
+
+	// Tables grow: 100 000 series, all found, none twice.
+	c4 := newSeriesCache(1 << 20)
+	for i := range 100_000 {
+		c4.put(id(fmt.Sprint(i)), &series{text: fmt.Sprint(i)}, 0)
+	}
+	for i := range 100_000 {
+		if g := got(c4, id(fmt.Sprint(i)), 0); g != fmt.Sprint(i) {
+			t.Fatalf("series %d: %q", i, g)
+		}
+	}
+	if c4.len() != 100_000 {
+		t.Errorf("len %d", c4.len())
+	}
+}
+
+// Readers on other goroutines find every series while tables grow and
+// generations turn over (run with -race).
+func TestSeriesCacheConcurrent(t *testing.T) {
+	c := newSeriesCache(cacheShards * 2 * 500)
+	const n = 20_000
+	ids := make([]delta.ID, n)
+	for i := range ids {
+		ids[i] = id(fmt.Sprint("p", i))
+	}
+	done := make(chan struct{})
+	var readers sync.WaitGroup
+	for r := range 2 {
+		readers.Go(func() {
+			for i := r; ; i = (i + 7) % n {
+				select {
+				case <-done:
+					return
+				default:
+				}
+				if s := c.get(ids[i], 0); s != nil && s.key != ids[i] {
+					t.Errorf("lookup of %d found %v", i, s.key)
+					return
+				}
+			}
+		})
+	}
+	for i, h := range ids {
+		c.put(h, &series{}, int64(i)*cacheTTL/n*3)
+	}
+	close(done)
+	readers.Wait()
+}
+
+// A cached series gives the same points, refusals, deltas and application
+// callbacks as its first line did.
+func TestCachedSeriesSameAsFirst(t *testing.T) {
+	var apps []string
+	s := &sink{}
+	c := New(Config{Mapper: spark.NewMapper(spark.Options{}), Sink: s, Deltas: newDeltas(t, "db"),
+		OnApp: func(a string) { apps = append(apps, a) }, AppTag: "applicationid"}).NewConn(nil)
+	lines := []string{
+		"app-20261122101500-0001.3.executor.cpuTime.count 100 1795300000",
+		"app-20261122101500-0001.3.jvm.heap.used 5e8 1795300000",
+		"app-20261122101500-0002.driver.BlockManager.memory.memUsed_MB 7 1795300000",
+		"app-20261122101500-0001.3.executor.cpuTime.count 250 1795300010",
+		"bad\xff.utf8 1 1795300000", // refused by the encoder
+	}
+	round := func() (string, uint64) {
+		s.buf.Reset()
+		for _, l := range lines {
+			c.Line([]byte(l))
+		}
+		c.Flush()
+		return s.buf.String(), c.(*Conn).relay.Stats().Dropped[ReasonEncode].Load()
+	}
+	first, dropped1 := round()
+	second, dropped2 := round()
+	// The second round repeats the first at the same times: its cpuTime
+	// samples are not newer than the baseline, so they get no delta.
+	want := strings.NewReplacer(",delta=100", "", ",delta=150,rate=15", "").Replace(first)
+	if second != want || !strings.Contains(first, ",delta=150,rate=15 ") {
+		t.Errorf("first round:\n%s\nsecond round:\n%s", first, second)
+	}
+	if dropped1 != 1 || dropped2 != 2 {
+		t.Errorf("encode drops after each round: %d, %d", dropped1, dropped2)
+	}
+	// One call per change of application on the connection: 0001, 0002,
+	// 0001 in the first round; 0002, 0001 in the second.
+	if len(apps) != 5 {
+		t.Errorf("OnApp calls %q", apps)
+	}
+}
+
+// bytesPerCachedSeries is the heap held per series by a cache of n Spark
+// executor series with their descriptions.
+func bytesPerCachedSeries(tb testing.TB, n int) float64 {
+	r := New(Config{Mapper: spark.NewMapper(spark.Options{}), Sink: &nullSink{}, CacheSize: 4 * n})
+	c := r.NewConn(nil).(*Conn)
+	var line []byte
+	measure := func() uint64 {
+		runtime.GC()
+		var ms runtime.MemStats
+		runtime.ReadMemStats(&ms)
+		return ms.HeapAlloc
+	}
+	before := measure()
+	for i := range n {
+		line = fmt.Appendf(line[:0], "app-20261122101500-%04d.%d.executor.shuffleRemoteBytesRead.count 1 1795300000", i/20000, i%20000)
+		c.Line(line)
+		if i%1000 == 999 {
+			c.Flush()
+		}
+	}
+	c.Flush()
+	after := measure()
+	if got := r.cache.len(); got != n {
+		tb.Fatalf("%d series cached, want %d", got, n)
+	}
+	runtime.KeepAlive(r)
+	return float64(after-before) / float64(n)
+}
+
+func BenchmarkMemoryPerCachedSeries(b *testing.B) {
+	for b.Loop() {
+		b.ReportMetric(bytesPerCachedSeries(b, 500_000), "B/series")
+	}
+}
