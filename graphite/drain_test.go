@@ -101,3 +101,41 @@ func TestTCPShutdownBeforeServe(t *testing.T) {
 		t.Errorf("Serve after Shutdown: %v", err)
 	}
 }
+
+// gated is a tally whose Gate stays shut until open is closed; waiting
+// receives a value each time the listener waits on it.
+type gated struct {
+	*tally
+	waiting chan struct{}
+	open    chan struct{}
+}
+
+func (g *gated) Wait(done <-chan struct{}) {
+	g.waiting <- struct{}{}
+	select {
+	case <-g.open:
+	case <-done:
+	}
+}
+
+// While a Gate is shut, connections wait in the accept queue, their lines
+// unread; once it opens they are taken and read in full.
+func TestTCPGate(t *testing.T) {
+	g := &gated{tally: newTally(), waiting: make(chan struct{}, 100), open: make(chan struct{})}
+	s, _ := startTCP(t, TCPConfig{}, g)
+	<-g.waiting // the accept loop is in Wait
+	const conns = 5
+	for i := range conns {
+		sendTCP(t, s.Addr(), fmt.Sprintf("c%d 1 %s\n", i, T))
+	}
+	if n := s.Stats().ConnsHandled.Load(); n != 0 {
+		t.Fatalf("%d connections taken while the gate was shut", n)
+	}
+	close(g.open)
+	for range conns {
+		<-g.closed
+	}
+	if got := g.count(); got != conns {
+		t.Errorf("%d lines read, want %d", got, conns)
+	}
+}

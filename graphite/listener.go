@@ -27,6 +27,16 @@ type Handler interface {
 	NewConn(remote net.Addr) ConnHandler
 }
 
+// Gate is an optional interface of a Handler. A TCP listener calls Wait
+// before it accepts each connection, so that while the handler has no room
+// new connections wait in the kernel's accept queue, and their senders
+// block once it is full, instead of being taken on, each holding buffers
+// and a goroutine until there is room. Wait returns when there is room or
+// done is closed.
+type Gate interface {
+	Wait(done <-chan struct{})
+}
+
 // Stats are a listener's counters. They are updated once per read rather
 // than per line, and may be read at any time.
 type Stats struct {

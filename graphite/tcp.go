@@ -41,8 +41,12 @@ type TCPServer struct {
 	maxLine  int
 	idle     time.Duration
 	maxConns int
-	bufs     sync.Pool // *[]byte of max(blockSize, maxLine+2) bytes
-	stats    Stats
+	// bufs are idle block buffers of max(blockSize, maxLine+2) bytes: a
+	// bounded free list, which garbage collections do not empty as they
+	// do a sync.Pool.
+	bufs    chan *[]byte
+	bufSize int
+	stats   Stats
 
 	mu        sync.Mutex
 	conns     map[net.Conn]struct{} // open connections, for Shutdown to close
@@ -89,11 +93,8 @@ func newTCPServer(ln net.Listener, cfg TCPConfig, h Handler) *TCPServer {
 	}
 	// Room for the longest acceptable line and its "\r\n", so a line that
 	// may still be good never has to be cut.
-	size := max(blockSize, s.maxLine+2)
-	s.bufs.New = func() any {
-		b := make([]byte, size)
-		return &b
-	}
+	s.bufSize = max(blockSize, s.maxLine+2)
+	s.bufs = make(chan *[]byte, maxIdleBufs)
 	return s
 }
 
@@ -114,7 +115,11 @@ func (s *TCPServer) Serve() error {
 	s.mu.Unlock()
 	defer close(s.serveDone)
 	var delay time.Duration
+	gate, _ := s.h.(Gate)
 	for {
+		if gate != nil {
+			gate.Wait(s.stop)
+		}
 		c, err := s.ln.Accept()
 		if err != nil {
 			select {
@@ -191,7 +196,7 @@ func (s *TCPServer) serveConn(c net.Conn) {
 	tail := 0 // buf[:tail] is the start of a line whose '\n' has not come yet
 	if n > 0 {
 		s.stats.Bytes.Add(1)
-		bp = s.bufs.Get().(*[]byte)
+		bp = s.getBuf()
 		if first[0] != '\n' { // a lone "\n" is an empty line
 			(*bp)[0] = first[0]
 			tail = 1
@@ -243,12 +248,32 @@ func (s *TCPServer) endConn(c net.Conn, ch ConnHandler, sp *splitter, bp *[]byte
 	s.mu.Unlock()
 	s.stats.ConnsActive.Add(^uint64(0))
 	if bp != nil {
-		s.bufs.Put(bp)
+		s.putBuf(bp)
 	}
 	sp.publish(&s.stats)
 	ch.Flush()
 	ch.Close()
 	s.wg.Done()
+}
+
+// maxIdleBufs bounds the idle block buffers kept: 4 MiB of 64 KiB ones.
+const maxIdleBufs = 64
+
+func (s *TCPServer) getBuf() *[]byte {
+	select {
+	case b := <-s.bufs:
+		return b
+	default:
+		b := make([]byte, s.bufSize)
+		return &b
+	}
+}
+
+func (s *TCPServer) putBuf(b *[]byte) {
+	select {
+	case s.bufs <- b:
+	default:
+	}
 }
 
 // block hands on the complete lines in buf[:end], of which buf[:from] is a

@@ -2,6 +2,7 @@ package influx
 
 import (
 	"bytes"
+	"compress/gzip"
 	"crypto/tls"
 	"encoding/json"
 	"fmt"
@@ -9,6 +10,7 @@ import (
 	"net/http"
 	"net/url"
 	"strings"
+	"sync"
 	"time"
 
 	influxdb2 "github.com/influxdata/influxdb-client-go/v2"
@@ -164,7 +166,7 @@ func newClient(c Config) influxdb2.Client {
 	secs := uint((c.RequestTimeout + time.Second - 1) / time.Second)
 	opts := influxdb2.DefaultOptions().
 		SetApplicationName("sparkpulse").
-		SetUseGZip(c.Gzip).
+		SetUseGZip(false). // gzipBody compresses, more cheaply
 		SetTLSConfig(c.TLS).
 		SetHTTPRequestTimeout(secs)
 	hc := opts.HTTPClient() // built by the client from the options above
@@ -173,7 +175,60 @@ func newClient(c Config) influxdb2.Client {
 		base = c.transport
 	}
 	hc.Transport = keepBody{base}
+	if c.Gzip {
+		hc.Transport = gzipBody{hc.Transport}
+	}
 	return influxdb2.NewClientWithOptions(c.URL, c.Token, opts)
+}
+
+// gzipBody is a RoundTripper that gzip-compresses the bodies of write
+// requests (only: InfluxDB's other endpoints do not take compressed ones). The
+// client's own compression makes a new compressor (about 800 KiB of state)
+// per request at the default level; this one reuses compressors and takes
+// the fastest level, which costs a third of the CPU for line protocol that
+// still shrinks about eightfold.
+type gzipBody struct{ base http.RoundTripper }
+
+var (
+	gzipWriters = sync.Pool{New: func() any {
+		w, _ := gzip.NewWriterLevel(nil, gzip.BestSpeed)
+		return w
+	}}
+	copyBufs = sync.Pool{New: func() any {
+		b := make([]byte, 32<<10)
+		return &b
+	}}
+)
+
+func (g gzipBody) RoundTrip(req *http.Request) (*http.Response, error) {
+	if req.Method != http.MethodPost || req.Body == nil || !strings.HasSuffix(req.URL.Path, "/write") || req.Header.Get("Content-Encoding") != "" {
+		return g.base.RoundTrip(req)
+	}
+	var buf bytes.Buffer
+	if req.ContentLength > 0 {
+		buf.Grow(int(req.ContentLength / 6))
+	}
+	zw := gzipWriters.Get().(*gzip.Writer)
+	zw.Reset(&buf)
+	// Through a small buffer: the body is the client's strings.Reader,
+	// whose WriteTo would copy the whole batch into a []byte first.
+	cp := copyBufs.Get().(*[]byte)
+	_, err := io.CopyBuffer(zw, struct{ io.Reader }{req.Body}, *cp)
+	copyBufs.Put(cp)
+	req.Body.Close()
+	if err == nil {
+		err = zw.Close()
+	}
+	gzipWriters.Put(zw)
+	if err != nil {
+		return nil, fmt.Errorf("influx: compressing the request: %w", err)
+	}
+	r := req.Clone(req.Context())
+	r.Body = io.NopCloser(bytes.NewReader(buf.Bytes()))
+	r.ContentLength = int64(buf.Len())
+	r.GetBody = func() (io.ReadCloser, error) { return io.NopCloser(bytes.NewReader(buf.Bytes())), nil }
+	r.Header.Set("Content-Encoding", "gzip")
+	return g.base.RoundTrip(r)
 }
 
 // bodyHeader carries the body of an error response to the code that

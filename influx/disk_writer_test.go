@@ -98,3 +98,47 @@ func TestTryAppendRefusesWhenFull(t *testing.T) {
 		}
 	})
 }
+
+// WaitRoom blocks while the queue is over three quarters full, and returns
+// once deliveries make room, or when done is closed; with a disk queue it
+// never blocks.
+func TestWaitRoom(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		release := make(chan struct{})
+		f := &fakeInflux{respond: func(r *request, n int) (int, http.Header, string) {
+			<-release
+			return http.StatusNoContent, nil, ""
+		}}
+		line := []byte("m value=1\n")
+		w := newBubbleWriter(t, f, Config{BatchSize: 1, MaxInFlight: 1, MaxQueueBytes: 25})
+		w.Append(line, 1)
+		w.Append(line, 1) // 20 bytes: over three quarters of 25
+		synctest.Wait()
+
+		roomy := make(chan struct{})
+		go func() { w.WaitRoom(nil); close(roomy) }()
+		done := make(chan struct{})
+		gaveUp := make(chan struct{})
+		go func() { w.WaitRoom(done); close(gaveUp) }()
+		synctest.Wait()
+		select {
+		case <-roomy:
+			t.Fatal("WaitRoom returned while the queue was full")
+		case <-gaveUp:
+			t.Fatal("WaitRoom returned before done was closed")
+		default:
+		}
+		close(done)
+		<-gaveUp
+		close(release) // deliveries make room
+		<-roomy
+		closeOK(t, w)
+
+		d := newBubbleWriter(t, f, Config{BatchSize: 1, MaxInFlight: 1, MaxQueueBytes: 25, QueueDir: t.TempDir()})
+		for range 5 {
+			d.Append(line, 1)
+		}
+		d.WaitRoom(nil) // spills rather than blocks
+		closeOK(t, d)
+	})
+}

@@ -51,7 +51,7 @@ func count(t *testing.T, srv *influxtest.Server, db, q string) int64 {
 
 func TestCheckRealInfluxDB(t *testing.T) {
 	srv := influxtest.Start(t)
-	cfg := influx.Config{URL: srv.URL}
+	cfg := influx.Config{URL: srv.URL, Gzip: true} // as the service runs: only writes are compressed
 	ctx := ctxT(t)
 
 	_, err := influx.Check(ctx, cfg, influx.Target{Bucket: "spark"}, false)

@@ -149,6 +149,8 @@ func (w *Writer) refused(b *batch, line string, f failure) {
 	line = strings.TrimSuffix(line, "\n")
 	if len(line) > maxShown {
 		line = line[:maxShown] + "…"
+	} else {
+		line = strings.Clone(line) // the batch's memory is reused
 	}
 	w.dropLog.Warn("InfluxDB refused a line", zap.String("reason", f.reason),
 		zap.Int("status", f.status), zap.String("error", f.text), zap.String("line", line))

@@ -9,6 +9,7 @@ import (
 	"sync"
 	"sync/atomic"
 	"time"
+	"unsafe"
 
 	influxdb2 "github.com/influxdata/influxdb-client-go/v2"
 	"github.com/influxdata/influxdb-client-go/v2/api"
@@ -19,7 +20,8 @@ import (
 // batch is a sealed run of complete lines. data is never modified once the
 // batch is sealed, so its halves can be sent while it is being retried.
 type batch struct {
-	data      string
+	data      string // its lines; a view of buf when buf is set
+	buf       []byte // the memory of data, reused once the batch is done
 	points    int
 	first     time.Time    // when its first point was appended
 	remaining atomic.Int64 // points neither delivered nor dropped yet
@@ -42,7 +44,8 @@ type Writer struct {
 	mu       sync.Mutex
 	space    sync.Cond // Append waits here for queue space
 	work     sync.Cond // senders wait here for batches
-	cur      strings.Builder
+	cur      []byte    // the batch being filled
+	free     [][]byte  // memory of done batches, for the next ones
 	curPts   int
 	curFirst time.Time
 	lastSize int           // bytes of the last sealed batch, to size the next
@@ -148,6 +151,40 @@ func (w *Writer) Append(lines []byte, n int) {
 	w.appendLines(lines, n, true)
 }
 
+// WaitRoom returns once the memory queue is at most three quarters full, or
+// done is closed; with a disk queue, at once. A listener that waits here
+// before taking a connection leaves a quarter of the queue for the
+// connections it took just before.
+func (w *Writer) WaitRoom(done <-chan struct{}) {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	room := func() bool {
+		return w.disk != nil || w.closing || w.pending <= w.cfg.MaxQueueBytes-w.cfg.MaxQueueBytes/4
+	}
+	if room() {
+		return
+	}
+	waiting := make(chan struct{})
+	defer close(waiting)
+	go func() {
+		select {
+		case <-done:
+			w.mu.Lock()
+			w.space.Broadcast()
+			w.mu.Unlock()
+		case <-waiting:
+		}
+	}()
+	for !room() {
+		select {
+		case <-done:
+			return
+		default:
+		}
+		w.space.Wait()
+	}
+}
+
 // TryAppend is Append for a reader that cannot wait (UDP): it returns false,
 // and keeps nothing, when the lines fit neither in memory nor on disk.
 func (w *Writer) TryAppend(lines []byte, n int) bool {
@@ -192,7 +229,7 @@ func (w *Writer) appendLines(lines []byte, n int, wait bool) bool {
 		if w.curPts == 0 {
 			w.start()
 		}
-		w.cur.Write(lines[:cut])
+		w.cur = append(w.cur, lines[:cut]...)
 		w.curPts += take
 		lines, n = lines[cut:], n-take
 		if w.curPts >= w.cfg.BatchSize {
@@ -219,6 +256,7 @@ func (w *Writer) spill() bool {
 	w.queue[0] = nil
 	w.queue = w.queue[1:]
 	w.pending -= len(b.data)
+	w.recycle(b)
 	w.statsMu.Lock()
 	w.stats.DiskSpilled++
 	if dropped > 0 {
@@ -275,7 +313,17 @@ func lineEndString(s string, k int) int {
 // batch timer. Called with mu held.
 func (w *Writer) start() {
 	w.curFirst = time.Now()
-	w.cur.Grow(min(max(w.lastSize+w.lastSize/8, 4<<10), w.cfg.MaxQueueBytes))
+	size := min(max(w.lastSize+w.lastSize/8, 4<<10), w.cfg.MaxQueueBytes)
+	for len(w.free) > 0 && w.cur == nil {
+		buf := w.free[len(w.free)-1]
+		w.free = w.free[:len(w.free)-1]
+		if cap(buf) >= size { // a smaller one, from smaller batches, is let go
+			w.cur = buf[:0]
+		}
+	}
+	if w.cur == nil {
+		w.cur = make([]byte, 0, size)
+	}
 	if w.timer == nil {
 		w.timer = time.AfterFunc(w.cfg.BatchTimeout, w.onTimer)
 	} else {
@@ -299,10 +347,19 @@ func (w *Writer) seal() {
 	if w.curPts == 0 {
 		return
 	}
-	b := &batch{data: w.cur.String(), points: w.curPts, first: w.curFirst}
+	b := &batch{points: w.curPts, first: w.curFirst}
+	if w.cfg.Gzip {
+		// Compressing reads the whole body before the request is sent,
+		// so nothing holds on to data once the batch is done and its
+		// memory can serve the next one. Without it, the HTTP transport
+		// may still be writing a body after the response has come.
+		b.buf, b.data = w.cur, unsafe.String(unsafe.SliceData(w.cur), len(w.cur))
+	} else {
+		b.data = string(w.cur)
+	}
 	b.remaining.Store(int64(b.points))
 	w.lastSize = len(b.data)
-	w.cur = strings.Builder{}
+	w.cur = nil
 	w.curPts = 0
 	if w.timer != nil {
 		w.timer.Stop()
@@ -357,9 +414,23 @@ func (w *Writer) sender() {
 			}
 		}
 		w.pending -= len(b.data)
+		w.recycle(b)
 		w.space.Broadcast()
 		w.mu.Unlock()
 	}
+}
+
+// maxFree bounds the memory of done batches kept for reuse: enough for the
+// batches in flight and the one being filled.
+const maxFree = 4
+
+// recycle keeps the memory of a done batch for a later one. Called with mu
+// held; b must not be used after it.
+func (w *Writer) recycle(b *batch) {
+	if b.buf != nil && len(w.free) < maxFree {
+		w.free = append(w.free, b.buf)
+	}
+	b.buf, b.data = nil, ""
 }
 
 // diskReady reports whether a sender should deliver a disk record now: at

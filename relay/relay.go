@@ -149,6 +149,7 @@ type Relay struct {
 	cfg    Config
 	appTag []byte // nil unless OnApp is set
 	cache  *seriesCache
+	idle   chan *Conn // closed Conns, for reuse
 	stats  Stats
 }
 
@@ -163,7 +164,7 @@ func New(cfg Config) *Relay {
 	if cfg.CacheSize <= 0 {
 		cfg.CacheSize = DefaultCacheSize
 	}
-	r := &Relay{cfg: cfg, cache: newSeriesCache(cfg.CacheSize)}
+	r := &Relay{cfg: cfg, cache: newSeriesCache(cfg.CacheSize), idle: make(chan *Conn, maxIdleConns)}
 	if cfg.OnApp != nil && cfg.AppTag != "" {
 		r.appTag = []byte(cfg.AppTag)
 	}
@@ -173,12 +174,36 @@ func New(cfg Config) *Relay {
 // Stats returns the Relay's live counters.
 func (r *Relay) Stats() *Stats { return &r.stats }
 
+// RoomWaiter is a Sink that can say when it has room (influx.Writer).
+type RoomWaiter interface {
+	WaitRoom(done <-chan struct{})
+}
+
+// Wait implements graphite.Gate: a TCP listener takes no new connection
+// while the Sink has no room for their points.
+func (r *Relay) Wait(done <-chan struct{}) {
+	if rw, ok := r.cfg.Sink.(RoomWaiter); ok {
+		rw.WaitRoom(done)
+	}
+}
+
 // CachedSeries returns about how many series' mappings are remembered.
 func (r *Relay) CachedSeries() int { return r.cache.len() }
 
 // NewConn implements graphite.Handler.
+// Spark opens a connection per report, so Conns are reused: a new one would
+// grow its buffers again for every report. The free list is a bounded
+// channel rather than a sync.Pool, which every garbage collection empties.
 func (r *Relay) NewConn(remote net.Addr) graphite.ConnHandler {
-	c := &Conn{relay: r, remote: remote}
+	var c *Conn
+	select {
+	case c = <-r.idle:
+	default:
+		// Room for the points of a whole Spark report, instead of a
+		// dozen doublings.
+		c = &Conn{relay: r, out: make([]byte, 0, 48<<10)}
+	}
+	c.remote = remote
 	return c
 }
 
@@ -473,7 +498,26 @@ func (c *Conn) Flush() {
 }
 
 // Close implements graphite.ConnHandler.
-func (c *Conn) Close() { c.Flush() }
+// The Conn must not be used after it.
+func (c *Conn) Close() {
+	c.Flush()
+	if cap(c.out) > maxPooledBlock {
+		c.out = nil
+	}
+	c.remote, c.now, c.lastApp = nil, 0, c.lastApp[:0]
+	select {
+	case c.relay.idle <- c:
+	default: // enough are idle
+	}
+}
+
+// maxPooledBlock bounds the block buffer an idle Conn keeps: a 64 KiB read
+// of Spark's lines makes about 100 KiB of points.
+const maxPooledBlock = 1 << 20
+
+// maxIdleConns bounds the Conns kept for reuse: more than the connections
+// usually open at once.
+const maxIdleConns = 256
 
 // explain is the error of a dropped line: the parser's, worked out now,
 // or why, which encode returned.

@@ -19,6 +19,7 @@
 package simulate
 
 import (
+	"bytes"
 	"context"
 	"errors"
 	"fmt"
@@ -43,54 +44,138 @@ type Config struct {
 	// UIAddr, when set, serves the applications' Spark REST API there
 	// (host:port), as a History Server would.
 	UIAddr string
+	// UDP sends every line as its own datagram, as GraphiteSink with
+	// protocol=udp does, instead of a TCP connection per report.
+	UDP bool
+	// AppLifetime, when set, ends each application after it and starts a
+	// new one (a new application id) in its place; the first ones end
+	// spread over the first lifetime, so applications come and go evenly.
+	AppLifetime time.Duration
+	// ExecutorLifetime, when set, replaces each executor after it by a
+	// new one with the next executor id, as dynamic allocation does.
+	ExecutorLifetime time.Duration
 }
 
 // Cluster is the simulated applications: their driver and executor
 // processes, their jobs, and the REST model of both.
 type Cluster struct {
 	cfg   Config
-	apps  []*timeline
-	procs []*process
+	rng   *rand.Rand
+	apps  []*app
+	procs []*process // of the running applications, in order
+	seq   int        // applications started
 	// UI answers Spark's REST API for the applications (History Server
 	// mode).
 	UI *sparkui.Server
+}
+
+// app is a running application and its processes.
+type app struct {
+	index   int // 0 for the first application started
+	tl      *timeline
+	driver  *process
+	execs   []*process
+	ends    time.Time // zero: runs until the end
+	nextID  int       // the next executor id
+	replace []time.Time
 }
 
 // NewCluster sets up cfg.Apps applications started at start. Application
 // 2 is a PySpark application (Python workers' memory is reported) and
 // application 1 runs a structured streaming query named orders_agg.
 func NewCluster(cfg Config, start time.Time) *Cluster {
-	rng := rand.New(rand.NewPCG(cfg.Seed, 1))
-	model := &sparkui.Model{}
-	c := &Cluster{cfg: cfg, UI: sparkui.NewServer(sparkui.HistoryServer, model)}
-	for a := range cfg.Apps {
-		ns := AppID(start, a+1)
-		tl := newTimeline(ns, appNames[a%len(appNames)], start, cfg.Period, rand.New(rand.NewPCG(cfg.Seed, uint64(a+1))), model)
-		c.apps = append(c.apps, tl)
-		for e := 0; e <= cfg.Executors; e++ {
-			id := "driver"
-			if e > 0 {
-				id = strconv.Itoa(e)
+	c := &Cluster{cfg: cfg, rng: rand.New(rand.NewPCG(cfg.Seed, 1)), UI: sparkui.NewServer(sparkui.HistoryServer, &sparkui.Model{})}
+	c.UI.Update(func(m *sparkui.Model) {
+		for a := range cfg.Apps {
+			var ends time.Time
+			if cfg.AppLifetime > 0 {
+				ends = start.Add(cfg.AppLifetime * time.Duration(a+1) / time.Duration(cfg.Apps))
 			}
-			p := &process{
-				ns: ns, id: id, app: tl, pyspark: a == 1,
-				offset: time.Duration(rng.Int64N(int64(time.Second))),
-				rng:    rand.New(rand.NewPCG(cfg.Seed, uint64(a*10_000+e+2))),
-			}
-			if a == 0 && e == 0 {
-				p.stream = "orders_agg"
-			}
-			c.procs = append(c.procs, p)
+			c.startApp(m, start, ends)
 		}
-	}
+	})
+	c.list()
 	return c
 }
 
-// Step advances every application's jobs to now.
+// startApp starts the next application at now, to end at ends (zero:
+// never). The model must be locked.
+func (c *Cluster) startApp(m *sparkui.Model, now, ends time.Time) {
+	a := c.seq
+	c.seq++
+	ns := AppID(now, a+1)
+	seed := func(n int) *rand.Rand { return rand.New(rand.NewPCG(c.cfg.Seed, uint64(a*10_000+n))) }
+	tl := newTimeline(ns, appNames[a%len(appNames)], now, c.cfg.Period, rand.New(rand.NewPCG(c.cfg.Seed, uint64(a+1))), m)
+	ap := &app{index: a, tl: tl, ends: ends, nextID: 1}
+	ap.driver = &process{ns: ns, id: "driver", app: tl, pyspark: a == 1, offset: c.offset(), rng: seed(2)}
+	if a == 0 {
+		ap.driver.stream = "orders_agg"
+	}
+	for range c.cfg.Executors {
+		ap.addExecutor(c, now)
+	}
+	c.apps = append(c.apps, ap)
+}
+
+// addExecutor starts the application's next executor at now.
+func (ap *app) addExecutor(c *Cluster, now time.Time) {
+	id := ap.nextID
+	ap.nextID++
+	p := &process{ns: ap.tl.app, id: strconv.Itoa(id), app: ap.tl, pyspark: ap.driver.pyspark, offset: c.offset(),
+		rng: rand.New(rand.NewPCG(c.cfg.Seed, uint64(ap.index*10_000+id+2)))}
+	ap.execs = append(ap.execs, p)
+	var replace time.Time
+	if lt := c.cfg.ExecutorLifetime; lt > 0 {
+		if id <= c.cfg.Executors { // the first ones: spread over a lifetime
+			replace = now.Add(lt * time.Duration(id) / time.Duration(c.cfg.Executors))
+		} else {
+			replace = now.Add(lt)
+		}
+	}
+	ap.replace = append(ap.replace, replace)
+}
+
+// offset is a process's clock offset: up to a second.
+func (c *Cluster) offset() time.Duration { return time.Duration(c.rng.Int64N(int64(time.Second))) }
+
+// list rebuilds the list of reporting processes.
+func (c *Cluster) list() {
+	c.procs = c.procs[:0]
+	for _, ap := range c.apps {
+		c.procs = append(c.procs, ap.driver)
+		c.procs = append(c.procs, ap.execs...)
+	}
+}
+
+// Step advances every application's jobs to now, and with churn ends
+// applications and executors whose time has come and starts their
+// successors.
 func (c *Cluster) Step(now time.Time) {
-	c.UI.Update(func(*sparkui.Model) {
-		for _, tl := range c.apps {
-			tl.step(now)
+	c.UI.Update(func(m *sparkui.Model) {
+		changed := false
+		for i := 0; i < len(c.apps); i++ {
+			ap := c.apps[i]
+			if !ap.ends.IsZero() && !now.Before(ap.ends) {
+				ap.tl.end(now)
+				c.apps = append(c.apps[:i], c.apps[i+1:]...)
+				i--
+				c.startApp(m, now, now.Add(c.cfg.AppLifetime))
+				changed = true
+				continue
+			}
+			for j := range ap.execs {
+				if r := ap.replace[j]; !r.IsZero() && !now.Before(r) {
+					ap.execs = append(ap.execs[:j], ap.execs[j+1:]...)
+					ap.replace = append(ap.replace[:j], ap.replace[j+1:]...)
+					ap.addExecutor(c, now)
+					changed = true
+					break // one a step per application is churn enough
+				}
+			}
+			ap.tl.step(now)
+		}
+		if changed {
+			c.list()
 		}
 	})
 }
@@ -98,8 +183,8 @@ func (c *Cluster) Step(now time.Time) {
 // End ends every application at now, as a History Server then shows them.
 func (c *Cluster) End(now time.Time) {
 	c.UI.Update(func(*sparkui.Model) {
-		for _, tl := range c.apps {
-			tl.end(now)
+		for _, ap := range c.apps {
+			ap.tl.end(now)
 		}
 	})
 }
@@ -121,9 +206,12 @@ func AppID(t time.Time, n int) string {
 var appNames = []string{"nightly-sales", "orders-features", "clickstream", "ml-training"}
 
 // send delivers every process's report at now, each over its own TCP
-// connection as Spark's reporter does. It returns the lines sent and the
-// reports that failed.
+// connection as Spark's reporter does, or with Config.UDP a datagram per
+// line. It returns the lines sent and the reports that failed.
 func (c *Cluster) send(ctx context.Context, d *net.Dialer, now time.Time) (lines, failed int) {
+	if c.cfg.UDP {
+		return c.sendUDP(ctx, d, now)
+	}
 	for n := range c.procs {
 		conn, err := d.DialContext(ctx, "tcp", c.cfg.Addr)
 		if err != nil {
@@ -138,6 +226,37 @@ func (c *Cluster) send(ctx context.Context, d *net.Dialer, now time.Time) (lines
 			failed++
 		}
 		lines += cw.lines
+	}
+	return lines, failed
+}
+
+func (c *Cluster) sendUDP(ctx context.Context, d *net.Dialer, now time.Time) (lines, failed int) {
+	conn, err := d.DialContext(ctx, "udp", c.cfg.Addr)
+	if err != nil {
+		return 0, len(c.procs)
+	}
+	defer conn.Close()
+	var buf bytes.Buffer
+	for n := range c.procs {
+		buf.Reset()
+		if c.Report(n, &buf, now) != nil {
+			failed++
+			continue
+		}
+		ok := true
+		for _, l := range bytes.SplitAfter(buf.Bytes(), []byte("\n")) {
+			if len(l) == 0 {
+				continue
+			}
+			if _, err := conn.Write(l); err != nil {
+				ok = false
+				continue
+			}
+			lines++
+		}
+		if !ok {
+			failed++
+		}
 	}
 	return lines, failed
 }

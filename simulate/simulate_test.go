@@ -178,3 +178,109 @@ func TestTimeline(t *testing.T) {
 		}
 	}
 }
+
+// ids returns the distinct "app.process" pairs a round of reports names.
+func ids(t *testing.T, c *Cluster, now time.Time) map[string]bool {
+	t.Helper()
+	seen := map[string]bool{}
+	for n := range c.Processes() {
+		var buf bytes.Buffer
+		if err := c.Report(n, &buf, now); err != nil {
+			t.Fatal(err)
+		}
+		app, rest, _ := strings.Cut(buf.String(), ".")
+		proc, _, _ := strings.Cut(rest, ".")
+		seen[app+"."+proc] = true
+	}
+	return seen
+}
+
+// With churn, applications end and new ones (new ids) start in their
+// place, spread out in time; executors are replaced by new ids; the REST
+// API shows the ended applications as completed.
+func TestChurn(t *testing.T) {
+	start := time.Unix(1795300000, 0)
+	c := NewCluster(Config{Apps: 3, Executors: 4, Period: 10 * time.Second, Seed: 1,
+		AppLifetime: 3 * time.Minute, ExecutorLifetime: time.Minute}, start)
+	first := ids(t, c, start)
+	if len(first) != 3*5 {
+		t.Fatalf("%d processes: %v", len(first), first)
+	}
+	apps := map[string]bool{}
+	var maxExec int
+	for r := 1; r <= 60; r++ { // 10 minutes
+		now := start.Add(time.Duration(r) * 10 * time.Second)
+		c.Step(now)
+		seen := ids(t, c, now)
+		if len(seen) != 15 {
+			t.Fatalf("round %d: %d processes", r, len(seen))
+		}
+		for k := range seen {
+			app, proc, _ := strings.Cut(k, ".")
+			apps[app] = true
+			if n, err := strconv.Atoi(proc); err == nil {
+				maxExec = max(maxExec, n)
+			}
+		}
+	}
+	// 3 applications at a time, each living 3 minutes, over 10 minutes.
+	if len(apps) < 10 || len(apps) > 14 {
+		t.Errorf("%d applications over 10 minutes: %v", len(apps), apps)
+	}
+	if maxExec < 6 {
+		t.Errorf("executor ids up to %d: executors were not replaced", maxExec)
+	}
+	var ended int
+	c.UI.Update(func(m *sparkui.Model) {
+		for _, a := range m.Apps {
+			if !a.Attempts[0].End.IsZero() {
+				ended++
+			}
+		}
+	})
+	if ended != len(apps)-3 {
+		t.Errorf("%d applications ended in the REST model, want %d", ended, len(apps)-3)
+	}
+}
+
+// With UDP every line is a datagram of its own.
+func TestUDP(t *testing.T) {
+	pc, err := net.ListenPacket("udp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer pc.Close()
+	// Read while the round is sent: the socket's buffer holds only a few
+	// hundred datagrams.
+	type result struct{ lines, bad int }
+	got := make(chan result, 1)
+	stop := make(chan struct{})
+	go func() {
+		var r result
+		buf := make([]byte, 2048)
+		for {
+			pc.SetReadDeadline(time.Now().Add(200 * time.Millisecond))
+			n, _, err := pc.ReadFrom(buf)
+			if err != nil {
+				select {
+				case <-stop:
+					got <- r
+					return
+				default:
+					continue
+				}
+			}
+			if bytes.Count(buf[:n], []byte("\n")) != 1 || buf[n-1] != '\n' {
+				r.bad++
+			}
+			r.lines++
+		}
+	}()
+	c := NewCluster(Config{Addr: pc.LocalAddr().String(), Apps: 1, Executors: 1, Period: 10 * time.Second, Seed: 1, UDP: true}, time.Unix(1795300000, 0))
+	sent, failed := c.SendRound(context.Background(), time.Unix(1795300010, 0))
+	close(stop)
+	r := <-got
+	if failed != 0 || sent < 400 || r.bad != 0 || r.lines == 0 {
+		t.Fatalf("sent %d lines (%d failed reports); received %d datagrams, %d not one line", sent, failed, r.lines, r.bad)
+	}
+}

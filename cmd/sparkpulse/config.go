@@ -111,6 +111,8 @@ type InfluxDBConfig struct {
 // AdminConfig is the HTTP listener for /metrics and /healthz.
 type AdminConfig struct {
 	BindAddress *string `toml:"bind-address"` // "" turns it off
+	// Pprof serves Go's profiles under /debug/pprof/ on the admin address.
+	Pprof bool `toml:"pprof"`
 }
 
 // LogConfig selects the log format and level.
@@ -310,6 +312,7 @@ type Plan struct {
 	InfluxDB  InfluxDBConfig
 	Token     string // resolved from env, token-file or token; never logged
 	AdminAddr string
+	Pprof     bool
 	Log       LogConfig
 	StateDir  string
 	// DeltaRules is nil when the delta stage is off.
@@ -398,6 +401,7 @@ func (c *Config) prepare(source string, getenv func(string) string) (*Plan, erro
 	if c.Admin.BindAddress != nil {
 		p.AdminAddr = *c.Admin.BindAddress
 	}
+	p.Pprof = c.Admin.Pprof
 	if p.AdminAddr != "" {
 		if _, _, err := net.SplitHostPort(p.AdminAddr); err != nil {
 			fail("%s: [admin] bind-address %q: %v", source, p.AdminAddr, err)

@@ -398,20 +398,37 @@ func cmdSimulate(ctx context.Context, args []string, stdout, stderr io.Writer) e
 	fs := flag.NewFlagSet("sparkpulse simulate", flag.ContinueOnError)
 	fs.SetOutput(stderr)
 	var cfg simulate.Config
-	fs.StringVar(&cfg.Addr, "addr", "127.0.0.1:2003", "Graphite TCP listener to send to")
+	fs.StringVar(&cfg.Addr, "addr", "127.0.0.1:2003", "Graphite listener to send to (TCP, or UDP with --udp)")
 	fs.StringVar(&cfg.Prefix, "prefix", "", "GraphiteSink prefix (spark.metrics.conf.*.sink.graphite.prefix)")
 	fs.IntVar(&cfg.Apps, "apps", 1, "concurrent Spark applications")
 	fs.IntVar(&cfg.Executors, "executors", 4, "executors per application")
 	fs.DurationVar(&cfg.Period, "period", 10*time.Second, "reporting period (sink.graphite.period)")
 	fs.Uint64Var(&cfg.Seed, "seed", 1, "random seed; the same seed sends the same values")
 	fs.StringVar(&cfg.UIAddr, "ui-addr", "", "also serve the simulated applications' Spark REST API here (host:port), as a History Server would")
+	fs.BoolVar(&cfg.UDP, "udp", false, "send every line as a UDP datagram (sink.graphite.protocol=udp) instead of a TCP connection per report")
+	fs.DurationVar(&cfg.AppLifetime, "app-lifetime", 0, "end each application after this long and start a new one in its place (0: never)")
+	fs.DurationVar(&cfg.ExecutorLifetime, "executor-lifetime", 0, "replace each executor by a new one after this long (0: never)")
+	rounds := fs.Int("rounds", 0, "send this many rounds of reports as fast as the listener takes them, then exit (0: one round every period, until stopped)")
 	if err := parseFlags(fs, args); err != nil {
 		return err
 	}
-	if cfg.Apps < 1 || cfg.Executors < 0 {
-		return fmt.Errorf("%w: --apps must be at least 1 and --executors not negative", errUsage)
+	if cfg.Apps < 1 || cfg.Executors < 0 || *rounds < 0 {
+		return fmt.Errorf("%w: --apps must be at least 1, --executors and --rounds not negative", errUsage)
 	}
-	fmt.Fprintf(stdout, "simulating %d app(s) × (driver + %d executors) every %s → %s\n", cfg.Apps, cfg.Executors, cfg.Period, cfg.Addr)
+	proto := "TCP"
+	if cfg.UDP {
+		proto = "UDP"
+	}
+	if *rounds > 0 {
+		fmt.Fprintf(stdout, "sending %d rounds of %d app(s) × (driver + %d executors) as fast as possible → %s %s\n", *rounds, cfg.Apps, cfg.Executors, proto, cfg.Addr)
+		start := time.Now()
+		c := simulate.NewCluster(cfg, start.Add(-time.Duration(*rounds)*cfg.Period))
+		lines, err := c.Replay(ctx, start.Add(-time.Duration(*rounds)*cfg.Period), *rounds)
+		took := time.Since(start)
+		fmt.Fprintf(stdout, "sent %d lines in %s: %.0f lines/s\n", lines, took.Round(time.Millisecond), float64(lines)/took.Seconds())
+		return err
+	}
+	fmt.Fprintf(stdout, "simulating %d app(s) × (driver + %d executors) every %s → %s %s\n", cfg.Apps, cfg.Executors, cfg.Period, proto, cfg.Addr)
 	if cfg.UIAddr != "" {
 		fmt.Fprintf(stdout, "Spark REST API of the simulated applications: http://%s/api/v1/applications\n", cfg.UIAddr)
 	}

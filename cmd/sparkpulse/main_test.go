@@ -4,6 +4,9 @@ import (
 	"bytes"
 	"context"
 	"flag"
+	"fmt"
+	"io"
+	"net"
 	"os"
 	"path/filepath"
 	"strconv"
@@ -140,5 +143,38 @@ func TestParseLongLine(t *testing.T) {
 	want := "a value=1 1717171717000000000\n# line longer than max-line-length (20 bytes)\nb value=2 1717171717000000000\n"
 	if out != want {
 		t.Errorf("got\n%s\nwant\n%s", out, want)
+	}
+}
+
+// `simulate --rounds` sends that many rounds as fast as the listener takes
+// them, a TCP connection per report, and says how many lines it sent.
+func TestSimulateRounds(t *testing.T) {
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer ln.Close()
+	received := make(chan int)
+	go func() {
+		lines, conns := 0, 0
+		for conns < 2*(1+2) { // 2 rounds of a driver and 2 executors
+			c, err := ln.Accept()
+			if err != nil {
+				break
+			}
+			b, _ := io.ReadAll(c)
+			c.Close()
+			lines += bytes.Count(b, []byte("\n"))
+			conns++
+		}
+		received <- lines
+	}()
+	out, _, err := runCLI(t, "", "simulate", "--addr", ln.Addr().String(), "--apps", "1", "--executors", "2", "--rounds", "2")
+	if err != nil {
+		t.Fatal(err)
+	}
+	got := <-received
+	if !strings.Contains(out, fmt.Sprintf("sent %d lines in ", got)) || got < 2*(360+2*190) {
+		t.Errorf("received %d lines; output:\n%s", got, out)
 	}
 }

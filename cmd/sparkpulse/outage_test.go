@@ -139,3 +139,70 @@ func TestOrphanDiskQueueWarned(t *testing.T) {
 		t.Errorf("the orphan queue was touched: %v", err)
 	}
 }
+
+// Without a state-dir, while InfluxDB is down and the memory queue is full,
+// sparkpulse takes no new TCP connection: Spark's reports wait in the
+// kernel's accept queue (and their senders block once it is full) instead
+// of each holding a goroutine and buffers. When InfluxDB is back, every
+// report is read and every point stored.
+func TestBackpressureHoldsConnectionsInTheKernel(t *testing.T) {
+	srv := influxtest.Start(t)
+	svc := startSparkpulse(t, srv, `
+[influxdb]
+  max-queue-bytes = 1048576
+[[graphite]]
+  bind-address = "127.0.0.1:0"
+  database = "spark"
+`)
+	srv.Kill()
+	const rounds = 40 // 2 apps × (driver + 3 executors) × 40: 320 reports, about 4 MiB of points
+	start := time.Now().Add(-rounds * 10 * time.Second).Truncate(time.Second)
+	cluster := simulate.NewCluster(simulate.Config{Addr: svc.addr(0), Apps: 2, Executors: 3, Period: 10 * time.Second, Seed: 5}, start)
+	sent := 0
+	for r := range rounds {
+		n, failed := cluster.SendRound(context.Background(), start.Add(time.Duration(r)*10*time.Second))
+		if failed > 0 {
+			t.Fatalf("round %d: %d reports failed", r, failed)
+		}
+		sent += n
+	}
+	// Every report is written (into the kernel); sparkpulse stops taking
+	// them once its queue is full.
+	w, tcp := svc.blocks[0].writer, svc.blocks[0].srv.Stats()
+	var taken, active uint64
+	deadline := time.Now().Add(30 * time.Second)
+	for tick := time.NewTicker(20 * time.Millisecond); ; <-tick.C {
+		before := tcp.ConnsHandled.Load()
+		<-tick.C
+		taken, active = tcp.ConnsHandled.Load(), tcp.ConnsActive.Load()
+		if taken == before && w.Stats().QueuedBytes > 3<<18 {
+			break // settled, with the queue over three quarters full
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("never settled: %d connections taken, queue %+v", taken, w.Stats())
+		}
+	}
+	t.Logf("InfluxDB down, queue full: %d of %d reports taken, %d connections open", taken, 8*rounds, active)
+	if taken > 8*rounds/2 || active > 50 {
+		t.Errorf("%d connections taken and %d open while the queue was full", taken, active)
+	}
+
+	srv.Restart(t)
+	deadline = time.Now().Add(2 * time.Minute)
+	for tick := time.NewTicker(20 * time.Millisecond); tcp.ConnsHandled.Load() < 8*rounds; <-tick.C {
+		if time.Now().After(deadline) {
+			t.Fatalf("%d of %d reports taken after InfluxDB came back", tcp.ConnsHandled.Load(), 8*rounds)
+		}
+	}
+	svc.stop()
+	encoded := svc.blocks[0].relay.Stats().Points.Load()
+	var stored uint64
+	for _, s := range srv.Query(t, "spark", `SELECT count("value") FROM /.*/`) {
+		for _, row := range s.Values {
+			stored += uint64(toFloat(t, row[1]))
+		}
+	}
+	if stored != encoded || int(svc.blocks[0].relay.Stats().Lines.Load()) != sent {
+		t.Errorf("%d lines sent, %d read, %d points encoded, %d stored", sent, svc.blocks[0].relay.Stats().Lines.Load(), encoded, stored)
+	}
+}

@@ -10,6 +10,7 @@ import (
 	"io"
 	"net"
 	"net/http"
+	"net/http/pprof"
 	"os"
 	"path/filepath"
 	"strings"
@@ -70,6 +71,9 @@ type service struct {
 	annWriter *influx.Writer
 	annStop   context.CancelFunc
 	annDone   chan struct{}
+
+	shutdownOnce sync.Once
+	shutdownErr  error
 }
 
 // startService checks InfluxDB, then binds every socket before serving any,
@@ -225,6 +229,12 @@ func startService(ctx context.Context, plan *Plan, log *zap.Logger) (_ *service,
 		mux := http.NewServeMux()
 		mux.Handle("GET /metrics", promhttp.HandlerFor(s.registry, promhttp.HandlerOpts{}))
 		mux.HandleFunc("GET /healthz", func(w http.ResponseWriter, r *http.Request) { io.WriteString(w, "ok\n") })
+		if plan.Pprof {
+			mux.HandleFunc("GET /debug/pprof/", pprof.Index)
+			mux.HandleFunc("GET /debug/pprof/profile", pprof.Profile)
+			mux.HandleFunc("GET /debug/pprof/trace", pprof.Trace)
+			mux.HandleFunc("GET /debug/pprof/symbol", pprof.Symbol)
+		}
 		s.admin = &http.Server{Handler: mux, ReadHeaderTimeout: 10 * time.Second}
 		log.Info("admin endpoint", zap.String("metrics", "http://"+s.adminLn.Addr().String()+"/metrics"))
 	}
@@ -475,8 +485,14 @@ func (s *service) abort() {
 
 // Shutdown stops accepting, lets open connections finish, then delivers
 // everything buffered to InfluxDB. Points that could not be delivered before
-// ctx ends are reported in the error.
+// ctx ends are reported in the error. Later calls wait for the first and
+// return its result.
 func (s *service) Shutdown(ctx context.Context) error {
+	s.shutdownOnce.Do(func() { s.shutdownErr = s.shutdown(ctx) })
+	return s.shutdownErr
+}
+
+func (s *service) shutdown(ctx context.Context) error {
 	var wg sync.WaitGroup
 	for _, b := range s.blocks {
 		wg.Go(func() {

@@ -21,6 +21,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"strconv"
 	"strings"
 	"sync"
 	"syscall"
@@ -83,26 +84,46 @@ func WithEnv(kv ...string) Option {
 // /ping. On failure its log is printed.
 func Start(tb testing.TB, opts ...Option) *Server {
 	tb.Helper()
+	s, err := Launch(tb.TempDir(), opts...)
+	if err != nil {
+		unavailable(tb, err.Error())
+	}
+	tb.Cleanup(func() {
+		s.Stop()
+		if tb.Failed() {
+			tb.Logf("influxd log (%s):\n%s", s.Dir, s.log.String())
+		}
+	})
+	return s
+}
+
+// Launch runs influxd with its data under dir, on free loopback ports, and
+// waits until it answers /ping. The caller stops it with Stop. It is Start
+// for programs, such as load harnesses.
+func Launch(dir string, opts ...Option) (*Server, error) {
 	var o options
 	for _, opt := range opts {
 		opt(&o)
 	}
 	bin, err := findBinary()
 	if err != nil {
-		unavailable(tb, err.Error())
+		return nil, err
 	}
 	// A free port can be taken by someone else before influxd binds it;
 	// then influxd exits at once and another pair of ports is tried.
 	var lastErr error
-	for range 3 {
-		s, err := start(tb, bin, o)
+	for try := range 3 {
+		sub := filepath.Join(dir, strconv.Itoa(try))
+		if err := os.MkdirAll(sub, 0o755); err != nil {
+			return nil, err
+		}
+		s, err := start(sub, bin, o)
 		if err == nil {
-			return s
+			return s, nil
 		}
 		lastErr = err
 	}
-	unavailable(tb, lastErr.Error())
-	return nil
+	return nil, lastErr
 }
 
 func unavailable(tb testing.TB, why string) {
@@ -141,10 +162,15 @@ func fileExists(p string) bool {
 	return err == nil && !st.IsDir()
 }
 
-func start(tb testing.TB, bin string, o options) (*Server, error) {
-	tb.Helper()
-	dir := tb.TempDir()
-	httpPort, rpcPort := FreePort(tb), FreePort(tb)
+func start(dir, bin string, o options) (*Server, error) {
+	httpPort, err := freePort()
+	if err != nil {
+		return nil, err
+	}
+	rpcPort, err := freePort()
+	if err != nil {
+		return nil, err
+	}
 	s := &Server{
 		HTTPAddr: fmt.Sprintf("127.0.0.1:%d", httpPort),
 		Dir:      dir,
@@ -156,7 +182,7 @@ func start(tb testing.TB, bin string, o options) (*Server, error) {
 	if o.tls {
 		cert, key, err := makeCert(dir, s)
 		if err != nil {
-			tb.Fatalf("influxtest: %v", err)
+			return nil, fmt.Errorf("influxtest: %v", err)
 		}
 		s.URL = "https://" + s.HTTPAddr
 		httpsConf = fmt.Sprintf("  https-enabled = true\n  https-certificate = %q\n  https-private-key = %q\n", cert, key)
@@ -187,19 +213,13 @@ bind-address = "127.0.0.1:%d"
 	conf += strings.Join(o.extra, "\n")
 	confPath := filepath.Join(dir, "influxd.conf")
 	if err := os.WriteFile(confPath, []byte(conf), 0o644); err != nil {
-		tb.Fatal(err)
+		return nil, err
 	}
 
 	s.bin, s.confPath, s.env = bin, confPath, o.env
 	if err := s.launch(); err != nil {
 		return nil, err
 	}
-	tb.Cleanup(func() {
-		s.stop()
-		if tb.Failed() {
-			tb.Logf("influxd log (%s):\n%s", s.Dir, s.log.String())
-		}
-	})
 	return s, nil
 }
 
@@ -220,7 +240,7 @@ func (s *Server) launch() error {
 	}()
 	s.cmd, s.exited = cmd, exited
 	if err := s.waitReady(); err != nil {
-		s.stop()
+		s.Stop()
 		return fmt.Errorf("%s did not start: %v\n%s", s.bin, err, s.log.String())
 	}
 	return nil
@@ -268,9 +288,12 @@ func (s *Server) waitReady() error {
 	}
 }
 
-// stop sends SIGTERM and waits for influxd to exit, killing it if it takes
+// Log returns what influxd has printed.
+func (s *Server) Log() string { return s.log.String() }
+
+// Stop sends SIGTERM and waits for influxd to exit, killing it if it takes
 // too long.
-func (s *Server) stop() {
+func (s *Server) Stop() {
 	select {
 	case <-s.exited:
 		return
@@ -360,12 +383,20 @@ func (s *Server) query(db, q string) ([]Series, error) {
 // FreePort returns a TCP port on 127.0.0.1 that was free a moment ago.
 func FreePort(tb testing.TB) int {
 	tb.Helper()
-	l, err := net.Listen("tcp", "127.0.0.1:0")
+	p, err := freePort()
 	if err != nil {
 		tb.Fatalf("influxtest: finding a free port: %v", err)
 	}
+	return p
+}
+
+func freePort() (int, error) {
+	l, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		return 0, err
+	}
 	defer l.Close()
-	return l.Addr().(*net.TCPAddr).Port
+	return l.Addr().(*net.TCPAddr).Port, nil
 }
 
 // syncBuffer collects influxd's output from two pipes.
