@@ -11,6 +11,8 @@ import (
 	"sync"
 	"sync/atomic"
 	"time"
+
+	"golang.org/x/net/ipv4"
 )
 
 // UDPConfig configures ListenUDP.
@@ -32,14 +34,14 @@ const (
 const udpMaxErrors = 100
 
 // UDPServer reads Graphite lines from UDP datagrams. A single goroutine,
-// the one running Serve, reads: one recv per line is cheap next to the
-// parsing and encoding behind it, and one reader keeps a single
-// ConnHandler that batches across datagrams.
+// the one running Serve, reads batches of datagrams: one reader keeps a
+// single ConnHandler that batches across datagrams.
 type UDPServer struct {
 	conn    *net.UDPConn
 	h       Handler
 	maxLine int
 	granted int
+	queued  func() bool // whether a datagram waits in the socket; nil if unknown
 	stats   Stats
 
 	mu       sync.Mutex
@@ -72,6 +74,7 @@ func ListenUDP(cfg UDPConfig, h Handler) (*UDPServer, error) {
 		s.maxLine = defaultMaxLineLength
 	}
 	s.granted = readBufferSize(conn)
+	s.queued = func() bool { return bytesQueued(conn) > 0 }
 	return s, nil
 }
 
@@ -100,7 +103,7 @@ func (s *UDPServer) Serve() error {
 	s.serving = true
 	s.mu.Unlock()
 	defer close(s.done)
-	return s.read(s.conn)
+	return s.read(ipv4.NewPacketConn(s.conn))
 }
 
 // Shutdown lets the reader take the datagrams already queued in the
@@ -118,7 +121,7 @@ func (s *UDPServer) Shutdown(ctx context.Context) error {
 	defer s.conn.Close()
 	if !serving {
 		// Serve never ran: drain here, so queued datagrams are not lost.
-		err := s.read(s.conn)
+		err := s.read(ipv4.NewPacketConn(s.conn))
 		close(s.done)
 		return err
 	}
@@ -141,19 +144,31 @@ func (s *UDPServer) setDeadline(conn datagramConn, t time.Time) {
 	}
 }
 
-// datagramConn is what the reader needs from a socket; tests substitute
-// net.Pipe, whose writes arrive one per read like datagrams.
+// datagramConn is what the reader needs from a socket: ipv4.PacketConn
+// (or ipv6's, the same method) reads a batch of datagrams per system call,
+// recvmmsg on Linux. Tests substitute net.Pipe, one write per datagram.
 type datagramConn interface {
-	Read(b []byte) (int, error)
+	ReadBatch(ms []ipv4.Message, flags int) (int, error)
 	SetReadDeadline(t time.Time) error
 }
+
+// udpBatch datagrams are read per system call, each into its own buffer of
+// blockSize bytes (the largest datagram fits). Spark sends a datagram per
+// line, so one read per datagram cost more than everything after it. The
+// 2 MiB are allocated once per listener; the kernel backs only the pages
+// datagrams are written to.
+const udpBatch = 32
 
 // read is the reader loop. The read deadline is only set while lines are
 // pending, to notice when the senders go quiet.
 func (s *UDPServer) read(conn datagramConn) error {
 	ch := s.h.NewConn(nil)
 	sp := splitter{ch: ch, maxLine: s.maxLine}
-	buf := make([]byte, blockSize)
+	ms := make([]ipv4.Message, udpBatch)
+	mem := make([]byte, udpBatch*blockSize)
+	for i := range ms {
+		ms[i].Buffers = [][]byte{mem[i*blockSize : (i+1)*blockSize : (i+1)*blockSize]}
+	}
 	pending := 0 // lines handed on since the last Flush
 	var first, last time.Time
 	armed := false
@@ -161,30 +176,34 @@ func (s *UDPServer) read(conn datagramConn) error {
 	var err error
 	for {
 		var n int
-		n, err = conn.Read(buf)
-		if err == nil {
+		n, err = conn.ReadBatch(ms, 0)
+		if err == nil && n > 0 {
 			errs = 0
 			if s.draining.Load() {
 				conn.SetReadDeadline(time.Now().Add(udpDrainQuiet))
 				armed = true
 			}
-			s.stats.Datagrams.Add(1)
-			s.stats.Bytes.Add(uint64(n))
-			before := sp.lines
-			sp.datagram(buf[:n])
-			got := int(sp.lines - before)
-			sp.publish(&s.stats)
-			if got == 0 {
-				continue
+			got, size := 0, 0
+			for i := range ms[:n] {
+				before := sp.lines
+				sp.datagram(ms[i].Buffers[0][:ms[i].N])
+				size += ms[i].N
+				if k := int(sp.lines - before); k > 0 {
+					got += k
+					if pending += k; pending >= udpFlushLines {
+						ch.Flush()
+						pending = 0
+					}
+				}
 			}
-			pending += got
-			if pending >= udpFlushLines {
-				ch.Flush()
-				pending = 0
+			s.stats.Datagrams.Add(uint64(n))
+			s.stats.Bytes.Add(uint64(size))
+			sp.publish(&s.stats)
+			if got == 0 || pending == 0 {
 				continue
 			}
 			now := time.Now()
-			if pending == got {
+			if pending <= got {
 				first = now
 			}
 			last = now
@@ -194,8 +213,19 @@ func (s *UDPServer) read(conn datagramConn) error {
 			}
 			continue
 		}
+		if err == nil {
+			continue
+		}
 		if errors.Is(err, os.ErrDeadlineExceeded) {
 			if s.draining.Load() {
+				// The deadline may have passed before the reader got to
+				// the queue at all (Shutdown set it, then the reader's
+				// goroutine waited for a CPU): only an empty queue ends
+				// the drain.
+				if s.queued != nil && s.queued() {
+					conn.SetReadDeadline(time.Now().Add(udpDrainQuiet))
+					continue
+				}
 				err = nil
 				break // the queue is empty: Shutdown may close the socket
 			}

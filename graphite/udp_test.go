@@ -10,6 +10,8 @@ import (
 	"testing"
 	"testing/synctest"
 	"time"
+
+	"golang.org/x/net/ipv4"
 )
 
 // startUDP serves cfg on a loopback port until the test ends.
@@ -137,7 +139,7 @@ func TestUDPFlushTimingSynctest(t *testing.T) {
 		s := &UDPServer{h: rec, maxLine: defaultMaxLineLength}
 		client, server := net.Pipe()
 		result := make(chan error, 1)
-		go func() { result <- s.read(server) }()
+		go func() { result <- s.read(pipeDatagrams{server}) }()
 		c := <-rec.conns
 		start := time.Now()
 
@@ -226,5 +228,64 @@ func TestUDPShutdownBeforeServe(t *testing.T) {
 	}
 	if err := s.Serve(); err != nil {
 		t.Fatalf("Serve after Shutdown: %v", err)
+	}
+}
+
+// pipeDatagrams reads one write of a net.Pipe per batch, as one datagram.
+type pipeDatagrams struct{ net.Conn }
+
+func (p pipeDatagrams) ReadBatch(ms []ipv4.Message, _ int) (int, error) {
+	n, err := p.Read(ms[0].Buffers[0])
+	if err != nil {
+		return 0, err
+	}
+	ms[0].N = n
+	return 1, nil
+}
+
+// A burst is read in batches of datagrams, on IPv4, IPv6 and dual-stack
+// sockets alike: every line arrives once, in order, and the counters agree.
+func TestUDPBatchReadFamilies(t *testing.T) {
+	for _, tc := range []struct{ listen, dial string }{
+		{"127.0.0.1:0", "127.0.0.1"},
+		{"[::1]:0", "::1"},
+		{":0", "127.0.0.1"},
+		{":0", "::1"},
+	} {
+		t.Run(tc.listen+"←"+tc.dial, func(t *testing.T) {
+			rec := newRecorder()
+			s, err := ListenUDP(UDPConfig{Addr: tc.listen, ReadBuffer: 4 << 20}, rec)
+			if err != nil {
+				t.Fatal(err)
+			}
+			_, port, _ := net.SplitHostPort(s.Addr().String())
+			client, err := net.Dial("udp", net.JoinHostPort(tc.dial, port))
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer client.Close()
+			// Sent before Serve runs, so they wait in the socket together
+			// and are read several per call.
+			const total = 500
+			for i := range total {
+				fmt.Fprintf(client, "m%d %d %s", i, i, T)
+			}
+			served := make(chan error, 1)
+			go func() { served <- s.Serve() }()
+			c := recv(t, rec.conns, "the reader's handler")
+			for i := range total {
+				if got, want := recv(t, c.lineCh, "a line"), fmt.Sprintf("m%d %d %s", i, i, T); got != want {
+					t.Fatalf("line %d = %q, want %q", i, got, want)
+				}
+			}
+			if err := s.Shutdown(context.Background()); err != nil {
+				t.Fatal(err)
+			}
+			if err := recv(t, served, "Serve to return"); err != nil {
+				t.Fatal(err)
+			}
+			counter(t, "Datagrams", s.Stats().Datagrams.Load(), total)
+			counter(t, "Lines", s.Stats().Lines.Load(), total)
+		})
 	}
 }

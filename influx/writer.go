@@ -317,7 +317,10 @@ func (w *Writer) start() {
 	for len(w.free) > 0 && w.cur == nil {
 		buf := w.free[len(w.free)-1]
 		w.free = w.free[:len(w.free)-1]
-		if cap(buf) >= size { // a smaller one, from smaller batches, is let go
+		// One that held a batch about as big as the last is kept (the
+		// append grows it in the rare case it falls short); one from a
+		// time of much smaller or larger batches is let go.
+		if c := cap(buf); c >= w.lastSize-w.lastSize/8 && c <= 4*size {
 			w.cur = buf[:0]
 		}
 	}
@@ -356,6 +359,9 @@ func (w *Writer) seal() {
 		b.buf, b.data = w.cur, unsafe.String(unsafe.SliceData(w.cur), len(w.cur))
 	} else {
 		b.data = string(w.cur)
+		if len(w.free) < maxFree {
+			w.free = append(w.free, w.cur)
+		}
 	}
 	b.remaining.Store(int64(b.points))
 	w.lastSize = len(b.data)

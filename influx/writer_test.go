@@ -1,6 +1,7 @@
 package influx
 
 import (
+	"bytes"
 	"context"
 	"errors"
 	"fmt"
@@ -11,6 +12,7 @@ import (
 	"testing"
 	"testing/synctest"
 	"time"
+	"unsafe"
 )
 
 // newTestWriter starts a writer on an httptest server running f.
@@ -531,4 +533,52 @@ func TestTokenNeverLogged(t *testing.T) {
 			t.Errorf("Check: %v", err)
 		}
 	})
+}
+
+// A done batch's memory is the next batch's, whether the batches that
+// follow are a little larger or smaller; a buffer from a time of much
+// smaller batches is let go.
+func TestBatchMemoryReused(t *testing.T) {
+	for _, gzip := range []bool{true, false} {
+		t.Run(fmt.Sprintf("gzip=%v", gzip), func(t *testing.T) {
+			w := &Writer{cfg: Config{Gzip: gzip, BatchSize: 1 << 30, MaxQueueBytes: 1 << 30, BatchTimeout: time.Hour}}
+			w.mu.Lock()
+			defer w.mu.Unlock()
+			fill := func(size int) *byte {
+				w.start()
+				w.cur = append(w.cur, bytes.Repeat([]byte("x"), size-1)...)
+				w.cur = append(w.cur, '\n')
+				w.curPts = 1
+				p := unsafe.SliceData(w.cur)
+				w.seal()
+				b := w.queue[len(w.queue)-1]
+				w.queue = w.queue[:0]
+				w.recycle(b) // delivered
+				return p
+			}
+			// Batches of 90 000 to 110 000 bytes: memory is allocated
+			// while the buffer grows to fit the largest, then reused.
+			var last *byte
+			news := 0
+			for i := range 100 {
+				size := 90_000 + (i*7919)%20_001
+				if p := fill(size); p != last {
+					news++
+					last = p
+				}
+			}
+			if news > 4 {
+				t.Fatalf("100 batches took new memory %d times", news)
+			}
+			fill(1000) // sized by the batches before it
+			small := fill(1000)
+			if small == last {
+				t.Fatal("batches of 1000 bytes keep a buffer grown for 100 000")
+			}
+			if p := fill(1100); p != small {
+				t.Fatal("a batch of 1100 bytes after one of 1000 got new memory")
+			}
+			w.timer.Stop()
+		})
+	}
 }
