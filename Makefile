@@ -4,7 +4,7 @@ BIN     := bin/sparkpulse
 VERSION ?= $(shell git describe --tags --always --dirty 2>/dev/null || echo dev)
 FUZZTIME ?= 15s
 
-.PHONY: all build run test check check-deploy fuzz bench deps clean
+.PHONY: all build run test check check-deploy fuzz bench bench-load deps clean
 
 all: build
 
@@ -44,6 +44,13 @@ fuzz:
 
 bench:
 	$(GO) test -run='^$$' -bench=. -benchmem ./...
+
+# The load harness behind the README's Performance section: sparkpulse
+# against a bare loader and InfluxDB's own graphite listener, into a real
+# influxd, then UDP and a 10-minute soak (about 20 minutes in all).
+bench-load:
+	scripts/deps.sh
+	$(GO) run ./bench $(BENCHFLAGS)
 
 clean:
 	rm -rf bin .run

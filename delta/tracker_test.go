@@ -399,9 +399,12 @@ func BenchmarkUpdate(b *testing.B) {
 	for _, i := range ids {
 		tr.Update(i, 0, at(0), at(0))
 	}
+	// Every run (-count) starts later than the last one ended, so that
+	// its samples are new to the shared tracker, not duplicates.
+	var runs atomic.Int64
 	b.Run("serial", func(b *testing.B) {
 		b.ReportAllocs()
-		ts := at(1)
+		ts := at(float64(runs.Add(1)) * 1e3)
 		k := 0
 		for b.Loop() {
 			if tr.Update(ids[k], float64(ts), ts, ts).Outcome != Delta {
@@ -419,7 +422,7 @@ func BenchmarkUpdate(b *testing.B) {
 			// Each goroutine its own series, as each Spark process has.
 			const part = n / 16
 			own := ids[(worker.Add(1)%16)*part:][:part]
-			ts := at(1e6)
+			ts := at(float64(runs.Add(1)) * 1e3)
 			k := 0
 			for pb.Next() {
 				tr.Update(own[k], float64(ts), ts, ts)

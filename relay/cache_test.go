@@ -2,6 +2,7 @@ package relay
 
 import (
 	"fmt"
+	"math/rand/v2"
 	"runtime"
 	"strings"
 	"sync"
@@ -198,5 +199,38 @@ func bytesPerCachedSeries(tb testing.TB, n int) float64 {
 func BenchmarkMemoryPerCachedSeries(b *testing.B) {
 	for b.Loop() {
 		b.ReportMetric(bytesPerCachedSeries(b, 500_000), "B/series")
+	}
+}
+
+// BenchmarkCacheGet looks series up in a cache as large as a busy
+// receiver's (650 000 series, far beyond the CPU caches), in an order that
+// defeats prefetching: what a lookup costs when it has to go to memory.
+// "miss" looks up paths the cache does not hold.
+func BenchmarkCacheGet(b *testing.B) {
+	const n = 650_000
+	c := newSeriesCache(4 * n)
+	ids := make([]delta.ID, n)
+	for i := range ids {
+		ids[i] = id(fmt.Sprint("app-20261122101500-0001.", i, ".executor.cpuTime.count"))
+		c.put(ids[i], &series{text: "x"}, 0)
+	}
+	order := rand.New(rand.NewPCG(1, 2)).Perm(n)
+	for _, tc := range []struct {
+		name string
+		hit  bool
+	}{{"hit", true}, {"miss", false}} {
+		b.Run(tc.name, func(b *testing.B) {
+			i := 0
+			for b.Loop() {
+				h := ids[order[i%n]]
+				if !tc.hit {
+					h[1] ^= 2 // same slot, another path
+				}
+				if s := c.get(h, 0); (s != nil) != tc.hit {
+					b.Fatalf("lookup %d: found %v", i, s)
+				}
+				i++
+			}
+		})
 	}
 }

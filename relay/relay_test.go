@@ -169,15 +169,6 @@ app-20261122101500-0001.driver.spark.streaming.orders_agg.inputRate-total 1532.4
 	return lines
 }
 
-// cernTemplates is the CERN Spark dashboard's template list.
-var cernTemplates = []string{
-	"*.*.jvm.pools.* username.applicationid.process.namespace.namespace.measurement*",
-	"*.*.applicationMaster.* username.applicationid.namespace.measurement*",
-	"*.shuffleService.* username.namespace.measurement*",
-	"*.*.*.spark.streaming.* username.applicationid.process.namespace.namespace.id.measurement*",
-	"username.applicationid.process.namespace.measurement*",
-}
-
 // simulated returns rounds reports (10 s apart) of every process of a
 // simulated Spark cluster of 2 applications with 20 executors each, in the
 // reporter's order and format: about 8 300 lines per round, whole numbers,
@@ -213,7 +204,7 @@ func BenchmarkConn(b *testing.B) {
 	}{
 		{"spark", spark.NewMapper(spark.Options{}), "", false},
 		{"spark+deltas", spark.NewMapper(spark.Options{}), "", true},
-		{"cern-templates", mustCompile(b, cernTemplates...), "spark.prod", false},
+		{"cern-templates", mustCompile(b, simulate.CERNTemplates...), "spark.prod", false},
 	} {
 		b.Run(bc.name, func(b *testing.B) {
 			lines := simulated(b, bc.prefix, 20)

@@ -33,6 +33,18 @@ import (
 	"github.com/sparkpulse/sparkpulse/sparkui"
 )
 
+// CERNTemplates is the template list of the CERN Spark dashboard's
+// InfluxDB graphite listener. It maps this package's traffic when Config's
+// Prefix has one component (the template's "username"), the way Spark's
+// GraphiteSink is configured for that dashboard.
+var CERNTemplates = []string{
+	"*.*.jvm.pools.* username.applicationid.process.namespace.namespace.measurement*",
+	"*.*.applicationMaster.* username.applicationid.namespace.measurement*",
+	"*.shuffleService.* username.namespace.measurement*",
+	"*.*.*.spark.streaming.* username.applicationid.process.namespace.namespace.id.measurement*",
+	"username.applicationid.process.namespace.measurement*",
+}
+
 // Config describes the simulated cluster.
 type Config struct {
 	Addr      string        // host:port of the Graphite listener

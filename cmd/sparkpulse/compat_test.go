@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/sparkpulse/sparkpulse/influx/influxtest"
+	"github.com/sparkpulse/sparkpulse/simulate"
 )
 
 // compatScenario is one [[graphite]] block and the lines sent to it.
@@ -30,13 +31,7 @@ var compatScenarios = []compatScenario{
 		// The CERN Spark dashboard's template list, with Spark's own paths.
 		name:      "cern",
 		separator: ".",
-		templates: []string{
-			"*.*.jvm.pools.* username.applicationid.process.namespace.namespace.measurement*",
-			"*.*.applicationMaster.* username.applicationid.namespace.measurement*",
-			"*.shuffleService.* username.namespace.measurement*",
-			"*.*.*.spark.streaming.* username.applicationid.process.namespace.namespace.id.measurement*",
-			"username.applicationid.process.namespace.measurement*",
-		},
+		templates: simulate.CERNTemplates,
 		lines: []string{
 			"lucatest.app-20240101120000-0001.1.executor.threadpool.activeTasks 3 " + T,
 			"lucatest.app-20240101120000-0001.1.executor.cpuTime.count 81234 " + T,
