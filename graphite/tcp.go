@@ -114,6 +114,10 @@ func (s *TCPServer) Serve() error {
 	s.serving = true
 	s.mu.Unlock()
 	defer close(s.serveDone)
+	// Closed before Serve returns: once the backlog is drained, a new
+	// connection is refused at once rather than completed by the kernel
+	// and reset when Shutdown gets to closing the listener.
+	defer s.ln.Close()
 	var delay time.Duration
 	gate, _ := s.h.(Gate)
 	for {

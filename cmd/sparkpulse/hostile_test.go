@@ -69,7 +69,11 @@ func TestHostileInput(t *testing.T) {
 		canaries++
 		sendTCP(t, addr, fmt.Sprintf("canary %d %d\n", canaries, 1795300000+canaries))
 		heap := settle(t, what, baseG)
-		if heap > baseHeap+16<<20 {
+		// Beyond 16 MiB of noise, the listener and the relay keep bounded
+		// pools for reuse, which a burst of connections fills: up to 64
+		// idle read blocks of 64 KiB and 256 idle connection handlers of
+		// 48 KiB or more, about 16 MiB.
+		if heap > baseHeap+32<<20 {
 			t.Errorf("%s: heap in use %d MiB, %d MiB at start", what, heap>>20, baseHeap>>20)
 		}
 	}
