@@ -536,3 +536,94 @@ func TestText(t *testing.T) {
 		}
 	}
 }
+
+func executorRow(p point) string {
+	f := p.fields
+	return fmt.Sprintf("%d %s %v on %v %v end=%v dur=%v cores=%v reason=%q heap=%v python=%v", p.ns, p.measurement, f["executor_id"], f["host"],
+		f["status"], f["end_ms"], f["duration_ms"], f["cores"], str(f["remove_reason"]), f["peak_JVMHeapMemory"], f["peak_ProcessTreePythonRSSMemory"])
+}
+
+// Executors of a live application: one point each from the first poll; a
+// removal between polls is found at the next executor read (every third
+// sync), which rewrites the executor's point and adds the removal's; the
+// end of the application ends the others. The executor list is not read
+// on the syncs in between.
+func TestExecutorLifecycle(t *testing.T) {
+	s := newScript(sparkui.LiveUI)
+	const oom = "Container killed by YARN for exceeding physical memory limits. 5.5 GB of 5.5 GB physical memory used.\nConsider boosting spark.executor.memoryOverhead."
+	s.srv.Update(func(m *sparkui.Model) {
+		a := m.Apps[0].Attempts[0]
+		a.Executors = []*sparkui.Executor{
+			{ID: "driver", HostPort: "10.0.0.1:40000", Cores: 0, MaxMemory: 2 << 30, Added: at(0)},
+			{ID: "1", HostPort: "node-1:40001", Cores: 4, MaxMemory: 3 << 30, Added: at(2)},
+			{ID: "2", HostPort: "node-2:40002", Cores: 4, MaxMemory: 3 << 30, Added: at(3)},
+		}
+	})
+	sink := newMemSink()
+	p := newPoller(t, Config{Sources: []string{serve(t, s.srv)}, Sink: sink, Now: s.clk.Now})
+	ctx := context.Background()
+	readsExecutors := func() bool {
+		return slices.ContainsFunc(s.srv.Requests(), func(r string) bool { return strings.HasSuffix(r, "/allexecutors") })
+	}
+
+	p.PollOnce(ctx)
+	if !readsExecutors() {
+		t.Error("first poll: executors not read")
+	}
+	equalLines(t, "poll 1", slices.Concat(sink.stored(MeasurementExecutor, executorRow), sink.stored(MeasurementExecutorRemoval, executorRow)), []string{
+		fmt.Sprintf(`%d spark_executor driver on 10.0.0.1 ACTIVE end=%d dur=30000 cores=0 reason="" heap=<nil> python=<nil>`, nsAt(0, 0), ms(at(30))),
+		fmt.Sprintf(`%d spark_executor 1 on node-1 ACTIVE end=%d dur=28000 cores=4 reason="" heap=<nil> python=<nil>`, nsAt(2, 2), ms(at(30))),
+		fmt.Sprintf(`%d spark_executor 2 on node-2 ACTIVE end=%d dur=27000 cores=4 reason="" heap=<nil> python=<nil>`, nsAt(3, 3), ms(at(30))),
+	})
+
+	s.srv.Update(func(m *sparkui.Model) {
+		x := m.Apps[0].Attempts[0].Executors[2]
+		x.Removed, x.RemoveReason = at(35), oom
+		x.Peak = map[string]int64{"JVMHeapMemory": 2_900_000_000, "ProcessTreePythonRSSMemory": 2_400_000_000}
+	})
+	for i, sec := range []float64{40, 50} {
+		s.clk.Set(at(sec))
+		p.PollOnce(ctx)
+		if readsExecutors() {
+			t.Errorf("poll %d: executors read between full reads", i+2)
+		}
+	}
+	s.clk.Set(at(60))
+	p.PollOnce(ctx)
+	if !readsExecutors() {
+		t.Error("poll 4: executors not read")
+	}
+	reason := "Container killed by YARN for exceeding physical memory limits. 5.5 GB of 5.5 GB physical memory used."
+	equalLines(t, "poll 4", slices.Concat(sink.stored(MeasurementExecutor, executorRow), sink.stored(MeasurementExecutorRemoval, executorRow)), []string{
+		fmt.Sprintf(`%d spark_executor driver on 10.0.0.1 ACTIVE end=%d dur=60000 cores=0 reason="" heap=<nil> python=<nil>`, nsAt(0, 0), ms(at(60))),
+		fmt.Sprintf(`%d spark_executor 1 on node-1 ACTIVE end=%d dur=58000 cores=4 reason="" heap=<nil> python=<nil>`, nsAt(2, 2), ms(at(60))),
+		fmt.Sprintf(`%d spark_executor 2 on node-2 REMOVED end=%d dur=32000 cores=4 reason=%q heap=2900000000 python=2400000000`, nsAt(3, 3), ms(at(35)), reason),
+		fmt.Sprintf(`%d spark_executor_removal 2 on node-2 REMOVED end=%d dur=32000 cores=<nil> reason=%q heap=<nil> python=<nil>`, nsAt(35, 3), ms(at(35)), reason),
+	})
+	removal := sink.latest[func() string {
+		for k, pt := range sink.latest {
+			if pt.measurement == MeasurementExecutorRemoval {
+				return k
+			}
+		}
+		return ""
+	}()]
+	if got, want := removal.fields["text"], "on node-2 · after 32s · peak heap 2.7 GiB · peak Python RSS 2.2 GiB · "+reason; got != want {
+		t.Errorf("removal text %q, want %q", got, want)
+	}
+
+	// The application ends: a full read; the executors left end with it.
+	written := len(sink.written)
+	s.clk.Set(at(70))
+	s.srv.Update(func(m *sparkui.Model) { m.Apps[0].Attempts[0].End = at(55) })
+	p.PollOnce(ctx)
+	equalLines(t, "final", sink.stored(MeasurementExecutor, executorRow)[:2], []string{
+		fmt.Sprintf(`%d spark_executor driver on 10.0.0.1 ENDED end=%d dur=55000 cores=0 reason="" heap=<nil> python=<nil>`, nsAt(0, 0), ms(at(55))),
+		fmt.Sprintf(`%d spark_executor 1 on node-1 ENDED end=%d dur=53000 cores=4 reason="" heap=<nil> python=<nil>`, nsAt(2, 2), ms(at(55))),
+	})
+	for _, pt := range sink.written[written:] {
+		if pt.fields["executor_id"] == "2" {
+			t.Errorf("the removed executor written again: %v", pt)
+		}
+	}
+}

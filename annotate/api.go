@@ -108,6 +108,24 @@ type apiSQL struct {
 	FailedJobIDs   []int      `json:"failedJobIds"`
 }
 
+// apiExecutor is an entry of allexecutors: the driver ("driver") or an
+// executor, active or removed.
+type apiExecutor struct {
+	ID                string           `json:"id"`
+	HostPort          string           `json:"hostPort"`
+	IsActive          bool             `json:"isActive"`
+	TotalCores        int              `json:"totalCores"`
+	MaxMemory         int64            `json:"maxMemory"`
+	CompletedTasks    int              `json:"completedTasks"`
+	FailedTasks       int              `json:"failedTasks"`
+	TotalDuration     int64            `json:"totalDuration"` // ms of task time
+	TotalGCTime       int64            `json:"totalGCTime"`   // ms
+	AddTime           *sparkTime       `json:"addTime"`
+	RemoveTime        *sparkTime       `json:"removeTime"`
+	RemoveReason      string           `json:"removeReason"`
+	PeakMemoryMetrics map[string]int64 `json:"peakMemoryMetrics"`
+}
+
 // sparkTime is a date as Spark writes it: "2015-02-03T16:43:06.296GMT"
 // (UTC with the literal suffix GMT). Empty text is the zero time.
 type sparkTime struct{ time.Time }

@@ -16,9 +16,18 @@
 // Fields: status, end_ms (epoch ms; for a running item, the time it was
 // last seen running), duration_ms, the ids, name and description (trimmed
 // to MaxText characters), task counts, failure_reason (the first line),
-// stage and job links, and text and title for Grafana. Field names and
-// types never change between writes of one item, so InfluxDB never
-// refuses a rewrite.
+// stage and job links, and text and title for Grafana.
+//
+// The driver and every executor get a point in spark_executor at the time
+// they were added (executor id + 1 in the sub-millisecond digits, the
+// driver 0): host, cores, status (ACTIVE, REMOVED, or ENDED with the
+// application), end_ms, remove_reason, task and GC time, and peak_<name>
+// for each value of Spark's peakMemoryMetrics. A removal also gets a point
+// in spark_executor_removal at the time of the removal, with the reason as
+// its text.
+//
+// Field names and types never change between writes of one item, so
+// InfluxDB never refuses a rewrite.
 //
 // # How it polls
 //
@@ -36,7 +45,9 @@
 //   - stages: the active and pending ones (details=false), those that left
 //     that list, and stage ids the jobs name that were never seen;
 //   - SQL executions: the running ones one by one, and new ones by page
-//     (details=false, planDescription=false), from the last id seen.
+//     (details=false, planDescription=false), from the last id seen;
+//   - executors: allexecutors, which Spark serves only whole, on the first
+//     and last reads and every third sync in between.
 //
 // A burst of more than a few dozen individual requests is replaced by one
 // full list. A History Server attempt whose lastUpdated has not moved is not

@@ -81,6 +81,14 @@ func rows(t *testing.T, srv *influxtest.Server, db, measurement string, cols ...
 
 func nsText(ns int64) string { return strconv.FormatInt(ns, 10) }
 
+// peak is the value as InfluxQL returns it: nil when the executor has none.
+func peak(m map[string]int64, k string) any {
+	if v, ok := m[k]; ok {
+		return v
+	}
+	return nil
+}
+
 func orNil(s string) any {
 	if s == "" {
 		return nil
@@ -109,9 +117,34 @@ func TestFixturesRealInfluxDB(t *testing.T) {
 		}
 	}
 
-	var wantApps, wantJobs, wantStages, wantSQL []string
+	var wantApps, wantJobs, wantStages, wantSQL, wantExecutors, wantRemovals []string
 	for _, app := range model.Apps {
 		for _, a := range app.Attempts {
+			for _, x := range a.Executors {
+				if x.Added.IsZero() {
+					continue
+				}
+				status, end := "REMOVED", x.Removed
+				if end.IsZero() {
+					status, end = "ENDED", a.End
+				}
+				host, _, _ := strings.Cut(x.HostPort, ":")
+				sub := int64(0)
+				if x.ID != "driver" {
+					n, err := strconv.Atoi(x.ID)
+					if err != nil {
+						t.Fatalf("executor id %q of %s is not a number", x.ID, app.ID)
+					}
+					sub = int64(n) + 1
+				}
+				reason, _, _ := strings.Cut(x.RemoveReason, "\n")
+				wantExecutors = append(wantExecutors, fmt.Sprint(nsText(x.Added.UnixNano()+sub), " ", app.ID, " ", x.ID, " ", host, " ",
+					status, " ", end.UnixMilli(), " ", x.Cores, " ", x.MaxMemory, " ", orNil(strings.TrimSpace(reason)), " ", peak(x.Peak, "JVMHeapMemory")))
+				if !x.Removed.IsZero() {
+					wantRemovals = append(wantRemovals, fmt.Sprint(nsText(x.Removed.UnixNano()+sub), " ", app.ID, " ", x.ID, " ",
+						x.Added.UnixMilli(), " ", orNil(strings.TrimSpace(reason))))
+				}
+			}
 			wantApps = append(wantApps, fmt.Sprint(nsText(a.Start.UnixNano()), " ", app.ID, " ", app.Name, " COMPLETED ",
 				a.End.UnixMilli(), " ", orNil(a.ID)))
 			first := map[int]time.Time{}
@@ -171,6 +204,8 @@ func TestFixturesRealInfluxDB(t *testing.T) {
 	slices.Sort(wantJobs)
 	slices.Sort(wantStages)
 	slices.Sort(wantSQL)
+	slices.Sort(wantExecutors)
+	slices.Sort(wantRemovals)
 
 	// appname is a tag: one series per application, selected with the row.
 	var gotApps []string
@@ -184,12 +219,30 @@ func TestFixturesRealInfluxDB(t *testing.T) {
 	equalLines(t, "jobs", rows(t, srv, "ann", "spark_job", "job_id", "status", "end_ms", "num_tasks", "num_completed_tasks", "num_failed_tasks", "failure_reason"), wantJobs)
 	equalLines(t, "stages", rows(t, srv, "ann", "spark_stage", "stage_id", "stage_attempt", "status", "end_ms", "num_tasks", "num_failed_tasks", "executor_run_time_ms", "failure_reason"), wantStages)
 	equalLines(t, "sql", rows(t, srv, "ann", "spark_sql", "execution_id", "status", "end_ms", "description"), wantSQL)
+	equalLines(t, "executors", rows(t, srv, "ann", "spark_executor", "executor_id", "host", "status", "end_ms", "cores", "max_memory",
+		"remove_reason", "peak_JVMHeapMemory"), wantExecutors)
+	equalLines(t, "executor removals", rows(t, srv, "ann", "spark_executor_removal", "executor_id", "added_ms", "remove_reason"), wantRemovals)
 
 	// Facts of Spark's own expectations for these logs.
 	failed := rows(t, srv, "ann", "spark_job", "job_id", "status", "stage_ids", "failure_reason")
 	if !slices.Contains(failed, "1422981785829000001 local-1422981780767 1 FAILED 1,2 Job aborted due to stage failure: "+
 		"Task 3 in stage 2.0 failed 1 times, most recent failure: Lost task 3.0 in stage 2.0 (TID 19, localhost): java.lang.RuntimeException: got a 3, failing") {
 		t.Errorf("the failed job of local-1422981780767 (starting with its first stage, as its log has no job time):\n%s", strings.Join(failed, "\n"))
+	}
+	removals := rows(t, srv, "ann", "spark_executor_removal", "executor_id", "remove_reason")
+	if !slices.ContainsFunc(removals, func(r string) bool {
+		return strings.HasSuffix(r, " application_1628109047826_1317105 1 Container container_e18_1628109047826_1317105_01_000002 exited from explicit termination request.")
+	}) {
+		t.Errorf("the removal of executor 1 of application_1628109047826_1317105, with YARN's reason:\n%s", strings.Join(removals, "\n"))
+	}
+	peaks := rows(t, srv, "ann", "spark_executor", "executor_id", "peak_JVMHeapMemory", "peak_ProcessTreeJVMRSSMemory")
+	if !slices.ContainsFunc(peaks, func(r string) bool {
+		return strings.Contains(r, " application_1553914137147_0018 ") && !strings.HasSuffix(r, "<nil> <nil>")
+	}) {
+		t.Errorf("no peak memory metrics for application_1553914137147_0018:\n%s", strings.Join(peaks, "\n"))
+	}
+	if len(wantExecutors) < 40 || len(wantRemovals) < 6 {
+		t.Errorf("fixtures give %d executors, %d removals", len(wantExecutors), len(wantRemovals))
 	}
 	if len(wantJobs) < 40 || len(wantStages) < 40 || len(wantSQL) < 7 || len(wantApps) != 21 {
 		t.Errorf("fixtures give %d apps, %d jobs, %d stages, %d SQL executions", len(wantApps), len(wantJobs), len(wantStages), len(wantSQL))

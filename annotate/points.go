@@ -1,6 +1,7 @@
 package annotate
 
 import (
+	"cmp"
 	"fmt"
 	"hash/fnv"
 	"slices"
@@ -20,6 +21,13 @@ const (
 	MeasurementJob   = "spark_job"
 	MeasurementStage = "spark_stage"
 	MeasurementSQL   = "spark_sql"
+	// MeasurementExecutor has a point per driver and executor at the time
+	// it was added: its host, cores, end and removal reason, and its peak
+	// memory metrics.
+	MeasurementExecutor = "spark_executor"
+	// MeasurementExecutorRemoval has a point per executor removal at the
+	// time of the removal, with the reason as text.
+	MeasurementExecutorRemoval = "spark_executor_removal"
 )
 
 // statusUnknown marks the running items of an attempt closed out after
@@ -223,6 +231,9 @@ func (p *Poller) emit(st *appState, now time.Time, closeOut bool) int {
 		w.common(title, text)
 		w.end(&x.written)
 	}
+	for _, id := range sortedKeys(st.executors, compareExecutorIDs) {
+		w.executor(st.executors[id], nowMs, closeOut)
+	}
 	if w.n > 0 {
 		p.cfg.Sink.Append(w.batch, w.n)
 		p.stats.points.Add(uint64(w.n))
@@ -272,6 +283,125 @@ func (w *points) jobFailure(stageIDs []int) string {
 	return firstLine(w.st.stages[best].FailureReason)
 }
 
+// executor writes an executor's point and, once it was removed, the
+// point of its removal.
+func (w *points) executor(x *executorItem, nowMs int64, closeOut bool) {
+	added := optMS(x.AddTime)
+	if added == 0 {
+		return
+	}
+	removed := optMS(x.RemoveTime)
+	status, end := "REMOVED", removed
+	switch {
+	case removed > 0:
+	case w.st.completed:
+		status, end = "ENDED", w.st.end // it lived until the application ended
+	default:
+		status, end = "ACTIVE", nowMs
+		if closeOut {
+			status = statusUnknown
+		}
+	}
+	end = max(end, added)
+	host, _, _ := strings.Cut(x.HostPort, ":")
+	if strings.HasPrefix(x.HostPort, "[") { // an IPv6 address
+		host, _, _ = strings.Cut(strings.TrimPrefix(x.HostPort, "["), "]")
+	}
+	name := "Executor " + x.ID
+	if x.ID == "driver" {
+		name = "Driver"
+	}
+	reason := firstLine(x.RemoveReason)
+	peaks := ""
+	if v, ok := x.PeakMemoryMetrics["JVMHeapMemory"]; ok {
+		peaks = "peak heap " + bytesText(v)
+	}
+	if v, ok := x.PeakMemoryMetrics["ProcessTreeJVMRSSMemory"]; ok && v > 0 {
+		peaks = joinText(peaks, "peak JVM RSS "+bytesText(v))
+	}
+	if v, ok := x.PeakMemoryMetrics["ProcessTreePythonRSSMemory"]; ok && v > 0 {
+		peaks = joinText(peaks, "peak Python RSS "+bytesText(v))
+	}
+	sub := executorSub(x.ID)
+
+	w.start(MeasurementExecutor, added, sub)
+	w.str("executor_id", w.text(x.ID))
+	w.str("host", w.text(host))
+	w.str("host_port", w.text(x.HostPort))
+	w.str("status", status)
+	w.int("end_ms", end)
+	w.int("duration_ms", end-added)
+	w.int("cores", int64(x.TotalCores))
+	w.int("max_memory", x.MaxMemory)
+	w.int("completed_tasks", int64(x.CompletedTasks))
+	w.int("failed_tasks", int64(x.FailedTasks))
+	w.int("task_time_ms", x.TotalDuration)
+	w.int("gc_time_ms", x.TotalGCTime)
+	if x.TotalDuration > 0 {
+		w.float("gc_share", float64(x.TotalGCTime)/float64(x.TotalDuration))
+	}
+	w.str("remove_reason", w.reason(reason))
+	for _, k := range sortedKeys(x.PeakMemoryMetrics, strings.Compare) {
+		w.int("peak_"+k, x.PeakMemoryMetrics[k])
+	}
+	w.common(fmt.Sprintf("%s %s", name, status), joinText("on "+host, fmt.Sprintf("%d cores", x.TotalCores),
+		duration(end-added), peaks, w.reason(reason)))
+	w.end(&x.written)
+
+	if removed == 0 {
+		return
+	}
+	w.start(MeasurementExecutorRemoval, removed, sub)
+	w.str("executor_id", w.text(x.ID))
+	w.str("host", w.text(host))
+	w.str("status", "REMOVED")
+	w.int("end_ms", removed) // a moment, not a region
+	w.int("added_ms", added)
+	w.int("duration_ms", removed-added)
+	w.str("remove_reason", w.reason(reason))
+	w.common(name+" removed", joinText("on "+host, "after "+duration(removed-added), peaks, w.reason(reason)))
+	w.end(&x.removal)
+}
+
+// executorSub is the executor's id in the sub-millisecond digits of its
+// points: the driver 0, executor n n%999999+1, any other id a hash.
+func executorSub(id string) int64 {
+	if id == "driver" {
+		return 0
+	}
+	if n, err := strconv.ParseInt(id, 10, 64); err == nil && n >= 0 {
+		return n%999_999 + 1
+	}
+	h := fnv.New32a()
+	h.Write([]byte(id))
+	return int64(h.Sum32()%999_999) + 1
+}
+
+// compareExecutorIDs orders the driver first, then executors by number.
+func compareExecutorIDs(a, b string) int {
+	rank := func(id string) int {
+		if id == "driver" {
+			return 0
+		}
+		return 1
+	}
+	return cmp.Or(rank(a)-rank(b), len(a)-len(b), strings.Compare(a, b))
+}
+
+// bytesText writes a size in binary units, as Spark's UI does.
+func bytesText(n int64) string {
+	const unit = 1024
+	if n < unit {
+		return fmt.Sprintf("%d B", n)
+	}
+	v, i := float64(n), -1
+	for v >= unit && i < 4 {
+		v /= unit
+		i++
+	}
+	return fmt.Sprintf("%.1f %ciB", v, "KMGTP"[i])
+}
+
 func (w *points) start(measurement string, startMs, sub int64) {
 	w.enc.Reset()
 	w.enc.StartLine(measurement)
@@ -283,6 +413,12 @@ func (w *points) start(measurement string, startMs, sub int64) {
 }
 
 func (w *points) int(key string, v int64) { w.enc.AddField(key, lineprotocol.IntValue(v)) }
+
+func (w *points) float(key string, v float64) {
+	if val, ok := lineprotocol.FloatValue(v); ok {
+		w.enc.AddField(key, val)
+	}
+}
 
 // str adds a string field unless it is empty; empty means "not known",
 // and an earlier value of the point, if any, is kept.

@@ -23,6 +23,17 @@ const sqlPage = 100
 // it is asked again only every this many syncs.
 const sqlRecheck = 30
 
+// executorsEvery: between full reads, a running application's executors
+// are read every this many syncs. Spark has no incremental executor list,
+// and an application with hundreds of executors answers with about 2 KB
+// each.
+const executorsEvery = 3
+
+type executorItem struct {
+	apiExecutor
+	written, removal uint64 // fingerprints of the two points last written
+}
+
 type stageKey struct{ id, attempt int }
 
 type jobItem struct {
@@ -69,11 +80,15 @@ type appState struct {
 	maxSQL     int64
 	sqlNext    int // offset just past maxSQL in Spark's list, as last seen
 	sqlAbsent  bool
+
+	executors       map[string]*executorItem
+	executorsAbsent bool // allexecutors answered 404 (Spark before 1.6)
 }
 
 func newAppState(key appKey) *appState {
 	return &appState{key: key, end: -1, maxJob: -1, maxSQL: -1,
-		jobs: map[int]*jobItem{}, stages: map[stageKey]*stageItem{}, goneStages: map[int]bool{}, sql: map[int64]*sqlItem{}}
+		jobs: map[int]*jobItem{}, stages: map[stageKey]*stageItem{}, goneStages: map[int]bool{}, sql: map[int64]*sqlItem{},
+		executors: map[string]*executorItem{}}
 }
 
 // refresh takes what the listing says of the attempt.
@@ -104,6 +119,9 @@ func (p *Poller) syncApp(ctx context.Context, st *appState, now time.Time) error
 			return err
 		}
 		if err := p.syncSQL(ctx, st, full); err != nil {
+			return err
+		}
+		if err := p.syncExecutors(ctx, st, full); err != nil {
 			return err
 		}
 		st.synced, st.syncedAt = true, st.updated
@@ -452,4 +470,32 @@ func pruneMap[K comparable, V any](m map[K]V, done func(V) bool, order func(K) i
 	for _, k := range finished[:min(len(finished), len(m)-retain)] {
 		delete(m, k)
 	}
+}
+
+// syncExecutors reads the driver and executors, removed ones included: in
+// full, or every executorsEvery syncs. Executors Spark no longer lists are
+// kept; an application's executors are bounded by what it ran.
+func (p *Poller) syncExecutors(ctx context.Context, st *appState, full bool) error {
+	if !full && (st.executorsAbsent || st.syncs%executorsEvery != 0) {
+		return nil
+	}
+	var list []apiExecutor
+	err := p.get(ctx, st.url+"/allexecutors", &list)
+	if isNotFound(err) {
+		st.executorsAbsent = true
+		return nil
+	}
+	if err != nil {
+		return err
+	}
+	st.executorsAbsent = false
+	for _, x := range list {
+		it := st.executors[x.ID]
+		if it == nil {
+			it = &executorItem{}
+			st.executors[x.ID] = it
+		}
+		it.apiExecutor = x
+	}
+	return nil
 }

@@ -94,7 +94,7 @@ func TestParseAndRegex(t *testing.T) {
 			t.Errorf("%s uses non_negative_derivative instead of the ingest-time deltas", q.Where)
 		}
 	}
-	if len(vars) != 6 || len(qs) < 100 || repeated < 6 || annotations != 4 {
+	if len(vars) != 6 || len(qs) < 100 || repeated < 6 || annotations != 5 {
 		t.Errorf("%d variables, %d queries, %d in the repeated row, %d annotations", len(vars), len(qs), repeated, annotations)
 	}
 	got, err := fs.ApplyRegex([]string{"filesystem.hdfs.read_bytes", "filesystem.s3a.read_bytes", "other"})

@@ -2,9 +2,12 @@ package grafana
 
 import (
 	"fmt"
+	"strings"
 
+	"github.com/grafana/grafana-foundation-sdk/go/cog"
 	"github.com/grafana/grafana-foundation-sdk/go/common"
 	"github.com/grafana/grafana-foundation-sdk/go/dashboard"
+	"github.com/grafana/grafana-foundation-sdk/go/table"
 )
 
 // Notes shared by panel descriptions.
@@ -58,12 +61,14 @@ func Spark() *dashboard.DashboardBuilder {
 		Annotation(annotation("Jobs", "#5794F2", "spark_job", true)).
 		Annotation(annotation("SQL", "#B877D9", "spark_sql", true)).
 		Annotation(annotation("Stages", "#FF9830", "spark_stage", false)).
-		Annotation(annotation("Application", "#73BF69", "spark_app", false))
+		Annotation(annotation("Application", "#73BF69", "spark_app", false)).
+		Annotation(annotation("Executor removals", "#F2495C", "spark_executor_removal", true))
 
 	summary(d)
 	workload(d)
 	io(d)
 	memory(d)
+	executors(d)
 	jvm(d)
 	driver(d)
 	streaming(d)
@@ -201,6 +206,48 @@ func memory(d *dashboard.DashboardBuilder) {
 	d.WithPanel(series("Garbage collections per minute", "short", "Minor (young) and major (old) collections per minute, per process."+deltaNote,
 		query("", rate(m("MinorGCCount"), perMinute, app, `"process"`), "minor $tag_process"),
 		query("", rate(m("MajorGCCount"), perMinute, app, `"process"`), "major $tag_process")))
+}
+
+// executors is the table of the application's driver and executors from
+// the REST API: where each ran, how it ended and the peaks of its memory
+// areas, the largest resident memory first.
+func executors(d *dashboard.DashboardBuilder) {
+	d.WithRow(dashboard.NewRowBuilder("Executors (Spark REST API)"))
+	cols := []struct{ field, name, unit string }{
+		{"executor_id", "Executor", ""}, {"host", "Host", ""}, {"status", "Status", ""}, {"cores", "Cores", "none"},
+		{"duration_ms", "Lifetime", "ms"}, {"peak_ProcessTreeJVMRSSMemory", "Peak JVM RSS", "bytes"},
+		{"peak_ProcessTreePythonRSSMemory", "Peak Python RSS", "bytes"}, {"peak_JVMHeapMemory", "Peak heap", "bytes"},
+		{"peak_JVMOffHeapMemory", "Peak off-heap", "bytes"}, {"peak_OnHeapExecutionMemory", "Peak execution memory", "bytes"},
+		{"peak_OnHeapStorageMemory", "Peak storage memory", "bytes"}, {"gc_share", "GC share of task time", "percentunit"},
+		{"remove_reason", "Removed because", ""},
+	}
+	var fields []string
+	for _, c := range cols {
+		fields = append(fields, fmt.Sprintf("%q", c.field))
+	}
+	// Every executor the application had, whenever it was added: no time
+	// filter.
+	q := fmt.Sprintf(`SELECT %s FROM "spark_executor" WHERE %s`, strings.Join(fields, ", "), byApp)
+	t := table.NewPanelBuilder().
+		Title("Executors: lifetime, removal and peak memory").
+		Description("One row per driver and executor of the application, from Spark's REST API (needs [annotate]): the host it ran on, how it ended (REMOVED, with Spark's or the cluster manager's reason, e.g. a container killed over its memory limit; ENDED with the application; ACTIVE), and the peak of each memory area over its life (peakMemoryMetrics, Spark 3+, with spark.executor.processTreeMetrics.enabled for the RSS columns). Sorted by peak JVM RSS, what a container memory limit counts.").
+		Datasource(datasource).
+		Span(24).
+		Height(10).
+		SortBy([]cog.Builder[common.TableSortByFieldState]{
+			common.NewTableSortByFieldStateBuilder().DisplayName("Peak JVM RSS").Desc(true),
+		}).
+		Footer(common.NewTableFooterOptionsBuilder().Show(false).Reducer([]string{})).
+		WithTarget(&influxQLBuilder{InfluxQL{RefID: "A", Query: q, RawQuery: true, ResultFormat: "table"}}).
+		OverrideByName("Time", []dashboard.DynamicConfigValue{{Id: "displayName", Value: "Added"}})
+	for _, c := range cols {
+		props := []dashboard.DynamicConfigValue{{Id: "displayName", Value: c.name}}
+		if c.unit != "" {
+			props = append(props, dashboard.DynamicConfigValue{Id: "unit", Value: c.unit})
+		}
+		t.OverrideByName(c.field, props)
+	}
+	d.WithPanel(t)
 }
 
 func jvm(d *dashboard.DashboardBuilder) {

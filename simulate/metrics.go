@@ -8,6 +8,8 @@ import (
 	"strconv"
 	"strings"
 	"time"
+
+	"github.com/sparkpulse/sparkpulse/sparkui"
 )
 
 // Dropwizard metric types, in the order GraphiteReporter writes them.
@@ -62,9 +64,10 @@ type process struct {
 	id      string // "driver" or the executor id
 	offset  time.Duration
 	rng     *rand.Rand
-	app     *timeline // its application's jobs; nil: always busy
-	pyspark bool      // a PySpark application: Python workers next to the JVM
-	stream  string    // driver of an application with a streaming query: its name
+	app     *timeline         // its application's jobs; nil: always busy
+	pyspark bool              // a PySpark application: Python workers next to the JVM
+	stream  string            // driver of an application with a streaming query: its name
+	rest    *sparkui.Executor // the process in the REST model
 
 	// ExecutorSource task counters (cumulative, success-only).
 	tasks, cpuNs, runMs, gcMs, deserMs, deserCPUNs, serMs, resultSize int64
@@ -280,6 +283,43 @@ func (p *process) advance() {
 	}
 }
 
+// executorMetric is one value of Spark's ExecutorMetrics.
+type executorMetric struct {
+	k string
+	v int64
+}
+
+// executorMetrics is the process's ExecutorMetrics snapshot, as the
+// heartbeat reports it.
+func (p *process) executorMetrics() []executorMetric {
+	rss := p.heap + p.offHeap + 200<<20
+	return []executorMetric{
+		{"DirectPoolMemory", 18 << 20}, {"JVMHeapMemory", p.heap}, {"JVMOffHeapMemory", p.offHeap},
+		{"MajorGCCount", p.oldCount}, {"MajorGCTime", p.oldMs}, {"MappedPoolMemory", 0},
+		{"MinorGCCount", p.youngCount}, {"MinorGCTime", p.youngMs},
+		{"OffHeapExecutionMemory", 0}, {"OffHeapStorageMemory", 0}, {"OffHeapUnifiedMemory", 0},
+		{"OnHeapExecutionMemory", p.execMem}, {"OnHeapStorageMemory", p.storageMem}, {"OnHeapUnifiedMemory", p.execMem + p.storageMem},
+		{"ProcessTreeJVMRSSMemory", rss}, {"ProcessTreeJVMVMemory", rss * 3},
+		{"ProcessTreeOtherRSSMemory", 0}, {"ProcessTreeOtherVMemory", 0},
+		{"ProcessTreePythonRSSMemory", p.pyRSS}, {"ProcessTreePythonVMemory", p.pyRSS * 2},
+		{"TotalGCTime", p.youngMs + p.oldMs},
+	}
+}
+
+// record brings the process's entry in the REST model up to date: its
+// task time and the peaks of its ExecutorMetrics. The model must be
+// locked.
+func (p *process) record() {
+	x := p.rest
+	x.TaskTimeMs, x.GCTimeMs = p.runMs, p.gcMs
+	if x.Peak == nil {
+		x.Peak = map[string]int64{}
+	}
+	for _, e := range p.executorMetrics() {
+		x.Peak[e.k] = max(x.Peak[e.k], e.v)
+	}
+}
+
 // metrics lists the process's metrics as Spark 3.5 registers them with
 // JvmSource on, process-tree metrics on, dynamic allocation and the
 // appStatus source enabled.
@@ -299,21 +339,7 @@ func (p *process) metrics() []metric {
 
 	// ExecutorMetrics: the heartbeat's snapshot of the JVM.
 	heapMax := int64(4 << 30)
-	rss := p.heap + p.offHeap + 200<<20
-	for _, e := range []struct {
-		k string
-		v int64
-	}{
-		{"DirectPoolMemory", 18 << 20}, {"JVMHeapMemory", p.heap}, {"JVMOffHeapMemory", p.offHeap},
-		{"MajorGCCount", p.oldCount}, {"MajorGCTime", p.oldMs}, {"MappedPoolMemory", 0},
-		{"MinorGCCount", p.youngCount}, {"MinorGCTime", p.youngMs},
-		{"OffHeapExecutionMemory", 0}, {"OffHeapStorageMemory", 0}, {"OffHeapUnifiedMemory", 0},
-		{"OnHeapExecutionMemory", p.execMem}, {"OnHeapStorageMemory", p.storageMem}, {"OnHeapUnifiedMemory", p.execMem + p.storageMem},
-		{"ProcessTreeJVMRSSMemory", rss}, {"ProcessTreeJVMVMemory", rss * 3},
-		{"ProcessTreeOtherRSSMemory", 0}, {"ProcessTreeOtherVMemory", 0},
-		{"ProcessTreePythonRSSMemory", p.pyRSS}, {"ProcessTreePythonVMemory", p.pyRSS * 2},
-		{"TotalGCTime", p.youngMs + p.oldMs},
-	} {
+	for _, e := range p.executorMetrics() {
 		g("ExecutorMetrics."+e.k, e.v)
 	}
 	g("JVMCPU.jvmCpuTime", p.jvmCPU)

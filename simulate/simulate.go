@@ -119,7 +119,9 @@ func (c *Cluster) startApp(m *sparkui.Model, now, ends time.Time) {
 	seed := func(n int) *rand.Rand { return rand.New(rand.NewPCG(c.cfg.Seed, uint64(a*10_000+n))) }
 	tl := newTimeline(ns, appNames[a%len(appNames)], now, c.cfg.Period, rand.New(rand.NewPCG(c.cfg.Seed, uint64(a+1))), m)
 	ap := &app{index: a, tl: tl, ends: ends, nextID: 1}
-	ap.driver = &process{ns: ns, id: "driver", app: tl, pyspark: a == 1, offset: c.offset(), rng: seed(2)}
+	ap.driver = &process{ns: ns, id: "driver", app: tl, pyspark: a == 1, offset: c.offset(), rng: seed(2),
+		rest: &sparkui.Executor{ID: "driver", HostPort: fmt.Sprintf("driver-%d.spark:7078", a+1), MaxMemory: 2 << 30, Added: now}}
+	tl.att.Executors = append(tl.att.Executors, ap.driver.rest)
 	if a == 0 {
 		ap.driver.stream = "orders_agg"
 	}
@@ -134,7 +136,10 @@ func (ap *app) addExecutor(c *Cluster, now time.Time) {
 	id := ap.nextID
 	ap.nextID++
 	p := &process{ns: ap.tl.app, id: strconv.Itoa(id), app: ap.tl, pyspark: ap.driver.pyspark, offset: c.offset(),
-		rng: rand.New(rand.NewPCG(c.cfg.Seed, uint64(ap.index*10_000+id+2)))}
+		rng: rand.New(rand.NewPCG(c.cfg.Seed, uint64(ap.index*10_000+id+2))),
+		rest: &sparkui.Executor{ID: strconv.Itoa(id), HostPort: fmt.Sprintf("worker-%d.spark:%d", 1+(ap.index*7+id)%16, 40000+id),
+			Cores: 4, MaxMemory: 5 << 30, Added: now}}
+	ap.tl.att.Executors = append(ap.tl.att.Executors, p.rest)
 	ap.execs = append(ap.execs, p)
 	var replace time.Time
 	if lt := c.cfg.ExecutorLifetime; lt > 0 {
@@ -175,8 +180,14 @@ func (c *Cluster) Step(now time.Time) {
 				changed = true
 				continue
 			}
+			ap.driver.record()
+			for _, p := range ap.execs {
+				p.record()
+			}
 			for j := range ap.execs {
 				if r := ap.replace[j]; !r.IsZero() && !now.Before(r) {
+					x := ap.execs[j].rest
+					x.Removed, x.RemoveReason = now, removeReasons[ap.nextID%len(removeReasons)]
 					ap.execs = append(ap.execs[:j], ap.execs[j+1:]...)
 					ap.replace = append(ap.replace[:j], ap.replace[j+1:]...)
 					ap.addExecutor(c, now)
@@ -215,6 +226,14 @@ func AppID(t time.Time, n int) string {
 }
 
 // appNames are spark.app.name of the simulated applications.
+// removeReasons are why executors go, in turn: dynamic allocation lets
+// an idle one go, and now and then YARN kills one over its memory limit.
+var removeReasons = []string{
+	"Executor killed by driver.",
+	"Executor killed by driver.",
+	"Container killed by YARN for exceeding physical memory limits. 5.5 GB of 5.5 GB physical memory used. Consider boosting spark.executor.memoryOverhead.",
+}
+
 var appNames = []string{"nightly-sales", "orders-features", "clickstream", "ml-training"}
 
 // send delivers every process's report at now, each over its own TCP

@@ -140,6 +140,9 @@ type Executor struct {
 	Added        time.Time
 	Removed      time.Time // zero while active
 	RemoveReason string
+	// Task time and the GC time within it, ms, as totalDuration and
+	// totalGCTime report them.
+	TaskTimeMs, GCTimeMs int64
 	// Peak of each ExecutorMetrics value (JVMHeapMemory, ProcessTreePythonRSSMemory,
 	// MinorGCTime, …) over the executor's life, as peakMemoryMetrics reports.
 	Peak map[string]int64

@@ -695,6 +695,7 @@ func (s *Server) executors(att *Attempt, all bool) []executorJSON {
 		out = append(out, executorJSON{
 			ID: x.ID, HostPort: x.HostPort, IsActive: x.Active(), TotalCores: x.Cores, MaxTasks: x.Cores,
 			MaxMemory: x.MaxMemory, AddTime: date(x.Added), RemoveTime: optDate(x.Removed),
+			TotalDuration: x.TaskTimeMs, TotalGCTime: x.GCTimeMs,
 			RemoveReason: x.RemoveReason, ExecutorLogs: map[string]string{}, PeakMemoryMetrics: x.Peak,
 			Attributes: map[string]string{}, Resources: map[string]any{}, ExcludedInStages: []int{},
 		})

@@ -21,7 +21,8 @@ import (
 // Every panel, variable and annotation query of every committed dashboard
 // runs against a real InfluxDB holding a Spark workload that went through
 // sparkpulse: two applications (one PySpark, one with a streaming query)
-// with a driver and three executors each, 15 minutes of reports from the
+// with a driver and three executors each, each executor replaced by a new
+// one every 4 minutes, 15 minutes of reports from the
 // simulator (Spark's full metric set in the reporter's format), their jobs,
 // stages and SQL executions polled from the simulated REST API, and
 // sparkpulse's own metrics. Variables are resolved from their own queries
@@ -65,7 +66,8 @@ func TestDashboardsOnRealData(t *testing.T) {
   bind-address = "127.0.0.1:0"
   database = "spark"
 `, ui.URL))
-	c := simulate.NewCluster(simulate.Config{Addr: svc.addr(0), Apps: 2, Executors: 3, Period: 10 * time.Second, Seed: 7}, start)
+	c := simulate.NewCluster(simulate.Config{Addr: svc.addr(0), Apps: 2, Executors: 3, Period: 10 * time.Second, Seed: 7,
+		ExecutorLifetime: 4 * time.Minute}, start)
 	cluster.Store(c)
 	lines, err := c.Replay(context.Background(), start, rounds)
 	if err != nil {
