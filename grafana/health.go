@@ -69,6 +69,12 @@ func Health() *dashboard.DashboardBuilder {
 		query("", gaugeQ("max", m("sparkpulse_influxdb_queue_bytes"), h, `"listener"`), "$tag_listener")))
 	d.WithPanel(series("Retries per second", "short", "Write requests repeated after an error.",
 		query("", counterRate("sparkpulse_influxdb_write_retries_total", perSecond, `"listener"`), "$tag_listener")))
+	d.WithPanel(series("Disk queue", "bytes", "Encoded points waiting in the disk queue under state-dir, per listener, and the largest backlog so far (memory plus disk). Grows while InfluxDB is down or slower than the senders; 0 without state-dir.",
+		query("", gaugeQ("max", m("sparkpulse_influxdb_disk_queue_bytes"), h, `"listener"`), "on disk $tag_listener"),
+		query("", gaugeQ("max", m("sparkpulse_influxdb_backlog_peak_bytes"), h, `"listener"`), "peak backlog $tag_listener")))
+	d.WithPanel(series("Spilled to disk and damaged records", "short", "Batches moved to the disk queue because the memory queue was full, and damaged records skipped when the queue was read back, per minute.",
+		query("", counterRate("sparkpulse_influxdb_disk_spilled_batches_total", perMinute, `"listener"`), "spilled $tag_listener"),
+		query("", counterRate("sparkpulse_influxdb_disk_queue_damaged_total", perMinute, `"listener"`), "damaged $tag_listener")))
 
 	d.WithRow(dashboard.NewRowBuilder("Deltas and annotations"))
 	d.WithPanel(series("Cumulative series tracked", "short", "Series whose last value the delta stage keeps (bounded by [deltas] max-series).",
