@@ -244,6 +244,9 @@ func (c *Cluster) send(ctx context.Context, d *net.Dialer, now time.Time) (lines
 		return c.sendUDP(ctx, d, now)
 	}
 	for n := range c.procs {
+		if ctx.Err() != nil {
+			break // the caller stopped: the rest of the round is not a failure
+		}
 		conn, err := d.DialContext(ctx, "tcp", c.cfg.Addr)
 		if err != nil {
 			failed++
