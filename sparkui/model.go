@@ -36,6 +36,8 @@ type Attempt struct {
 	Stages     []*Stage     // ascending (ID, Attempt)
 	Executions []*Execution // ascending ID
 	Executors  []*Executor  // in order of addition; "driver" first when known
+	// Properties are the Spark properties the environment page lists.
+	Properties map[string]string
 }
 
 // Running reports whether the attempt has not ended.

@@ -75,6 +75,7 @@ type event struct {
 	StageInfos     []stageInfo       `json:"Stage Infos"`
 	StageIDs       []int             `json:"Stage IDs"`
 	Properties     map[string]string `json:"Properties"`
+	SparkProps     map[string]string `json:"Spark Properties"`
 	JobResult      struct {
 		Result string `json:"Result"`
 	} `json:"Job Result"`
@@ -156,7 +157,8 @@ type replayer struct {
 	// stage counts once, as in Spark).
 	stageJobs map[int][]*Job
 	jobStages map[*Job]map[int]bool
-	early     []*Executor // registered before the application started
+	early     []*Executor       // registered before the application started
+	props     map[string]string // the environment, logged before the start
 }
 
 func ms(t int64) time.Time {
@@ -172,7 +174,7 @@ func (rp *replayer) apply(e *event) error {
 		// Executors and block managers may register before the
 		// application starts; the History Server keeps them too.
 		switch kind {
-		case "SparkListenerExecutorAdded", "SparkListenerBlockManagerAdded":
+		case "SparkListenerExecutorAdded", "SparkListenerBlockManagerAdded", "SparkListenerEnvironmentUpdate":
 		default:
 			return nil
 		}
@@ -180,6 +182,13 @@ func (rp *replayer) apply(e *event) error {
 	switch kind {
 	case "SparkListenerLogStart":
 		rp.version = e.SparkVersion
+	case "SparkListenerEnvironmentUpdate":
+		// Logged before the application starts.
+		if rp.att != nil {
+			rp.att.Properties = e.SparkProps
+		} else {
+			rp.props = e.SparkProps
+		}
 	case "SparkListenerApplicationStart":
 		return rp.appStart(e)
 	case "SparkListenerApplicationEnd":
@@ -271,6 +280,7 @@ func (rp *replayer) appStart(e *event) error {
 	}
 	att := &Attempt{ID: e.AttemptID, Start: ms(e.Timestamp), User: e.User, SparkVersion: rp.version}
 	att.Executors, rp.early = rp.early, nil
+	att.Properties, rp.props = rp.props, nil
 	app.Attempts = append(app.Attempts, att)
 	slices.SortFunc(app.Attempts, func(a, b *Attempt) int { return b.Start.Compare(a.Start) })
 	rp.app, rp.att = app, att

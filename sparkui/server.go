@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"encoding/json"
 	"fmt"
+	"maps"
 	"net/http"
 	"net/url"
 	"slices"
@@ -219,8 +220,29 @@ func (s *Server) app(parts []string, q url.Values) (any, error) {
 			return nil, notFound("not found")
 		}
 		return s.executors(att, parts[0] == "allexecutors"), nil
+	case "environment":
+		return s.environment(att), nil
 	}
 	return nil, notFound("%s is not modelled", parts[0])
+}
+
+// environmentJSON is ApplicationEnvironmentInfo; only the Spark
+// properties are modelled.
+type environmentJSON struct {
+	Runtime          map[string]string `json:"runtime"`
+	SparkProperties  [][2]string       `json:"sparkProperties"`
+	HadoopProperties [][2]string       `json:"hadoopProperties"`
+	SystemProperties [][2]string       `json:"systemProperties"`
+	ClasspathEntries [][2]string       `json:"classpathEntries"`
+}
+
+func (s *Server) environment(att *Attempt) environmentJSON {
+	env := environmentJSON{Runtime: map[string]string{}, SparkProperties: [][2]string{}, HadoopProperties: [][2]string{},
+		SystemProperties: [][2]string{}, ClasspathEntries: [][2]string{}}
+	for _, k := range slices.Sorted(maps.Keys(att.Properties)) {
+		env.SparkProperties = append(env.SparkProperties, [2]string{k, att.Properties[k]})
+	}
+	return env
 }
 
 // Spark's date format: UTC, milliseconds, the literal zone name GMT.

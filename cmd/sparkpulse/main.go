@@ -64,6 +64,7 @@ commands:
   check    validate a config file and print what each [[graphite]] block does
   parse    read Graphite lines on stdin, print each as line protocol (or "# error")
   simulate send Spark-shaped GraphiteSink traffic to a listener (demo and load source)
+  report   an application's executor memory peaks against its settings, with sizing advice
   version  print the version
 
 "sparkpulse <command> -h" lists a command's flags.
@@ -84,6 +85,8 @@ func run(ctx context.Context, args []string, getenv func(string) string, stdin i
 		return cmdParse(args[1:], getenv, stdin, stdout, stderr)
 	case "simulate":
 		return cmdSimulate(ctx, args[1:], stdout, stderr)
+	case "report":
+		return cmdReport(ctx, args[1:], getenv, stdout, stderr)
 	case "version", "--version", "-version":
 		fmt.Fprintln(stdout, "sparkpulse", versionString())
 		return nil

@@ -1,0 +1,206 @@
+package main
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+	"net/http"
+	"strings"
+	"text/tabwriter"
+	"time"
+
+	"github.com/sparkpulse/sparkpulse/annotate"
+	"github.com/sparkpulse/sparkpulse/sizing"
+)
+
+// cmdReport prints an application's executors, their memory peaks against
+// its settings, and the sizing advice, read from Spark's REST API.
+func cmdReport(ctx context.Context, args []string, getenv func(string) string, stdout, stderr io.Writer) error {
+	var o flagOverrides
+	fs := newFlagSet("report", stderr, &o, false)
+	fs.Var(&o.annotateURLs, "url", "Spark UI, History Server or {app_id} URL template to ask (repeatable; default [annotate] urls)")
+	asJSON := fs.Bool("json", false, "print JSON instead of tables")
+	fs.Usage = func() {
+		fmt.Fprintln(stderr, "usage: sparkpulse report [--config F] [--url U]... [--json] APP_ID")
+		fs.PrintDefaults()
+	}
+	if err := fs.Parse(args); err != nil {
+		if errors.Is(err, flag.ErrHelp) {
+			return err
+		}
+		return fmt.Errorf("%w: %v", errUsage, err)
+	}
+	if fs.NArg() != 1 {
+		fs.Usage()
+		return fmt.Errorf("%w: report takes one application id", errUsage)
+	}
+	appID := fs.Arg(0)
+	plan, err := loadPlan(&o, getenv)
+	if err != nil {
+		return err
+	}
+	if plan.Annotate == nil || len(plan.Annotate.Config.URLs) == 0 {
+		return fmt.Errorf("%w: no Spark REST source: give --url or [annotate] urls", errUsage)
+	}
+	a := plan.Annotate
+	transport := http.DefaultTransport.(*http.Transport).Clone()
+	if transport.TLSClientConfig, err = loadTLS("[annotate]", a.Config.TLSCA, "", "", a.Config.TLSInsecureSkipVerify); err != nil {
+		return err
+	}
+	app, err := annotate.ReadApplication(ctx, annotate.Config{Sources: a.Config.URLs, Timeout: time.Duration(a.Config.Timeout),
+		Auth: a.Auth, Transport: transport}, appID)
+	if err != nil {
+		return err
+	}
+	settings, err := sizing.FromProperties(app.Properties)
+	if err != nil {
+		return fmt.Errorf("application %s: %w", appID, err)
+	}
+	var execs []sizing.Executor
+	for _, x := range app.Executors {
+		execs = append(execs, sizing.Executor{ID: x.ID, Peaks: x.Peaks, TaskTimeMs: x.TaskTimeMs, GCTimeMs: x.GCTimeMs, RemoveReason: x.RemoveReason})
+	}
+	advice := sizing.Advise(settings, execs)
+	if *asJSON {
+		enc := json.NewEncoder(stdout)
+		enc.SetIndent("", "  ")
+		return enc.Encode(reportJSON(app, advice))
+	}
+	printReport(stdout, app, advice)
+	return nil
+}
+
+func printReport(w io.Writer, app annotate.Application, a sizing.Advice) {
+	s := a.Settings
+	name := app.ID
+	if app.AttemptID != "" {
+		name += " attempt " + app.AttemptID
+	}
+	fmt.Fprintf(w, "%s (%s), from %s\n\n", name, app.Name, app.Source)
+	fmt.Fprintf(w, "limits per executor: heap %s, unified region %s, overhead %s", sizing.Bytes(s.Heap), sizing.Bytes(s.Unified()), sizing.Bytes(s.Overhead))
+	if s.PySpark > 0 {
+		fmt.Fprintf(w, ", PySpark %s", sizing.Bytes(s.PySpark))
+	}
+	if s.OffHeap > 0 {
+		fmt.Fprintf(w, ", off-heap %s", sizing.Bytes(s.OffHeap))
+	}
+	fmt.Fprintf(w, "; container %s\n\n", sizing.Bytes(s.Container()))
+
+	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', tabwriter.AlignRight)
+	fmt.Fprintln(tw, "executor\tpeak RSS\tof container\tpeak heap\tof heap\texecution+storage\tof unified\tPython RSS\tGC share\t")
+	for _, h := range a.Executors {
+		rss, use := "-", "-"
+		if h.ProcessTreeMetric {
+			rss, use = sizing.Bytes(h.RSS), pct(h.ContainerUse)
+		}
+		if h.KilledForMemory {
+			use = "killed"
+		}
+		gc := "-"
+		if h.GCShare > 0 {
+			gc = pct(h.GCShare)
+		}
+		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t\n", h.ID, rss, use, sizing.Bytes(h.Heap), pct(h.HeapUse),
+			sizing.Bytes(h.Unified), pct(h.UnifiedUse), sizing.Bytes(h.Python), gc)
+	}
+	tw.Flush()
+	fmt.Fprintln(w)
+	if len(a.Findings) == 0 {
+		fmt.Fprintln(w, "findings: none")
+	} else {
+		fmt.Fprintln(w, "findings:")
+		for _, f := range a.Findings {
+			who := "executor " + f.Executor
+			if f.Executor == "" {
+				who = "executors"
+			}
+			fmt.Fprintf(w, "  [%s] %s: %s\n", f.Rule, who, f.Text)
+		}
+	}
+	if len(a.Recommendations) == 0 {
+		fmt.Fprintln(w, "recommended settings: none")
+	} else {
+		fmt.Fprintln(w, "recommended settings:")
+		for _, r := range a.Recommendations {
+			now := "not set"
+			if r.Current > 0 {
+				now = "now " + sizing.Bytes(r.Current)
+			}
+			fmt.Fprintf(w, "  --conf %s=%s  (%s; %s)\n", r.Property, sizing.SparkSize(r.Value), now, r.Reason)
+		}
+	}
+	for _, n := range a.Notes {
+		fmt.Fprintf(w, "note: %s\n", n)
+	}
+}
+
+func pct(f float64) string { return fmt.Sprintf("%.0f %%", 100*f) }
+
+// reportJSON is the --json output: stable field names for scripts.
+func reportJSON(app annotate.Application, a sizing.Advice) any {
+	type executor struct {
+		ID              string  `json:"id"`
+		PeakRSS         int64   `json:"peak_rss_bytes"`
+		ContainerUse    float64 `json:"container_use"`
+		PeakHeap        int64   `json:"peak_heap_bytes"`
+		HeapUse         float64 `json:"heap_use"`
+		PeakUnified     int64   `json:"peak_execution_storage_bytes"`
+		UnifiedUse      float64 `json:"unified_use"`
+		PeakPython      int64   `json:"peak_python_rss_bytes"`
+		GCShare         float64 `json:"gc_share"`
+		KilledForMemory bool    `json:"killed_for_memory"`
+		ProcessTree     bool    `json:"process_tree_metrics"`
+	}
+	type setting struct {
+		Property string `json:"property"`
+		Value    string `json:"value"`
+		Current  string `json:"current,omitempty"`
+		Reason   string `json:"reason"`
+	}
+	type finding struct {
+		Rule     string `json:"rule"`
+		Executor string `json:"executor,omitempty"`
+		Text     string `json:"text"`
+	}
+	out := struct {
+		Application string            `json:"application"`
+		Attempt     string            `json:"attempt,omitempty"`
+		Name        string            `json:"name"`
+		Source      string            `json:"source"`
+		Limits      map[string]int64  `json:"limits_bytes"`
+		Executors   []executor        `json:"executors"`
+		Findings    []finding         `json:"findings"`
+		Settings    []setting         `json:"recommended_settings"`
+		Notes       []string          `json:"notes"`
+		Properties  map[string]string `json:"memory_properties"`
+	}{Application: app.ID, Attempt: app.AttemptID, Name: app.Name, Source: app.Source,
+		Limits: map[string]int64{"heap": a.Settings.Heap, "unified": a.Settings.Unified(), "overhead": a.Settings.Overhead,
+			"pyspark": a.Settings.PySpark, "off_heap": a.Settings.OffHeap, "container": a.Settings.Container()},
+		Executors: []executor{}, Findings: []finding{}, Settings: []setting{}, Notes: a.Notes, Properties: map[string]string{}}
+	for _, h := range a.Executors {
+		out.Executors = append(out.Executors, executor{h.ID, h.RSS, h.ContainerUse, h.Heap, h.HeapUse, h.Unified, h.UnifiedUse,
+			h.Python, h.GCShare, h.KilledForMemory, h.ProcessTreeMetric})
+	}
+	for _, f := range a.Findings {
+		out.Findings = append(out.Findings, finding{f.Rule, f.Executor, f.Text})
+	}
+	for _, r := range a.Recommendations {
+		cur := ""
+		if r.Current > 0 {
+			cur = sizing.SparkSize(r.Current)
+		}
+		out.Settings = append(out.Settings, setting{r.Property, sizing.SparkSize(r.Value), cur, r.Reason})
+	}
+	for k, v := range app.Properties {
+		if strings.Contains(k, "memory") || strings.Contains(k, "Memory") || k == "spark.executor.cores" {
+			out.Properties[k] = v
+		}
+	}
+	if out.Notes == nil {
+		out.Notes = []string{}
+	}
+	return out
+}

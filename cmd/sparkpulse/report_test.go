@@ -1,0 +1,127 @@
+package main
+
+import (
+	"encoding/json"
+	"net/http/httptest"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/sparkpulse/sparkpulse/simulate"
+	"github.com/sparkpulse/sparkpulse/sizing"
+	"github.com/sparkpulse/sparkpulse/sparkui"
+)
+
+// The report of a simulated PySpark application: its settings come from
+// the environment page, its executors' peaks from allexecutors, and what
+// it prints is what the sizing rules make of them; a source that does
+// not answer is passed over.
+func TestReportSimulated(t *testing.T) {
+	start := time.Unix(1795300000, 0)
+	c := simulate.NewCluster(simulate.Config{Apps: 2, Executors: 3, Period: 10 * time.Second, Seed: 7}, start)
+	for r := range 30 {
+		now := start.Add(time.Duration(r) * 10 * time.Second)
+		c.Step(now)
+		for p := range c.Processes() {
+			c.Report(p, &strings.Builder{}, now) // advances the processes' memory
+		}
+	}
+	srv := httptest.NewServer(c.UI)
+	defer srv.Close()
+	app := simulate.AppID(start, 2) // the PySpark one
+
+	out, _, err := runCLI(t, "", "report", "--url", "http://127.0.0.1:1", "--url", srv.URL, "--json", app)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var got struct {
+		Application string
+		Limits      map[string]int64 `json:"limits_bytes"`
+		Executors   []struct {
+			ID        string `json:"id"`
+			PeakRSS   int64  `json:"peak_rss_bytes"`
+			PeakPy    int64  `json:"peak_python_rss_bytes"`
+			Processes bool   `json:"process_tree_metrics"`
+		}
+		Settings []struct{ Property, Value string } `json:"recommended_settings"`
+	}
+	if err := json.Unmarshal([]byte(out), &got); err != nil {
+		t.Fatalf("%v\n%s", err, out)
+	}
+	// What the rules make of the model's own numbers.
+	var want sizing.Advice
+	c.UI.Update(func(m *sparkui.Model) {
+		a := m.App(app).Attempts[0]
+		s, err := sizing.FromProperties(a.Properties)
+		if err != nil {
+			t.Fatal(err)
+		}
+		var execs []sizing.Executor
+		for _, x := range a.Executors {
+			execs = append(execs, sizing.Executor{ID: x.ID, Peaks: x.Peak, TaskTimeMs: x.TaskTimeMs, GCTimeMs: x.GCTimeMs, RemoveReason: x.RemoveReason})
+		}
+		want = sizing.Advise(s, execs)
+	})
+	if got.Limits["heap"] != 4<<30 || got.Limits["container"] != want.Settings.Container() {
+		t.Errorf("limits %v, want heap 4g and container %d", got.Limits, want.Settings.Container())
+	}
+	if len(got.Executors) != 3 || len(got.Executors) != len(want.Executors) {
+		t.Fatalf("%d executors reported, want 3 (the driver has settings of its own)", len(got.Executors))
+	}
+	for i, x := range got.Executors {
+		w := want.Executors[i]
+		if x.ID != w.ID || x.PeakRSS != w.RSS || x.PeakPy != w.Python || !x.Processes || x.PeakPy == 0 {
+			t.Errorf("executor %d: %+v, want %+v with Python memory", i, x, w)
+		}
+	}
+	if len(got.Settings) != len(want.Recommendations) || len(want.Recommendations) == 0 {
+		t.Fatalf("recommended %v, want %v", got.Settings, want.Recommendations)
+	}
+	for i, r := range want.Recommendations {
+		if got.Settings[i].Property != r.Property || got.Settings[i].Value != sizing.SparkSize(r.Value) {
+			t.Errorf("setting %d: %v, want %s=%s", i, got.Settings[i], r.Property, sizing.SparkSize(r.Value))
+		}
+	}
+
+	// The table.
+	text, _, err := runCLI(t, "", "report", "--url", srv.URL, app)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Logf("\n%s", text)
+	for _, s := range []string{app + " (orders-features)", "limits per executor: heap 4.0 GiB", "recommended settings:",
+		"--conf " + want.Recommendations[0].Property + "=" + sizing.SparkSize(want.Recommendations[0].Value)} {
+		if !strings.Contains(text, s) {
+			t.Errorf("report lacks %q:\n%s", s, text)
+		}
+	}
+}
+
+// Spark's own event log of a YARN application with peak memory metrics:
+// the environment page's properties and allexecutors of a real Spark 3
+// application give a report.
+func TestReportEventLog(t *testing.T) {
+	m := &sparkui.Model{}
+	if err := m.ReplayFile(filepath.Join("../../../shared/fixtures/spark-events", "application_1553914137147_0018")); err != nil {
+		t.Fatal(err)
+	}
+	srv := httptest.NewServer(sparkui.NewServer(sparkui.HistoryServer, m))
+	defer srv.Close()
+	out, _, err := runCLI(t, "", "report", "--url", srv.URL, "application_1553914137147_0018")
+	if err != nil {
+		t.Fatal(err)
+	}
+	props := m.Apps[0].Attempts[0].Properties
+	s, err := sizing.FromProperties(props)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if want := "limits per executor: heap " + sizing.Bytes(s.Heap); !strings.Contains(out, want) || props["spark.executor.memory"] == "" && s.Heap != 1<<30 {
+		t.Errorf("report lacks %q (spark.executor.memory %q):\n%s", want, props["spark.executor.memory"], out)
+	}
+	if strings.Count(out, "\n") < 8 {
+		t.Errorf("report too short:\n%s", out)
+	}
+	t.Logf("\n%s", out)
+}

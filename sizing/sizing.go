@@ -1,0 +1,368 @@
+// Package sizing turns an application's executor memory settings and the
+// peaks its executors reached into headroom per memory area and advice.
+//
+// The limits follow Spark's memory model (Spark 3.x on YARN and
+// Kubernetes):
+//
+//   - heap: spark.executor.memory (-Xmx);
+//   - unified region (execution and storage): (heap − 300 MiB reserved) ×
+//     spark.memory.fraction (0.6);
+//   - overhead: spark.executor.memoryOverhead, else max(minimum overhead
+//     (spark.executor.minMemoryOverhead, 384 MiB), overhead factor
+//     (spark.executor.memoryOverheadFactor, 0.10) × heap);
+//   - container: heap + overhead + spark.executor.pyspark.memory (when
+//     set) + spark.memory.offHeap.size (when off-heap is enabled): what
+//     YARN or Kubernetes enforces on the executor's process tree.
+//
+// The rules, each with its reason, are applied to every executor (the
+// driver has settings of its own and is left out):
+//
+//   - container: the process tree's peak resident memory (JVM, Python
+//     workers and other children) at 90 % of the container or more is
+//     reported, since the cluster manager kills the container above it
+//     (and heartbeats sample, so the true peak was higher). The advice
+//     raises spark.executor.memoryOverhead until the largest peak is 90 %
+//     of the container (a 10 % margin), in steps of 64 MiB. An executor
+//     removed for exceeding memory limits counts as over 100 %.
+//   - python: Python workers' resident memory comes out of the overhead
+//     unless spark.executor.pyspark.memory sets it apart. When the peak
+//     reaches half the overhead without that setting, or 90 % of it with
+//     it, the advice sets spark.executor.pyspark.memory to the peak plus
+//     20 %, in steps of 64 MiB; it then counts in the container above.
+//     Spark splits that setting evenly among the executor's Python
+//     workers and limits each to its share, so one task with far more
+//     data than the others can still fail: the peak is of all workers
+//     together.
+//   - heap: a heap used to its limit is normal for a JVM, which collects
+//     only when it fills; it is reported only together with garbage
+//     collection taking 10 % of task time or more (where Spark's UI turns
+//     it red), and the advice is 25 % more heap, in steps of 256 MiB.
+//   - unified: execution and storage memory at 90 % of the unified region
+//     or more means spills to disk and cached blocks evicted; it is
+//     reported without a number, as the fix (more heap, a larger
+//     spark.memory.fraction, fewer cores per executor) depends on the job.
+//
+// Peaks are Spark's peakMemoryMetrics, sampled at executor heartbeats:
+// short spikes between two heartbeats are not in them, which the margins
+// are for.
+package sizing
+
+import (
+	"fmt"
+	"math"
+	"regexp"
+	"slices"
+	"strconv"
+	"strings"
+)
+
+const (
+	mib = int64(1) << 20
+	// reserved is the heap Spark keeps out of the unified region.
+	reserved = 300 * mib
+)
+
+// Settings are an application's executor memory settings, in bytes.
+type Settings struct {
+	Heap            int64   // spark.executor.memory
+	Overhead        int64   // spark.executor.memoryOverhead, or its default
+	OverheadSet     bool    // spark.executor.memoryOverhead was given
+	PySpark         int64   // spark.executor.pyspark.memory; 0 when not set
+	OffHeap         int64   // spark.memory.offHeap.size when enabled, else 0
+	MemoryFraction  float64 // spark.memory.fraction
+	StorageFraction float64 // spark.memory.storageFraction
+}
+
+// Unified is the size of the execution and storage region of the heap.
+func (s Settings) Unified() int64 {
+	return int64(float64(max(s.Heap-reserved, 0)) * s.MemoryFraction)
+}
+
+// Container is the memory the cluster manager grants the executor.
+func (s Settings) Container() int64 { return s.Heap + s.Overhead + s.PySpark + s.OffHeap }
+
+// FromProperties reads the settings from Spark's properties (the
+// environment's sparkProperties), with Spark's defaults. An error names
+// the property and its value.
+func FromProperties(props map[string]string) (Settings, error) {
+	s := Settings{MemoryFraction: 0.6, StorageFraction: 0.5}
+	var err error
+	size := func(key string, unit int64, def int64) int64 {
+		v, ok := props[key]
+		if !ok || err != nil {
+			return def
+		}
+		n, perr := ParseSize(v, unit)
+		if perr != nil {
+			err = fmt.Errorf("%s = %q: %w", key, v, perr)
+		}
+		return n
+	}
+	frac := func(key string, def float64) float64 {
+		v, ok := props[key]
+		if !ok || err != nil {
+			return def
+		}
+		f, perr := strconv.ParseFloat(strings.TrimSpace(v), 64)
+		if perr != nil || f <= 0 || f > 1 || math.IsNaN(f) {
+			err = fmt.Errorf("%s = %q: not a fraction in (0, 1]", key, v)
+		}
+		return f
+	}
+	s.Heap = size("spark.executor.memory", mib, 1024*mib)
+	factor := frac("spark.executor.memoryOverheadFactor", 0)
+	if factor == 0 {
+		factor = frac("spark.kubernetes.memoryOverheadFactor", 0.10)
+	}
+	minOverhead := size("spark.executor.minMemoryOverhead", mib, 384*mib)
+	if _, ok := props["spark.executor.memoryOverhead"]; ok {
+		s.Overhead, s.OverheadSet = size("spark.executor.memoryOverhead", mib, 0), true
+	} else {
+		s.Overhead = max(minOverhead, int64(factor*float64(s.Heap)))
+	}
+	s.PySpark = size("spark.executor.pyspark.memory", mib, 0)
+	if strings.EqualFold(strings.TrimSpace(props["spark.memory.offHeap.enabled"]), "true") {
+		s.OffHeap = size("spark.memory.offHeap.size", 1, 0)
+	}
+	s.MemoryFraction = frac("spark.memory.fraction", s.MemoryFraction)
+	s.StorageFraction = frac("spark.memory.storageFraction", s.StorageFraction)
+	return s, err
+}
+
+var sizeRE = regexp.MustCompile(`^([0-9]+)\s*([a-z]*)$`)
+
+// ParseSize reads a size as Spark does (JavaUtils.byteStringAs): a whole
+// number with an optional unit b, k, kb, m, mb, g, gb, t, tb, p or pb
+// (binary multiples, any case); without one, unit bytes each.
+func ParseSize(s string, unit int64) (int64, error) {
+	m := sizeRE.FindStringSubmatch(strings.ToLower(strings.TrimSpace(s)))
+	if m == nil {
+		return 0, fmt.Errorf("not a size such as 4g or 512m (Spark takes whole numbers only)")
+	}
+	n, err := strconv.ParseInt(m[1], 10, 64)
+	if err != nil {
+		return 0, fmt.Errorf("%s is too large", m[1])
+	}
+	mult := unit
+	switch m[2] {
+	case "":
+	case "b":
+		mult = 1
+	case "k", "kb":
+		mult = 1 << 10
+	case "m", "mb":
+		mult = 1 << 20
+	case "g", "gb":
+		mult = 1 << 30
+	case "t", "tb":
+		mult = 1 << 40
+	case "p", "pb":
+		mult = 1 << 50
+	default:
+		return 0, fmt.Errorf("unknown unit %q", m[2])
+	}
+	if n > math.MaxInt64/mult {
+		return 0, fmt.Errorf("%s is too large", s)
+	}
+	return n * mult, nil
+}
+
+// Executor is what an executor reached, from Spark's REST API.
+type Executor struct {
+	ID           string
+	Peaks        map[string]int64 // peakMemoryMetrics
+	TaskTimeMs   int64            // totalDuration
+	GCTimeMs     int64            // totalGCTime
+	RemoveReason string
+}
+
+// killedForMemory reports whether a removal reason says the cluster
+// manager killed the container over its memory limit.
+func killedForMemory(reason string) bool {
+	r := strings.ToLower(reason)
+	return strings.Contains(r, "exceeding") && strings.Contains(r, "memory limit") || strings.Contains(r, "oomkilled")
+}
+
+// Headroom is one executor's peaks against the limits.
+type Headroom struct {
+	ID                string
+	RSS               int64   // JVM + Python + other processes, peak of each
+	ContainerUse      float64 // RSS / container; 1.0+ when killed for memory
+	Heap              int64
+	HeapUse           float64
+	Unified           int64 // execution + storage, on heap
+	UnifiedUse        float64
+	Python            int64
+	GCShare           float64 // GC time / task time; 0 when unknown
+	KilledForMemory   bool
+	ProcessTreeMetric bool // the RSS peaks were reported
+}
+
+// Finding is a rule's verdict on an executor.
+type Finding struct {
+	Rule     string // container, python, heap, unified
+	Executor string
+	Text     string
+}
+
+// Setting is a recommended value for a Spark property.
+type Setting struct {
+	Property string
+	Current  int64 // bytes; 0 when not set
+	Value    int64 // bytes
+	Reason   string
+}
+
+// Advice is the outcome for an application.
+type Advice struct {
+	Settings        Settings
+	Executors       []Headroom // the highest container use first
+	Findings        []Finding
+	Recommendations []Setting
+	Notes           []string
+}
+
+// Advise applies the rules to the executors' peaks.
+func Advise(s Settings, execs []Executor) Advice {
+	a := Advice{Settings: s}
+	container, unified := s.Container(), s.Unified()
+	var maxRSS, maxPython, maxHeapGC int64
+	anyRSS, killed := false, false
+	for _, x := range execs {
+		if x.ID == "driver" {
+			continue
+		}
+		p := func(k string) int64 { return x.Peaks[k] }
+		_, hasRSS := x.Peaks["ProcessTreeJVMRSSMemory"]
+		h := Headroom{ID: x.ID, ProcessTreeMetric: hasRSS && p("ProcessTreeJVMRSSMemory") > 0,
+			RSS:  p("ProcessTreeJVMRSSMemory") + p("ProcessTreePythonRSSMemory") + p("ProcessTreeOtherRSSMemory"),
+			Heap: p("JVMHeapMemory"), Unified: p("OnHeapExecutionMemory") + p("OnHeapStorageMemory"),
+			Python: p("ProcessTreePythonRSSMemory"), KilledForMemory: killedForMemory(x.RemoveReason)}
+		h.ContainerUse = ratio(h.RSS, container)
+		h.HeapUse, h.UnifiedUse = ratio(h.Heap, s.Heap), ratio(h.Unified, unified)
+		if x.TaskTimeMs > 0 {
+			h.GCShare = float64(x.GCTimeMs) / float64(x.TaskTimeMs)
+		}
+		anyRSS = anyRSS || h.ProcessTreeMetric
+		killed = killed || h.KilledForMemory
+
+		switch {
+		case h.KilledForMemory:
+			a.find("container", x.ID, "removed for exceeding its memory limit: %s", x.RemoveReason)
+		case h.ProcessTreeMetric && h.ContainerUse >= 0.9:
+			a.find("container", x.ID, "resident memory peaked at %s, %.0f %% of the %s container", Bytes(h.RSS), 100*h.ContainerUse, Bytes(container))
+		}
+		if h.ProcessTreeMetric {
+			maxRSS = max(maxRSS, h.RSS)
+		}
+		if h.Python > 0 {
+			maxPython = max(maxPython, h.Python)
+		}
+		if h.GCShare >= 0.10 && h.HeapUse >= 0.9 {
+			a.find("heap", x.ID, "heap used to %.0f %% of %s while GC took %.0f %% of task time", 100*h.HeapUse, Bytes(s.Heap), 100*h.GCShare)
+			maxHeapGC = max(maxHeapGC, h.Heap)
+		}
+		if h.UnifiedUse >= 0.9 {
+			a.find("unified", x.ID, "execution and storage memory peaked at %s, %.0f %% of the %s unified region: expect spills and evicted cache blocks",
+				Bytes(h.Unified), 100*h.UnifiedUse, Bytes(unified))
+		}
+		a.Executors = append(a.Executors, h)
+	}
+	slices.SortStableFunc(a.Executors, func(x, y Headroom) int {
+		if x.KilledForMemory != y.KilledForMemory {
+			if x.KilledForMemory {
+				return -1
+			}
+			return 1
+		}
+		return -cmpFloat(x.ContainerUse, y.ContainerUse)
+	})
+	if !anyRSS {
+		a.Notes = append(a.Notes, "no process-tree metrics: the container and Python rules need spark.executor.processTreeMetrics.enabled=true (Linux)")
+	}
+
+	// python first: setting spark.executor.pyspark.memory enlarges the
+	// container the container rule then checks against.
+	pyspark := s.PySpark
+	if maxPython > 0 {
+		limit, why := s.PySpark, "spark.executor.pyspark.memory"
+		threshold := 0.9
+		if s.PySpark == 0 {
+			limit, why, threshold = s.Overhead, "the memory overhead, which Python workers share with the JVM's off-heap memory without spark.executor.pyspark.memory", 0.5
+		}
+		if use := ratio(maxPython, limit); use >= threshold {
+			a.find("python", "", "Python workers peaked at %s, %.0f %% of %s (%s)", Bytes(maxPython), 100*use, why, Bytes(limit))
+			pyspark = roundUp(maxPython+maxPython/5, 64*mib)
+			a.Recommendations = append(a.Recommendations, Setting{Property: "spark.executor.pyspark.memory", Current: s.PySpark, Value: pyspark,
+				Reason: fmt.Sprintf("the Python workers' peak %s plus 20 %%", Bytes(maxPython))})
+		}
+	}
+	if maxRSS > 0 || killed {
+		need := maxRSS + maxRSS/9 // the peak is then 90 % of the container
+		if killed {
+			// The peak that got it killed was not sampled: keep a
+			// quarter more than the largest seen.
+			need = max(need, maxRSS+maxRSS/4, container+container/4)
+		}
+		// With spark.executor.pyspark.memory recommended above, the
+		// container holds it too.
+		overhead := roundUp(need-s.Heap-pyspark-s.OffHeap, 64*mib)
+		if overhead > s.Overhead {
+			why := fmt.Sprintf("the largest resident memory, %s, is then at most 90 %% of the container", Bytes(maxRSS))
+			if killed {
+				why = "an executor was killed over its memory limit at a peak no heartbeat saw: the container plus a quarter"
+			}
+			a.Recommendations = append(a.Recommendations, Setting{Property: "spark.executor.memoryOverhead", Current: s.Overhead, Value: overhead, Reason: why})
+		}
+	}
+	if maxHeapGC > 0 {
+		a.Recommendations = append(a.Recommendations, Setting{Property: "spark.executor.memory", Current: s.Heap, Value: roundUp(s.Heap+s.Heap/4, 256*mib),
+			Reason: "a quarter more heap, the usual first step against GC pressure (or fewer cores per executor)"})
+	}
+	return a
+}
+
+func (a *Advice) find(rule, exec, format string, args ...any) {
+	a.Findings = append(a.Findings, Finding{Rule: rule, Executor: exec, Text: fmt.Sprintf(format, args...)})
+}
+
+func ratio(n, d int64) float64 {
+	if d <= 0 {
+		return 0
+	}
+	return float64(n) / float64(d)
+}
+
+func cmpFloat(a, b float64) int {
+	switch {
+	case a < b:
+		return -1
+	case a > b:
+		return 1
+	}
+	return 0
+}
+
+func roundUp(n, step int64) int64 { return (n + step - 1) / step * step }
+
+// Bytes writes a size for people: 2.7 GiB, 512 MiB.
+func Bytes(n int64) string {
+	switch {
+	case n >= 1<<30:
+		return fmt.Sprintf("%.1f GiB", float64(n)/(1<<30))
+	case n >= 1<<20:
+		return fmt.Sprintf("%d MiB", n>>20)
+	}
+	return fmt.Sprintf("%d B", n)
+}
+
+// SparkSize writes a size as a Spark setting takes it: 5g, 1408m.
+func SparkSize(n int64) string {
+	switch {
+	case n > 0 && n%(1<<30) == 0:
+		return fmt.Sprintf("%dg", n>>30)
+	case n%(1<<20) == 0:
+		return fmt.Sprintf("%dm", n>>20)
+	}
+	return fmt.Sprintf("%db", n)
+}

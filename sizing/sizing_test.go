@@ -1,0 +1,227 @@
+package sizing
+
+import (
+	"fmt"
+	"slices"
+	"strings"
+	"testing"
+)
+
+const gib = 1 << 30
+
+func TestParseSize(t *testing.T) {
+	for _, c := range []struct {
+		in   string
+		unit int64
+		want int64
+		err  string
+	}{
+		{"4g", mib, 4 * gib, ""},
+		{"4G", 1, 4 * gib, ""},
+		{" 2gb ", 1, 2 * gib, ""},
+		{"512m", 1, 512 * mib, ""},
+		{"512MB", 1, 512 * mib, ""},
+		{"1024k", 1, mib, ""},
+		{"1t", 1, 1 << 40, ""},
+		{"100b", mib, 100, ""},
+		{"100", mib, 100 * mib, ""},       // spark.executor.memory: MiB without a unit
+		{"1073741824", 1, gib, ""},        // spark.memory.offHeap.size: bytes
+		{"4.5g", mib, 0, "whole numbers"}, // Spark refuses fractions
+		{"-1g", mib, 0, "not a size"},
+		{"4x", mib, 0, `unknown unit "x"`},
+		{"", mib, 0, "not a size"},
+		{"99999999999999p", 1, 0, "too large"},
+	} {
+		got, err := ParseSize(c.in, c.unit)
+		if c.err != "" {
+			if err == nil || !strings.Contains(err.Error(), c.err) {
+				t.Errorf("ParseSize(%q) = %d, %v; want an error with %q", c.in, got, err, c.err)
+			}
+			continue
+		}
+		if err != nil || got != c.want {
+			t.Errorf("ParseSize(%q, %d) = %d, %v; want %d", c.in, c.unit, got, err, c.want)
+		}
+	}
+}
+
+func TestFromProperties(t *testing.T) {
+	for _, c := range []struct {
+		props map[string]string
+		want  Settings
+	}{
+		// Spark's defaults: 1g of heap, the 384 MiB minimum overhead.
+		{nil, Settings{Heap: gib, Overhead: 384 * mib, MemoryFraction: 0.6, StorageFraction: 0.5}},
+		// 10 % of 4g is more than the minimum.
+		{map[string]string{"spark.executor.memory": "4g"},
+			Settings{Heap: 4 * gib, Overhead: 429496729, MemoryFraction: 0.6, StorageFraction: 0.5}},
+		{map[string]string{"spark.executor.memory": "8192", "spark.executor.memoryOverhead": "1g"},
+			Settings{Heap: 8 * gib, Overhead: gib, OverheadSet: true, MemoryFraction: 0.6, StorageFraction: 0.5}},
+		{map[string]string{"spark.executor.memory": "4g", "spark.executor.memoryOverheadFactor": "0.2"},
+			Settings{Heap: 4 * gib, Overhead: 858993459, MemoryFraction: 0.6, StorageFraction: 0.5}},
+		{map[string]string{"spark.kubernetes.memoryOverheadFactor": "0.4", "spark.executor.minMemoryOverhead": "256m"},
+			Settings{Heap: gib, Overhead: 429496729, MemoryFraction: 0.6, StorageFraction: 0.5}},
+		{map[string]string{"spark.executor.pyspark.memory": "2g", "spark.memory.fraction": "0.75", "spark.memory.storageFraction": "0.3"},
+			Settings{Heap: gib, Overhead: 384 * mib, PySpark: 2 * gib, MemoryFraction: 0.75, StorageFraction: 0.3}},
+		{map[string]string{"spark.memory.offHeap.enabled": "true", "spark.memory.offHeap.size": "1073741824"},
+			Settings{Heap: gib, Overhead: 384 * mib, OffHeap: gib, MemoryFraction: 0.6, StorageFraction: 0.5}},
+		{map[string]string{"spark.memory.offHeap.enabled": "false", "spark.memory.offHeap.size": "1g"},
+			Settings{Heap: gib, Overhead: 384 * mib, MemoryFraction: 0.6, StorageFraction: 0.5}},
+	} {
+		got, err := FromProperties(c.props)
+		if err != nil || got != c.want {
+			t.Errorf("FromProperties(%v) = %+v, %v; want %+v", c.props, got, err, c.want)
+		}
+	}
+	for props, want := range map[string]string{
+		"spark.executor.memory=4.5g": `spark.executor.memory = "4.5g": `,
+		"spark.memory.fraction=1.5":  `spark.memory.fraction = "1.5": not a fraction`,
+	} {
+		k, v, _ := strings.Cut(props, "=")
+		if _, err := FromProperties(map[string]string{k: v}); err == nil || !strings.HasPrefix(err.Error(), want) {
+			t.Errorf("FromProperties(%s): %v, want an error starting %q", props, err, want)
+		}
+	}
+	s := Settings{Heap: 4 * gib, Overhead: 409 * mib, PySpark: 512 * mib, OffHeap: gib, MemoryFraction: 0.6}
+	if got, want := s.Container(), int64(4*gib+409*mib+512*mib+gib); got != want {
+		t.Errorf("Container = %d, want %d", got, want)
+	}
+	if got, want := s.Unified(), int64(2388236697); got != want { // (4096 - 300) MiB × 0.6, rounded down
+		t.Errorf("Unified = %d, want %d", got, want)
+	}
+}
+
+func peaks(kv ...int64) map[string]int64 {
+	names := []string{"JVMHeapMemory", "OnHeapExecutionMemory", "OnHeapStorageMemory", "ProcessTreeJVMRSSMemory", "ProcessTreePythonRSSMemory", "ProcessTreeOtherRSSMemory"}
+	m := map[string]int64{}
+	for i, v := range kv {
+		m[names[i]] = v
+	}
+	return m
+}
+
+func summary(a Advice) []string {
+	var out []string
+	for _, f := range a.Findings {
+		out = append(out, fmt.Sprintf("finding %s %s: %s", f.Rule, f.Executor, f.Text))
+	}
+	for _, r := range a.Recommendations {
+		now := "not set"
+		if r.Current > 0 {
+			now = SparkSize(r.Current)
+		}
+		out = append(out, fmt.Sprintf("set %s = %s (now %s)", r.Property, SparkSize(r.Value), now))
+	}
+	out = append(out, a.Notes...)
+	return out
+}
+
+// Cases with known answers, worked out by hand in the comments.
+func TestAdvise(t *testing.T) {
+	heap4 := Settings{Heap: 4 * gib, Overhead: gib, OverheadSet: true, MemoryFraction: 0.6, StorageFraction: 0.5}
+	for _, c := range []struct {
+		name  string
+		s     Settings
+		execs []Executor
+		want  []string
+		order []string
+	}{{
+		// Container 5 GiB; 4813 MiB resident is 94 %. Needed: 4813 + 4813/9
+		// = 5347.8 MiB, overhead 5347.8 - 4096 = 1251.8, up to 1280 MiB.
+		name: "container near its limit",
+		s:    heap4,
+		execs: []Executor{
+			{ID: "2", Peaks: peaks(2*gib, 0, 0, 3*gib, 0, 0)},
+			{ID: "1", Peaks: peaks(3*gib, 0, 0, 4813*mib, 0, 0)},
+			{ID: "driver", Peaks: peaks(3*gib, 0, 0, 9*gib, 0, 0)}, // its own settings: left out
+		},
+		want:  []string{"finding container 1: resident memory peaked at 4.7 GiB, 94 % of the 5.0 GiB container", "set spark.executor.memoryOverhead = 1280m (now 1g)"},
+		order: []string{"1", "2"},
+	}, {
+		// Default overhead of 4g: 409.6 MiB. Python's 300 MiB is 73 % of
+		// it: pyspark memory 300 + 60 = 360, up to 384 MiB. Resident 4300
+		// + 300 = 4600 MiB of a 4505.6 MiB container (102 %). Needed 4600
+		// + 511.1 = 5111.1 MiB; overhead 5111.1 - 4096 - 384 = 631.1, up
+		// to 640 MiB: container 4096 + 640 + 384 = 5120, 4600 is 89.8 %.
+		name: "Python workers in the overhead",
+		s:    Settings{Heap: 4 * gib, Overhead: 429496729, MemoryFraction: 0.6, StorageFraction: 0.5},
+		execs: []Executor{
+			{ID: "1", Peaks: peaks(3*gib, 0, 0, 4300*mib, 300*mib, 0)},
+		},
+		want: []string{
+			"finding container 1: resident memory peaked at 4.5 GiB, 102 % of the 4.4 GiB container",
+			"finding python : Python workers peaked at 300 MiB, 73 % of the memory overhead, which Python workers share with the JVM's off-heap memory without spark.executor.pyspark.memory (409 MiB)",
+			"set spark.executor.pyspark.memory = 384m (now not set)",
+			"set spark.executor.memoryOverhead = 640m (now 429496729b)",
+		},
+	}, {
+		// With pyspark memory 1g, 700 MiB of Python is 68 %: nothing.
+		name: "Python within its own setting",
+		s:    Settings{Heap: 4 * gib, Overhead: gib, PySpark: gib, MemoryFraction: 0.6},
+		execs: []Executor{
+			{ID: "1", Peaks: peaks(3*gib, 0, 0, 4*gib, 700*mib, 0)},
+		},
+		want: nil,
+	}, {
+		// Killed at 5.5 GiB: needed the larger of 4.9 GiB + 1/9, + 1/4 and
+		// the container 5632 MiB + 1/4 = 7040 MiB; overhead 7040 - 4096 =
+		// 2944 MiB.
+		name: "killed by YARN",
+		s:    Settings{Heap: 4 * gib, Overhead: 1536 * mib, OverheadSet: true, MemoryFraction: 0.6},
+		execs: []Executor{
+			{ID: "1", Peaks: peaks(3*gib, 0, 0, 3*gib, 0, 0)},
+			{ID: "2", Peaks: peaks(3*gib, 0, 0, 5018*mib, 0, 0),
+				RemoveReason: "Container killed by YARN for exceeding physical memory limits. 5.5 GB of 5.5 GB physical memory used."},
+		},
+		want: []string{
+			"finding container 2: removed for exceeding its memory limit: Container killed by YARN for exceeding physical memory limits. 5.5 GB of 5.5 GB physical memory used.",
+			"set spark.executor.memoryOverhead = 2944m (now 1536m)",
+		},
+		order: []string{"2", "1"},
+	}, {
+		// 3.8 of 4 GiB of heap with GC at 12 % of task time: 5g. The
+		// other executor's full heap with 5 % GC is normal.
+		name: "GC pressure",
+		s:    heap4,
+		execs: []Executor{
+			{ID: "1", Peaks: peaks(3891*mib, 0, 0, 4*gib, 0, 0), TaskTimeMs: 100_000, GCTimeMs: 12_000},
+			{ID: "2", Peaks: peaks(3994*mib, 0, 0, 4*gib, 0, 0), TaskTimeMs: 100_000, GCTimeMs: 5_000},
+		},
+		want: []string{
+			"finding heap 1: heap used to 95 % of 4.0 GiB while GC took 12 % of task time",
+			"set spark.executor.memory = 5g (now 4g)",
+		},
+	}, {
+		// Unified region of 4g: (4096 - 300) × 0.6 = 2277.6 MiB; 2100 MiB is 92 %.
+		name: "unified region full",
+		s:    heap4,
+		execs: []Executor{
+			{ID: "1", Peaks: peaks(3*gib, 1500*mib, 600*mib, 4*gib, 0, 0)},
+		},
+		want: []string{"finding unified 1: execution and storage memory peaked at 2.1 GiB, 92 % of the 2.2 GiB unified region: expect spills and evicted cache blocks"},
+	}, {
+		name: "no process-tree metrics",
+		s:    heap4,
+		execs: []Executor{
+			{ID: "1", Peaks: peaks(3 * gib)},
+		},
+		want: []string{"no process-tree metrics: the container and Python rules need spark.executor.processTreeMetrics.enabled=true (Linux)"},
+	}} {
+		t.Run(c.name, func(t *testing.T) {
+			a := Advise(c.s, c.execs)
+			got := summary(a)
+			if !slices.Equal(got, c.want) {
+				t.Errorf("got\n  %s\nwant\n  %s", strings.Join(got, "\n  "), strings.Join(c.want, "\n  "))
+			}
+			if c.order != nil {
+				var ids []string
+				for _, h := range a.Executors {
+					ids = append(ids, h.ID)
+				}
+				if !slices.Equal(ids, c.order) {
+					t.Errorf("executors in order %q, want %q", ids, c.order)
+				}
+			}
+		})
+	}
+}
