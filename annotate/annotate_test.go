@@ -626,4 +626,20 @@ func TestExecutorLifecycle(t *testing.T) {
 			t.Errorf("the removed executor written again: %v", pt)
 		}
 	}
+
+	// The completed application's sizing advice, at its end, from the
+	// environment (no memory settings: Spark's defaults, a 1g heap and
+	// 384 MiB of overhead) and the executors' peaks: executor 2 was killed,
+	// and its 2.4 GB of Python is 596 % of the overhead, so PySpark memory
+	// is set to 2.4 GB + 20 %, up to 2752 MiB.
+	sizingRow := func(p point) string {
+		f := p.fields
+		return fmt.Sprintf("%d %v rule=%v executor=%v %v=%v text=%q", p.ns, f["kind"], f["rule"], f["executor"], f["property"], f["value"], f["text"])
+	}
+	equalLines(t, "sizing", sink.stored(MeasurementSizing, sizingRow), []string{
+		fmt.Sprintf(`%d limits rule=<nil> executor=<nil> <nil>=<nil> text="heap 1.0 GiB, overhead 384 MiB, container 1.4 GiB: 2 findings, 1 settings to change · no process-tree metrics: the container and Python rules need spark.executor.processTreeMetrics.enabled=true (Linux)"`, nsAt(55, 0)),
+		fmt.Sprintf(`%d finding rule=container executor=2 <nil>=<nil> text=%q`, nsAt(55, 1), "removed for exceeding its memory limit: "+strings.ReplaceAll(oom, "\n", " ")),
+		fmt.Sprintf(`%d finding rule=python executor=<nil> <nil>=<nil> text="Python workers peaked at 2.2 GiB, 596 %% of the memory overhead, which Python workers share with the JVM's off-heap memory without spark.executor.pyspark.memory (384 MiB)"`, nsAt(55, 2)),
+		fmt.Sprintf(`%d setting rule=<nil> executor=<nil> spark.executor.pyspark.memory=2752m text="--conf spark.executor.pyspark.memory=2752m"`, nsAt(55, 3)),
+	})
 }

@@ -126,6 +126,22 @@ type apiExecutor struct {
 	PeakMemoryMetrics map[string]int64 `json:"peakMemoryMetrics"`
 }
 
+// environment is the environment page, as far as sizing needs it.
+type environment struct {
+	SparkProperties [][]string `json:"sparkProperties"`
+}
+
+// properties returns the Spark properties as a map, never nil.
+func (e *environment) properties() map[string]string {
+	m := map[string]string{}
+	for _, kv := range e.SparkProperties {
+		if len(kv) == 2 {
+			m[kv[0]] = kv[1]
+		}
+	}
+	return m
+}
+
 // sparkTime is a date as Spark writes it: "2015-02-03T16:43:06.296GMT"
 // (UTC with the literal suffix GMT). Empty text is the zero time.
 type sparkTime struct{ time.Time }

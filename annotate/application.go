@@ -72,18 +72,11 @@ func (p *Poller) readApplication(ctx context.Context, base, appID string) (Appli
 	if att.AttemptID != "" {
 		root += "/" + url.PathEscape(att.AttemptID)
 	}
-	var env struct {
-		SparkProperties [][]string `json:"sparkProperties"`
-	}
+	var env environment
 	if err := p.get(ctx, root+"/environment", &env); err != nil {
 		return Application{}, err
 	}
-	out.Properties = map[string]string{}
-	for _, kv := range env.SparkProperties {
-		if len(kv) == 2 {
-			out.Properties[kv[0]] = kv[1]
-		}
-	}
+	out.Properties = env.properties()
 	var execs []apiExecutor
 	if err := p.get(ctx, root+"/allexecutors", &execs); err != nil {
 		return Application{}, err

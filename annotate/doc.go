@@ -24,7 +24,10 @@
 // application), end_ms, remove_reason, task and GC time, and peak_<name>
 // for each value of Spark's peakMemoryMetrics. A removal also gets a point
 // in spark_executor_removal at the time of the removal, with the reason as
-// its text.
+// its text. Once an attempt has completed, its environment page is read
+// and package sizing's advice on its executors' peaks is written in
+// spark_sizing at its end: the limits, then each finding and recommended
+// setting.
 //
 // Field names and types never change between writes of one item, so
 // InfluxDB never refuses a rewrite.

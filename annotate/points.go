@@ -13,6 +13,8 @@ import (
 
 	"github.com/influxdata/line-protocol/v2/lineprotocol"
 	"go.uber.org/zap"
+
+	"github.com/sparkpulse/sparkpulse/sizing"
 )
 
 // Measurements.
@@ -28,6 +30,10 @@ const (
 	// MeasurementExecutorRemoval has a point per executor removal at the
 	// time of the removal, with the reason as text.
 	MeasurementExecutorRemoval = "spark_executor_removal"
+	// MeasurementSizing has, for a completed application, at its end: the
+	// executors' memory limits (kind "limits"), then a point per finding
+	// and per recommended setting of package sizing.
+	MeasurementSizing = "spark_sizing"
 )
 
 // statusUnknown marks the running items of an attempt closed out after
@@ -234,6 +240,9 @@ func (p *Poller) emit(st *appState, now time.Time, closeOut bool) int {
 	for _, id := range sortedKeys(st.executors, compareExecutorIDs) {
 		w.executor(st.executors[id], nowMs, closeOut)
 	}
+	if st.completed && st.properties != nil && st.end > 0 && len(st.executors) > 0 {
+		w.sizing()
+	}
 	if w.n > 0 {
 		p.cfg.Sink.Append(w.batch, w.n)
 		p.stats.points.Add(uint64(w.n))
@@ -361,6 +370,68 @@ func (w *points) executor(x *executorItem, nowMs int64, closeOut bool) {
 	w.str("remove_reason", w.reason(reason))
 	w.common(name+" removed", joinText("on "+host, "after "+duration(removed-added), peaks, w.reason(reason)))
 	w.end(&x.removal)
+}
+
+// sizing writes the advice for a completed attempt's executors, at its
+// end: the limits, then the findings and the recommended settings, the
+// n-th point n ns after the end's millisecond.
+func (w *points) sizing() {
+	st := w.st
+	s, err := sizing.FromProperties(st.properties)
+	if err != nil {
+		w.p.log.Warn("no sizing advice", zap.String("application", st.key.String()), zap.Error(err))
+		return
+	}
+	var execs []sizing.Executor
+	for _, id := range sortedKeys(st.executors, compareExecutorIDs) {
+		x := st.executors[id]
+		execs = append(execs, sizing.Executor{ID: x.ID, Peaks: x.PeakMemoryMetrics, TaskTimeMs: x.TotalDuration, GCTimeMs: x.TotalGCTime, RemoveReason: x.RemoveReason})
+	}
+	a := sizing.Advise(s, execs)
+	n := 1 + len(a.Findings) + len(a.Recommendations)
+	for len(st.advice) < n {
+		st.advice = append(st.advice, 0)
+	}
+	i := 0
+	next := func(kind string) {
+		w.start(MeasurementSizing, st.end, int64(i))
+		w.str("kind", kind)
+	}
+	done := func() {
+		w.str("attempt_id", w.text(st.attemptID))
+		w.end(&st.advice[i])
+		i++
+	}
+	next("limits")
+	w.int("heap_bytes", s.Heap)
+	w.int("unified_bytes", s.Unified())
+	w.int("overhead_bytes", s.Overhead)
+	w.int("pyspark_bytes", s.PySpark)
+	w.int("off_heap_bytes", s.OffHeap)
+	w.int("container_bytes", s.Container())
+	w.int("executors", int64(len(a.Executors)))
+	summary := fmt.Sprintf("heap %s, overhead %s, container %s: %d findings, %d settings to change",
+		sizing.Bytes(s.Heap), sizing.Bytes(s.Overhead), sizing.Bytes(s.Container()), len(a.Findings), len(a.Recommendations))
+	w.str("text", joinText(append([]string{summary}, a.Notes...)...))
+	done()
+	for _, f := range a.Findings {
+		next("finding")
+		w.str("rule", f.Rule)
+		w.str("executor", w.text(f.Executor))
+		w.str("text", w.reason(f.Text))
+		done()
+	}
+	for _, r := range a.Recommendations {
+		next("setting")
+		w.str("property", r.Property)
+		w.str("value", sizing.SparkSize(r.Value))
+		if r.Current > 0 {
+			w.str("current", sizing.SparkSize(r.Current))
+		}
+		w.str("reason", w.reason(r.Reason))
+		w.str("text", fmt.Sprintf("--conf %s=%s", r.Property, sizing.SparkSize(r.Value)))
+		done()
+	}
 }
 
 // executorSub is the executor's id in the sub-millisecond digits of its

@@ -83,6 +83,10 @@ type appState struct {
 
 	executors       map[string]*executorItem
 	executorsAbsent bool // allexecutors answered 404 (Spark before 1.6)
+
+	// Sizing advice, worked out once the attempt has completed.
+	properties map[string]string // the environment's Spark properties; nil until read
+	advice     []uint64          // fingerprints of the advice points last written
 }
 
 func newAppState(key appKey) *appState {
@@ -123,6 +127,11 @@ func (p *Poller) syncApp(ctx context.Context, st *appState, now time.Time) error
 		}
 		if err := p.syncExecutors(ctx, st, full); err != nil {
 			return err
+		}
+		if st.completed && st.properties == nil {
+			if err := p.syncEnvironment(ctx, st); err != nil {
+				return err
+			}
 		}
 		st.synced, st.syncedAt = true, st.updated
 		st.syncs++
@@ -497,5 +506,18 @@ func (p *Poller) syncExecutors(ctx context.Context, st *appState, full bool) err
 		}
 		it.apiExecutor = x
 	}
+	return nil
+}
+
+// syncEnvironment reads the attempt's Spark properties, for the sizing
+// advice of a completed attempt. A source without the page (Spark before
+// 1.4) gives none.
+func (p *Poller) syncEnvironment(ctx context.Context, st *appState) error {
+	var env environment
+	err := p.get(ctx, st.url+"/environment", &env)
+	if err != nil && !isNotFound(err) {
+		return err
+	}
+	st.properties = env.properties()
 	return nil
 }

@@ -248,6 +248,18 @@ func executors(d *dashboard.DashboardBuilder) {
 		t.OverrideByName(c.field, props)
 	}
 	d.WithPanel(t)
+
+	advice := table.NewPanelBuilder().
+		Title("Sizing advice (when the application has ended)").
+		Description("What sparkpulse's sizing rules make of the executors' peak memory and the application's memory settings (spark.executor.memory, memoryOverhead, pyspark.memory, off-heap), written when the application ends: the limits, the executors near one, and the --conf settings to change with their reasons. `sparkpulse report APP_ID` prints the same with a row per executor; the rules are in the README.").
+		Datasource(datasource).
+		Span(24).
+		Height(8).
+		Footer(common.NewTableFooterOptionsBuilder().Show(false).Reducer([]string{})).
+		WithTarget(&influxQLBuilder{InfluxQL{RefID: "A", RawQuery: true, ResultFormat: "table",
+			Query: fmt.Sprintf(`SELECT "kind", "rule", "executor", "text", "reason" FROM "spark_sizing" WHERE %s`, byApp)}}).
+		OverrideByName("Time", []dashboard.DynamicConfigValue{{Id: "custom.hidden", Value: true}})
+	d.WithPanel(advice)
 }
 
 func jvm(d *dashboard.DashboardBuilder) {
