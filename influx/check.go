@@ -1,6 +1,7 @@
 package influx
 
 import (
+	"bytes"
 	"context"
 	"crypto/tls"
 	"crypto/x509"
@@ -252,9 +253,44 @@ func (e *queryError) Error() string {
 	return fmt.Sprintf("%d %s", e.status, e.text)
 }
 
-// query runs one InfluxQL statement with POST /query (1.x refuses CREATE
-// over GET) and returns the values of its first series.
+// query runs one InfluxQL statement and returns the values of its first
+// series.
 func (c *checker) query(ctx context.Context, db, q string) ([][]any, error) {
+	series, err := c.series(ctx, db, q)
+	if err != nil || len(series) == 0 {
+		return nil, err
+	}
+	return series[0].Values, nil
+}
+
+// Series is one series of an InfluxQL answer.
+type Series struct {
+	Name    string            `json:"name"`
+	Tags    map[string]string `json:"tags"`
+	Columns []string          `json:"columns"`
+	Values  [][]any           `json:"values"`
+}
+
+// Query runs one InfluxQL statement against db (a 1.x database, or a 2.x
+// or 3.x bucket through its DBRP mapping) and returns the series of its
+// answer. Numbers are json.Number.
+func Query(ctx context.Context, cfg Config, db, q string) ([]Series, error) {
+	cfg, err := cfg.withDefaults()
+	if err != nil {
+		return nil, err
+	}
+	c := &checker{cfg: cfg, url: RedactURL(cfg.URL), client: newClient(cfg)}
+	defer c.client.Close()
+	series, err := c.series(ctx, db, q)
+	if err != nil {
+		return nil, fmt.Errorf("influx: %s at %s: %w", q, c.url, err)
+	}
+	return series, nil
+}
+
+// series runs one InfluxQL statement with POST /query (1.x refuses CREATE
+// over GET) and returns the series of its first result.
+func (c *checker) series(ctx context.Context, db, q string) ([]Series, error) {
 	ctx, cancel := context.WithTimeout(ctx, c.cfg.RequestTimeout)
 	defer cancel()
 	form := url.Values{"q": {q}}
@@ -283,10 +319,12 @@ func (c *checker) query(ctx context.Context, db, q string) ([][]any, error) {
 		Error   string
 		Results []struct {
 			Error  string
-			Series []struct{ Values [][]any }
+			Series []Series
 		}
 	}
-	if err := json.Unmarshal(body, &r); err != nil || (r.Error == "" && len(r.Results) == 0) {
+	dec := json.NewDecoder(bytes.NewReader(body))
+	dec.UseNumber()
+	if err := dec.Decode(&r); err != nil || (r.Error == "" && len(r.Results) == 0) {
 		return nil, &queryError{status: resp.StatusCode, text: "not an InfluxQL answer: " + truncate(string(body), 200)}
 	}
 	if r.Error != "" {
@@ -295,10 +333,7 @@ func (c *checker) query(ctx context.Context, db, q string) ([][]any, error) {
 	if e := r.Results[0].Error; e != "" {
 		return nil, &queryError{status: resp.StatusCode, text: e}
 	}
-	if len(r.Results[0].Series) == 0 {
-		return nil, nil
-	}
-	return r.Results[0].Series[0].Values, nil
+	return r.Results[0].Series, nil
 }
 
 // check2x looks the bucket up in its organization.

@@ -7,17 +7,21 @@ import (
 	"flag"
 	"fmt"
 	"io"
+	"maps"
 	"net/http"
+	"slices"
 	"strings"
 	"text/tabwriter"
 	"time"
 
 	"github.com/sparkpulse/sparkpulse/annotate"
+	"github.com/sparkpulse/sparkpulse/influx"
 	"github.com/sparkpulse/sparkpulse/sizing"
 )
 
 // cmdReport prints an application's executors, their memory peaks against
-// its settings, and the sizing advice, read from Spark's REST API.
+// its settings, and the sizing advice, read from Spark's REST API and the
+// metrics stream in InfluxDB.
 func cmdReport(ctx context.Context, args []string, getenv func(string) string, stdout, stderr io.Writer) error {
 	var o flagOverrides
 	fs := newFlagSet("report", stderr, &o, false)
@@ -63,7 +67,14 @@ func cmdReport(ctx context.Context, args []string, getenv func(string) string, s
 	for _, x := range app.Executors {
 		execs = append(execs, sizing.Executor{ID: x.ID, Peaks: x.Peaks, TaskTimeMs: x.TaskTimeMs, GCTimeMs: x.GCTimeMs, RemoveReason: x.RemoveReason})
 	}
+	stream, err := streamPeaks(ctx, plan, appID)
+	var notes []string
+	if err != nil {
+		notes = append(notes, fmt.Sprintf("peaks of the metrics stream not read (%v): Spark's REST API only", err))
+	}
+	execs = mergePeaks(execs, stream)
 	advice := sizing.Advise(settings, execs)
+	advice.Notes = append(notes, advice.Notes...)
 	if *asJSON {
 		enc := json.NewEncoder(stdout)
 		enc.SetIndent("", "  ")
@@ -71,6 +82,79 @@ func cmdReport(ctx context.Context, args []string, getenv func(string) string, s
 	}
 	printReport(stdout, app, advice)
 	return nil
+}
+
+// executorMetrics are the ExecutorMetrics gauges that size memory, by the
+// measurement names of the built-in Spark mapping.
+var executorMetrics = []string{"JVMHeapMemory", "JVMOffHeapMemory", "OnHeapExecutionMemory", "OnHeapStorageMemory",
+	"OffHeapExecutionMemory", "OffHeapStorageMemory", "DirectPoolMemory", "MappedPoolMemory",
+	"ProcessTreeJVMRSSMemory", "ProcessTreePythonRSSMemory", "ProcessTreeOtherRSSMemory"}
+
+// streamPeaks reads from InfluxDB the largest value of each ExecutorMetrics
+// gauge that every process of the application sent, from the first
+// [[graphite]] block's database: process → gauge → bytes.
+func streamPeaks(ctx context.Context, plan *Plan, appID string) (map[string]map[string]int64, error) {
+	if len(plan.Listeners) == 0 {
+		return nil, nil
+	}
+	cfg, err := influxConfig(plan, nil)
+	if err != nil {
+		return nil, err
+	}
+	db, _, _ := strings.Cut(plan.Listeners[0].Target.Bucket, "/")
+	var from []string
+	for _, m := range executorMetrics {
+		from = append(from, fmt.Sprintf("%q", m))
+	}
+	q := fmt.Sprintf(`SELECT max("value") FROM %s WHERE "applicationid" = '%s' GROUP BY "process"`,
+		strings.Join(from, ", "), strings.NewReplacer(`\`, `\\`, `'`, `\'`).Replace(appID))
+	series, err := influx.Query(ctx, cfg, db, q)
+	if err != nil {
+		return nil, err
+	}
+	peaks := map[string]map[string]int64{}
+	for _, s := range series {
+		p := s.Tags["process"]
+		if p == "" || len(s.Values) == 0 || len(s.Values[0]) < 2 {
+			continue
+		}
+		n, ok := s.Values[0][1].(json.Number)
+		if !ok {
+			continue
+		}
+		f, err := n.Float64()
+		if err != nil {
+			continue
+		}
+		if peaks[p] == nil {
+			peaks[p] = map[string]int64{}
+		}
+		peaks[p][s.Name] = int64(f)
+	}
+	return peaks, nil
+}
+
+// mergePeaks takes, for every gauge, the larger of the REST API's peak and
+// the stream's, and adds the processes only the stream knows (executors
+// Spark no longer lists beyond spark.ui.retainedDeadExecutors).
+func mergePeaks(execs []sizing.Executor, stream map[string]map[string]int64) []sizing.Executor {
+	seen := map[string]bool{}
+	for i := range execs {
+		x := &execs[i]
+		seen[x.ID] = true
+		for k, v := range stream[x.ID] {
+			if x.Peaks == nil {
+				x.Peaks = map[string]int64{}
+			}
+			x.Peaks[k] = max(x.Peaks[k], v)
+		}
+	}
+	for _, id := range slices.Sorted(maps.Keys(stream)) {
+		if !seen[id] {
+			execs = append(execs, sizing.Executor{ID: id, Peaks: stream[id]})
+		}
+	}
+	return execs
 }
 
 func printReport(w io.Writer, app annotate.Application, a sizing.Advice) {

@@ -1,13 +1,18 @@
 package main
 
 import (
+	"context"
 	"encoding/json"
+	"fmt"
 	"net/http/httptest"
+	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 	"time"
 
+	"github.com/sparkpulse/sparkpulse/influx/influxtest"
 	"github.com/sparkpulse/sparkpulse/simulate"
 	"github.com/sparkpulse/sparkpulse/sizing"
 	"github.com/sparkpulse/sparkpulse/sparkui"
@@ -124,4 +129,72 @@ func TestReportEventLog(t *testing.T) {
 		t.Errorf("report too short:\n%s", out)
 	}
 	t.Logf("\n%s", out)
+}
+
+// The peaks of the metrics stream in InfluxDB join the REST API's: an
+// executor Spark no longer lists (beyond spark.ui.retainedDeadExecutors)
+// is sized from what it sent through sparkpulse.
+func TestReportStreamPeaks(t *testing.T) {
+	srv := influxtest.Start(t)
+	svc := startSparkpulse(t, srv, `
+[[graphite]]
+  bind-address = "127.0.0.1:0"
+  database = "spark"
+`)
+	start := time.Now().Add(-10 * time.Minute).Truncate(time.Second)
+	c := simulate.NewCluster(simulate.Config{Addr: svc.addr(0), Apps: 2, Executors: 3, Period: 10 * time.Second, Seed: 7}, start)
+	if _, err := c.Replay(context.Background(), start, 30); err != nil {
+		t.Fatal(err)
+	}
+	svc.stop()
+	app := simulate.AppID(start, 2)
+	c.UI.Update(func(m *sparkui.Model) {
+		a := m.App(app).Attempts[0]
+		a.Executors = slices.DeleteFunc(a.Executors, func(x *sparkui.Executor) bool { return x.ID == "3" })
+	})
+	ui := httptest.NewServer(c.UI)
+	defer ui.Close()
+	conf := filepath.Join(t.TempDir(), "sparkpulse.toml")
+	if err := os.WriteFile(conf, []byte(fmt.Sprintf("[influxdb]\n  url = %q\n[[graphite]]\n  bind-address = \"127.0.0.1:0\"\n  database = \"spark\"\n", srv.URL)), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	out, _, err := runCLI(t, "", "report", "--config", conf, "--url", ui.URL, "--json", app)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var got struct {
+		Executors []struct {
+			ID      string `json:"id"`
+			PeakRSS int64  `json:"peak_rss_bytes"`
+		}
+		Notes []string
+	}
+	if err := json.Unmarshal([]byte(out), &got); err != nil {
+		t.Fatalf("%v\n%s", err, out)
+	}
+	// Executor 3's resident memory, as InfluxDB holds it.
+	var want int64
+	for _, m := range []string{"ProcessTreeJVMRSSMemory", "ProcessTreePythonRSSMemory", "ProcessTreeOtherRSSMemory"} {
+		res := srv.Query(t, "spark", fmt.Sprintf(`SELECT max("value") FROM %q WHERE "applicationid" = '%s' AND "process" = '3'`, m, app))
+		if len(res) == 1 {
+			want += int64(toFloat(t, res[0].Values[0][1]))
+		}
+	}
+	found := false
+	for _, x := range got.Executors {
+		if x.ID == "3" {
+			found = true
+			if x.PeakRSS != want || want == 0 {
+				t.Errorf("executor 3: peak RSS %d, InfluxDB says %d", x.PeakRSS, want)
+			}
+		}
+	}
+	if !found || len(got.Executors) != 3 {
+		t.Errorf("executors %+v: want 1, 2 from the REST API and 3 from the stream", got.Executors)
+	}
+	for _, n := range got.Notes {
+		if strings.Contains(n, "not read") {
+			t.Errorf("note: %s", n)
+		}
+	}
 }
