@@ -79,11 +79,15 @@ func TestSparkReporter(t *testing.T) {
 	for _, proto := range []string{"tcp", "udp"} {
 		t.Run(proto, func(t *testing.T) {
 			db := "spark_" + proto
+			// The reporter sends a datagram per line, as fast as it can: a
+			// receive buffer as recommended for UDP holds the burst while
+			// the reader waits for a core.
 			svc := startSparkpulse(t, srv, fmt.Sprintf(`
 [[graphite]]
   bind-address = "127.0.0.1:0"
   protocol = %q
   database = %q
+  udp-read-buffer = 8388608
 `, proto, db))
 			_, port, _ := strings.Cut(svc.addr(0), "127.0.0.1:")
 			cmd := reporter("127.0.0.1", port, proto, "spark.prod", app,
