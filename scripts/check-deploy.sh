@@ -1,8 +1,8 @@
 #!/usr/bin/env bash
 # Checks the container artefacts without a Docker engine (none runs here):
 # the compose files with Docker Compose's own parser, the Dockerfile with a
-# Dockerfile linter, the binary built as the Dockerfile builds it, and the
-# files the compose stack mounts.
+# Dockerfile linter, the binary built as the Dockerfile builds it, the
+# files the compose stack mounts, and the Helm chart with helm itself.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
@@ -20,6 +20,24 @@ for p in deploy/compose/sparkpulse.toml grafana/provisioning/datasources grafana
 done
 go run ./cmd/sparkpulse check --config deploy/compose/sparkpulse.toml >/dev/null
 echo "check-deploy: deploy/compose/sparkpulse.toml: valid"
+
+# The Helm chart: lint, render with the default values and with InfluxDB
+# 2.x, a token and annotation sources, and check the sparkpulse config it
+# renders.
+helm="$(go env GOPATH)/bin/helm"
+chart=deploy/helm/sparkpulse
+rendered="$(mktemp -d)"
+"$helm" lint --strict "$chart" >/dev/null
+for values in "" "$chart/ci/influxdb2-values.yaml"; do
+  args=()
+  [ -n "$values" ] && args=(-f "$values")
+  "$helm" template check "$chart" "${args[@]}" >"$rendered/all.yaml"
+  "$helm" template check "$chart" "${args[@]}" --show-only templates/configmap.yaml |
+    sed -n '/sparkpulse.toml: |/,$p' | tail -n +2 | sed 's/^    //' >"$rendered/sparkpulse.toml"
+  go run ./cmd/sparkpulse check --config "$rendered/sparkpulse.toml" >/dev/null
+  echo "check-deploy: helm chart ${values:-(default values)}: lint, template and its sparkpulse config valid"
+done
+rm -rf "$rendered"
 
 npx --yes dockerfile-utils@0.16.3 lint Dockerfile
 echo "check-deploy: Dockerfile: no lint errors (dockerfile-utils)"

@@ -1,8 +1,8 @@
 #!/usr/bin/env bash
 # Installs what the local run and the tests need and a fresh machine lacks:
 # the real InfluxDB 1.8.10 server (built from source with the Go toolchain),
-# and, with --test, Docker Compose v2 (built from source, to validate the
-# compose files without a Docker engine) and Debian's Dropwizard Metrics and
+# and, with --test, Docker Compose v2 and Helm (built from source, to validate
+# the compose files and the chart without a cluster) and Debian's Dropwizard Metrics and
 # SLF4J jars for the test that drives Spark's real GraphiteReporter.
 set -euo pipefail
 
@@ -21,6 +21,14 @@ if [ "${1:-}" = "--test" ] && [ ! -x "$compose_bin" ]; then
   GOBIN="$tmp" go install github.com/docker/compose/v2/cmd@v2.29.7
   mv "$tmp/cmd" "$compose_bin"
   rm -rf "$tmp"
+fi
+
+# Helm, built from source: helm lint and helm template check the chart
+# (scripts/check-deploy.sh).
+helm_bin="$(go env GOPATH)/bin/helm"
+if [ "${1:-}" = "--test" ] && [ ! -x "$helm_bin" ]; then
+  echo "deps: building helm v3.22.0 (about 80 s the first time)…" >&2
+  go install helm.sh/helm/v3/cmd/helm@v3.22.0
 fi
 
 if [ "${1:-}" = "--test" ]; then
