@@ -8,6 +8,7 @@
 //     simulated Spark reports over a TCP connection per report, against a
 //     bare loader that POSTs the same points pre-encoded and pre-compressed,
 //     and against InfluxDB's own graphite listener fed the same stream;
+//   - the same stream with 1, 2, 4 and 8 write requests in flight;
 //   - UDP (P4): datagrams of one line each at a fixed rate into the binary,
 //     writing into influxd and into a sink that discards the writes;
 //   - a soak (P5): the binary under churning applications and executors,
@@ -16,7 +17,7 @@
 // Every contender writes into its own database of one influxd, in turn;
 // the harness, the senders, sparkpulse and influxd share the machine.
 //
-//	go run ./bench [-rounds 20] [-udp-rate 200000] [-udp-time 10s] [-soak 10m] [-only hot,influxdb,udp,soak] [-profile F]
+//	go run ./bench [-rounds 20] [-udp-rate 200000] [-udp-time 10s] [-soak 10m] [-only hot,influxdb,writers,udp,soak] [-profile F]
 package main
 
 import (
@@ -56,7 +57,7 @@ var (
 	soakTime = flag.Duration("soak", 10*time.Minute, "how long the soak runs; 0 skips it")
 	benchFor = flag.String("benchtime", "20000000x", "go test -benchtime for the relay benchmarks")
 	profile  = flag.String("profile", "", "write CPU profiles of sparkpulse to this file (its first InfluxDB run, 8 s) and to this file with .udp-influxdb, .udp-null and .soak appended")
-	only     = flag.String("only", "", "run only these parts, comma-separated: hot (P1, P2), influxdb (P3), udp (P4), soak (P5)")
+	only     = flag.String("only", "", "run only these parts, comma-separated: hot (P1, P2), influxdb (P3), writers, udp (P4), soak (P5)")
 )
 
 // part reports whether a part is to run.
@@ -91,6 +92,11 @@ func run() error {
 	}
 	if part("influxdb") {
 		if err := intoInfluxDB(bin, dir); err != nil {
+			return err
+		}
+	}
+	if part("writers") {
+		if err := writers(bin, dir); err != nil {
 			return err
 		}
 	}
@@ -391,13 +397,13 @@ func nthNewline(b []byte, n int) int {
 
 // viaSparkpulse runs the binary with conf, sends the stream and waits until
 // InfluxDB holds every point.
-func viaSparkpulse(bin, dir string, srv *influxtest.Server, db, conf string, reports [][]byte, n, lines int) (contender, error) {
+func viaSparkpulse(bin, dir string, srv *influxtest.Server, db, conf string, reports [][]byte, n, lines int, influxKeys ...string) (contender, error) {
 	port, err := freePort()
 	if err != nil {
 		return contender{}, err
 	}
 	addr := fmt.Sprintf("127.0.0.1:%d", port)
-	p, err := startSparkpulse(bin, dir, srv.URL, withBlock(conf, addr, db))
+	p, err := startSparkpulse(bin, dir, srv.URL, withBlock(conf, addr, db), influxKeys...)
 	if err != nil {
 		return contender{}, err
 	}
@@ -522,6 +528,35 @@ func waitPoints(srv *influxtest.Server, db string, want int, limit time.Duration
 		}
 		time.Sleep(20 * time.Millisecond)
 	}
+}
+
+// writers runs the Spark stream of the InfluxDB comparison through
+// sparkpulse with 1, 2 (the default), 4 and 8 write requests in flight per
+// [[graphite]] block: how the write rate scales with writers.
+func writers(bin, dir string) error {
+	reports, lines := simulatedStream(*rounds)
+	srv, err := influxtest.Launch(filepath.Join(dir, "influxd-writers"))
+	if err != nil {
+		return err
+	}
+	defer srv.Stop()
+	spark := "[deltas]\n  enabled = true\n"
+	_, n, err := parsePoints(bin, dir, spark, reports)
+	if err != nil {
+		return err
+	}
+	fmt.Printf("## Write requests in flight (%d lines, Spark mapping + deltas, into InfluxDB 1.8.10)\n\n", lines)
+	fmt.Println("| max-in-flight | seconds | points/s | sparkpulse CPU per line |")
+	fmt.Println("|---|---|---|---|")
+	for _, k := range []int{1, 2, 4, 8} {
+		c, err := viaSparkpulse(bin, dir, srv, fmt.Sprintf("writers_%d", k), spark, reports, n, lines, fmt.Sprintf("  max-in-flight = %d", k))
+		if err != nil {
+			return err
+		}
+		fmt.Printf("| %d | %.2f | %s | %.2f µs |\n", k, c.took.Seconds(), mega(float64(c.points)/c.took.Seconds()), float64(c.cpu.Microseconds())/float64(c.lines))
+	}
+	fmt.Println()
+	return nil
 }
 
 // udp sends datagrams of one line each at a fixed rate to the binary's UDP
@@ -770,12 +805,12 @@ type proc struct {
 	log   *syncBuffer
 }
 
-func startSparkpulse(bin, dir, url, conf string) (*proc, error) {
+func startSparkpulse(bin, dir, url, conf string, influxKeys ...string) (*proc, error) {
 	admin, err := freePort()
 	if err != nil {
 		return nil, err
 	}
-	full := fmt.Sprintf("[influxdb]\n  url = %q\n  create-database = true\n[admin]\n  bind-address = \"127.0.0.1:%d\"\n  pprof = true\n[internal]\n  enabled = false\n[log]\n  format = \"json\"\n", url, admin) + conf
+	full := fmt.Sprintf("[influxdb]\n  url = %q\n  create-database = true\n"+strings.Join(influxKeys, "\n")+"\n[admin]\n  bind-address = \"127.0.0.1:%d\"\n  pprof = true\n[internal]\n  enabled = false\n[log]\n  format = \"json\"\n", url, admin) + conf
 	path := filepath.Join(dir, fmt.Sprintf("sparkpulse-%d.toml", admin))
 	if err := os.WriteFile(path, []byte(full), 0o600); err != nil {
 		return nil, err
