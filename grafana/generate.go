@@ -30,6 +30,11 @@ func Files() (map[string][]byte, error) {
 		}
 		out[name] = buf.Bytes()
 	}
+	qt, err := queryTimeRates(out["spark.json"])
+	if err != nil {
+		return nil, err
+	}
+	out["spark-query-time.json"] = qt
 	return out, nil
 }
 
