@@ -10,6 +10,8 @@ import (
 	"net/http"
 	"strings"
 	"time"
+
+	"github.com/sparkpulse/sparkpulse/sizing"
 )
 
 // The JSON that Spark's REST API returns, as far as annotations need it.
@@ -124,6 +126,11 @@ type apiExecutor struct {
 	RemoveTime        *sparkTime       `json:"removeTime"`
 	RemoveReason      string           `json:"removeReason"`
 	PeakMemoryMetrics map[string]int64 `json:"peakMemoryMetrics"`
+}
+
+// sizing is what package sizing needs of the executor.
+func (x *apiExecutor) sizing() sizing.Executor {
+	return sizing.Executor{ID: x.ID, Peaks: x.PeakMemoryMetrics, TaskTimeMs: x.TotalDuration, GCTimeMs: x.TotalGCTime, RemoveReason: x.RemoveReason}
 }
 
 // environment is the environment page, as far as sizing needs it.

@@ -7,28 +7,17 @@ import (
 	"net/http"
 	"net/url"
 	"strings"
+
+	"github.com/sparkpulse/sparkpulse/sizing"
 )
 
 // Application is what Spark's REST API says of one application attempt's
 // executors and settings, for sizing.
 type Application struct {
 	ID, Name, AttemptID string
-	Source              string // the base URL that answered
-	Completed           bool
+	Source              string            // the base URL that answered
 	Properties          map[string]string // the environment's sparkProperties
-	Executors           []Executor        // the driver and every executor, removed ones too
-}
-
-// Executor is an entry of allexecutors.
-type Executor struct {
-	ID, HostPort  string
-	Active        bool
-	Cores         int
-	TaskTimeMs    int64
-	GCTimeMs      int64
-	RemoveReason  string
-	Peaks         map[string]int64 // peakMemoryMetrics
-	Added, Remove int64            // epoch ms; Remove 0 while active
+	Executors           []sizing.Executor // the driver and every executor, removed ones too
 }
 
 // ReadApplication asks the sources of cfg, in order, for application
@@ -53,7 +42,7 @@ func ReadApplication(ctx context.Context, cfg Config, appID string) (Application
 		errs = append(errs, err)
 	}
 	if len(errs) == 0 {
-		return Application{}, errors.New("no Spark REST source: give --url or [annotate] urls")
+		return Application{}, errors.New("annotate: no Spark REST source")
 	}
 	return Application{}, fmt.Errorf("application %s: %w", appID, errors.Join(errs...))
 }
@@ -68,7 +57,7 @@ func (p *Poller) readApplication(ctx context.Context, base, appID string) (Appli
 		return Application{}, fmt.Errorf("%s: no attempts", root)
 	}
 	att := app.Attempts[0] // Spark lists the newest first
-	out := Application{ID: app.ID, Name: app.Name, AttemptID: att.AttemptID, Source: base, Completed: att.Completed}
+	out := Application{ID: app.ID, Name: app.Name, AttemptID: att.AttemptID, Source: base}
 	if att.AttemptID != "" {
 		root += "/" + url.PathEscape(att.AttemptID)
 	}
@@ -82,9 +71,7 @@ func (p *Poller) readApplication(ctx context.Context, base, appID string) (Appli
 		return Application{}, err
 	}
 	for _, x := range execs {
-		out.Executors = append(out.Executors, Executor{ID: x.ID, HostPort: x.HostPort, Active: x.IsActive, Cores: x.TotalCores,
-			TaskTimeMs: x.TotalDuration, GCTimeMs: x.TotalGCTime, RemoveReason: x.RemoveReason, Peaks: x.PeakMemoryMetrics,
-			Added: optMS(x.AddTime), Remove: optMS(x.RemoveTime)})
+		out.Executors = append(out.Executors, x.sizing())
 	}
 	return out, nil
 }

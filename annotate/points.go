@@ -4,6 +4,7 @@ import (
 	"cmp"
 	"fmt"
 	"hash/fnv"
+	"net"
 	"slices"
 	"strconv"
 	"strings"
@@ -312,9 +313,9 @@ func (w *points) executor(x *executorItem, nowMs int64, closeOut bool) {
 		}
 	}
 	end = max(end, added)
-	host, _, _ := strings.Cut(x.HostPort, ":")
-	if strings.HasPrefix(x.HostPort, "[") { // an IPv6 address
-		host, _, _ = strings.Cut(strings.TrimPrefix(x.HostPort, "["), "]")
+	host, _, err := net.SplitHostPort(x.HostPort)
+	if err != nil {
+		host = x.HostPort
 	}
 	name := "Executor " + x.ID
 	if x.ID == "driver" {
@@ -323,13 +324,13 @@ func (w *points) executor(x *executorItem, nowMs int64, closeOut bool) {
 	reason := firstLine(x.RemoveReason)
 	peaks := ""
 	if v, ok := x.PeakMemoryMetrics["JVMHeapMemory"]; ok {
-		peaks = "peak heap " + bytesText(v)
+		peaks = "peak heap " + sizing.Bytes(v)
 	}
 	if v, ok := x.PeakMemoryMetrics["ProcessTreeJVMRSSMemory"]; ok && v > 0 {
-		peaks = joinText(peaks, "peak JVM RSS "+bytesText(v))
+		peaks = joinText(peaks, "peak JVM RSS "+sizing.Bytes(v))
 	}
 	if v, ok := x.PeakMemoryMetrics["ProcessTreePythonRSSMemory"]; ok && v > 0 {
-		peaks = joinText(peaks, "peak Python RSS "+bytesText(v))
+		peaks = joinText(peaks, "peak Python RSS "+sizing.Bytes(v))
 	}
 	sub := executorSub(x.ID)
 
@@ -384,8 +385,7 @@ func (w *points) sizing() {
 	}
 	var execs []sizing.Executor
 	for _, id := range sortedKeys(st.executors, compareExecutorIDs) {
-		x := st.executors[id]
-		execs = append(execs, sizing.Executor{ID: x.ID, Peaks: x.PeakMemoryMetrics, TaskTimeMs: x.TotalDuration, GCTimeMs: x.TotalGCTime, RemoveReason: x.RemoveReason})
+		execs = append(execs, st.executors[id].sizing())
 	}
 	a := sizing.Advise(s, execs)
 	n := 1 + len(a.Findings) + len(a.Recommendations)
@@ -457,20 +457,6 @@ func compareExecutorIDs(a, b string) int {
 		return 1
 	}
 	return cmp.Or(rank(a)-rank(b), len(a)-len(b), strings.Compare(a, b))
-}
-
-// bytesText writes a size in binary units, as Spark's UI does.
-func bytesText(n int64) string {
-	const unit = 1024
-	if n < unit {
-		return fmt.Sprintf("%d B", n)
-	}
-	v, i := float64(n), -1
-	for v >= unit && i < 4 {
-		v /= unit
-		i++
-	}
-	return fmt.Sprintf("%.1f %ciB", v, "KMGTP"[i])
 }
 
 func (w *points) start(measurement string, startMs, sub int64) {

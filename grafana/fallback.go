@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"regexp"
+	"strings"
 )
 
 // Counter queries of the Spark dashboard, as rate and total write them.
@@ -41,7 +42,7 @@ func queryTimeRates(spark []byte) ([]byte, error) {
 				} else if m := totalQuery.FindStringSubmatch(q); m != nil {
 					v["query"] = fmt.Sprintf(`SELECT sum("d") FROM (SELECT non_negative_difference("value") AS "d" FROM %s WHERE %s GROUP BY "process")`, m[1], m[2])
 				}
-				if q, _ := v["query"].(string); bytes.Contains([]byte(q), []byte(`"delta"`)) && err == nil {
+				if q, _ := v["query"].(string); strings.Contains(q, `"delta"`) && err == nil {
 					err = fmt.Errorf("grafana: a counter query not derived for query-time rates: %s", q)
 				}
 			}

@@ -48,6 +48,7 @@
 package sizing
 
 import (
+	"cmp"
 	"fmt"
 	"math"
 	"regexp"
@@ -183,26 +184,27 @@ func killedForMemory(reason string) bool {
 	return strings.Contains(r, "exceeding") && strings.Contains(r, "memory limit") || strings.Contains(r, "oomkilled")
 }
 
-// Headroom is one executor's peaks against the limits.
+// Headroom is one executor's peaks against the limits. The JSON names are
+// those of `sparkpulse report --json`.
 type Headroom struct {
-	ID                string
-	RSS               int64   // JVM + Python + other processes, peak of each
-	ContainerUse      float64 // RSS / container; 1.0+ when killed for memory
-	Heap              int64
-	HeapUse           float64
-	Unified           int64 // execution + storage, on heap
-	UnifiedUse        float64
-	Python            int64
-	GCShare           float64 // GC time / task time; 0 when unknown
-	KilledForMemory   bool
-	ProcessTreeMetric bool // the RSS peaks were reported
+	ID                string  `json:"id"`
+	RSS               int64   `json:"peak_rss_bytes"` // JVM + Python + other processes, peak of each
+	ContainerUse      float64 `json:"container_use"`  // RSS / container
+	Heap              int64   `json:"peak_heap_bytes"`
+	HeapUse           float64 `json:"heap_use"`
+	Unified           int64   `json:"peak_execution_storage_bytes"` // execution + storage, on heap
+	UnifiedUse        float64 `json:"unified_use"`
+	Python            int64   `json:"peak_python_rss_bytes"`
+	GCShare           float64 `json:"gc_share"` // GC time / task time; 0 when unknown
+	KilledForMemory   bool    `json:"killed_for_memory"`
+	ProcessTreeMetric bool    `json:"process_tree_metrics"` // the RSS peaks were reported
 }
 
-// Finding is a rule's verdict on an executor.
+// Finding is a rule's verdict on an executor ("" for all of them).
 type Finding struct {
-	Rule     string // container, python, heap, unified
-	Executor string
-	Text     string
+	Rule     string `json:"rule"` // container, python, heap, unified
+	Executor string `json:"executor,omitempty"`
+	Text     string `json:"text"`
 }
 
 // Setting is a recommended value for a Spark property.
@@ -226,15 +228,14 @@ type Advice struct {
 func Advise(s Settings, execs []Executor) Advice {
 	a := Advice{Settings: s}
 	container, unified := s.Container(), s.Unified()
-	var maxRSS, maxPython, maxHeapGC int64
-	anyRSS, killed := false, false
+	var maxRSS, maxPython int64
+	anyRSS, killed, heapPressure := false, false, false
 	for _, x := range execs {
 		if x.ID == "driver" {
 			continue
 		}
 		p := func(k string) int64 { return x.Peaks[k] }
-		_, hasRSS := x.Peaks["ProcessTreeJVMRSSMemory"]
-		h := Headroom{ID: x.ID, ProcessTreeMetric: hasRSS && p("ProcessTreeJVMRSSMemory") > 0,
+		h := Headroom{ID: x.ID, ProcessTreeMetric: p("ProcessTreeJVMRSSMemory") > 0,
 			RSS:  p("ProcessTreeJVMRSSMemory") + p("ProcessTreePythonRSSMemory") + p("ProcessTreeOtherRSSMemory"),
 			Heap: p("JVMHeapMemory"), Unified: p("OnHeapExecutionMemory") + p("OnHeapStorageMemory"),
 			Python: p("ProcessTreePythonRSSMemory"), KilledForMemory: killedForMemory(x.RemoveReason)}
@@ -260,7 +261,7 @@ func Advise(s Settings, execs []Executor) Advice {
 		}
 		if h.GCShare >= 0.10 && h.HeapUse >= 0.9 {
 			a.find("heap", x.ID, "heap used to %.0f %% of %s while GC took %.0f %% of task time", 100*h.HeapUse, Bytes(s.Heap), 100*h.GCShare)
-			maxHeapGC = max(maxHeapGC, h.Heap)
+			heapPressure = true
 		}
 		if h.UnifiedUse >= 0.9 {
 			a.find("unified", x.ID, "execution and storage memory peaked at %s, %.0f %% of the %s unified region: expect spills and evicted cache blocks",
@@ -268,14 +269,15 @@ func Advise(s Settings, execs []Executor) Advice {
 		}
 		a.Executors = append(a.Executors, h)
 	}
+	// Killed executors first, then by container use, highest first.
 	slices.SortStableFunc(a.Executors, func(x, y Headroom) int {
-		if x.KilledForMemory != y.KilledForMemory {
-			if x.KilledForMemory {
-				return -1
+		killed := func(h Headroom) int {
+			if h.KilledForMemory {
+				return 0
 			}
 			return 1
 		}
-		return -cmpFloat(x.ContainerUse, y.ContainerUse)
+		return cmp.Or(killed(x)-killed(y), cmp.Compare(y.ContainerUse, x.ContainerUse))
 	})
 	if !anyRSS {
 		a.Notes = append(a.Notes, "no process-tree metrics: the container and Python rules need spark.executor.processTreeMetrics.enabled=true (Linux)")
@@ -315,7 +317,7 @@ func Advise(s Settings, execs []Executor) Advice {
 			a.Recommendations = append(a.Recommendations, Setting{Property: "spark.executor.memoryOverhead", Current: s.Overhead, Value: overhead, Reason: why})
 		}
 	}
-	if maxHeapGC > 0 {
+	if heapPressure {
 		a.Recommendations = append(a.Recommendations, Setting{Property: "spark.executor.memory", Current: s.Heap, Value: roundUp(s.Heap+s.Heap/4, 256*mib),
 			Reason: "a quarter more heap, the usual first step against GC pressure (or fewer cores per executor)"})
 	}
@@ -331,16 +333,6 @@ func ratio(n, d int64) float64 {
 		return 0
 	}
 	return float64(n) / float64(d)
-}
-
-func cmpFloat(a, b float64) int {
-	switch {
-	case a < b:
-		return -1
-	case a > b:
-		return 1
-	}
-	return 0
 }
 
 func roundUp(n, step int64) int64 { return (n + step - 1) / step * step }

@@ -63,17 +63,12 @@ func cmdReport(ctx context.Context, args []string, getenv func(string) string, s
 	if err != nil {
 		return fmt.Errorf("application %s: %w", appID, err)
 	}
-	var execs []sizing.Executor
-	for _, x := range app.Executors {
-		execs = append(execs, sizing.Executor{ID: x.ID, Peaks: x.Peaks, TaskTimeMs: x.TaskTimeMs, GCTimeMs: x.GCTimeMs, RemoveReason: x.RemoveReason})
-	}
 	stream, err := streamPeaks(ctx, plan, appID)
 	var notes []string
 	if err != nil {
 		notes = append(notes, fmt.Sprintf("peaks of the metrics stream not read (%v): Spark's REST API only", err))
 	}
-	execs = mergePeaks(execs, stream)
-	advice := sizing.Advise(settings, execs)
+	advice := sizing.Advise(settings, mergePeaks(app.Executors, stream))
 	advice.Notes = append(notes, advice.Notes...)
 	if *asJSON {
 		enc := json.NewEncoder(stdout)
@@ -225,29 +220,11 @@ func pct(f float64) string { return fmt.Sprintf("%.0f %%", 100*f) }
 
 // reportJSON is the --json output: stable field names for scripts.
 func reportJSON(app annotate.Application, a sizing.Advice) any {
-	type executor struct {
-		ID              string  `json:"id"`
-		PeakRSS         int64   `json:"peak_rss_bytes"`
-		ContainerUse    float64 `json:"container_use"`
-		PeakHeap        int64   `json:"peak_heap_bytes"`
-		HeapUse         float64 `json:"heap_use"`
-		PeakUnified     int64   `json:"peak_execution_storage_bytes"`
-		UnifiedUse      float64 `json:"unified_use"`
-		PeakPython      int64   `json:"peak_python_rss_bytes"`
-		GCShare         float64 `json:"gc_share"`
-		KilledForMemory bool    `json:"killed_for_memory"`
-		ProcessTree     bool    `json:"process_tree_metrics"`
-	}
 	type setting struct {
 		Property string `json:"property"`
 		Value    string `json:"value"`
 		Current  string `json:"current,omitempty"`
 		Reason   string `json:"reason"`
-	}
-	type finding struct {
-		Rule     string `json:"rule"`
-		Executor string `json:"executor,omitempty"`
-		Text     string `json:"text"`
 	}
 	out := struct {
 		Application string            `json:"application"`
@@ -255,21 +232,21 @@ func reportJSON(app annotate.Application, a sizing.Advice) any {
 		Name        string            `json:"name"`
 		Source      string            `json:"source"`
 		Limits      map[string]int64  `json:"limits_bytes"`
-		Executors   []executor        `json:"executors"`
-		Findings    []finding         `json:"findings"`
+		Executors   []sizing.Headroom `json:"executors"`
+		Findings    []sizing.Finding  `json:"findings"`
 		Settings    []setting         `json:"recommended_settings"`
 		Notes       []string          `json:"notes"`
 		Properties  map[string]string `json:"memory_properties"`
 	}{Application: app.ID, Attempt: app.AttemptID, Name: app.Name, Source: app.Source,
 		Limits: map[string]int64{"heap": a.Settings.Heap, "unified": a.Settings.Unified(), "overhead": a.Settings.Overhead,
 			"pyspark": a.Settings.PySpark, "off_heap": a.Settings.OffHeap, "container": a.Settings.Container()},
-		Executors: []executor{}, Findings: []finding{}, Settings: []setting{}, Notes: a.Notes, Properties: map[string]string{}}
-	for _, h := range a.Executors {
-		out.Executors = append(out.Executors, executor{h.ID, h.RSS, h.ContainerUse, h.Heap, h.HeapUse, h.Unified, h.UnifiedUse,
-			h.Python, h.GCShare, h.KilledForMemory, h.ProcessTreeMetric})
+		Executors: a.Executors, Findings: a.Findings, Settings: []setting{}, Notes: a.Notes, Properties: map[string]string{}}
+	// Lists, never null, for scripts.
+	if out.Executors == nil {
+		out.Executors = []sizing.Headroom{}
 	}
-	for _, f := range a.Findings {
-		out.Findings = append(out.Findings, finding{f.Rule, f.Executor, f.Text})
+	if out.Findings == nil {
+		out.Findings = []sizing.Finding{}
 	}
 	for _, r := range a.Recommendations {
 		cur := ""
