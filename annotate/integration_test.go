@@ -3,8 +3,6 @@ package annotate
 import (
 	"context"
 	"fmt"
-	"os"
-	"path/filepath"
 	"slices"
 	"strconv"
 	"strings"
@@ -16,22 +14,16 @@ import (
 	"github.com/sparkpulse/sparkpulse/sparkui"
 )
 
-const eventLogs = "../../shared/fixtures/spark-events"
+// eventLogs are Spark's own test event logs (see testdata/README.md).
+const eventLogs = "../testdata/spark-events"
 
 // replayFixtures replays Spark's own test event logs (and three real Spark
 // 3.5.3 logs from Kubernetes) into a model, as a History Server would.
 func replayFixtures(t *testing.T) *sparkui.Model {
 	t.Helper()
-	files, _ := filepath.Glob(filepath.Join(eventLogs, "*"))
-	more, _ := filepath.Glob(filepath.Join(eventLogs, "kubeflow-mcp-spark-3.5.3", "*", "events_*"))
 	m := &sparkui.Model{}
-	for _, f := range append(files, more...) {
-		if st, err := os.Stat(f); err != nil || st.IsDir() || strings.HasSuffix(f, ".txt") {
-			continue
-		}
-		if err := m.ReplayFile(f); err != nil {
-			t.Fatal(err)
-		}
+	if _, err := m.ReplayDir(eventLogs); err != nil {
+		t.Fatal(err)
 	}
 	if len(m.Apps) < 15 {
 		t.Fatalf("only %d applications replayed from %s", len(m.Apps), eventLogs)

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"io"
 	"os"
+	"path/filepath"
 	"slices"
 	"strconv"
 	"strings"
@@ -25,6 +26,33 @@ func (m *Model) ReplayFile(path string) error {
 		return fmt.Errorf("%s: %w", path, err)
 	}
 	return nil
+}
+
+// ReplayDir replays every event log in dir as a History Server finds them:
+// plain files at the top (Spark's single-file logs) and the events_* files
+// of rolling eventlog_v2_* folders, one level down in any sub-folder. It
+// returns how many logs it replayed.
+func (m *Model) ReplayDir(dir string) (int, error) {
+	var logs []string
+	top, err := os.ReadDir(dir)
+	if err != nil {
+		return 0, err
+	}
+	for _, e := range top {
+		if !e.IsDir() {
+			logs = append(logs, filepath.Join(dir, e.Name()))
+		}
+	}
+	rolling, err := filepath.Glob(filepath.Join(dir, "*", "eventlog_v2_*", "events_*"))
+	if err != nil {
+		return 0, err
+	}
+	for _, f := range append(logs, rolling...) {
+		if err := m.ReplayFile(f); err != nil {
+			return 0, err
+		}
+	}
+	return len(logs) + len(rolling), nil
 }
 
 // Replay is ReplayFile for a reader. It derives what the REST API reports

@@ -4,33 +4,25 @@ import (
 	"encoding/json"
 	"net/http"
 	"net/http/httptest"
-	"os"
-	"path/filepath"
 	"slices"
 	"strings"
 	"testing"
 	"time"
 )
 
-// eventLogs are Spark's own test event logs, beside the repository.
-const eventLogs = "../../shared/fixtures/spark-events"
+// eventLogs are Spark's own test event logs (see testdata/README.md).
+const eventLogs = "../testdata/spark-events"
 
-// ReplayAll replays every event log of the fixture folder into one model.
+// replayAll replays every event log of the fixture folder into one model.
 func replayAll(t *testing.T) *Model {
 	t.Helper()
-	files, err := filepath.Glob(filepath.Join(eventLogs, "*"))
-	if err != nil || len(files) == 0 {
-		t.Fatalf("no event logs in %s: %v", eventLogs, err)
-	}
-	more, _ := filepath.Glob(filepath.Join(eventLogs, "kubeflow-mcp-spark-3.5.3", "*", "events_*"))
 	m := &Model{}
-	for _, f := range append(files, more...) {
-		if st, err := os.Stat(f); err != nil || st.IsDir() || strings.HasSuffix(f, ".txt") {
-			continue
-		}
-		if err := m.ReplayFile(f); err != nil {
-			t.Fatal(err)
-		}
+	n, err := m.ReplayDir(eventLogs)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if n < 20 {
+		t.Fatalf("only %d event logs in %s", n, eventLogs)
 	}
 	return m
 }

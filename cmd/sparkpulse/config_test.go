@@ -58,7 +58,7 @@ func TestConfigDefaults(t *testing.T) {
 // [[graphite]] block runs with its templates. This one is the CERN Spark
 // dashboard's, verbatim.
 func TestConfigInfluxDBConf(t *testing.T) {
-	conf, err := os.ReadFile("../../../shared/anchors/spark-dashboard/cerndb-spark-dashboard/v1/influxdb.conf")
+	conf, err := os.ReadFile("../../testdata/cern-spark-dashboard/influxdb.conf")
 	if err != nil {
 		t.Fatal(err)
 	}

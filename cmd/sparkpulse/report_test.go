@@ -108,7 +108,7 @@ func TestReportSimulated(t *testing.T) {
 // application give a report.
 func TestReportEventLog(t *testing.T) {
 	m := &sparkui.Model{}
-	if err := m.ReplayFile(filepath.Join("../../../shared/fixtures/spark-events", "application_1553914137147_0018")); err != nil {
+	if err := m.ReplayFile(filepath.Join("../../testdata/spark-events", "application_1553914137147_0018")); err != nil {
 		t.Fatal(err)
 	}
 	srv := httptest.NewServer(sparkui.NewServer(sparkui.HistoryServer, m))
