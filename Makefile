@@ -43,7 +43,7 @@ fuzz:
 	$(GO) test -run='^$$' -fuzz='^FuzzApply$$' -fuzztime=1200000x ./spark
 	$(GO) test -run='^$$' -fuzz='^FuzzLoad$$' -fuzztime=500000x ./delta
 	$(GO) test -run='^$$' -fuzz='^FuzzEncode$$' -fuzztime=150000x ./relay
-	$(GO) test -run='^$$' -fuzz='^FuzzDiskQueueOpen$$' -fuzztime=3000x ./influx
+	$(GO) test -run='^$$' -fuzz='^FuzzDiskQueueOpen$$' -fuzztime=3000x ./queue
 
 bench:
 	$(GO) test -run='^$$' -bench=. -benchmem ./...

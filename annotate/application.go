@@ -9,6 +9,7 @@ import (
 	"strings"
 
 	"github.com/sparkpulse/sparkpulse/sizing"
+	"github.com/sparkpulse/sparkpulse/sparkapi"
 )
 
 // Application is what Spark's REST API says of one application attempt's
@@ -25,9 +26,7 @@ type Application struct {
 // properties and executors. Templates are filled with appID. Only the
 // sources, timeout, auth and transport of cfg are used.
 func ReadApplication(ctx context.Context, cfg Config, appID string) (Application, error) {
-	if cfg.Timeout <= 0 {
-		cfg.Timeout = DefaultTimeout
-	}
+	cfg = cfg.WithDefaults()
 	p := &Poller{cfg: cfg, client: &http.Client{Transport: cfg.Transport}}
 	var errs []error
 	for _, s := range cfg.Sources {
@@ -48,7 +47,7 @@ func ReadApplication(ctx context.Context, cfg Config, appID string) (Application
 }
 
 func (p *Poller) readApplication(ctx context.Context, base, appID string) (Application, error) {
-	var app apiApp
+	var app sparkapi.Application
 	root := base + "/api/v1/applications/" + url.PathEscape(appID)
 	if err := p.get(ctx, root, &app); err != nil {
 		return Application{}, err
@@ -61,17 +60,17 @@ func (p *Poller) readApplication(ctx context.Context, base, appID string) (Appli
 	if att.AttemptID != "" {
 		root += "/" + url.PathEscape(att.AttemptID)
 	}
-	var env environment
+	var env sparkapi.Environment
 	if err := p.get(ctx, root+"/environment", &env); err != nil {
 		return Application{}, err
 	}
-	out.Properties = env.properties()
-	var execs []apiExecutor
+	out.Properties = env.Properties()
+	var execs []sparkapi.Executor
 	if err := p.get(ctx, root+"/allexecutors", &execs); err != nil {
 		return Application{}, err
 	}
 	for _, x := range execs {
-		out.Executors = append(out.Executors, x.sizing())
+		out.Executors = append(out.Executors, executorSizing(&x))
 	}
 	return out, nil
 }

@@ -35,7 +35,7 @@ type memSink struct {
 
 func newMemSink() *memSink { return &memSink{latest: map[string]point{}} }
 
-func (s *memSink) Append(lines []byte, n int) {
+func (s *memSink) Append(lines []byte, n int, _ bool) bool {
 	dec := lineprotocol.NewDecoderWithBytes(bytes.Clone(lines))
 	var got []point
 	for dec.Next() {
@@ -92,6 +92,7 @@ func (s *memSink) Append(lines []byte, n int) {
 	if ch != nil {
 		ch <- struct{}{}
 	}
+	return true
 }
 
 func (p point) key() string {

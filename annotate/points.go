@@ -59,101 +59,10 @@ func (p *Poller) emit(st *appState, now time.Time, closeOut bool) int {
 	w := &points{p: p, st: st}
 	w.enc.SetPrecision(lineprotocol.Nanosecond)
 	nowMs := now.UnixMilli()
-
-	// Links between items, and stage times for jobs whose own are missing
-	// (Spark 1.x logs have no job times).
-	stageJobs := map[int][]int{}
-	for id, j := range st.jobs {
-		for _, s := range j.StageIDs {
-			stageJobs[s] = append(stageJobs[s], id)
-		}
-	}
-	jobSQL := map[int]int64{}
-	for id, x := range st.sql {
-		for _, l := range [][]int{x.RunningJobIDs, x.SuccessJobIDs, x.FailedJobIDs} {
-			for _, j := range l {
-				jobSQL[j] = id
-			}
-		}
-	}
-	type span struct{ first, last int64 }
-	stageSpan := map[int]span{}
-	for k, s := range st.stages {
-		sub, end := optMS(s.SubmissionTime), optMS(s.CompletionTime)
-		sp, ok := stageSpan[k.id]
-		if sub > 0 && (!ok || sp.first == 0 || sub < sp.first) {
-			sp.first = sub
-		}
-		sp.last = max(sp.last, end)
-		stageSpan[k.id] = sp
-	}
-
+	l := st.links()
 	w.app(nowMs, closeOut)
 	for _, id := range sortedKeys(st.jobs, func(a, b int) int { return a - b }) {
-		j := st.jobs[id]
-		start, end := optMS(j.SubmissionTime), optMS(j.CompletionTime)
-		if start == 0 || end == 0 {
-			// From the job's stages: the first submitted, the last completed.
-			var first, last int64
-			for _, s := range j.StageIDs {
-				sp := stageSpan[s]
-				if sp.first > 0 && (first == 0 || sp.first < first) {
-					first = sp.first
-				}
-				last = max(last, sp.last)
-			}
-			if start == 0 {
-				start = first
-			}
-			if end == 0 {
-				end = last
-			}
-		}
-		if start == 0 {
-			continue // never ran, or Spark knows no time for it
-		}
-		status := j.Status
-		if status == "RUNNING" {
-			end = nowMs
-			if closeOut {
-				status = statusUnknown
-			}
-		}
-		end = max(end, start)
-		reason := ""
-		if j.Status == "FAILED" {
-			reason = w.jobFailure(j.StageIDs)
-		}
-		var stages []string
-		for _, s := range j.StageIDs {
-			stages = append(stages, strconv.Itoa(s))
-		}
-		title := fmt.Sprintf("Job %d %s", j.JobID, status)
-		text := joinText(w.text(firstNonEmpty(j.Description, j.Name)), duration(end-start),
-			tasks(j.NumTasks, j.NumFailedTasks, j.NumKilledTasks), w.reason(reason))
-		w.start(MeasurementJob, start, int64(j.JobID%1_000_000))
-		w.int("job_id", int64(j.JobID))
-		w.str("status", status)
-		w.int("end_ms", end)
-		w.int("duration_ms", end-start)
-		w.str("name", w.text(j.Name))
-		w.str("description", w.text(j.Description))
-		w.str("job_group", w.text(j.JobGroup))
-		w.int("num_tasks", int64(j.NumTasks))
-		w.int("num_completed_tasks", int64(j.NumCompletedTasks))
-		w.int("num_failed_tasks", int64(j.NumFailedTasks))
-		w.int("num_killed_tasks", int64(j.NumKilledTasks))
-		w.int("num_skipped_tasks", int64(j.NumSkippedTasks))
-		w.int("num_stages", int64(len(j.StageIDs)))
-		w.int("num_failed_stages", int64(j.NumFailedStages))
-		w.int("num_skipped_stages", int64(j.NumSkippedStages))
-		w.str("stage_ids", strings.Join(stages, ","))
-		if x, ok := jobSQL[j.JobID]; ok {
-			w.int("sql_id", x)
-		}
-		w.str("failure_reason", w.reason(reason))
-		w.common(title, text)
-		w.end(&j.written)
+		w.job(st.jobs[id], l, nowMs, closeOut)
 	}
 	for _, k := range sortedKeys(st.stages, func(a, b stageKey) int {
 		if a.id != b.id {
@@ -161,82 +70,10 @@ func (p *Poller) emit(st *appState, now time.Time, closeOut bool) int {
 		}
 		return a.attempt - b.attempt
 	}) {
-		s := st.stages[k]
-		start, end := optMS(s.SubmissionTime), optMS(s.CompletionTime)
-		if start == 0 {
-			continue // pending or skipped: it never ran
-		}
-		status := s.Status
-		if status == "ACTIVE" {
-			end = nowMs
-			if closeOut {
-				status = statusUnknown
-			}
-		}
-		end = max(end, start)
-		var jobs []string
-		ids := stageJobs[k.id]
-		slices.Sort(ids)
-		for _, j := range ids {
-			jobs = append(jobs, strconv.Itoa(j))
-		}
-		reason := firstLine(s.FailureReason)
-		title := fmt.Sprintf("Stage %d.%d %s", k.id, k.attempt, status)
-		text := joinText(w.text(firstNonEmpty(s.Description, s.Name)), duration(end-start),
-			tasks(s.NumTasks, s.NumFailedTasks, s.NumKilledTasks), w.reason(reason))
-		w.start(MeasurementStage, start, int64(k.id%100_000)*10+int64(min(k.attempt, 9)))
-		w.int("stage_id", int64(k.id))
-		w.int("stage_attempt", int64(k.attempt))
-		w.str("status", status)
-		w.int("end_ms", end)
-		w.int("duration_ms", end-start)
-		w.str("name", w.text(s.Name))
-		w.str("description", w.text(s.Description))
-		w.int("num_tasks", int64(s.NumTasks))
-		w.int("num_complete_tasks", int64(s.NumCompleteTasks))
-		w.int("num_failed_tasks", int64(s.NumFailedTasks))
-		w.int("num_killed_tasks", int64(s.NumKilledTasks))
-		w.str("job_ids", strings.Join(jobs, ","))
-		w.str("failure_reason", w.reason(reason))
-		w.int("executor_run_time_ms", s.ExecutorRunTime)
-		w.int("executor_cpu_time_ns", s.ExecutorCPUTime)
-		w.int("input_bytes", s.InputBytes)
-		w.int("output_bytes", s.OutputBytes)
-		w.int("shuffle_read_bytes", s.ShuffleReadBytes)
-		w.int("shuffle_write_bytes", s.ShuffleWriteBytes)
-		w.int("memory_bytes_spilled", s.MemoryBytesSpilled)
-		w.int("disk_bytes_spilled", s.DiskBytesSpilled)
-		w.common(title, text)
-		w.end(&s.written)
+		w.stage(k, st.stages[k], l, nowMs, closeOut)
 	}
 	for _, id := range sortedKeys(st.sql, func(a, b int64) int { return int(a - b) }) {
-		x := st.sql[id]
-		start := optMS(x.SubmissionTime)
-		if start == 0 {
-			continue
-		}
-		status, end := x.Status, start+x.Duration
-		if status == "RUNNING" {
-			end = nowMs
-			if closeOut {
-				status = statusUnknown
-			}
-		}
-		end = max(end, start)
-		jobs := slices.Concat(x.SuccessJobIDs, x.FailedJobIDs, x.RunningJobIDs)
-		slices.Sort(jobs)
-		title := fmt.Sprintf("SQL %d %s", x.ID, status)
-		text := joinText(w.text(x.Description), duration(end-start), jobList("jobs ", jobs), jobList("failed jobs ", x.FailedJobIDs))
-		w.start(MeasurementSQL, start, x.ID%1_000_000)
-		w.int("execution_id", x.ID)
-		w.str("status", status)
-		w.int("end_ms", end)
-		w.int("duration_ms", end-start)
-		w.str("description", w.text(x.Description))
-		w.str("job_ids", intList(jobs))
-		w.str("failed_job_ids", intList(x.FailedJobIDs))
-		w.common(title, text)
-		w.end(&x.written)
+		w.sql(st.sql[id], nowMs, closeOut)
 	}
 	for _, id := range sortedKeys(st.executors, compareExecutorIDs) {
 		w.executor(st.executors[id], nowMs, closeOut)
@@ -245,10 +82,193 @@ func (p *Poller) emit(st *appState, now time.Time, closeOut bool) int {
 		w.sizing()
 	}
 	if w.n > 0 {
-		p.cfg.Sink.Append(w.batch, w.n)
+		p.cfg.Sink.Append(w.batch, w.n, true)
 		p.stats.points.Add(uint64(w.n))
 	}
 	return w.n
+}
+
+// links are the relations between an attempt's items, and the stage times
+// that stand in for jobs' own when those are missing (Spark 1.x logs have
+// no job times).
+type links struct {
+	stageJobs map[int][]int // stage id → the jobs that include it
+	jobSQL    map[int]int64 // job id → its SQL execution
+	stageSpan map[int]span  // stage id → first submission, last completion of its attempts
+}
+
+type span struct{ first, last int64 }
+
+func (st *appState) links() links {
+	l := links{stageJobs: map[int][]int{}, jobSQL: map[int]int64{}, stageSpan: map[int]span{}}
+	for id, j := range st.jobs {
+		for _, s := range j.StageIDs {
+			l.stageJobs[s] = append(l.stageJobs[s], id)
+		}
+	}
+	for id, x := range st.sql {
+		for _, jobs := range [][]int{x.RunningJobIDs, x.SuccessJobIDs, x.FailedJobIDs} {
+			for _, j := range jobs {
+				l.jobSQL[j] = id
+			}
+		}
+	}
+	for k, s := range st.stages {
+		sub, end := optMS(s.SubmissionTime), optMS(s.CompletionTime)
+		sp, ok := l.stageSpan[k.id]
+		if sub > 0 && (!ok || sp.first == 0 || sub < sp.first) {
+			sp.first = sub
+		}
+		sp.last = max(sp.last, end)
+		l.stageSpan[k.id] = sp
+	}
+	return l
+}
+
+// jobTimes are a job's start and end, from its stages where Spark gives
+// none.
+func (l links) jobTimes(j *jobItem) (start, end int64) {
+	start, end = optMS(j.SubmissionTime), optMS(j.CompletionTime)
+	if start != 0 && end != 0 {
+		return start, end
+	}
+	// From the job's stages: the first submitted, the last completed.
+	var first, last int64
+	for _, s := range j.StageIDs {
+		sp := l.stageSpan[s]
+		if sp.first > 0 && (first == 0 || sp.first < first) {
+			first = sp.first
+		}
+		last = max(last, sp.last)
+	}
+	if start == 0 {
+		start = first
+	}
+	if end == 0 {
+		end = last
+	}
+	return start, end
+}
+
+// running gives a running item its end (now) and, when its attempt is
+// closed out, status UNKNOWN.
+func running(status, runningStatus string, end, start, nowMs int64, closeOut bool) (string, int64) {
+	if status == runningStatus {
+		end = nowMs
+		if closeOut {
+			status = statusUnknown
+		}
+	}
+	return status, max(end, start)
+}
+
+// job writes a job's point if it changed.
+func (w *points) job(j *jobItem, l links, nowMs int64, closeOut bool) {
+	start, end := l.jobTimes(j)
+	if start == 0 {
+		return // never ran, or Spark knows no time for it
+	}
+	status, end := running(j.Status, "RUNNING", end, start, nowMs, closeOut)
+	reason := ""
+	if j.Status == "FAILED" {
+		reason = w.jobFailure(j.StageIDs)
+	}
+	var stages []string
+	for _, s := range j.StageIDs {
+		stages = append(stages, strconv.Itoa(s))
+	}
+	title := fmt.Sprintf("Job %d %s", j.JobID, status)
+	text := joinText(w.text(firstNonEmpty(j.Description, j.Name)), duration(end-start),
+		tasks(j.NumTasks, j.NumFailedTasks, j.NumKilledTasks), w.reason(reason))
+	w.start(MeasurementJob, start, int64(j.JobID%1_000_000))
+	w.int("job_id", int64(j.JobID))
+	w.str("status", status)
+	w.int("end_ms", end)
+	w.int("duration_ms", end-start)
+	w.str("name", w.text(j.Name))
+	w.str("description", w.text(j.Description))
+	w.str("job_group", w.text(j.JobGroup))
+	w.int("num_tasks", int64(j.NumTasks))
+	w.int("num_completed_tasks", int64(j.NumCompletedTasks))
+	w.int("num_failed_tasks", int64(j.NumFailedTasks))
+	w.int("num_killed_tasks", int64(j.NumKilledTasks))
+	w.int("num_skipped_tasks", int64(j.NumSkippedTasks))
+	w.int("num_stages", int64(len(j.StageIDs)))
+	w.int("num_failed_stages", int64(j.NumFailedStages))
+	w.int("num_skipped_stages", int64(j.NumSkippedStages))
+	w.str("stage_ids", strings.Join(stages, ","))
+	if x, ok := l.jobSQL[j.JobID]; ok {
+		w.int("sql_id", x)
+	}
+	w.str("failure_reason", w.reason(reason))
+	w.common(title, text)
+	w.end(&j.written)
+}
+
+// stage writes a stage attempt's point if it changed.
+func (w *points) stage(k stageKey, s *stageItem, l links, nowMs int64, closeOut bool) {
+	start, end := optMS(s.SubmissionTime), optMS(s.CompletionTime)
+	if start == 0 {
+		return // pending or skipped: it never ran
+	}
+	status, end := running(s.Status, "ACTIVE", end, start, nowMs, closeOut)
+	var jobs []string
+	ids := l.stageJobs[k.id]
+	slices.Sort(ids)
+	for _, j := range ids {
+		jobs = append(jobs, strconv.Itoa(j))
+	}
+	reason := firstLine(s.FailureReason)
+	title := fmt.Sprintf("Stage %d.%d %s", k.id, k.attempt, status)
+	text := joinText(w.text(firstNonEmpty(s.Description, s.Name)), duration(end-start),
+		tasks(s.NumTasks, s.NumFailedTasks, s.NumKilledTasks), w.reason(reason))
+	w.start(MeasurementStage, start, int64(k.id%100_000)*10+int64(min(k.attempt, 9)))
+	w.int("stage_id", int64(k.id))
+	w.int("stage_attempt", int64(k.attempt))
+	w.str("status", status)
+	w.int("end_ms", end)
+	w.int("duration_ms", end-start)
+	w.str("name", w.text(s.Name))
+	w.str("description", w.text(s.Description))
+	w.int("num_tasks", int64(s.NumTasks))
+	w.int("num_complete_tasks", int64(s.NumCompleteTasks))
+	w.int("num_failed_tasks", int64(s.NumFailedTasks))
+	w.int("num_killed_tasks", int64(s.NumKilledTasks))
+	w.str("job_ids", strings.Join(jobs, ","))
+	w.str("failure_reason", w.reason(reason))
+	w.int("executor_run_time_ms", s.ExecutorRunTime)
+	w.int("executor_cpu_time_ns", s.ExecutorCPUTime)
+	w.int("input_bytes", s.InputBytes)
+	w.int("output_bytes", s.OutputBytes)
+	w.int("shuffle_read_bytes", s.ShuffleReadBytes)
+	w.int("shuffle_write_bytes", s.ShuffleWriteBytes)
+	w.int("memory_bytes_spilled", s.MemoryBytesSpilled)
+	w.int("disk_bytes_spilled", s.DiskBytesSpilled)
+	w.common(title, text)
+	w.end(&s.written)
+}
+
+// sql writes a SQL execution's point if it changed.
+func (w *points) sql(x *sqlItem, nowMs int64, closeOut bool) {
+	start := optMS(x.SubmissionTime)
+	if start == 0 {
+		return
+	}
+	status, end := running(x.Status, "RUNNING", start+x.Duration, start, nowMs, closeOut)
+	jobs := slices.Concat(x.SuccessJobIDs, x.FailedJobIDs, x.RunningJobIDs)
+	slices.Sort(jobs)
+	title := fmt.Sprintf("SQL %d %s", x.ID, status)
+	text := joinText(w.text(x.Description), duration(end-start), jobList("jobs ", jobs), jobList("failed jobs ", x.FailedJobIDs))
+	w.start(MeasurementSQL, start, x.ID%1_000_000)
+	w.int("execution_id", x.ID)
+	w.str("status", status)
+	w.int("end_ms", end)
+	w.int("duration_ms", end-start)
+	w.str("description", w.text(x.Description))
+	w.str("job_ids", intList(jobs))
+	w.str("failed_job_ids", intList(x.FailedJobIDs))
+	w.common(title, text)
+	w.end(&x.written)
 }
 
 // app writes the attempt's own point.
@@ -385,7 +405,7 @@ func (w *points) sizing() {
 	}
 	var execs []sizing.Executor
 	for _, id := range sortedKeys(st.executors, compareExecutorIDs) {
-		execs = append(execs, st.executors[id].sizing())
+		execs = append(execs, executorSizing(&st.executors[id].Executor))
 	}
 	a := sizing.Advise(s, execs)
 	n := 1 + len(a.Findings) + len(a.Recommendations)

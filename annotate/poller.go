@@ -12,6 +12,7 @@ import (
 	"sync/atomic"
 	"time"
 
+	"github.com/sparkpulse/sparkpulse/sparkapi"
 	"go.uber.org/zap"
 	"go.uber.org/zap/zapcore"
 )
@@ -20,7 +21,7 @@ import (
 // copy what it keeps, and deliver them in the order it receives them: a
 // later write of an item overwrites the earlier one.
 type Sink interface {
-	Append(lines []byte, n int)
+	Append(lines []byte, n int, wait bool) bool
 }
 
 // Config configures a Poller. Zero durations take the defaults.
@@ -128,18 +129,18 @@ type counters struct {
 	closedOut                      atomic.Uint64
 }
 
-// New validates cfg and returns a Poller.
-func New(cfg Config) (*Poller, error) {
-	if cfg.Interval <= 0 {
+// WithDefaults fills zero values.
+func (cfg Config) WithDefaults() Config {
+	if cfg.Interval == 0 {
 		cfg.Interval = DefaultInterval
 	}
-	if cfg.Timeout <= 0 {
+	if cfg.Timeout == 0 {
 		cfg.Timeout = DefaultTimeout
 	}
-	if cfg.Lookback <= 0 {
+	if cfg.Lookback == 0 {
 		cfg.Lookback = DefaultLookback
 	}
-	if cfg.MaxText <= 0 {
+	if cfg.MaxText == 0 {
 		cfg.MaxText = DefaultMaxText
 	}
 	if cfg.Now == nil {
@@ -148,6 +149,30 @@ func New(cfg Config) (*Poller, error) {
 	if cfg.Log == nil {
 		cfg.Log = zap.NewNop()
 	}
+	return cfg
+}
+
+// Validate checks the settings; zero values select the defaults.
+func (cfg Config) Validate() error {
+	var errs []error
+	if cfg.Interval != 0 && cfg.Interval < time.Second {
+		errs = append(errs, fmt.Errorf("interval %s: must be at least 1s", cfg.Interval))
+	}
+	if cfg.Timeout < 0 || cfg.Lookback < 0 {
+		errs = append(errs, fmt.Errorf("timeout %s, lookback %s: must not be negative", cfg.Timeout, cfg.Lookback))
+	}
+	if cfg.MaxText != 0 && cfg.MaxText < 20 {
+		errs = append(errs, fmt.Errorf("max-text %d: must be at least 20", cfg.MaxText))
+	}
+	return errors.Join(errs...)
+}
+
+// New validates cfg and returns a Poller.
+func New(cfg Config) (*Poller, error) {
+	if err := cfg.Validate(); err != nil {
+		return nil, fmt.Errorf("annotate: %w", err)
+	}
+	cfg = cfg.WithDefaults()
 	if cfg.Sink == nil {
 		return nil, errors.New("annotate: no sink")
 	}
@@ -310,9 +335,9 @@ func (p *Poller) pollSource(ctx context.Context, s *source) {
 	for _, app := range apps {
 		for i := range app.Attempts {
 			att := &app.Attempts[i]
-			key := appKey{app.ID, att.start()}
+			key := appKey{app.ID, att.StartMs()}
 			listed[key] = true
-			if end, ok := s.done[key]; ok && end == att.end() {
+			if end, ok := s.done[key]; ok && end == att.EndMs() {
 				continue
 			}
 			st := s.apps[key]
@@ -333,7 +358,7 @@ func (p *Poller) pollSource(ctx context.Context, s *source) {
 				continue
 			}
 			if st.final {
-				p.finish(s, key, att.end())
+				p.finish(s, key, att.EndMs())
 			}
 		}
 	}
@@ -351,19 +376,19 @@ func (p *Poller) pollSource(ctx context.Context, s *source) {
 
 // list asks a source for its running and recently ended applications. The
 // first listing of a source reaches back Lookback.
-func (p *Poller) list(ctx context.Context, s *source, now time.Time) ([]apiApp, error) {
+func (p *Poller) list(ctx context.Context, s *source, now time.Time) ([]sparkapi.Application, error) {
 	if s.appID != "" {
-		var app apiApp
+		var app sparkapi.Application
 		if err := p.get(ctx, s.base+"/api/v1/applications/"+url.PathEscape(s.appID), &app); err != nil {
 			return nil, err
 		}
-		return []apiApp{app}, nil
+		return []sparkapi.Application{app}, nil
 	}
 	since := now.Add(-recheck)
 	if !s.listed {
 		since = now.Add(-max(p.cfg.Lookback, recheck))
 	}
-	var apps []apiApp
+	var apps []sparkapi.Application
 	err := p.get(ctx, s.base+"/api/v1/applications?minEndDate="+url.QueryEscape(formatQueryDate(since.UnixMilli())), &apps)
 	return apps, err
 }

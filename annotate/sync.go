@@ -6,6 +6,8 @@ import (
 	"slices"
 	"strconv"
 	"time"
+
+	"github.com/sparkpulse/sparkpulse/sparkapi"
 )
 
 // burst is the number of single-item requests beyond which one full list
@@ -30,24 +32,24 @@ const sqlRecheck = 30
 const executorsEvery = 3
 
 type executorItem struct {
-	apiExecutor
+	sparkapi.Executor
 	written, removal uint64 // fingerprints of the two points last written
 }
 
 type stageKey struct{ id, attempt int }
 
 type jobItem struct {
-	apiJob
+	sparkapi.Job
 	written uint64 // fingerprint of the point last written
 }
 
 type stageItem struct {
-	apiStage
+	sparkapi.Stage
 	written uint64
 }
 
 type sqlItem struct {
-	apiSQL
+	sparkapi.SQLExecution
 	written uint64
 }
 
@@ -96,10 +98,10 @@ func newAppState(key appKey) *appState {
 }
 
 // refresh takes what the listing says of the attempt.
-func (st *appState) refresh(s *source, app *apiApp, att *apiAttempt) {
+func (st *appState) refresh(s *source, app *sparkapi.Application, att *sparkapi.Attempt) {
 	st.name, st.attemptID = app.Name, att.AttemptID
 	st.user, st.version = att.SparkUser, att.AppSparkVersion
-	st.completed, st.end, st.updated = att.Completed, att.end(), att.lastUpdated()
+	st.completed, st.end, st.updated = att.Completed, att.EndMs(), att.LastUpdatedMs()
 	st.url = s.base + "/api/v1/applications/" + url.PathEscape(app.ID)
 	if att.AttemptID != "" {
 		st.url += "/" + url.PathEscape(att.AttemptID)
@@ -143,14 +145,14 @@ func (p *Poller) syncApp(ctx context.Context, st *appState, now time.Time) error
 	return nil
 }
 
-func (st *appState) putJob(j apiJob) (finished bool) {
+func (st *appState) putJob(j sparkapi.Job) (finished bool) {
 	it := st.jobs[j.JobID]
 	if it == nil {
 		it = &jobItem{}
 		st.jobs[j.JobID] = it
 	}
 	finished = it.Status == "RUNNING" && j.Status != "RUNNING"
-	it.apiJob = j
+	it.Job = j
 	st.maxJob = max(st.maxJob, j.JobID)
 	if finished && j.NumFailedStages > 0 {
 		st.recheck = append(st.recheck, j.StageIDs...)
@@ -162,7 +164,7 @@ func (st *appState) putJob(j apiJob) (finished bool) {
 // those that stopped running, and new ids up to Spark's first 404.
 func (p *Poller) syncJobs(ctx context.Context, st *appState, full bool) error {
 	if full {
-		var list []apiJob
+		var list []sparkapi.Job
 		if err := p.get(ctx, st.url+"/jobs", &list); err != nil {
 			return err
 		}
@@ -178,7 +180,7 @@ func (p *Poller) syncJobs(ctx context.Context, st *appState, full bool) error {
 		}
 		return nil
 	}
-	var running []apiJob
+	var running []sparkapi.Job
 	if err := p.get(ctx, st.url+"/jobs?status=running", &running); err != nil {
 		return err
 	}
@@ -207,7 +209,7 @@ func (p *Poller) syncJobs(ctx context.Context, st *appState, full bool) error {
 	}
 	slices.Sort(fetch)
 	for _, id := range fetch {
-		var j apiJob
+		var j sparkapi.Job
 		err := p.get(ctx, st.url+"/jobs/"+strconv.Itoa(id), &j)
 		if isNotFound(err) {
 			delete(st.jobs, id)
@@ -223,7 +225,7 @@ func (p *Poller) syncJobs(ctx context.Context, st *appState, full bool) error {
 		if n == burst {
 			return p.syncJobs(ctx, st, true)
 		}
-		var j apiJob
+		var j sparkapi.Job
 		err := p.get(ctx, st.url+"/jobs/"+strconv.Itoa(st.maxJob+1), &j)
 		if isNotFound(err) {
 			return nil
@@ -235,14 +237,14 @@ func (p *Poller) syncJobs(ctx context.Context, st *appState, full bool) error {
 	}
 }
 
-func (st *appState) putStage(s apiStage) {
+func (st *appState) putStage(s sparkapi.Stage) {
 	k := stageKey{s.StageID, s.AttemptID}
 	it := st.stages[k]
 	if it == nil {
 		it = &stageItem{}
 		st.stages[k] = it
 	}
-	it.apiStage = s
+	it.Stage = s
 }
 
 func (st *appState) hasStage(id int) bool {
@@ -259,7 +261,7 @@ func (st *appState) hasStage(id int) bool {
 // never seen, and those of jobs that ended with failed stages (retries).
 func (p *Poller) syncStages(ctx context.Context, st *appState, full bool) error {
 	if full {
-		var list []apiStage
+		var list []sparkapi.Stage
 		if err := p.get(ctx, st.url+"/stages?details=false", &list); err != nil {
 			return err
 		}
@@ -276,7 +278,7 @@ func (p *Poller) syncStages(ctx context.Context, st *appState, full bool) error 
 		st.recheck = nil
 		return nil
 	}
-	var open []apiStage
+	var open []sparkapi.Stage
 	if err := p.get(ctx, st.url+"/stages?status=active&status=pending&details=false", &open); err != nil {
 		return err
 	}
@@ -318,7 +320,7 @@ func (p *Poller) syncStages(ctx context.Context, st *appState, full bool) error 
 	}
 	slices.Sort(ids)
 	for _, id := range ids {
-		var attempts []apiStage
+		var attempts []sparkapi.Stage
 		err := p.get(ctx, st.url+"/stages/"+strconv.Itoa(id)+"?details=false", &attempts)
 		if isNotFound(err) {
 			st.goneStages[id] = true
@@ -337,13 +339,13 @@ func (p *Poller) syncStages(ctx context.Context, st *appState, full bool) error 
 
 const sqlParams = "details=false&planDescription=false"
 
-func (st *appState) putSQL(x apiSQL) {
+func (st *appState) putSQL(x sparkapi.SQLExecution) {
 	it := st.sql[x.ID]
 	if it == nil {
 		it = &sqlItem{}
 		st.sql[x.ID] = it
 	}
-	it.apiSQL = x
+	it.SQLExecution = x
 	st.maxSQL = max(st.maxSQL, x.ID)
 }
 
@@ -394,7 +396,7 @@ func (p *Poller) syncSQL(ctx context.Context, st *appState, full bool) error {
 		return p.syncSQL(ctx, st, true)
 	}
 	for _, id := range running {
-		var x apiSQL
+		var x sparkapi.SQLExecution
 		err := p.get(ctx, st.url+"/sql/"+strconv.FormatInt(id, 10)+"?"+sqlParams, &x)
 		if isNotFound(err) {
 			delete(st.sql, id)
@@ -447,8 +449,8 @@ func (p *Poller) syncSQL(ctx context.Context, st *appState, full bool) error {
 	return nil
 }
 
-func (p *Poller) sqlPage(ctx context.Context, st *appState, offset int) ([]apiSQL, error) {
-	var page []apiSQL
+func (p *Poller) sqlPage(ctx context.Context, st *appState, offset int) ([]sparkapi.SQLExecution, error) {
+	var page []sparkapi.SQLExecution
 	err := p.get(ctx, st.url+"/sql?"+sqlParams+"&offset="+strconv.Itoa(offset)+"&length="+strconv.Itoa(sqlPage), &page)
 	return page, err
 }
@@ -488,7 +490,7 @@ func (p *Poller) syncExecutors(ctx context.Context, st *appState, full bool) err
 	if !full && (st.executorsAbsent || st.syncs%executorsEvery != 0) {
 		return nil
 	}
-	var list []apiExecutor
+	var list []sparkapi.Executor
 	err := p.get(ctx, st.url+"/allexecutors", &list)
 	if isNotFound(err) {
 		st.executorsAbsent = true
@@ -504,7 +506,7 @@ func (p *Poller) syncExecutors(ctx context.Context, st *appState, full bool) err
 			it = &executorItem{}
 			st.executors[x.ID] = it
 		}
-		it.apiExecutor = x
+		it.Executor = x
 	}
 	return nil
 }
@@ -513,11 +515,11 @@ func (p *Poller) syncExecutors(ctx context.Context, st *appState, full bool) err
 // advice of a completed attempt. A source without the page (Spark before
 // 1.4) gives none.
 func (p *Poller) syncEnvironment(ctx context.Context, st *appState) error {
-	var env environment
+	var env sparkapi.Environment
 	err := p.get(ctx, st.url+"/environment", &env)
 	if err != nil && !isNotFound(err) {
 		return err
 	}
-	st.properties = env.properties()
+	st.properties = env.Properties()
 	return nil
 }

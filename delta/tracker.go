@@ -1,6 +1,8 @@
 package delta
 
 import (
+	"errors"
+	"fmt"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -24,7 +26,8 @@ type Settings struct {
 	MaxSeries        int           // 0 = default 1_000_000
 }
 
-func (s Settings) withDefaults() Settings {
+// WithDefaults fills zero values.
+func (s Settings) WithDefaults() Settings {
 	if s.FirstSampleGrace == 0 {
 		s.FirstSampleGrace = DefaultFirstSampleGrace
 	}
@@ -35,6 +38,22 @@ func (s Settings) withDefaults() Settings {
 		s.MaxSeries = DefaultMaxSeries
 	}
 	return s
+}
+
+// Validate rejects negative values other than NoGrace; zero values select
+// the defaults.
+func (s Settings) Validate() error {
+	var errs []error
+	if s.FirstSampleGrace < 0 && s.FirstSampleGrace != NoGrace {
+		errs = append(errs, fmt.Errorf("first-sample-grace %s: must not be negative", s.FirstSampleGrace))
+	}
+	if s.IdleTTL < 0 {
+		errs = append(errs, fmt.Errorf("idle-ttl %s: must not be negative", s.IdleTTL))
+	}
+	if s.MaxSeries < 0 {
+		errs = append(errs, fmt.Errorf("max-series %d: must be positive", s.MaxSeries))
+	}
+	return errors.Join(errs...)
 }
 
 // Outcome says what [Tracker.Update] made of a sample.
@@ -114,7 +133,7 @@ type Tracker struct {
 // New returns an empty tracker that started at start: rule 5's grace period
 // runs from there.
 func New(s Settings, start time.Time) *Tracker {
-	s = s.withDefaults()
+	s = s.WithDefaults()
 	t := &Tracker{
 		start:    start.UnixNano(),
 		grace:    int64(s.FirstSampleGrace),

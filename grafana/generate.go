@@ -13,8 +13,9 @@ import (
 func Files() (map[string][]byte, error) {
 	out := map[string][]byte{}
 	for name, b := range map[string]*dashboard.DashboardBuilder{
-		"spark.json":  Spark(),
-		"health.json": Health(),
+		"spark.json":            Spark(),
+		"spark-query-time.json": SparkQueryTime(),
+		"health.json":           Health(),
 	} {
 		d, err := b.Build()
 		if err != nil {
@@ -30,11 +31,6 @@ func Files() (map[string][]byte, error) {
 		}
 		out[name] = buf.Bytes()
 	}
-	qt, err := queryTimeRates(out["spark.json"])
-	if err != nil {
-		return nil, err
-	}
-	out["spark-query-time.json"] = qt
 	return out, nil
 }
 

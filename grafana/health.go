@@ -29,14 +29,14 @@ func Health() *dashboard.DashboardBuilder {
 
 	h := []string{byHost}
 	counterRate := func(measurement string, s scale, groupBy string, conds ...string) string {
-		return rate(m(measurement), s, append(h, conds...), groupBy)
+		return ingestDeltas.rate(m(measurement), s, append(h, conds...), groupBy)
 	}
 	d.WithRow(dashboard.NewRowBuilder("Overview"))
 	for _, s := range []struct{ title, unit, desc, q string }{
-		{"Lines received", "short", "Graphite lines received in the selected range, all listeners.", total("sparkpulse_lines_received_total", h...)},
-		{"Lines dropped", "short", "Lines that did not become points (see the reasons below).", total("sparkpulse_lines_dropped_total", h...)},
-		{"Points written", "short", "Points InfluxDB accepted, metrics, annotations and own metrics.", total("sparkpulse_influxdb_points_written_total", h...)},
-		{"Write errors", "short", "Failed write requests to InfluxDB (retried unless InfluxDB refused the points).", total("sparkpulse_influxdb_write_errors_total", h...)},
+		{"Lines received", "short", "Graphite lines received in the selected range, all listeners.", ingestDeltas.total("sparkpulse_lines_received_total", h...)},
+		{"Lines dropped", "short", "Lines that did not become points (see the reasons below).", ingestDeltas.total("sparkpulse_lines_dropped_total", h...)},
+		{"Points written", "short", "Points InfluxDB accepted, metrics, annotations and own metrics.", ingestDeltas.total("sparkpulse_influxdb_points_written_total", h...)},
+		{"Write errors", "short", "Failed write requests to InfluxDB (retried unless InfluxDB refused the points).", ingestDeltas.total("sparkpulse_influxdb_write_errors_total", h...)},
 		{"Oldest queued point", "s", "Age of the oldest point waiting to be written: grows while InfluxDB is down or slow.",
 			fmt.Sprintf(`SELECT max("last") FROM (SELECT last("value") FROM "sparkpulse_influxdb_queue_oldest_age_seconds" WHERE %s GROUP BY "listener")`, where(h...))},
 		{"Cumulative series tracked", "short", "Series whose last value the delta stage keeps.",

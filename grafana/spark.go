@@ -12,7 +12,7 @@ import (
 
 // Notes shared by panel descriptions.
 const (
-	deltaNote      = " Computed from sparkpulse's ingest-time deltas: exact for any interval, restarts and executors that have gone included."
+	deltaNoteText  = " Computed from sparkpulse's ingest-time deltas: exact for any interval, restarts and executors that have gone included."
 	successOnly    = " Spark adds a task's metrics when it succeeds: a long task shows up in the interval in which it ends, failed tasks not at all."
 	appStatusNote  = " From the driver's appStatus source: on by default in Spark 4.0; in 3.5 set spark.metrics.appStatusSource.enabled=true."
 	processTree    = " Needs spark.executor.processTreeMetrics.enabled=true (Linux only); 0 otherwise."
@@ -27,10 +27,17 @@ const (
 // Spark returns the Spark performance dashboard: what the CERN Spark
 // dashboard shows, computed from ingest-time deltas, with job, stage and
 // SQL annotations and per-executor drill-down rows.
-func Spark() *dashboard.DashboardBuilder {
-	d := dashboard.NewDashboardBuilder("Spark performance (sparkpulse)").
-		Uid(sparkDashboard).
-		Description("CPU, memory, I/O and time of Spark applications, from the metrics sparkpulse receives from Spark's GraphiteSink, with jobs, stages and SQL executions from Spark's REST API as annotations.").
+func Spark() *dashboard.DashboardBuilder { return spark(ingestDeltas) }
+
+// SparkQueryTime returns the same dashboard for receivers whose
+// ingest-time deltas are off (several receivers with no source affinity
+// between them): every counter is differenced at query time instead.
+func SparkQueryTime() *dashboard.DashboardBuilder { return spark(queryTimeRates) }
+
+func spark(c counters) *dashboard.DashboardBuilder {
+	d := dashboard.NewDashboardBuilder(c.title("Spark performance (sparkpulse)")).
+		Uid(c.uid(sparkDashboard)).
+		Description(c.description("CPU, memory, I/O and time of Spark applications, from the metrics sparkpulse receives from Spark's GraphiteSink, with jobs, stages and SQL executions from Spark's REST API as annotations.")).
 		Tags([]string{"spark", "sparkpulse"}).
 		Editable().
 		Tooltip(dashboard.DashboardCursorSyncCrosshair).
@@ -64,36 +71,36 @@ func Spark() *dashboard.DashboardBuilder {
 		Annotation(annotation("Application", "#73BF69", "spark_app", false)).
 		Annotation(annotation("Executor removals", "#F2495C", "spark_executor_removal", true))
 
-	summary(d)
-	workload(d)
-	io(d)
-	memory(d)
-	executors(d)
-	jvm(d)
-	driver(d)
-	streaming(d)
-	drillDown(d)
+	summary(d, c)
+	workload(d, c)
+	io(d, c)
+	memory(d, c)
+	executors(d, c)
+	jvm(d, c)
+	driver(d, c)
+	streaming(d, c)
+	drillDown(d, c)
 	return d
 }
 
-func summary(d *dashboard.DashboardBuilder) {
+func summary(d *dashboard.DashboardBuilder, c counters) {
 	d.WithRow(dashboard.NewRowBuilder("Summary of the selected time range"))
 	app := []string{byApp, byProcess}
 	for _, s := range []struct{ title, unit, desc, q string }{
-		{"Task run time", "ms", "Wall-clock time of tasks that succeeded." + successOnly + deltaNote, total("runTime.count", app...)},
-		{"Task CPU time", "ns", "CPU time of tasks that succeeded." + successOnly + deltaNote, total("cpuTime.count", app...)},
-		{"Executors' JVM CPU time", "ns", "CPU time of the executor JVMs, measured continuously (tasks, GC, shuffle service threads)." + deltaNote, total("jvmCpuTime", byApp, executorsOnly)},
-		{"Task GC time", "ms", "JVM garbage collection time during tasks." + successOnly + deltaNote, total("jvmGCTime.count", app...)},
-		{"Tasks succeeded", "none", "Tasks that finished successfully on the selected executors." + deltaNote, total("succeededTasks.count", app...)},
-		{"Tasks failed", "none", "Tasks that failed, from the driver." + appStatusNote + deltaNote, total("tasks.failedTasks.count", byApp)},
-		{"Jobs succeeded", "none", "From the driver." + appStatusNote + deltaNote, total("jobs.succeededJobs.count", byApp)},
-		{"Jobs failed", "none", "From the driver." + appStatusNote + deltaNote, total("jobs.failedJobs.count", byApp)},
-		{"Stages failed", "none", "From the driver." + appStatusNote + deltaNote, total("stages.failedStages.count", byApp)},
-		{"Input read", "bytes", "Bytes tasks read from their input (files, tables)." + deltaNote, total("bytesRead.count", app...)},
-		{"Output written", "bytes", "Bytes tasks wrote to their output." + deltaNote, total("bytesWritten.count", app...)},
-		{"Shuffle written", "bytes", "Shuffle bytes written by map tasks." + deltaNote, total("shuffleBytesWritten.count", app...)},
-		{"Shuffle read", "bytes", "Shuffle bytes read by reduce tasks, local and remote." + deltaNote, total("shuffleTotalBytesRead.count", app...)},
-		{"Spilled to disk", "bytes", "Bytes spilled from memory to disk: memory pressure in sorts, joins and aggregations." + deltaNote, total("diskBytesSpilled.count", app...)},
+		{"Task run time", "ms", "Wall-clock time of tasks that succeeded." + successOnly + c.note, c.total("runTime.count", app...)},
+		{"Task CPU time", "ns", "CPU time of tasks that succeeded." + successOnly + c.note, c.total("cpuTime.count", app...)},
+		{"Executors' JVM CPU time", "ns", "CPU time of the executor JVMs, measured continuously (tasks, GC, shuffle service threads)." + c.note, c.total("jvmCpuTime", byApp, executorsOnly)},
+		{"Task GC time", "ms", "JVM garbage collection time during tasks." + successOnly + c.note, c.total("jvmGCTime.count", app...)},
+		{"Tasks succeeded", "none", "Tasks that finished successfully on the selected executors." + c.note, c.total("succeededTasks.count", app...)},
+		{"Tasks failed", "none", "Tasks that failed, from the driver." + appStatusNote + c.note, c.total("tasks.failedTasks.count", byApp)},
+		{"Jobs succeeded", "none", "From the driver." + appStatusNote + c.note, c.total("jobs.succeededJobs.count", byApp)},
+		{"Jobs failed", "none", "From the driver." + appStatusNote + c.note, c.total("jobs.failedJobs.count", byApp)},
+		{"Stages failed", "none", "From the driver." + appStatusNote + c.note, c.total("stages.failedStages.count", byApp)},
+		{"Input read", "bytes", "Bytes tasks read from their input (files, tables)." + c.note, c.total("bytesRead.count", app...)},
+		{"Output written", "bytes", "Bytes tasks wrote to their output." + c.note, c.total("bytesWritten.count", app...)},
+		{"Shuffle written", "bytes", "Shuffle bytes written by map tasks." + c.note, c.total("shuffleBytesWritten.count", app...)},
+		{"Shuffle read", "bytes", "Shuffle bytes read by reduce tasks, local and remote." + c.note, c.total("shuffleTotalBytesRead.count", app...)},
+		{"Spilled to disk", "bytes", "Bytes spilled from memory to disk: memory pressure in sorts, joins and aggregations." + c.note, c.total("diskBytesSpilled.count", app...)},
 		{"Active tasks (latest)", "none", "Tasks running at the end of the selected range, summed over the selected executors.",
 			fmt.Sprintf(`SELECT sum("last") FROM (SELECT last("value") FROM "threadpool.activeTasks" WHERE %s GROUP BY "process")`, where(app...))},
 		{"Executors reporting", "none", "Executors that reported within the selected range.",
@@ -107,17 +114,17 @@ func summary(d *dashboard.DashboardBuilder) {
 	}
 }
 
-func workload(d *dashboard.DashboardBuilder) {
+func workload(d *dashboard.DashboardBuilder, c counters) {
 	d.WithRow(dashboard.NewRowBuilder("Workload"))
 	app := []string{byApp, byProcess}
 	d.WithPanel(stacked(series("Active tasks", "short", "Tasks running on each executor (the executor thread pool), stacked.",
 		query("", gaugeQ("mean", m("threadpool.activeTasks"), app, `"process"`), "$tag_process"))))
-	d.WithPanel(stacked(series("Task CPU (cores)", "short", "CPU time of tasks per second of wall clock, per executor."+coresNote+successOnly+deltaNote,
-		query("", rate(m("cpuTime.count"), nsCores, app, `"process"`), "$tag_process"))))
-	d.WithPanel(stacked(series("Executor JVM CPU (cores)", "short", "CPU used by each executor JVM, measured continuously: smoother than task CPU, and includes GC and shuffle threads."+coresNote+deltaNote,
-		query("", rate(m("jvmCpuTime"), nsCores, []string{byApp, executorsOnly}, `"process"`), "$tag_process"))))
-	d.WithPanel(series("Driver JVM CPU (cores)", "short", "CPU used by the driver JVM (scheduling, planning, collecting results)."+coresNote+deltaNote,
-		query("", rate(m("jvmCpuTime"), nsCores, []string{byApp, driverOnly}, ""), "driver")))
+	d.WithPanel(stacked(series("Task CPU (cores)", "short", "CPU time of tasks per second of wall clock, per executor."+coresNote+successOnly+c.note,
+		query("", c.rate(m("cpuTime.count"), nsCores, app, `"process"`), "$tag_process"))))
+	d.WithPanel(stacked(series("Executor JVM CPU (cores)", "short", "CPU used by each executor JVM, measured continuously: smoother than task CPU, and includes GC and shuffle threads."+coresNote+c.note,
+		query("", c.rate(m("jvmCpuTime"), nsCores, []string{byApp, executorsOnly}, `"process"`), "$tag_process"))))
+	d.WithPanel(series("Driver JVM CPU (cores)", "short", "CPU used by the driver JVM (scheduling, planning, collecting results)."+coresNote+c.note,
+		query("", c.rate(m("jvmCpuTime"), nsCores, []string{byApp, driverOnly}, ""), "driver")))
 	components := []struct{ measurement, alias string }{
 		{"runTime.count", "run time"}, {"cpuTime.count", "CPU time"}, {"jvmGCTime.count", "GC time"},
 		{"deserializeTime.count", "deserialize time"}, {"deserializeCpuTime.count", "deserialize CPU time"},
@@ -125,61 +132,61 @@ func workload(d *dashboard.DashboardBuilder) {
 		{"shuffleWriteTime.count", "shuffle write time"},
 	}
 	var comp []*influxQLBuilder
-	for _, c := range components {
+	for _, x := range components {
 		s := msCores
-		if c.measurement == "cpuTime.count" || c.measurement == "deserializeCpuTime.count" || c.measurement == "shuffleWriteTime.count" {
+		if x.measurement == "cpuTime.count" || x.measurement == "deserializeCpuTime.count" || x.measurement == "shuffleWriteTime.count" {
 			s = nsCores
 		}
-		comp = append(comp, query("", rate(m(c.measurement), s, app, ""), c.alias))
+		comp = append(comp, query("", c.rate(m(x.measurement), s, app, ""), x.alias))
 	}
 	d.WithPanel(series("Task time components (cores)", "short",
-		"Where task time goes, summed over the selected executors: run time against its CPU, GC, (de)serialization and shuffle parts. Run time not covered by the parts is mostly I/O and waiting."+coresNote+successOnly+deltaNote,
+		"Where task time goes, summed over the selected executors: run time against its CPU, GC, (de)serialization and shuffle parts. Run time not covered by the parts is mostly I/O and waiting."+coresNote+successOnly+c.note,
 		comp...).Span(24))
-	d.WithPanel(stacked(series("Task run time (cores)", "short", "Wall-clock time of tasks per second, per executor: roughly the average number of busy task slots."+coresNote+successOnly+deltaNote,
-		query("", rate(m("runTime.count"), msCores, app, `"process"`), "$tag_process"))))
-	d.WithPanel(series("Task GC time (cores)", "short", "Garbage collection time during tasks, per executor. High against run time means memory pressure."+coresNote+successOnly+deltaNote,
-		query("", rate(m("jvmGCTime.count"), msCores, app, `"process"`), "$tag_process")))
-	d.WithPanel(series("Shuffle write time (cores)", "short", "Time tasks spent writing shuffle files, per executor."+coresNote+successOnly+deltaNote,
-		query("", rate(m("shuffleWriteTime.count"), nsCores, app, `"process"`), "$tag_process")))
-	d.WithPanel(stacked(series("Tasks completed per second", "short", "Tasks that succeeded per second, per executor."+deltaNote,
-		query("", rate(m("succeededTasks.count"), perSecond, app, `"process"`), "$tag_process"))))
+	d.WithPanel(stacked(series("Task run time (cores)", "short", "Wall-clock time of tasks per second, per executor: roughly the average number of busy task slots."+coresNote+successOnly+c.note,
+		query("", c.rate(m("runTime.count"), msCores, app, `"process"`), "$tag_process"))))
+	d.WithPanel(series("Task GC time (cores)", "short", "Garbage collection time during tasks, per executor. High against run time means memory pressure."+coresNote+successOnly+c.note,
+		query("", c.rate(m("jvmGCTime.count"), msCores, app, `"process"`), "$tag_process")))
+	d.WithPanel(series("Shuffle write time (cores)", "short", "Time tasks spent writing shuffle files, per executor."+coresNote+successOnly+c.note,
+		query("", c.rate(m("shuffleWriteTime.count"), nsCores, app, `"process"`), "$tag_process")))
+	d.WithPanel(stacked(series("Tasks completed per second", "short", "Tasks that succeeded per second, per executor."+c.note,
+		query("", c.rate(m("succeededTasks.count"), perSecond, app, `"process"`), "$tag_process"))))
 }
 
-func io(d *dashboard.DashboardBuilder) {
+func io(d *dashboard.DashboardBuilder, c counters) {
 	d.WithRow(dashboard.NewRowBuilder("I/O and shuffle"))
 	app := []string{byApp, byProcess}
-	d.WithPanel(stacked(series("Input read", "Bps", "Bytes per second tasks read from their input, per executor."+successOnly+deltaNote,
-		query("", rate(m("bytesRead.count"), perSecond, app, `"process"`), "$tag_process"))))
-	d.WithPanel(stacked(series("Output written", "Bps", "Bytes per second tasks wrote to their output, per executor."+successOnly+deltaNote,
-		query("", rate(m("bytesWritten.count"), perSecond, app, `"process"`), "$tag_process"))))
-	d.WithPanel(series("Records read and written", "short", "Records per second read from input and written to output, all selected executors."+deltaNote,
-		query("", rate(m("recordsRead.count"), perSecond, app, ""), "records read"),
-		query("", rate(m("recordsWritten.count"), perSecond, app, ""), "records written"),
-		query("", rate(m("shuffleRecordsRead.count"), perSecond, app, ""), "shuffle records read"),
-		query("", rate(m("shuffleRecordsWritten.count"), perSecond, app, ""), "shuffle records written")))
-	d.WithPanel(series("File system read ($fs)", "Bps", "Bytes per second read through Hadoop file systems (JVM-wide statistics, tasks of any outcome), per scheme and executor. Add schemes such as s3a with spark.executor.metrics.fileSystemSchemes."+deltaNote,
-		query("", rate(`/^filesystem\.$fs\.read_bytes$/`, perSecond, app, `"process"`), "$m $tag_process")))
-	d.WithPanel(series("File system written ($fs)", "Bps", "Bytes per second written through Hadoop file systems, per scheme and executor."+deltaNote,
-		query("", rate(`/^filesystem\.$fs\.write_bytes$/`, perSecond, app, `"process"`), "$m $tag_process")))
-	d.WithPanel(series("File system operations ($fs)", "ops", "Read, large read and write operations per second, per scheme, all selected executors."+deltaNote,
-		query("", rate(`/^filesystem\.$fs\.(read|largeRead|write)_ops$/`, perSecond, app, ""), "$m")))
-	d.WithPanel(stacked(series("Shuffle read", "Bps", "Shuffle bytes per second read by reduce tasks, per executor."+successOnly+deltaNote,
-		query("", rate(m("shuffleTotalBytesRead.count"), perSecond, app, `"process"`), "$tag_process"))))
-	d.WithPanel(stacked(series("Shuffle written", "Bps", "Shuffle bytes per second written by map tasks, per executor."+successOnly+deltaNote,
-		query("", rate(m("shuffleBytesWritten.count"), perSecond, app, `"process"`), "$tag_process"))))
-	d.WithPanel(series("Shuffle read: remote and local", "Bps", "Where shuffle data came from, all selected executors; remote reads spilled to disk when too large for memory."+deltaNote,
-		query("", rate(m("shuffleRemoteBytesRead.count"), perSecond, app, ""), "remote"),
-		query("", rate(m("shuffleLocalBytesRead.count"), perSecond, app, ""), "local"),
-		query("", rate(m("shuffleRemoteBytesReadToDisk.count"), perSecond, app, ""), "remote, to disk")))
-	d.WithPanel(series("Shuffle fetch wait and remote requests (cores)", "short", "Time tasks waited for shuffle blocks, and time in remote shuffle requests, all selected executors."+coresNote+deltaNote,
-		query("", rate(m("shuffleFetchWaitTime.count"), msCores, app, ""), "fetch wait"),
-		query("", rate(m("shuffleRemoteReqsDuration.count"), msCores, app, ""), "remote requests")))
-	d.WithPanel(series("Spill", "Bps", "Bytes per second spilled from memory (deserialized size) and to disk (serialized size), all selected executors."+deltaNote,
-		query("", rate(m("memoryBytesSpilled.count"), perSecond, app, ""), "memory"),
-		query("", rate(m("diskBytesSpilled.count"), perSecond, app, ""), "disk")).Span(24))
+	d.WithPanel(stacked(series("Input read", "Bps", "Bytes per second tasks read from their input, per executor."+successOnly+c.note,
+		query("", c.rate(m("bytesRead.count"), perSecond, app, `"process"`), "$tag_process"))))
+	d.WithPanel(stacked(series("Output written", "Bps", "Bytes per second tasks wrote to their output, per executor."+successOnly+c.note,
+		query("", c.rate(m("bytesWritten.count"), perSecond, app, `"process"`), "$tag_process"))))
+	d.WithPanel(series("Records read and written", "short", "Records per second read from input and written to output, all selected executors."+c.note,
+		query("", c.rate(m("recordsRead.count"), perSecond, app, ""), "records read"),
+		query("", c.rate(m("recordsWritten.count"), perSecond, app, ""), "records written"),
+		query("", c.rate(m("shuffleRecordsRead.count"), perSecond, app, ""), "shuffle records read"),
+		query("", c.rate(m("shuffleRecordsWritten.count"), perSecond, app, ""), "shuffle records written")))
+	d.WithPanel(series("File system read ($fs)", "Bps", "Bytes per second read through Hadoop file systems (JVM-wide statistics, tasks of any outcome), per scheme and executor. Add schemes such as s3a with spark.executor.metrics.fileSystemSchemes."+c.note,
+		query("", c.rate(`/^filesystem\.$fs\.read_bytes$/`, perSecond, app, `"process"`), "$m $tag_process")))
+	d.WithPanel(series("File system written ($fs)", "Bps", "Bytes per second written through Hadoop file systems, per scheme and executor."+c.note,
+		query("", c.rate(`/^filesystem\.$fs\.write_bytes$/`, perSecond, app, `"process"`), "$m $tag_process")))
+	d.WithPanel(series("File system operations ($fs)", "ops", "Read, large read and write operations per second, per scheme, all selected executors."+c.note,
+		query("", c.rate(`/^filesystem\.$fs\.(read|largeRead|write)_ops$/`, perSecond, app, ""), "$m")))
+	d.WithPanel(stacked(series("Shuffle read", "Bps", "Shuffle bytes per second read by reduce tasks, per executor."+successOnly+c.note,
+		query("", c.rate(m("shuffleTotalBytesRead.count"), perSecond, app, `"process"`), "$tag_process"))))
+	d.WithPanel(stacked(series("Shuffle written", "Bps", "Shuffle bytes per second written by map tasks, per executor."+successOnly+c.note,
+		query("", c.rate(m("shuffleBytesWritten.count"), perSecond, app, `"process"`), "$tag_process"))))
+	d.WithPanel(series("Shuffle read: remote and local", "Bps", "Where shuffle data came from, all selected executors; remote reads spilled to disk when too large for memory."+c.note,
+		query("", c.rate(m("shuffleRemoteBytesRead.count"), perSecond, app, ""), "remote"),
+		query("", c.rate(m("shuffleLocalBytesRead.count"), perSecond, app, ""), "local"),
+		query("", c.rate(m("shuffleRemoteBytesReadToDisk.count"), perSecond, app, ""), "remote, to disk")))
+	d.WithPanel(series("Shuffle fetch wait and remote requests (cores)", "short", "Time tasks waited for shuffle blocks, and time in remote shuffle requests, all selected executors."+coresNote+c.note,
+		query("", c.rate(m("shuffleFetchWaitTime.count"), msCores, app, ""), "fetch wait"),
+		query("", c.rate(m("shuffleRemoteReqsDuration.count"), msCores, app, ""), "remote requests")))
+	d.WithPanel(series("Spill", "Bps", "Bytes per second spilled from memory (deserialized size) and to disk (serialized size), all selected executors."+c.note,
+		query("", c.rate(m("memoryBytesSpilled.count"), perSecond, app, ""), "memory"),
+		query("", c.rate(m("diskBytesSpilled.count"), perSecond, app, ""), "disk")).Span(24))
 }
 
-func memory(d *dashboard.DashboardBuilder) {
+func memory(d *dashboard.DashboardBuilder, c counters) {
 	d.WithRow(dashboard.NewRowBuilder("Memory (ExecutorMetrics, Spark 3+)"))
 	app := []string{byApp, byProcess}
 	gauge := func(title, measurement, desc string) {
@@ -201,17 +208,17 @@ func memory(d *dashboard.DashboardBuilder) {
 	d.WithPanel(series("Direct and mapped buffers", "bytes", "JVM direct and memory-mapped buffer pools (Netty, shuffle)."+heartbeatNote,
 		query("", gaugeQ("max", m("DirectPoolMemory"), app, `"process"`), "direct $tag_process"),
 		query("", gaugeQ("max", m("MappedPoolMemory"), app, `"process"`), "mapped $tag_process")))
-	d.WithPanel(series("GC time share", "percentunit", "Share of wall-clock time each JVM spent in garbage collection (minor and major)."+deltaNote,
-		query("", rate(m("TotalGCTime"), msCores, app, `"process"`), "$tag_process")))
-	d.WithPanel(series("Garbage collections per minute", "short", "Minor (young) and major (old) collections per minute, per process."+deltaNote,
-		query("", rate(m("MinorGCCount"), perMinute, app, `"process"`), "minor $tag_process"),
-		query("", rate(m("MajorGCCount"), perMinute, app, `"process"`), "major $tag_process")))
+	d.WithPanel(series("GC time share", "percentunit", "Share of wall-clock time each JVM spent in garbage collection (minor and major)."+c.note,
+		query("", c.rate(m("TotalGCTime"), msCores, app, `"process"`), "$tag_process")))
+	d.WithPanel(series("Garbage collections per minute", "short", "Minor (young) and major (old) collections per minute, per process."+c.note,
+		query("", c.rate(m("MinorGCCount"), perMinute, app, `"process"`), "minor $tag_process"),
+		query("", c.rate(m("MajorGCCount"), perMinute, app, `"process"`), "major $tag_process")))
 }
 
 // executors is the table of the application's driver and executors from
 // the REST API: where each ran, how it ended and the peaks of its memory
 // areas, the largest resident memory first.
-func executors(d *dashboard.DashboardBuilder) {
+func executors(d *dashboard.DashboardBuilder, c counters) {
 	d.WithRow(dashboard.NewRowBuilder("Executors (Spark REST API)"))
 	cols := []struct{ field, name, unit string }{
 		{"executor_id", "Executor", ""}, {"host", "Host", ""}, {"status", "Status", ""}, {"cores", "Cores", "none"},
@@ -262,7 +269,7 @@ func executors(d *dashboard.DashboardBuilder) {
 	d.WithPanel(advice)
 }
 
-func jvm(d *dashboard.DashboardBuilder) {
+func jvm(d *dashboard.DashboardBuilder, c counters) {
 	d.WithRow(dashboard.NewRowBuilder("JVM (JvmSource)"))
 	app := []string{byApp, byProcess}
 	d.WithPanel(series("Heap used", "bytes", "JVM heap used per process."+jvmSourceNote,
@@ -275,11 +282,11 @@ func jvm(d *dashboard.DashboardBuilder) {
 		query("", gaugeQ("max", m("total.used"), []string{byApp, driverOnly}, ""), "driver")))
 	d.WithPanel(series("Memory pools", "bytes", "Memory used per JVM pool, the largest among the selected processes."+jvmSourceNote,
 		query("", gaugeQ("max", m("pools.used"), app, `"pool"`), "$tag_pool")))
-	d.WithPanel(series("GC time share per collector", "percentunit", "Share of wall-clock time in each garbage collector, per process."+jvmSourceNote+deltaNote,
-		query("", rate(`/^[^.]+\.time$/`, msCores, append(app, `"namespace" = 'jvm'`), `"process"`), "$m $tag_process")))
+	d.WithPanel(series("GC time share per collector", "percentunit", "Share of wall-clock time in each garbage collector, per process."+jvmSourceNote+c.note,
+		query("", c.rate(`/^[^.]+\.time$/`, msCores, append(app, `"namespace" = 'jvm'`), `"process"`), "$m $tag_process")))
 }
 
-func driver(d *dashboard.DashboardBuilder) {
+func driver(d *dashboard.DashboardBuilder, c counters) {
 	d.WithRow(dashboard.NewRowBuilder("Driver and scheduler"))
 	a := []string{byApp}
 	d.WithPanel(series("Jobs and stages now", "short", "Active jobs and running, waiting and failed stages, from the driver's DAGScheduler.",
@@ -287,21 +294,21 @@ func driver(d *dashboard.DashboardBuilder) {
 		query("", gaugeQ("max", m("stage.runningStages"), a, ""), "running stages"),
 		query("", gaugeQ("max", m("stage.waitingStages"), a, ""), "waiting stages"),
 		query("", gaugeQ("max", m("stage.failedStages"), a, ""), "failed stages")))
-	d.WithPanel(series("Jobs submitted per minute", "short", "Jobs submitted to the DAGScheduler per minute."+deltaNote,
-		query("", rate(m("job.allJobs"), perMinute, a, ""), "jobs")))
-	d.WithPanel(series("Tasks per second: completed, failed, killed", "short", "All tasks of the application as the driver counts them."+appStatusNote+deltaNote,
-		query("", rate(m("tasks.completedTasks.count"), perSecond, a, ""), "completed"),
-		query("", rate(m("tasks.failedTasks.count"), perSecond, a, ""), "failed"),
-		query("", rate(m("tasks.killedTasks.count"), perSecond, a, ""), "killed")))
-	d.WithPanel(series("Jobs and stages per minute: finished", "short", "Jobs and stages that ended per minute."+appStatusNote+deltaNote,
-		query("", rate(m("jobs.succeededJobs.count"), perMinute, a, ""), "jobs succeeded"),
-		query("", rate(m("jobs.failedJobs.count"), perMinute, a, ""), "jobs failed"),
-		query("", rate(m("stages.completedStages.count"), perMinute, a, ""), "stages completed"),
-		query("", rate(m("stages.failedStages.count"), perMinute, a, ""), "stages failed"),
-		query("", rate(m("stages.skippedStages.count"), perMinute, a, ""), "stages skipped")))
-	d.WithPanel(series("Listener bus: events posted and dropped", "short", "Events per second posted to the driver's listener bus, and events dropped by each queue: dropped events mean the UI, event log or dynamic allocation miss information."+deltaNote,
-		query("", rate(m("numEventsPosted.count"), perSecond, a, ""), "posted"),
-		query("", rate(`/^queue\..+\.numDroppedEvents\.count$/`, perSecond, a, ""), "dropped: $m")))
+	d.WithPanel(series("Jobs submitted per minute", "short", "Jobs submitted to the DAGScheduler per minute."+c.note,
+		query("", c.rate(m("job.allJobs"), perMinute, a, ""), "jobs")))
+	d.WithPanel(series("Tasks per second: completed, failed, killed", "short", "All tasks of the application as the driver counts them."+appStatusNote+c.note,
+		query("", c.rate(m("tasks.completedTasks.count"), perSecond, a, ""), "completed"),
+		query("", c.rate(m("tasks.failedTasks.count"), perSecond, a, ""), "failed"),
+		query("", c.rate(m("tasks.killedTasks.count"), perSecond, a, ""), "killed")))
+	d.WithPanel(series("Jobs and stages per minute: finished", "short", "Jobs and stages that ended per minute."+appStatusNote+c.note,
+		query("", c.rate(m("jobs.succeededJobs.count"), perMinute, a, ""), "jobs succeeded"),
+		query("", c.rate(m("jobs.failedJobs.count"), perMinute, a, ""), "jobs failed"),
+		query("", c.rate(m("stages.completedStages.count"), perMinute, a, ""), "stages completed"),
+		query("", c.rate(m("stages.failedStages.count"), perMinute, a, ""), "stages failed"),
+		query("", c.rate(m("stages.skippedStages.count"), perMinute, a, ""), "stages skipped")))
+	d.WithPanel(series("Listener bus: events posted and dropped", "short", "Events per second posted to the driver's listener bus, and events dropped by each queue: dropped events mean the UI, event log or dynamic allocation miss information."+c.note,
+		query("", c.rate(m("numEventsPosted.count"), perSecond, a, ""), "posted"),
+		query("", c.rate(`/^queue\..+\.numDroppedEvents\.count$/`, perSecond, a, ""), "dropped: $m")))
 	d.WithPanel(series("Listener bus queue sizes", "short", "Events waiting in each listener bus queue (capacity spark.scheduler.listenerbus.eventqueue.capacity, 10000).",
 		query("", gaugeQ("max", `/^queue\..+\.size$/`, a, ""), "$m")))
 	d.WithPanel(series("Listener processing time, p99", "ms", "99th percentile of the time each listener and queue takes per event (Dropwizard timers, exponentially decaying reservoir).",
@@ -325,7 +332,7 @@ func driver(d *dashboard.DashboardBuilder) {
 		query("", gaugeQ("max", m("compilationTime.p99"), []string{byApp, byProcess}, ""), "p99")))
 }
 
-func streaming(d *dashboard.DashboardBuilder) {
+func streaming(d *dashboard.DashboardBuilder, c counters) {
 	d.WithRow(dashboard.NewRowBuilder("Structured streaming"))
 	q := []string{byApp, `"id" =~ /^$query$/`}
 	d.WithPanel(series("Input and processing rate", "short", "Rows per second received and processed by each query in its last trigger: processing lower than input means the query falls behind."+streamingNote,
@@ -340,29 +347,29 @@ func streaming(d *dashboard.DashboardBuilder) {
 }
 
 // drillDown is a row repeated for every selected process.
-func drillDown(d *dashboard.DashboardBuilder) {
+func drillDown(d *dashboard.DashboardBuilder, c counters) {
 	one := []string{byApp, `"process" =~ /^$process$/`}
 	p := func(b panel) panel { return b }
 	row := dashboard.NewRowBuilder("Process $process").Repeat("process").Collapsed(true)
 	for _, b := range []panel{
 		p(series("Active tasks", "short", "Tasks running on this executor.",
 			query("", gaugeQ("mean", m("threadpool.activeTasks"), one, ""), "active tasks")).Span(8)),
-		p(series("CPU (cores): tasks and JVM", "short", "Task CPU (success-only, at task end) against the JVM's CPU (continuous)."+coresNote+deltaNote,
-			query("", rate(m("cpuTime.count"), nsCores, one, ""), "task CPU"),
-			query("", rate(m("jvmCpuTime"), nsCores, one, ""), "JVM CPU")).Span(8)),
+		p(series("CPU (cores): tasks and JVM", "short", "Task CPU (success-only, at task end) against the JVM's CPU (continuous)."+coresNote+c.note,
+			query("", c.rate(m("cpuTime.count"), nsCores, one, ""), "task CPU"),
+			query("", c.rate(m("jvmCpuTime"), nsCores, one, ""), "JVM CPU")).Span(8)),
 		p(series("Memory: heap, execution, resident", "bytes", "The JVM heap against execution memory and the resident size of the JVM and its Python workers."+heartbeatNote+processTree,
 			query("", gaugeQ("max", m("JVMHeapMemory"), one, ""), "JVM heap"),
 			query("", gaugeQ("max", m("OnHeapExecutionMemory"), one, ""), "execution"),
 			query("", gaugeQ("max", m("ProcessTreeJVMRSSMemory"), one, ""), "JVM RSS"),
 			query("", gaugeQ("max", m("ProcessTreePythonRSSMemory"), one, ""), "Python RSS")).Span(8)),
-		p(series("GC time share", "percentunit", "Share of wall-clock time in garbage collection."+deltaNote,
-			query("", rate(m("TotalGCTime"), msCores, one, ""), "GC")).Span(8)),
-		p(series("Shuffle read and written", "Bps", "Shuffle bytes per second."+deltaNote,
-			query("", rate(m("shuffleTotalBytesRead.count"), perSecond, one, ""), "read"),
-			query("", rate(m("shuffleBytesWritten.count"), perSecond, one, ""), "written")).Span(8)),
-		p(series("Input and output", "Bps", "Bytes per second tasks read and wrote."+deltaNote,
-			query("", rate(m("bytesRead.count"), perSecond, one, ""), "input"),
-			query("", rate(m("bytesWritten.count"), perSecond, one, ""), "output")).Span(8)),
+		p(series("GC time share", "percentunit", "Share of wall-clock time in garbage collection."+c.note,
+			query("", c.rate(m("TotalGCTime"), msCores, one, ""), "GC")).Span(8)),
+		p(series("Shuffle read and written", "Bps", "Shuffle bytes per second."+c.note,
+			query("", c.rate(m("shuffleTotalBytesRead.count"), perSecond, one, ""), "read"),
+			query("", c.rate(m("shuffleBytesWritten.count"), perSecond, one, ""), "written")).Span(8)),
+		p(series("Input and output", "Bps", "Bytes per second tasks read and wrote."+c.note,
+			query("", c.rate(m("bytesRead.count"), perSecond, one, ""), "input"),
+			query("", c.rate(m("bytesWritten.count"), perSecond, one, ""), "output")).Span(8)),
 	} {
 		row.WithPanel(b)
 	}

@@ -102,28 +102,20 @@ func TestTCPShutdownBeforeServe(t *testing.T) {
 	}
 }
 
-// gated is a tally whose Gate stays shut until open is closed; waiting
-// receives a value each time the listener waits on it.
-type gated struct {
-	*tally
-	waiting chan struct{}
-	open    chan struct{}
-}
-
-func (g *gated) Wait(done <-chan struct{}) {
-	g.waiting <- struct{}{}
-	select {
-	case <-g.open:
-	case <-done:
+// While Admit holds the accept loop, connections wait in the accept queue,
+// their lines unread; once it lets go they are taken and read in full.
+func TestTCPAdmit(t *testing.T) {
+	g := newTally()
+	waiting, open := make(chan struct{}, 100), make(chan struct{})
+	admit := func(done <-chan struct{}) {
+		waiting <- struct{}{}
+		select {
+		case <-open:
+		case <-done:
+		}
 	}
-}
-
-// While a Gate is shut, connections wait in the accept queue, their lines
-// unread; once it opens they are taken and read in full.
-func TestTCPGate(t *testing.T) {
-	g := &gated{tally: newTally(), waiting: make(chan struct{}, 100), open: make(chan struct{})}
-	s, _ := startTCP(t, TCPConfig{}, g)
-	<-g.waiting // the accept loop is in Wait
+	s, _ := startTCP(t, TCPConfig{Admit: admit}, g)
+	<-waiting // the accept loop is in Admit
 	const conns = 5
 	for i := range conns {
 		sendTCP(t, s.Addr(), fmt.Sprintf("c%d 1 %s\n", i, T))
@@ -131,7 +123,7 @@ func TestTCPGate(t *testing.T) {
 	if n := s.Stats().ConnsHandled.Load(); n != 0 {
 		t.Fatalf("%d connections taken while the gate was shut", n)
 	}
-	close(g.open)
+	close(open)
 	for range conns {
 		<-g.closed
 	}

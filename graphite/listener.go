@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"net"
 	"sync/atomic"
+	"time"
 )
 
 // ConnHandler receives the lines of one TCP connection or of one UDP reader
@@ -27,16 +28,6 @@ type Handler interface {
 	NewConn(remote net.Addr) ConnHandler
 }
 
-// Gate is an optional interface of a Handler. A TCP listener calls Wait
-// before it accepts each connection, so that while the handler has no room
-// new connections wait in the kernel's accept queue, and their senders
-// block once it is full, instead of being taken on, each holding buffers
-// and a goroutine until there is room. Wait returns when there is room or
-// done is closed.
-type Gate interface {
-	Wait(done <-chan struct{})
-}
-
 // Stats are a listener's counters. They are updated once per read rather
 // than per line, and may be read at any time.
 type Stats struct {
@@ -51,10 +42,15 @@ type Stats struct {
 	Datagrams     atomic.Uint64 // UDP datagrams received
 }
 
+// Defaults of TCPConfig and UDPConfig.
 const (
-	defaultMaxLineLength = 64 << 10
-	blockSize            = 64 << 10 // TCP read size, and UDP buffer (the largest datagram fits)
+	DefaultMaxLineLength = 64 << 10
+	DefaultIdleTimeout   = 2 * time.Minute
 )
+
+// blockSize is the TCP read size, and the UDP buffer (the largest datagram
+// fits).
+const blockSize = 64 << 10
 
 // splitter hands lines to a ConnHandler and counts them; the counts are
 // published to Stats once per block by the caller.

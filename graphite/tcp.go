@@ -28,9 +28,36 @@ type TCPConfig struct {
 	// beyond it are closed as soon as they are accepted and counted in
 	// ConnsRejected.
 	MaxConnections int
+	// Admit, when set, is called before each accept and returns when a new
+	// connection may be taken, or when done is closed: while the points'
+	// destination has no room, new connections wait in the kernel's accept
+	// queue, and their senders block once it is full, instead of being
+	// taken on, each holding buffers and a goroutine until there is room.
+	Admit func(done <-chan struct{})
 }
 
-const defaultIdleTimeout = 2 * time.Minute
+// WithDefaults fills zero values.
+func (c TCPConfig) WithDefaults() TCPConfig {
+	if c.MaxLineLength == 0 {
+		c.MaxLineLength = DefaultMaxLineLength
+	}
+	if c.IdleTimeout == 0 {
+		c.IdleTimeout = DefaultIdleTimeout
+	}
+	return c
+}
+
+// Validate rejects negative sizes; zero values select the defaults.
+func (c TCPConfig) Validate() error {
+	var errs []error
+	if c.MaxLineLength < 0 {
+		errs = append(errs, fmt.Errorf("max-line-length %d: must not be negative", c.MaxLineLength))
+	}
+	if c.MaxConnections < 0 {
+		errs = append(errs, fmt.Errorf("max-connections %d: must not be negative", c.MaxConnections))
+	}
+	return errors.Join(errs...)
+}
 
 // TCPServer reads Graphite lines from TCP connections, one goroutine per
 // connection. Spark opens a new connection for every report, so the
@@ -38,6 +65,7 @@ const defaultIdleTimeout = 2 * time.Minute
 type TCPServer struct {
 	ln       net.Listener
 	h        Handler
+	admit    func(done <-chan struct{})
 	maxLine  int
 	idle     time.Duration
 	maxConns int
@@ -75,21 +103,17 @@ func ListenTCP(cfg TCPConfig, h Handler) (*TCPServer, error) {
 }
 
 func newTCPServer(ln net.Listener, cfg TCPConfig, h Handler) *TCPServer {
+	cfg = cfg.WithDefaults()
 	s := &TCPServer{
 		ln:        ln,
 		h:         h,
+		admit:     cfg.Admit,
 		maxLine:   cfg.MaxLineLength,
 		idle:      cfg.IdleTimeout,
 		maxConns:  cfg.MaxConnections,
 		conns:     make(map[net.Conn]struct{}),
 		stop:      make(chan struct{}),
 		serveDone: make(chan struct{}),
-	}
-	if s.maxLine <= 0 {
-		s.maxLine = defaultMaxLineLength
-	}
-	if s.idle == 0 {
-		s.idle = defaultIdleTimeout
 	}
 	// Room for the longest acceptable line and its "\r\n", so a line that
 	// may still be good never has to be cut.
@@ -119,10 +143,9 @@ func (s *TCPServer) Serve() error {
 	// and reset when Shutdown gets to closing the listener.
 	defer s.ln.Close()
 	var delay time.Duration
-	gate, _ := s.h.(Gate)
 	for {
-		if gate != nil {
-			gate.Wait(s.stop)
+		if s.admit != nil {
+			s.admit(s.stop)
 		}
 		c, err := s.ln.Accept()
 		if err != nil {
@@ -246,16 +269,18 @@ func (s *TCPServer) endConn(c net.Conn, ch ConnHandler, sp *splitter, bp *[]byte
 	default:
 		s.stats.ReadErrors.Add(1)
 	}
+	if bp != nil {
+		s.putBuf(bp)
+	}
+	sp.publish(&s.stats)
+	// The handler has every line before the socket closes: a sender that
+	// half-closes and waits for the server's close knows they are taken.
+	ch.Flush()
 	c.Close()
 	s.mu.Lock()
 	delete(s.conns, c)
 	s.mu.Unlock()
 	s.stats.ConnsActive.Add(^uint64(0))
-	if bp != nil {
-		s.putBuf(bp)
-	}
-	sp.publish(&s.stats)
-	ch.Flush()
 	ch.Close()
 	s.wg.Done()
 }

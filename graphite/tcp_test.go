@@ -46,13 +46,23 @@ func dial(t testing.TB, addr net.Addr) net.Conn {
 
 func sendTCP(t testing.TB, addr net.Addr, payload string) {
 	t.Helper()
-	c := dial(t, addr)
+	if err := send(addr, payload); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// send is sendTCP for goroutines other than the test's, which must not
+// call t.Fatal.
+func send(addr net.Addr, payload string) error {
+	c, err := net.Dial("tcp", addr.String())
+	if err != nil {
+		return err
+	}
 	if _, err := io.WriteString(c, payload); err != nil {
-		t.Fatal(err)
+		c.Close()
+		return err
 	}
-	if err := c.Close(); err != nil {
-		t.Fatal(err)
-	}
+	return c.Close()
 }
 
 // The sequence of spec §10, which InfluxDB was run against: blank lines are
@@ -94,7 +104,10 @@ func TestTCPManyShortConnections(t *testing.T) {
 			for i := range each {
 				// Spark-like: a fresh connection per report.
 				id := g*each + i
-				sendTCP(t, s.Addr(), fmt.Sprintf("c%d.x 1 %s\r\nc%d.y 2 %s", id, T, id, T))
+				if err := send(s.Addr(), fmt.Sprintf("c%d.x 1 %s\r\nc%d.y 2 %s", id, T, id, T)); err != nil {
+					t.Error(err)
+					return
+				}
 			}
 		})
 	}

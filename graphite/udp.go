@@ -22,6 +22,26 @@ type UDPConfig struct {
 	MaxLineLength int // default 64 KiB; longer lines are dropped and counted
 }
 
+// WithDefaults fills zero values.
+func (c UDPConfig) WithDefaults() UDPConfig {
+	if c.MaxLineLength == 0 {
+		c.MaxLineLength = DefaultMaxLineLength
+	}
+	return c
+}
+
+// Validate rejects negative sizes; zero values select the defaults.
+func (c UDPConfig) Validate() error {
+	var errs []error
+	if c.MaxLineLength < 0 {
+		errs = append(errs, fmt.Errorf("max-line-length %d: must not be negative", c.MaxLineLength))
+	}
+	if c.ReadBuffer < 0 {
+		errs = append(errs, fmt.Errorf("udp-read-buffer %d: must not be negative", c.ReadBuffer))
+	}
+	return errors.Join(errs...)
+}
+
 // When the UDP reader flushes its handler. Spark sends one line per
 // datagram, so flushing per datagram would defeat the handler's batching.
 const (
@@ -71,7 +91,7 @@ func ListenUDP(cfg UDPConfig, h Handler) (*UDPServer, error) {
 	}
 	s := &UDPServer{conn: conn, h: h, maxLine: cfg.MaxLineLength, done: make(chan struct{})}
 	if s.maxLine <= 0 {
-		s.maxLine = defaultMaxLineLength
+		s.maxLine = DefaultMaxLineLength
 	}
 	s.granted = readBufferSize(conn)
 	s.queued = func() bool { return bytesQueued(conn) > 0 }

@@ -136,7 +136,7 @@ func flushed(c *recConn) []flushEvent {
 func TestUDPFlushTimingSynctest(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		rec := newRecorder()
-		s := &UDPServer{h: rec, maxLine: defaultMaxLineLength}
+		s := &UDPServer{h: rec, maxLine: DefaultMaxLineLength}
 		client, server := net.Pipe()
 		result := make(chan error, 1)
 		go func() { result <- s.read(pipeDatagrams{server}) }()

@@ -6,6 +6,8 @@ import (
 	"net/http"
 	"net/http/httptest"
 	"testing"
+
+	"github.com/sparkpulse/sparkpulse/queue"
 )
 
 // BenchmarkAppend measures the sustained cost of appending 100-line blocks,
@@ -24,7 +26,7 @@ func BenchmarkAppend(b *testing.B) {
 				w.WriteHeader(http.StatusNoContent)
 			}))
 			defer srv.Close()
-			w, err := NewWriter(Config{URL: srv.URL, Gzip: gz, MaxQueueBytes: 8 << 20}, Target{Bucket: "db"})
+			w, err := NewWriter(Config{URL: srv.URL, Gzip: gz, Queue: queue.Config{MaxBytes: 8 << 20}}, Target{Bucket: "db"})
 			if err != nil {
 				b.Fatal(err)
 			}
@@ -32,7 +34,7 @@ func BenchmarkAppend(b *testing.B) {
 			b.SetBytes(int64(len(block)))
 			b.ReportAllocs()
 			for b.Loop() {
-				w.Append(block, 100)
+				w.Append(block, 100, true)
 			}
 			if err := w.Close(context.Background()); err != nil {
 				b.Fatal(err)

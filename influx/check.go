@@ -1,19 +1,15 @@
 package influx
 
 import (
-	"bytes"
 	"context"
 	"crypto/tls"
 	"crypto/x509"
 	"encoding/json"
 	"errors"
 	"fmt"
-	"io"
 	"net/http"
-	"net/url"
 	"strings"
 
-	influxdb2 "github.com/influxdata/influxdb-client-go/v2"
 	"github.com/influxdata/influxdb-client-go/v2/domain"
 )
 
@@ -65,16 +61,16 @@ func (r CheckResult) server() string {
 // other error means the target is missing or the configuration is wrong.
 func Check(ctx context.Context, cfg Config, t Target, create bool) (CheckResult, error) {
 	var res CheckResult
-	cfg, err := cfg.withDefaults()
-	if err != nil {
+	if err := cfg.Validate(); err != nil {
+		return res, fmt.Errorf("influx: %w", err)
+	}
+	if err := validTarget(t); err != nil {
 		return res, err
 	}
-	if t.Bucket == "" {
-		return res, errors.New("influx: target bucket is empty")
-	}
-	c := &checker{cfg: cfg, url: RedactURL(cfg.URL), client: newClient(cfg)}
-	defer c.client.Close()
+	c := newChecker(cfg)
+	defer c.client.close()
 
+	var err error
 	res.Version, err = c.ping(ctx)
 	if err != nil {
 		return res, err
@@ -101,42 +97,48 @@ func Check(ctx context.Context, cfg Config, t Target, create bool) (CheckResult,
 	return res, err
 }
 
+// checker asks InfluxDB about itself: its version, databases and buckets.
 type checker struct {
 	cfg    Config
 	url    string // redacted
-	client influxdb2.Client
+	client *client
+}
+
+func newChecker(cfg Config) *checker {
+	cfg = cfg.WithDefaults()
+	cfg.Gzip = false
+	return &checker{cfg: cfg, url: RedactURL(cfg.URL), client: newClient(cfg)}
 }
 
 // ping reads the server's version from GET /ping.
 func (c *checker) ping(ctx context.Context) (string, error) {
 	ctx, cancel := context.WithTimeout(ctx, c.cfg.RequestTimeout)
 	defer cancel()
-	req, err := http.NewRequestWithContext(ctx, http.MethodGet, strings.TrimSuffix(c.client.ServerURL(), "/")+"/ping", nil)
+	req, err := http.NewRequestWithContext(ctx, http.MethodGet, c.client.base+"ping", nil)
 	if err != nil {
 		return "", fmt.Errorf("influx: URL %q: %w", c.url, err)
 	}
-	resp, err := c.client.HTTPService().DoHTTPRequestWithResponse(req, nil)
+	a, err := c.client.do(req, 4<<10)
 	if err != nil {
 		if isTLSConfigError(err) {
 			return "", fmt.Errorf("influx: TLS with InfluxDB at %s failed (check tls-ca and the certificate): %w", c.url, err)
 		}
 		return "", fmt.Errorf("influx: %w at %s: %w", ErrUnreachable, c.url, err)
 	}
-	defer resp.Body.Close()
-	body, _ := io.ReadAll(io.LimitReader(resp.Body, 4<<10))
-	switch s := resp.StatusCode; {
+	status := fmt.Sprintf("%d %s", a.status, http.StatusText(a.status))
+	switch s := a.status; {
 	case s == http.StatusBadGateway || s == http.StatusServiceUnavailable || s == http.StatusGatewayTimeout:
-		return "", fmt.Errorf("influx: %w at %s: GET /ping answered %s", ErrUnreachable, c.url, resp.Status)
+		return "", fmt.Errorf("influx: %w at %s: GET /ping answered %s", ErrUnreachable, c.url, status)
 	case s < 300, s == http.StatusUnauthorized, s == http.StatusForbidden:
 		// Reachable; /ping may need auth (1.x ping-auth-enabled, 3.x).
 	default:
-		return "", fmt.Errorf("influx: GET %s/ping answered %s, not as InfluxDB does; check the URL", c.url, resp.Status)
+		return "", fmt.Errorf("influx: GET %s/ping answered %s, not as InfluxDB does; check the URL", c.url, status)
 	}
-	if v := resp.Header.Get("X-Influxdb-Version"); v != "" {
+	if v := a.header.Get("X-Influxdb-Version"); v != "" {
 		return v, nil
 	}
 	var v struct{ Version string }
-	if json.Unmarshal(body, &v) == nil {
+	if json.Unmarshal(a.body, &v) == nil {
 		return v.Version, nil // 3.x: {"version":"3.0.1","revision":"…"}
 	}
 	return "", nil
@@ -243,99 +245,6 @@ func (c *checker) queryFailed(res *CheckResult, q string, err error) error {
 	return fmt.Errorf("influx: %s on %s at %s: %w", q, res.server(), c.url, err)
 }
 
-// queryError is a refused InfluxQL statement.
-type queryError struct {
-	status int // HTTP status; 200 when the statement itself failed
-	text   string
-}
-
-func (e *queryError) Error() string {
-	return fmt.Sprintf("%d %s", e.status, e.text)
-}
-
-// query runs one InfluxQL statement and returns the values of its first
-// series.
-func (c *checker) query(ctx context.Context, db, q string) ([][]any, error) {
-	series, err := c.series(ctx, db, q)
-	if err != nil || len(series) == 0 {
-		return nil, err
-	}
-	return series[0].Values, nil
-}
-
-// Series is one series of an InfluxQL answer.
-type Series struct {
-	Name    string            `json:"name"`
-	Tags    map[string]string `json:"tags"`
-	Columns []string          `json:"columns"`
-	Values  [][]any           `json:"values"`
-}
-
-// Query runs one InfluxQL statement against db (a 1.x database, or a 2.x
-// or 3.x bucket through its DBRP mapping) and returns the series of its
-// answer. Numbers are json.Number.
-func Query(ctx context.Context, cfg Config, db, q string) ([]Series, error) {
-	cfg, err := cfg.withDefaults()
-	if err != nil {
-		return nil, err
-	}
-	c := &checker{cfg: cfg, url: RedactURL(cfg.URL), client: newClient(cfg)}
-	defer c.client.Close()
-	series, err := c.series(ctx, db, q)
-	if err != nil {
-		return nil, fmt.Errorf("influx: %s at %s: %w", q, c.url, err)
-	}
-	return series, nil
-}
-
-// series runs one InfluxQL statement with POST /query (1.x refuses CREATE
-// over GET) and returns the series of its first result.
-func (c *checker) series(ctx context.Context, db, q string) ([]Series, error) {
-	ctx, cancel := context.WithTimeout(ctx, c.cfg.RequestTimeout)
-	defer cancel()
-	form := url.Values{"q": {q}}
-	if db != "" {
-		form.Set("db", db)
-	}
-	req, err := http.NewRequestWithContext(ctx, http.MethodPost, strings.TrimSuffix(c.client.ServerURL(), "/")+"/query", strings.NewReader(form.Encode()))
-	if err != nil {
-		return nil, err
-	}
-	req.Header.Set("Content-Type", "application/x-www-form-urlencoded")
-	resp, err := c.client.HTTPService().DoHTTPRequestWithResponse(req, nil)
-	if err != nil {
-		return nil, fmt.Errorf("%w: %w", ErrUnreachable, err)
-	}
-	defer resp.Body.Close()
-	body, err := io.ReadAll(io.LimitReader(resp.Body, 16<<20))
-	if err != nil {
-		return nil, fmt.Errorf("%w: reading the answer: %w", ErrUnreachable, err)
-	}
-	if resp.StatusCode != http.StatusOK {
-		text, _ := parseErrorBody(string(body))
-		return nil, &queryError{status: resp.StatusCode, text: text}
-	}
-	var r struct {
-		Error   string
-		Results []struct {
-			Error  string
-			Series []Series
-		}
-	}
-	dec := json.NewDecoder(bytes.NewReader(body))
-	dec.UseNumber()
-	if err := dec.Decode(&r); err != nil || (r.Error == "" && len(r.Results) == 0) {
-		return nil, &queryError{status: resp.StatusCode, text: "not an InfluxQL answer: " + truncate(string(body), 200)}
-	}
-	if r.Error != "" {
-		return nil, &queryError{status: resp.StatusCode, text: r.Error}
-	}
-	if e := r.Results[0].Error; e != "" {
-		return nil, &queryError{status: resp.StatusCode, text: e}
-	}
-	return r.Results[0].Series, nil
-}
-
 // check2x looks the bucket up in its organization.
 func (c *checker) check2x(ctx context.Context, res *CheckResult, t Target) error {
 	org := t.Org
@@ -349,7 +258,7 @@ func (c *checker) check2x(ctx context.Context, res *CheckResult, t Target) error
 	defer cancel()
 	// BucketsAPI.FindBucketByName ignores the organization; this is the
 	// request it makes, with the organization added.
-	got, err := c.client.APIClient().GetBuckets(ctx, &domain.GetBucketsParams{Name: &t.Bucket, Org: &org})
+	got, err := c.client.c.APIClient().GetBuckets(ctx, &domain.GetBucketsParams{Name: &t.Bucket, Org: &org})
 	if err != nil {
 		return fmt.Errorf("influx: looking up bucket %q in organization %q on %s at %s: %w", t.Bucket, org, res.server(), c.url, err)
 	}
@@ -368,16 +277,4 @@ func hasName(rows [][]any, name string) bool {
 		}
 	}
 	return false
-}
-
-// quoteIdent quotes an InfluxQL identifier.
-func quoteIdent(s string) string {
-	return `"` + strings.NewReplacer(`\`, `\\`, `"`, `\"`).Replace(s) + `"`
-}
-
-func truncate(s string, n int) string {
-	if len(s) <= n {
-		return s
-	}
-	return s[:n] + "…"
 }

@@ -9,6 +9,8 @@ import (
 	"testing"
 	"testing/synctest"
 	"time"
+
+	"github.com/sparkpulse/sparkpulse/queue"
 )
 
 // InfluxDB is down: Append never blocks, batches beyond the memory bound go
@@ -26,10 +28,10 @@ func TestDiskQueueThroughOutageAndRestart(t *testing.T) {
 			return http.StatusNoContent, nil, ""
 		}}
 		dir := t.TempDir()
-		cfg := Config{BatchSize: 10, MaxQueueBytes: 2 << 10, QueueDir: dir, MaxRetryBackoff: time.Second}
+		cfg := Config{BatchSize: 10, Queue: queue.Config{MaxBytes: 2 << 10, Dir: dir}, MaxRetryBackoff: time.Second}
 		w := newBubbleWriter(t, f, cfg)
 		for i := 0; i < 500; i += 10 {
-			w.Append(lines(i, 10), 10) // never blocks: the overflow spills
+			w.Append(lines(i, 10), 10, true) // never blocks: the overflow spills
 		}
 		synctest.Wait()
 		st := w.Stats()
@@ -53,7 +55,7 @@ func TestDiskQueueThroughOutageAndRestart(t *testing.T) {
 		for w.Stats().DiskBytes > 0 {
 			advance(100 * time.Millisecond)
 		}
-		w.Append(lines(500, 5), 5)
+		w.Append(lines(500, 5), 5, true)
 		closeOK(t, w)
 		stored := f.storedLines()
 		want := strings.Split(strings.TrimSuffix(string(lines(0, 505)), "\n"), "\n")
@@ -83,12 +85,12 @@ func TestTryAppendRefusesWhenFull(t *testing.T) {
 			return http.StatusNoContent, nil, ""
 		}}
 		line := []byte("m value=1\n")
-		w := newBubbleWriter(t, f, Config{BatchSize: 1, MaxInFlight: 1, MaxQueueBytes: 25})
-		if !w.TryAppend(line, 1) || !w.TryAppend(line, 1) {
+		w := newBubbleWriter(t, f, Config{BatchSize: 1, MaxInFlight: 1, Queue: queue.Config{MaxBytes: 25}})
+		if !w.Append(line, 1, false) || !w.Append(line, 1, false) {
 			t.Fatal("refused with room left")
 		}
 		synctest.Wait()
-		if w.TryAppend(line, 1) {
+		if w.Append(line, 1, false) {
 			t.Fatal("accepted beyond the bound")
 		}
 		close(release)
@@ -110,9 +112,9 @@ func TestWaitRoom(t *testing.T) {
 			return http.StatusNoContent, nil, ""
 		}}
 		line := []byte("m value=1\n")
-		w := newBubbleWriter(t, f, Config{BatchSize: 1, MaxInFlight: 1, MaxQueueBytes: 25})
-		w.Append(line, 1)
-		w.Append(line, 1) // 20 bytes: over three quarters of 25
+		w := newBubbleWriter(t, f, Config{BatchSize: 1, MaxInFlight: 1, Queue: queue.Config{MaxBytes: 25}})
+		w.Append(line, 1, true)
+		w.Append(line, 1, true) // 20 bytes: over three quarters of 25
 		synctest.Wait()
 
 		roomy := make(chan struct{})
@@ -134,9 +136,9 @@ func TestWaitRoom(t *testing.T) {
 		<-roomy
 		closeOK(t, w)
 
-		d := newBubbleWriter(t, f, Config{BatchSize: 1, MaxInFlight: 1, MaxQueueBytes: 25, QueueDir: t.TempDir()})
+		d := newBubbleWriter(t, f, Config{BatchSize: 1, MaxInFlight: 1, Queue: queue.Config{MaxBytes: 25, Dir: t.TempDir()}})
 		for range 5 {
-			d.Append(line, 1)
+			d.Append(line, 1, true)
 		}
 		d.WaitRoom(nil) // spills rather than blocks
 		closeOK(t, d)

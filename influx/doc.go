@@ -1,21 +1,22 @@
 // Package influx delivers encoded line protocol to InfluxDB 1.8+, 2.x and 3.x
 // through the v2 write API (/api/v2/write; on 1.x the bucket is "db/rp" or
-// "db").
+// "db"), checks a target at start-up, and runs InfluxQL queries.
 //
-// A [Writer] takes blocks of complete, already encoded lines ([Writer.Append]),
-// cuts them into batches of Config.BatchSize points (a partial batch is sealed
-// Config.BatchTimeout after its first point), keeps the batches in a queue
-// bounded by Config.MaxQueueBytes and sends them with Config.MaxInFlight
-// concurrent requests through the influxdb-client-go blocking write API,
-// which provides HTTP, authentication, gzip and TLS. The client's own
-// asynchronous writer is not used: it drops batches when its retry buffer
-// fills and loses them on Close.
+// A [Writer] has three stages. Its batcher ([Writer.Append]) copies blocks
+// of complete, already encoded lines into batches of Config.BatchSize
+// points (a partial batch is sealed Config.BatchTimeout after its first
+// point); the sealed batches wait in a [queue.Queue], in memory and, with
+// Config.Queue.Dir, on disk; Config.MaxInFlight senders take them, POST
+// them and acknowledge them. Requests go through influxdb-client-go's HTTP
+// service (token, user agent, TLS, timeout), whose raw answer gives the
+// status and body that decide what a failure means.
 //
 // The contract:
 //
-//   - Append copies its input and returns; when the queue is full it blocks
-//     until a batch is delivered, so a slow or absent InfluxDB slows the
-//     reader down (TCP back-pressure) instead of growing memory.
+//   - Append copies its input and returns; when the queue is full it waits
+//     for room (a slow or absent InfluxDB slows a TCP reader down instead
+//     of growing memory), or, for a reader that cannot wait, returns false
+//     and keeps nothing.
 //   - Network errors, 5xx, 429, 401, 403 and 404 are retried with exponential
 //     backoff (1 s doubling to Config.MaxRetryBackoff, with jitter; a
 //     Retry-After from the server is honoured) until Close gives up. Nothing
@@ -28,12 +29,16 @@
 //     per second.
 //   - Close sends the partial batch and waits until the queue is empty; when
 //     its context ends first, it cancels what is in flight and reports how
-//     many points were not delivered.
+//     many points were not delivered. With a disk queue, a write that fails
+//     once Close has begun is not retried: what is left is kept on disk for
+//     the next start.
+//   - A batch's memory is reused for a later batch only once the HTTP
+//     transport has closed every request body made of it.
 //   - The token is sent as "Authorization: Token <token>" and never appears
 //     in a log entry or an error.
 //
 // [Check] verifies at start-up that the database (1.x, optionally created)
 // or bucket (2.x) exists. It returns an error wrapping [ErrUnreachable] when
 // InfluxDB cannot be reached, so a caller can start anyway and let the
-// Writer deliver once InfluxDB is up.
+// Writer deliver once InfluxDB is up. [Query] runs one InfluxQL statement.
 package influx

@@ -29,7 +29,7 @@ func write(t *testing.T, cfg influx.Config, bucket, text string) influx.Stats {
 	if err != nil {
 		t.Fatal(err)
 	}
-	w.Append([]byte(text), strings.Count(text, "\n"))
+	w.Append([]byte(text), strings.Count(text, "\n"), true)
 	if err := w.Close(ctxT(t)); err != nil {
 		t.Fatal(err)
 	}
@@ -129,7 +129,7 @@ func TestWriteRealInfluxDB(t *testing.T) {
 	for i := range n {
 		fmt.Fprintf(&b, "cpuTime.count,applicationid=app-1,process=%d value=%d %d\n", i%5, i, t0+int64(i)*1_000_000)
 		if (i+1)%100 == 0 {
-			w.Append([]byte(b.String()), 100)
+			w.Append([]byte(b.String()), 100, true)
 			b.Reset()
 		}
 	}
@@ -221,8 +221,8 @@ func TestAuthRealInfluxDB(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	w.Append([]byte("m value=2 2\n"), 1)
-	w.Append([]byte("m value=3 3\n"), 1)
+	w.Append([]byte("m value=2 2\n"), 1, true)
+	w.Append([]byte("m value=3 3\n"), 1, true)
 	<-failed
 	cctx, cancel := context.WithCancel(context.Background())
 	cancel()

@@ -1,16 +1,20 @@
 package influx
 
 import (
+	"bytes"
 	"context"
+	"encoding/json"
 	"errors"
+	"fmt"
 	"math/rand/v2"
 	"net/http"
 	"strconv"
 	"strings"
 	"time"
 
-	http2 "github.com/influxdata/influxdb-client-go/v2/api/http"
 	"go.uber.org/zap"
+
+	"github.com/sparkpulse/sparkpulse/queue"
 )
 
 // What to do after a failed request.
@@ -35,14 +39,16 @@ type failure struct {
 
 const firstBackoff = time.Second
 
-// send delivers data (n lines of b), retrying until it is stored or refused,
-// and splitting it when InfluxDB refuses it as a whole. It returns false
-// when Close gave up, or when a write fails after Close began and the disk
-// queue is to keep the batch.
-func (w *Writer) send(b *batch, data string, n int) bool {
+// deliver sends data (n lines of b), retrying until it is stored or
+// refused, and splitting it when InfluxDB refuses it as a whole. It returns
+// false when Close gave up, or when a write fails while the queue drains
+// into its disk queue, which keeps b.
+func (w *Writer) deliver(b *queue.Batch, data []byte, n int) bool {
 	for attempt := 0; ; attempt++ {
-		took, err := w.post(data)
-		if err == nil {
+		start := time.Now()
+		a, err := w.post(data)
+		took := time.Since(start)
+		if err == nil && a.status/100 == 2 {
 			w.written(b, n, 0, "")
 			w.observe(n, took, nil)
 			if attempt > 0 {
@@ -53,10 +59,11 @@ func (w *Writer) send(b *batch, data string, n int) bool {
 		if w.ctx.Err() != nil {
 			return false
 		}
-		f := classify(err)
+		f := classify(a, err)
 		w.statsMu.Lock()
 		w.stats.WriteErrors[f.kind]++
 		w.statsMu.Unlock()
+		ferr := f.err()
 
 		switch f.act {
 		case actPartial:
@@ -65,25 +72,25 @@ func (w *Writer) send(b *batch, data string, n int) bool {
 			w.dropLog.Warn("InfluxDB stored part of a batch and refused the rest",
 				zap.String("reason", f.reason), zap.Int("dropped", dropped), zap.Int("points", n),
 				zap.Int("status", f.status), zap.String("error", f.text))
-			w.observe(n, took, err)
+			w.observe(n, took, ferr)
 			return true
 		case actSplit:
-			w.observe(n, took, err)
+			w.observe(n, took, ferr)
 			if n == 1 {
 				w.refused(b, data, f)
 				return true
 			}
-			cut := lineEndString(data, n/2)
+			cut := lineEnd(data, n/2)
 			if cut >= len(data) { // fewer lines than counted: nothing left to split
 				w.refused(b, data, f)
 				return true
 			}
-			return w.send(b, data[:cut], n/2) && w.send(b, data[cut:], n-n/2)
+			return w.deliver(b, data[:cut], n/2) && w.deliver(b, data[cut:], n-n/2)
 		}
 
 		select {
-		case <-w.stopRetry: // nil without a disk queue
-			w.observe(n, took, err)
+		case <-w.q.Draining(): // never ready without a disk queue
+			w.observe(n, took, ferr)
 			return false
 		default:
 		}
@@ -95,27 +102,26 @@ func (w *Writer) send(b *batch, data string, n int) bool {
 		w.stats.Retries++
 		w.statsMu.Unlock()
 		w.logRetry(f, n, attempt, wait)
-		w.observe(n, took, err)
+		w.observe(n, took, ferr)
 		t := time.NewTimer(wait)
 		select {
 		case <-t.C:
 		case <-w.ctx.Done():
 			t.Stop()
 			return false
-		case <-w.stopRetry:
+		case <-w.q.Draining():
 			t.Stop()
 			return false
 		}
 	}
 }
 
-// post sends one request, bounded by RequestTimeout and by Close giving up.
-func (w *Writer) post(data string) (time.Duration, error) {
+// post sends one write request, bounded by RequestTimeout and by Close
+// giving up.
+func (w *Writer) post(data []byte) (answer, error) {
 	ctx, cancel := context.WithTimeout(w.ctx, w.cfg.RequestTimeout)
 	defer cancel()
-	start := time.Now()
-	err := w.api.WriteRecord(ctx, data)
-	return time.Since(start), err
+	return w.client.write(ctx, w.writeURL, data)
 }
 
 // observe reports a finished request to Config.OnBatch, once its outcome
@@ -128,8 +134,8 @@ func (w *Writer) observe(n int, took time.Duration, err error) {
 
 // written records a request InfluxDB accepted, of which dropped points
 // were refused.
-func (w *Writer) written(b *batch, n, dropped int, reason string) {
-	b.remaining.Add(-int64(n))
+func (w *Writer) written(b *queue.Batch, n, dropped int, reason string) {
+	b.Remaining.Add(-int64(n))
 	w.statsMu.Lock()
 	w.stats.BatchesWritten++
 	w.stats.PointsWritten += uint64(n - dropped)
@@ -140,17 +146,15 @@ func (w *Writer) written(b *batch, n, dropped int, reason string) {
 }
 
 // refused records a single line InfluxDB will not take.
-func (w *Writer) refused(b *batch, line string, f failure) {
-	b.remaining.Add(-1)
+func (w *Writer) refused(b *queue.Batch, data []byte, f failure) {
+	b.Remaining.Add(-1)
 	w.statsMu.Lock()
 	w.stats.PointsDropped[f.reason]++
 	w.statsMu.Unlock()
 	const maxShown = 256
-	line = strings.TrimSuffix(line, "\n")
+	line := string(bytes.TrimSuffix(data[:min(len(data), maxShown+1)], []byte("\n")))
 	if len(line) > maxShown {
 		line = line[:maxShown] + "…"
-	} else {
-		line = strings.Clone(line) // the batch's memory is reused
 	}
 	w.dropLog.Warn("InfluxDB refused a line", zap.String("reason", f.reason),
 		zap.Int("status", f.status), zap.String("error", f.text), zap.String("line", line))
@@ -183,21 +187,22 @@ func (w *Writer) logRetry(f failure, n, attempt int, wait time.Duration) {
 	}
 }
 
-// classify decides what a write error means.
-func classify(err error) failure {
-	var he *http2.Error
-	if !errors.As(err, &he) || he.StatusCode == 0 {
+// classify decides what a failed write means: a network error (err), or
+// an answer that is not 2xx.
+func classify(a answer, err error) failure {
+	if err != nil {
 		return failure{act: actRetry, kind: "network", text: err.Error()}
 	}
-	f := failure{act: actRetry, status: he.StatusCode, text: he.Message}
+	f := failure{act: actRetry, status: a.status}
 	lines := -1
-	if body := he.Header.Get(bodyHeader); body != "" {
-		f.text, lines = parseErrorBody(body)
+	f.text, lines = parseErrorBody(a.body)
+	if f.text == "" {
+		f.text = a.header.Get("X-Influxdb-Error")
 	}
-	if f.text == "" || strings.HasPrefix(f.text, "Unexpected status code") {
-		f.text = strconv.Itoa(he.StatusCode) + " " + http.StatusText(he.StatusCode)
+	if f.text == "" {
+		f.text = strconv.Itoa(a.status) + " " + http.StatusText(a.status)
 	}
-	switch s := he.StatusCode; {
+	switch s := a.status; {
 	case s == http.StatusTooManyRequests:
 		f.kind = "429"
 	case s >= 500:
@@ -206,15 +211,15 @@ func classify(err error) failure {
 		f.kind = "4xx"
 	}
 	if f.kind != "4xx" {
-		f.retryAfter = retryAfter(he)
+		f.retryAfter = retryAfter(a.header)
 	}
-	switch he.StatusCode {
+	switch a.status {
 	case http.StatusBadRequest, http.StatusUnprocessableEntity, http.StatusRequestEntityTooLarge:
-		f.reason = reasonOf(f.text, he.StatusCode)
-		if i := strings.Index(f.text, "partial write"); i >= 0 && he.StatusCode != http.StatusRequestEntityTooLarge {
+		f.reason = reasonOf(f.text, a.status)
+		if i := strings.Index(f.text, "partial write"); i >= 0 && a.status != http.StatusRequestEntityTooLarge {
 			f.act = actPartial
 			f.dropped = droppedCount(f.text[i:], lines)
-			f.reason = reasonOf(f.text[i:], he.StatusCode)
+			f.reason = reasonOf(f.text[i:], a.status)
 		} else {
 			f.act = actSplit
 		}
@@ -222,13 +227,13 @@ func classify(err error) failure {
 	return f
 }
 
-// retryAfter reads Retry-After in seconds (as the client parses it) or as
-// an HTTP date.
-func retryAfter(he *http2.Error) time.Duration {
-	if he.RetryAfter > 0 {
-		return time.Duration(he.RetryAfter) * time.Second
+// retryAfter reads Retry-After in seconds or as an HTTP date.
+func retryAfter(h http.Header) time.Duration {
+	v := h.Get("Retry-After")
+	if secs, err := strconv.ParseUint(v, 10, 32); err == nil {
+		return time.Duration(secs) * time.Second
 	}
-	if t, err := http.ParseTime(he.Header.Get("Retry-After")); err == nil {
+	if t, err := http.ParseTime(v); err == nil {
 		return max(time.Until(t), 0)
 	}
 	return 0
@@ -278,4 +283,48 @@ func reasonOf(msg string, status int) string {
 		return "too large"
 	}
 	return "refused"
+}
+
+// err is f as an error, for OnBatch.
+func (f failure) err() error {
+	if f.status == 0 {
+		return errors.New(f.text)
+	}
+	return fmt.Errorf("%d: %s", f.status, f.text)
+}
+
+// errorBody is what InfluxDB puts in an error response: 1.x {"error"},
+// 2.x {"code","message"}, 3.x {"error","data":[{"error_message",…}]}.
+type errorBody struct {
+	Error   string `json:"error"`
+	Code    string `json:"code"`
+	Message string `json:"message"`
+	Data    []struct {
+		Line    string `json:"original_line"`
+		Message string `json:"error_message"`
+	} `json:"data"`
+}
+
+// parseErrorBody decodes body; text is the best human-readable message and
+// lines the number of per-line errors a 3.x body lists (-1 if none).
+func parseErrorBody(body []byte) (text string, lines int) {
+	var e errorBody
+	if err := json.Unmarshal(body, &e); err != nil {
+		return strings.TrimSpace(string(body)), -1
+	}
+	switch {
+	case e.Error != "":
+		text = e.Error
+	case e.Message != "":
+		text = e.Message
+	default:
+		text = strings.TrimSpace(string(body))
+	}
+	if e.Data == nil {
+		return text, -1
+	}
+	if len(e.Data) > 0 {
+		text += ": " + e.Data[0].Message
+	}
+	return text, len(e.Data)
 }

@@ -1,7 +1,6 @@
 package influx
 
 import (
-	"bytes"
 	"context"
 	"errors"
 	"fmt"
@@ -12,7 +11,8 @@ import (
 	"testing"
 	"testing/synctest"
 	"time"
-	"unsafe"
+
+	"github.com/sparkpulse/sparkpulse/queue"
 )
 
 // newTestWriter starts a writer on an httptest server running f.
@@ -59,7 +59,7 @@ func TestBatchesBySize(t *testing.T) {
 	for off, i := 0, 0; i < 250; i += 30 { // blocks of 30 lines cross batch boundaries
 		n := min(30, 250-i)
 		end := off + lineEnd(all[off:], n)
-		w.Append(all[off:end], n)
+		w.Append(all[off:end], n, true)
 		off = end
 	}
 	closeOK(t, w)
@@ -92,9 +92,9 @@ func TestBatchesByTime(t *testing.T) {
 		f := &fakeInflux{}
 		w := newBubbleWriter(t, f, Config{BatchSize: 1000, BatchTimeout: time.Second})
 		start := time.Now()
-		w.Append(lines(0, 3), 3)
+		w.Append(lines(0, 3), 3, true)
 		advance(500 * time.Millisecond)
-		w.Append(lines(3, 2), 2) // joins the batch; does not restart its clock
+		w.Append(lines(3, 2), 2, true) // joins the batch; does not restart its clock
 		advance(499 * time.Millisecond)
 		synctest.Wait()
 		if n := len(f.requests()); n != 0 {
@@ -111,7 +111,7 @@ func TestBatchesByTime(t *testing.T) {
 		}
 
 		advance(500 * time.Millisecond)
-		w.Append(lines(5, 1), 1)
+		w.Append(lines(5, 1), 1, true)
 		advance(time.Second)
 		synctest.Wait()
 		reqs = f.requests()
@@ -138,7 +138,7 @@ func TestRetryAfterHonoured(t *testing.T) {
 			return http.StatusNoContent, nil, ""
 		}}
 		w := newBubbleWriter(t, f, Config{BatchSize: 2})
-		w.Append(lines(0, 2), 2)
+		w.Append(lines(0, 2), 2, true)
 		closeOK(t, w)
 
 		reqs := f.requests()
@@ -168,7 +168,7 @@ func TestServerErrorsRetriedAndDeliveredOnce(t *testing.T) {
 			return http.StatusNoContent, nil, ""
 		}}
 		w := newBubbleWriter(t, f, Config{BatchSize: 10, MaxRetryBackoff: 3 * time.Second})
-		w.Append(lines(0, 10), 10)
+		w.Append(lines(0, 10), 10, true)
 		closeOK(t, w)
 
 		reqs := f.requests()
@@ -212,7 +212,7 @@ func TestNetworkErrorsRetried(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		w.Append(lines(0, 1), 1)
+		w.Append(lines(0, 1), 1, true)
 		closeOK(t, w)
 		if len(calls) != 3 || len(f.storedLines()) != 1 {
 			t.Fatalf("%d attempts, %d stored; want 3, 1", len(calls), len(f.storedLines()))
@@ -254,7 +254,7 @@ func TestPartialWriteCountedNotResent(t *testing.T) {
 				return tc.status, http.Header{"Content-Type": {"application/json"}}, tc.body
 			}}
 			w := newTestWriter(t, f, Config{BatchSize: 10, Logger: log})
-			w.Append(lines(0, 10), 10)
+			w.Append(lines(0, 10), 10, true)
 			closeOK(t, w)
 			if n := len(f.requests()); n != 1 {
 				t.Errorf("%d requests, want 1 (a partial write is not resent)", n)
@@ -285,7 +285,7 @@ func TestWholeBatchRefusedIsBisected(t *testing.T) {
 		w := newBubbleWriter(t, f, Config{BatchSize: 20, Logger: log})
 		good := strings.Split(strings.TrimSuffix(string(lines(0, 18)), "\n"), "\n")
 		block := strings.Join(good[:5], "\n") + "\nbad one\n" + strings.Join(good[5:13], "\n") + "\nbad two\n" + strings.Join(good[13:], "\n") + "\n"
-		w.Append([]byte(block), 20)
+		w.Append([]byte(block), 20, true)
 		closeOK(t, w)
 
 		stored := f.storedLines()
@@ -318,7 +318,7 @@ func TestRefusedLinesLogRateLimited(t *testing.T) {
 		}}
 		log, logs := observed()
 		w := newBubbleWriter(t, f, Config{BatchSize: 50, Logger: log})
-		w.Append(lines(0, 50), 50)
+		w.Append(lines(0, 50), 50, true)
 		closeOK(t, w)
 		if st := w.Stats(); st.PointsDropped["unable to parse"] != 50 {
 			t.Errorf("dropped %v, want 50", st.PointsDropped)
@@ -337,9 +337,9 @@ func TestAppendBlocksWhenQueueFull(t *testing.T) {
 			return http.StatusNoContent, nil, ""
 		}}
 		line := []byte("m value=1\n") // 10 bytes
-		w := newBubbleWriter(t, f, Config{BatchSize: 1, MaxInFlight: 1, MaxQueueBytes: 25})
-		w.Append(line, 1) // in flight, held by the server
-		w.Append(line, 1) // queued: 20 of 25 bytes
+		w := newBubbleWriter(t, f, Config{BatchSize: 1, MaxInFlight: 1, Queue: queue.Config{MaxBytes: 25}})
+		w.Append(line, 1, true) // in flight, held by the server
+		w.Append(line, 1, true) // queued: 20 of 25 bytes
 		synctest.Wait()
 		if st := w.Stats(); st.QueuedBytes != 20 || st.QueuedBatches != 2 {
 			t.Fatalf("queue %d bytes in %d batches, want 20 in 2", st.QueuedBytes, st.QueuedBatches)
@@ -347,7 +347,7 @@ func TestAppendBlocksWhenQueueFull(t *testing.T) {
 
 		appended := make(chan struct{})
 		go func() {
-			w.Append(line, 1) // 30 > 25: must wait
+			w.Append(line, 1, true) // 30 > 25: must wait
 			close(appended)
 		}()
 		synctest.Wait()
@@ -375,15 +375,15 @@ func TestAppendBlocksWhenQueueFull(t *testing.T) {
 func TestCloseFlushesPartialBatch(t *testing.T) {
 	f := &fakeInflux{}
 	w := newTestWriter(t, f, Config{BatchSize: 100, BatchTimeout: time.Hour})
-	w.Append(lines(0, 5), 5)
-	w.Append(lines(5, 2), 2)
+	w.Append(lines(0, 5), 5, true)
+	w.Append(lines(5, 2), 2, true)
 	closeOK(t, w)
 	reqs := f.requests()
 	if len(reqs) != 1 || len(reqs[0].lines) != 7 {
 		t.Fatalf("want one request of 7 lines, got %d requests", len(reqs))
 	}
 	// Appending after Close loses the lines, visibly.
-	w.Append(lines(7, 3), 3)
+	w.Append(lines(7, 3), 3, true)
 	if st := w.Stats(); st.PointsDropped["writer closed"] != 3 || st.PointsWritten != 7 {
 		t.Errorf("stats %+v", st)
 	}
@@ -399,7 +399,7 @@ func TestCloseGivesUpAndCountsUndelivered(t *testing.T) {
 			return http.StatusServiceUnavailable, h, b
 		}}
 		w := newBubbleWriter(t, f, Config{BatchSize: 5})
-		w.Append(lines(0, 7), 7) // a full batch of 5 and a partial one of 2
+		w.Append(lines(0, 7), 7, true) // a full batch of 5 and a partial one of 2
 		ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 		defer cancel()
 		err := w.Close(ctx)
@@ -429,7 +429,7 @@ func TestCloseWithExpiredContextCancelsInFlight(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		w.Append(lines(0, 10), 10) // 4 in flight, 4 queued, 2 being filled
+		w.Append(lines(0, 10), 10, true) // 4 in flight, 4 queued, 2 being filled
 		synctest.Wait()
 		ctx, cancel := context.WithCancel(context.Background())
 		cancel()
@@ -446,11 +446,11 @@ func TestNewWriterRejectsBadConfig(t *testing.T) {
 		t    Target
 		want string
 	}{
-		{Config{URL: "ftp://x"}, Target{Bucket: "b"}, `URL "ftp://x": must start with http:// or https://`},
+		{Config{URL: "ftp://x"}, Target{Bucket: "b"}, `url "ftp://x": must start with http:// or https://`},
 		{Config{URL: "http://u:hunter2@x"}, Target{Bucket: "b"}, ``},
-		{Config{URL: "https://u:hunter2@"}, Target{Bucket: "b"}, `URL "https://u:xxxxx@": has no host`},
-		{Config{URL: "http://x", BatchSize: -1}, Target{Bucket: "b"}, `BatchSize -1: must not be negative`},
-		{Config{URL: "http://x", BatchTimeout: -time.Second}, Target{Bucket: "b"}, `BatchTimeout "-1s": must not be negative`},
+		{Config{URL: "https://u:hunter2@"}, Target{Bucket: "b"}, `url "https://u:xxxxx@": has no host`},
+		{Config{URL: "http://x", BatchSize: -1}, Target{Bucket: "b"}, `batch-size -1: must not be negative`},
+		{Config{URL: "http://x", BatchTimeout: -time.Second}, Target{Bucket: "b"}, `batch-timeout "-1s": must not be negative`},
 		{Config{URL: "http://x"}, Target{}, `target bucket is empty`},
 		{Config{URL: "http://x"}, Target{Bucket: "/rp"}, `bucket "/rp": empty database name`},
 	} {
@@ -493,8 +493,8 @@ func TestTokenNeverLogged(t *testing.T) {
 		}}
 		log, logs := observed()
 		w := newBubbleWriter(t, f, Config{Token: token, BatchSize: 2, Logger: log})
-		w.Append(lines(0, 2), 2)
-		w.Append(lines(2, 2), 2)
+		w.Append(lines(0, 2), 2, true)
+		w.Append(lines(2, 2), 2, true)
 		closeOK(t, w)
 		if a := f.requests()[0].auth; a != "Token "+token {
 			t.Fatalf("the token was not sent: %q", a)
@@ -512,7 +512,7 @@ func TestTokenNeverLogged(t *testing.T) {
 		w2 := newBubbleWriter(t, &fakeInflux{respond: func(*request, int) (int, http.Header, string) {
 			return 401, nil, `{"error":"authorization failed"}`
 		}}, Config{Token: token, Logger: log})
-		w2.Append(lines(0, 1), 1)
+		w2.Append(lines(0, 1), 1, true)
 		ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
 		defer cancel()
 		if err := w2.Close(ctx); err == nil || strings.Contains(err.Error(), token) {
@@ -533,52 +533,4 @@ func TestTokenNeverLogged(t *testing.T) {
 			t.Errorf("Check: %v", err)
 		}
 	})
-}
-
-// A done batch's memory is the next batch's, whether the batches that
-// follow are a little larger or smaller; a buffer from a time of much
-// smaller batches is let go.
-func TestBatchMemoryReused(t *testing.T) {
-	for _, gzip := range []bool{true, false} {
-		t.Run(fmt.Sprintf("gzip=%v", gzip), func(t *testing.T) {
-			w := &Writer{cfg: Config{Gzip: gzip, BatchSize: 1 << 30, MaxQueueBytes: 1 << 30, BatchTimeout: time.Hour}}
-			w.mu.Lock()
-			defer w.mu.Unlock()
-			fill := func(size int) *byte {
-				w.start()
-				w.cur = append(w.cur, bytes.Repeat([]byte("x"), size-1)...)
-				w.cur = append(w.cur, '\n')
-				w.curPts = 1
-				p := unsafe.SliceData(w.cur)
-				w.seal()
-				b := w.queue[len(w.queue)-1]
-				w.queue = w.queue[:0]
-				w.recycle(b) // delivered
-				return p
-			}
-			// Batches of 90 000 to 110 000 bytes: memory is allocated
-			// while the buffer grows to fit the largest, then reused.
-			var last *byte
-			news := 0
-			for i := range 100 {
-				size := 90_000 + (i*7919)%20_001
-				if p := fill(size); p != last {
-					news++
-					last = p
-				}
-			}
-			if news > 4 {
-				t.Fatalf("100 batches took new memory %d times", news)
-			}
-			fill(1000) // sized by the batches before it
-			small := fill(1000)
-			if small == last {
-				t.Fatal("batches of 1000 bytes keep a buffer grown for 100 000")
-			}
-			if p := fill(1100); p != small {
-				t.Fatal("a batch of 1100 bytes after one of 1000 got new memory")
-			}
-			w.timer.Stop()
-		})
-	}
 }

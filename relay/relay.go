@@ -52,16 +52,10 @@ type Mapper interface {
 }
 
 // Sink receives encoded points: n complete lines, each ending in '\n'. The
-// Sink must copy what it keeps; it may block to slow the reader down.
+// Sink must copy what it keeps. When it has no room it waits (wait), which
+// slows the reader down, or returns false and keeps nothing.
 type Sink interface {
-	Append(lines []byte, n int)
-}
-
-// TrySink is a Sink that can also refuse instead of blocking, for readers
-// that must not wait (Config.NonBlocking).
-type TrySink interface {
-	Sink
-	TryAppend(lines []byte, n int) bool
+	Append(lines []byte, n int, wait bool) bool
 }
 
 // Reason is why a line was dropped. The parse reasons come first and share
@@ -123,8 +117,7 @@ type Config struct {
 	AppTag string
 	// NonBlocking makes a block the Sink has no room for a counted drop
 	// (queue_full) instead of a wait: for UDP, whose senders cannot be
-	// slowed down, so that the reader keeps draining the socket. It needs
-	// a TrySink.
+	// slowed down, so that the reader keeps draining the socket.
 	NonBlocking bool
 	// CacheSize bounds how many series (Graphite paths) the Relay
 	// remembers the mapping of; DefaultCacheSize when 0. A series that is
@@ -173,19 +166,6 @@ func New(cfg Config) *Relay {
 
 // Stats returns the Relay's live counters.
 func (r *Relay) Stats() *Stats { return &r.stats }
-
-// RoomWaiter is a Sink that can say when it has room (influx.Writer).
-type RoomWaiter interface {
-	WaitRoom(done <-chan struct{})
-}
-
-// Wait implements graphite.Gate: a TCP listener takes no new connection
-// while the Sink has no room for their points.
-func (r *Relay) Wait(done <-chan struct{}) {
-	if rw, ok := r.cfg.Sink.(RoomWaiter); ok {
-		rw.WaitRoom(done)
-	}
-}
 
 // CachedSeries returns about how many series' mappings are remembered.
 func (r *Relay) CachedSeries() int { return r.cache.len() }
@@ -470,17 +450,12 @@ func (c *Conn) Flush() {
 	c.now = 0
 	st := &c.relay.stats
 	if c.points > 0 {
-		if ts, ok := c.relay.cfg.Sink.(TrySink); ok && c.relay.cfg.NonBlocking {
-			if ts.TryAppend(c.out, c.points) {
-				st.Points.Add(uint64(c.points))
-			} else {
-				c.dropped[ReasonQueueFull] += uint64(c.points)
-				c.relay.cfg.Log.Warn("dropped points", zap.String("reason", ReasonQueueFull.String()),
-					zap.Int("points", c.points), zap.Error(errQueueFull))
-			}
-		} else {
-			c.relay.cfg.Sink.Append(c.out, c.points)
+		if c.relay.cfg.Sink.Append(c.out, c.points, !c.relay.cfg.NonBlocking) {
 			st.Points.Add(uint64(c.points))
+		} else {
+			c.dropped[ReasonQueueFull] += uint64(c.points)
+			c.relay.cfg.Log.Warn("dropped points", zap.String("reason", ReasonQueueFull.String()),
+				zap.Int("points", c.points), zap.Error(errQueueFull))
 		}
 		c.out = c.out[:0]
 		c.points = 0

@@ -20,16 +20,20 @@ type sink struct {
 	calls  int
 }
 
-func (s *sink) Append(lines []byte, n int) {
+func (s *sink) Append(lines []byte, n int, _ bool) bool {
 	s.buf.Write(lines)
 	s.points += n
 	s.calls++
+	return true
 }
 
 // nullSink keeps nothing, for benchmarks.
 type nullSink struct{ points int }
 
-func (s *nullSink) Append(_ []byte, n int) { s.points += n }
+func (s *nullSink) Append(_ []byte, n int, _ bool) bool {
+	s.points += n
+	return true
+}
 
 // mapperFunc adapts a function to Mapper.
 type mapperFunc func(path []byte, r *templates.Result) error
@@ -318,10 +322,16 @@ func TestOnApp(t *testing.T) {
 	}
 }
 
-// fullSink refuses every TryAppend.
-type fullSink struct{ sink }
+// fullSink has no room: it waits forever, or refuses.
+type fullSink struct{ calls int }
 
-func (*fullSink) TryAppend([]byte, int) bool { return false }
+func (s *fullSink) Append(_ []byte, _ int, wait bool) bool {
+	if wait {
+		panic("a non-blocking relay waited")
+	}
+	s.calls++
+	return false
+}
 
 // A non-blocking relay (UDP) counts what the sink has no room for, and
 // goes on.
@@ -333,7 +343,7 @@ func TestNonBlockingQueueFull(t *testing.T) {
 	c.Line([]byte("a.c 2 1795300000"))
 	c.Flush()
 	st := r.Stats()
-	if st.Dropped[ReasonQueueFull].Load() != 2 || st.Points.Load() != 0 || s.calls != 0 {
+	if st.Dropped[ReasonQueueFull].Load() != 2 || st.Points.Load() != 0 || s.calls != 1 {
 		t.Errorf("queue_full %d, points %d, appends %d", st.Dropped[ReasonQueueFull].Load(), st.Points.Load(), s.calls)
 	}
 	if ReasonQueueFull.String() != "queue_full" {

@@ -17,7 +17,10 @@ import (
 // countingSink counts what concurrent connections hand on.
 type countingSink struct{ points atomic.Int64 }
 
-func (s *countingSink) Append(_ []byte, n int) { s.points.Add(int64(n)) }
+func (s *countingSink) Append(_ []byte, n int, _ bool) bool {
+	s.points.Add(int64(n))
+	return true
+}
 
 // closing signals each connection whose handler has finished.
 type closing struct {

@@ -27,7 +27,7 @@ import (
 
 // Sink receives encoded points: n complete lines of line protocol.
 type Sink interface {
-	Append(lines []byte, n int)
+	Append(lines []byte, n int, wait bool) bool
 }
 
 // Reporter turns registry snapshots into points. It is not safe for
@@ -79,7 +79,7 @@ func (r *Reporter) Report(now time.Time) (int, error) {
 		}
 	}
 	if n > 0 {
-		r.sink.Append(r.enc.Bytes(), n)
+		r.sink.Append(r.enc.Bytes(), n, true)
 	}
 	return n, firstErr
 }

@@ -14,9 +14,10 @@ type sink struct {
 	n     int
 }
 
-func (s *sink) Append(b []byte, n int) {
+func (s *sink) Append(b []byte, n int, _ bool) bool {
 	s.lines = append(s.lines, strings.Split(strings.TrimSuffix(string(b), "\n"), "\n")...)
 	s.n += n
+	return true
 }
 
 func TestReport(t *testing.T) {

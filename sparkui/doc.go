@@ -21,7 +21,7 @@
 // (status, details), stages/{id}, stages/{id}/{attempt}, sql (offset,
 // length, details, planDescription), sql/{id}, executors, allexecutors and
 // version. JSON field names, omitted optional fields and date formats
-// follow Spark's ("2015-02-03T16:43:06.296GMT"). Job, stage and SQL lists
+// follow Spark's (package sparkapi holds the types). Job, stage and SQL lists
 // keep Spark's order: jobs and stages newest first, SQL executions oldest
 // first. Task-level detail (details=true) is not modelled: a stage is always
 // answered without tasks, and [Server.Requests] lets a test check that a

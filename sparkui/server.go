@@ -12,6 +12,8 @@ import (
 	"strings"
 	"sync"
 	"time"
+
+	"github.com/sparkpulse/sparkpulse/sparkapi"
 )
 
 // Mode is the kind of Spark server a Server imitates.
@@ -226,18 +228,10 @@ func (s *Server) app(parts []string, q url.Values) (any, error) {
 	return nil, notFound("%s is not modelled", parts[0])
 }
 
-// environmentJSON is ApplicationEnvironmentInfo; only the Spark
-// properties are modelled.
-type environmentJSON struct {
-	Runtime          map[string]string `json:"runtime"`
-	SparkProperties  [][2]string       `json:"sparkProperties"`
-	HadoopProperties [][2]string       `json:"hadoopProperties"`
-	SystemProperties [][2]string       `json:"systemProperties"`
-	ClasspathEntries [][2]string       `json:"classpathEntries"`
-}
-
-func (s *Server) environment(att *Attempt) environmentJSON {
-	env := environmentJSON{Runtime: map[string]string{}, SparkProperties: [][2]string{}, HadoopProperties: [][2]string{},
+// environment answers /environment; only the Spark properties are
+// modelled.
+func (s *Server) environment(att *Attempt) sparkapi.Environment {
+	env := sparkapi.Environment{Runtime: map[string]string{}, SparkProperties: [][2]string{}, HadoopProperties: [][2]string{},
 		SystemProperties: [][2]string{}, ClasspathEntries: [][2]string{}}
 	for _, k := range slices.Sorted(maps.Keys(att.Properties)) {
 		env.SparkProperties = append(env.SparkProperties, [2]string{k, att.Properties[k]})
@@ -245,47 +239,12 @@ func (s *Server) environment(att *Attempt) environmentJSON {
 	return env
 }
 
-// Spark's date format: UTC, milliseconds, the literal zone name GMT.
-const dateLayout = "2006-01-02T15:04:05.000GMT"
-
-func date(t time.Time) string { return t.UTC().Format(dateLayout) }
-
-// optDate is an optional date: omitted when zero, as Spark omits absent
-// Options.
-func optDate(t time.Time) *string {
-	if t.IsZero() {
-		return nil
-	}
-	d := date(t)
-	return &d
-}
-
-type attemptJSON struct {
-	AttemptID        string `json:"attemptId,omitempty"`
-	StartTime        string `json:"startTime"`
-	EndTime          string `json:"endTime"`
-	LastUpdated      string `json:"lastUpdated"`
-	Duration         int64  `json:"duration"`
-	SparkUser        string `json:"sparkUser"`
-	Completed        bool   `json:"completed"`
-	AppSparkVersion  string `json:"appSparkVersion"`
-	StartTimeEpoch   int64  `json:"startTimeEpoch"`
-	EndTimeEpoch     int64  `json:"endTimeEpoch"`
-	LastUpdatedEpoch int64  `json:"lastUpdatedEpoch"`
-}
-
-type appJSON struct {
-	ID       string        `json:"id"`
-	Name     string        `json:"name"`
-	Attempts []attemptJSON `json:"attempts"`
-}
-
-func (s *Server) appJSON(a *App) appJSON {
-	out := appJSON{ID: a.ID, Name: a.Name, Attempts: []attemptJSON{}}
+func (s *Server) appJSON(a *App) sparkapi.Application {
+	out := sparkapi.Application{ID: a.ID, Name: a.Name, Attempts: []sparkapi.Attempt{}}
 	now := s.now()
 	for _, at := range a.Attempts {
-		j := attemptJSON{
-			AttemptID: at.ID, StartTime: date(at.Start), SparkUser: at.User,
+		j := sparkapi.Attempt{
+			AttemptID: at.ID, StartTime: sparkapi.DateOf(at.Start), SparkUser: at.User,
 			AppSparkVersion: at.SparkVersion, StartTimeEpoch: at.Start.UnixMilli(),
 			Completed: !at.Running(),
 		}
@@ -294,7 +253,7 @@ func (s *Server) appJSON(a *App) appJSON {
 		}
 		if at.Running() {
 			// A running attempt ends at epoch -1 ms.
-			j.EndTime, j.EndTimeEpoch = date(time.UnixMilli(-1)), -1
+			j.EndTime, j.EndTimeEpoch = sparkapi.DateOf(time.UnixMilli(-1)), -1
 			if s.mode == LiveUI {
 				j.Duration = now.Sub(at.Start).Milliseconds()
 				j.LastUpdated, j.LastUpdatedEpoch = j.StartTime, j.StartTimeEpoch
@@ -303,10 +262,10 @@ func (s *Server) appJSON(a *App) appJSON {
 				if u.IsZero() {
 					u = now
 				}
-				j.LastUpdated, j.LastUpdatedEpoch = date(u), u.UnixMilli()
+				j.LastUpdated, j.LastUpdatedEpoch = sparkapi.DateOf(u), u.UnixMilli()
 			}
 		} else {
-			j.EndTime, j.EndTimeEpoch = date(at.End), at.End.UnixMilli()
+			j.EndTime, j.EndTimeEpoch = sparkapi.DateOf(at.End), at.End.UnixMilli()
 			j.Duration = at.End.Sub(at.Start).Milliseconds()
 			j.LastUpdated, j.LastUpdatedEpoch = j.EndTime, j.EndTimeEpoch
 		}
@@ -396,7 +355,7 @@ func (s *Server) appList(q url.Values) (any, error) {
 		}
 		return y.end.Compare(x.end)
 	})
-	out := []appJSON{}
+	out := []sparkapi.Application{}
 	for i, k := range list {
 		if limit >= 0 && i >= limit {
 			break
@@ -406,31 +365,7 @@ func (s *Server) appList(q url.Values) (any, error) {
 	return out, nil
 }
 
-type jobJSON struct {
-	JobID               int            `json:"jobId"`
-	Name                string         `json:"name"`
-	Description         string         `json:"description,omitempty"`
-	SubmissionTime      *string        `json:"submissionTime,omitempty"`
-	CompletionTime      *string        `json:"completionTime,omitempty"`
-	StageIDs            []int          `json:"stageIds"`
-	JobGroup            string         `json:"jobGroup,omitempty"`
-	JobTags             []string       `json:"jobTags"`
-	Status              string         `json:"status"`
-	NumTasks            int            `json:"numTasks"`
-	NumActiveTasks      int            `json:"numActiveTasks"`
-	NumCompletedTasks   int            `json:"numCompletedTasks"`
-	NumSkippedTasks     int            `json:"numSkippedTasks"`
-	NumFailedTasks      int            `json:"numFailedTasks"`
-	NumKilledTasks      int            `json:"numKilledTasks"`
-	NumCompletedIndices int            `json:"numCompletedIndices"`
-	NumActiveStages     int            `json:"numActiveStages"`
-	NumCompletedStages  int            `json:"numCompletedStages"`
-	NumSkippedStages    int            `json:"numSkippedStages"`
-	NumFailedStages     int            `json:"numFailedStages"`
-	KilledTasksSummary  map[string]int `json:"killedTasksSummary"`
-}
-
-func toJobJSON(j *Job) jobJSON {
+func toJobJSON(j *Job) sparkapi.Job {
 	tags := j.Tags
 	if tags == nil {
 		tags = []string{}
@@ -439,9 +374,9 @@ func toJobJSON(j *Job) jobJSON {
 	if stages == nil {
 		stages = []int{}
 	}
-	return jobJSON{
+	return sparkapi.Job{
 		JobID: j.ID, Name: j.Name, Description: j.Description,
-		SubmissionTime: optDate(j.Submitted), CompletionTime: optDate(j.Completed),
+		SubmissionTime: sparkapi.OptDate(j.Submitted), CompletionTime: sparkapi.OptDate(j.Completed),
 		StageIDs: stages, JobGroup: j.Group, JobTags: tags, Status: j.Status,
 		NumTasks: j.Tasks, NumActiveTasks: j.ActiveTasks, NumCompletedTasks: j.CompletedTasks,
 		NumSkippedTasks: j.SkippedTasks, NumFailedTasks: j.FailedTasks, NumKilledTasks: j.KilledTasks,
@@ -483,7 +418,7 @@ func (s *Server) jobs(att *Attempt, parts []string, q url.Values) (any, error) {
 	if err != nil {
 		return nil, err
 	}
-	out := []jobJSON{}
+	out := []sparkapi.Job{}
 	for i := len(att.Jobs) - 1; i >= 0; i-- { // newest first
 		if j := att.Jobs[i]; len(want) == 0 || want[j.Status] {
 			out = append(out, toJobJSON(j))
@@ -492,50 +427,13 @@ func (s *Server) jobs(att *Attempt, parts []string, q url.Values) (any, error) {
 	return out, nil
 }
 
-type stageJSON struct {
-	Status                string         `json:"status"`
-	StageID               int            `json:"stageId"`
-	AttemptID             int            `json:"attemptId"`
-	NumTasks              int            `json:"numTasks"`
-	NumActiveTasks        int            `json:"numActiveTasks"`
-	NumCompleteTasks      int            `json:"numCompleteTasks"`
-	NumFailedTasks        int            `json:"numFailedTasks"`
-	NumKilledTasks        int            `json:"numKilledTasks"`
-	NumCompletedIndices   int            `json:"numCompletedIndices"`
-	SubmissionTime        *string        `json:"submissionTime,omitempty"`
-	FirstTaskLaunchedTime *string        `json:"firstTaskLaunchedTime,omitempty"`
-	CompletionTime        *string        `json:"completionTime,omitempty"`
-	FailureReason         string         `json:"failureReason,omitempty"`
-	ExecutorRunTime       int64          `json:"executorRunTime"`
-	ExecutorCPUTime       int64          `json:"executorCpuTime"`
-	JVMGCTime             int64          `json:"jvmGcTime"`
-	MemoryBytesSpilled    int64          `json:"memoryBytesSpilled"`
-	DiskBytesSpilled      int64          `json:"diskBytesSpilled"`
-	InputBytes            int64          `json:"inputBytes"`
-	InputRecords          int64          `json:"inputRecords"`
-	OutputBytes           int64          `json:"outputBytes"`
-	OutputRecords         int64          `json:"outputRecords"`
-	ShuffleReadBytes      int64          `json:"shuffleReadBytes"`
-	ShuffleReadRecords    int64          `json:"shuffleReadRecords"`
-	ShuffleWriteBytes     int64          `json:"shuffleWriteBytes"`
-	ShuffleWriteRecords   int64          `json:"shuffleWriteRecords"`
-	Name                  string         `json:"name"`
-	Description           string         `json:"description,omitempty"`
-	Details               string         `json:"details"`
-	SchedulingPool        string         `json:"schedulingPool"`
-	RDDIDs                []int          `json:"rddIds"`
-	AccumulatorUpdates    []any          `json:"accumulatorUpdates"`
-	KilledTasksSummary    map[string]int `json:"killedTasksSummary"`
-	ResourceProfileID     int            `json:"resourceProfileId"`
-}
-
-func toStageJSON(st *Stage) stageJSON {
-	return stageJSON{
+func toStageJSON(st *Stage) sparkapi.Stage {
+	return sparkapi.Stage{
 		Status: st.Status, StageID: st.ID, AttemptID: st.Attempt, NumTasks: st.Tasks,
 		NumActiveTasks: st.ActiveTasks, NumCompleteTasks: st.CompleteTasks, NumFailedTasks: st.FailedTasks,
 		NumKilledTasks: st.KilledTasks, NumCompletedIndices: st.CompleteTasks,
-		SubmissionTime: optDate(st.Submitted), FirstTaskLaunchedTime: optDate(st.FirstLaunched),
-		CompletionTime: optDate(st.Completed), FailureReason: st.FailureReason,
+		SubmissionTime: sparkapi.OptDate(st.Submitted), FirstTaskLaunchedTime: sparkapi.OptDate(st.FirstLaunched),
+		CompletionTime: sparkapi.OptDate(st.Completed), FailureReason: st.FailureReason,
 		ExecutorRunTime: st.RunTimeMs, ExecutorCPUTime: st.CPUTimeNs, JVMGCTime: st.GCTimeMs,
 		MemoryBytesSpilled: st.MemorySpilled, DiskBytesSpilled: st.DiskSpilled,
 		InputBytes: st.InputBytes, InputRecords: st.InputRecords,
@@ -554,7 +452,7 @@ func (s *Server) stages(att *Attempt, parts []string, q url.Values) (any, error)
 		if err != nil {
 			return nil, err
 		}
-		out := []stageJSON{}
+		out := []sparkapi.Stage{}
 		for i := len(att.Stages) - 1; i >= 0; i-- { // descending (id, attempt)
 			if st := att.Stages[i]; len(want) == 0 || want[st.Status] {
 				out = append(out, toStageJSON(st))
@@ -566,7 +464,7 @@ func (s *Server) stages(att *Attempt, parts []string, q url.Values) (any, error)
 		if err != nil {
 			return nil, notFound("unknown stage: %s", parts[0])
 		}
-		var out []stageJSON
+		var out []sparkapi.Stage
 		for _, st := range att.Stages {
 			if st.ID == id {
 				out = append(out, toStageJSON(st))
@@ -592,21 +490,7 @@ func (s *Server) stages(att *Attempt, parts []string, q url.Values) (any, error)
 	return nil, notFound("not found")
 }
 
-type sqlJSON struct {
-	ID              int64  `json:"id"`
-	Status          string `json:"status"`
-	Description     string `json:"description"`
-	PlanDescription string `json:"planDescription"`
-	SubmissionTime  string `json:"submissionTime"`
-	Duration        int64  `json:"duration"`
-	RunningJobIDs   []int  `json:"runningJobIds"`
-	SuccessJobIDs   []int  `json:"successJobIds"`
-	FailedJobIDs    []int  `json:"failedJobIds"`
-	Nodes           []any  `json:"nodes"`
-	Edges           []any  `json:"edges"`
-}
-
-func (s *Server) toSQLJSON(x *Execution, plan bool) sqlJSON {
+func (s *Server) toSQLJSON(x *Execution, plan bool) sparkapi.SQLExecution {
 	ids := func(l []int) []int {
 		if l == nil {
 			return []int{}
@@ -617,8 +501,8 @@ func (s *Server) toSQLJSON(x *Execution, plan bool) sqlJSON {
 	if end.IsZero() {
 		end = s.now()
 	}
-	out := sqlJSON{
-		ID: x.ID, Status: x.Status(), Description: x.Description, SubmissionTime: date(x.Submitted),
+	out := sparkapi.SQLExecution{
+		ID: x.ID, Status: x.Status(), Description: x.Description, SubmissionTime: sparkapi.OptDate(x.Submitted),
 		Duration: end.Sub(x.Submitted).Milliseconds(), RunningJobIDs: ids(x.RunningJobs),
 		SuccessJobIDs: ids(x.SucceededJobs), FailedJobIDs: ids(x.FailedJobs), Nodes: []any{}, Edges: []any{},
 	}
@@ -657,7 +541,7 @@ func (s *Server) sql(att *Attempt, parts []string, q url.Values) (any, error) {
 			}
 			length = n
 		}
-		out := []sqlJSON{}
+		out := []sparkapi.SQLExecution{}
 		for i := offset; i < len(att.Executions) && i < offset+length; i++ {
 			out = append(out, s.toSQLJSON(att.Executions[i], plan))
 		}
@@ -676,47 +560,15 @@ func (s *Server) sql(att *Attempt, parts []string, q url.Values) (any, error) {
 	return nil, notFound("not found")
 }
 
-type executorJSON struct {
-	ID                string            `json:"id"`
-	HostPort          string            `json:"hostPort"`
-	IsActive          bool              `json:"isActive"`
-	RDDBlocks         int               `json:"rddBlocks"`
-	MemoryUsed        int64             `json:"memoryUsed"`
-	DiskUsed          int64             `json:"diskUsed"`
-	TotalCores        int               `json:"totalCores"`
-	MaxTasks          int               `json:"maxTasks"`
-	ActiveTasks       int               `json:"activeTasks"`
-	FailedTasks       int               `json:"failedTasks"`
-	CompletedTasks    int               `json:"completedTasks"`
-	TotalTasks        int               `json:"totalTasks"`
-	TotalDuration     int64             `json:"totalDuration"`
-	TotalGCTime       int64             `json:"totalGCTime"`
-	TotalInputBytes   int64             `json:"totalInputBytes"`
-	TotalShuffleRead  int64             `json:"totalShuffleRead"`
-	TotalShuffleWrite int64             `json:"totalShuffleWrite"`
-	IsBlacklisted     bool              `json:"isBlacklisted"`
-	MaxMemory         int64             `json:"maxMemory"`
-	AddTime           string            `json:"addTime"`
-	RemoveTime        *string           `json:"removeTime,omitempty"`
-	RemoveReason      string            `json:"removeReason,omitempty"`
-	ExecutorLogs      map[string]string `json:"executorLogs"`
-	PeakMemoryMetrics map[string]int64  `json:"peakMemoryMetrics,omitempty"`
-	Attributes        map[string]string `json:"attributes"`
-	Resources         map[string]any    `json:"resources"`
-	ResourceProfileID int               `json:"resourceProfileId"`
-	IsExcluded        bool              `json:"isExcluded"`
-	ExcludedInStages  []int             `json:"excludedInStages"`
-}
-
-func (s *Server) executors(att *Attempt, all bool) []executorJSON {
-	out := []executorJSON{}
+func (s *Server) executors(att *Attempt, all bool) []sparkapi.Executor {
+	out := []sparkapi.Executor{}
 	for _, x := range att.Executors {
 		if !all && !x.Active() {
 			continue
 		}
-		out = append(out, executorJSON{
+		out = append(out, sparkapi.Executor{
 			ID: x.ID, HostPort: x.HostPort, IsActive: x.Active(), TotalCores: x.Cores, MaxTasks: x.Cores,
-			MaxMemory: x.MaxMemory, AddTime: date(x.Added), RemoveTime: optDate(x.Removed),
+			MaxMemory: x.MaxMemory, AddTime: sparkapi.OptDate(x.Added), RemoveTime: sparkapi.OptDate(x.Removed),
 			TotalDuration: x.TaskTimeMs, TotalGCTime: x.GCTimeMs,
 			RemoveReason: x.RemoveReason, ExecutorLogs: map[string]string{}, PeakMemoryMetrics: x.Peak,
 			Attributes: map[string]string{}, Resources: map[string]any{}, ExcludedInStages: []int{},

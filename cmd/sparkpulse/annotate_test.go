@@ -108,13 +108,13 @@ func TestConfigAnnotate(t *testing.T) {
 		t.Fatal(err)
 	}
 	a := plan.Annotate
-	if a.Target.Bucket != "spark/week" || a.Auth.Password != "from-file" || a.Config.Password != "" ||
-		time.Duration(a.Config.Interval) != 10*time.Second || a.AppIDTag != "applicationid" {
+	if a.Target.Bucket != "spark/week" || a.Poller.Auth.Password != "from-file" ||
+		a.Poller.WithDefaults().Interval != 10*time.Second || a.AppIDTag != "applicationid" {
 		t.Errorf("plan %+v", a)
 	}
 	plan, err = loadFile(t, "[annotate]\nurls = [\"http://hs:18080\"]\ntoken = \"in-file\"\nbucket = \"ann\"\n[[graphite]]\n",
 		envOf(map[string]string{envAnnotateToken: "from-env"}))
-	if err != nil || plan.Annotate.Auth.Token != "from-env" || plan.Annotate.Target.Bucket != "ann" {
+	if err != nil || plan.Annotate.Poller.Auth.Token != "from-env" || plan.Annotate.Target.Bucket != "ann" {
 		t.Errorf("env token: %+v, %v", plan.Annotate, err)
 	}
 	if plan, err = loadFile(t, "[[graphite]]\n", noEnv); err != nil || plan.Annotate != nil {

@@ -4,20 +4,12 @@ import (
 	"bytes"
 	"errors"
 	"fmt"
-	"net"
 	"os"
 	"slices"
 	"strings"
 	"time"
 
 	"github.com/pelletier/go-toml/v2"
-
-	"github.com/sparkpulse/sparkpulse/annotate"
-	"github.com/sparkpulse/sparkpulse/delta"
-	"github.com/sparkpulse/sparkpulse/graphite"
-	"github.com/sparkpulse/sparkpulse/influx"
-	"github.com/sparkpulse/sparkpulse/spark"
-	"github.com/sparkpulse/sparkpulse/templates"
 )
 
 // Config is the sparkpulse configuration file. Key names in [[graphite]]
@@ -173,30 +165,15 @@ func (d *Duration) UnmarshalText(b []byte) error {
 // MarshalText implements encoding.TextMarshaler.
 func (d Duration) MarshalText() ([]byte, error) { return []byte(time.Duration(d).String()), nil }
 
-// Defaults, documented in the README's config reference.
+// Defaults of the settings that only the command has; the others are the
+// packages' own (influx, queue, graphite, delta, relay, annotate).
 const (
-	defaultInfluxURL     = "http://127.0.0.1:8086"
-	defaultAdminAddr     = "127.0.0.1:9108"
-	defaultBindAddr      = ":2003"
-	defaultDatabase      = "graphite"
-	defaultBatchSize     = 5000
-	defaultBatchTimeout  = time.Second
-	defaultMaxLineLength = 64 << 10
-	defaultIdleTimeout   = 2 * time.Minute
-	defaultTimeout       = 10 * time.Second
-	defaultMaxInFlight   = 2
-	defaultMaxQueueBytes = 64 << 20
-
-	defaultMaxDiskQueueBytes = 1 << 30
-)
-
-// Env variables read by sparkpulse; they override the file, flags override them.
-const (
-	envToken            = "SPARKPULSE_INFLUXDB_TOKEN"
-	envURL              = "SPARKPULSE_INFLUXDB_URL"
-	envOrg              = "SPARKPULSE_INFLUXDB_ORG"
-	envAnnotatePassword = "SPARKPULSE_ANNOTATE_PASSWORD"
-	envAnnotateToken    = "SPARKPULSE_ANNOTATE_TOKEN"
+	defaultAdminAddr        = "127.0.0.1:9108"
+	defaultBindAddr         = ":2003"
+	defaultDatabase         = "graphite"
+	defaultInternalInterval = 10 * time.Second
+	defaultLogFormat        = "console"
+	defaultLogLevel         = "info"
 )
 
 // influxdbSections are top-level tables of an influxdb.conf. A file with any
@@ -209,8 +186,8 @@ var influxdbSections = []string{
 }
 
 // loadConfig reads and decodes a config file. It reports unknown keys and
-// bad values with the file, line and key. Defaults are applied by
-// (*Config).prepare, not here.
+// bad values with the file, line and key. Zero values stand for the
+// defaults, which the packages apply.
 func loadConfig(path string) (*Config, bool, error) {
 	data, err := os.ReadFile(path)
 	if err != nil {
@@ -284,295 +261,6 @@ func decodeError(path string, err error) error {
 	return fmt.Errorf("%s: %w", path, err)
 }
 
-// Listener is a validated, compiled [[graphite]] block, ready to start.
-type Listener struct {
-	Index  int // position in the file, from 1
-	Config GraphiteConfig
-	Mapper interface {
-		Apply(path []byte, r *templates.Result) error
-	}
-	Target   influx.Target
-	Describe []string // what the mapping does, for `check`
-	Warnings []string
-}
-
-// Name identifies the listener in logs and metrics, e.g. "tcp://:2003".
-// Blocks on port 0 (a free port, in tests) also carry their position, as
-// their addresses are alike until bound.
-func (l *Listener) Name() string {
-	name := l.Config.Protocol + "://" + l.Config.BindAddress
-	if _, port, _ := net.SplitHostPort(l.Config.BindAddress); port == "0" {
-		name += fmt.Sprintf("#%d", l.Index)
-	}
-	return name
-}
-
-// Plan is the whole validated configuration.
-type Plan struct {
-	InfluxDB  InfluxDBConfig
-	Token     string // resolved from env, token-file or token; never logged
-	AdminAddr string
-	Pprof     bool
-	Log       LogConfig
-	StateDir  string
-	// DeltaRules is nil when the delta stage is off.
-	DeltaRules    *delta.Rules
-	DeltaSettings delta.Settings
-	DeltaDescribe []string // for `check`
-	// Annotate is nil when no [annotate] urls are set.
-	Annotate *AnnotatePlan
-	// Internal is nil when [internal] is disabled.
-	Internal  *InternalPlan
-	Listeners []*Listener
-	// Warnings are problems that do not stop the service, such as a
-	// secret others can read; logged at start and shown by `check`.
-	Warnings []string
-}
-
-// InternalPlan is the validated [internal] section.
-type InternalPlan struct {
-	Interval time.Duration
-	Target   influx.Target
-}
-
-// AnnotatePlan is the validated [annotate] section.
-type AnnotatePlan struct {
-	Config   AnnotateConfig // durations and limits with defaults; secrets cleared
-	Auth     annotate.Auth  // resolved from env, files or the config; never logged
-	Target   influx.Target
-	AppIDTag string
-}
-
-// prepare applies defaults, resolves secrets and validates everything,
-// compiling each block's templates. All problems are reported at once, each
-// naming the block and key. Nothing is opened here.
-func (c *Config) prepare(source string, getenv func(string) string) (*Plan, error) {
-	var errs []error
-	fail := func(format string, a ...any) { errs = append(errs, fmt.Errorf(format, a...)) }
-
-	p := &Plan{InfluxDB: c.InfluxDB, Log: c.Log}
-	in := &p.InfluxDB
-	if v := getenv(envURL); v != "" {
-		in.URL = v
-	}
-	if v := getenv(envOrg); v != "" {
-		in.Org = v
-	}
-	if in.URL == "" {
-		in.URL = defaultInfluxURL
-	}
-	if !strings.HasPrefix(in.URL, "http://") && !strings.HasPrefix(in.URL, "https://") {
-		fail("%s: [influxdb] url %q: must start with http:// or https://", source, influx.RedactURL(in.URL))
-	}
-	if in.Timeout == 0 {
-		in.Timeout = Duration(defaultTimeout)
-	}
-	if in.MaxInFlight == 0 {
-		in.MaxInFlight = defaultMaxInFlight
-	}
-	if in.MaxInFlight < 0 {
-		fail("%s: [influxdb] max-in-flight %d: must be positive", source, in.MaxInFlight)
-	}
-	if in.MaxQueueBytes == 0 {
-		in.MaxQueueBytes = defaultMaxQueueBytes
-	}
-	if in.MaxQueueBytes < 1<<20 {
-		fail("%s: [influxdb] max-queue-bytes %d: must be at least 1048576", source, in.MaxQueueBytes)
-	}
-	if in.MaxDiskQueueBytes == 0 {
-		in.MaxDiskQueueBytes = defaultMaxDiskQueueBytes
-	}
-	if in.MaxDiskQueueBytes < 16<<20 {
-		fail("%s: [influxdb] max-disk-queue-bytes %d: must be at least 16777216", source, in.MaxDiskQueueBytes)
-	}
-	if (in.TLSCert == "") != (in.TLSKey == "") {
-		fail("%s: [influxdb] tls-cert and tls-key go together", source)
-	}
-	var err error
-	if p.Token, err = p.secret(getenv(envToken), in.TokenFile, in.Token); err != nil {
-		fail("%s: [influxdb] token-file: %v", source, err)
-	}
-	if in.Token != "" {
-		p.warnReadable(source, "[influxdb] token", envToken)
-	}
-	in.Token = "" // only Plan.Token holds it from here on
-
-	p.AdminAddr = defaultAdminAddr
-	if c.Admin.BindAddress != nil {
-		p.AdminAddr = *c.Admin.BindAddress
-	}
-	p.Pprof = c.Admin.Pprof
-	if p.AdminAddr != "" {
-		if _, _, err := net.SplitHostPort(p.AdminAddr); err != nil {
-			fail("%s: [admin] bind-address %q: %v", source, p.AdminAddr, err)
-		}
-	}
-	switch p.Log.Format {
-	case "":
-		p.Log.Format = "console"
-	case "console", "json":
-	default:
-		fail("%s: [log] format %q: must be console or json", source, p.Log.Format)
-	}
-	switch p.Log.Level {
-	case "":
-		p.Log.Level = "info"
-	case "debug", "info", "warn", "error":
-	default:
-		fail("%s: [log] level %q: must be debug, info, warn or error", source, p.Log.Level)
-	}
-
-	p.StateDir = c.StateDir
-	if err := c.prepareDeltas(p, source); err != nil {
-		errs = append(errs, err)
-	}
-
-	binds := map[string]int{}
-	for i, g := range c.Graphite {
-		where := fmt.Sprintf("%s: [[graphite]] #%d", source, i+1)
-		l, err := g.compile(where, i+1)
-		if err != nil {
-			errs = append(errs, err)
-			continue
-		}
-		if !*l.Config.Enabled {
-			continue // validated like influxd does, but not run
-		}
-		// Port 0 asks the kernel for a free port: never a conflict.
-		_, port, _ := net.SplitHostPort(l.Config.BindAddress)
-		if prev, ok := binds[l.Name()]; ok && port != "0" {
-			fail("%s: bind-address %q with protocol %s is already used by block #%d", where, l.Config.BindAddress, l.Config.Protocol, prev)
-			continue
-		}
-		binds[l.Name()] = l.Index
-		p.Listeners = append(p.Listeners, l)
-	}
-	if len(errs) == 0 && len(p.Listeners) == 0 {
-		fail("%s: no enabled [[graphite]] block: nothing to listen on", source)
-	}
-	if err := c.prepareAnnotate(p, source, getenv); err != nil {
-		errs = append(errs, err)
-	}
-	if err := c.prepareInternal(p, source); err != nil {
-		errs = append(errs, err)
-	}
-	if len(errs) > 0 {
-		return nil, errors.Join(errs...)
-	}
-	return p, nil
-}
-
-// compile validates one block and builds its mapper.
-func (g GraphiteConfig) compile(where string, index int) (*Listener, error) {
-	var errs []error
-	fail := func(format string, a ...any) { errs = append(errs, fmt.Errorf(where+": "+format, a...)) }
-
-	if g.Enabled == nil {
-		on := true
-		g.Enabled = &on
-	}
-	if g.BindAddress == "" {
-		g.BindAddress = defaultBindAddr
-	}
-	where += fmt.Sprintf(" (bind-address %q)", g.BindAddress)
-	if _, _, err := net.SplitHostPort(g.BindAddress); err != nil {
-		fail("bind-address: %v", err)
-	}
-	switch strings.ToLower(g.Protocol) {
-	case "":
-		g.Protocol = "tcp"
-	case "tcp", "udp":
-		g.Protocol = strings.ToLower(g.Protocol)
-	default:
-		fail("protocol %q: must be tcp or udp", g.Protocol)
-	}
-	if g.Database == "" {
-		g.Database = defaultDatabase
-	}
-	if g.Separator == "" {
-		g.Separator = "."
-	}
-	if g.BatchSize == 0 {
-		g.BatchSize = defaultBatchSize
-	}
-	if g.BatchSize < 0 {
-		fail("batch-size %d: must be positive", g.BatchSize)
-	}
-	if g.BatchTimeout == 0 {
-		g.BatchTimeout = Duration(defaultBatchTimeout)
-	}
-	if g.MaxLineLength == 0 {
-		g.MaxLineLength = defaultMaxLineLength
-	}
-	if g.MaxLineLength < 0 {
-		fail("max-line-length %d: must be positive", g.MaxLineLength)
-	}
-	if g.IdleTimeout == 0 {
-		g.IdleTimeout = Duration(defaultIdleTimeout)
-	}
-	if g.MaxConnections < 0 {
-		fail("max-connections %d: must not be negative", g.MaxConnections)
-	}
-	if g.MaxCachedSeries < 0 {
-		fail("max-cached-series %d: must not be negative", g.MaxCachedSeries)
-	}
-	if g.UDPReadBuffer < 0 {
-		fail("udp-read-buffer %d: must not be negative", g.UDPReadBuffer)
-	}
-
-	l := &Listener{Index: index, Config: g}
-	l.Target, _ = target(g.Bucket, g.Database, g.RetentionPolicy, influx.Target{})
-
-	if len(g.Templates) > 0 {
-		if len(g.SparkPrefixes) > 0 {
-			fail("spark-prefixes applies to the built-in Spark mapping only; this block has templates")
-		}
-		eng, err := templates.Compile(g.Templates, g.Separator, g.Tags)
-		if err != nil {
-			errs = append(errs, fmt.Errorf("%s: %w", where, err))
-		} else {
-			l.Mapper = eng
-			l.Describe = eng.Describe()
-			l.Warnings = eng.Warnings()
-		}
-	} else {
-		tags, err := templates.ParseTags(g.Tags)
-		if err != nil {
-			fail("tags: %v", err)
-		}
-		l.Mapper = spark.NewMapper(spark.Options{Prefixes: g.SparkPrefixes, GlobalTags: tags})
-		l.Describe = []string{"built-in Spark mapping (no templates configured)"}
-		if len(g.SparkPrefixes) > 0 {
-			l.Describe = append(l.Describe, fmt.Sprintf("known GraphiteSink prefixes: %q", g.SparkPrefixes))
-		}
-		if len(g.Tags) > 0 {
-			l.Describe = append(l.Describe, fmt.Sprintf("global tags: %q", g.Tags))
-		}
-	}
-	if len(errs) > 0 {
-		return nil, errors.Join(errs...)
-	}
-	return l, nil
-}
-
-// tcpConfig and udpConfig translate a block into listener settings.
-func (l *Listener) tcpConfig() graphite.TCPConfig {
-	return graphite.TCPConfig{
-		Addr:           l.Config.BindAddress,
-		MaxLineLength:  l.Config.MaxLineLength,
-		IdleTimeout:    time.Duration(l.Config.IdleTimeout),
-		MaxConnections: l.Config.MaxConnections,
-	}
-}
-
-func (l *Listener) udpConfig() graphite.UDPConfig {
-	return graphite.UDPConfig{
-		Addr:          l.Config.BindAddress,
-		ReadBuffer:    l.Config.UDPReadBuffer,
-		MaxLineLength: l.Config.MaxLineLength,
-	}
-}
-
 // defaultConfig is what runs without a config file: the built-in Spark
 // mapping on TCP and UDP port 2003, as Spark's GraphiteSink can use either.
 func defaultConfig() *Config {
@@ -582,226 +270,57 @@ func defaultConfig() *Config {
 	}}
 }
 
-// Delta defaults, documented in the README.
+// Env variables read by sparkpulse: they override the file, and flags
+// override them.
 const (
-	defaultFirstSampleGrace = 20 * time.Second // two of Spark's default 10 s periods
-	defaultIdleTTL          = 15 * time.Minute
-	defaultMaxSeries        = 1_000_000
+	envToken            = "SPARKPULSE_INFLUXDB_TOKEN"
+	envURL              = "SPARKPULSE_INFLUXDB_URL"
+	envOrg              = "SPARKPULSE_INFLUXDB_ORG"
+	envAnnotatePassword = "SPARKPULSE_ANNOTATE_PASSWORD"
+	envAnnotateToken    = "SPARKPULSE_ANNOTATE_TOKEN"
 )
 
-// prepareDeltas validates the delta settings and compiles the rules: the
-// [[delta]] blocks in order, then the built-in Spark rules.
-func (c *Config) prepareDeltas(p *Plan, source string) error {
-	d := c.Deltas
-	var errs []error
-	s := delta.Settings{
-		FirstSampleGrace: defaultFirstSampleGrace,
-		IdleTTL:          time.Duration(d.IdleTTL),
-		MaxSeries:        d.MaxSeries,
+// applyEnv lays the environment over the file's settings. Secrets are
+// resolved later, with their files (see secret).
+func (c *Config) applyEnv(getenv func(string) string) {
+	if v := getenv(envURL); v != "" {
+		c.InfluxDB.URL = v
 	}
-	if d.FirstSampleGrace != nil {
-		s.FirstSampleGrace = time.Duration(*d.FirstSampleGrace)
-		if s.FirstSampleGrace == 0 {
-			s.FirstSampleGrace = delta.NoGrace
-		}
+	if v := getenv(envOrg); v != "" {
+		c.InfluxDB.Org = v
 	}
-	if s.IdleTTL == 0 {
-		s.IdleTTL = defaultIdleTTL
-	}
-	if s.MaxSeries == 0 {
-		s.MaxSeries = defaultMaxSeries
-	}
-	if s.MaxSeries < 0 {
-		errs = append(errs, fmt.Errorf("%s: [deltas] max-series %d: must be positive", source, s.MaxSeries))
-	}
-	var rules []delta.Rule
-	for i, r := range c.Delta {
-		where := fmt.Sprintf("%s: [[delta]] #%d", source, i+1)
-		if len(r.Path) == 0 && len(r.Measurement) == 0 {
-			errs = append(errs, fmt.Errorf("%s: needs path or measurement patterns", where))
-			continue
-		}
-		cumulative := r.Cumulative == nil || *r.Cumulative
-		rules = append(rules, delta.Rule{Path: r.Path, Measurement: r.Measurement, Cumulative: cumulative, Unit: r.Unit, Source: where})
-	}
-	user := len(rules)
-	if d.SparkRules == nil || *d.SparkRules {
-		rules = append(rules, spark.DeltaRules()...)
-	}
-	compiled, err := delta.CompileRules(rules)
-	if err != nil {
-		errs = append(errs, err)
-	}
-	if len(errs) > 0 {
-		return errors.Join(errs...)
-	}
-	// Rules are validated even when the stage is off, as disabled
-	// [[graphite]] blocks are: turning it on must not reveal old errors.
-	if d.Enabled != nil && !*d.Enabled {
-		p.DeltaDescribe = []string{"off"}
-		return nil
-	}
-	p.DeltaRules, p.DeltaSettings = compiled, s
-	grace := s.FirstSampleGrace.String()
-	if s.FirstSampleGrace == delta.NoGrace {
-		grace = "none"
-	}
-	p.DeltaDescribe = []string{fmt.Sprintf("%d [[delta]] rules, then %d built-in Spark rules; first-sample-grace %s, idle-ttl %s, max-series %d",
-		user, len(rules)-user, grace, s.IdleTTL, s.MaxSeries)}
-	for _, r := range rules[:user] {
-		kind := "cumulative"
-		if !r.Cumulative {
-			kind = "not cumulative"
-		}
-		p.DeltaDescribe = append(p.DeltaDescribe, fmt.Sprintf("%s: %s, path %q, measurement %q, unit %q", r.Source, kind, r.Path, r.Measurement, r.Unit))
-	}
-	return nil
 }
 
-// secret resolves a secret: the environment beats a file, which beats the
-// config. A file's trailing newline is not part of it, and a file any user
-// can read is warned about.
-func (p *Plan) secret(env, file, inline string) (string, error) {
-	switch {
-	case env != "":
-		return env, nil
-	case file != "":
-		if st, err := os.Stat(file); err == nil && st.Mode().Perm()&0o004 != 0 {
-			p.Warnings = append(p.Warnings, fmt.Sprintf("secret file %s is readable by every user (mode %04o): chmod 600 it", file, st.Mode().Perm()))
-		}
-		b, err := os.ReadFile(file)
-		if err != nil {
-			return "", err
-		}
-		return strings.TrimRight(string(b), "\r\n"), nil
-	}
-	return inline, nil
-}
-
-// warnReadable warns when the config file at source holds the secret key
-// inline and any user can read it.
-func (p *Plan) warnReadable(source, key, env string) {
-	st, err := os.Stat(source)
-	if err != nil || st.Mode().Perm()&0o004 == 0 {
-		return
-	}
-	p.Warnings = append(p.Warnings, fmt.Sprintf("%s holds %s and is readable by every user (mode %04o): move the secret to env %s or a file of mode 0600, or chmod 600 %s",
-		source, key, st.Mode().Perm(), env, source))
-}
-
-// prepareAnnotate validates the [annotate] section and resolves its
-// secrets: env beats a file, which beats the config.
-func (c *Config) prepareAnnotate(p *Plan, source string, getenv func(string) string) error {
-	a := c.Annotate
-	if len(a.URLs) == 0 {
-		return nil
-	}
-	var errs []error
-	fail := func(format string, args ...any) {
-		errs = append(errs, fmt.Errorf("%s: [annotate] "+format, append([]any{source}, args...)...))
-	}
-	for i, u := range a.URLs {
-		if err := annotate.CheckSource(u); err != nil {
-			fail("urls entry %d %q: %v", i+1, influx.RedactURL(u), err)
+// applyFlags lays the command line over the file and the environment.
+func (c *Config) applyFlags(o *flagOverrides) {
+	set := func(dst *string, v string) {
+		if v != "" {
+			*dst = v
 		}
 	}
-	if a.Interval == 0 {
-		a.Interval = Duration(annotate.DefaultInterval)
+	set(&c.InfluxDB.URL, o.influxURL)
+	set(&c.InfluxDB.Org, o.influxOrg)
+	set(&c.Log.Format, o.logFormat)
+	set(&c.Log.Level, o.logLevel)
+	set(&c.StateDir, o.stateDir)
+	if o.createDatabase {
+		c.InfluxDB.CreateDatabase = true
 	}
-	if time.Duration(a.Interval) < time.Second {
-		fail("interval %s: must be at least 1s", time.Duration(a.Interval))
+	if o.adminAddr != "" {
+		a := o.adminAddr
+		if a == "off" {
+			a = ""
+		}
+		c.Admin.BindAddress = &a
 	}
-	if a.Timeout == 0 {
-		a.Timeout = Duration(annotate.DefaultTimeout)
+	if len(o.annotateURLs) > 0 {
+		c.Annotate.URLs = o.annotateURLs
 	}
-	if a.Lookback == 0 {
-		a.Lookback = Duration(annotate.DefaultLookback)
+	for i := range c.Graphite {
+		g := &c.Graphite[i]
+		if o.database != "" {
+			g.Database, g.RetentionPolicy, g.Bucket = o.database, "", ""
+		}
+		set(&g.Bucket, o.bucket)
 	}
-	if a.MaxText == 0 {
-		a.MaxText = annotate.DefaultMaxText
-	}
-	if a.MaxText < 20 {
-		fail("max-text %d: must be at least 20", a.MaxText)
-	}
-	if a.AppIDTag == "" {
-		a.AppIDTag = "applicationid"
-	}
-	auth := annotate.Auth{Username: a.Username}
-	var err error
-	if auth.Password, err = p.secret(getenv(envAnnotatePassword), a.PasswordFile, a.Password); err != nil {
-		fail("password-file: %v", err)
-	}
-	if auth.Token, err = p.secret(getenv(envAnnotateToken), a.TokenFile, a.Token); err != nil {
-		fail("token-file: %v", err)
-	}
-	if a.Password != "" {
-		p.warnReadable(source, "[annotate] password", envAnnotatePassword)
-	}
-	if a.Token != "" {
-		p.warnReadable(source, "[annotate] token", envAnnotateToken)
-	}
-	if auth.Token != "" && auth.Username != "" {
-		fail("username and token: choose basic auth or a bearer token")
-	}
-	if auth.Password != "" && auth.Username == "" {
-		fail("a password needs a username")
-	}
-	a.Password, a.Token = "", ""
-	plan := &AnnotatePlan{Config: a, Auth: auth, AppIDTag: a.AppIDTag}
-	if plan.Target, err = target(a.Bucket, a.Database, a.RetentionPolicy, p.defaultTarget()); err != nil {
-		fail("%v", err)
-	}
-	if len(errs) > 0 {
-		return errors.Join(errs...)
-	}
-	p.Annotate = plan
-	return nil
-}
-
-// target is where a section's points go: its bucket, else its database
-// and retention policy (written as the 1.x bucket "db/rp"), else def.
-func target(bucket, database, rp string, def influx.Target) (influx.Target, error) {
-	switch {
-	case bucket != "":
-		return influx.Target{Bucket: bucket}, nil
-	case database != "" && rp != "":
-		return influx.Target{Bucket: database + "/" + rp}, nil
-	case database != "":
-		return influx.Target{Bucket: database}, nil
-	case rp != "":
-		return def, errors.New("retention-policy needs database")
-	}
-	return def, nil
-}
-
-// defaultTarget is the first [[graphite]] block's target, where sections
-// without their own send their points.
-func (p *Plan) defaultTarget() influx.Target {
-	if len(p.Listeners) == 0 {
-		return influx.Target{}
-	}
-	return p.Listeners[0].Target
-}
-
-// Internal-metrics defaults.
-const defaultInternalInterval = 10 * time.Second
-
-// prepareInternal validates the [internal] section.
-func (c *Config) prepareInternal(p *Plan, source string) error {
-	in := c.Internal
-	if in.Enabled != nil && !*in.Enabled {
-		return nil
-	}
-	if in.Interval == 0 {
-		in.Interval = Duration(defaultInternalInterval)
-	}
-	if time.Duration(in.Interval) < time.Second {
-		return fmt.Errorf("%s: [internal] interval %s: must be at least 1s", source, time.Duration(in.Interval))
-	}
-	t, err := target(in.Bucket, in.Database, in.RetentionPolicy, p.defaultTarget())
-	if err != nil {
-		return fmt.Errorf("%s: [internal] %w", source, err)
-	}
-	p.Internal = &InternalPlan{Interval: time.Duration(in.Interval), Target: t}
-	return nil
 }

@@ -42,15 +42,15 @@ func TestConfigDefaults(t *testing.T) {
 	var names []string
 	for _, l := range plan.Listeners {
 		names = append(names, l.Name()+"→"+l.Target.Bucket)
-		if l.Config.BatchSize != 5000 || l.Config.MaxLineLength != 64<<10 {
-			t.Errorf("%s: batch-size %d, max-line-length %d", l.Name(), l.Config.BatchSize, l.Config.MaxLineLength)
+		if w, tcp := l.Writer(plan.Influx).WithDefaults(), l.TCP().WithDefaults(); w.BatchSize != 5000 || tcp.MaxLineLength != 64<<10 {
+			t.Errorf("%s: batch-size %d, max-line-length %d", l.Name(), w.BatchSize, tcp.MaxLineLength)
 		}
 	}
 	if got, want := strings.Join(names, " "), "tcp://:2003→graphite udp://:2003→graphite"; got != want {
 		t.Errorf("listeners %q, want %q", got, want)
 	}
-	if plan.InfluxDB.URL != "http://127.0.0.1:8086" || plan.AdminAddr != "127.0.0.1:9108" {
-		t.Errorf("url %q admin %q", plan.InfluxDB.URL, plan.AdminAddr)
+	if in := plan.Influx.WithDefaults(); in.URL != "http://127.0.0.1:8086" || !in.Gzip || plan.AdminAddr != "127.0.0.1:9108" {
+		t.Errorf("url %q gzip %v admin %q", in.URL, in.Gzip, plan.AdminAddr)
 	}
 }
 
@@ -73,8 +73,8 @@ func TestConfigInfluxDBConf(t *testing.T) {
 	if l.Name() != "tcp://:2003" || l.Target.Bucket != "graphite" || l.Config.BatchPending != 10 {
 		t.Errorf("listener %s bucket %q batch-pending %d", l.Name(), l.Target.Bucket, l.Config.BatchPending)
 	}
-	if len(l.Describe) < 5 {
-		t.Errorf("describe has %d lines for 5 templates: %q", len(l.Describe), l.Describe)
+	if l.Templates == nil || len(l.Templates.Describe()) < 5 {
+		t.Errorf("the block's 5 templates are not compiled: %v", l.Templates)
 	}
 }
 
@@ -171,11 +171,8 @@ func TestConfigTokenSources(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			if plan.Token != tc.want {
-				t.Errorf("token %q, want %q", plan.Token, tc.want)
-			}
-			if plan.InfluxDB.Token != "" {
-				t.Error("the token is kept outside Plan.Token")
+			if plan.Influx.Token != tc.want {
+				t.Errorf("token %q, want %q", plan.Influx.Token, tc.want)
 			}
 		})
 	}
@@ -192,8 +189,8 @@ func TestConfigFlagsOverride(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if plan.InfluxDB.URL != "http://flag:8086" {
-		t.Errorf("url %q: flags beat env and file", plan.InfluxDB.URL)
+	if plan.Influx.URL != "http://flag:8086" {
+		t.Errorf("url %q: flags beat env and file", plan.Influx.URL)
 	}
 	if got := plan.Listeners[0].Target.Bucket; got != "spark" {
 		t.Errorf("bucket %q, want spark (--database replaces database and retention-policy)", got)
@@ -205,8 +202,8 @@ func TestConfigFlagsOverride(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if plan.InfluxDB.URL != "http://env:8086" || plan.Listeners[0].Target.Bucket != "x/rp" {
-		t.Errorf("url %q bucket %q: env beats file; database/rp makes the bucket", plan.InfluxDB.URL, plan.Listeners[0].Target.Bucket)
+	if plan.Influx.URL != "http://env:8086" || plan.Listeners[0].Target.Bucket != "x/rp" {
+		t.Errorf("url %q bucket %q: env beats file; database/rp makes the bucket", plan.Influx.URL, plan.Listeners[0].Target.Bucket)
 	}
 	if _, err := loadPlan(&flagOverrides{config: path, bind: ":1"}, noEnv); err == nil {
 		t.Error("--bind with --config must be refused")
@@ -218,13 +215,13 @@ func TestConfigDeltas(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if plan.DeltaRules == nil {
+	if plan.Deltas == nil {
 		t.Fatal("the delta stage is on by default")
 	}
-	if s := plan.DeltaSettings; s.FirstSampleGrace != 20*time.Second || s.IdleTTL != 15*time.Minute || s.MaxSeries != 1_000_000 {
+	if s := plan.Deltas.Settings; s.FirstSampleGrace != 20*time.Second || s.IdleTTL != 15*time.Minute || s.MaxSeries != 1_000_000 {
 		t.Errorf("default settings %+v", s)
 	}
-	if cum, _ := plan.DeltaRules.Match([]byte("app-1.3.executor.cpuTime.count"), nil); !cum {
+	if cum, _ := plan.Deltas.Rules.Match([]byte("app-1.3.executor.cpuTime.count"), nil); !cum {
 		t.Error("built-in Spark rules are on by default")
 	}
 
@@ -241,13 +238,13 @@ func TestConfigDeltas(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if s := plan.DeltaSettings; s.FirstSampleGrace != delta.NoGrace || s.IdleTTL != time.Hour {
+	if s := plan.Deltas.Settings; s.FirstSampleGrace != delta.NoGrace || s.IdleTTL != time.Hour {
 		t.Errorf("settings %+v: \"0s\" grace means every first sample is new", s)
 	}
-	if cum, rule := plan.DeltaRules.Match([]byte("app-1.3.plugin.ch.cern.CgroupMetrics.CPUTimeNanosec"), nil); !cum || rule != 0 {
+	if cum, rule := plan.Deltas.Rules.Match([]byte("app-1.3.plugin.ch.cern.CgroupMetrics.CPUTimeNanosec"), nil); !cum || rule != 0 {
 		t.Errorf("own rule: %v, %d", cum, rule)
 	}
-	if cum, _ := plan.DeltaRules.Match([]byte("app-1.3.executor.cpuTime.count"), nil); cum {
+	if cum, _ := plan.Deltas.Rules.Match([]byte("app-1.3.executor.cpuTime.count"), nil); cum {
 		t.Error("spark-rules = false leaves the built-in rules out")
 	}
 
@@ -256,16 +253,16 @@ func TestConfigDeltas(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if cum, rule := plan.DeltaRules.Match([]byte("app-1.3.executor.cpuTime.count"), nil); cum || rule != 0 {
+	if cum, rule := plan.Deltas.Rules.Match([]byte("app-1.3.executor.cpuTime.count"), nil); cum || rule != 0 {
 		t.Errorf("exception: %v, %d", cum, rule)
 	}
-	if cum, _ := plan.DeltaRules.Match([]byte("app-1.3.executor.runTime.count"), nil); !cum {
+	if cum, _ := plan.Deltas.Rules.Match([]byte("app-1.3.executor.runTime.count"), nil); !cum {
 		t.Error("built-in rules follow the [[delta]] blocks")
 	}
 
 	plan, err = loadFile(t, "[deltas]\nenabled = false\n[[delta]]\npath = [\"x\"]\n[[graphite]]\n", noEnv)
-	if err != nil || plan.DeltaRules != nil {
-		t.Errorf("enabled = false: rules %v, err %v", plan.DeltaRules, err)
+	if err != nil || plan.Deltas != nil {
+		t.Errorf("enabled = false: deltas %v, err %v", plan.Deltas, err)
 	}
 	_, err = loadFile(t, "[deltas]\nenabled = false\n[[delta]]\npath = [\"x*\"]\n[[graphite]]\n", noEnv)
 	if err == nil || !strings.Contains(err.Error(), `path pattern "x*"`) {

@@ -57,8 +57,8 @@ state-dir = %q
 			t.Fatalf("SparkReporter: %v\n%s", err, stderr.String())
 		}
 		svc.stop()
-		outOfOrder += svc.tracker.Stats().OutOfOrder.Load()
-		if got := svc.tracker.Stats().Resets.Load(); first == 0 && got != 3 {
+		outOfOrder += svc.deltas.tracker.Stats().OutOfOrder.Load()
+		if got := svc.deltas.tracker.Stats().Resets.Load(); first == 0 && got != 3 {
 			t.Errorf("first run: %d resets, want 3 (executor 2's cpuTime, runTime, succeededTasks)", got)
 		}
 	}

@@ -3,6 +3,7 @@ package main
 import (
 	"context"
 	"fmt"
+	"io"
 	"net"
 	"net/http"
 	"net/http/httptest"
@@ -11,7 +12,6 @@ import (
 	"testing"
 	"time"
 
-	"github.com/prometheus/client_golang/prometheus"
 	"github.com/prometheus/client_golang/prometheus/promhttp"
 	"go.uber.org/zap/zaptest"
 
@@ -22,7 +22,7 @@ import (
 // testService runs the whole service in-process, as `sparkpulse run` would,
 // against a real influxd, with every listener on a free loopback port.
 type testService struct {
-	*service
+	*pipeline
 	t       *testing.T
 	stopped bool
 }
@@ -47,17 +47,28 @@ func startSparkpulse(t *testing.T, srv *influxtest.Server, conf string) *testSer
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
-	svc, err := startService(ctx, plan, zaptest.NewLogger(t))
+	p, err := startPipeline(ctx, plan, zaptest.NewLogger(t))
 	if err != nil {
 		t.Fatal(err)
 	}
-	ts := &testService{service: svc, t: t}
+	<-p.Ready()
+	ts := &testService{pipeline: p, t: t}
 	t.Cleanup(func() { ts.stop() })
 	return ts
 }
 
 // addr is the bound address of the n-th listener (from 0).
 func (s *testService) addr(n int) string { return s.blocks[n].srv.Addr().String() }
+
+// flush waits until the points of every line read so far are in InfluxDB.
+func (s *testService) flush() {
+	s.t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	if err := s.Flush(ctx); err != nil {
+		s.t.Fatal(err)
+	}
+}
 
 // stop shuts the service down, which delivers everything it has received;
 // after it, InfluxDB holds every point. Calling it twice is harmless.
@@ -85,17 +96,25 @@ func (s *testService) dropped(n int, reason string) uint64 {
 	return 0
 }
 
+// sendTCP sends payload on a connection of its own and returns once
+// sparkpulse has taken every line: after its half-close, sparkpulse hands
+// the lines on before it closes its side.
 func sendTCP(t *testing.T, addr, payload string) {
 	t.Helper()
 	c, err := net.Dial("tcp", addr)
 	if err != nil {
 		t.Fatal(err)
 	}
+	defer c.Close()
 	if _, err := c.Write([]byte(payload)); err != nil {
 		t.Fatal(err)
 	}
-	if err := c.Close(); err != nil {
+	if err := c.(*net.TCPConn).CloseWrite(); err != nil {
 		t.Fatal(err)
+	}
+	c.SetReadDeadline(time.Now().Add(30 * time.Second))
+	if _, err := io.Copy(io.Discard, c); err != nil {
+		t.Fatalf("waiting for sparkpulse to close the connection: %v", err)
 	}
 }
 
@@ -213,10 +232,8 @@ func TestEndToEnd(t *testing.T) {
 	}
 
 	// The same counters, as /metrics exposes them.
-	reg := prometheus.NewRegistry()
-	reg.MustRegister(&statsCollector{blocks: svc.blocks})
 	rec := httptest.NewRecorder()
-	promhttp.HandlerFor(reg, promhttp.HandlerOpts{}).ServeHTTP(rec, httptest.NewRequest("GET", "/metrics", nil))
+	promhttp.HandlerFor(svc.registry, promhttp.HandlerOpts{}).ServeHTTP(rec, httptest.NewRequest("GET", "/metrics", nil))
 	for _, want := range []string{
 		`sparkpulse_lines_received_total{listener="tcp://127.0.0.1:0#1"} 8`,
 		`sparkpulse_lines_dropped_total{listener="tcp://127.0.0.1:0#1",reason="nan"} 1`,
@@ -261,5 +278,28 @@ func TestInternalMetrics(t *testing.T) {
 	}
 	if m := dump(t, srv, "metrics"); len(m) != 3 {
 		t.Errorf("the metrics database holds %d points: %q", len(m), m)
+	}
+}
+
+// /readyz says whether the listeners serve: not before Ready, and not once
+// Shutdown has begun, so a load balancer sends no new sender to a replica
+// that is stopping.
+func TestReadyz(t *testing.T) {
+	p := &pipeline{ready: make(chan struct{}), stopping: make(chan struct{})}
+	status := func() int {
+		rec := httptest.NewRecorder()
+		p.serveReadyz(rec, httptest.NewRequest("GET", "/readyz", nil))
+		return rec.Code
+	}
+	if got := status(); got != http.StatusServiceUnavailable {
+		t.Errorf("before Ready: %d", got)
+	}
+	close(p.ready)
+	if got := status(); got != http.StatusOK {
+		t.Errorf("serving: %d", got)
+	}
+	close(p.stopping)
+	if got := status(); got != http.StatusServiceUnavailable {
+		t.Errorf("shutting down: %d", got)
 	}
 }

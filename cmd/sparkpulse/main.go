@@ -12,8 +12,6 @@
 package main
 
 import (
-	"bufio"
-	"bytes"
 	"context"
 	"errors"
 	"flag"
@@ -26,9 +24,7 @@ import (
 	"syscall"
 	"time"
 
-	"github.com/sparkpulse/sparkpulse/delta"
 	"github.com/sparkpulse/sparkpulse/influx"
-	"github.com/sparkpulse/sparkpulse/relay"
 	"github.com/sparkpulse/sparkpulse/simulate"
 )
 
@@ -137,7 +133,7 @@ func newFlagSet(name string, stderr io.Writer, o *flagOverrides, full bool) *fla
 	if !full {
 		return fs
 	}
-	fs.StringVar(&o.influxURL, "influxdb-url", "", "InfluxDB URL (default "+defaultInfluxURL+"; env "+envURL+")")
+	fs.StringVar(&o.influxURL, "influxdb-url", "", "InfluxDB URL (default "+influx.DefaultURL+"; env "+envURL+")")
 	fs.StringVar(&o.influxOrg, "influxdb-org", "", "InfluxDB 2.x/3.x organization (env "+envOrg+")")
 	fs.StringVar(&o.database, "database", "", "InfluxDB 1.x database for every [[graphite]] block")
 	fs.StringVar(&o.bucket, "bucket", "", "InfluxDB 2.x/3.x bucket for every [[graphite]] block")
@@ -149,75 +145,6 @@ func newFlagSet(name string, stderr io.Writer, o *flagOverrides, full bool) *fla
 	fs.StringVar(&o.stateDir, "state-dir", "", "directory for state kept across restarts (delta baselines)")
 	fs.Var(&o.annotateURLs, "annotate-url", "Spark UI, History Server or {app_id} URL template to poll for annotations (repeatable; replaces [annotate] urls)")
 	return fs
-}
-
-// loadPlan reads the config (or the default one), applies flag overrides and
-// validates it all.
-func loadPlan(o *flagOverrides, getenv func(string) string) (*Plan, error) {
-	cfg, source := defaultConfig(), "default config"
-	if o.config != "" {
-		c, _, err := loadConfig(o.config)
-		if err != nil {
-			return nil, err
-		}
-		cfg, source = c, o.config
-	} else if o.bind != "" {
-		for i := range cfg.Graphite {
-			cfg.Graphite[i].BindAddress = o.bind
-		}
-	}
-	if o.config != "" && o.bind != "" {
-		return nil, fmt.Errorf("%w: --bind applies to the default listeners only; set bind-address in %s", errUsage, o.config)
-	}
-	if o.influxURL != "" {
-		cfg.InfluxDB.URL = o.influxURL
-	}
-	if o.influxOrg != "" {
-		cfg.InfluxDB.Org = o.influxOrg
-	}
-	if o.createDatabase {
-		cfg.InfluxDB.CreateDatabase = true
-	}
-	if o.adminAddr != "" {
-		a := o.adminAddr
-		if a == "off" {
-			a = ""
-		}
-		cfg.Admin.BindAddress = &a
-	}
-	if o.logFormat != "" {
-		cfg.Log.Format = o.logFormat
-	}
-	if o.stateDir != "" {
-		cfg.StateDir = o.stateDir
-	}
-	if o.logLevel != "" {
-		cfg.Log.Level = o.logLevel
-	}
-	if len(o.annotateURLs) > 0 {
-		cfg.Annotate.URLs = o.annotateURLs
-	}
-	for i := range cfg.Graphite {
-		g := &cfg.Graphite[i]
-		if o.database != "" {
-			g.Database, g.RetentionPolicy, g.Bucket = o.database, "", ""
-		}
-		if o.bucket != "" {
-			g.Bucket = o.bucket
-		}
-	}
-	plan, err := cfg.prepare(source, getenv)
-	if err != nil {
-		return nil, err
-	}
-	// Flags beat the environment for the URL and org.
-	if o.influxURL != "" {
-		plan.InfluxDB.URL = o.influxURL
-	}
-	if o.influxOrg != "" {
-		plan.InfluxDB.Org = o.influxOrg
-	}
-	return plan, nil
 }
 
 func parseFlags(fs *flag.FlagSet, args []string) error {
@@ -248,7 +175,7 @@ func cmdRun(ctx context.Context, args []string, getenv func(string) string, stde
 	}
 	defer func() { _ = log.Sync() }()
 
-	svc, err := startService(ctx, plan, log)
+	p, err := startPipeline(ctx, plan, log)
 	if err != nil {
 		return err
 	}
@@ -256,146 +183,12 @@ func cmdRun(ctx context.Context, args []string, getenv func(string) string, stde
 	log.Info("shutting down")
 	shutdownCtx, cancel := context.WithTimeout(context.Background(), shutdownTimeout)
 	defer cancel()
-	return svc.Shutdown(shutdownCtx)
+	return p.Shutdown(shutdownCtx)
 }
 
 // shutdownTimeout bounds a graceful stop: reading open connections to their
 // end, then delivering what is buffered.
 const shutdownTimeout = 30 * time.Second
-
-func cmdCheck(args []string, getenv func(string) string, stdout, stderr io.Writer) error {
-	var o flagOverrides
-	if err := parseFlags(newFlagSet("check", stderr, &o, false), args); err != nil {
-		return err
-	}
-	plan, err := loadPlan(&o, getenv)
-	if err != nil {
-		return err
-	}
-	source := o.config
-	if source == "" {
-		source = "default config"
-	}
-	fmt.Fprintf(stdout, "%s: OK\n", source)
-	fmt.Fprintf(stdout, "influxdb: %s", influx.RedactURL(plan.InfluxDB.URL))
-	if plan.InfluxDB.Org != "" {
-		fmt.Fprintf(stdout, " org %q", plan.InfluxDB.Org)
-	}
-	if plan.Token != "" {
-		fmt.Fprint(stdout, " (token set)")
-	}
-	fmt.Fprintln(stdout)
-	if plan.AdminAddr != "" {
-		fmt.Fprintf(stdout, "admin: http://%s/metrics and /healthz\n", plan.AdminAddr)
-	}
-	fmt.Fprintf(stdout, "deltas: %s\n", plan.DeltaDescribe[0])
-	for _, d := range plan.DeltaDescribe[1:] {
-		fmt.Fprintf(stdout, "  %s\n", d)
-	}
-	if plan.StateDir != "" {
-		fmt.Fprintf(stdout, "state-dir: %s\n", plan.StateDir)
-	}
-	if a := plan.Annotate; a != nil {
-		fmt.Fprintf(stdout, "annotate: every %s → bucket %q, auth: %s\n", time.Duration(a.Config.Interval), a.Target.Bucket, a.Auth)
-		for _, u := range a.Config.URLs {
-			what := "a live UI or History Server"
-			if strings.Contains(u, "{app_id}") {
-				what = fmt.Sprintf("filled with each %s tag value seen", a.AppIDTag)
-			}
-			fmt.Fprintf(stdout, "  %s (%s)\n", u, what)
-		}
-	}
-	for _, l := range plan.Listeners {
-		fmt.Fprintf(stdout, "[[graphite]] #%d: %s → bucket %q, batches of %d points or %s\n",
-			l.Index, l.Name(), l.Target.Bucket, l.Config.BatchSize, time.Duration(l.Config.BatchTimeout))
-		for _, d := range l.Describe {
-			fmt.Fprintf(stdout, "  %s\n", d)
-		}
-		for _, w := range l.Warnings {
-			fmt.Fprintf(stdout, "  warning: %s\n", w)
-		}
-	}
-	for _, w := range plan.Warnings {
-		fmt.Fprintf(stdout, "warning: %s\n", w)
-	}
-	return nil
-}
-
-func cmdParse(args []string, getenv func(string) string, stdin io.Reader, stdout, stderr io.Writer) error {
-	var o flagOverrides
-	fs := newFlagSet("parse", stderr, &o, false)
-	block := fs.Int("block", 0, "use the templates of the [[graphite]] block at this position (default: the first enabled one)")
-	newSeries := fs.Bool("new-series", false, "treat the first sample of each cumulative series as new (delta = value) instead of as an unknown baseline (no delta)")
-	if err := parseFlags(fs, args); err != nil {
-		return err
-	}
-	plan, err := loadPlan(&o, getenv)
-	if err != nil {
-		return err
-	}
-	l := plan.Listeners[0]
-	if *block != 0 {
-		l = nil
-		for _, c := range plan.Listeners {
-			if c.Index == *block {
-				l = c
-			}
-		}
-		if l == nil {
-			return fmt.Errorf("%w: --block %d: no enabled [[graphite]] block at that position", errUsage, *block)
-		}
-	}
-	rc := relay.Config{Mapper: l.Mapper}
-	if plan.DeltaRules != nil {
-		// A captured stream starts mid-application: by default the first
-		// sample of a series is a baseline, as after sparkpulse starts.
-		settings := plan.DeltaSettings
-		settings.FirstSampleGrace = 100 * 365 * 24 * time.Hour
-		if *newSeries {
-			settings.FirstSampleGrace = delta.NoGrace
-		}
-		rc.Deltas = &relay.Deltas{Rules: plan.DeltaRules, Tracker: delta.New(settings, time.Now()), Bucket: l.Target.Bucket}
-	}
-	conn := relay.New(rc).NewConn(nil).(*relay.Conn)
-	out := bufio.NewWriter(stdout)
-	in := bufio.NewReaderSize(stdin, 64<<10)
-	max := l.Config.MaxLineLength
-	var line []byte
-	tooLong := false
-	for {
-		chunk, isPrefix, err := in.ReadLine()
-		if len(line)+len(chunk) <= max {
-			line = append(line, chunk...)
-		} else {
-			tooLong, line = true, line[:0]
-		}
-		if isPrefix {
-			continue
-		}
-		if err == nil || len(line) > 0 || tooLong {
-			switch {
-			case tooLong:
-				fmt.Fprintf(out, "# line longer than max-line-length (%d bytes)\n", max)
-			case len(bytes.TrimSpace(line)) == 0:
-				// blank lines produce no output
-			default:
-				if lp, perr := conn.Process(line); perr != nil {
-					fmt.Fprintf(out, "# %v\n", perr)
-				} else {
-					out.Write(lp)
-				}
-			}
-		}
-		line, tooLong = line[:0], false
-		if err != nil {
-			if errors.Is(err, io.EOF) {
-				return out.Flush()
-			}
-			out.Flush()
-			return fmt.Errorf("reading stdin: %w", err)
-		}
-	}
-}
 
 func cmdSimulate(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	fs := flag.NewFlagSet("sparkpulse simulate", flag.ContinueOnError)

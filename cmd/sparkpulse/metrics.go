@@ -4,7 +4,6 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 
 	"github.com/sparkpulse/sparkpulse/annotate"
-	"github.com/sparkpulse/sparkpulse/delta"
 	"github.com/sparkpulse/sparkpulse/influx"
 	"github.com/sparkpulse/sparkpulse/relay"
 )
@@ -12,13 +11,7 @@ import (
 // statsCollector exposes the counters that listeners, relays and writers
 // keep as plain atomics, reading them at scrape time so that the per-line
 // path never touches Prometheus.
-type statsCollector struct {
-	blocks    []*running
-	tracker   *delta.Tracker   // nil when the delta stage is off
-	annotator *annotate.Poller // nil without [annotate] urls
-	annWriter *influx.Writer
-	intWriter *influx.Writer // nil when [internal] is off
-}
+type statsCollector struct{ p *pipeline }
 
 func desc(name, help string, labels ...string) *prometheus.Desc {
 	return prometheus.NewDesc("sparkpulse_"+name, help, append([]string{"listener"}, labels...), nil)
@@ -69,66 +62,78 @@ func (c *statsCollector) Describe(ch chan<- *prometheus.Desc) {
 }
 
 func (c *statsCollector) Collect(ch chan<- prometheus.Metric) {
-	if t := c.tracker; t != nil {
-		st := t.Stats()
-		gauge(ch, descDeltaSeries, float64(t.Len()))
-		counter(ch, descDeltaEvicted, st.Evicted.Load())
-		for outcome, v := range map[string]uint64{
-			"reset": st.Resets.Load(), "first_new": st.FirstNew.Load(), "first_unknown": st.FirstUnknown.Load(),
-			"out_of_order": st.OutOfOrder.Load(), "refused": st.Refused.Load(),
-		} {
-			counter(ch, descDeltaOutcome, v, outcome)
-		}
+	p := c.p
+	if p.deltas != nil {
+		collectDeltas(ch, p.deltas)
 	}
-	if a := c.annotator; a != nil {
-		st := a.Stats()
-		counter(ch, descAnnRequests, st.Requests)
-		counter(ch, descAnnBytes, st.Bytes)
-		counter(ch, descAnnPolls, st.Polls)
-		counter(ch, descAnnPoints, st.Points)
-		counter(ch, descAnnClosedOut, st.ClosedOut)
-		for src, kinds := range st.Errors {
-			for kind, n := range kinds {
-				counter(ch, descAnnErrors, n, src, kind)
-			}
-		}
-		gauge(ch, descAnnTracked, float64(st.Tracked))
-		gauge(ch, descAnnLost, float64(st.Lost))
-		gauge(ch, descAnnSources, float64(st.Sources))
-		collectWriter(ch, "annotate", c.annWriter)
+	if p.annotator != nil {
+		collectAnnotate(ch, p.annotator)
+		collectWriter(ch, "annotate", p.annWriter)
 	}
-	if c.intWriter != nil {
-		collectWriter(ch, "internal", c.intWriter)
+	if p.intWriter != nil {
+		collectWriter(ch, "internal", p.intWriter)
 	}
-	for _, b := range c.blocks {
-		name := b.Name()
-		g := b.srv.Stats()
-		if b.Config.Protocol == "tcp" {
-			gauge(ch, descConnsActive, float64(g.ConnsActive.Load()), name)
-			counter(ch, descConnsHandled, g.ConnsHandled.Load(), name)
-			counter(ch, descConnsRejected, g.ConnsRejected.Load(), name)
-			counter(ch, descIdleTimeouts, g.IdleTimeouts.Load(), name)
-		} else {
-			counter(ch, descDatagrams, g.Datagrams.Load(), name)
-		}
-		counter(ch, descBytes, g.Bytes.Load(), name)
-		counter(ch, descReadErrors, g.ReadErrors.Load(), name)
+	for _, b := range p.blocks {
+		collectBlock(ch, b)
+		collectWriter(ch, b.Name(), b.writer)
+	}
+}
 
-		// Lines over max-line-length never reach the relay; they count as
-		// received and dropped, so received = encoded + dropped holds.
-		r := b.relay.Stats()
-		counter(ch, descLines, r.Lines.Load()+g.LinesTooLong.Load(), name)
-		counter(ch, descPoints, r.Points.Load(), name)
-		gauge(ch, descCached, float64(b.relay.CachedSeries()), name)
-		counter(ch, descDropped, g.LinesTooLong.Load(), name, "too_long")
-		for i := range relay.NumReasons {
-			if i == 0 {
-				continue
-			}
+func collectDeltas(ch chan<- prometheus.Metric, d *deltaState) {
+	st := d.tracker.Stats()
+	gauge(ch, descDeltaSeries, float64(d.tracker.Len()))
+	counter(ch, descDeltaEvicted, st.Evicted.Load())
+	for outcome, v := range map[string]uint64{
+		"reset": st.Resets.Load(), "first_new": st.FirstNew.Load(), "first_unknown": st.FirstUnknown.Load(),
+		"out_of_order": st.OutOfOrder.Load(), "refused": st.Refused.Load(),
+	} {
+		counter(ch, descDeltaOutcome, v, outcome)
+	}
+}
+
+func collectAnnotate(ch chan<- prometheus.Metric, a *annotate.Poller) {
+	st := a.Stats()
+	counter(ch, descAnnRequests, st.Requests)
+	counter(ch, descAnnBytes, st.Bytes)
+	counter(ch, descAnnPolls, st.Polls)
+	counter(ch, descAnnPoints, st.Points)
+	counter(ch, descAnnClosedOut, st.ClosedOut)
+	for src, kinds := range st.Errors {
+		for kind, n := range kinds {
+			counter(ch, descAnnErrors, n, src, kind)
+		}
+	}
+	gauge(ch, descAnnTracked, float64(st.Tracked))
+	gauge(ch, descAnnLost, float64(st.Lost))
+	gauge(ch, descAnnSources, float64(st.Sources))
+}
+
+// collectBlock exports a block's listener and relay counters.
+func collectBlock(ch chan<- prometheus.Metric, b *block) {
+	name := b.Name()
+	g := b.srv.Stats()
+	if b.Config.Protocol == "tcp" {
+		gauge(ch, descConnsActive, float64(g.ConnsActive.Load()), name)
+		counter(ch, descConnsHandled, g.ConnsHandled.Load(), name)
+		counter(ch, descConnsRejected, g.ConnsRejected.Load(), name)
+		counter(ch, descIdleTimeouts, g.IdleTimeouts.Load(), name)
+	} else {
+		counter(ch, descDatagrams, g.Datagrams.Load(), name)
+	}
+	counter(ch, descBytes, g.Bytes.Load(), name)
+	counter(ch, descReadErrors, g.ReadErrors.Load(), name)
+
+	// Lines over max-line-length never reach the relay; they count as
+	// received and dropped, so received = encoded + dropped holds.
+	r := b.relay.Stats()
+	counter(ch, descLines, r.Lines.Load()+g.LinesTooLong.Load(), name)
+	counter(ch, descPoints, r.Points.Load(), name)
+	gauge(ch, descCached, float64(b.relay.CachedSeries()), name)
+	counter(ch, descDropped, g.LinesTooLong.Load(), name, "too_long")
+	for i := range relay.NumReasons {
+		if i != 0 {
 			counter(ch, descDropped, r.Dropped[i].Load(), name, i.String())
 		}
-
-		collectWriter(ch, name, b.writer)
 	}
 }
 

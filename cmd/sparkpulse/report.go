@@ -8,11 +8,9 @@ import (
 	"fmt"
 	"io"
 	"maps"
-	"net/http"
 	"slices"
 	"strings"
 	"text/tabwriter"
-	"time"
 
 	"github.com/sparkpulse/sparkpulse/annotate"
 	"github.com/sparkpulse/sparkpulse/influx"
@@ -46,16 +44,10 @@ func cmdReport(ctx context.Context, args []string, getenv func(string) string, s
 	if err != nil {
 		return err
 	}
-	if plan.Annotate == nil || len(plan.Annotate.Config.URLs) == 0 {
+	if plan.Annotate == nil {
 		return fmt.Errorf("%w: no Spark REST source: give --url or [annotate] urls", errUsage)
 	}
-	a := plan.Annotate
-	transport := http.DefaultTransport.(*http.Transport).Clone()
-	if transport.TLSClientConfig, err = loadTLS("[annotate]", a.Config.TLSCA, "", "", a.Config.TLSInsecureSkipVerify); err != nil {
-		return err
-	}
-	app, err := annotate.ReadApplication(ctx, annotate.Config{Sources: a.Config.URLs, Timeout: time.Duration(a.Config.Timeout),
-		Auth: a.Auth, Transport: transport}, appID)
+	app, err := annotate.ReadApplication(ctx, plan.Annotate.Poller, appID)
 	if err != nil {
 		return err
 	}
@@ -92,10 +84,6 @@ func streamPeaks(ctx context.Context, plan *Plan, appID string) (map[string]map[
 	if len(plan.Listeners) == 0 {
 		return nil, nil
 	}
-	cfg, err := influxConfig(plan, nil)
-	if err != nil {
-		return nil, err
-	}
 	db, _, _ := strings.Cut(plan.Listeners[0].Target.Bucket, "/")
 	var from []string
 	for _, m := range executorMetrics {
@@ -103,7 +91,7 @@ func streamPeaks(ctx context.Context, plan *Plan, appID string) (map[string]map[
 	}
 	q := fmt.Sprintf(`SELECT max("value") FROM %s WHERE "applicationid" = '%s' GROUP BY "process"`,
 		strings.Join(from, ", "), strings.NewReplacer(`\`, `\\`, `'`, `\'`).Replace(appID))
-	series, err := influx.Query(ctx, cfg, db, q)
+	series, err := influx.Query(ctx, plan.Influx, db, q)
 	if err != nil {
 		return nil, err
 	}
@@ -167,10 +155,15 @@ func printReport(w io.Writer, app annotate.Application, a sizing.Advice) {
 		fmt.Fprintf(w, ", off-heap %s", sizing.Bytes(s.OffHeap))
 	}
 	fmt.Fprintf(w, "; container %s\n\n", sizing.Bytes(s.Container()))
+	printExecutors(w, a.Executors)
+	printAdvice(w, a)
+}
 
+// printExecutors prints a table of each executor's peaks.
+func printExecutors(w io.Writer, executors []sizing.Headroom) {
 	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', tabwriter.AlignRight)
 	fmt.Fprintln(tw, "executor\tpeak RSS\tof container\tpeak heap\tof heap\texecution+storage\tof unified\tPython RSS\tGC share\t")
-	for _, h := range a.Executors {
+	for _, h := range executors {
 		rss, use := "-", "-"
 		if h.ProcessTreeMetric {
 			rss, use = sizing.Bytes(h.RSS), pct(h.ContainerUse)
@@ -187,6 +180,10 @@ func printReport(w io.Writer, app annotate.Application, a sizing.Advice) {
 	}
 	tw.Flush()
 	fmt.Fprintln(w)
+}
+
+// printAdvice prints the findings, recommended settings and notes.
+func printAdvice(w io.Writer, a sizing.Advice) {
 	if len(a.Findings) == 0 {
 		fmt.Fprintln(w, "findings: none")
 	} else {

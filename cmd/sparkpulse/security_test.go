@@ -89,7 +89,7 @@ func TestTLSWithCustomCA(t *testing.T) {
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
-	s, err := startService(ctx, plan, zap.NewNop())
+	s, err := startPipeline(ctx, plan, zap.NewNop())
 	if err == nil {
 		s.Shutdown(ctx)
 		t.Fatal("started without trusting InfluxDB's certificate")

@@ -1,4 +1,4 @@
-package influx
+package queue
 
 import (
 	"encoding/binary"
@@ -15,8 +15,8 @@ import (
 	"time"
 )
 
-// The disk queue keeps batches a Writer could not hold in memory, or could
-// not deliver before shutdown, in segment files under its directory:
+// The disk queue keeps batches the Queue could not hold in memory, or that
+// were not delivered before shutdown, in segment files under its directory:
 //
 //	<seq>.seg   16-digit sequence number; header "SPQSEG1\n", then records:
 //	            length uint32 (payload bytes), points uint32, written int64
@@ -24,6 +24,12 @@ import (
 //	            payload, then the payload (complete lines of line protocol)
 //	head        the next record to deliver: seq uint64, offset uint64, and
 //	            the CRC-32C of those 16 bytes; replaced atomically
+//
+// Every file is created under a fresh random name (os.CreateTemp, which
+// opens with O_EXCL) and renamed into place, or with O_EXCL itself, and
+// opened with O_NOFOLLOW: a symbolic link planted in the directory is
+// never written through, and a segment or head that is not a regular file
+// is ignored.
 //
 // Records are delivered in the order they were written, one at a time.
 // The head moves on when a record is delivered and is saved at most once a
@@ -46,7 +52,7 @@ var castagnoli = crc32.MakeTable(crc32.Castagnoli)
 
 // diskRecord is one batch read back from the queue.
 type diskRecord struct {
-	data    string
+	data    []byte
 	points  int
 	written time.Time
 }
@@ -83,7 +89,7 @@ type diskQueue struct {
 }
 
 // errQueueClosed is returned for pushes after Close.
-var errQueueClosed = errors.New("influx: disk queue closed")
+var errQueueClosed = errors.New("queue: disk closed")
 
 // errChecksum is a record whose length fits its segment but whose checksum
 // does not match: damage inside the segment, or a torn last record.
@@ -102,28 +108,34 @@ func skippable(f io.ReaderAt, off, size, n int64, err error) bool {
 	return err == nil
 }
 
-// openDiskQueue opens or creates the queue in dir. A damaged tail (a record
-// cut short by a crash) is truncated; a damaged head file restarts from the
-// first segment, which may deliver records twice.
-// DiskQueueBytes is about how many bytes of records the disk queue in dir
+// DiskBytes is about how many bytes of records the disk queue in dir
 // holds (delivered records before the head are counted too), without
 // opening it; 0 when there is none.
-func DiskQueueBytes(dir string) int64 {
+func DiskBytes(dir string) int64 {
 	names, _ := filepath.Glob(filepath.Join(dir, "*.seg"))
 	var n int64
 	for _, name := range names {
-		if st, err := os.Stat(name); err == nil && st.Size() > int64(len(segMagic)) {
+		if st, err := os.Lstat(name); err == nil && st.Mode().IsRegular() && st.Size() > int64(len(segMagic)) {
 			n += st.Size() - int64(len(segMagic))
 		}
 	}
 	return n
 }
 
+// openDiskQueue opens or creates the queue in dir. A damaged tail (a record
+// cut short by a crash) is truncated; a damaged head file restarts from the
+// first segment, which may deliver records twice.
 func openDiskQueue(dir string, maxBytes int64) (*diskQueue, error) {
 	if err := os.MkdirAll(dir, 0o750); err != nil {
-		return nil, fmt.Errorf("influx: disk queue: %w", err)
+		return nil, fmt.Errorf("queue: disk: %w", err)
 	}
 	q := &diskQueue{dir: dir, maxBytes: maxBytes, segMax: min(16<<20, max(maxBytes/8, 1<<20)), lastSync: time.Now()}
+	// Temporary files of a write cut short by a crash.
+	if tmps, err := filepath.Glob(filepath.Join(dir, "*.tmp")); err == nil {
+		for _, t := range tmps {
+			os.Remove(t)
+		}
+	}
 	names, err := filepath.Glob(filepath.Join(dir, "*.seg"))
 	if err != nil {
 		return nil, err
@@ -133,9 +145,13 @@ func openDiskQueue(dir string, maxBytes int64) (*diskQueue, error) {
 		if err != nil {
 			continue // not ours
 		}
-		st, err := os.Stat(n)
+		st, err := os.Lstat(n)
 		if err != nil {
-			return nil, fmt.Errorf("influx: disk queue: %w", err)
+			return nil, fmt.Errorf("queue: disk: %w", err)
+		}
+		if !st.Mode().IsRegular() {
+			q.corrupt++ // planted, not ours: never opened
+			continue
 		}
 		q.segs = append(q.segs, &segment{seq: seq, size: st.Size()})
 	}
@@ -174,7 +190,7 @@ func (q *diskQueue) path(seq uint64) string {
 
 // readHead reads the saved head, if it is intact.
 func (q *diskQueue) readHead() (seq uint64, off int64, ok bool) {
-	b, err := os.ReadFile(filepath.Join(q.dir, "head"))
+	b, err := readNoFollow(filepath.Join(q.dir, "head"), 20)
 	if err != nil || len(b) != 20 || crc32.Checksum(b[:16], castagnoli) != binary.LittleEndian.Uint32(b[16:]) {
 		return 0, 0, false
 	}
@@ -190,23 +206,53 @@ func (q *diskQueue) saveHead() error {
 	binary.LittleEndian.PutUint64(b[:], q.segs[0].seq)
 	binary.LittleEndian.PutUint64(b[8:], uint64(q.headOff))
 	binary.LittleEndian.PutUint32(b[16:], crc32.Checksum(b[:16], castagnoli))
-	tmp := filepath.Join(q.dir, "head.tmp")
-	if err := os.WriteFile(tmp, b[:], 0o640); err != nil {
-		return err
-	}
-	if err := os.Rename(tmp, filepath.Join(q.dir, "head")); err != nil {
+	if err := replaceFile(q.dir, "head", b[:]); err != nil {
 		return err
 	}
 	q.headSave = false
 	return nil
 }
 
+// replaceFile writes data to dir/name atomically: to a new file of a
+// random name, created exclusively, then renamed over name. A symbolic
+// link at name is replaced, never followed.
+func replaceFile(dir, name string, data []byte) error {
+	f, err := os.CreateTemp(dir, name+".*.tmp")
+	if err != nil {
+		return err
+	}
+	defer os.Remove(f.Name()) // a no-op after the rename
+	if _, err := f.Write(data); err != nil {
+		f.Close()
+		return err
+	}
+	if err := f.Chmod(0o640); err != nil {
+		f.Close()
+		return err
+	}
+	if err := f.Close(); err != nil {
+		return err
+	}
+	return os.Rename(f.Name(), filepath.Join(dir, name))
+}
+
+// readNoFollow reads at most max bytes of a regular file, refusing a
+// symbolic link.
+func readNoFollow(path string, max int64) ([]byte, error) {
+	f, err := os.OpenFile(path, os.O_RDONLY|noFollow, 0)
+	if err != nil {
+		return nil, err
+	}
+	defer f.Close()
+	return io.ReadAll(io.LimitReader(f, max+1))
+}
+
 // recoverTail truncates the last segment after its last complete record.
 func (q *diskQueue) recoverTail() error {
 	last := q.segs[len(q.segs)-1]
-	f, err := os.OpenFile(q.path(last.seq), os.O_RDWR, 0)
+	f, err := os.OpenFile(q.path(last.seq), os.O_RDWR|noFollow, 0)
 	if err != nil {
-		return fmt.Errorf("influx: disk queue: %w", err)
+		return fmt.Errorf("queue: disk: %w", err)
 	}
 	defer f.Close()
 	var magic [len(segMagic)]byte
@@ -234,7 +280,7 @@ func (q *diskQueue) recoverTail() error {
 	}
 	if off < last.size {
 		if err := f.Truncate(off); err != nil {
-			return fmt.Errorf("influx: disk queue: truncating a damaged tail: %w", err)
+			return fmt.Errorf("queue: disk: truncating a damaged tail: %w", err)
 		}
 		last.size = off
 	}
@@ -247,9 +293,9 @@ func (q *diskQueue) openTail() error {
 		return q.rotate()
 	}
 	last := q.segs[len(q.segs)-1]
-	f, err := os.OpenFile(q.path(last.seq), os.O_RDWR, 0o640)
+	f, err := os.OpenFile(q.path(last.seq), os.O_RDWR|noFollow, 0o640)
 	if err != nil {
-		return fmt.Errorf("influx: disk queue: %w", err)
+		return fmt.Errorf("queue: disk: %w", err)
 	}
 	last.f = f
 	return nil
@@ -265,13 +311,13 @@ func (q *diskQueue) rotate() error {
 			last.f = nil
 		}
 	}
-	f, err := os.OpenFile(q.path(seq), os.O_RDWR|os.O_CREATE|os.O_EXCL, 0o640)
+	f, err := os.OpenFile(q.path(seq), os.O_RDWR|os.O_CREATE|os.O_EXCL|noFollow, 0o640)
 	if err != nil {
-		return fmt.Errorf("influx: disk queue: %w", err)
+		return fmt.Errorf("queue: disk: %w", err)
 	}
 	if _, err := f.WriteAt([]byte(segMagic), 0); err != nil {
 		f.Close()
-		return fmt.Errorf("influx: disk queue: %w", err)
+		return fmt.Errorf("queue: disk: %w", err)
 	}
 	q.segs = append(q.segs, &segment{seq: seq, size: int64(len(segMagic)), f: f})
 	q.bytes += int64(len(segMagic))
@@ -281,7 +327,7 @@ func (q *diskQueue) rotate() error {
 
 // push appends a batch. It returns the points of the oldest segments it
 // deleted to stay within the bound.
-func (q *diskQueue) push(data string, points int, written time.Time) (dropped int, err error) {
+func (q *diskQueue) push(data []byte, points int, written time.Time) (dropped int, err error) {
 	q.mu.Lock()
 	defer q.mu.Unlock()
 	if q.closed {
@@ -296,7 +342,7 @@ func (q *diskQueue) push(data string, points int, written time.Time) (dropped in
 		tail = q.segs[len(q.segs)-1]
 	}
 	if _, err := tail.f.WriteAt(rec, tail.size); err != nil {
-		return 0, fmt.Errorf("influx: disk queue: writing %s: %w", q.path(tail.seq), err)
+		return 0, fmt.Errorf("queue: disk: writing %s: %w", q.path(tail.seq), err)
 	}
 	tail.size += int64(len(rec))
 	q.bytes += int64(len(rec))
@@ -310,12 +356,12 @@ func (q *diskQueue) push(data string, points int, written time.Time) (dropped in
 }
 
 // encodeRecord appends a record to b.
-func encodeRecord(b []byte, data string, points int, written time.Time) []byte {
+func encodeRecord(b []byte, data []byte, points int, written time.Time) []byte {
 	at := len(b)
 	b = binary.LittleEndian.AppendUint32(b, uint32(len(data)))
 	b = binary.LittleEndian.AppendUint32(b, uint32(points))
 	b = binary.LittleEndian.AppendUint64(b, uint64(written.UnixNano()))
-	crc := crc32.Update(crc32.Checksum(b[at:at+16], castagnoli), castagnoli, []byte(data))
+	crc := crc32.Update(crc32.Checksum(b[at:at+16], castagnoli), castagnoli, data)
 	b = binary.LittleEndian.AppendUint32(b, crc)
 	return append(b, data...)
 }
@@ -335,15 +381,15 @@ func (q *diskQueue) pushFront(recs []diskRecord) error {
 	}
 	head := q.segs[0]
 	if head.seq <= 1 {
-		return errors.New("influx: disk queue: no sequence number left in front")
+		return errors.New("queue: disk: no sequence number left in front")
 	}
 	b := []byte(segMagic)
 	for _, r := range recs {
 		b = encodeRecord(b, r.data, r.points, r.written)
 	}
 	seq := head.seq - 1
-	if err := os.WriteFile(q.path(seq), b, 0o640); err != nil {
-		return fmt.Errorf("influx: disk queue: %w", err)
+	if err := replaceFile(q.dir, filepath.Base(q.path(seq)), b); err != nil {
+		return fmt.Errorf("queue: disk: %w", err)
 	}
 	head.start = q.headOff
 	q.segs = append([]*segment{{seq: seq, size: int64(len(b))}}, q.segs...)
@@ -363,7 +409,7 @@ func (q *diskQueue) dropOldest() int {
 	points := 0
 	f := s.f
 	if f == nil {
-		f, _ = os.Open(q.path(s.seq))
+		f, _ = os.OpenFile(q.path(s.seq), os.O_RDONLY|noFollow, 0)
 	}
 	if f != nil {
 		off := q.headOff + max(q.inFlight, 0)
@@ -421,7 +467,7 @@ func (q *diskQueue) next() (diskRecord, bool) {
 			continue
 		}
 		if s.f == nil {
-			f, err := os.Open(q.path(s.seq))
+			f, err := os.OpenFile(q.path(s.seq), os.O_RDONLY|noFollow, 0)
 			if err != nil {
 				q.corrupt++
 				q.removeHead()
@@ -579,7 +625,7 @@ func readRecord(f io.ReaderAt, off, size int64) (diskRecord, int64, error) {
 		return diskRecord{}, recHeader + n, fmt.Errorf("record at %d: %w", off, errChecksum)
 	}
 	return diskRecord{
-		data:    string(payload),
+		data:    payload,
 		points:  int(binary.LittleEndian.Uint32(h[4:])),
 		written: time.Unix(0, int64(binary.LittleEndian.Uint64(h[8:]))),
 	}, recHeader + n, nil

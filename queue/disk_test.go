@@ -1,4 +1,4 @@
-package influx
+package queue
 
 import (
 	"fmt"
@@ -35,7 +35,7 @@ func drain(q *diskQueue) []string {
 		if !ok {
 			return out
 		}
-		out = append(out, r.data)
+		out = append(out, string(r.data))
 		q.ack()
 	}
 }
@@ -51,14 +51,14 @@ func TestDiskQueueOrderAndRestart(t *testing.T) {
 	for i := range 50 {
 		b := batchOf(i, 5)
 		want = append(want, b)
-		if dropped, err := q.push(b, 5, t0.Add(time.Duration(i)*time.Second)); err != nil || dropped != 0 {
+		if dropped, err := q.push([]byte(b), 5, t0.Add(time.Duration(i)*time.Second)); err != nil || dropped != 0 {
 			t.Fatal(dropped, err)
 		}
 	}
 	// Deliver 20, then "restart".
 	for i := range 20 {
 		r, ok := q.next()
-		if !ok || r.data != want[i] || r.points != 5 || !r.written.Equal(t0.Add(time.Duration(i)*time.Second)) {
+		if !ok || string(r.data) != want[i] || r.points != 5 || !r.written.Equal(t0.Add(time.Duration(i)*time.Second)) {
 			t.Fatalf("record %d: %v %+v", i, ok, r)
 		}
 		q.ack()
@@ -89,11 +89,11 @@ func TestDiskQueueOrderAndRestart(t *testing.T) {
 func TestDiskQueueUnackedRedelivered(t *testing.T) {
 	dir := t.TempDir()
 	q := mustOpen(t, dir, 1<<30)
-	q.push("a 1 1\n", 1, time.Now())
-	q.push("b 1 1\n", 1, time.Now())
+	q.push([]byte("a 1 1\n"), 1, time.Now())
+	q.push([]byte("b 1 1\n"), 1, time.Now())
 	r, _ := q.next()
 	q.release()
-	if r2, _ := q.next(); r2.data != r.data {
+	if r2, _ := q.next(); string(r2.data) != string(r.data) {
 		t.Errorf("released record not handed out again: %q", r2.data)
 	}
 	q.close()
@@ -110,10 +110,10 @@ func TestDiskQueueBound(t *testing.T) {
 	q := mustOpen(t, t.TempDir(), 64<<10)
 	q.segMax = 8 << 10
 	var dropped int
-	q.push(batchOf(0, 40), 40, time.Now())
+	q.push([]byte(batchOf(0, 40)), 40, time.Now())
 	inFlight, _ := q.next()
 	for i := 1; i < 200; i++ {
-		d, err := q.push(batchOf(i, 40), 40, time.Now())
+		d, err := q.push([]byte(batchOf(i, 40)), 40, time.Now())
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -128,8 +128,8 @@ func TestDiskQueueBound(t *testing.T) {
 	if delivered := len(got) * 40; delivered+dropped+40 != 8000 || dropped == 0 {
 		t.Errorf("delivered %d + dropped %d + in flight 40 != 8000 points sent", delivered, dropped)
 	}
-	if !strings.HasPrefix(inFlight.data, "m,batch=0 ") || got[len(got)-1] != batchOf(199, 40) {
-		t.Errorf("in flight %q, last %q", inFlight.data[:20], got[len(got)-1][:20])
+	if !strings.HasPrefix(string(inFlight.data), "m,batch=0 ") || got[len(got)-1] != batchOf(199, 40) {
+		t.Errorf("in flight %q, last %q", string(inFlight.data[:20]), got[len(got)-1][:20])
 	}
 	if q.dropped != int64(dropped) {
 		t.Errorf("dropped counter %d, want %d", q.dropped, dropped)
@@ -141,8 +141,8 @@ func TestDiskQueueBound(t *testing.T) {
 func TestDiskQueueTornTail(t *testing.T) {
 	dir := t.TempDir()
 	q := mustOpen(t, dir, 1<<30)
-	q.push(batchOf(1, 3), 3, time.Now())
-	q.push(batchOf(2, 3), 3, time.Now())
+	q.push([]byte(batchOf(1, 3)), 3, time.Now())
+	q.push([]byte(batchOf(2, 3)), 3, time.Now())
 	q.close()
 	seg := filepath.Join(dir, fmt.Sprintf("%016d.seg", uint64(firstSeq)))
 	st, _ := os.Stat(seg)
@@ -154,7 +154,7 @@ func TestDiskQueueTornTail(t *testing.T) {
 		t.Errorf("after a torn write: %q", got)
 	}
 	// New records go after the cut.
-	q.push(batchOf(3, 3), 3, time.Now())
+	q.push([]byte(batchOf(3, 3)), 3, time.Now())
 	if got := drain(q); len(got) != 1 || got[0] != batchOf(3, 3) {
 		t.Errorf("after appending: %q", got)
 	}
@@ -182,7 +182,7 @@ func TestDiskQueueCorruptRecordSkipped(t *testing.T) {
 			q.segMax = tc.segMax
 			inFirst := 0 // records in the first segment
 			for i := range 6 {
-				q.push(batchOf(i, 8), 8, time.Now())
+				q.push([]byte(batchOf(i, 8)), 8, time.Now())
 				if len(q.segs) == 1 {
 					inFirst++
 				}
@@ -222,8 +222,8 @@ func TestDiskQueueCorruptRecordSkipped(t *testing.T) {
 func FuzzDiskQueueOpen(f *testing.F) {
 	dir := f.TempDir()
 	q := mustOpen(f, dir, 1<<30)
-	q.push(batchOf(1, 2), 2, time.Unix(1, 0))
-	q.push(batchOf(2, 2), 2, time.Unix(2, 0))
+	q.push([]byte(batchOf(1, 2)), 2, time.Unix(1, 0))
+	q.push([]byte(batchOf(2, 2)), 2, time.Unix(2, 0))
 	q.close()
 	seg, _ := os.ReadFile(filepath.Join(dir, fmt.Sprintf("%016d.seg", uint64(firstSeq))))
 	head, _ := os.ReadFile(filepath.Join(dir, "head"))
@@ -250,10 +250,10 @@ func FuzzDiskQueueOpen(f *testing.F) {
 			}
 			q.ack()
 		}
-		if _, err := q.push("x 1 1\n", 1, time.Now()); err != nil {
+		if _, err := q.push([]byte("x 1 1\n"), 1, time.Now()); err != nil {
 			t.Fatal(err)
 		}
-		if r, ok := q.next(); !ok || r.data != "x 1 1\n" {
+		if r, ok := q.next(); !ok || string(r.data) != "x 1 1\n" {
 			t.Fatalf("a record pushed after recovery: %+v %v", r, ok)
 		}
 	})
@@ -263,13 +263,13 @@ func FuzzDiskQueueOpen(f *testing.F) {
 func TestDiskQueuePushFront(t *testing.T) {
 	q := mustOpen(t, t.TempDir(), 1<<30)
 	for i := range 4 {
-		q.push(batchOf(i, 2), 2, time.Now())
+		q.push([]byte(batchOf(i, 2)), 2, time.Now())
 	}
-	drainOne := func() string { r, _ := q.next(); q.ack(); return r.data }
+	drainOne := func() string { r, _ := q.next(); q.ack(); return string(r.data) }
 	if got := drainOne(); got != batchOf(0, 2) {
 		t.Fatalf("first: %q", got)
 	}
-	if err := q.pushFront([]diskRecord{{data: batchOf(90, 2), points: 2}, {data: batchOf(91, 2), points: 2}}); err != nil {
+	if err := q.pushFront([]diskRecord{{data: []byte(batchOf(90, 2)), points: 2}, {data: []byte(batchOf(91, 2)), points: 2}}); err != nil {
 		t.Fatal(err)
 	}
 	got := drain(q)

@@ -1,0 +1,565 @@
+package main
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"net"
+	"net/http"
+	"net/http/pprof"
+	"os"
+	"path/filepath"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/prometheus/client_golang/prometheus"
+	"github.com/prometheus/client_golang/prometheus/collectors"
+	"github.com/prometheus/client_golang/prometheus/promhttp"
+	"go.uber.org/zap"
+	"go.uber.org/zap/zapcore"
+
+	"github.com/sparkpulse/sparkpulse/annotate"
+	"github.com/sparkpulse/sparkpulse/graphite"
+	"github.com/sparkpulse/sparkpulse/influx"
+	"github.com/sparkpulse/sparkpulse/queue"
+	"github.com/sparkpulse/sparkpulse/relay"
+	"github.com/sparkpulse/sparkpulse/selfmetrics"
+)
+
+// pipeline is sparkpulse started from a Plan. For each [[graphite]] block
+// a listener reads lines, a relay turns them into points (with deltas from
+// the shared delta state) and a writer batches, queues and sends them; the
+// annotation poller and sparkpulse's own metrics have writers of their
+// own; the admin endpoint serves /metrics, /healthz and /readyz.
+//
+// startPipeline opens everything (InfluxDB is checked, every socket bound)
+// before anything is served, so a bad address fails start-up with nothing
+// half-running. Ready is closed once it serves; Flush waits until what was
+// received so far is delivered; Shutdown stops it, losing nothing that was
+// received.
+type pipeline struct {
+	plan   *Plan
+	log    *zap.Logger
+	blocks []*block
+	deltas *deltaState // nil when the delta stage is off
+
+	annotator *annotate.Poller // nil without [annotate] urls
+	annWriter *influx.Writer
+	annCancel context.CancelFunc
+	annDone   chan struct{}
+
+	reporter   *selfmetrics.Reporter // nil when [internal] is off
+	reporterMu sync.Mutex            // Report is called by the ticker and at shutdown
+	intWriter  *influx.Writer
+
+	registry *prometheus.Registry
+	admin    *http.Server
+	adminLn  net.Listener
+
+	ready    chan struct{}  // closed once everything serves
+	stopping chan struct{}  // closed when Shutdown begins: background loops end
+	bg       sync.WaitGroup // listeners, admin endpoint and background loops
+
+	shutdownOnce sync.Once
+	shutdownErr  error
+}
+
+// block is one started [[graphite]] block.
+type block struct {
+	*Listener
+	srv    server
+	relay  *relay.Relay
+	writer *influx.Writer
+	hist   prometheus.Histogram
+}
+
+// server is what TCP and UDP listeners have in common.
+type server interface {
+	Addr() net.Addr
+	Serve() error
+	Shutdown(ctx context.Context) error
+	Stats() *graphite.Stats
+}
+
+func startPipeline(ctx context.Context, plan *Plan, log *zap.Logger) (_ *pipeline, err error) {
+	p := &pipeline{plan: plan, log: log, ready: make(chan struct{}), stopping: make(chan struct{})}
+	defer func() {
+		if err != nil {
+			p.abort()
+		}
+	}()
+	p.logWarnings()
+	if err := p.checkTargets(ctx); err != nil {
+		return nil, err
+	}
+	if err := p.openAnnotator(); err != nil {
+		return nil, err
+	}
+	if plan.Deltas != nil {
+		p.deltas = openDeltaState(plan, log)
+	}
+	for _, l := range plan.Listeners {
+		b, err := p.openBlock(l)
+		if err != nil {
+			return nil, fmt.Errorf("[[graphite]] #%d: %w", l.Index, err)
+		}
+		p.blocks = append(p.blocks, b)
+	}
+	if err := p.openInternal(); err != nil {
+		return nil, err
+	}
+	p.warnOrphanQueues()
+	if err := p.openAdmin(); err != nil {
+		return nil, err
+	}
+	p.serve()
+	return p, nil
+}
+
+// Ready is closed once every listener serves.
+func (p *pipeline) Ready() <-chan struct{} { return p.ready }
+
+func (p *pipeline) logWarnings() {
+	for _, w := range p.plan.Warnings {
+		p.log.Warn(w)
+	}
+	for _, l := range p.plan.Listeners {
+		if l.Templates != nil {
+			for _, w := range l.Templates.Warnings() {
+				p.log.Warn(w, zap.String("listener", l.Name()))
+			}
+		}
+	}
+}
+
+// checkTargets checks every target InfluxDB will be written to, once each.
+// An unreachable InfluxDB is not fatal: points are kept until it is up.
+func (p *pipeline) checkTargets(ctx context.Context) error {
+	targets := make([]influx.Target, 0, len(p.plan.Listeners)+2)
+	for _, l := range p.plan.Listeners {
+		targets = append(targets, l.Target)
+	}
+	if a := p.plan.Annotate; a != nil {
+		targets = append(targets, a.Target)
+	}
+	if in := p.plan.Internal; in != nil {
+		targets = append(targets, in.Target)
+	}
+	url := influx.RedactURL(p.plan.Influx.WithDefaults().URL)
+	checked := map[influx.Target]bool{}
+	for _, t := range targets {
+		if checked[t] {
+			continue
+		}
+		checked[t] = true
+		res, err := influx.Check(ctx, p.plan.Influx, t, p.plan.CreateDatabase)
+		switch {
+		case errors.Is(err, influx.ErrUnreachable):
+			p.log.Warn("InfluxDB is not reachable; points are kept and sent when it is", zap.String("url", url), zap.Error(err))
+		case err != nil:
+			return err
+		default:
+			p.log.Info("InfluxDB target ready", zap.String("url", url), zap.String("bucket", t.Bucket), zap.String("server", res.String()))
+		}
+	}
+	return nil
+}
+
+// newWriter opens a writer for t named name (in logs, metrics and its disk
+// queue's directory).
+func (p *pipeline) newWriter(name string, cfg influx.Config, t influx.Target) (*influx.Writer, error) {
+	cfg.Logger = p.log.With(zap.String("listener", name))
+	cfg.Queue.Dir = queueDir(p.plan.StateDir, name, t)
+	return influx.NewWriter(cfg, t)
+}
+
+// openBlock opens one [[graphite]] block: its writer, relay and listener.
+func (p *pipeline) openBlock(l *Listener) (*block, error) {
+	b := &block{Listener: l}
+	b.hist = prometheus.NewHistogram(prometheus.HistogramOpts{
+		Name:        "sparkpulse_influxdb_write_duration_seconds",
+		Help:        "Duration of write requests to InfluxDB.",
+		ConstLabels: prometheus.Labels{"listener": l.Name()},
+		Buckets:     prometheus.ExponentialBuckets(0.001, 2, 15),
+	})
+	wcfg := l.Writer(p.plan.Influx)
+	wcfg.OnBatch = func(_ int, took time.Duration, _ error) { b.hist.Observe(took.Seconds()) }
+	var err error
+	if b.writer, err = p.newWriter(l.Name(), wcfg, l.Target); err != nil {
+		return nil, err
+	}
+	rc := relay.Config{
+		Mapper:    l.Mapper,
+		Sink:      b.writer,
+		Log:       sampled(p.log).With(zap.String("listener", l.Name())),
+		CacheSize: l.Config.MaxCachedSeries,
+		// UDP senders cannot be slowed down: a full queue drops, counted,
+		// rather than stop the reader draining the socket.
+		NonBlocking: l.Config.Protocol == "udp",
+	}
+	if p.deltas != nil {
+		rc.Deltas = &relay.Deltas{Rules: p.plan.Deltas.Rules, Tracker: p.deltas.tracker, Bucket: l.Target.Bucket}
+	}
+	if p.annotator != nil {
+		rc.OnApp, rc.AppTag = p.annotator.SeeApp, p.plan.Annotate.AppIDTag
+	}
+	b.relay = relay.New(rc)
+	if b.srv, err = p.listen(l, b); err != nil {
+		return nil, err
+	}
+	return b, nil
+}
+
+// listen binds a block's TCP or UDP listener.
+func (p *pipeline) listen(l *Listener, b *block) (server, error) {
+	fields := []zap.Field{zap.String("listener", l.Name()), zap.String("bucket", l.Target.Bucket)}
+	if l.Config.Protocol == "tcp" {
+		cfg := l.TCP()
+		cfg.Admit = b.writer.WaitRoom // no new connection while the queue is nearly full
+		t, err := graphite.ListenTCP(cfg, b.relay)
+		if err != nil {
+			return nil, err
+		}
+		p.log.Info("listening", append(fields, zap.Stringer("addr", t.Addr()))...)
+		return t, nil
+	}
+	u, err := graphite.ListenUDP(l.UDP(), b.relay)
+	if err != nil {
+		return nil, err
+	}
+	if want := l.Config.UDPReadBuffer; want > 0 && u.ReadBufferGranted() < want {
+		p.log.Warn("the kernel granted a smaller UDP receive buffer than udp-read-buffer asks for (raise net.core.rmem_max)",
+			append(fields, zap.Int("asked", want), zap.Int("granted", u.ReadBufferGranted()))...)
+	}
+	p.log.Info("listening", append(fields, zap.Stringer("addr", u.Addr()), zap.Int("udp_read_buffer_granted", u.ReadBufferGranted()))...)
+	return u, nil
+}
+
+// openAnnotator creates the annotation poller and its writer.
+func (p *pipeline) openAnnotator() error {
+	a := p.plan.Annotate
+	if a == nil {
+		return nil
+	}
+	wcfg := p.plan.Influx
+	// An item's point is rewritten as it progresses: one request at a time
+	// keeps the writes in order, so an older state never lands last.
+	wcfg.MaxInFlight = 1
+	var err error
+	if p.annWriter, err = p.newWriter("annotate", wcfg, a.Target); err != nil {
+		return fmt.Errorf("[annotate]: %w", err)
+	}
+	pc := a.Poller
+	pc.Sink, pc.Log = p.annWriter, p.log.With(zap.String("component", "annotate"))
+	if p.annotator, err = annotate.New(pc); err != nil {
+		return fmt.Errorf("[annotate]: %w", err)
+	}
+	p.log.Info("polling Spark REST sources for annotations", zap.Strings("urls", pc.Sources),
+		zap.Duration("interval", pc.WithDefaults().Interval), zap.String("bucket", a.Target.Bucket), zap.Stringer("auth", pc.Auth))
+	return nil
+}
+
+// openInternal creates the writer of sparkpulse's own metrics.
+func (p *pipeline) openInternal() error {
+	in := p.plan.Internal
+	p.registry = prometheus.NewRegistry()
+	p.registry.MustRegister(collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
+	if in != nil {
+		var err error
+		if p.intWriter, err = p.newWriter("internal", p.plan.Influx, in.Target); err != nil {
+			return fmt.Errorf("[internal]: %w", err)
+		}
+	}
+	p.registry.MustRegister(&statsCollector{p: p})
+	for _, b := range p.blocks {
+		p.registry.MustRegister(b.hist)
+	}
+	if in != nil {
+		host, _ := os.Hostname()
+		p.reporter = selfmetrics.New(p.registry, p.intWriter, host, internalFamily)
+		p.log.Info("writing sparkpulse's own metrics to InfluxDB", zap.String("bucket", in.Target.Bucket), zap.Duration("interval", in.Interval))
+	}
+	return nil
+}
+
+// openAdmin binds the admin endpoint.
+func (p *pipeline) openAdmin() error {
+	if p.plan.AdminAddr == "" {
+		return nil
+	}
+	var err error
+	if p.adminLn, err = net.Listen("tcp", p.plan.AdminAddr); err != nil {
+		return fmt.Errorf("[admin] bind-address %q: %w", p.plan.AdminAddr, err)
+	}
+	mux := http.NewServeMux()
+	mux.Handle("GET /metrics", promhttp.HandlerFor(p.registry, promhttp.HandlerOpts{}))
+	mux.HandleFunc("GET /healthz", func(w http.ResponseWriter, r *http.Request) { io.WriteString(w, "ok\n") })
+	mux.HandleFunc("GET /readyz", p.serveReadyz)
+	if p.plan.Pprof {
+		mux.HandleFunc("GET /debug/pprof/", pprof.Index)
+		mux.HandleFunc("GET /debug/pprof/profile", pprof.Profile)
+		mux.HandleFunc("GET /debug/pprof/trace", pprof.Trace)
+		mux.HandleFunc("GET /debug/pprof/symbol", pprof.Symbol)
+	}
+	p.admin = &http.Server{Handler: mux, ReadHeaderTimeout: 10 * time.Second}
+	p.log.Info("admin endpoint", zap.String("metrics", "http://"+p.adminLn.Addr().String()+"/metrics"))
+	return nil
+}
+
+// serveReadyz answers 200 while the listeners serve, 503 before and once
+// shutdown has begun, so that a load balancer sends no new senders to a
+// stopping replica.
+func (p *pipeline) serveReadyz(w http.ResponseWriter, r *http.Request) {
+	select {
+	case <-p.stopping:
+		http.Error(w, "shutting down", http.StatusServiceUnavailable)
+	case <-p.ready:
+		io.WriteString(w, "ready\n")
+	default:
+		http.Error(w, "starting", http.StatusServiceUnavailable)
+	}
+}
+
+// serve starts the listeners, the admin endpoint and the background loops.
+func (p *pipeline) serve() {
+	for _, b := range p.blocks {
+		p.bg.Go(func() {
+			if err := b.srv.Serve(); err != nil {
+				p.log.Error("listener stopped", zap.String("listener", b.Name()), zap.Error(err))
+			}
+		})
+	}
+	if p.admin != nil {
+		p.bg.Go(func() {
+			if err := p.admin.Serve(p.adminLn); err != nil && !errors.Is(err, http.ErrServerClosed) {
+				p.log.Error("admin endpoint stopped", zap.Error(err))
+			}
+		})
+	}
+	if p.deltas != nil {
+		p.bg.Go(func() { p.deltas.evictEvery(time.Minute, p.stopping) })
+	}
+	if p.reporter != nil {
+		p.bg.Go(func() { p.reportEvery(p.plan.Internal.Interval) })
+	}
+	if p.annotator != nil {
+		ctx, cancel := context.WithCancel(context.Background())
+		p.annCancel, p.annDone = cancel, make(chan struct{})
+		go func() {
+			defer close(p.annDone)
+			p.annotator.Run(ctx)
+		}()
+	}
+	close(p.ready)
+}
+
+// writers returns every writer: the blocks', then those of annotations and
+// own metrics, with their names.
+func (p *pipeline) writers() (names []string, ws []*influx.Writer) {
+	for _, b := range p.blocks {
+		names, ws = append(names, b.Name()), append(ws, b.writer)
+	}
+	if p.annWriter != nil {
+		names, ws = append(names, "annotations"), append(ws, p.annWriter)
+	}
+	if p.intWriter != nil {
+		names, ws = append(names, "own metrics"), append(ws, p.intWriter)
+	}
+	return names, ws
+}
+
+// Flush waits until every point the writers have taken so far is delivered
+// to InfluxDB or refused, without waiting for batch timers. Lines still in
+// a connection's buffer are not covered: a TCP sender knows its lines are
+// taken once the server has closed the connection after its own half-close.
+func (p *pipeline) Flush(ctx context.Context) error {
+	_, ws := p.writers()
+	for _, w := range ws {
+		if err := w.Idle(ctx); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// Shutdown stops accepting, lets open connections finish, then delivers
+// everything buffered to InfluxDB. Points that could not be delivered before
+// ctx ends are reported in the error. Later calls return the first's result.
+func (p *pipeline) Shutdown(ctx context.Context) error {
+	p.shutdownOnce.Do(func() { p.shutdownErr = p.shutdown(ctx) })
+	return p.shutdownErr
+}
+
+func (p *pipeline) shutdown(ctx context.Context) error {
+	close(p.stopping)
+	var wg sync.WaitGroup
+	for _, b := range p.blocks {
+		wg.Go(func() {
+			if err := b.srv.Shutdown(ctx); err != nil {
+				p.log.Warn("closing listener", zap.String("listener", b.Name()), zap.Error(err))
+			}
+		})
+	}
+	wg.Wait()
+	if p.annCancel != nil {
+		p.annCancel()
+		<-p.annDone
+	}
+	if p.reporter != nil {
+		p.reportInternal(time.Now()) // the final counts
+	}
+	// Every line is read: the baselines are final.
+	stateErr := p.deltas.save()
+	errs := p.closeWriters(ctx)
+	if p.admin != nil {
+		_ = p.admin.Shutdown(ctx)
+	}
+	p.bg.Wait()
+	for _, b := range p.blocks {
+		st := b.relay.Stats()
+		p.log.Info("stopped", zap.String("listener", b.Name()),
+			zap.Uint64("lines", st.Lines.Load()), zap.Uint64("points", st.Points.Load()))
+	}
+	return errors.Join(append(errs, stateErr)...)
+}
+
+// closeWriters closes every writer at once, each delivering what it holds.
+func (p *pipeline) closeWriters(ctx context.Context) []error {
+	names, ws := p.writers()
+	errs := make([]error, len(ws))
+	var wg sync.WaitGroup
+	for i, w := range ws {
+		wg.Go(func() {
+			if err := w.Close(ctx); err != nil {
+				p.log.Error("flushing to InfluxDB", zap.String("writer", names[i]), zap.Error(err))
+				errs[i] = fmt.Errorf("%s: %w", names[i], err)
+			}
+		})
+	}
+	wg.Wait()
+	return errs
+}
+
+// abort releases what a failed start-up opened.
+func (p *pipeline) abort() {
+	ctx, cancel := context.WithTimeout(context.Background(), time.Second)
+	defer cancel()
+	for _, b := range p.blocks {
+		_ = b.srv.Shutdown(ctx)
+	}
+	_, ws := p.writers()
+	for _, w := range ws {
+		_ = w.Close(ctx)
+	}
+	if p.adminLn != nil {
+		p.adminLn.Close()
+	}
+}
+
+// reportEvery writes sparkpulse's own metrics every interval until
+// Shutdown.
+func (p *pipeline) reportEvery(interval time.Duration) {
+	t := time.NewTicker(interval)
+	defer t.Stop()
+	for {
+		select {
+		case <-p.stopping:
+			return
+		case now := <-t.C:
+			p.reportInternal(now)
+		}
+	}
+}
+
+// reportInternal writes one sample of sparkpulse's own metrics.
+func (p *pipeline) reportInternal(now time.Time) {
+	p.reporterMu.Lock()
+	defer p.reporterMu.Unlock()
+	if _, err := p.reporter.Report(now); err != nil {
+		p.log.Warn("own metrics not all written", zap.Error(err))
+	}
+}
+
+// internalFamily selects what [internal] writes: sparkpulse's own metrics,
+// and the process's CPU, memory and goroutines.
+func internalFamily(name string) bool {
+	return strings.HasPrefix(name, "sparkpulse_") || strings.HasPrefix(name, "process_") ||
+		name == "go_goroutines" || name == "go_memstats_heap_inuse_bytes"
+}
+
+// queueDir is a writer's disk queue under state-dir, named after the
+// writer and its target; "" (no disk queue) without state-dir.
+func queueDir(stateDir, writer string, t influx.Target) string {
+	if stateDir == "" {
+		return ""
+	}
+	safe := func(s string) string {
+		return strings.Map(func(r rune) rune {
+			if r >= 'a' && r <= 'z' || r >= 'A' && r <= 'Z' || r >= '0' && r <= '9' || r == '-' || r == '.' {
+				return r
+			}
+			return '_'
+		}, s)
+	}
+	return filepath.Join(stateDir, "queue", safe(writer)+"-"+safe(t.Bucket))
+}
+
+// warnOrphanQueues names the disk queues under state-dir that no writer of
+// this config uses and that still hold points: a listener's address or
+// target has changed since they were written. They are left as they are.
+func (p *pipeline) warnOrphanQueues() {
+	if p.plan.StateDir == "" {
+		return
+	}
+	used := map[string]bool{}
+	for _, l := range p.plan.Listeners {
+		used[queueDir(p.plan.StateDir, l.Name(), l.Target)] = true
+	}
+	if a := p.plan.Annotate; a != nil {
+		used[queueDir(p.plan.StateDir, "annotate", a.Target)] = true
+	}
+	if in := p.plan.Internal; in != nil {
+		used[queueDir(p.plan.StateDir, "internal", in.Target)] = true
+	}
+	root := filepath.Join(p.plan.StateDir, "queue")
+	entries, _ := os.ReadDir(root)
+	for _, e := range entries {
+		dir := filepath.Join(root, e.Name())
+		if !e.IsDir() || used[dir] {
+			continue
+		}
+		if n := queue.DiskBytes(dir); n > 0 {
+			p.log.Warn("a disk queue that no listener of this config uses holds undelivered points: give the listener its former bind-address and target to deliver them, or delete the directory",
+				zap.String("dir", dir), zap.Int64("bytes", n))
+		}
+	}
+}
+
+// sampled wraps log for per-line problems: per message and second, the first
+// three entries are written and the rest only counted in /metrics.
+func sampled(log *zap.Logger) *zap.Logger {
+	return log.WithOptions(zap.WrapCore(func(c zapcore.Core) zapcore.Core {
+		return zapcore.NewSamplerWithOptions(c, time.Second, 3, 0)
+	}))
+}
+
+// newLogger builds the service logger: human-readable console by default,
+// JSON for log shippers.
+func newLogger(c LogConfig, w io.Writer) (*zap.Logger, error) {
+	level, err := zapcore.ParseLevel(c.Level)
+	if err != nil {
+		return nil, fmt.Errorf("[log] level %q: %w", c.Level, err)
+	}
+	ec := zap.NewProductionEncoderConfig()
+	ec.EncodeTime = zapcore.ISO8601TimeEncoder
+	var enc zapcore.Encoder
+	if c.Format == "json" {
+		enc = zapcore.NewJSONEncoder(ec)
+	} else {
+		ec.EncodeLevel = zapcore.CapitalLevelEncoder
+		enc = zapcore.NewConsoleEncoder(ec)
+	}
+	return zap.New(zapcore.NewCore(enc, zapcore.Lock(zapcore.AddSync(w)), level)), nil
+}

@@ -1,0 +1,557 @@
+package main
+
+import (
+	"crypto/tls"
+	"crypto/x509"
+	"errors"
+	"fmt"
+	"net"
+	"net/http"
+	"os"
+	"strings"
+	"time"
+
+	"github.com/sparkpulse/sparkpulse/annotate"
+	"github.com/sparkpulse/sparkpulse/delta"
+	"github.com/sparkpulse/sparkpulse/graphite"
+	"github.com/sparkpulse/sparkpulse/influx"
+	"github.com/sparkpulse/sparkpulse/queue"
+	"github.com/sparkpulse/sparkpulse/relay"
+	"github.com/sparkpulse/sparkpulse/spark"
+	"github.com/sparkpulse/sparkpulse/templates"
+)
+
+// Plan is the whole validated configuration: what `run` starts and `check`
+// describes. Making it reads secret and certificate files, and opens no
+// socket.
+type Plan struct {
+	Source         string        // the config file, or "default config"
+	Influx         influx.Config // token and TLS resolved; Queue.Dir is set per writer
+	CreateDatabase bool
+	AdminAddr      string // "" turns the admin endpoint off
+	Pprof          bool
+	Log            LogConfig
+	StateDir       string
+	Deltas         *DeltaPlan    // nil when the delta stage is off
+	Annotate       *AnnotatePlan // nil without [annotate] urls
+	Internal       *InternalPlan // nil when [internal] is disabled
+	Listeners      []*Listener
+	// Warnings are problems that do not stop the service, such as a
+	// secret others can read; logged at start and shown by `check`.
+	Warnings []string
+}
+
+// DeltaPlan is the validated delta stage.
+type DeltaPlan struct {
+	Rules     *delta.Rules
+	Settings  delta.Settings
+	UserRules []delta.Rule // from [[delta]] blocks, before the built-in ones
+}
+
+// Listener is a validated, compiled [[graphite]] block, ready to start.
+type Listener struct {
+	Index  int            // position in the file, from 1
+	Config GraphiteConfig // as written, with bind-address, protocol and database filled in
+	Mapper relay.Mapper
+	// Templates is the block's template engine; nil when it runs the
+	// built-in Spark mapping.
+	Templates *templates.Engine
+	Target    influx.Target
+}
+
+// Name identifies the listener in logs and metrics, e.g. "tcp://:2003".
+// Blocks on port 0 (a free port, in tests) also carry their position, as
+// their addresses are alike until bound.
+func (l *Listener) Name() string {
+	name := l.Config.Protocol + "://" + l.Config.BindAddress
+	if _, port, _ := net.SplitHostPort(l.Config.BindAddress); port == "0" {
+		name += fmt.Sprintf("#%d", l.Index)
+	}
+	return name
+}
+
+// TCP and UDP are the block's listener settings.
+func (l *Listener) TCP() graphite.TCPConfig {
+	return graphite.TCPConfig{
+		Addr:           l.Config.BindAddress,
+		MaxLineLength:  l.Config.MaxLineLength,
+		IdleTimeout:    time.Duration(l.Config.IdleTimeout),
+		MaxConnections: l.Config.MaxConnections,
+	}
+}
+
+func (l *Listener) UDP() graphite.UDPConfig {
+	return graphite.UDPConfig{
+		Addr:          l.Config.BindAddress,
+		ReadBuffer:    l.Config.UDPReadBuffer,
+		MaxLineLength: l.Config.MaxLineLength,
+	}
+}
+
+// Writer is the block's writer settings: the service's, with the block's
+// batching.
+func (l *Listener) Writer(base influx.Config) influx.Config {
+	base.BatchSize = l.Config.BatchSize
+	base.BatchTimeout = time.Duration(l.Config.BatchTimeout)
+	return base
+}
+
+// InternalPlan is the validated [internal] section.
+type InternalPlan struct {
+	Interval time.Duration
+	Target   influx.Target
+}
+
+// AnnotatePlan is the validated [annotate] section.
+type AnnotatePlan struct {
+	Poller   annotate.Config // without Sink, Log and Now
+	Target   influx.Target
+	AppIDTag string
+}
+
+// loadPlan reads the config (or the default one), lays the environment and
+// then the flags over it, once, and validates it all.
+func loadPlan(o *flagOverrides, getenv func(string) string) (*Plan, error) {
+	cfg, source := defaultConfig(), "default config"
+	switch {
+	case o.config != "" && o.bind != "":
+		return nil, fmt.Errorf("%w: --bind applies to the default listeners only; set bind-address in %s", errUsage, o.config)
+	case o.config != "":
+		c, _, err := loadConfig(o.config)
+		if err != nil {
+			return nil, err
+		}
+		cfg, source = c, o.config
+	case o.bind != "":
+		for i := range cfg.Graphite {
+			cfg.Graphite[i].BindAddress = o.bind
+		}
+	}
+	cfg.applyEnv(getenv)
+	cfg.applyFlags(o)
+	return cfg.prepare(source, getenv)
+}
+
+// prepare validates everything and compiles each block's templates. All
+// problems are reported at once, each naming the file, section and key.
+// getenv is read for secrets only.
+func (c *Config) prepare(source string, getenv func(string) string) (*Plan, error) {
+	p := &Plan{Source: source, StateDir: c.StateDir, CreateDatabase: c.InfluxDB.CreateDatabase}
+	errs := []error{
+		c.prepareInflux(p, getenv),
+		c.prepareAdminAndLog(p),
+		c.prepareDeltas(p),
+		c.prepareListeners(p),
+	}
+	// These default to the first block's target.
+	errs = append(errs, c.prepareAnnotate(p, getenv), c.prepareInternal(p))
+	if err := errors.Join(errs...); err != nil {
+		return nil, err
+	}
+	return p, nil
+}
+
+// prepareInflux validates [influxdb] and resolves its token and TLS files.
+func (c *Config) prepareInflux(p *Plan, getenv func(string) string) error {
+	in := c.InfluxDB
+	var errs []error
+	fail := func(format string, a ...any) {
+		errs = append(errs, fmt.Errorf("%s: [influxdb] "+format, append([]any{p.Source}, a...)...))
+	}
+	gzip := influx.DefaultGzip
+	if in.Gzip != nil {
+		gzip = *in.Gzip
+	}
+	p.Influx = influx.Config{
+		URL: in.URL, Org: in.Org, Gzip: gzip,
+		MaxInFlight:    in.MaxInFlight,
+		RequestTimeout: time.Duration(in.Timeout),
+		Queue:          queue.Config{MaxBytes: in.MaxQueueBytes, MaxDiskBytes: in.MaxDiskQueueBytes},
+	}
+	if err := p.Influx.Validate(); err != nil {
+		fail("%v", err)
+	}
+	if q := p.Influx.Queue; q.MaxBytes > 0 && q.MaxBytes < queue.SaneMaxBytes {
+		fail("max-queue-bytes %d: must be at least %d", q.MaxBytes, queue.SaneMaxBytes)
+	}
+	if q := p.Influx.Queue; q.MaxDiskBytes > 0 && q.MaxDiskBytes < queue.SaneMaxDiskBytes {
+		fail("max-disk-queue-bytes %d: must be at least %d", q.MaxDiskBytes, queue.SaneMaxDiskBytes)
+	}
+	if (in.TLSCert == "") != (in.TLSKey == "") {
+		fail("tls-cert and tls-key go together")
+	}
+	var err error
+	if p.Influx.TLS, err = loadTLS(in.TLSCA, in.TLSCert, in.TLSKey, in.TLSInsecureSkipVerify); err != nil {
+		fail("%v", err)
+	}
+	if p.Influx.Token, err = p.secret(getenv(envToken), in.TokenFile, in.Token); err != nil {
+		fail("token-file: %v", err)
+	}
+	if in.Token != "" {
+		p.warnReadable("[influxdb] token", envToken)
+	}
+	return errors.Join(errs...)
+}
+
+// prepareAdminAndLog validates [admin] and [log].
+func (c *Config) prepareAdminAndLog(p *Plan) error {
+	var errs []error
+	fail := func(format string, a ...any) {
+		errs = append(errs, fmt.Errorf("%s: "+format, append([]any{p.Source}, a...)...))
+	}
+	p.AdminAddr, p.Pprof = defaultAdminAddr, c.Admin.Pprof
+	if c.Admin.BindAddress != nil {
+		p.AdminAddr = *c.Admin.BindAddress
+	}
+	if p.AdminAddr != "" {
+		if _, _, err := net.SplitHostPort(p.AdminAddr); err != nil {
+			fail("[admin] bind-address %q: %v", p.AdminAddr, err)
+		}
+	}
+	p.Log = c.Log
+	switch p.Log.Format {
+	case "":
+		p.Log.Format = defaultLogFormat
+	case "console", "json":
+	default:
+		fail("[log] format %q: must be console or json", p.Log.Format)
+	}
+	switch p.Log.Level {
+	case "":
+		p.Log.Level = defaultLogLevel
+	case "debug", "info", "warn", "error":
+	default:
+		fail("[log] level %q: must be debug, info, warn or error", p.Log.Level)
+	}
+	return errors.Join(errs...)
+}
+
+// prepareListeners compiles the [[graphite]] blocks. Disabled blocks are
+// validated like influxd does, but not run.
+func (c *Config) prepareListeners(p *Plan) error {
+	var errs []error
+	binds := map[string]int{}
+	for i, g := range c.Graphite {
+		where := fmt.Sprintf("%s: [[graphite]] #%d", p.Source, i+1)
+		l, err := g.compile(where, i+1)
+		if err != nil {
+			errs = append(errs, err)
+			continue
+		}
+		if !*l.Config.Enabled {
+			continue
+		}
+		// Port 0 asks the kernel for a free port: never a conflict.
+		_, port, _ := net.SplitHostPort(l.Config.BindAddress)
+		if prev, ok := binds[l.Name()]; ok && port != "0" {
+			errs = append(errs, fmt.Errorf("%s: bind-address %q with protocol %s is already used by block #%d",
+				where, l.Config.BindAddress, l.Config.Protocol, prev))
+			continue
+		}
+		binds[l.Name()] = l.Index
+		p.Listeners = append(p.Listeners, l)
+	}
+	if len(errs) == 0 && len(p.Listeners) == 0 {
+		errs = append(errs, fmt.Errorf("%s: no enabled [[graphite]] block: nothing to listen on", p.Source))
+	}
+	return errors.Join(errs...)
+}
+
+// compile validates one block and builds its mapper.
+func (g GraphiteConfig) compile(where string, index int) (*Listener, error) {
+	if g.Enabled == nil {
+		on := true
+		g.Enabled = &on
+	}
+	if g.BindAddress == "" {
+		g.BindAddress = defaultBindAddr
+	}
+	if g.Database == "" {
+		g.Database = defaultDatabase
+	}
+	if g.Separator == "" {
+		g.Separator = "."
+	}
+	where += fmt.Sprintf(" (bind-address %q)", g.BindAddress)
+	var errs []error
+	fail := func(err error) { errs = append(errs, fmt.Errorf("%s: %w", where, err)) }
+	if _, _, err := net.SplitHostPort(g.BindAddress); err != nil {
+		fail(fmt.Errorf("bind-address: %w", err))
+	}
+	switch p := strings.ToLower(g.Protocol); p {
+	case "", "tcp", "udp":
+		g.Protocol = cmpOr(p, "tcp")
+	default:
+		fail(fmt.Errorf("protocol %q: must be tcp or udp", g.Protocol))
+	}
+	l := &Listener{Index: index, Config: g}
+	l.Target, _ = target(g.Bucket, g.Database, g.RetentionPolicy, influx.Target{})
+	for _, err := range []error{l.TCP().Validate(), l.UDP().Validate(), l.Writer(influx.Config{}).Validate()} {
+		if err != nil {
+			fail(err)
+		}
+	}
+	if g.MaxCachedSeries < 0 {
+		fail(fmt.Errorf("max-cached-series %d: must not be negative", g.MaxCachedSeries))
+	}
+	if err := l.compileMapper(); err != nil {
+		fail(err)
+	}
+	return l, errors.Join(errs...)
+}
+
+// compileMapper builds the block's templates, or the built-in Spark
+// mapping when it has none.
+func (l *Listener) compileMapper() error {
+	g := l.Config
+	if len(g.Templates) == 0 {
+		tags, err := templates.ParseTags(g.Tags)
+		if err != nil {
+			return fmt.Errorf("tags: %w", err)
+		}
+		l.Mapper = spark.NewMapper(spark.Options{Prefixes: g.SparkPrefixes, GlobalTags: tags})
+		return nil
+	}
+	if len(g.SparkPrefixes) > 0 {
+		return errors.New("spark-prefixes applies to the built-in Spark mapping only; this block has templates")
+	}
+	eng, err := templates.Compile(g.Templates, g.Separator, g.Tags)
+	if err != nil {
+		return err
+	}
+	l.Mapper, l.Templates = eng, eng
+	return nil
+}
+
+func cmpOr(v, def string) string {
+	if v == "" {
+		return def
+	}
+	return v
+}
+
+// prepareDeltas validates the delta settings and compiles the rules: the
+// [[delta]] blocks in order, then the built-in Spark rules. Rules are
+// validated even when the stage is off, as disabled [[graphite]] blocks
+// are: turning it on must not reveal old errors.
+func (c *Config) prepareDeltas(p *Plan) error {
+	d := c.Deltas
+	var errs []error
+	s := delta.Settings{IdleTTL: time.Duration(d.IdleTTL), MaxSeries: d.MaxSeries}
+	if d.FirstSampleGrace != nil {
+		if s.FirstSampleGrace = time.Duration(*d.FirstSampleGrace); s.FirstSampleGrace == 0 {
+			s.FirstSampleGrace = delta.NoGrace // "0s": every first sample is new
+		}
+	}
+	if err := s.Validate(); err != nil {
+		errs = append(errs, fmt.Errorf("%s: [deltas] %w", p.Source, err))
+	}
+	var rules []delta.Rule
+	for i, r := range c.Delta {
+		where := fmt.Sprintf("%s: [[delta]] #%d", p.Source, i+1)
+		if len(r.Path) == 0 && len(r.Measurement) == 0 {
+			errs = append(errs, fmt.Errorf("%s: needs path or measurement patterns", where))
+			continue
+		}
+		cumulative := r.Cumulative == nil || *r.Cumulative
+		rules = append(rules, delta.Rule{Path: r.Path, Measurement: r.Measurement, Cumulative: cumulative, Unit: r.Unit, Source: where})
+	}
+	user := rules
+	if d.SparkRules == nil || *d.SparkRules {
+		rules = append(rules[:len(rules):len(rules)], spark.DeltaRules()...)
+	}
+	compiled, err := delta.CompileRules(rules)
+	if err != nil {
+		errs = append(errs, err)
+	}
+	if len(errs) > 0 || d.Enabled != nil && !*d.Enabled {
+		return errors.Join(errs...)
+	}
+	p.Deltas = &DeltaPlan{Rules: compiled, Settings: s.WithDefaults(), UserRules: user}
+	return nil
+}
+
+// prepareAnnotate validates the [annotate] section and resolves its
+// secrets.
+func (c *Config) prepareAnnotate(p *Plan, getenv func(string) string) error {
+	a := c.Annotate
+	if len(a.URLs) == 0 {
+		return nil
+	}
+	var errs []error
+	fail := func(format string, args ...any) {
+		errs = append(errs, fmt.Errorf("%s: [annotate] "+format, append([]any{p.Source}, args...)...))
+	}
+	for i, u := range a.URLs {
+		if err := annotate.CheckSource(u); err != nil {
+			fail("urls entry %d %q: %v", i+1, influx.RedactURL(u), err)
+		}
+	}
+	pc := annotate.Config{Sources: a.URLs, Interval: time.Duration(a.Interval), Timeout: time.Duration(a.Timeout),
+		Lookback: time.Duration(a.Lookback), MaxText: a.MaxText}
+	if err := pc.Validate(); err != nil {
+		fail("%v", err)
+	}
+	auth, err := p.annotateAuth(a, getenv)
+	if err != nil {
+		fail("%v", err)
+	}
+	pc.Auth = auth
+	tlsConf, err := loadTLS(a.TLSCA, "", "", a.TLSInsecureSkipVerify)
+	if err != nil {
+		fail("%v", err)
+	}
+	pc.Transport = sourceTransport(tlsConf)
+	plan := &AnnotatePlan{Poller: pc, AppIDTag: cmpOr(a.AppIDTag, "applicationid")}
+	if plan.Target, err = target(a.Bucket, a.Database, a.RetentionPolicy, p.defaultTarget()); err != nil {
+		fail("%v", err)
+	}
+	if len(errs) > 0 {
+		return errors.Join(errs...)
+	}
+	p.Annotate = plan
+	return nil
+}
+
+// annotateAuth resolves the Spark sources' credentials: env beats a file,
+// which beats the config.
+func (p *Plan) annotateAuth(a AnnotateConfig, getenv func(string) string) (annotate.Auth, error) {
+	auth := annotate.Auth{Username: a.Username}
+	var err error
+	if auth.Password, err = p.secret(getenv(envAnnotatePassword), a.PasswordFile, a.Password); err != nil {
+		return auth, fmt.Errorf("password-file: %w", err)
+	}
+	if auth.Token, err = p.secret(getenv(envAnnotateToken), a.TokenFile, a.Token); err != nil {
+		return auth, fmt.Errorf("token-file: %w", err)
+	}
+	if a.Password != "" {
+		p.warnReadable("[annotate] password", envAnnotatePassword)
+	}
+	if a.Token != "" {
+		p.warnReadable("[annotate] token", envAnnotateToken)
+	}
+	if auth.Token != "" && auth.Username != "" {
+		return auth, errors.New("username and token: choose basic auth or a bearer token")
+	}
+	if auth.Password != "" && auth.Username == "" {
+		return auth, errors.New("a password needs a username")
+	}
+	return auth, nil
+}
+
+// prepareInternal validates the [internal] section.
+func (c *Config) prepareInternal(p *Plan) error {
+	in := c.Internal
+	if in.Enabled != nil && !*in.Enabled {
+		return nil
+	}
+	interval := cmpDur(time.Duration(in.Interval), defaultInternalInterval)
+	if interval < time.Second {
+		return fmt.Errorf("%s: [internal] interval %s: must be at least 1s", p.Source, interval)
+	}
+	t, err := target(in.Bucket, in.Database, in.RetentionPolicy, p.defaultTarget())
+	if err != nil {
+		return fmt.Errorf("%s: [internal] %w", p.Source, err)
+	}
+	p.Internal = &InternalPlan{Interval: interval, Target: t}
+	return nil
+}
+
+func cmpDur(v, def time.Duration) time.Duration {
+	if v == 0 {
+		return def
+	}
+	return v
+}
+
+// target is where a section's points go: its bucket, else its database
+// and retention policy (written as the 1.x bucket "db/rp"), else def.
+func target(bucket, database, rp string, def influx.Target) (influx.Target, error) {
+	switch {
+	case bucket != "":
+		return influx.Target{Bucket: bucket}, nil
+	case database != "" && rp != "":
+		return influx.Target{Bucket: database + "/" + rp}, nil
+	case database != "":
+		return influx.Target{Bucket: database}, nil
+	case rp != "":
+		return def, errors.New("retention-policy needs database")
+	}
+	return def, nil
+}
+
+// defaultTarget is the first [[graphite]] block's target, where sections
+// without their own send their points.
+func (p *Plan) defaultTarget() influx.Target {
+	if len(p.Listeners) == 0 {
+		return influx.Target{}
+	}
+	return p.Listeners[0].Target
+}
+
+// secret resolves a secret: the environment beats a file, which beats the
+// config. A file's trailing newline is not part of it, and a file any user
+// can read is warned about.
+func (p *Plan) secret(env, file, inline string) (string, error) {
+	switch {
+	case env != "":
+		return env, nil
+	case file != "":
+		if st, err := os.Stat(file); err == nil && st.Mode().Perm()&0o004 != 0 {
+			p.Warnings = append(p.Warnings, fmt.Sprintf("secret file %s is readable by every user (mode %04o): chmod 600 it", file, st.Mode().Perm()))
+		}
+		b, err := os.ReadFile(file)
+		if err != nil {
+			return "", err
+		}
+		return strings.TrimRight(string(b), "\r\n"), nil
+	}
+	return inline, nil
+}
+
+// warnReadable warns when the config file holds the secret key inline and
+// any user can read it.
+func (p *Plan) warnReadable(key, env string) {
+	st, err := os.Stat(p.Source)
+	if err != nil || st.Mode().Perm()&0o004 == 0 {
+		return
+	}
+	p.Warnings = append(p.Warnings, fmt.Sprintf("%s holds %s and is readable by every user (mode %04o): move the secret to env %s or a file of mode 0600, or chmod 600 %s",
+		p.Source, key, st.Mode().Perm(), env, p.Source))
+}
+
+// sourceTransport carries requests to Spark sources, with the [annotate]
+// TLS settings.
+func sourceTransport(t *tls.Config) http.RoundTripper {
+	tr := http.DefaultTransport.(*http.Transport).Clone()
+	tr.TLSClientConfig = t
+	return tr
+}
+
+// loadTLS builds a client TLS configuration from a section's settings, or
+// returns nil when they are all unset.
+func loadTLS(ca, cert, key string, insecure bool) (*tls.Config, error) {
+	if ca == "" && cert == "" && !insecure {
+		return nil, nil
+	}
+	t := &tls.Config{InsecureSkipVerify: insecure} //nolint:gosec // only when the operator asks for it
+	if ca != "" {
+		pem, err := os.ReadFile(ca)
+		if err != nil {
+			return nil, fmt.Errorf("tls-ca: %w", err)
+		}
+		pool := x509.NewCertPool()
+		if !pool.AppendCertsFromPEM(pem) {
+			return nil, fmt.Errorf("tls-ca %q: no PEM certificate found", ca)
+		}
+		t.RootCAs = pool
+	}
+	if cert != "" {
+		c, err := tls.LoadX509KeyPair(cert, key)
+		if err != nil {
+			return nil, fmt.Errorf("tls-cert/tls-key: %w", err)
+		}
+		t.Certificates = []tls.Certificate{c}
+	}
+	return t, nil
+}

@@ -1,0 +1,117 @@
+package influx
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"fmt"
+	"net/http"
+	"net/url"
+	"strings"
+)
+
+// maxQueryAnswer bounds an InfluxQL answer.
+const maxQueryAnswer = 16 << 20
+
+// queryError is a refused InfluxQL statement.
+type queryError struct {
+	status int // HTTP status; 200 when the statement itself failed
+	text   string
+}
+
+func (e *queryError) Error() string {
+	return fmt.Sprintf("%d %s", e.status, e.text)
+}
+
+// query runs one InfluxQL statement and returns the values of its first
+// series.
+func (c *checker) query(ctx context.Context, db, q string) ([][]any, error) {
+	series, err := c.series(ctx, db, q)
+	if err != nil || len(series) == 0 {
+		return nil, err
+	}
+	return series[0].Values, nil
+}
+
+// Series is one series of an InfluxQL answer.
+type Series struct {
+	Name    string            `json:"name"`
+	Tags    map[string]string `json:"tags"`
+	Columns []string          `json:"columns"`
+	Values  [][]any           `json:"values"`
+}
+
+// Query runs one InfluxQL statement against db (a 1.x database, or a 2.x
+// or 3.x bucket through its DBRP mapping) and returns the series of its
+// answer. Numbers are json.Number.
+func Query(ctx context.Context, cfg Config, db, q string) ([]Series, error) {
+	if err := cfg.Validate(); err != nil {
+		return nil, fmt.Errorf("influx: %w", err)
+	}
+	c := newChecker(cfg)
+	defer c.client.close()
+	series, err := c.series(ctx, db, q)
+	if err != nil {
+		return nil, fmt.Errorf("influx: %s at %s: %w", q, c.url, err)
+	}
+	return series, nil
+}
+
+// series runs one InfluxQL statement with POST /query (1.x refuses CREATE
+// over GET) and returns the series of its first result.
+func (c *checker) series(ctx context.Context, db, q string) ([]Series, error) {
+	ctx, cancel := context.WithTimeout(ctx, c.cfg.RequestTimeout)
+	defer cancel()
+	form := url.Values{"q": {q}}
+	if db != "" {
+		form.Set("db", db)
+	}
+	req, err := http.NewRequestWithContext(ctx, http.MethodPost, c.client.base+"query", strings.NewReader(form.Encode()))
+	if err != nil {
+		return nil, err
+	}
+	req.Header.Set("Content-Type", "application/x-www-form-urlencoded")
+	a, err := c.client.do(req, maxQueryAnswer+1)
+	if err != nil {
+		return nil, fmt.Errorf("%w: %w", ErrUnreachable, err)
+	}
+	body := a.body
+	if a.status != http.StatusOK {
+		text, _ := parseErrorBody(body)
+		return nil, &queryError{status: a.status, text: text}
+	}
+	if len(body) > maxQueryAnswer {
+		return nil, &queryError{status: a.status, text: fmt.Sprintf("answer larger than %d bytes", maxQueryAnswer)}
+	}
+	var r struct {
+		Error   string
+		Results []struct {
+			Error  string
+			Series []Series
+		}
+	}
+	dec := json.NewDecoder(bytes.NewReader(body))
+	dec.UseNumber()
+	if err := dec.Decode(&r); err != nil || (r.Error == "" && len(r.Results) == 0) {
+		return nil, &queryError{status: a.status, text: "not an InfluxQL answer: " + truncate(string(body), 200)}
+	}
+	if r.Error != "" {
+		return nil, &queryError{status: a.status, text: r.Error}
+	}
+	if e := r.Results[0].Error; e != "" {
+		return nil, &queryError{status: a.status, text: e}
+	}
+	return r.Results[0].Series, nil
+}
+
+// quoteIdent quotes an InfluxQL identifier.
+func quoteIdent(s string) string {
+	return `"` + strings.NewReplacer(`\`, `\\`, `"`, `\"`).Replace(s) + `"`
+}
+
+func truncate(s string, n int) string {
+	if len(s) <= n {
+		return s
+	}
+	return s[:n] + "…"
+}

@@ -1,0 +1,7 @@
+//go:build !unix
+
+package queue
+
+// noFollow is 0 where the system has no O_NOFOLLOW; files are still
+// created exclusively and renamed into place.
+const noFollow = 0

@@ -1,0 +1,8 @@
+//go:build unix
+
+package queue
+
+import "syscall"
+
+// noFollow makes opening a symbolic link fail instead of opening its target.
+const noFollow = syscall.O_NOFOLLOW
