@@ -6,13 +6,16 @@
 //
 // # Counter rules
 //
-// A [Tracker] keeps the last sample of each series and applies these rules,
-// in this order, to each new one ([Tracker.Update] returns the [Outcome]):
+// The caller keeps each series' last sample, a [State], with the series
+// (package relay keeps it in its series cache, so that a line costs one
+// lookup). A [Tracker] applies these rules, in this order, to each new
+// sample ([Tracker.Update] returns the [Outcome]) and counts them:
 //
-//  1. A series is identified by an [ID], the 128-bit [Hash] of its series
-//     key (built by the caller: target bucket, measurement, tags and field).
-//     The hash is stable across processes and versions, as saved state
-//     depends on it.
+//  1. A series is what the caller keeps one State for. Saved state names
+//     it by an [ID], the 128-bit [Hash] of a key the caller builds (relay:
+//     the target bucket and the point's text up to its value); the hash
+//     is stable across processes and versions, as saved state depends on
+//     it.
 //  2. Normal sample: value ≥ the previous value and timestamp after the
 //     previous one: delta = value − previous, rate = delta ÷ (ts − previous
 //     ts, in seconds). Outcome Delta.
@@ -31,24 +34,29 @@
 //  6. Duplicate or out-of-order sample, timestamp ≤ the series' last one
 //     (Spark reports twice in the same second at shutdown; UDP reorders): no
 //     delta, the baseline does not move. Outcome OutOfOrder.
-//  7. Series not updated, by receive time, for longer than IdleTTL (default
-//     15 min) are removed by [Tracker.Evict], which the caller runs
-//     periodically. Counted in Stats.Evicted.
-//  8. While the tracker holds MaxSeries series (default 1 000 000), a new
-//     series is not tracked: no delta. Outcome Refused. Existing series are
-//     never evicted to make room, since an evicted live series would come
+//  7. A series not updated, by receive time, for longer than IdleTTL
+//     (default 15 min) may be dropped by the caller, which says so with
+//     [Tracker.Forget]; it is new again if it comes back (relay drops such
+//     series after between IdleTTL and IdleTTL plus a minute). Counted in
+//     Stats.Evicted.
+//  8. While MaxSeries series have a baseline (default 1 000 000), a new
+//     series gets none: no delta. Outcome Refused. Existing series are
+//     never dropped to make room, since a dropped live series would come
 //     back with a baseline of zero and a wrong delta: wrong deltas are worse
 //     than missing ones. For the same reason, for IdleTTL after the last
-//     refusal a first sample is treated as by rule 5 (FirstUnknown), since it
-//     may come from a refused series that has been counting all along.
+//     refusal — or after the caller had to drop live series' baselines
+//     ([Tracker.Lost]) — a first sample is treated as by rule 5
+//     (FirstUnknown), since it may come from a series that has been
+//     counting all along.
 //
 // Values must be finite; the Graphite parser refuses NaN and ±Inf.
 // Timestamps are unix nanoseconds: ts is the sample's own time, now the time
 // it was received.
 //
-// [Tracker.Save] and [Tracker.Load] keep the state across restarts, in a
-// checksummed binary file. A file saved longer than IdleTTL ago is refused
-// ([ErrStale]), and so are entries idle for longer than IdleTTL.
+// [Tracker.Save] and [Tracker.Load] keep the states across restarts, in a
+// checksummed binary file; [Tracker.Restore] hands a loaded state to its
+// series when it is first seen. A file saved longer than IdleTTL ago is
+// refused ([ErrStale]), and so are entries idle for longer than IdleTTL.
 //
 // # Which series are cumulative
 //

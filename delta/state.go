@@ -8,6 +8,7 @@ import (
 	"hash"
 	"hash/crc32"
 	"io"
+	"iter"
 	"math"
 	"time"
 )
@@ -22,29 +23,33 @@ import (
 //	total   uint64  number of entries
 //	crc     uint32  CRC-32 (IEEE) of everything before it
 //
-// Entries come in chunks, one per non-empty shard, so that Save holds one
-// shard lock at a time and never copies the whole table: a single count up
-// front would need them all. Version 1 also means the IDs come from this
-// package's Hash as it is; a new hash needs a new version.
+// Entries come in chunks of at most chunkSize, so that Save never copies
+// the whole table: a single count up front would need them all. The
+// version says how IDs are made: in version 2, by this package's Hash of
+// the bucket, a 0 byte and the point's text up to its value as relay
+// encodes it (version 1 hashed another key; its files are refused, which
+// costs one interval of deltas once).
 const (
 	stateMagic   = "SPDELTA\x00"
-	stateVersion = 1
+	stateVersion = 2
 	headerSize   = 8 + 4 + 8
 	entrySize    = 40
+	chunkSize    = 4096
 )
 
 // ErrStale is wrapped by the error Load returns for a state saved longer
 // than IdleTTL ago.
 var ErrStale = errors.New("delta: saved state is stale")
 
-// Save writes every series' state, as of now (unix ns), to w. Updates may
-// run meanwhile: each shard is written as it was when Save reached it.
-func (t *Tracker) Save(w io.Writer, now int64) error {
+// Save writes the states that series yields, as of now (unix ns), to w.
+// The caller's iterator reads each state safely; updates may run
+// meanwhile.
+func (t *Tracker) Save(w io.Writer, now int64, series iter.Seq2[ID, State]) error {
 	bw := bufio.NewWriterSize(w, 64<<10)
 	crc := crc32.NewIEEE()
 	out := io.MultiWriter(bw, crc)
 
-	buf := make([]byte, 0, 64<<10)
+	buf := make([]byte, 0, 4+chunkSize*entrySize)
 	buf = append(buf, stateMagic...)
 	buf = binary.LittleEndian.AppendUint32(buf, stateVersion)
 	buf = binary.LittleEndian.AppendUint64(buf, uint64(now))
@@ -52,26 +57,36 @@ func (t *Tracker) Save(w io.Writer, now int64) error {
 		return fmt.Errorf("delta: save state: %w", err)
 	}
 	var total uint64
-	for i := range t.shards {
-		sh := &t.shards[i]
-		sh.mu.Lock()
-		n := len(sh.m)
-		buf = binary.LittleEndian.AppendUint32(buf[:0], uint32(n))
-		for id, e := range sh.m {
-			buf = binary.LittleEndian.AppendUint64(buf, id[0])
-			buf = binary.LittleEndian.AppendUint64(buf, id[1])
-			buf = binary.LittleEndian.AppendUint64(buf, math.Float64bits(e.value))
-			buf = binary.LittleEndian.AppendUint64(buf, uint64(e.ts))
-			buf = binary.LittleEndian.AppendUint64(buf, uint64(e.seen))
-		}
-		sh.mu.Unlock()
+	n := 0
+	flush := func() error {
 		if n == 0 {
+			return nil
+		}
+		binary.LittleEndian.PutUint32(buf, uint32(n))
+		total += uint64(n)
+		n = 0
+		_, err := out.Write(buf)
+		return err
+	}
+	buf = append(buf[:0], 0, 0, 0, 0)
+	for id, st := range series {
+		if !st.Known() {
 			continue
 		}
-		total += uint64(n)
-		if _, err := out.Write(buf); err != nil {
-			return fmt.Errorf("delta: save state: %w", err)
+		buf = binary.LittleEndian.AppendUint64(buf, id[0])
+		buf = binary.LittleEndian.AppendUint64(buf, id[1])
+		buf = binary.LittleEndian.AppendUint64(buf, math.Float64bits(st.value))
+		buf = binary.LittleEndian.AppendUint64(buf, uint64(st.ts))
+		buf = binary.LittleEndian.AppendUint64(buf, uint64(now)) // seen: the series is live
+		if n++; n == chunkSize {
+			if err := flush(); err != nil {
+				return fmt.Errorf("delta: save state: %w", err)
+			}
+			buf = buf[:4]
 		}
+	}
+	if err := flush(); err != nil {
+		return fmt.Errorf("delta: save state: %w", err)
 	}
 	buf = binary.LittleEndian.AppendUint32(buf[:0], 0)
 	buf = binary.LittleEndian.AppendUint64(buf, total)
@@ -114,13 +129,13 @@ func (s *stateReader) read(n int, what string, index int64) ([]byte, error) {
 	return b, nil
 }
 
-// Load restores the series that a Save wrote to r, as of now (unix ns), and
-// returns how many it restored. It restores nothing and returns an error if
-// the file is not a complete, intact state of this version, or if it was
-// saved longer than IdleTTL before now (ErrStale: its series would all be
-// evicted). Otherwise it skips series idle for longer than IdleTTL and
-// series already tracked, and stops at MaxSeries. Restored series have a
-// baseline: their next sample yields a delta (rule 5).
+// Load reads the states that a Save wrote to r, as of now (unix ns), and
+// returns how many it keeps for Restore. It keeps nothing and returns an
+// error if the file is not a complete, intact state of this version, or if
+// it was saved longer than IdleTTL before now (ErrStale: its series would
+// all be idle). Otherwise it skips series idle for longer than IdleTTL and
+// keeps at most MaxSeries. A restored series has a baseline: its next
+// sample yields a delta (rule 5).
 func (t *Tracker) Load(r io.Reader, now int64) (int, error) {
 	s := &stateReader{r: bufio.NewReaderSize(r, 64<<10), crc: crc32.NewIEEE()}
 	h, err := s.read(headerSize, "the header", -1)
@@ -139,11 +154,7 @@ func (t *Tracker) Load(r io.Reader, now int64) (int, error) {
 	// reported as damaged, not as stale.
 	stale := now-saved > t.idleTTL
 
-	type rec struct {
-		id ID
-		e  entry
-	}
-	var recs []rec
+	recs := map[ID]State{}
 	var total uint64
 	for chunk := int64(0); ; chunk++ {
 		b, err := s.read(4, "the count of chunk", chunk)
@@ -162,19 +173,16 @@ func (t *Tracker) Load(r io.Reader, now int64) (int, error) {
 			}
 			s.crc.Write(b)
 			total++
-			r := rec{
-				id: ID{binary.LittleEndian.Uint64(b), binary.LittleEndian.Uint64(b[8:])},
-				e: entry{
-					value: math.Float64frombits(binary.LittleEndian.Uint64(b[16:])),
-					ts:    int64(binary.LittleEndian.Uint64(b[24:])),
-					seen:  int64(binary.LittleEndian.Uint64(b[32:])),
-				},
+			id := ID{binary.LittleEndian.Uint64(b), binary.LittleEndian.Uint64(b[8:])}
+			st := State{
+				value: math.Float64frombits(binary.LittleEndian.Uint64(b[16:])),
+				ts:    int64(binary.LittleEndian.Uint64(b[24:])),
 			}
-			if stale || now-r.e.seen > t.idleTTL || int64(len(recs)) >= t.maxCount {
+			seen := int64(binary.LittleEndian.Uint64(b[32:]))
+			if stale || now-seen > t.idleTTL || int64(len(recs)) >= t.maxCount || !st.Known() {
 				continue
 			}
-			r.e.seen = min(r.e.seen, now) // a clock that went back must not keep it forever
-			recs = append(recs, r)
+			recs[id] = st
 		}
 	}
 	b, err := s.read(8, "the entry total", -1)
@@ -202,20 +210,8 @@ func (t *Tracker) Load(r io.Reader, now int64) (int, error) {
 			ErrStale, age, time.Unix(0, saved).UTC().Format(time.RFC3339), time.Duration(t.idleTTL))
 	}
 
-	restored := 0
-	for _, r := range recs {
-		sh := t.shard(r.id)
-		sh.mu.Lock()
-		if _, ok := sh.m[r.id]; !ok {
-			if t.count.Add(1) > t.maxCount {
-				t.count.Add(-1)
-				sh.mu.Unlock()
-				break
-			}
-			sh.m[r.id] = r.e
-			restored++
-		}
-		sh.mu.Unlock()
-	}
-	return restored, nil
+	t.mu.Lock()
+	t.restored = recs
+	t.mu.Unlock()
+	return len(recs), nil
 }

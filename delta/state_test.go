@@ -4,101 +4,123 @@ import (
 	"bytes"
 	"encoding/binary"
 	"errors"
+	"fmt"
 	"hash/crc32"
+	"maps"
 	"strings"
 	"testing"
 	"time"
 )
 
-func saved(t testing.TB, tr *Tracker, now int64) []byte {
+func saved(t testing.TB, tr *Tracker, b book, now int64) []byte {
 	t.Helper()
 	var buf bytes.Buffer
-	if err := tr.Save(&buf, now); err != nil {
+	if err := tr.Save(&buf, now, b.states); err != nil {
 		t.Fatal(err)
 	}
 	return buf.Bytes()
 }
 
+// restore makes a book of the loaded states, as series seen after a
+// restart claim them.
+func restore(tr *Tracker, now int64, keys ...string) book {
+	b := book{}
+	for _, k := range keys {
+		st := Unknown()
+		if tr.Restore(id(k), &st, now) {
+			b[k] = &st
+		}
+	}
+	return b
+}
+
 // TestSaveLoad: restored series keep their baseline, even within the new
 // tracker's grace period (rule 5 does not apply to them).
 func TestSaveLoad(t *testing.T) {
-	old := New(Settings{FirstSampleGrace: NoGrace}, t0)
+	old, ob := New(Settings{FirstSampleGrace: NoGrace}, t0), book{}
 	for i, k := range []string{"a", "b", "c"} {
-		old.Update(id(k), float64(100*(i+1)), at(0), at(0))
+		ob.update(old, k, float64(100*(i+1)), at(0), at(0))
 	}
-	old.Update(id("a"), 150, at(10), at(10))
-	file := saved(t, old, at(10))
+	ob.update(old, "a", 150, at(10), at(10))
+	ob["unknown"] = new(State)
+	*ob["unknown"] = Unknown() // no baseline: not saved
+	file := saved(t, old, ob, at(10))
 
 	restart := t0.Add(60 * time.Second)
 	tr := New(Settings{}, restart)
 	n, err := tr.Load(bytes.NewReader(file), at(60))
-	if err != nil || n != 3 || tr.Len() != 3 {
-		t.Fatalf("Load = %d, %v; Len %d; want 3 series", n, err, tr.Len())
+	if err != nil || n != 3 {
+		t.Fatalf("Load = %d, %v; want 3 series", n, err)
 	}
-	if got := tr.Update(id("a"), 160, at(70), at(70)); !sameSample(got, delta(10, 10.0/60)) {
+	b := restore(tr, at(70), "a", "b", "c", "unknown")
+	if len(b) != 3 || tr.Len() != 3 {
+		t.Fatalf("restored %d, Len %d; want a, b and c", len(b), tr.Len())
+	}
+	if got := b.update(tr, "a", 160, at(70), at(70)); !sameSample(got, delta(10, 10.0/60)) {
 		t.Errorf("a after restore: %+v", got)
 	}
-	if got := tr.Update(id("b"), 50, at(70), at(70)); !sameSample(got, reset(50, 50.0/70)) {
+	if got := b.update(tr, "b", 50, at(70), at(70)); !sameSample(got, reset(50, 50.0/70)) {
 		t.Errorf("b after restore: %+v", got)
 	}
-	if got := tr.Update(id("d"), 5, at(70), at(70)); got.Outcome != FirstUnknown {
+	if got := b.update(tr, "d", 5, at(70), at(70)); got.Outcome != FirstUnknown {
 		t.Errorf("unsaved series within the grace: %+v", got)
 	}
-	if got := tr.Update(id("c"), 300, at(0), at(70)); got.Outcome != OutOfOrder {
+	if got := b.update(tr, "c", 300, at(0), at(70)); got.Outcome != OutOfOrder {
 		t.Errorf("c's saved timestamp again: %+v", got)
+	}
+	st := Unknown()
+	if tr.Restore(id("a"), &st, at(70)) {
+		t.Error("a state restored twice")
 	}
 
 	// An empty tracker saves and loads too.
-	n, err = New(Settings{}, t0).Load(bytes.NewReader(saved(t, New(Settings{}, t0), at(0))), at(1))
+	n, err = New(Settings{}, t0).Load(bytes.NewReader(saved(t, New(Settings{}, t0), book{}, at(0))), at(1))
 	if n != 0 || err != nil {
 		t.Errorf("empty state: %d, %v", n, err)
 	}
 }
 
 // TestLoadFilters: series idle for longer than IdleTTL are skipped,
-// series already tracked are kept as they are, MaxSeries is respected.
+// MaxSeries is respected, and what is not claimed within IdleTTL of the
+// start is let go.
 func TestLoadFilters(t *testing.T) {
 	set := Settings{FirstSampleGrace: NoGrace, IdleTTL: 10 * time.Minute}
-	old := New(set, t0)
-	old.Update(id("old"), 1, at(0), at(0))
-	old.Update(id("edge"), 1, at(0), at(100))
-	old.Update(id("live"), 1, at(0), at(500))
-	old.Update(id("future"), 1, at(0), at(5000)) // a clock that went back
-	file := saved(t, old, at(550))
-	now := at(700) // old idle 700s, edge exactly 600s
+	old, ob := New(set, t0), book{}
+	ob.update(old, "live", 1, at(0), at(0))
+	file := saved(t, old, ob, at(550))
+	// Entries carry the save time as their last sight: a file of one entry
+	// seen at 99 s, edited from the one above.
+	idle := bytes.Clone(file)
+	binary.LittleEndian.PutUint64(idle[headerSize+4+32:], uint64(at(99)))
+	idle = withCRC(idle)
 
 	tr := New(set, t0)
-	if n, err := tr.Load(bytes.NewReader(file), now); n != 3 || err != nil {
-		t.Fatalf("Load = %d, %v; want edge, live and future", n, err)
+	if n, err := tr.Load(bytes.NewReader(idle), at(700)); n != 0 || err != nil {
+		t.Fatalf("Load of a series idle 600s+ = %d, %v; want nothing", n, err)
 	}
-	if got := tr.Update(id("old"), 5, at(710), at(710)); got.Outcome != FirstNew {
-		t.Errorf("idle series restored: %+v", got)
+	if n, err := tr.Load(bytes.NewReader(file), at(700)); n != 1 || err != nil {
+		t.Fatalf("Load = %d, %v", n, err)
 	}
-	// future's seen was clamped to now, so it goes when idle from now.
-	if n := tr.Evict(now + int64(10*time.Minute) + 1); n != 3 {
-		t.Errorf("Evict after IdleTTL removed %d of edge, live, future", n)
-	}
-
-	tr = New(set, t0)
-	tr.Update(id("live"), 42, at(650), at(650))
-	if n, err := tr.Load(bytes.NewReader(file), now); n != 2 || err != nil {
-		t.Fatalf("Load over a live series = %d, %v; want 2", n, err)
-	}
-	if got := tr.Update(id("live"), 43, at(660), at(660)); !sameSample(got, delta(1, 0.1)) {
-		t.Errorf("live series overwritten by the file: %+v", got)
+	st := Unknown()
+	if tr.Restore(id("live"), &st, at(0)+int64(10*time.Minute)+1) || st.Known() {
+		t.Error("restored IdleTTL after the start")
 	}
 
+	two := book{}
+	for _, k := range []string{"a", "b", "c"} {
+		two.update(old, k, 1, at(0), at(0))
+	}
 	tr = New(Settings{IdleTTL: 10 * time.Minute, MaxSeries: 2}, t0)
-	if n, err := tr.Load(bytes.NewReader(file), now); n != 2 || err != nil || tr.Len() != 2 {
-		t.Fatalf("Load at MaxSeries 2 = %d, %v, Len %d", n, err, tr.Len())
+	if n, err := tr.Load(bytes.NewReader(saved(t, old, two, at(0))), at(1)); n != 2 || err != nil {
+		t.Fatalf("Load at MaxSeries 2 = %d, %v", n, err)
 	}
 }
 
 func TestLoadStale(t *testing.T) {
 	set := Settings{IdleTTL: 10 * time.Minute}
-	old := New(set, t0)
-	old.Update(id("a"), 1, at(0), at(0))
-	file := saved(t, old, at(0))
+	old, ob := New(set, t0), book{}
+	ob.update(old, "a", 1, at(0), at(0))
+	file := saved(t, old, ob, at(0))
 
 	tr := New(set, t0)
 	if n, err := tr.Load(bytes.NewReader(file), at(600)); n != 1 || err != nil {
@@ -106,8 +128,8 @@ func TestLoadStale(t *testing.T) {
 	}
 	tr = New(set, t0)
 	n, err := tr.Load(bytes.NewReader(file), at(2*3600+1))
-	if !errors.Is(err, ErrStale) || n != 0 || tr.Len() != 0 {
-		t.Fatalf("Load = %d, %v, Len %d; want ErrStale and nothing", n, err, tr.Len())
+	if !errors.Is(err, ErrStale) || n != 0 || len(tr.restored) != 0 {
+		t.Fatalf("Load = %d, %v, kept %d; want ErrStale and nothing", n, err, len(tr.restored))
 	}
 	for _, s := range []string{"stale", "2h0m1s ago", "2023-11-14T22:13:20Z", "IdleTTL 10m0s"} {
 		if !strings.Contains(err.Error(), s) {
@@ -129,11 +151,11 @@ func withCRC(file []byte) []byte {
 }
 
 func TestLoadCorrupt(t *testing.T) {
-	old := New(Settings{FirstSampleGrace: NoGrace}, t0)
+	old, ob := New(Settings{FirstSampleGrace: NoGrace}, t0), book{}
 	for _, k := range []string{"a", "b", "c", "d"} {
-		old.Update(id(k), 1, at(0), at(0))
+		ob.update(old, k, 1, at(0), at(0))
 	}
-	good := saved(t, old, at(0))
+	good := saved(t, old, ob, at(0))
 	edit := func(f func(b []byte) []byte) []byte { return f(append([]byte(nil), good...)) }
 
 	for _, tc := range []struct {
@@ -143,7 +165,7 @@ func TestLoadCorrupt(t *testing.T) {
 	}{
 		{"empty", nil, "truncated at byte 0, in the header"},
 		{"not a state file", []byte("# sparkpulse config\n[delta]\nrules = 1\n"), `bad magic "# sparkp"`},
-		{"version 2", edit(func(b []byte) []byte { b[8] = 2; return b }), "unsupported version 2 (want 1)"},
+		{"version 1", edit(func(b []byte) []byte { b[8] = 1; return b }), "unsupported version 1 (want 2)"},
 		{"flipped bit", edit(func(b []byte) []byte { b[headerSize+4+20] ^= 0x10; return b }), "checksum mismatch"},
 		{"bad checksum", edit(func(b []byte) []byte { b[len(b)-1] ^= 1; return b }), "checksum mismatch"},
 		{"trailing data", append(append([]byte(nil), good...), 0), "data after the checksum"},
@@ -157,15 +179,15 @@ func TestLoadCorrupt(t *testing.T) {
 			if err == nil || !strings.Contains(err.Error(), tc.want) || !strings.HasPrefix(err.Error(), "delta: load state: ") {
 				t.Errorf("error %v, want one saying %q", err, tc.want)
 			}
-			if n != 0 || tr.Len() != 0 {
-				t.Errorf("restored %d (Len %d) from a bad file", n, tr.Len())
+			if n != 0 || len(tr.restored) != 0 {
+				t.Errorf("restored %d (kept %d) from a bad file", n, len(tr.restored))
 			}
 		})
 	}
 	// Every truncation is an error and restores nothing.
 	for i := range len(good) {
 		tr := New(Settings{}, t0)
-		if n, err := tr.Load(bytes.NewReader(good[:i]), at(1)); err == nil || n != 0 || tr.Len() != 0 {
+		if n, err := tr.Load(bytes.NewReader(good[:i]), at(1)); err == nil || n != 0 || len(tr.restored) != 0 {
 			t.Fatalf("file cut at %d: %d, %v", i, n, err)
 		}
 	}
@@ -180,13 +202,20 @@ func (w *failWriter) Write(p []byte) (int, error) {
 	return len(p), nil
 }
 
+// many returns n series with a baseline.
+func many(tr *Tracker, n int) book {
+	b := book{}
+	for i := range n {
+		b.update(tr, fmt.Sprint("spark\x00cpuTime.count,applicationid=app-", i/1000, ",process=", i%1000, " value="), 1, at(0), at(0))
+	}
+	return b
+}
+
 func TestSaveError(t *testing.T) {
 	tr := New(Settings{FirstSampleGrace: NoGrace}, t0)
-	for _, i := range seriesIDs(5000) {
-		tr.Update(i, 1, at(0), at(0))
-	}
+	b := many(tr, 5000)
 	for _, after := range []int{0, 100 << 10} {
-		if err := tr.Save(&failWriter{after: after}, at(0)); err == nil || !strings.Contains(err.Error(), "disk full") {
+		if err := tr.Save(&failWriter{after: after}, at(0), b.states); err == nil || !strings.Contains(err.Error(), "disk full") {
 			t.Errorf("Save to a failing writer: %v", err)
 		}
 	}
@@ -195,14 +224,12 @@ func TestSaveError(t *testing.T) {
 // BenchmarkSaveLoad: 1e5 series.
 func BenchmarkSaveLoad(b *testing.B) {
 	tr := New(Settings{FirstSampleGrace: NoGrace}, t0)
-	for _, i := range seriesIDs(100_000) {
-		tr.Update(i, 1, at(0), at(0))
-	}
-	file := saved(b, tr, at(0))
+	bk := many(tr, 100_000)
+	file := saved(b, tr, bk, at(0))
 	b.Run("save", func(b *testing.B) {
 		b.SetBytes(int64(len(file)))
 		for b.Loop() {
-			tr.Save(discard{}, at(0))
+			tr.Save(discard{}, at(0), bk.states)
 		}
 	})
 	b.Run("load", func(b *testing.B) {
@@ -214,27 +241,27 @@ func BenchmarkSaveLoad(b *testing.B) {
 }
 
 func FuzzLoad(f *testing.F) {
-	tr := New(Settings{FirstSampleGrace: NoGrace}, t0)
+	tr, b := New(Settings{FirstSampleGrace: NoGrace}, t0), book{}
 	f.Add([]byte{})
-	f.Add(saved(f, tr, at(0)))
+	f.Add(saved(f, tr, b, at(0)))
 	for _, k := range []string{"a", "b", "c"} {
-		tr.Update(id(k), 1, at(0), at(0))
+		b.update(tr, k, 1, at(0), at(0))
 	}
-	f.Add(saved(f, tr, at(0)))
-	f.Add([]byte(stateMagic + "\x01\x00\x00\x00"))
+	f.Add(saved(f, tr, b, at(0)))
+	f.Add([]byte(stateMagic + "\x02\x00\x00\x00"))
 	f.Fuzz(func(t *testing.T, file []byte) {
 		tr := New(Settings{IdleTTL: time.Hour, MaxSeries: 2}, t0)
 		n, err := tr.Load(bytes.NewReader(file), at(0))
-		if err != nil && (n != 0 || tr.Len() != 0) {
+		if err != nil && (n != 0 || len(tr.restored) != 0) {
 			t.Fatalf("error %v but %d restored", err, n)
 		}
-		if n != tr.Len() || n > 2 {
-			t.Fatalf("restored %d, Len %d, MaxSeries 2", n, tr.Len())
+		if n != len(tr.restored) || n > 2 {
+			t.Fatalf("restored %d, kept %d, MaxSeries 2", n, len(tr.restored))
 		}
 		if err == nil && len(file) > 0 {
 			// What loaded saves and loads again.
 			var buf bytes.Buffer
-			if err := tr.Save(&buf, at(0)); err != nil {
+			if err := tr.Save(&buf, at(0), maps.All(tr.restored)); err != nil {
 				t.Fatal(err)
 			}
 			if m, err := New(Settings{IdleTTL: time.Hour}, t0).Load(&buf, at(0)); m != n || err != nil {

@@ -3,6 +3,7 @@ package delta
 import (
 	"errors"
 	"fmt"
+	"math"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -94,102 +95,89 @@ type Stats struct {
 	Resets, FirstNew, FirstUnknown, OutOfOrder, Evicted, Refused atomic.Uint64
 }
 
-// entry is the state of one series; with its 16-byte ID it makes a 40-byte
-// map slot.
-type entry struct {
+// State is one series' last sample: the baseline of its next delta. The
+// caller keeps it with the series (relay keeps it in its series cache, so a
+// line costs one lookup) and serialises the calls that use it. A State
+// starts as Unknown().
+type State struct {
 	value float64
-	ts    int64 // sample time of value, unix ns
-	seen  int64 // receive time of the last sample, unix ns, for rule 7
+	ts    int64 // sample time of value, unix ns; noBaseline when there is none
 }
 
-const numShards = 256
+// noBaseline is a time no sample has: Graphite times start in 1901.
+const noBaseline = math.MinInt64
 
-// shard is padded to a cache line so that neighbouring locks taken by
-// different cores do not share one.
-type shard struct {
-	mu sync.Mutex
-	m  map[ID]entry
-	_  [64 - 16]byte
-}
+// Unknown is the State of a series with no baseline yet.
+func Unknown() State { return State{ts: noBaseline} }
 
-// Tracker holds the last sample of every series. Its methods are safe for
-// concurrent use; Update locks only the series' shard.
+// Known reports whether s holds a baseline.
+func (s State) Known() bool { return s.ts != noBaseline }
+
+// Tracker applies the rules to samples of series whose States the caller
+// keeps, and counts the outcomes. Its methods are safe for concurrent use.
 type Tracker struct {
-	shards [numShards]shard
-
 	start    int64 // unix ns
 	grace    int64 // ns; negative: no grace
 	idleTTL  int64 // ns
 	maxCount int64
 
-	count atomic.Int64 // series held, so Len needs no lock
-	// lastRefused is the receive time of the latest refusal, 0 if none: a
-	// refused series later admitted is not new, see rule 8.
-	lastRefused atomic.Int64
+	count atomic.Int64 // series with a baseline, so Len needs no lock
+	// lastLost is the receive time of the latest refusal, or loss of live
+	// baselines, 0 if none: a series first seen after it may have been
+	// counting all along, see rule 8.
+	lastLost atomic.Int64
 
-	stats Stats
+	mu       sync.Mutex
+	restored map[ID]State // loaded by Load, until claimed by Restore
+	stats    Stats
 }
 
-// New returns an empty tracker that started at start: rule 5's grace period
+// New returns a tracker that started at start: rule 5's grace period
 // runs from there.
 func New(s Settings, start time.Time) *Tracker {
 	s = s.WithDefaults()
-	t := &Tracker{
+	return &Tracker{
 		start:    start.UnixNano(),
 		grace:    int64(s.FirstSampleGrace),
 		idleTTL:  int64(s.IdleTTL),
 		maxCount: int64(s.MaxSeries),
 	}
-	for i := range t.shards {
-		t.shards[i].m = make(map[ID]entry)
-	}
-	return t
 }
 
-func (t *Tracker) shard(id ID) *shard { return &t.shards[id[0]>>56] }
+// IdleTTL is how long an idle series keeps its baseline (rule 7).
+func (t *Tracker) IdleTTL() time.Duration { return time.Duration(t.idleTTL) }
 
-// Update records a sample of series id with value taken at ts (unix ns) and
-// received at now (unix ns), and returns its delta as the package's rules
-// say. value must be finite (the Graphite parser refuses NaN and ±Inf).
-func (t *Tracker) Update(id ID, value float64, ts, now int64) Sample {
-	sh := t.shard(id)
-	sh.mu.Lock()
-	e, ok := sh.m[id]
-	if !ok {
-		return t.first(sh, id, value, ts, now) // unlocks
+// Update records a sample of the series whose state is st, with value
+// taken at ts (unix ns) and received at now (unix ns), and returns its
+// delta as the package's rules say. value must be finite (the Graphite
+// parser refuses NaN and ±Inf). The caller serialises calls on one st.
+func (t *Tracker) Update(st *State, value float64, ts, now int64) Sample {
+	if !st.Known() {
+		return t.first(st, value, ts, now)
 	}
-	e.seen = now // a duplicate still shows the series is alive
-	if ts <= e.ts {
-		sh.m[id] = e
-		sh.mu.Unlock()
+	if ts <= st.ts {
 		t.stats.OutOfOrder.Add(1)
 		return Sample{Outcome: OutOfOrder}
 	}
-	s := Sample{Outcome: Delta, Delta: value - e.value, HasRate: true}
-	if value < e.value {
+	s := Sample{Outcome: Delta, Delta: value - st.value, HasRate: true}
+	if value < st.value {
 		s.Delta, s.Reset = value, true
-	}
-	s.Rate = s.Delta / (float64(ts-e.ts) / 1e9)
-	sh.m[id] = entry{value: value, ts: ts, seen: now}
-	sh.mu.Unlock()
-	if s.Reset {
 		t.stats.Resets.Add(1)
 	}
+	s.Rate = s.Delta / (float64(ts-st.ts) / 1e9)
+	*st = State{value: value, ts: ts}
 	return s
 }
 
-// first handles the first sample of a series, with sh locked; it unlocks.
-func (t *Tracker) first(sh *shard, id ID, value float64, ts, now int64) Sample {
+// first handles the first sample of a series.
+func (t *Tracker) first(st *State, value float64, ts, now int64) Sample {
 	if t.count.Add(1) > t.maxCount {
 		t.count.Add(-1)
-		sh.mu.Unlock()
-		for r := t.lastRefused.Load(); now > r && !t.lastRefused.CompareAndSwap(r, now); r = t.lastRefused.Load() {
-		}
+		t.Lost(now)
 		t.stats.Refused.Add(1)
 		return Sample{Outcome: Refused}
 	}
-	sh.m[id] = entry{value: value, ts: ts, seen: now}
-	sh.mu.Unlock()
+	*st = State{value: value, ts: ts}
 	if t.baselineUnknown(now) {
 		t.stats.FirstUnknown.Add(1)
 		return Sample{Outcome: FirstUnknown}
@@ -200,36 +188,58 @@ func (t *Tracker) first(sh *shard, id ID, value float64, ts, now int64) Sample {
 
 // baselineUnknown reports whether a series seen first at now may have been
 // counting before: during the grace after start (rule 5), or while a series
-// refused within IdleTTL could be the one now admitted (rule 8).
+// refused or forgotten within IdleTTL could be the one now seen (rule 8).
 func (t *Tracker) baselineUnknown(now int64) bool {
 	if t.grace >= 0 && now-t.start <= t.grace {
 		return true
 	}
-	r := t.lastRefused.Load()
+	r := t.lastLost.Load()
 	return r != 0 && now-r <= t.idleTTL
 }
 
-// Evict removes the series not updated for longer than IdleTTL before now
-// (rule 7) and returns how many it removed. The caller runs it periodically.
-func (t *Tracker) Evict(now int64) int {
-	n := 0
-	for i := range t.shards {
-		sh := &t.shards[i]
-		sh.mu.Lock()
-		for id, e := range sh.m {
-			if now-e.seen > t.idleTTL {
-				delete(sh.m, id)
-				n++
-			}
-		}
-		sh.mu.Unlock()
+// Lost says that series which may still be live lost their baselines at
+// now (the caller had no room to keep them): for IdleTTL, first samples are
+// treated as by rule 5.
+func (t *Tracker) Lost(now int64) {
+	for r := t.lastLost.Load(); now > r && !t.lastLost.CompareAndSwap(r, now); r = t.lastLost.Load() {
 	}
-	t.count.Add(-int64(n))
-	t.stats.Evicted.Add(uint64(n))
-	return n
 }
 
-// Len returns the number of series tracked.
+// Forget says that the caller dropped n series with a baseline, idle for
+// longer than IdleTTL (rule 7).
+func (t *Tracker) Forget(n int) {
+	if n > 0 {
+		t.count.Add(-int64(n))
+		t.stats.Evicted.Add(uint64(n))
+	}
+}
+
+// Restore gives st, the state of a series seen at now for the first time
+// since start, its baseline saved by the last run (see Load), if there is
+// one. IdleTTL after start, what was not claimed is idle and let go.
+func (t *Tracker) Restore(id ID, st *State, now int64) bool {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	if t.restored == nil {
+		return false
+	}
+	if now-t.start > t.idleTTL {
+		t.restored = nil
+		return false
+	}
+	saved, ok := t.restored[id]
+	if !ok || t.count.Add(1) > t.maxCount {
+		if ok {
+			t.count.Add(-1)
+		}
+		return false
+	}
+	delete(t.restored, id)
+	*st = saved
+	return true
+}
+
+// Len returns the number of series with a baseline.
 func (t *Tracker) Len() int { return int(t.count.Load()) }
 
 // Stats returns the tracker's live counters.

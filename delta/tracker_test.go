@@ -3,7 +3,6 @@ package delta
 import (
 	"fmt"
 	"math"
-	"runtime"
 	"sync"
 	"sync/atomic"
 	"testing"
@@ -16,6 +15,40 @@ var t0 = time.Unix(1_700_000_000, 0)
 func at(s float64) int64 { return t0.UnixNano() + int64(s*1e9) }
 
 func id(key string) ID { return Hash([]byte(key)) }
+
+// book keeps the series' states, as the caller of a Tracker does.
+type book map[string]*State
+
+func (b book) update(tr *Tracker, key string, v float64, ts, now int64) Sample {
+	st := b[key]
+	if st == nil {
+		st = new(State)
+		*st = Unknown()
+		b[key] = st
+	}
+	return tr.Update(st, v, ts, now)
+}
+
+// forget drops the given series, as a caller drops idle ones.
+func (b book) forget(tr *Tracker, keys ...string) {
+	n := 0
+	for _, k := range keys {
+		if st := b[k]; st != nil && st.Known() {
+			n++
+		}
+		delete(b, k)
+	}
+	tr.Forget(n)
+}
+
+// states yields the book's states by the IDs of their keys.
+func (b book) states(yield func(ID, State) bool) {
+	for k, st := range b {
+		if !yield(id(k), *st) {
+			return
+		}
+	}
+}
 
 type step struct {
 	key     string
@@ -124,9 +157,9 @@ func TestRules(t *testing.T) {
 		}, counts{firstNew: 2, refused: 2}},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			tr := New(tc.set, t0)
+			tr, b := New(tc.set, t0), book{}
 			for i, s := range tc.steps {
-				got := tr.Update(id(s.key), s.v, at(s.ts), at(s.now))
+				got := b.update(tr, s.key, s.v, at(s.ts), at(s.now))
 				if !sameSample(got, s.want) {
 					t.Errorf("step %d: Update(%q, %v, ts=%vs, now=%vs) = %+v, want %+v", i, s.key, s.v, s.ts, s.now, got, s.want)
 				}
@@ -146,40 +179,37 @@ func sameSample(a, b Sample) bool {
 	return a.Outcome == b.Outcome && a.HasRate == b.HasRate && a.Reset == b.Reset && near(a.Delta, b.Delta) && near(a.Rate, b.Rate)
 }
 
-// TestEvict covers rule 7: idle by receive time for longer than IdleTTL.
-func TestEvict(t *testing.T) {
-	tr := New(Settings{FirstSampleGrace: NoGrace, IdleTTL: time.Minute}, t0)
-	tr.Update(id("a"), 1, at(0), at(0))
-	tr.Update(id("b"), 1, at(0), at(0))
-	tr.Update(id("b"), 1, at(0), at(30)) // a duplicate still shows b is alive
-	tr.Update(id("c"), 1, at(0), at(45))
-	if n := tr.Evict(at(60)); n != 0 {
-		t.Fatalf("Evict at exactly IdleTTL removed %d", n)
+// TestForget covers rule 7: the caller drops idle series; one that comes
+// back is new again.
+func TestForget(t *testing.T) {
+	tr, b := New(Settings{FirstSampleGrace: NoGrace, IdleTTL: time.Minute}, t0), book{}
+	b.update(tr, "a", 1, at(0), at(0))
+	b.update(tr, "b", 1, at(0), at(0))
+	if tr.Len() != 2 || tr.IdleTTL() != time.Minute {
+		t.Fatalf("Len %d, IdleTTL %v", tr.Len(), tr.IdleTTL())
 	}
-	if n := tr.Evict(at(60) + 1); n != 1 || tr.Len() != 2 {
-		t.Fatalf("Evict(60s+1ns) = %d, Len %d; want a only", n, tr.Len())
+	b.forget(tr, "a")
+	if tr.Len() != 1 || tr.Stats().Evicted.Load() != 1 {
+		t.Fatalf("after Forget: Len %d, evicted %d", tr.Len(), tr.Stats().Evicted.Load())
 	}
-	if n := tr.Evict(at(106)); n != 2 || tr.Len() != 0 {
-		t.Fatalf("Evict(106s) = %d, Len %d; want b and c", n, tr.Len())
+	if got := b.update(tr, "a", 7, at(200), at(200)); !sameSample(got, firstNew(7)) {
+		t.Errorf("forgotten series back: %+v", got)
 	}
-	if got := tr.Stats().Evicted.Load(); got != 3 {
-		t.Errorf("Stats.Evicted = %d, want 3", got)
-	}
-	// An evicted series that comes back is new again.
-	if got := tr.Update(id("a"), 7, at(200), at(200)); !sameSample(got, firstNew(7)) {
-		t.Errorf("evicted series back: %+v", got)
-	}
-	if n := New(Settings{}, t0).Evict(at(1e6)); n != 0 {
-		t.Errorf("Evict on an empty tracker = %d", n)
+	if New(Settings{}, t0).IdleTTL() != 15*time.Minute {
+		t.Error("default IdleTTL is not 15 minutes")
 	}
 }
 
-// TestDefaultIdleTTL: 15 minutes.
-func TestDefaultIdleTTL(t *testing.T) {
-	tr := New(Settings{}, t0)
-	tr.Update(id("a"), 1, at(0), at(0))
-	if tr.Evict(at(15*60)) != 0 || tr.Evict(at(15*60)+1) != 1 {
-		t.Error("default IdleTTL is not 15 minutes")
+// TestLost: after the caller had to drop live series' baselines, a first
+// sample may come from one of them, so for IdleTTL it gives no delta.
+func TestLost(t *testing.T) {
+	tr, b := New(Settings{FirstSampleGrace: NoGrace, IdleTTL: time.Minute}, t0), book{}
+	tr.Lost(at(10))
+	if got := b.update(tr, "a", 5, at(70), at(70)); got.Outcome != FirstUnknown {
+		t.Errorf("within IdleTTL of the loss: %+v", got)
+	}
+	if got := b.update(tr, "b", 5, at(71), at(71)); !sameSample(got, firstNew(5)) {
+		t.Errorf("IdleTTL after the loss: %+v", got)
 	}
 }
 
@@ -187,30 +217,30 @@ func TestDefaultIdleTTL(t *testing.T) {
 // later has been counting all along, so its first tracked sample gives no
 // delta; once no refusal happened for IdleTTL, first samples are new again.
 func TestRefusedThenAdmitted(t *testing.T) {
-	tr := New(Settings{FirstSampleGrace: NoGrace, MaxSeries: 1, IdleTTL: time.Minute}, t0)
+	tr, b := New(Settings{FirstSampleGrace: NoGrace, MaxSeries: 1, IdleTTL: time.Minute}, t0), book{}
 	steps := []struct {
 		key     string
 		v       float64
 		ts      float64
-		evict   bool
+		forget  string
 		want    Sample
 		wantLen int
 	}{
-		{"a", 5, 0, false, firstNew(5), 1},
-		{"b", 100, 0, false, refused, 1},
-		{"b", 110, 10, false, refused, 1},
-		{"a", 6, 70, false, delta(1, 1.0/70), 1},
-		{"b", 120, 75, false, refused, 1}, // last refusal
-		{"", 0, 200, true, Sample{}, 0},   // a idle since 70s: evicted
-		{"b", 130, 100, false, unknown, 1},
-		{"b", 140, 110, false, delta(10, 1), 1},
-		{"", 0, 400, true, Sample{}, 0},
-		{"c", 9, 400, false, firstNew(9), 1}, // no refusal since 75s
+		{"a", 5, 0, "", firstNew(5), 1},
+		{"b", 100, 0, "", refused, 1},
+		{"b", 110, 10, "", refused, 1},
+		{"a", 6, 70, "", delta(1, 1.0/70), 1},
+		{"b", 120, 75, "", refused, 1}, // last refusal
+		{"", 0, 200, "a", Sample{}, 0}, // a idle since 70s: dropped
+		{"b", 130, 100, "", unknown, 1},
+		{"b", 140, 110, "", delta(10, 1), 1},
+		{"", 0, 400, "b", Sample{}, 0},
+		{"c", 9, 400, "", firstNew(9), 1}, // no refusal since 75s
 	}
 	for i, s := range steps {
-		if s.evict {
-			tr.Evict(at(s.ts))
-		} else if got := tr.Update(id(s.key), s.v, at(s.ts), at(s.ts)); !sameSample(got, s.want) {
+		if s.forget != "" {
+			b.forget(tr, s.forget)
+		} else if got := b.update(tr, s.key, s.v, at(s.ts), at(s.ts)); !sameSample(got, s.want) {
 			t.Errorf("step %d: %q = %+v, want %+v", i, s.key, got, s.want)
 		}
 		if tr.Len() != s.wantLen {
@@ -235,11 +265,17 @@ func TestSettingsDefaults(t *testing.T) {
 	}
 }
 
+// lockedState is a state with its lock, as a caller keeps one.
+type lockedState struct {
+	mu sync.Mutex
+	st State
+}
+
 // TestConcurrent: goroutines update distinct series and shared ones, with
-// Evict, Len and Save running meanwhile. With NoGrace and values that grow
-// with time, each series' deltas add up to its last value whatever was
-// dropped as out of order: the accepted samples' deltas telescope, and the
-// latest sample is always accepted.
+// Len and Save running meanwhile. With NoGrace and values that grow with
+// time, each series' deltas add up to its last value whatever was dropped
+// as out of order: the accepted samples' deltas telescope, and the latest
+// sample is always accepted.
 func TestConcurrent(t *testing.T) {
 	const (
 		workers = 8
@@ -248,24 +284,39 @@ func TestConcurrent(t *testing.T) {
 		rounds  = 200
 	)
 	tr := New(Settings{FirstSampleGrace: NoGrace}, t0)
+	states := map[string]*lockedState{}
+	for s := range shared {
+		states[fmt.Sprint("shared", s)] = &lockedState{st: Unknown()}
+	}
+	for w := range workers {
+		for s := range own {
+			states[fmt.Sprint("own", w, ".", s)] = &lockedState{st: Unknown()}
+		}
+	}
+	update := func(key string, ts int64, v float64) Sample {
+		ls := states[key]
+		ls.mu.Lock()
+		defer ls.mu.Unlock()
+		return tr.Update(&ls.st, v, ts, ts)
+	}
 	value := func(ts int64) float64 { return float64(ts - at(0)) } // grows with ts; integers below 2^53, so sums are exact
-	sums := make([]map[ID]float64, workers)
+	sums := make([]map[string]float64, workers)
 	var wg sync.WaitGroup
 	for w := range workers {
-		sums[w] = map[ID]float64{}
+		sums[w] = map[string]float64{}
 		wg.Go(func() {
 			for r := range rounds {
 				ts := at(float64(r)) + int64(w) // unique per worker: ties only within a worker
 				for s := range shared {
-					i := id(fmt.Sprint("shared", s))
-					if got := tr.Update(i, value(ts), ts, ts); got.HasDelta() {
-						sums[w][i] += got.Delta
+					k := fmt.Sprint("shared", s)
+					if got := update(k, ts, value(ts)); got.HasDelta() {
+						sums[w][k] += got.Delta
 					}
 				}
 				for s := range own {
-					i := id(fmt.Sprint("own", w, ".", s))
-					if got := tr.Update(i, value(ts), ts, ts); got.HasDelta() {
-						sums[w][i] += got.Delta
+					k := fmt.Sprint("own", w, ".", s)
+					if got := update(k, ts, value(ts)); got.HasDelta() {
+						sums[w][k] += got.Delta
 					}
 				}
 			}
@@ -280,9 +331,18 @@ func TestConcurrent(t *testing.T) {
 				return
 			default:
 			}
-			tr.Evict(at(0)) // nothing is idle
 			_ = tr.Len()
-			if err := tr.Save(discard{}, at(0)); err != nil {
+			err := tr.Save(discard{}, at(0), func(yield func(ID, State) bool) {
+				for k, ls := range states {
+					ls.mu.Lock()
+					st := ls.st
+					ls.mu.Unlock()
+					if !yield(id(k), st) {
+						return
+					}
+				}
+			})
+			if err != nil {
 				t.Error(err)
 			}
 		}
@@ -291,24 +351,22 @@ func TestConcurrent(t *testing.T) {
 	close(stop)
 	side.Wait()
 
-	total := map[ID]float64{}
+	total := map[string]float64{}
 	for _, m := range sums {
-		for i, d := range m {
-			total[i] += d
+		for k, d := range m {
+			total[k] += d
 		}
 	}
 	last := at(rounds - 1)
 	for s := range shared {
-		i := id(fmt.Sprint("shared", s))
-		if want := value(last + workers - 1); total[i] != want {
-			t.Errorf("shared %d: deltas add up to %v, want %v", s, total[i], want)
+		if want := value(last + workers - 1); total[fmt.Sprint("shared", s)] != want {
+			t.Errorf("shared %d: deltas add up to %v, want %v", s, total[fmt.Sprint("shared", s)], want)
 		}
 	}
 	for w := range workers {
 		for s := range own {
-			i := id(fmt.Sprint("own", w, ".", s))
-			if want := value(last + int64(w)); total[i] != want {
-				t.Errorf("own %d.%d: deltas add up to %v, want %v", w, s, total[i], want)
+			if want := value(last + int64(w)); total[fmt.Sprint("own", w, ".", s)] != want {
+				t.Errorf("own %d.%d: deltas add up to %v, want %v", w, s, total[fmt.Sprint("own", w, ".", s)], want)
 			}
 		}
 	}
@@ -324,17 +382,18 @@ type discard struct{}
 
 func (discard) Write(p []byte) (int, error) { return len(p), nil }
 
-// TestConcurrentMaxSeries: racing inserts never exceed MaxSeries. An
+// TestConcurrentMaxSeries: racing first samples never exceed MaxSeries. An
 // admitted series may be FirstUnknown rather than FirstNew when a refusal
 // raced ahead of it (rule 8), so admission is "not refused".
 func TestConcurrentMaxSeries(t *testing.T) {
 	tr := New(Settings{FirstSampleGrace: NoGrace, MaxSeries: 100}, t0)
 	var admitted atomic.Int64
 	var wg sync.WaitGroup
-	for w := range 8 {
+	for range 8 {
 		wg.Go(func() {
-			for s := range 50 {
-				if tr.Update(id(fmt.Sprint(w, ".", s)), 1, at(0), at(0)).Outcome != Refused {
+			for range 50 {
+				st := Unknown()
+				if tr.Update(&st, 1, at(0), at(0)).Outcome != Refused {
 					admitted.Add(1)
 				}
 			}
@@ -346,107 +405,24 @@ func TestConcurrentMaxSeries(t *testing.T) {
 	}
 }
 
-// seriesIDs returns n distinct IDs as Hash gives them.
-func seriesIDs(n int) []ID {
-	ids := make([]ID, n)
-	var key []byte
-	for i := range ids {
-		key = fmt.Appendf(key[:0], "spark\x00spark_executor,app_id=app-%d,executor_id=%d\x00cpuTime", i/1000, i%1000)
-		ids[i] = Hash(key)
-	}
-	return ids
-}
-
-// bytesPerSeries measures the heap a tracker holding n series takes, per
-// series, map overhead included.
-func bytesPerSeries(n int) float64 {
-	ids := seriesIDs(n)
-	var before, after runtime.MemStats
-	runtime.GC()
-	runtime.ReadMemStats(&before)
-	tr := New(Settings{FirstSampleGrace: NoGrace, MaxSeries: n}, t0)
-	for _, i := range ids {
-		tr.Update(i, 1, at(0), at(0))
-	}
-	runtime.GC()
-	runtime.ReadMemStats(&after)
-	runtime.KeepAlive(tr)
-	return float64(after.HeapAlloc-before.HeapAlloc) / float64(n)
-}
-
-func TestMemoryPerSeries(t *testing.T) {
-	if testing.Short() {
-		t.Skip("1e6 series")
-	}
-	b := bytesPerSeries(1_000_000)
-	t.Logf("%.1f bytes per series with 1e6 series", b)
-	if b > 200 {
-		t.Errorf("%.1f bytes per series, want ≤ 200", b)
-	}
-}
-
-func BenchmarkMemoryPerSeries(b *testing.B) {
-	for b.Loop() {
-		b.ReportMetric(bytesPerSeries(1_000_000), "B/series")
-	}
-}
-
 // BenchmarkUpdate updates existing series: the steady state.
 func BenchmarkUpdate(b *testing.B) {
 	const n = 1 << 16
-	ids := seriesIDs(n)
 	tr := New(Settings{FirstSampleGrace: NoGrace}, t0)
-	for _, i := range ids {
-		tr.Update(i, 0, at(0), at(0))
+	states := make([]State, n)
+	for i := range states {
+		states[i] = Unknown()
+		tr.Update(&states[i], 0, at(0), at(0))
 	}
-	// Every run (-count) starts later than the last one ended, so that
-	// its samples are new to the shared tracker, not duplicates.
-	var runs atomic.Int64
-	b.Run("serial", func(b *testing.B) {
-		b.ReportAllocs()
-		ts := at(float64(runs.Add(1)) * 1e3)
-		k := 0
-		for b.Loop() {
-			if tr.Update(ids[k], float64(ts), ts, ts).Outcome != Delta {
-				b.Fatal("not a delta")
-			}
-			if k++; k == n {
-				k, ts = 0, ts+1
-			}
-		}
-	})
-	b.Run("parallel", func(b *testing.B) {
-		b.ReportAllocs()
-		var worker atomic.Int64
-		b.RunParallel(func(pb *testing.PB) {
-			// Each goroutine its own series, as each Spark process has.
-			const part = n / 16
-			own := ids[(worker.Add(1)%16)*part:][:part]
-			ts := at(float64(runs.Add(1)) * 1e3)
-			k := 0
-			for pb.Next() {
-				tr.Update(own[k], float64(ts), ts, ts)
-				if k++; k == part {
-					k, ts = 0, ts+1
-				}
-			}
-		})
-	})
-}
-
-// BenchmarkUpdateNew inserts series: map growth included.
-func BenchmarkUpdateNew(b *testing.B) {
-	ids := seriesIDs(1 << 20)
 	b.ReportAllocs()
-	var tr *Tracker
-	k := len(ids)
+	ts := at(1)
+	k := 0
 	for b.Loop() {
-		if k == len(ids) {
-			b.StopTimer()
-			tr, k = New(Settings{FirstSampleGrace: NoGrace}, t0), 0
-			b.StartTimer()
+		if tr.Update(&states[k], float64(ts), ts, ts).Outcome != Delta {
+			b.Fatal("not a delta")
 		}
-		tr.Update(ids[k], 1, at(0), at(0))
-		k++
+		if k++; k == n {
+			k, ts = 0, ts+1
+		}
 	}
 }

@@ -8,6 +8,7 @@ import (
 	"io"
 	"net"
 	"os"
+	"runtime"
 	"sync"
 	"time"
 )
@@ -74,7 +75,11 @@ type TCPServer struct {
 	// do a sync.Pool.
 	bufs    chan *[]byte
 	bufSize int
-	stats   Stats
+	// slots bounds the connections processing a block at once, and so
+	// the block buffers in use: processing is CPU work, and more
+	// connections at it than cores gain nothing.
+	slots chan struct{}
+	stats Stats
 
 	mu        sync.Mutex
 	conns     map[net.Conn]struct{} // open connections, for Shutdown to close
@@ -95,7 +100,11 @@ const acceptDrain = 20 * time.Millisecond
 // ListenTCP binds cfg.Addr at once, so that a bad address fails start-up;
 // connections are accepted once Serve runs.
 func ListenTCP(cfg TCPConfig, h Handler) (*TCPServer, error) {
-	ln, err := net.Listen("tcp", cfg.Addr)
+	// No TCP keep-alive on accepted connections: senders open one per
+	// report (three setsockopt calls each, for nothing), and a silent
+	// connection is closed by IdleTimeout anyway.
+	lc := net.ListenConfig{KeepAlive: -1}
+	ln, err := lc.Listen(context.Background(), "tcp", cfg.Addr)
 	if err != nil {
 		return nil, fmt.Errorf("graphite: TCP listener on %q: %w", cfg.Addr, err)
 	}
@@ -119,6 +128,7 @@ func newTCPServer(ln net.Listener, cfg TCPConfig, h Handler) *TCPServer {
 	// may still be good never has to be cut.
 	s.bufSize = max(blockSize, s.maxLine+2)
 	s.bufs = make(chan *[]byte, maxIdleBufs)
+	s.slots = make(chan struct{}, processingSlots())
 	return s
 }
 
@@ -198,69 +208,106 @@ func (s *TCPServer) startConn(c net.Conn) {
 	go s.serveConn(c)
 }
 
-// serveConn reads c in blocks and hands its lines to a new ConnHandler.
+// serveConn hands the lines of c to a new ConnHandler, a block at a time.
+// Between blocks it holds no buffer: it waits for the next byte with a
+// one-byte read, then takes one of the processing slots and a block buffer,
+// reads what else has arrived without waiting, and hands on the block's
+// complete lines. A line cut by the end of a block waits in the
+// connection's tail for its end. So an idle or slow connection costs a
+// goroutine and its tail, and buffers are held by at most as many
+// connections as there are slots, however many are open.
 func (s *TCPServer) serveConn(c net.Conn) {
-	ch := s.h.NewConn(c.RemoteAddr())
-	sp := splitter{ch: ch, maxLine: s.maxLine}
-	var armed time.Time
-	arm := func() {
-		if s.idle > 0 {
-			// Moving the deadline updates a runtime timer; do it at most
-			// once per quarter of IdleTimeout, and add that quarter to the
-			// deadline so that no connection is cut early.
-			if now := time.Now(); now.Sub(armed) >= s.idle/4 {
-				c.SetReadDeadline(now.Add(s.idle + s.idle/4))
-				armed = now
-			}
+	cs := &connState{c: c, now: nowReaderOf(c)}
+	cs.sp = splitter{ch: s.h.NewConn(c.RemoteAddr()), maxLine: s.maxLine}
+	// A sender usually writes as soon as it connects: try to read at once,
+	// saving the one-byte read.
+	s.arm(cs)
+	err := s.process(cs, nil)
+	var one [1]byte
+	for err == nil {
+		s.arm(cs)
+		var n int
+		if n, err = c.Read(one[:]); n > 0 {
+			err = s.process(cs, one[:])
 		}
 	}
-	// Wait for the first byte before taking a block buffer, so that a
-	// connection that sends nothing holds a goroutine and no 64 KiB.
-	var first [1]byte
-	arm()
-	n, err := c.Read(first[:])
-	var bp *[]byte
-	tail := 0 // buf[:tail] is the start of a line whose '\n' has not come yet
-	if n > 0 {
-		s.stats.Bytes.Add(1)
-		bp = s.getBuf()
-		if first[0] != '\n' { // a lone "\n" is an empty line
-			(*bp)[0] = first[0]
-			tail = 1
-		}
-	}
-	if err != nil {
-		s.endConn(c, ch, &sp, bp, err, tail, false)
+	s.endConn(cs, err)
+}
+
+// connState is what a connection keeps between blocks.
+type connState struct {
+	c        net.Conn
+	now      func(b []byte) (int, error) // reads what has arrived, without waiting
+	sp       splitter
+	tail     []byte // the start of a line whose '\n' has not come yet
+	skipping bool   // inside an over-long line: drop bytes up to the next '\n'
+	armed    time.Time
+}
+
+// arm moves the connection's read deadline. Moving a deadline updates a
+// runtime timer: it is done at most once per quarter of IdleTimeout, and
+// that quarter is added to the deadline so that no connection is cut
+// early.
+func (s *TCPServer) arm(cs *connState) {
+	if s.idle <= 0 {
 		return
 	}
-	buf := *bp
-	skipping := false // inside an over-long line: drop bytes up to the next '\n'
-	for {
-		arm()
-		n, err := c.Read(buf[tail:])
-		if n > 0 {
-			s.stats.Bytes.Add(uint64(n))
-			tail, skipping = sp.block(buf, tail, tail+n, skipping)
-			if sp.lines > 0 {
-				sp.publish(&s.stats)
-				ch.Flush()
-			}
-		}
-		if err != nil {
-			s.endConn(c, ch, &sp, bp, err, tail, skipping)
-			return
-		}
+	if now := time.Now(); now.Sub(cs.armed) >= s.idle/4 {
+		cs.c.SetReadDeadline(now.Add(s.idle + s.idle/4))
+		cs.armed = now
 	}
 }
 
-// endConn finishes a connection after the read error err: a last line
-// without '\n' (buf[:tail]) is taken at EOF, unless it is being skipped.
-func (s *TCPServer) endConn(c net.Conn, ch ConnHandler, sp *splitter, bp *[]byte, err error, tail int, skipping bool) {
+// process handles the block made of the tail, first (the byte the
+// connection waited for, if any) and whatever else has arrived. It returns
+// the error of the read, io.EOF when the sender has closed.
+func (s *TCPServer) process(cs *connState, first []byte) error {
+	s.slots <- struct{}{}
+	defer func() { <-s.slots }()
+	bp := s.getBuf()
+	defer s.putBuf(bp)
+	buf := *bp
+	from := copy(buf, cs.tail)
+	from += copy(buf[from:], first)
+	n, err := cs.now(buf[from:])
+	s.stats.Bytes.Add(uint64(len(first) + n))
+	var rest int
+	rest, cs.skipping = cs.sp.block(buf, len(cs.tail), from+n, cs.skipping)
+	if errors.Is(err, io.EOF) && rest > 0 && !cs.skipping {
+		// Unlike InfluxDB, keep a last line that lacks its '\n'.
+		cs.sp.line(buf[:rest])
+		rest = 0
+	}
+	if cs.sp.lines > 0 {
+		cs.sp.publish(&s.stats)
+		cs.sp.ch.Flush()
+	}
+	if rest == 0 && cap(cs.tail) > maxKeptTail {
+		cs.tail = nil // a long line has ended: let its memory go
+	}
+	cs.tail = append(cs.tail[:0], buf[:rest]...)
+	return err
+}
+
+// maxKeptTail bounds the tail memory a connection keeps once empty.
+const maxKeptTail = 4 << 10
+
+// endConn finishes a connection after the read error err: at EOF, a last
+// line without '\n' (the tail) is taken, unless it is being skipped. The
+// handler has every line before the socket closes: a sender that
+// half-closes and waits for the server's close knows they are taken.
+func (s *TCPServer) endConn(cs *connState, err error) {
+	sp := &cs.sp
+	flushed := false
 	switch {
 	case errors.Is(err, io.EOF):
-		// Unlike InfluxDB, keep a last line that lacks its '\n'.
-		if tail > 0 && !skipping {
-			sp.line((*bp)[:tail])
+		if len(cs.tail) > 0 && !cs.skipping {
+			s.slots <- struct{}{}
+			sp.line(cs.tail)
+			sp.publish(&s.stats)
+			sp.ch.Flush()
+			<-s.slots
+			flushed = true
 		}
 	case errors.Is(err, os.ErrDeadlineExceeded):
 		s.stats.IdleTimeouts.Add(1)
@@ -269,23 +316,24 @@ func (s *TCPServer) endConn(c net.Conn, ch ConnHandler, sp *splitter, bp *[]byte
 	default:
 		s.stats.ReadErrors.Add(1)
 	}
-	if bp != nil {
-		s.putBuf(bp)
+	if !flushed {
+		sp.publish(&s.stats)
+		sp.ch.Flush()
 	}
-	sp.publish(&s.stats)
-	// The handler has every line before the socket closes: a sender that
-	// half-closes and waits for the server's close knows they are taken.
-	ch.Flush()
-	c.Close()
+	cs.c.Close()
 	s.mu.Lock()
-	delete(s.conns, c)
+	delete(s.conns, cs.c)
 	s.mu.Unlock()
 	s.stats.ConnsActive.Add(^uint64(0))
-	ch.Close()
+	sp.ch.Close()
 	s.wg.Done()
 }
 
-// maxIdleBufs bounds the idle block buffers kept: 4 MiB of 64 KiB ones.
+// processingSlots is how many connections process a block at once.
+func processingSlots() int { return max(4, 2*runtime.GOMAXPROCS(0)) }
+
+// maxIdleBufs bounds the idle block buffers kept: more than there are
+// slots, so that none is made once the server runs.
 const maxIdleBufs = 64
 
 func (s *TCPServer) getBuf() *[]byte {

@@ -26,7 +26,11 @@ func BenchmarkAppend(b *testing.B) {
 				w.WriteHeader(http.StatusNoContent)
 			}))
 			defer srv.Close()
-			w, err := NewWriter(Config{URL: srv.URL, Gzip: gz, Queue: queue.Config{MaxBytes: 8 << 20}}, Target{Bucket: "db"})
+			g := GzipOff
+			if gz {
+				g = GzipOn
+			}
+			w, err := NewWriter(Config{URL: srv.URL, Gzip: g, Queue: queue.Config{MaxBytes: 8 << 20}}, Target{Bucket: "db"})
 			if err != nil {
 				b.Fatal(err)
 			}

@@ -106,7 +106,7 @@ type checker struct {
 
 func newChecker(cfg Config) *checker {
 	cfg = cfg.WithDefaults()
-	cfg.Gzip = false
+	cfg.Gzip = GzipOff // checks and queries send no bodies worth compressing
 	return &checker{cfg: cfg, url: RedactURL(cfg.URL), client: newClient(cfg)}
 }
 

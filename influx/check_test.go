@@ -146,3 +146,33 @@ func TestQuoteIdent(t *testing.T) {
 		t.Errorf("quoteIdent: %s", got)
 	}
 }
+
+// Auto compression: plain to the same machine or a LAN, gzip beyond.
+func TestGzipAuto(t *testing.T) {
+	for url, want := range map[string]bool{
+		"http://127.0.0.1:8086":         false,
+		"http://localhost:8086":         false,
+		"http://[::1]:8086":             false,
+		"http://10.1.2.3:8086":          false,
+		"https://192.168.0.7":           false,
+		"http://172.20.0.5:8086":        false,
+		"http://[fd00::5]:8086":         false,
+		"https://34.120.0.1":            true,
+		"https://[2001:4860::8888]:443": true,
+	} {
+		if got := GzipAuto.Enabled(url); got != want {
+			t.Errorf("auto for %s: %v, want %v", url, got, want)
+		}
+	}
+	if !GzipOn.Enabled("http://127.0.0.1") || GzipOff.Enabled("https://34.120.0.1") {
+		t.Error("on and off are not what they say")
+	}
+	for v, want := range map[any]Gzip{true: GzipOn, false: GzipOff, "auto": GzipAuto, nil: GzipAuto} {
+		if got, err := ParseGzip(v); got != want || err != nil {
+			t.Errorf("ParseGzip(%v) = %q, %v", v, got, err)
+		}
+	}
+	if _, err := ParseGzip("yes"); err == nil || !strings.Contains(err.Error(), `gzip yes: must be true, false or "auto"`) {
+		t.Errorf("ParseGzip(yes): %v", err)
+	}
+}

@@ -38,7 +38,7 @@ func newClient(cfg Config) *client {
 		opts.HTTPClient().Transport = cfg.transport
 	}
 	c := influxdb2.NewClientWithOptions(cfg.URL, cfg.Token, opts)
-	return &client{c: c, base: c.HTTPService().ServerURL(), gzip: cfg.Gzip}
+	return &client{c: c, base: c.HTTPService().ServerURL(), gzip: cfg.Gzip.Enabled(cfg.URL)}
 }
 
 func (c *client) close() { c.c.Close() }

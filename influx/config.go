@@ -23,7 +23,7 @@ type Config struct {
 	Token string // 1.x: "user:password" or empty; never logged
 
 	TLS  *tls.Config // nil = Go's default
-	Gzip bool        // compress write requests (see DefaultGzip)
+	Gzip Gzip        // compress write requests; zero: GzipAuto
 
 	BatchSize       int           // points per write request
 	BatchTimeout    time.Duration // a partial batch is sent this long after its first point
@@ -56,10 +56,8 @@ type Target struct {
 	Org    string // "" = Config.Org
 }
 
-// Defaults. DefaultGzip is for the command's gzip setting: a Config's
-// zero value, false, sends plain bodies.
+// Defaults.
 const (
-	DefaultGzip            = true
 	DefaultURL             = "http://127.0.0.1:8086"
 	DefaultBatchSize       = 5000
 	DefaultBatchTimeout    = time.Second

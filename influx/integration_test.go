@@ -51,7 +51,7 @@ func count(t *testing.T, srv *influxtest.Server, db, q string) int64 {
 
 func TestCheckRealInfluxDB(t *testing.T) {
 	srv := influxtest.Start(t)
-	cfg := influx.Config{URL: srv.URL, Gzip: true} // as the service runs: only writes are compressed
+	cfg := influx.Config{URL: srv.URL, Gzip: influx.GzipOn} // as the service runs: only writes are compressed
 	ctx := ctxT(t)
 
 	_, err := influx.Check(ctx, cfg, influx.Target{Bucket: "spark"}, false)
@@ -112,7 +112,7 @@ func TestWriteRealInfluxDB(t *testing.T) {
 	const n = 10_000
 	const t0 = 1_795_300_000_000_000_000
 	var batches []int
-	cfg := influx.Config{URL: srv.URL, Gzip: true, BatchSize: 1500,
+	cfg := influx.Config{URL: srv.URL, Gzip: influx.GzipOn, BatchSize: 1500,
 		OnBatch: func(points int, took time.Duration, err error) {
 			if err != nil {
 				t.Errorf("write error: %v", err)
@@ -155,7 +155,7 @@ func TestRejectedLinesRealInfluxDB(t *testing.T) {
 	srv := influxtest.Start(t)
 	srv.Exec(t, `CREATE DATABASE "db"`)
 	core, logs := observer.New(zapcore.InfoLevel)
-	cfg := influx.Config{URL: srv.URL, Gzip: true, Logger: zap.New(core)}
+	cfg := influx.Config{URL: srv.URL, Gzip: influx.GzipOn, Logger: zap.New(core)}
 
 	write(t, cfg, "db", "m value=1i 1\n") // value is now an integer field
 	st := write(t, cfg, "db", "good value=1 1\nm value=2 2\ngood value=3 3\nm value=4i 4\n")

@@ -123,9 +123,13 @@ func (w *Writer) Append(lines []byte, n int, wait bool) bool {
 	}
 	err := w.q.Reserve(len(lines), false)
 	if errors.Is(err, queue.ErrFull) {
-		// A full queue drains fastest when no partial batch waits for its
-		// timer.
-		w.Flush()
+		// With nothing sealed to send, the senders would idle while the
+		// partial batch waits for its timer. With batches waiting, it is
+		// left to fill: sealing it at every full queue would make many
+		// small batches, each a request, when InfluxDB is already behind.
+		if w.q.Starved() {
+			w.Flush()
+		}
 		if !wait {
 			return false
 		}

@@ -200,6 +200,15 @@ func (q *Queue) Reserve(n int, wait bool) error {
 	return nil
 }
 
+// Starved reports whether no sealed batch waits to be sent: a producer
+// that finds the queue full then seals the batch it is filling, lest the
+// senders idle while its points wait for the batch timer.
+func (q *Queue) Starved() bool {
+	q.mu.Lock()
+	defer q.mu.Unlock()
+	return len(q.waiting) == 0
+}
+
 // Put queues a sealed batch whose bytes were reserved. It is taken after
 // Drain too: its points were accepted before.
 func (q *Queue) Put(b *Batch) {

@@ -3,6 +3,7 @@ package relay
 import (
 	"sync"
 	"sync/atomic"
+	"time"
 
 	"github.com/sparkpulse/sparkpulse/delta"
 )
@@ -15,17 +16,33 @@ type series struct {
 	// text holds, escaped for line protocol: text[:field] the measurement,
 	// tags and field key with its "="; text[field:delta] ",<delta field>=";
 	// text[delta:rate] ",<rate field>="; text[rate:] the app tag's value.
-	// The delta parts are empty unless the series is cumulative. For a
-	// refused path (reason non-zero) it says why.
-	text               string
-	id                 delta.ID // the series' identity in the delta tracker
-	key                delta.ID // the path's hash
+	// The delta parts are empty unless the series is cumulative with a
+	// field other than "value", whose delta fields are always ",delta="
+	// and ",rate=" (most series: kept once, not per series). For a refused
+	// path (reason non-zero) it says why.
+	text string
+	key  delta.ID // the path's hash
+	// A cumulative series' baseline and when it last had a sample, in
+	// seconds since the cache began; guarded by the key's stripe lock.
+	st                 delta.State
+	seen               uint32
 	field, delta, rate uint16
 	reason             Reason
+	cum                bool // cumulative: the point gets delta and rate fields
 }
 
-func (s *series) cumulative() bool { return s.rate > s.field }
-func (s *series) app() string      { return s.text[s.rate:] }
+func (s *series) cumulative() bool { return s.cum }
+
+// deltaKeys are the delta and rate fields' keys of a point, with their
+// separators.
+func (s *series) deltaKeys() (string, string) {
+	if s.rate == s.field {
+		return ",delta=", ",rate="
+	}
+	return s.text[s.field:s.delta], s.text[s.delta:s.rate]
+}
+
+func (s *series) app() string { return s.text[s.rate:] }
 
 // maxText bounds a cached series' text, whose parts are found by 16-bit
 // offsets; InfluxDB refuses series keys of more than 65535 bytes anyway.
@@ -50,9 +67,23 @@ const (
 // the memory is bounded by the size cap and follows the live series, with
 // no clock per entry and no scans.
 type seriesCache struct {
-	perGen int // series per shard generation
-	shards [cacheShards]cacheShard
+	perGen  int   // series per shard generation
+	start   int64 // unix ns; series' seen counts seconds from it
+	tracker *delta.Tracker
+	shards  [cacheShards]cacheShard
+	stripes [numStripes]stripe
 }
+
+// The baselines of cumulative series are guarded by striped locks rather
+// than one per series, which would cost memory in every entry.
+const numStripes = 256
+
+type stripe struct {
+	sync.Mutex
+	_ [56]byte // keeps stripes on their own cache lines
+}
+
+func (c *seriesCache) stripe(h delta.ID) *sync.Mutex { return &c.stripes[h[1]%numStripes].Mutex }
 
 type cacheShard struct {
 	cur, old atomic.Pointer[table]
@@ -92,9 +123,10 @@ func (t *table) store(s *series) {
 	t.n++
 }
 
-// newSeriesCache holds up to about size series.
-func newSeriesCache(size int) *seriesCache {
-	c := &seriesCache{perGen: max(size/2/cacheShards, 1)}
+// newSeriesCache holds up to about size series, from now (unix ns); with
+// a tracker, the baselines of cumulative series follow its rules.
+func newSeriesCache(size int, tracker *delta.Tracker, now int64) *seriesCache {
+	c := &seriesCache{perGen: max(size/2/cacheShards, 1), start: now, tracker: tracker}
 	for i := range c.shards {
 		c.shards[i].cur.Store(newTable(firstTableSize))
 	}
@@ -119,34 +151,49 @@ func (c *seriesCache) get(h delta.ID, now int64) *series {
 	if s != nil {
 		sh.mu.Lock()
 		if sh.cur.Load().find(h) == nil {
-			sh.add(s, c.perGen, now)
+			c.add(sh, s, now)
 		}
 		sh.mu.Unlock()
 	}
 	return s
 }
 
-// put stores s as the series of the path with hash h.
-func (c *seriesCache) put(h delta.ID, s *series, now int64) {
+// put stores s as the series of the path with hash h, unless the current
+// generation has one already, and returns the one it holds.
+func (c *seriesCache) put(h delta.ID, s *series, now int64) *series {
 	s.key = h
 	sh := c.shard(h)
 	sh.mu.Lock()
-	if sh.cur.Load().find(h) == nil {
-		sh.add(s, c.perGen, now)
+	defer sh.mu.Unlock()
+	if got := sh.cur.Load().find(h); got != nil {
+		return got
 	}
-	sh.mu.Unlock()
+	c.add(sh, s, now)
+	return s
 }
 
-// add stores s in the current generation, retiring it first when it is
-// full or old, and growing its table as needed. Called with mu held.
-func (sh *cacheShard) add(s *series, perGen int, now int64) {
+// add stores s in the shard's current generation, retiring it first when
+// it is full or old, and growing its table as needed. Called with the
+// shard's mu held.
+func (c *seriesCache) add(sh *cacheShard, s *series, now int64) {
 	cur := sh.cur.Load()
-	if cur.n >= perGen || now-sh.since >= cacheTTL {
+	if full := cur.n >= c.perGen; full || now-sh.since >= cacheTTL {
+		dropped := sh.old.Load()
 		sh.old.Store(cur)
 		cur = newTable(firstTableSize)
 		sh.cur.Store(cur)
 		sh.since = now
+		if dropped != nil && c.tracker != nil {
+			c.retire(sh, dropped, cur, full, now)
+		}
 	}
+	sh.store(s)
+}
+
+// store puts s in the current table, growing it first when it would be
+// more than three quarters full.
+func (sh *cacheShard) store(s *series) {
+	cur := sh.cur.Load()
 	if (cur.n+1)*4 > len(cur.slots)*3 {
 		grown := newTable(2 * len(cur.slots))
 		for i := range cur.slots {
@@ -158,6 +205,83 @@ func (sh *cacheShard) add(s *series, perGen int, now int64) {
 		sh.cur.Store(cur) // readers of the old table still find what it had
 	}
 	cur.store(s)
+}
+
+// retire lets a dropped generation go. Its cumulative series that had a
+// sample within the tracker's IdleTTL keep their baseline: they move to
+// the new current generation, unless it was retired for being full,
+// beyond half of it (the tracker is told that live baselines were lost).
+// The others are forgotten (rule 7). Called with the shard's mu held.
+func (c *seriesCache) retire(sh *cacheShard, dropped, cur *table, full bool, now int64) {
+	old := sh.old.Load() // holds every series used since dropped was current
+	ttl := int64(c.tracker.IdleTTL() / time.Second)
+	nowSec := c.sec(now)
+	forgotten, lost := 0, false
+	for i := range dropped.slots {
+		e := dropped.slots[i].Load()
+		if e == nil || !e.cumulative() || old.find(e.key) != nil {
+			continue
+		}
+		mu := c.stripe(e.key)
+		mu.Lock()
+		known, seen := e.st.Known(), int64(e.seen)
+		mu.Unlock()
+		switch {
+		case !known:
+		case nowSec-seen > ttl:
+			forgotten++
+		case full && cur.n >= c.perGen/2:
+			lost = true
+		default:
+			sh.store(e)
+			cur = sh.cur.Load()
+		}
+	}
+	c.tracker.Forget(forgotten)
+	if lost {
+		c.tracker.Lost(now)
+	}
+}
+
+// sec is now in seconds since the cache began.
+func (c *seriesCache) sec(now int64) int64 { return (now - c.start) / 1e9 }
+
+// update applies a sample to a cumulative series' baseline.
+func (c *seriesCache) update(s *series, value float64, ts, now int64) delta.Sample {
+	mu := c.stripe(s.key)
+	mu.Lock()
+	d := c.tracker.Update(&s.st, value, ts, now)
+	s.seen = uint32(c.sec(now))
+	mu.Unlock()
+	return d
+}
+
+// states yields every cumulative series once, with its baseline.
+func (c *seriesCache) states(yield func(*series, delta.State) bool) {
+	for i := range c.shards {
+		sh := &c.shards[i]
+		sh.mu.Lock()
+		cur, old := sh.cur.Load(), sh.old.Load()
+		sh.mu.Unlock()
+		for _, t := range []*table{cur, old} {
+			if t == nil {
+				continue
+			}
+			for j := range t.slots {
+				e := t.slots[j].Load()
+				if e == nil || !e.cumulative() || t == old && cur.find(e.key) == e {
+					continue
+				}
+				mu := c.stripe(e.key)
+				mu.Lock()
+				st := e.st
+				mu.Unlock()
+				if !yield(e, st) {
+					return
+				}
+			}
+		}
+	}
 }
 
 // len returns about how many series are held: a series copied from the

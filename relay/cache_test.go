@@ -7,6 +7,7 @@ import (
 	"strings"
 	"sync"
 	"testing"
+	"time"
 
 	"github.com/sparkpulse/sparkpulse/delta"
 	"github.com/sparkpulse/sparkpulse/spark"
@@ -28,7 +29,7 @@ func TestSeriesCache(t *testing.T) {
 		}
 		return s.text
 	}
-	c := newSeriesCache(2 * cacheShards * 4) // 4 entries per shard generation
+	c := newSeriesCache(2*cacheShards*4, nil, 0) // 4 entries per shard generation
 	ha, hb := id("a"), id("b")
 	c.put(ha, &series{text: "a"}, 0)
 	if got(c, ha, 0) != "a" || got(c, hb, 0) != "(none)" {
@@ -65,13 +66,13 @@ func TestSeriesCache(t *testing.T) {
 
 	// An insert a TTL later retires the generation; one more drops a if
 	// it was not used in between.
-	c2 := newSeriesCache(1 << 20)
+	c2 := newSeriesCache(1<<20, nil, 0)
 	c2.put(ha, &series{text: "a"}, 10*sec)
 	c2.put(another(), &series{}, 10*sec+cacheTTL)
 	if got(c2, ha, 10*sec+cacheTTL) != "a" {
 		t.Fatal("a was dropped after one TTL")
 	}
-	c3 := newSeriesCache(1 << 20)
+	c3 := newSeriesCache(1<<20, nil, 0)
 	c3.put(ha, &series{text: "a"}, 10*sec)
 	c3.put(another(), &series{}, 10*sec+cacheTTL)
 	c3.put(another(), &series{}, 10*sec+2*cacheTTL)
@@ -80,7 +81,7 @@ func TestSeriesCache(t *testing.T) {
 	}
 
 	// Tables grow: 100 000 series, all found, none twice.
-	c4 := newSeriesCache(1 << 20)
+	c4 := newSeriesCache(1<<20, nil, 0)
 	for i := range 100_000 {
 		c4.put(id(fmt.Sprint(i)), &series{text: fmt.Sprint(i)}, 0)
 	}
@@ -97,7 +98,7 @@ func TestSeriesCache(t *testing.T) {
 // Readers on other goroutines find every series while tables grow and
 // generations turn over (run with -race).
 func TestSeriesCacheConcurrent(t *testing.T) {
-	c := newSeriesCache(cacheShards * 2 * 500)
+	c := newSeriesCache(cacheShards*2*500, nil, 0)
 	const n = 20_000
 	ids := make([]delta.ID, n)
 	for i := range ids {
@@ -168,9 +169,14 @@ func TestCachedSeriesSameAsFirst(t *testing.T) {
 }
 
 // bytesPerCachedSeries is the heap held per series by a cache of n Spark
-// executor series with their descriptions.
-func bytesPerCachedSeries(tb testing.TB, n int) float64 {
-	r := New(Config{Mapper: spark.NewMapper(spark.Options{}), Sink: &nullSink{}, CacheSize: 4 * n})
+// executor series (a counter) with their descriptions and, with deltas,
+// their baselines.
+func bytesPerCachedSeries(tb testing.TB, n int, deltas bool) float64 {
+	cfg := Config{Mapper: spark.NewMapper(spark.Options{}), Sink: &nullSink{}, CacheSize: 4 * n}
+	if deltas {
+		cfg.Deltas = newDeltas(tb, "spark")
+	}
+	r := New(cfg)
 	c := r.NewConn(nil).(*Conn)
 	var line []byte
 	measure := func() uint64 {
@@ -197,8 +203,25 @@ func bytesPerCachedSeries(tb testing.TB, n int) float64 {
 }
 
 func BenchmarkMemoryPerCachedSeries(b *testing.B) {
-	for b.Loop() {
-		b.ReportMetric(bytesPerCachedSeries(b, 500_000), "B/series")
+	for _, deltas := range []bool{false, true} {
+		b.Run(fmt.Sprint("deltas=", deltas), func(b *testing.B) {
+			for b.Loop() {
+				b.ReportMetric(bytesPerCachedSeries(b, 500_000, deltas), "B/series")
+			}
+		})
+	}
+}
+
+// A cumulative series, its baseline included, costs at most 200 bytes
+// (BenchmarkMemoryPerCachedSeries measures it at 500 000).
+func TestMemoryPerCumulativeSeries(t *testing.T) {
+	if testing.Short() {
+		t.Skip("200 000 series")
+	}
+	b := bytesPerCachedSeries(t, 200_000, true)
+	t.Logf("%.1f bytes per cumulative series", b)
+	if b > 200 {
+		t.Errorf("%.1f bytes per cumulative series, want ≤ 200", b)
 	}
 }
 
@@ -208,7 +231,7 @@ func BenchmarkMemoryPerCachedSeries(b *testing.B) {
 // "miss" looks up paths the cache does not hold.
 func BenchmarkCacheGet(b *testing.B) {
 	const n = 650_000
-	c := newSeriesCache(4 * n)
+	c := newSeriesCache(4*n, nil, 0)
 	ids := make([]delta.ID, n)
 	for i := range ids {
 		ids[i] = id(fmt.Sprint("app-20261122101500-0001.", i, ".executor.cpuTime.count"))
@@ -232,5 +255,96 @@ func BenchmarkCacheGet(b *testing.B) {
 				i++
 			}
 		})
+	}
+}
+
+// clockedRelay is a relay with cumulative "**.count" series and a clock
+// the test moves.
+func clockedRelay(t *testing.T, idleTTL time.Duration, cacheSize int) (*Relay, *sink, *time.Time) {
+	t.Helper()
+	now := time.Unix(1795300000, 0)
+	rules, err := delta.CompileRules([]delta.Rule{{Source: "test", Cumulative: true, Path: []string{"**.count"}}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	tr := delta.New(delta.Settings{FirstSampleGrace: delta.NoGrace, IdleTTL: idleTTL}, now)
+	s := &sink{}
+	r := New(Config{Mapper: mustCompile(t, "measurement*"), Sink: s, CacheSize: cacheSize,
+		Deltas: &Deltas{Rules: rules, Tracker: tr, Bucket: "db"}, Now: func() time.Time { return now }})
+	return r, s, &now
+}
+
+// sameShard returns n paths whose series go to path's cache shard.
+func sameShard(c *seriesCache, path string, n int) []string {
+	var same []string
+	for i := 0; len(same) < n; i++ {
+		if p := fmt.Sprintf("x%d.count", i); c.shard(id(p)) == c.shard(id(path)) {
+			same = append(same, p)
+		}
+	}
+	return same
+}
+
+// send passes lines through a new connection at the relay's clock.
+func send(r *Relay, lines ...string) {
+	c := r.NewConn(nil)
+	for _, l := range lines {
+		c.Line([]byte(l))
+	}
+	c.Close()
+}
+
+// A cumulative series keeps its baseline while it is idle for less than
+// IdleTTL, however many cache generations go by; idle for longer, it is
+// forgotten (rule 7) and new when it returns.
+func TestIdleBaselines(t *testing.T) {
+	for _, tc := range []struct {
+		name    string
+		ttl     time.Duration
+		want    string
+		evicted uint64
+	}{
+		{"kept within IdleTTL", 15 * time.Minute, "a.count value=15,delta=5", 0},
+		// a, and the first two new series, each idle 122 s when their
+		// generation goes.
+		{"forgotten after IdleTTL", 2 * time.Minute, "a.count value=15,delta=15", 3},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			r, s, now := clockedRelay(t, tc.ttl, 0)
+			tr := r.cfg.Deltas.Tracker
+			send(r, "a.count 10 1795300000")
+			// New series of a's shard every 61 s retire a generation each
+			// time: a is in none of them after the second.
+			for _, p := range sameShard(r.cache, "a.count", 4) {
+				*now = now.Add(61 * time.Second)
+				send(r, fmt.Sprintf("%s 1 %d", p, now.Unix()))
+			}
+			s.buf.Reset()
+			send(r, fmt.Sprintf("a.count 15 %d", now.Unix()))
+			if got, _, _ := strings.Cut(s.buf.String(), ",rate="); !strings.HasPrefix(got, tc.want) {
+				t.Errorf("a after %s idle: %q, want %q", 4*61*time.Second, s.buf.String(), tc.want)
+			}
+			if got := tr.Stats().Evicted.Load(); got != tc.evicted {
+				t.Errorf("evicted %d, want %d", got, tc.evicted)
+			}
+		})
+	}
+}
+
+// A generation retired for being full, while one of its cumulative series
+// is idle but within IdleTTL, cannot keep every baseline: the tracker is
+// told, and a series first seen then gets no delta, since it may be one
+// that lost its baseline.
+func TestFullGenerationLosesBaselines(t *testing.T) {
+	r, s, now := clockedRelay(t, 15*time.Minute, 2*cacheShards*2) // 2 series per shard generation
+	send(r, "a.count 10 1795300000")
+	for _, p := range sameShard(r.cache, "a.count", 8) {
+		*now = now.Add(time.Second)
+		send(r, fmt.Sprintf("%s 1 %d", p, now.Unix()))
+	}
+	s.buf.Reset()
+	send(r, fmt.Sprintf("fresh.count 7 %d", now.Unix()))
+	if got := s.buf.String(); strings.Contains(got, "delta") {
+		t.Errorf("a series first seen after baselines were lost: %q, want no delta", got)
 	}
 }

@@ -129,8 +129,9 @@ type Config struct {
 // DefaultCacheSize is the default Config.CacheSize.
 const DefaultCacheSize = 1_000_000
 
-// Deltas is the delta stage of a Relay. Relays that share a Tracker keep
-// their series apart by Bucket, which is part of every series key.
+// Deltas is the delta stage of a Relay. The baselines live in the Relay's
+// series cache; the Tracker, which Relays may share, holds the rules and
+// the counts. Bucket is part of the identity a baseline is saved under.
 type Deltas struct {
 	Rules   *delta.Rules
 	Tracker *delta.Tracker
@@ -142,7 +143,8 @@ type Relay struct {
 	cfg    Config
 	appTag []byte // nil unless OnApp is set
 	cache  *seriesCache
-	idle   chan *Conn // closed Conns, for reuse
+	idle   chan *Conn  // closed Conns, for reuse
+	blocks chan []byte // block buffers between uses
 	stats  Stats
 }
 
@@ -157,7 +159,12 @@ func New(cfg Config) *Relay {
 	if cfg.CacheSize <= 0 {
 		cfg.CacheSize = DefaultCacheSize
 	}
-	r := &Relay{cfg: cfg, cache: newSeriesCache(cfg.CacheSize), idle: make(chan *Conn, maxIdleConns)}
+	var tracker *delta.Tracker
+	if cfg.Deltas != nil {
+		tracker = cfg.Deltas.Tracker
+	}
+	r := &Relay{cfg: cfg, cache: newSeriesCache(cfg.CacheSize, tracker, cfg.Now().UnixNano()),
+		idle: make(chan *Conn, maxIdleConns), blocks: make(chan []byte, maxIdleBlocks)}
 	if cfg.OnApp != nil && cfg.AppTag != "" {
 		r.appTag = []byte(cfg.AppTag)
 	}
@@ -171,20 +178,43 @@ func (r *Relay) Stats() *Stats { return &r.stats }
 func (r *Relay) CachedSeries() int { return r.cache.len() }
 
 // NewConn implements graphite.Handler.
-// Spark opens a connection per report, so Conns are reused: a new one would
-// grow its buffers again for every report. The free list is a bounded
-// channel rather than a sync.Pool, which every garbage collection empties.
+// Spark opens a connection per report, so Conns are reused, and a Conn
+// holds a block buffer only from its first point to the Flush that hands
+// the block on: connections waiting for data hold none, and the buffers
+// in use are as many as the connections processing a block. The free
+// lists are bounded channels rather than sync.Pools, which every garbage
+// collection empties.
 func (r *Relay) NewConn(remote net.Addr) graphite.ConnHandler {
 	var c *Conn
 	select {
 	case c = <-r.idle:
 	default:
-		// Room for the points of a whole Spark report, instead of a
-		// dozen doublings.
-		c = &Conn{relay: r, out: make([]byte, 0, 48<<10)}
+		c = &Conn{relay: r}
 	}
 	c.remote = remote
 	return c
+}
+
+// block returns a block buffer: room for the points of a whole Spark
+// report, instead of a dozen doublings.
+func (r *Relay) block() []byte {
+	select {
+	case b := <-r.blocks:
+		return b
+	default:
+		return make([]byte, 0, 48<<10)
+	}
+}
+
+// release keeps a block buffer for the next block, unless it grew large.
+func (r *Relay) release(b []byte) {
+	if cap(b) > maxPooledBlock {
+		return
+	}
+	select {
+	case r.blocks <- b[:0]:
+	default: // enough are kept
+	}
 }
 
 // Conn processes the lines of one connection. It is not safe for
@@ -201,7 +231,7 @@ type Conn struct {
 
 	lastApp  []byte // the AppTag value last passed to OnApp
 	meas     []byte // scratch for a measurement rewritten by backslashes
-	key      []byte // series key scratch for the delta stage
+	key      []byte // state ID scratch for the delta stage
 	deltaKey []byte // "<field>_delta" scratch
 	rateKey  []byte // "<field>_rate" scratch
 	now      int64  // receive time of this block, unix ns; 0 until needed
@@ -251,8 +281,7 @@ func (c *Conn) encode(line []byte) (Reason, string) {
 	h := delta.Hash(c.line.Path)
 	s := c.relay.cache.get(h, c.receiveTime())
 	if s == nil {
-		s = c.describe(c.line.Path)
-		c.relay.cache.put(h, s, c.receiveTime())
+		s = c.firstSight(h)
 	}
 	if s.reason != 0 {
 		return s.reason, s.text
@@ -261,15 +290,19 @@ func (c *Conn) encode(line []byte) (Reason, string) {
 	if c.line.Now {
 		ts = c.receiveTime()
 	}
+	if c.out == nil {
+		c.out = c.relay.block()
+	}
 	b := append(c.out, s.text[:s.field]...)
 	b = appendFloat(b, c.line.Value) // finite: Parse rejects NaN and ±Inf
 	if s.cumulative() {
-		d := c.relay.cfg.Deltas.Tracker.Update(s.id, c.line.Value, ts, c.receiveTime())
+		d := c.relay.cache.update(s, c.line.Value, ts, c.receiveTime())
 		if d.HasDelta() {
-			b = append(b, s.text[s.field:s.delta]...)
+			dk, rk := s.deltaKeys()
+			b = append(b, dk...)
 			b = appendFloat(b, d.Delta)
 			if d.HasRate {
-				b = append(b, s.text[s.delta:s.rate]...)
+				b = append(b, rk...)
 				b = appendFloat(b, d.Rate)
 			}
 		}
@@ -283,6 +316,23 @@ func (c *Conn) encode(line []byte) (Reason, string) {
 		c.relay.cfg.OnApp(app)
 	}
 	return 0, ""
+}
+
+// firstSight describes a path not in the cache and puts it there. A
+// cumulative series takes the baseline the last run saved, if any, once
+// it is the one in the cache (another connection may have put it first).
+func (c *Conn) firstSight(h delta.ID) *series {
+	s := c.describe(c.line.Path)
+	if got := c.relay.cache.put(h, s, c.receiveTime()); got != s {
+		return got
+	}
+	if ds := c.relay.cfg.Deltas; ds != nil && s.cumulative() {
+		mu := c.relay.cache.stripe(h)
+		mu.Lock()
+		ds.Tracker.Restore(c.stateID(ds.Bucket, s.text[:s.field]), &s.st, c.receiveTime())
+		mu.Unlock()
+	}
+	return s
 }
 
 // zero is the placeholder value describe encodes fields with.
@@ -338,7 +388,7 @@ func (c *Conn) describe(path []byte) *series {
 			dfield = len(e.Bytes()) - 1
 			e.AddFieldRaw(rk, zero)
 			rfield = len(e.Bytes()) - 1
-			s.id = delta.Hash(c.seriesKey(ds.Bucket))
+			s.st, s.cum = delta.Unknown(), true
 		}
 	}
 	if err := e.Err(); err != nil {
@@ -350,11 +400,16 @@ func (c *Conn) describe(path []byte) *series {
 	if len(lp)+len(app) > maxText {
 		return refuse(ReasonKeyTooLong, fmt.Errorf("point of %d bytes before its value is too long", len(lp)))
 	}
+	named := rfield > field && !bytes.Equal(r.Field, valueField)
 	var text strings.Builder
-	text.Grow(len(lp) + len(app))
+	size := field + len(app)
+	if named {
+		size += rfield - field - 2
+	}
+	text.Grow(size) // exactly: the string keeps the builder's memory
 	text.Write(lp[:field])
 	s.field = uint16(text.Len())
-	if rfield > field {
+	if named {
 		text.Write(lp[field+1 : dfield])
 		s.delta = uint16(text.Len())
 		text.Write(lp[dfield+1 : rfield])
@@ -407,28 +462,30 @@ func (c *Conn) receiveTime() int64 {
 	return c.now
 }
 
-// seriesKey builds the key that identifies a series for the delta stage:
-// bucket, measurement, tags and field, joined with the control bytes 0, 1
-// and 2. The encoder refuses control bytes in names and tag values, and
-// only encoded points reach here, so two series never share a key.
-func (c *Conn) seriesKey(bucket string) []byte {
-	r := &c.result
-	k := append(c.key[:0], bucket...)
-	k = append(k, 0)
-	k = append(k, r.Measurement...)
-	for _, t := range r.Tags {
-		k = append(k, 0)
-		k = append(k, t.Key...)
-		k = append(k, 1)
-		k = append(k, t.Value...)
-	}
-	k = append(k, 2)
-	k = append(k, r.Field...)
+// stateID names a cumulative series' baseline in saved state: the hash of
+// the bucket, a 0 byte and the point's text up to its value (escaped
+// measurement, tags and field key), which no two series share.
+func (c *Conn) stateID(bucket, text string) delta.ID {
+	k := append(append(append(c.key[:0], bucket...), 0), text...)
 	c.key = k
-	return k
+	return delta.Hash(k)
+}
+
+// States yields the baseline of every cumulative series the Relay keeps,
+// under the ID it is saved as.
+func (r *Relay) States(yield func(delta.ID, delta.State) bool) {
+	if r.cfg.Deltas == nil {
+		return
+	}
+	var key []byte
+	r.cache.states(func(s *series, st delta.State) bool {
+		key = append(append(append(key[:0], r.cfg.Deltas.Bucket...), 0), s.text[:s.field]...)
+		return yield(delta.Hash(key), st)
+	})
 }
 
 var (
+	valueField = []byte("value")
 	fieldDelta = []byte("delta")
 	fieldRate  = []byte("rate")
 )
@@ -436,7 +493,7 @@ var (
 // deltaFields returns the delta and rate field keys for a point whose
 // field is f.
 func (c *Conn) deltaFields(f []byte) (deltaKey, rateKey []byte) {
-	if string(f) == "value" {
+	if bytes.Equal(f, valueField) {
 		return fieldDelta, fieldRate
 	}
 	c.deltaKey = append(append(c.deltaKey[:0], f...), "_delta"...)
@@ -457,7 +514,8 @@ func (c *Conn) Flush() {
 			c.relay.cfg.Log.Warn("dropped points", zap.String("reason", ReasonQueueFull.String()),
 				zap.Int("points", c.points), zap.Error(errQueueFull))
 		}
-		c.out = c.out[:0]
+		c.relay.release(c.out)
+		c.out = nil
 		c.points = 0
 	}
 	if c.lines > 0 {
@@ -476,9 +534,6 @@ func (c *Conn) Flush() {
 // The Conn must not be used after it.
 func (c *Conn) Close() {
 	c.Flush()
-	if cap(c.out) > maxPooledBlock {
-		c.out = nil
-	}
 	c.remote, c.now, c.lastApp = nil, 0, c.lastApp[:0]
 	select {
 	case c.relay.idle <- c:
@@ -493,6 +548,10 @@ const maxPooledBlock = 1 << 20
 // maxIdleConns bounds the Conns kept for reuse: more than the connections
 // usually open at once.
 const maxIdleConns = 256
+
+// maxIdleBlocks bounds the block buffers kept: more than the connections
+// that process a block at once (graphite's processing slots).
+const maxIdleBlocks = 64
 
 // explain is the error of a dropped line: the parser's, worked out now,
 // or why, which encode returned.

@@ -29,7 +29,8 @@ func cmdCheck(args []string, getenv func(string) string, stdout, stderr io.Write
 	if in.Token != "" {
 		fmt.Fprint(stdout, " (token set)")
 	}
-	fmt.Fprintf(stdout, "; gzip %v, %d requests in flight, queue %d bytes in memory", in.Gzip, in.MaxInFlight, in.Queue.MaxBytes)
+	fmt.Fprintf(stdout, "; gzip %s (%s), %d requests in flight, queue %d bytes in memory",
+		in.Gzip, onOff(in.Gzip.Enabled(in.URL)), in.MaxInFlight, in.Queue.MaxBytes)
 	if plan.StateDir != "" {
 		fmt.Fprintf(stdout, " and up to %d on disk per writer", in.Queue.MaxDiskBytes)
 	}
@@ -107,4 +108,11 @@ func describeListener(w io.Writer, l *Listener, base influx.Config) {
 	if t := l.Config.Tags; len(t) > 0 {
 		fmt.Fprintf(w, "  global tags: %q\n", t)
 	}
+}
+
+func onOff(b bool) string {
+	if b {
+		return "on"
+	}
+	return "off"
 }

@@ -89,7 +89,7 @@ type InfluxDBConfig struct {
 	// Token because the config file is often readable by many.
 	TokenFile             string   `toml:"token-file"`
 	CreateDatabase        bool     `toml:"create-database"`
-	Gzip                  *bool    `toml:"gzip"`
+	Gzip                  any      `toml:"gzip"` // true, false or "auto"
 	Timeout               Duration `toml:"timeout"`
 	MaxInFlight           int      `toml:"max-in-flight"`
 	MaxQueueBytes         int      `toml:"max-queue-bytes"`

@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/sparkpulse/sparkpulse/delta"
+	"github.com/sparkpulse/sparkpulse/influx"
 )
 
 func writeFile(t *testing.T, name, content string) string {
@@ -49,7 +50,7 @@ func TestConfigDefaults(t *testing.T) {
 	if got, want := strings.Join(names, " "), "tcp://:2003→graphite udp://:2003→graphite"; got != want {
 		t.Errorf("listeners %q, want %q", got, want)
 	}
-	if in := plan.Influx.WithDefaults(); in.URL != "http://127.0.0.1:8086" || !in.Gzip || plan.AdminAddr != "127.0.0.1:9108" {
+	if in := plan.Influx.WithDefaults(); in.URL != "http://127.0.0.1:8086" || in.Gzip != influx.GzipAuto || plan.AdminAddr != "127.0.0.1:9108" {
 		t.Errorf("url %q gzip %v admin %q", in.URL, in.Gzip, plan.AdminAddr)
 	}
 }
@@ -136,6 +137,8 @@ func TestConfigErrors(t *testing.T) {
 			[]string{`sparkpulse.toml: [[delta]] #2: path pattern "a.b*": partial wildcard in segment "b*"`}},
 		{"negative max-series", "[deltas]\nmax-series = -5\n[[graphite]]\n",
 			[]string{"[deltas] max-series -5: must be positive"}},
+		{"bad gzip", "[influxdb]\ngzip = \"yes\"\n[[graphite]]\n",
+			[]string{`[influxdb] gzip yes: must be true, false or "auto"`}},
 		{"unknown delta key", "[deltas]\nfirst-sample = \"5s\"\n[[graphite]]\n",
 			[]string{"sparkpulse.toml:2:1", `unknown key "deltas.first-sample"`}},
 	} {

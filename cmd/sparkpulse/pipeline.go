@@ -206,6 +206,9 @@ func (p *pipeline) openBlock(l *Listener) (*block, error) {
 		rc.OnApp, rc.AppTag = p.annotator.SeeApp, p.plan.Annotate.AppIDTag
 	}
 	b.relay = relay.New(rc)
+	if p.deltas != nil {
+		p.deltas.relays = append(p.deltas.relays, b.relay)
+	}
 	if b.srv, err = p.listen(l, b); err != nil {
 		return nil, err
 	}
@@ -313,8 +316,12 @@ func (p *pipeline) openAdmin() error {
 // stopping replica.
 func (p *pipeline) serveReadyz(w http.ResponseWriter, r *http.Request) {
 	select {
-	case <-p.stopping:
+	case <-p.stopping: // first: once stopping, ready is closed too
 		http.Error(w, "shutting down", http.StatusServiceUnavailable)
+		return
+	default:
+	}
+	select {
 	case <-p.ready:
 		io.WriteString(w, "ready\n")
 	default:
@@ -337,9 +344,6 @@ func (p *pipeline) serve() {
 				p.log.Error("admin endpoint stopped", zap.Error(err))
 			}
 		})
-	}
-	if p.deltas != nil {
-		p.bg.Go(func() { p.deltas.evictEvery(time.Minute, p.stopping) })
 	}
 	if p.reporter != nil {
 		p.bg.Go(func() { p.reportEvery(p.plan.Internal.Interval) })

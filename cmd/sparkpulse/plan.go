@@ -158,9 +158,9 @@ func (c *Config) prepareInflux(p *Plan, getenv func(string) string) error {
 	fail := func(format string, a ...any) {
 		errs = append(errs, fmt.Errorf("%s: [influxdb] "+format, append([]any{p.Source}, a...)...))
 	}
-	gzip := influx.DefaultGzip
-	if in.Gzip != nil {
-		gzip = *in.Gzip
+	gzip, err := influx.ParseGzip(in.Gzip)
+	if err != nil {
+		fail("%v", err)
 	}
 	p.Influx = influx.Config{
 		URL: in.URL, Org: in.Org, Gzip: gzip,
@@ -180,7 +180,6 @@ func (c *Config) prepareInflux(p *Plan, getenv func(string) string) error {
 	if (in.TLSCert == "") != (in.TLSKey == "") {
 		fail("tls-cert and tls-key go together")
 	}
-	var err error
 	if p.Influx.TLS, err = loadTLS(in.TLSCA, in.TLSCert, in.TLSKey, in.TLSInsecureSkipVerify); err != nil {
 		fail("%v", err)
 	}

@@ -11,13 +11,15 @@ import (
 	"go.uber.org/zap"
 
 	"github.com/sparkpulse/sparkpulse/delta"
+	"github.com/sparkpulse/sparkpulse/relay"
 )
 
-// deltaState is the delta tracker the relays share, kept across restarts
-// in state-dir.
+// deltaState is the delta tracker the relays share, and the baselines
+// they keep, saved in state-dir across restarts.
 type deltaState struct {
 	tracker *delta.Tracker
-	dir     string // "" keeps nothing
+	relays  []*relay.Relay // whose baselines are saved
+	dir     string         // "" keeps nothing
 	log     *zap.Logger
 }
 
@@ -47,8 +49,19 @@ func openDeltaState(plan *Plan, log *zap.Logger) *deltaState {
 		log.Warn("ignoring delta state; starting without baselines", zap.String("file", path), zap.Error(err))
 		return s
 	}
-	log.Info("restored delta baselines", zap.String("file", path), zap.Int("series", n))
+	log.Info("read the delta baselines of the last run", zap.String("file", path), zap.Int("series", n))
 	return s
+}
+
+// states yields the baselines of every relay.
+func (s *deltaState) states(yield func(delta.ID, delta.State) bool) {
+	for _, r := range s.relays {
+		for id, st := range r.States {
+			if !yield(id, st) {
+				return
+			}
+		}
+	}
 }
 
 // save writes the baselines for the next start, atomically. A nil state
@@ -75,7 +88,7 @@ func (s *deltaState) write() error {
 		return fmt.Errorf("saving delta state: %w", err)
 	}
 	defer os.Remove(tmp.Name()) // a no-op after the rename
-	err = s.tracker.Save(tmp, time.Now().UnixNano())
+	err = s.tracker.Save(tmp, time.Now().UnixNano(), s.states)
 	if err == nil {
 		err = tmp.Sync()
 	}
@@ -89,20 +102,4 @@ func (s *deltaState) write() error {
 		return fmt.Errorf("saving delta state to %s: %w", tmp.Name(), err)
 	}
 	return nil
-}
-
-// evictEvery removes idle series every interval until stop is closed.
-func (s *deltaState) evictEvery(interval time.Duration, stop <-chan struct{}) {
-	t := time.NewTicker(interval)
-	defer t.Stop()
-	for {
-		select {
-		case <-stop:
-			return
-		case now := <-t.C:
-			if n := s.tracker.Evict(now.UnixNano()); n > 0 {
-				s.log.Debug("evicted idle delta series", zap.Int("series", n))
-			}
-		}
-	}
 }

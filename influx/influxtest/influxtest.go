@@ -246,6 +246,10 @@ func (s *Server) launch() error {
 	return nil
 }
 
+// PID is the process id of the running influxd, for load harnesses that
+// read its CPU time.
+func (s *Server) PID() int { return s.cmd.Process.Pid }
+
 // Kill stops influxd with SIGKILL, as a crash or an OOM kill would, and
 // waits until it has exited. Its data stays for Restart.
 func (s *Server) Kill() {
