@@ -34,6 +34,7 @@ type Stats struct {
 	ConnsActive   atomic.Uint64 // TCP connections open now
 	ConnsHandled  atomic.Uint64 // TCP connections accepted and served
 	ConnsRejected atomic.Uint64 // TCP connections closed at once because MaxConnections were open
+	ConnsDropped  atomic.Uint64 // TCP connections closed because their partial line did not fit in MaxHeldBytes
 	IdleTimeouts  atomic.Uint64 // TCP connections closed after IdleTimeout without data
 	Bytes         atomic.Uint64 // bytes received
 	Lines         atomic.Uint64 // lines handed to a ConnHandler
@@ -44,8 +45,10 @@ type Stats struct {
 
 // Defaults of TCPConfig and UDPConfig.
 const (
-	DefaultMaxLineLength = 64 << 10
-	DefaultIdleTimeout   = 2 * time.Minute
+	DefaultMaxLineLength  = 64 << 10
+	DefaultIdleTimeout    = 2 * time.Minute
+	DefaultMaxConnections = 4096
+	DefaultMaxHeldBytes   = 64 << 20
 )
 
 // blockSize is the TCP read size, and the UDP buffer (the largest datagram

@@ -468,3 +468,62 @@ func BenchmarkTCP(b *testing.B) {
 	}
 	b.ReportMetric(float64(n)/elapsed.Seconds(), "lines/s")
 }
+
+// A sender that trickles bytes without completing a line cannot keep its
+// connection open past IdleTimeout: only complete lines move the deadline.
+func TestTCPTrickleTimesOut(t *testing.T) {
+	rec := newRecorder()
+	s, _ := startTCP(t, TCPConfig{IdleTimeout: 200 * time.Millisecond}, rec)
+	client := dial(t, s.Addr())
+	defer client.Close()
+	io.WriteString(client, "a 1\nb")
+	stop := make(chan struct{})
+	defer close(stop)
+	go func() {
+		tick := time.NewTicker(20 * time.Millisecond) // well inside IdleTimeout
+		defer tick.Stop()
+		for {
+			select {
+			case <-stop:
+				return
+			case <-tick.C:
+				if _, err := io.WriteString(client, "x"); err != nil {
+					return
+				}
+			}
+		}
+	}()
+	c := recv(t, rec.conns, "a connection")
+	waitDone(t, c)
+	equalStrings(t, "lines", c.lines, []string{"a 1"})
+	counter(t, "IdleTimeouts", s.Stats().IdleTimeouts.Load(), 1)
+}
+
+// Partial lines held by all connections together stay within
+// MaxHeldBytes: a connection whose partial line does not fit is closed and
+// counted, and the others go on.
+func TestTCPMaxHeldBytes(t *testing.T) {
+	rec := newRecorder()
+	s, _ := startTCP(t, TCPConfig{MaxHeldBytes: 1500}, rec)
+	a := dial(t, s.Addr())
+	defer a.Close()
+	io.WriteString(a, "a 1\n"+strings.Repeat("A", 1000))
+	ca := recv(t, rec.conns, "connection a")
+	recv(t, ca.lineCh, "a's first line")
+
+	b := dial(t, s.Addr())
+	defer b.Close()
+	io.WriteString(b, "b 1\n"+strings.Repeat("B", 1000))
+	cb := recv(t, rec.conns, "connection b")
+	waitDone(t, cb) // closed: 2000 bytes of partial lines do not fit in 1500
+	equalStrings(t, "b's lines", cb.lines, []string{"b 1"})
+	counter(t, "ConnsDropped", s.Stats().ConnsDropped.Load(), 1)
+
+	io.WriteString(a, " 2 "+T+"\n")
+	a.Close()
+	waitDone(t, ca)
+	equalStrings(t, "a's lines", ca.lines, []string{"a 1", strings.Repeat("A", 1000) + " 2 " + T})
+	if held := s.held.Load(); held != 0 {
+		t.Errorf("%d bytes still held with no connection open", held)
+	}
+}

@@ -137,6 +137,7 @@ type GraphiteConfig struct {
 	MaxLineLength  int      `toml:"max-line-length"`
 	IdleTimeout    Duration `toml:"idle-timeout"`
 	MaxConnections int      `toml:"max-connections"`
+	MaxHeldBytes   int64    `toml:"max-held-bytes"`
 	// MaxCachedSeries bounds the series whose mapping the block remembers
 	// (default 1000000, about 200 bytes each).
 	MaxCachedSeries int `toml:"max-cached-series"`

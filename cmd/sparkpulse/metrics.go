@@ -21,6 +21,7 @@ var (
 	descConnsActive   = desc("graphite_connections_active", "Open TCP connections.")
 	descConnsHandled  = desc("graphite_connections_total", "TCP connections accepted.")
 	descConnsRejected = desc("graphite_connections_rejected_total", "TCP connections closed at once because max-connections was reached.")
+	descConnsDropped  = desc("graphite_connections_dropped_total", "TCP connections closed because their partial line did not fit in max-held-bytes.")
 	descIdleTimeouts  = desc("graphite_idle_timeouts_total", "TCP connections closed after idle-timeout without data.")
 	descBytes         = desc("graphite_bytes_received_total", "Bytes received.")
 	descDatagrams     = desc("graphite_datagrams_received_total", "UDP datagrams received.")
@@ -116,6 +117,7 @@ func collectBlock(ch chan<- prometheus.Metric, b *block) {
 		gauge(ch, descConnsActive, float64(g.ConnsActive.Load()), name)
 		counter(ch, descConnsHandled, g.ConnsHandled.Load(), name)
 		counter(ch, descConnsRejected, g.ConnsRejected.Load(), name)
+		counter(ch, descConnsDropped, g.ConnsDropped.Load(), name)
 		counter(ch, descIdleTimeouts, g.IdleTimeouts.Load(), name)
 	} else {
 		counter(ch, descDatagrams, g.Datagrams.Load(), name)

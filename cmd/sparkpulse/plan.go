@@ -77,6 +77,7 @@ func (l *Listener) TCP() graphite.TCPConfig {
 		MaxLineLength:  l.Config.MaxLineLength,
 		IdleTimeout:    time.Duration(l.Config.IdleTimeout),
 		MaxConnections: l.Config.MaxConnections,
+		MaxHeldBytes:   l.Config.MaxHeldBytes,
 	}
 }
 
