@@ -223,6 +223,7 @@ func TestTenThousandIdleConnections(t *testing.T) {
 [[graphite]]
   bind-address = "127.0.0.1:%d"
   database = "idle"
+  max-connections = 10100   # above the default 4096: what 10 000 idle ones cost
 `, srv.URL, admin, port))
 	var logs bytes.Buffer
 	cmd := exec.Command(bin, "run", "--config", conf)
