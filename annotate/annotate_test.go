@@ -478,7 +478,7 @@ func TestTemplateSourceAndAuth(t *testing.T) {
 		t.Fatal("written before any application id was seen")
 	}
 	p.SeeApp(scriptApp)
-	p.SeeApp("app-unknown-to-the-proxy")
+	p.SeeApp("app-20261122100000-9999") // Spark-shaped, unknown to the proxy
 	p.PollOnce(context.Background())
 	if got := sink.stored(MeasurementApp, appRow); len(got) != 1 {
 		t.Errorf("apps %q", got)

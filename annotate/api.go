@@ -8,6 +8,7 @@ import (
 	"fmt"
 	"io"
 	"net/http"
+	"reflect"
 	"strings"
 	"time"
 
@@ -58,10 +59,9 @@ func isNotFound(err error) bool {
 	return errors.As(err, &fe) && fe.kind == kindStatus && fe.status == http.StatusNotFound
 }
 
-// maxBody bounds a response; a full list of 1000 stages is a few MB.
-const maxBody = 64 << 20
-
-// get fetches url and decodes its JSON into out.
+// get fetches url and decodes its JSON into out, as a stream: a response
+// is never held whole, and one larger than MaxResponseBytes is a decode
+// error. Redirects are not followed (see newHTTPClient).
 func (p *Poller) get(ctx context.Context, url string, out any) error {
 	ctx, cancel := context.WithTimeout(ctx, p.cfg.Timeout)
 	defer cancel()
@@ -77,31 +77,103 @@ func (p *Poller) get(ctx context.Context, url string, out any) error {
 		return &fetchError{kind: kindNetwork, url: url, err: err}
 	}
 	defer resp.Body.Close()
-	body, err := io.ReadAll(io.LimitReader(resp.Body, maxBody+1))
-	p.stats.bytes.Add(uint64(len(body)))
-	if err != nil {
-		return &fetchError{kind: kindNetwork, url: url, err: err}
-	}
+	body := &countedReader{r: io.LimitReader(resp.Body, p.cfg.MaxResponseBytes+1)}
+	defer func() { p.stats.bytes.Add(uint64(body.n)) }()
 	if resp.StatusCode != http.StatusOK {
-		return &fetchError{kind: kindStatus, status: resp.StatusCode, url: url, err: errors.New(snippet(body))}
+		head, _ := io.ReadAll(io.LimitReader(body, 512))
+		return &fetchError{kind: kindStatus, status: resp.StatusCode, url: url, err: errors.New(snippet(head))}
 	}
-	if len(body) > maxBody {
-		return &fetchError{kind: kindDecode, url: url, err: fmt.Errorf("response larger than %d bytes", maxBody)}
-	}
-	if err := json.Unmarshal(body, out); err != nil {
-		return &fetchError{kind: kindDecode, url: url, err: fmt.Errorf("%v; body starts %q", err, snippet(body))}
+	err = decodeStream(json.NewDecoder(body), out)
+	switch {
+	case body.n > p.cfg.MaxResponseBytes:
+		return &fetchError{kind: kindDecode, url: url, err: fmt.Errorf("response larger than max-response-bytes (%d)", p.cfg.MaxResponseBytes)}
+	case err != nil:
+		return &fetchError{kind: kindDecode, url: url, err: fmt.Errorf("%v; body starts %q", err, snippet(body.head))}
 	}
 	return nil
 }
 
-// snippet is the start of a response body, for error messages: an HTML
-// page from a proxy, or Spark's one-line error.
-func snippet(b []byte) string {
-	b = bytes.TrimSpace(b)
-	if len(b) > 120 {
-		b = append(b[:120:120], "…"...)
+// decodeStream decodes one JSON value into out. A list (out points to a
+// slice) is decoded an element at a time, so that the decoder holds one
+// element's text, not the whole answer's.
+func decodeStream(dec *json.Decoder, out any) error {
+	v := reflect.ValueOf(out).Elem()
+	if v.Kind() != reflect.Slice {
+		return dec.Decode(out)
 	}
-	return strings.Join(strings.Fields(string(b)), " ")
+	tok, err := dec.Token()
+	if err != nil {
+		return err
+	}
+	if tok == nil { // null
+		v.SetLen(0)
+		return nil
+	}
+	if d, ok := tok.(json.Delim); !ok || d != '[' {
+		return fmt.Errorf("want a JSON list, got %v", tok)
+	}
+	v.SetLen(0)
+	for dec.More() {
+		e := reflect.New(v.Type().Elem())
+		if err := dec.Decode(e.Interface()); err != nil {
+			return err
+		}
+		v.Set(reflect.Append(v, e.Elem()))
+	}
+	_, err = dec.Token() // ']'
+	return err
+}
+
+// countedReader counts what is read through it, and keeps the start.
+type countedReader struct {
+	r    io.Reader
+	n    int64
+	head []byte // the first bytes, for error messages
+}
+
+func (c *countedReader) Read(b []byte) (int, error) {
+	n, err := c.r.Read(b)
+	c.n += int64(n)
+	if room := 512 - len(c.head); room > 0 {
+		c.head = append(c.head, b[:min(n, room)]...)
+	}
+	return n, err
+}
+
+// newHTTPClient makes the client of Spark's REST API. It follows no
+// redirect: a source is named by its final URL, and a redirect that a
+// Spark UI (run by whoever submitted the job) answers must not carry
+// sparkpulse's credentials, or its requests, anywhere else.
+func newHTTPClient(t http.RoundTripper) *http.Client {
+	return &http.Client{Transport: t, CheckRedirect: func(*http.Request, []*http.Request) error {
+		return http.ErrUseLastResponse
+	}}
+}
+
+// snippet is the start of a response body, for error messages: an HTML
+// page from a proxy, or Spark's one-line error. It is short and keeps only
+// printable ASCII, so that a hostile answer cannot fill or forge log lines.
+func snippet(b []byte) string {
+	const maxShown = 80
+	var out strings.Builder
+	space := true
+	for _, c := range bytes.TrimSpace(b) {
+		switch {
+		case out.Len() >= maxShown:
+			return out.String() + "…"
+		case c <= ' ':
+			if !space {
+				out.WriteByte(' ')
+			}
+			space = true
+			continue
+		case c > '~':
+			c = '?'
+		}
+		out.WriteByte(c)
+		space = false
+	}
+	return out.String()
 }
 
 // Auth is how requests to Spark authenticate: HTTP basic auth with

@@ -4,7 +4,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"net/http"
 	"net/url"
 	"strings"
 
@@ -27,7 +26,7 @@ type Application struct {
 // sources, timeout, auth and transport of cfg are used.
 func ReadApplication(ctx context.Context, cfg Config, appID string) (Application, error) {
 	cfg = cfg.WithDefaults()
-	p := &Poller{cfg: cfg, client: &http.Client{Transport: cfg.Transport}}
+	p := &Poller{cfg: cfg, client: newHTTPClient(cfg.Transport)}
 	var errs []error
 	for _, s := range cfg.Sources {
 		if err := CheckSource(s); err != nil {

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"maps"
 	"net/http"
 	"net/url"
 	"slices"
@@ -36,7 +37,16 @@ type Config struct {
 	// reads finished applications; default 1h.
 	Lookback time.Duration
 	MaxText  int // names and descriptions are trimmed to this many characters; default 200
-	Auth     Auth
+	// MaxResponseBytes bounds one answer of a source; a larger one is a
+	// failed request. Default 16 MiB: a list of 1000 stages is a few MB.
+	MaxResponseBytes int64
+	// MaxApps bounds the applications whose {app_id} instances are polled
+	// at once; default 256.
+	MaxApps int
+	// NewAppsPerPoll bounds the applications admitted per Interval to
+	// {app_id} polling; default 8.
+	NewAppsPerPoll int
+	Auth           Auth
 	// Transport carries the requests (TLS settings live there); nil uses
 	// http.DefaultTransport.
 	Transport http.RoundTripper
@@ -47,10 +57,13 @@ type Config struct {
 
 // Defaults.
 const (
-	DefaultInterval = 10 * time.Second
-	DefaultTimeout  = 5 * time.Second
-	DefaultLookback = time.Hour
-	DefaultMaxText  = 200
+	DefaultInterval         = 10 * time.Second
+	DefaultTimeout          = 5 * time.Second
+	DefaultLookback         = time.Hour
+	DefaultMaxText          = 200
+	DefaultMaxResponseBytes = 16 << 20
+	DefaultMaxApps          = 256
+	DefaultNewAppsPerPoll   = 8
 )
 
 const (
@@ -111,11 +124,15 @@ type Poller struct {
 	client    *http.Client
 	log       *zap.Logger
 	static    []*source
-	templates []string
+	templates []template
+	workers   chan struct{} // a token per poll worker running
 
 	mu       sync.Mutex
 	perApp   map[string][]*source // template instances by application id
 	retired  map[string]time.Time // application id → when its template instances were retired
+	nominees map[string]int       // ids seen since the last poll → how often (see discovery.go)
+	refused  map[string]uint64    // ids refused for {app_id}, by reason
+	queue    []*source            // sources due, waiting for a worker
 	owners   map[appKey]*source   // which source syncs an attempt
 	orphans  map[appKey]*appState // attempts whose source lost them
 	errors   map[[2]string]uint64 // (source, kind) → failed polls
@@ -143,6 +160,15 @@ func (cfg Config) WithDefaults() Config {
 	if cfg.MaxText == 0 {
 		cfg.MaxText = DefaultMaxText
 	}
+	if cfg.MaxResponseBytes == 0 {
+		cfg.MaxResponseBytes = DefaultMaxResponseBytes
+	}
+	if cfg.MaxApps == 0 {
+		cfg.MaxApps = DefaultMaxApps
+	}
+	if cfg.NewAppsPerPoll == 0 {
+		cfg.NewAppsPerPoll = DefaultNewAppsPerPoll
+	}
 	if cfg.Now == nil {
 		cfg.Now = time.Now
 	}
@@ -164,6 +190,10 @@ func (cfg Config) Validate() error {
 	if cfg.MaxText != 0 && cfg.MaxText < 20 {
 		errs = append(errs, fmt.Errorf("max-text %d: must be at least 20", cfg.MaxText))
 	}
+	if cfg.MaxResponseBytes < 0 || cfg.MaxApps < 0 || cfg.NewAppsPerPoll < 0 {
+		errs = append(errs, fmt.Errorf("max-response-bytes %d, max-apps %d, new-apps-per-poll %d: must not be negative",
+			cfg.MaxResponseBytes, cfg.MaxApps, cfg.NewAppsPerPoll))
+	}
 	return errors.Join(errs...)
 }
 
@@ -177,13 +207,16 @@ func New(cfg Config) (*Poller, error) {
 		return nil, errors.New("annotate: no sink")
 	}
 	p := &Poller{
-		cfg:     cfg,
-		client:  &http.Client{Transport: cfg.Transport},
-		perApp:  map[string][]*source{},
-		retired: map[string]time.Time{},
-		owners:  map[appKey]*source{},
-		orphans: map[appKey]*appState{},
-		errors:  map[[2]string]uint64{},
+		cfg:      cfg,
+		client:   newHTTPClient(cfg.Transport),
+		perApp:   map[string][]*source{},
+		retired:  map[string]time.Time{},
+		nominees: map[string]int{},
+		refused:  map[string]uint64{},
+		workers:  make(chan struct{}, parallel),
+		owners:   map[appKey]*source{},
+		orphans:  map[appKey]*appState{},
+		errors:   map[[2]string]uint64{},
 	}
 	// A source that fails keeps failing every poll: a few entries a second.
 	p.log = cfg.Log.WithOptions(zap.WrapCore(func(c zapcore.Core) zapcore.Core {
@@ -196,7 +229,7 @@ func New(cfg Config) (*Poller, error) {
 			continue
 		}
 		if strings.Contains(s, "{app_id}") {
-			p.templates = append(p.templates, s)
+			p.templates = append(p.templates, parseTemplate(s))
 		} else {
 			p.static = append(p.static, newSource(s, s, ""))
 		}
@@ -227,29 +260,7 @@ func CheckSource(s string) error {
 	case strings.Count(s, "{") != strings.Count(s, "{app_id}"):
 		return errors.New("the only placeholder is {app_id}")
 	}
-	return nil
-}
-
-// SeeApp tells the poller that metrics of application id arrive, so the
-// {app_id} templates are polled for it. It is cheap once an id is known.
-func (p *Poller) SeeApp(id string) {
-	if len(p.templates) == 0 || id == "" {
-		return
-	}
-	p.mu.Lock()
-	defer p.mu.Unlock()
-	if _, ok := p.perApp[id]; ok {
-		return
-	}
-	if t, ok := p.retired[id]; ok && p.cfg.Now().Sub(t) < giveUp {
-		return
-	}
-	delete(p.retired, id)
-	var list []*source
-	for _, tmpl := range p.templates {
-		list = append(list, newSource(tmpl, strings.ReplaceAll(tmpl, "{app_id}", url.PathEscape(id)), id))
-	}
-	p.perApp[id] = list
+	return checkTemplate(s)
 }
 
 // Run polls every source each Interval until ctx ends, then waits for the
@@ -273,37 +284,69 @@ func (p *Poller) PollOnce(ctx context.Context) {
 	p.round(ctx, true)
 }
 
-// round starts a poll of every due, idle source, and handles lost
-// applications.
+// round admits new applications, queues every due, idle source for the
+// workers, and handles lost applications. With wait it returns once the
+// queue is done.
 func (p *Poller) round(ctx context.Context, wait bool) {
 	now := p.cfg.Now()
 	p.mu.Lock()
+	p.admit()
 	due := slices.Clone(p.static)
 	for _, l := range p.perApp {
 		due = append(due, l...)
 	}
-	p.mu.Unlock()
-	sem := make(chan struct{}, parallel)
-	var wg sync.WaitGroup
 	for _, s := range due {
-		if now.Before(s.next) || !s.busy.CompareAndSwap(false, true) {
-			continue
+		if !now.Before(s.next) && s.busy.CompareAndSwap(false, true) {
+			p.queue = append(p.queue, s)
 		}
-		wg.Add(1)
+	}
+	p.mu.Unlock()
+	p.startWorkers(ctx)
+	if wait {
+		p.inFlight.Wait()
+	}
+	p.closeOutOrphans(now)
+}
+
+// startWorkers starts workers for the queue, as many as there are free
+// places among the parallel ones. A worker polls queued sources until the
+// queue is empty.
+func (p *Poller) startWorkers(ctx context.Context) {
+	for {
+		p.mu.Lock()
+		waiting := len(p.queue)
+		p.mu.Unlock()
+		if waiting == 0 {
+			return
+		}
+		select {
+		case p.workers <- struct{}{}:
+		default:
+			return // every worker is busy; they take the queue in turn
+		}
 		p.inFlight.Add(1)
 		go func() {
 			defer p.inFlight.Done()
-			defer wg.Done()
-			defer s.busy.Store(false)
-			sem <- struct{}{}
-			defer func() { <-sem }()
-			p.pollSource(ctx, s)
+			defer func() { <-p.workers }()
+			for s := p.next(); s != nil; s = p.next() {
+				p.pollSource(ctx, s)
+				s.busy.Store(false)
+			}
 		}()
 	}
-	if wait {
-		wg.Wait()
+}
+
+// next takes a source off the queue, nil when it is empty.
+func (p *Poller) next() *source {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	if len(p.queue) == 0 {
+		return nil
 	}
-	p.closeOutOrphans(now)
+	s := p.queue[0]
+	p.queue[0] = nil
+	p.queue = p.queue[1:]
+	return s
 }
 
 // pollSource lists a source's applications and synchronises each attempt
@@ -319,6 +362,14 @@ func (p *Poller) pollSource(ctx context.Context, s *source) {
 		s.failures++
 		s.next = now.Add(min(p.cfg.Interval<<min(s.failures, 16), maxBackoff))
 		p.countError(s, err)
+		if unproven(s, err) {
+			// An id from the metrics that no source knows: not logged per
+			// id, as a flood of them would flood the log.
+			p.mu.Lock()
+			p.retireLocked(s.appID)
+			p.mu.Unlock()
+			return
+		}
 		p.log.Warn("Spark REST source failed", zap.String("source", s.name), zap.String("url", s.base),
 			zap.Int("failures", s.failures), zap.Duration("retry_in", s.next.Sub(now)), zap.Error(err))
 		if s.failures >= lostAfter {
@@ -498,6 +549,7 @@ type Stats struct {
 	Tracked   int                          // attempts being synchronised
 	Lost      int                          // attempts waiting for another source
 	Sources   int                          // configured sources plus template instances
+	Refused   map[string]uint64            // application ids refused for {app_id}, by reason
 }
 
 // Stats returns the counters. Tracked only counts attempts of idle sources
@@ -516,6 +568,7 @@ func (p *Poller) Stats() Stats {
 		st.Errors[k[0]][k[1]] = v
 	}
 	st.Tracked, st.Lost = len(p.owners), len(p.orphans)
+	st.Refused = maps.Clone(p.refused)
 	st.Sources = len(p.static)
 	for _, l := range p.perApp {
 		st.Sources += len(l)

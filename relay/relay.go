@@ -111,8 +111,9 @@ type Config struct {
 	Deltas *Deltas
 	// OnApp, when set, is called with the value of the tag AppTag of the
 	// points a connection encodes whenever it differs from the previous one
-	// on that connection; Spark sends one application per connection, so
-	// that is about once per connection.
+	// on that connection, at most maxAppsPerBlock times per block; Spark
+	// sends one application per connection, so that is about once per
+	// connection.
 	OnApp  func(app string)
 	AppTag string
 	// NonBlocking makes a block the Sink has no room for a counted drop
@@ -230,6 +231,7 @@ type Conn struct {
 	enc    lineprotocol.Encoder // describes new series
 
 	lastApp  []byte // the AppTag value last passed to OnApp
+	apps     int    // OnApp calls in this block
 	meas     []byte // scratch for a measurement rewritten by backslashes
 	key      []byte // state ID scratch for the delta stage
 	deltaKey []byte // "<field>_delta" scratch
@@ -311,8 +313,9 @@ func (c *Conn) encode(line []byte) (Reason, string) {
 	b = strconv.AppendInt(b, ts, 10)
 	c.out = append(b, '\n')
 	c.points++
-	if app := s.app(); app != "" && app != string(c.lastApp) {
+	if app := s.app(); app != "" && app != string(c.lastApp) && c.apps < maxAppsPerBlock {
 		c.lastApp = append(c.lastApp[:0], app...)
+		c.apps++
 		c.relay.cfg.OnApp(app)
 	}
 	return 0, ""
@@ -504,7 +507,7 @@ func (c *Conn) deltaFields(f []byte) (deltaKey, rateKey []byte) {
 // Flush implements graphite.ConnHandler: it hands the block's points to the
 // sink and publishes the block's counts.
 func (c *Conn) Flush() {
-	c.now = 0
+	c.now, c.apps = 0, 0
 	st := &c.relay.stats
 	if c.points > 0 {
 		if c.relay.cfg.Sink.Append(c.out, c.points, !c.relay.cfg.NonBlocking) {
@@ -544,6 +547,11 @@ func (c *Conn) Close() {
 // maxPooledBlock bounds the block buffer an idle Conn keeps: a 64 KiB read
 // of Spark's lines makes about 100 KiB of points.
 const maxPooledBlock = 1 << 20
+
+// maxAppsPerBlock bounds the OnApp calls per block of lines: Spark sends
+// one application per connection, and a connection that carries thousands
+// must not make thousands of calls (the annotator's discovery counts them).
+const maxAppsPerBlock = 4
 
 // maxIdleConns bounds the Conns kept for reuse: more than the connections
 // usually open at once.

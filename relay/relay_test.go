@@ -3,6 +3,7 @@ package relay
 import (
 	"bytes"
 	"errors"
+	"fmt"
 	"strings"
 	"testing"
 	"time"
@@ -348,5 +349,26 @@ func TestNonBlockingQueueFull(t *testing.T) {
 	}
 	if ReasonQueueFull.String() != "queue_full" {
 		t.Error(ReasonQueueFull.String())
+	}
+}
+
+// A block carrying many applications calls OnApp at most maxAppsPerBlock
+// times: a flood on one connection nominates a few ids, not thousands.
+func TestOnAppBoundedPerBlock(t *testing.T) {
+	calls := 0
+	r := New(Config{Mapper: spark.NewMapper(spark.Options{}), Sink: &sink{}, AppTag: "applicationid",
+		OnApp: func(string) { calls++ }})
+	c := r.NewConn(nil)
+	for i := range 1000 {
+		c.Line([]byte(fmt.Sprintf("application_1700000000000_%d.driver.jvm.heap.used 1 1795300000", i)))
+	}
+	c.Flush()
+	if calls != maxAppsPerBlock {
+		t.Errorf("%d OnApp calls for a block of 1000 applications, want %d", calls, maxAppsPerBlock)
+	}
+	c.Line([]byte("app-20261122101500-0001.driver.jvm.heap.used 1 1795300000"))
+	c.Close()
+	if calls != maxAppsPerBlock+1 {
+		t.Errorf("the next block's application was not heard: %d calls", calls)
 	}
 }

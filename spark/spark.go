@@ -332,9 +332,19 @@ func isMillis(p []byte) bool {
 	return len(p) == 13 && allDigits(p)
 }
 
-// isAppID reports whether p has the shape of a spark.app.id: local-\d+,
-// app-\d{14}-\d{4,}, application_\d+_\d+, spark-[0-9a-f]{32} or
-// spark-application-\d+. Hand-written because it runs for most lines.
+// IsAppID reports whether id has the shape of a spark.app.id, as Spark
+// makes them: local-\d+, app-\d{14}-\d{4,}, application_\d+_\d+,
+// spark-[0-9a-f]{32} or spark-application-\d+, and at most MaxAppIDLength
+// bytes. Only such ids are tagged as applications by the built-in mapping,
+// and only they fill a REST source's {app_id}.
+func IsAppID(id []byte) bool { return len(id) <= MaxAppIDLength && isAppID(id) }
+
+// MaxAppIDLength bounds an application id: Spark's longest forms are
+// about 40 bytes.
+const MaxAppIDLength = 64
+
+// isAppID is IsAppID without the length bound. Hand-written because it
+// runs for most lines.
 func isAppID(p []byte) bool {
 	switch {
 	case hasPrefix(p, "application_"):

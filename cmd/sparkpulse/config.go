@@ -47,6 +47,10 @@ type AnnotateConfig struct {
 	Timeout  Duration `toml:"timeout"`
 	Lookback Duration `toml:"lookback"`
 	MaxText  int      `toml:"max-text"`
+	// Bounds on what the sources may cost (see annotate.Config).
+	MaxResponseBytes int64 `toml:"max-response-bytes"`
+	MaxApps          int   `toml:"max-apps"`
+	NewAppsPerPoll   int   `toml:"new-apps-per-poll"`
 	// Where the points go; default: the first [[graphite]] block's target.
 	Database        string `toml:"database"`
 	RetentionPolicy string `toml:"retention-policy"`

@@ -56,6 +56,7 @@ var (
 	descAnnLost      = prometheus.NewDesc("sparkpulse_annotate_attempts_lost", "Application attempts their source no longer shows, waiting for another source.", nil, nil)
 	descAnnClosedOut = prometheus.NewDesc("sparkpulse_annotate_closed_out_total", "Lost attempts whose running items were written as UNKNOWN.", nil, nil)
 	descAnnSources   = prometheus.NewDesc("sparkpulse_annotate_sources", "Sources polled: configured URLs plus {app_id} template instances.", nil, nil)
+	descAnnRefused   = prometheus.NewDesc("sparkpulse_annotate_apps_refused_total", "Application ids from the metrics not used to fill {app_id}, by reason: shape (not a Spark application id), host_label (not a valid DNS label there), rate (more than new-apps-per-poll), cap (max-apps polled), retired (no source knew it, less than 10 min ago).", []string{"reason"}, nil)
 )
 
 func (c *statsCollector) Describe(ch chan<- *prometheus.Desc) {
@@ -107,6 +108,9 @@ func collectAnnotate(ch chan<- prometheus.Metric, a *annotate.Poller) {
 	gauge(ch, descAnnTracked, float64(st.Tracked))
 	gauge(ch, descAnnLost, float64(st.Lost))
 	gauge(ch, descAnnSources, float64(st.Sources))
+	for reason, n := range st.Refused {
+		counter(ch, descAnnRefused, n, reason)
+	}
 }
 
 // collectBlock exports a block's listener and relay counters.

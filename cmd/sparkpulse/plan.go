@@ -388,7 +388,8 @@ func (c *Config) prepareAnnotate(p *Plan, getenv func(string) string) error {
 		}
 	}
 	pc := annotate.Config{Sources: a.URLs, Interval: time.Duration(a.Interval), Timeout: time.Duration(a.Timeout),
-		Lookback: time.Duration(a.Lookback), MaxText: a.MaxText}
+		Lookback: time.Duration(a.Lookback), MaxText: a.MaxText,
+		MaxResponseBytes: a.MaxResponseBytes, MaxApps: a.MaxApps, NewAppsPerPoll: a.NewAppsPerPoll}
 	if err := pc.Validate(); err != nil {
 		fail("%v", err)
 	}

@@ -1,0 +1,163 @@
+package annotate
+
+import (
+	"context"
+	"fmt"
+	"net/http"
+	"runtime"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"testing"
+
+	"github.com/sparkpulse/sparkpulse/sparkui"
+)
+
+// Only ids of Spark's shapes fill a template, and in a host only those
+// that make a valid DNS label; what reaches a URL is escaped for its part.
+func TestAppIDsRefused(t *testing.T) {
+	s := newScript(sparkui.LiveUI)
+	var paths []string
+	var mu sync.Mutex
+	base := serve(t, http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		mu.Lock()
+		paths = append(paths, r.URL.EscapedPath())
+		mu.Unlock()
+		http.NotFound(w, r)
+	}))
+	p := newPoller(t, Config{Sources: []string{base + "/proxy/{app_id}"}, Sink: newMemSink(), Now: s.clk.Now})
+	for _, id := range []string{"..", ".", "", "app-evil.example:1@", "application_1_1/../../x", strings.Repeat("9", 70_000),
+		"application_" + strings.Repeat("1", 60) + "_1"} {
+		p.SeeApp(id)
+	}
+	p.SeeApp("application_1628109047826_1317105")
+	p.PollOnce(context.Background())
+	if got := p.Stats().Refused; got[refusedShape] != 6 {
+		t.Errorf("refused %v, want 6 for their shape", got)
+	}
+	if want := "/proxy/application_1628109047826_1317105/api/v1/applications/application_1628109047826_1317105"; len(paths) != 1 || paths[0] != want {
+		t.Errorf("requests %q, want only %q", paths, want)
+	}
+
+	host := newPoller(t, Config{Sources: []string{"http://{app_id}-driver-svc.spark:4040"}, Sink: newMemSink(), Now: s.clk.Now})
+	host.SeeApp("application_1628109047826_1317105") // '_' is no DNS label character
+	host.SeeApp("app-20261122100000-0001")
+	host.mu.Lock()
+	defer host.mu.Unlock()
+	if _, ok := host.nominees["app-20261122100000-0001"]; !ok || host.refused[refusedHostLabel] != 1 {
+		t.Errorf("nominees %v, refused %v", host.nominees, host.refused)
+	}
+	if err := CheckSource("http://{app_id}" + strings.Repeat("x", 40) + ".spark:4040"); err == nil {
+		t.Error("a host template whose label no application id fits is accepted")
+	}
+}
+
+// A flood of Spark-shaped ids that no source knows, sent once each, costs
+// at most new-apps-per-poll requests per poll, no goroutine per id, and no
+// second request for a retired id; an application seen from its processes
+// during the flood is admitted at the next poll. The flood is what one TCP
+// send of 200 000 lines with distinct ids nominates (relay nominates at
+// most 4 ids per 64 KiB block: about 800) and 100 UDP datagrams.
+func TestDiscoveryFlood(t *testing.T) {
+	s := newScript(sparkui.LiveUI)
+	var requests atomic.Int64
+	mux := http.NewServeMux()
+	mux.Handle("/proxy/", http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		requests.Add(1)
+		if id, rest, _ := strings.Cut(strings.TrimPrefix(r.URL.Path, "/proxy/"), "/"); id == scriptApp {
+			r.URL.Path = "/" + rest
+			s.srv.ServeHTTP(w, r)
+			return
+		}
+		http.NotFound(w, r)
+	}))
+	base := serve(t, mux)
+	sink := newMemSink()
+	p := newPoller(t, Config{Sources: []string{base + "/proxy/{app_id}"}, Sink: sink, Now: s.clk.Now, NewAppsPerPoll: 4})
+	goroutines := runtime.NumGoroutine()
+	const flood = 900
+	for i := range flood {
+		p.SeeApp(fmt.Sprintf("application_1700000000000_%d", i))
+		if i%(flood/4) == flood/8 { // the driver and three executors report
+			p.SeeApp(scriptApp)
+		}
+	}
+	p.PollOnce(context.Background())
+	if got := sink.stored(MeasurementApp, appRow); len(got) != 1 {
+		t.Fatalf("the genuine application was not polled during the flood: %q", got)
+	}
+	first := requests.Load()
+	st := p.Stats()
+	if st.Sources > 4 || st.Refused[refusedRate] == 0 {
+		t.Errorf("after the first poll: %d sources, refused %v", st.Sources, st.Refused)
+	}
+	if n := runtime.NumGoroutine(); n > goroutines+parallel+5 {
+		t.Errorf("%d goroutines, %d before", n, goroutines)
+	}
+	// The same flood again: the 3 fakes admitted with the genuine one are
+	// retired and not asked again; 4 new ones are.
+	before := requests.Load()
+	for i := range flood {
+		p.SeeApp(fmt.Sprintf("application_1700000000000_%d", i))
+	}
+	p.PollOnce(context.Background())
+	t.Logf("%d requests at the first poll, %d at the second", first, requests.Load()-before)
+	if got := requests.Load() - before; got > 4+10 { // 4 new ids, and the genuine app's incremental sync
+		t.Errorf("%d requests at the second poll", got)
+	}
+	if st := p.Stats(); st.Refused[refusedRetired] < 3 || st.Sources > 5 {
+		t.Errorf("after the second poll: %d sources, refused %v", st.Sources, st.Refused)
+	}
+}
+
+// A source's redirect is not followed: the credentials and the request
+// stay with the source as configured.
+func TestNoRedirects(t *testing.T) {
+	s := newScript(sparkui.LiveUI)
+	var elsewhere atomic.Int64
+	other := serve(t, http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		elsewhere.Add(1)
+		w.Write([]byte(`{"secret":"credentials of another service"}`))
+	}))
+	src := serve(t, http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		http.Redirect(w, r, other+"/credentials", http.StatusFound)
+	}))
+	p := newPoller(t, Config{Sources: []string{src}, Sink: newMemSink(), Now: s.clk.Now, Auth: Auth{Token: "t0ken"}})
+	p.PollOnce(context.Background())
+	if elsewhere.Load() != 0 {
+		t.Error("the redirect was followed")
+	}
+	if st := p.Stats(); st.Errors[src]["http_status"] != 1 {
+		t.Errorf("errors %v, want the 302 counted", st.Errors)
+	}
+}
+
+// An answer larger than max-response-bytes is a failed request, read no
+// further than the limit.
+func TestResponseLimit(t *testing.T) {
+	s := newScript(sparkui.LiveUI)
+	const huge = 10 << 20
+	src := serve(t, http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		w.Write([]byte("["))
+		item := []byte(`{"id":"` + strings.Repeat("x", 1000) + `","attempts":[]},`)
+		for n := 0; n < huge; n += len(item) {
+			if _, err := w.Write(item); err != nil {
+				return
+			}
+		}
+		w.Write([]byte(`{"id":"x","attempts":[]}]`))
+	}))
+	p := newPoller(t, Config{Sources: []string{src}, Sink: newMemSink(), Now: s.clk.Now, MaxResponseBytes: 1 << 20})
+	p.PollOnce(context.Background())
+	st := p.Stats()
+	if st.Errors[src]["decode"] != 1 || st.Bytes > 1<<20+1 {
+		t.Errorf("errors %v, %d bytes read; want one decode error after at most 1 MiB", st.Errors, st.Bytes)
+	}
+}
+
+func TestSnippet(t *testing.T) {
+	got := snippet([]byte("  <html>\n\t<body>\x1b[31mred\x00 \xff" + strings.Repeat("z", 200)))
+	if strings.ContainsAny(got, "\n\t\x1b\x00\xff") || len(got) > 90 || !strings.HasPrefix(got, "<html> <body> [31mred ?zz") {
+		t.Errorf("snippet %q", got)
+	}
+}
