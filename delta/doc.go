@@ -40,14 +40,18 @@
 //     series after between IdleTTL and IdleTTL plus a minute). Counted in
 //     Stats.Evicted.
 //  8. While MaxSeries series have a baseline (default 1 000 000), a new
-//     series gets none: no delta. Outcome Refused. Existing series are
+//     series gets none: no delta. Outcome Refused. So does a new series
+//     of an application that has MaxSeriesPerApp of them (default
+//     250 000; outcome RefusedQuota), so that one flood of series cannot
+//     fill the table for every application. Existing series are
 //     never dropped to make room, since a dropped live series would come
 //     back with a baseline of zero and a wrong delta: wrong deltas are worse
 //     than missing ones. For the same reason, for IdleTTL after the last
-//     refusal — or after the caller had to drop live series' baselines
-//     ([Tracker.Lost]) — a first sample is treated as by rule 5
+//     MaxSeries refusal — or after the caller had to drop live series'
+//     baselines ([Tracker.Lost]) — a first sample is treated as by rule 5
 //     (FirstUnknown), since it may come from a series that has been
-//     counting all along.
+//     counting all along; and a refused series, when admitted, gives no
+//     delta for its first tracked sample.
 //
 // Values must be finite; the Graphite parser refuses NaN and ±Inf.
 // Timestamps are unix nanoseconds: ts is the sample's own time, now the time

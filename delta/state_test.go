@@ -27,7 +27,7 @@ func restore(tr *Tracker, now int64, keys ...string) book {
 	b := book{}
 	for _, k := range keys {
 		st := Unknown()
-		if tr.Restore(id(k), &st, now) {
+		if tr.Restore(id(k), "", &st, now) {
 			b[k] = &st
 		}
 	}
@@ -69,7 +69,7 @@ func TestSaveLoad(t *testing.T) {
 		t.Errorf("c's saved timestamp again: %+v", got)
 	}
 	st := Unknown()
-	if tr.Restore(id("a"), &st, at(70)) {
+	if tr.Restore(id("a"), "", &st, at(70)) {
 		t.Error("a state restored twice")
 	}
 
@@ -102,7 +102,7 @@ func TestLoadFilters(t *testing.T) {
 		t.Fatalf("Load = %d, %v", n, err)
 	}
 	st := Unknown()
-	if tr.Restore(id("live"), &st, at(0)+int64(10*time.Minute)+1) || st.Known() {
+	if tr.Restore(id("live"), "", &st, at(0)+int64(10*time.Minute)+1) || st.Known() {
 		t.Error("restored IdleTTL after the start")
 	}
 

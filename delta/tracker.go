@@ -14,6 +14,9 @@ const (
 	DefaultFirstSampleGrace = 20 * time.Second // 2 × Spark's default 10 s period
 	DefaultIdleTTL          = 15 * time.Minute
 	DefaultMaxSeries        = 1_000_000
+	// DefaultMaxSeriesPerApp is a quarter of DefaultMaxSeries: an
+	// application of 1 000 executors has about 60 000 cumulative series.
+	DefaultMaxSeriesPerApp = 250_000
 )
 
 // NoGrace as Settings.FirstSampleGrace makes every first sample new (rule 4),
@@ -25,6 +28,7 @@ type Settings struct {
 	FirstSampleGrace time.Duration // 0 = default 20s; use NoGrace (negative) for "every first sample is new"
 	IdleTTL          time.Duration // 0 = default 15m
 	MaxSeries        int           // 0 = default 1_000_000
+	MaxSeriesPerApp  int           // 0 = default 250_000; series of no application are not counted
 }
 
 // WithDefaults fills zero values.
@@ -37,6 +41,9 @@ func (s Settings) WithDefaults() Settings {
 	}
 	if s.MaxSeries <= 0 {
 		s.MaxSeries = DefaultMaxSeries
+	}
+	if s.MaxSeriesPerApp <= 0 {
+		s.MaxSeriesPerApp = DefaultMaxSeriesPerApp
 	}
 	return s
 }
@@ -54,6 +61,9 @@ func (s Settings) Validate() error {
 	if s.MaxSeries < 0 {
 		errs = append(errs, fmt.Errorf("max-series %d: must be positive", s.MaxSeries))
 	}
+	if s.MaxSeriesPerApp < 0 {
+		errs = append(errs, fmt.Errorf("max-series-per-app %d: must be positive", s.MaxSeriesPerApp))
+	}
 	return errors.Join(errs...)
 }
 
@@ -65,10 +75,11 @@ const (
 	FirstNew                    // rule 4: Delta is the value itself
 	FirstUnknown                // rule 5: baseline only
 	OutOfOrder                  // rule 6: ignored
-	Refused                     // rule 8: not tracked
+	Refused                     // rule 8: not tracked, MaxSeries reached
+	RefusedQuota                // rule 8: not tracked, its application's MaxSeriesPerApp reached
 )
 
-var outcomeNames = [...]string{"delta", "first_new", "first_unknown", "out_of_order", "refused"}
+var outcomeNames = [...]string{"delta", "first_new", "first_unknown", "out_of_order", "refused", "refused_app_quota"}
 
 // String returns the outcome's label, fit for a metric label.
 func (o Outcome) String() string {
@@ -92,7 +103,7 @@ func (s Sample) HasDelta() bool { return s.Outcome == Delta || s.Outcome == Firs
 
 // Stats count the samples that did not simply yield a delta, and removals.
 type Stats struct {
-	Resets, FirstNew, FirstUnknown, OutOfOrder, Evicted, Refused atomic.Uint64
+	Resets, FirstNew, FirstUnknown, OutOfOrder, Evicted, Refused, RefusedQuota atomic.Uint64
 }
 
 // State is one series' last sample: the baseline of its next delta. The
@@ -104,14 +115,20 @@ type State struct {
 	ts    int64 // sample time of value, unix ns; noBaseline when there is none
 }
 
-// noBaseline is a time no sample has: Graphite times start in 1901.
-const noBaseline = math.MinInt64
+// noBaseline and refusedBaseline are times no sample has (Graphite times
+// start in 1901): the series has no baseline; the series has none
+// because it was refused, so that when it is admitted it may have been
+// counting all along.
+const (
+	noBaseline      = math.MinInt64
+	refusedBaseline = math.MinInt64 + 1
+)
 
 // Unknown is the State of a series with no baseline yet.
 func Unknown() State { return State{ts: noBaseline} }
 
 // Known reports whether s holds a baseline.
-func (s State) Known() bool { return s.ts != noBaseline }
+func (s State) Known() bool { return s.ts != noBaseline && s.ts != refusedBaseline }
 
 // Tracker applies the rules to samples of series whose States the caller
 // keeps, and counts the outcomes. Its methods are safe for concurrent use.
@@ -127,8 +144,11 @@ type Tracker struct {
 	// counting all along, see rule 8.
 	lastLost atomic.Int64
 
+	maxPerApp int
+
 	mu       sync.Mutex
-	restored map[ID]State // loaded by Load, until claimed by Restore
+	perApp   map[string]int // series with a baseline, by application
+	restored map[ID]State   // loaded by Load, until claimed by Restore
 	stats    Stats
 }
 
@@ -137,10 +157,12 @@ type Tracker struct {
 func New(s Settings, start time.Time) *Tracker {
 	s = s.WithDefaults()
 	return &Tracker{
-		start:    start.UnixNano(),
-		grace:    int64(s.FirstSampleGrace),
-		idleTTL:  int64(s.IdleTTL),
-		maxCount: int64(s.MaxSeries),
+		start:     start.UnixNano(),
+		grace:     int64(s.FirstSampleGrace),
+		idleTTL:   int64(s.IdleTTL),
+		maxCount:  int64(s.MaxSeries),
+		maxPerApp: s.MaxSeriesPerApp,
+		perApp:    map[string]int{},
 	}
 }
 
@@ -150,10 +172,12 @@ func (t *Tracker) IdleTTL() time.Duration { return time.Duration(t.idleTTL) }
 // Update records a sample of the series whose state is st, with value
 // taken at ts (unix ns) and received at now (unix ns), and returns its
 // delta as the package's rules say. value must be finite (the Graphite
-// parser refuses NaN and ±Inf). The caller serialises calls on one st.
-func (t *Tracker) Update(st *State, value float64, ts, now int64) Sample {
+// parser refuses NaN and ±Inf). app, the series' application ("" for
+// none), only matters while st has no baseline (rule 8); a caller may
+// leave it empty otherwise. The caller serialises calls on one st.
+func (t *Tracker) Update(st *State, app string, value float64, ts, now int64) Sample {
 	if !st.Known() {
-		return t.first(st, value, ts, now)
+		return t.first(st, app, value, ts, now)
 	}
 	if ts <= st.ts {
 		t.stats.OutOfOrder.Add(1)
@@ -169,16 +193,25 @@ func (t *Tracker) Update(st *State, value float64, ts, now int64) Sample {
 	return s
 }
 
-// first handles the first sample of a series.
-func (t *Tracker) first(st *State, value float64, ts, now int64) Sample {
+// first handles the first sample of a series, or the next one of a
+// refused series.
+func (t *Tracker) first(st *State, app string, value float64, ts, now int64) Sample {
+	refusedBefore := st.ts == refusedBaseline
 	if t.count.Add(1) > t.maxCount {
 		t.count.Add(-1)
 		t.Lost(now)
+		st.ts = refusedBaseline
 		t.stats.Refused.Add(1)
 		return Sample{Outcome: Refused}
 	}
+	if !t.take(app) {
+		t.count.Add(-1)
+		st.ts = refusedBaseline
+		t.stats.RefusedQuota.Add(1)
+		return Sample{Outcome: RefusedQuota}
+	}
 	*st = State{value: value, ts: ts}
-	if t.baselineUnknown(now) {
+	if refusedBefore || t.baselineUnknown(now) {
 		t.stats.FirstUnknown.Add(1)
 		return Sample{Outcome: FirstUnknown}
 	}
@@ -205,36 +238,59 @@ func (t *Tracker) Lost(now int64) {
 	}
 }
 
-// Forget says that the caller dropped n series with a baseline, idle for
-// longer than IdleTTL (rule 7).
-func (t *Tracker) Forget(n int) {
-	if n > 0 {
-		t.count.Add(-int64(n))
-		t.stats.Evicted.Add(uint64(n))
+// take counts a series of app in its quota, if there is room.
+func (t *Tracker) take(app string) bool {
+	if app == "" {
+		return true
 	}
-}
-
-// Restore gives st, the state of a series seen at now for the first time
-// since start, its baseline saved by the last run (see Load), if there is
-// one. IdleTTL after start, what was not claimed is idle and let go.
-func (t *Tracker) Restore(id ID, st *State, now int64) bool {
 	t.mu.Lock()
 	defer t.mu.Unlock()
-	if t.restored == nil {
+	if t.perApp[app] >= t.maxPerApp {
 		return false
 	}
+	t.perApp[app]++
+	return true
+}
+
+// Forget says that the caller dropped a series of app that had a baseline,
+// idle for longer than IdleTTL (rule 7).
+func (t *Tracker) Forget(app string) {
+	t.count.Add(-1)
+	t.stats.Evicted.Add(1)
+	if app == "" {
+		return
+	}
+	t.mu.Lock()
+	if t.perApp[app]--; t.perApp[app] <= 0 {
+		delete(t.perApp, app)
+	}
+	t.mu.Unlock()
+}
+
+// Restore gives st, the state of a series of app seen at now for the
+// first time since start, its baseline saved by the last run (see Load),
+// if there is one. IdleTTL after start, what was not claimed is idle and
+// let go.
+func (t *Tracker) Restore(id ID, app string, st *State, now int64) bool {
+	t.mu.Lock()
 	if now-t.start > t.idleTTL {
 		t.restored = nil
-		return false
 	}
 	saved, ok := t.restored[id]
+	if ok {
+		delete(t.restored, id)
+	}
+	t.mu.Unlock()
 	if !ok || t.count.Add(1) > t.maxCount {
 		if ok {
 			t.count.Add(-1)
 		}
 		return false
 	}
-	delete(t.restored, id)
+	if !t.take(app) {
+		t.count.Add(-1)
+		return false
+	}
 	*st = saved
 	return true
 }

@@ -3,6 +3,7 @@ package delta
 import (
 	"fmt"
 	"math"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"testing"
@@ -26,19 +27,26 @@ func (b book) update(tr *Tracker, key string, v float64, ts, now int64) Sample {
 		*st = Unknown()
 		b[key] = st
 	}
-	return tr.Update(st, v, ts, now)
+	return tr.Update(st, appOf(key), v, ts, now)
+}
+
+// appOf is a test key's application: what comes before its '/', if any.
+func appOf(key string) string {
+	app, _, ok := strings.Cut(key, "/")
+	if !ok {
+		return ""
+	}
+	return app
 }
 
 // forget drops the given series, as a caller drops idle ones.
 func (b book) forget(tr *Tracker, keys ...string) {
-	n := 0
 	for _, k := range keys {
 		if st := b[k]; st != nil && st.Known() {
-			n++
+			tr.Forget(appOf(k))
 		}
 		delete(b, k)
 	}
-	tr.Forget(n)
 }
 
 // states yields the book's states by the IDs of their keys.
@@ -57,11 +65,11 @@ type step struct {
 	want    Sample
 }
 
-type counts struct{ resets, firstNew, firstUnknown, outOfOrder, evicted, refused uint64 }
+type counts struct{ resets, firstNew, firstUnknown, outOfOrder, evicted, refused, refusedQuota uint64 }
 
 func statsOf(t *Tracker) counts {
 	s := t.Stats()
-	return counts{s.Resets.Load(), s.FirstNew.Load(), s.FirstUnknown.Load(), s.OutOfOrder.Load(), s.Evicted.Load(), s.Refused.Load()}
+	return counts{s.Resets.Load(), s.FirstNew.Load(), s.FirstUnknown.Load(), s.OutOfOrder.Load(), s.Evicted.Load(), s.Refused.Load(), s.RefusedQuota.Load()}
 }
 
 func delta(d, rate float64) Sample {
@@ -249,8 +257,39 @@ func TestRefusedThenAdmitted(t *testing.T) {
 	}
 }
 
+// TestAppQuota: an application's new series beyond MaxSeriesPerApp get
+// no baseline; other applications' series, and series of no application,
+// go on; a refused series admitted later gives no delta at first.
+func TestAppQuota(t *testing.T) {
+	tr, b := New(Settings{FirstSampleGrace: NoGrace, MaxSeriesPerApp: 2, IdleTTL: time.Minute}, t0), book{}
+	for i, s := range []step{
+		{"flood/a", 1, 0, 0, firstNew(1)},
+		{"flood/b", 1, 0, 0, firstNew(1)},
+		{"flood/c", 1, 0, 0, Sample{Outcome: RefusedQuota}},
+		{"genuine/a", 5, 0, 0, firstNew(5)},
+		{"noapp", 5, 0, 0, firstNew(5)},
+		{"noapp2", 5, 0, 0, firstNew(5)},
+		{"noapp3", 5, 0, 0, firstNew(5)},
+		{"flood/c", 2, 10, 10, Sample{Outcome: RefusedQuota}},
+	} {
+		if got := b.update(tr, s.key, s.v, at(s.ts), at(s.now)); !sameSample(got, s.want) {
+			t.Errorf("step %d: %q = %+v, want %+v", i, s.key, got, s.want)
+		}
+	}
+	b.forget(tr, "flood/a")
+	if got := b.update(tr, "flood/c", 3, at(20), at(20)); got.Outcome != FirstUnknown {
+		t.Errorf("a refused series admitted later: %+v, want no delta", got)
+	}
+	if got := b.update(tr, "flood/c", 4, at(30), at(30)); !sameSample(got, delta(1, 0.1)) {
+		t.Errorf("then: %+v", got)
+	}
+	if st := statsOf(tr); st.refusedQuota != 2 || st.refused != 0 || st.evicted != 1 {
+		t.Errorf("stats %+v", st)
+	}
+}
+
 func TestOutcomeString(t *testing.T) {
-	want := map[Outcome]string{Delta: "delta", FirstNew: "first_new", FirstUnknown: "first_unknown", OutOfOrder: "out_of_order", Refused: "refused", 200: "unknown"}
+	want := map[Outcome]string{Delta: "delta", FirstNew: "first_new", FirstUnknown: "first_unknown", OutOfOrder: "out_of_order", Refused: "refused", RefusedQuota: "refused_app_quota", 200: "unknown"}
 	for o, s := range want {
 		if o.String() != s {
 			t.Errorf("Outcome(%d).String() = %q, want %q", o, o.String(), s)
@@ -297,7 +336,7 @@ func TestConcurrent(t *testing.T) {
 		ls := states[key]
 		ls.mu.Lock()
 		defer ls.mu.Unlock()
-		return tr.Update(&ls.st, v, ts, ts)
+		return tr.Update(&ls.st, "", v, ts, ts)
 	}
 	value := func(ts int64) float64 { return float64(ts - at(0)) } // grows with ts; integers below 2^53, so sums are exact
 	sums := make([]map[string]float64, workers)
@@ -393,7 +432,7 @@ func TestConcurrentMaxSeries(t *testing.T) {
 		wg.Go(func() {
 			for range 50 {
 				st := Unknown()
-				if tr.Update(&st, 1, at(0), at(0)).Outcome != Refused {
+				if tr.Update(&st, "", 1, at(0), at(0)).Outcome != Refused {
 					admitted.Add(1)
 				}
 			}
@@ -412,13 +451,13 @@ func BenchmarkUpdate(b *testing.B) {
 	states := make([]State, n)
 	for i := range states {
 		states[i] = Unknown()
-		tr.Update(&states[i], 0, at(0), at(0))
+		tr.Update(&states[i], "", 0, at(0), at(0))
 	}
 	b.ReportAllocs()
 	ts := at(1)
 	k := 0
 	for b.Loop() {
-		if tr.Update(&states[k], float64(ts), ts, ts).Outcome != Delta {
+		if tr.Update(&states[k], "", float64(ts), ts, ts).Outcome != Delta {
 			b.Fatal("not a delta")
 		}
 		if k++; k == n {

@@ -1,6 +1,7 @@
 package relay
 
 import (
+	"strings"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -70,6 +71,7 @@ type seriesCache struct {
 	perGen  int   // series per shard generation
 	start   int64 // unix ns; series' seen counts seconds from it
 	tracker *delta.Tracker
+	appKey  string // ",<app tag>=": where a series' application is in its text
 	shards  [cacheShards]cacheShard
 	stripes [numStripes]stripe
 }
@@ -125,8 +127,8 @@ func (t *table) store(s *series) {
 
 // newSeriesCache holds up to about size series, from now (unix ns); with
 // a tracker, the baselines of cumulative series follow its rules.
-func newSeriesCache(size int, tracker *delta.Tracker, now int64) *seriesCache {
-	c := &seriesCache{perGen: max(size/2/cacheShards, 1), start: now, tracker: tracker}
+func newSeriesCache(size int, tracker *delta.Tracker, appTag string, now int64) *seriesCache {
+	c := &seriesCache{perGen: max(size/2/cacheShards, 1), start: now, tracker: tracker, appKey: "," + appTag + "="}
 	for i := range c.shards {
 		c.shards[i].cur.Store(newTable(firstTableSize))
 	}
@@ -216,7 +218,7 @@ func (c *seriesCache) retire(sh *cacheShard, dropped, cur *table, full bool, now
 	old := sh.old.Load() // holds every series used since dropped was current
 	ttl := int64(c.tracker.IdleTTL() / time.Second)
 	nowSec := c.sec(now)
-	forgotten, lost := 0, false
+	lost := false
 	for i := range dropped.slots {
 		e := dropped.slots[i].Load()
 		if e == nil || !e.cumulative() || old.find(e.key) != nil {
@@ -229,7 +231,7 @@ func (c *seriesCache) retire(sh *cacheShard, dropped, cur *table, full bool, now
 		switch {
 		case !known:
 		case nowSec-seen > ttl:
-			forgotten++
+			c.tracker.Forget(c.appOf(e))
 		case full && cur.n >= c.perGen/2:
 			lost = true
 		default:
@@ -237,10 +239,29 @@ func (c *seriesCache) retire(sh *cacheShard, dropped, cur *table, full bool, now
 			cur = sh.cur.Load()
 		}
 	}
-	c.tracker.Forget(forgotten)
 	if lost {
 		c.tracker.Lost(now)
 	}
+}
+
+// appOf is a series' application: the value of the app tag in its text,
+// as escaped there; "" when it has none.
+func (c *seriesCache) appOf(s *series) string {
+	tags := s.text[:s.field]
+	i := strings.Index(tags, c.appKey)
+	if i < 0 {
+		return ""
+	}
+	v := tags[i+len(c.appKey):]
+	for j := 0; j < len(v); j++ {
+		switch v[j] {
+		case '\\':
+			j++
+		case ',', ' ':
+			return v[:j]
+		}
+	}
+	return v
 }
 
 // sec is now in seconds since the cache began.
@@ -250,7 +271,11 @@ func (c *seriesCache) sec(now int64) int64 { return (now - c.start) / 1e9 }
 func (c *seriesCache) update(s *series, value float64, ts, now int64) delta.Sample {
 	mu := c.stripe(s.key)
 	mu.Lock()
-	d := c.tracker.Update(&s.st, value, ts, now)
+	app := ""
+	if !s.st.Known() {
+		app = c.appOf(s) // for the quota: only a first sample needs it
+	}
+	d := c.tracker.Update(&s.st, app, value, ts, now)
 	s.seen = uint32(c.sec(now))
 	mu.Unlock()
 	return d

@@ -29,7 +29,7 @@ func TestSeriesCache(t *testing.T) {
 		}
 		return s.text
 	}
-	c := newSeriesCache(2*cacheShards*4, nil, 0) // 4 entries per shard generation
+	c := newSeriesCache(2*cacheShards*4, nil, "applicationid", 0) // 4 entries per shard generation
 	ha, hb := id("a"), id("b")
 	c.put(ha, &series{text: "a"}, 0)
 	if got(c, ha, 0) != "a" || got(c, hb, 0) != "(none)" {
@@ -66,13 +66,13 @@ func TestSeriesCache(t *testing.T) {
 
 	// An insert a TTL later retires the generation; one more drops a if
 	// it was not used in between.
-	c2 := newSeriesCache(1<<20, nil, 0)
+	c2 := newSeriesCache(1<<20, nil, "applicationid", 0)
 	c2.put(ha, &series{text: "a"}, 10*sec)
 	c2.put(another(), &series{}, 10*sec+cacheTTL)
 	if got(c2, ha, 10*sec+cacheTTL) != "a" {
 		t.Fatal("a was dropped after one TTL")
 	}
-	c3 := newSeriesCache(1<<20, nil, 0)
+	c3 := newSeriesCache(1<<20, nil, "applicationid", 0)
 	c3.put(ha, &series{text: "a"}, 10*sec)
 	c3.put(another(), &series{}, 10*sec+cacheTTL)
 	c3.put(another(), &series{}, 10*sec+2*cacheTTL)
@@ -81,7 +81,7 @@ func TestSeriesCache(t *testing.T) {
 	}
 
 	// Tables grow: 100 000 series, all found, none twice.
-	c4 := newSeriesCache(1<<20, nil, 0)
+	c4 := newSeriesCache(1<<20, nil, "applicationid", 0)
 	for i := range 100_000 {
 		c4.put(id(fmt.Sprint(i)), &series{text: fmt.Sprint(i)}, 0)
 	}
@@ -98,7 +98,7 @@ func TestSeriesCache(t *testing.T) {
 // Readers on other goroutines find every series while tables grow and
 // generations turn over (run with -race).
 func TestSeriesCacheConcurrent(t *testing.T) {
-	c := newSeriesCache(cacheShards*2*500, nil, 0)
+	c := newSeriesCache(cacheShards*2*500, nil, "applicationid", 0)
 	const n = 20_000
 	ids := make([]delta.ID, n)
 	for i := range ids {
@@ -231,7 +231,7 @@ func TestMemoryPerCumulativeSeries(t *testing.T) {
 // "miss" looks up paths the cache does not hold.
 func BenchmarkCacheGet(b *testing.B) {
 	const n = 650_000
-	c := newSeriesCache(4*n, nil, 0)
+	c := newSeriesCache(4*n, nil, "applicationid", 0)
 	ids := make([]delta.ID, n)
 	for i := range ids {
 		ids[i] = id(fmt.Sprint("app-20261122101500-0001.", i, ".executor.cpuTime.count"))
@@ -347,4 +347,32 @@ func TestFullGenerationLosesBaselines(t *testing.T) {
 	if got := s.buf.String(); strings.Contains(got, "delta") {
 		t.Errorf("a series first seen after baselines were lost: %q, want no delta", got)
 	}
+}
+
+// A flood of new cumulative series under one application fills its quota,
+// not the table: another application's new executor gets its deltas.
+func TestDeltaQuotaPerApplication(t *testing.T) {
+	tr := delta.New(delta.Settings{FirstSampleGrace: delta.NoGrace, MaxSeries: 1000, MaxSeriesPerApp: 600}, fixedNow)
+	s := &sink{}
+	r := New(Config{Mapper: spark.NewMapper(spark.Options{}), Sink: s, Now: func() time.Time { return fixedNow },
+		Deltas: newDeltasWith(t, tr)})
+	var flood []string
+	for i := range 2000 {
+		flood = append(flood, fmt.Sprintf("application_1700000000000_0001.%d.executor.cpuTime.count 1 1795300000", i))
+	}
+	send(r, flood...)
+	send(r, "application_1700000000000_0002.7.executor.cpuTime.count 100 1795300000",
+		"application_1700000000000_0002.7.executor.cpuTime.count 160 1795300010")
+	if got := s.buf.String(); !strings.Contains(got, "process=7 value=160,delta=60,rate=6 ") {
+		t.Errorf("the genuine executor's counter got no delta:\n%s", got[strings.LastIndex(got[:len(got)-1], "\n")+1:])
+	}
+	if st := tr.Stats(); st.RefusedQuota.Load() != 1400 || tr.Len() != 601 {
+		t.Errorf("%d refused by the quota, %d tracked; want 1400 and 601", st.RefusedQuota.Load(), tr.Len())
+	}
+}
+
+func newDeltasWith(t *testing.T, tr *delta.Tracker) *Deltas {
+	d := newDeltas(t, "spark")
+	d.Tracker = tr
+	return d
 }

@@ -137,6 +137,9 @@ type Deltas struct {
 	Rules   *delta.Rules
 	Tracker *delta.Tracker
 	Bucket  string
+	// AppTag is the tag that names a series' application, for the
+	// tracker's quota per application; "applicationid" when empty.
+	AppTag string
 }
 
 // Relay is a graphite.Handler that encodes points for one Sink.
@@ -161,10 +164,14 @@ func New(cfg Config) *Relay {
 		cfg.CacheSize = DefaultCacheSize
 	}
 	var tracker *delta.Tracker
+	appTag := "applicationid"
 	if cfg.Deltas != nil {
 		tracker = cfg.Deltas.Tracker
+		if cfg.Deltas.AppTag != "" {
+			appTag = cfg.Deltas.AppTag
+		}
 	}
-	r := &Relay{cfg: cfg, cache: newSeriesCache(cfg.CacheSize, tracker, cfg.Now().UnixNano()),
+	r := &Relay{cfg: cfg, cache: newSeriesCache(cfg.CacheSize, tracker, appTag, cfg.Now().UnixNano()),
 		idle: make(chan *Conn, maxIdleConns), blocks: make(chan []byte, maxIdleBlocks)}
 	if cfg.OnApp != nil && cfg.AppTag != "" {
 		r.appTag = []byte(cfg.AppTag)
@@ -332,7 +339,7 @@ func (c *Conn) firstSight(h delta.ID) *series {
 	if ds := c.relay.cfg.Deltas; ds != nil && s.cumulative() {
 		mu := c.relay.cache.stripe(h)
 		mu.Lock()
-		ds.Tracker.Restore(c.stateID(ds.Bucket, s.text[:s.field]), &s.st, c.receiveTime())
+		ds.Tracker.Restore(c.stateID(ds.Bucket, s.text[:s.field]), c.relay.cache.appOf(s), &s.st, c.receiveTime())
 		mu.Unlock()
 	}
 	return s

@@ -62,8 +62,8 @@ func describeDeltas(w io.Writer, d *DeltaPlan) {
 	if s.FirstSampleGrace == delta.NoGrace {
 		grace = "none"
 	}
-	fmt.Fprintf(w, "deltas: %d [[delta]] rules, then %d built-in Spark rules; first-sample-grace %s, idle-ttl %s, max-series %d\n",
-		len(d.UserRules), d.Rules.Len()-len(d.UserRules), grace, s.IdleTTL, s.MaxSeries)
+	fmt.Fprintf(w, "deltas: %d [[delta]] rules, then %d built-in Spark rules; first-sample-grace %s, idle-ttl %s, max-series %d, %d per application\n",
+		len(d.UserRules), d.Rules.Len()-len(d.UserRules), grace, s.IdleTTL, s.MaxSeries, s.MaxSeriesPerApp)
 	for _, r := range d.UserRules {
 		kind := "cumulative"
 		if !r.Cumulative {

@@ -73,6 +73,7 @@ type DeltaSettings struct {
 	FirstSampleGrace *Duration `toml:"first-sample-grace"` // default 20s; "0s": every first sample is a new series
 	IdleTTL          Duration  `toml:"idle-ttl"`           // default 15m
 	MaxSeries        int       `toml:"max-series"`         // default 1000000
+	MaxSeriesPerApp  int       `toml:"max-series-per-app"` // default 250000
 	SparkRules       *bool     `toml:"spark-rules"`        // the built-in Spark rules after the [[delta]] blocks; default true
 }
 

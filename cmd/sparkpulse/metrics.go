@@ -44,7 +44,7 @@ var (
 	descPeakBacklog   = desc("influxdb_backlog_peak_bytes", "Largest backlog so far, memory plus disk.")
 
 	descDeltaSeries  = prometheus.NewDesc("sparkpulse_delta_series", "Cumulative series whose baseline is tracked.", nil, nil)
-	descDeltaOutcome = prometheus.NewDesc("sparkpulse_delta_samples_total", "Samples of cumulative series that got no plain delta, by outcome: reset (a restart from zero: delta = value), first_new (baseline zero), first_unknown (no delta), out_of_order (no delta), refused (max-series reached: no delta).", []string{"outcome"}, nil)
+	descDeltaOutcome = prometheus.NewDesc("sparkpulse_delta_samples_total", "Samples of cumulative series that got no plain delta, by outcome: reset (a restart from zero: delta = value), first_new (baseline zero), first_unknown (no delta), out_of_order (no delta), refused (max-series reached: no delta), refused_app_quota (max-series-per-app reached for its application: no delta).", []string{"outcome"}, nil)
 	descDeltaEvicted = prometheus.NewDesc("sparkpulse_delta_series_evicted_total", "Series removed after idle-ttl without samples.", nil, nil)
 
 	descAnnRequests  = prometheus.NewDesc("sparkpulse_annotate_requests_total", "Requests made to Spark REST sources.", nil, nil)
@@ -87,7 +87,7 @@ func collectDeltas(ch chan<- prometheus.Metric, d *deltaState) {
 	counter(ch, descDeltaEvicted, st.Evicted.Load())
 	for outcome, v := range map[string]uint64{
 		"reset": st.Resets.Load(), "first_new": st.FirstNew.Load(), "first_unknown": st.FirstUnknown.Load(),
-		"out_of_order": st.OutOfOrder.Load(), "refused": st.Refused.Load(),
+		"out_of_order": st.OutOfOrder.Load(), "refused": st.Refused.Load(), "refused_app_quota": st.RefusedQuota.Load(),
 	} {
 		counter(ch, descDeltaOutcome, v, outcome)
 	}

@@ -201,6 +201,9 @@ func (p *pipeline) openBlock(l *Listener) (*block, error) {
 	}
 	if p.deltas != nil {
 		rc.Deltas = &relay.Deltas{Rules: p.plan.Deltas.Rules, Tracker: p.deltas.tracker, Bucket: l.Target.Bucket}
+		if a := p.plan.Annotate; a != nil {
+			rc.Deltas.AppTag = a.AppIDTag
+		}
 	}
 	if p.annotator != nil {
 		rc.OnApp, rc.AppTag = p.annotator.SeeApp, p.plan.Annotate.AppIDTag

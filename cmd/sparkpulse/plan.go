@@ -337,7 +337,7 @@ func cmpOr(v, def string) string {
 func (c *Config) prepareDeltas(p *Plan) error {
 	d := c.Deltas
 	var errs []error
-	s := delta.Settings{IdleTTL: time.Duration(d.IdleTTL), MaxSeries: d.MaxSeries}
+	s := delta.Settings{IdleTTL: time.Duration(d.IdleTTL), MaxSeries: d.MaxSeries, MaxSeriesPerApp: d.MaxSeriesPerApp}
 	if d.FirstSampleGrace != nil {
 		if s.FirstSampleGrace = time.Duration(*d.FirstSampleGrace); s.FirstSampleGrace == 0 {
 			s.FirstSampleGrace = delta.NoGrace // "0s": every first sample is new
