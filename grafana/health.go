@@ -55,6 +55,10 @@ func Health() *dashboard.DashboardBuilder {
 		query("", counterRate("sparkpulse_graphite_connections_total", perSecond, `"listener"`), "accepted/s $tag_listener")))
 	d.WithPanel(series("Bytes received per second", "Bps", "Graphite bytes received, per listener.",
 		query("", counterRate("sparkpulse_graphite_bytes_received_total", perSecond, `"listener"`), "$tag_listener")))
+	d.WithPanel(series("Connections refused or cut, per minute", "short", "rejected: closed at once, max-connections were open; dropped: closed because partial lines of all connections reached max-held-bytes; idle: no complete line for idle-timeout. Any of them steadily above zero is a sender misbehaving, or limits too low for the cluster (see the README, Security).",
+		query("", counterRate("sparkpulse_graphite_connections_rejected_total", perMinute, `"listener"`), "rejected $tag_listener"),
+		query("", counterRate("sparkpulse_graphite_connections_dropped_total", perMinute, `"listener"`), "dropped $tag_listener"),
+		query("", counterRate("sparkpulse_graphite_idle_timeouts_total", perMinute, `"listener"`), "idle $tag_listener")))
 
 	d.WithRow(dashboard.NewRowBuilder("InfluxDB writes"))
 	d.WithPanel(series("Points written per second", "short", "Points InfluxDB accepted, per listener (annotate and internal are sparkpulse's own writers).",
@@ -79,14 +83,16 @@ func Health() *dashboard.DashboardBuilder {
 	d.WithRow(dashboard.NewRowBuilder("Deltas and annotations"))
 	d.WithPanel(series("Cumulative series tracked", "short", "Series whose last value the delta stage keeps (bounded by [deltas] max-series).",
 		query("", gaugeQ("max", m("sparkpulse_delta_series"), h, ""), "series")))
-	d.WithPanel(series("Samples without a plain delta, by outcome", "short", "reset: a counter restarted (delta = value); first_new: a new series (delta = value); first_unknown: first sample after start (no delta); out_of_order; refused (max-series reached).",
+	d.WithPanel(series("Samples without a plain delta, by outcome", "short", "reset: a counter restarted (delta = value); first_new: a new series (delta = value); first_unknown: first sample after start (no delta); out_of_order; refused (max-series reached); refused_app_quota (the application has max-series-per-app series: a flood of series under one application id).",
 		query("", counterRate("sparkpulse_delta_samples_total", perSecond, `"outcome"`), "$tag_outcome")))
 	d.WithPanel(series("Annotation polling", "short", "Polls of the Spark REST sources, requests, and annotation points written, per second.",
 		query("", counterRate("sparkpulse_annotate_polls_total", perSecond, ""), "polls"),
 		query("", counterRate("sparkpulse_annotate_requests_total", perSecond, ""), "requests"),
 		query("", counterRate("sparkpulse_annotate_points_total", perSecond, ""), "points")))
-	d.WithPanel(series("Annotation poll errors, by source and kind", "short", "Failed polls per second: network, http_status (404, 500, …), decode (not Spark's JSON, e.g. a proxy's HTML page).",
+	d.WithPanel(series("Annotation poll errors, by source and kind", "short", "Failed polls per second: network, http_status (404, 500, redirects, which are not followed), decode (not Spark's JSON, e.g. a proxy's HTML page, or larger than max-response-bytes).",
 		query("", counterRate("sparkpulse_annotate_errors_total", perSecond, `"source", "kind"`), "$tag_kind $tag_source")))
+	d.WithPanel(series("Application ids refused for {app_id}, by reason, per minute", "short", "Ids from the metrics not used to fill {app_id} templates: shape (not a Spark application id), host_label (not a valid DNS label there), rate (more new applications than new-apps-per-poll), cap (max-apps polled), retired (no source knew it, less than 10 min ago). A steady rate of shape or retired is someone sending made-up ids.",
+		query("", counterRate("sparkpulse_annotate_apps_refused_total", perMinute, `"reason"`), "$tag_reason")))
 
 	d.WithRow(dashboard.NewRowBuilder("Process"))
 	d.WithPanel(series("CPU (cores)", "short", "CPU used by sparkpulse."+coresNote,

@@ -74,6 +74,9 @@ func TestDashboardsOnRealData(t *testing.T) {
 		t.Fatal(err)
 	}
 	c.End(end)
+	// An application id of Spark's form but too long for a URL: refused
+	// for {app_id}, so that the health dashboard's refusal panel has data.
+	sendTCP(t, svc.addr(0), fmt.Sprintf("application_1_%s.driver.jvm.heap.used 1 %d\n", strings.Repeat("9", 70), end.Unix()))
 	svc.annotator.PollOnce(context.Background())
 	svc.reportInternal(time.Now())
 	svc.stop()
