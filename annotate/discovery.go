@@ -110,11 +110,16 @@ func (p *Poller) SeeApp(id string) {
 		p.refused[refusedShape]++
 		return
 	}
+	fits := 0
 	for _, t := range p.templates {
 		if _, err := t.fill(id); err != nil {
 			p.refused[err.Error()]++
-			return
+		} else {
+			fits++
 		}
+	}
+	if fits == 0 {
+		return
 	}
 	if t, ok := p.retired[id]; ok && p.cfg.Now().Sub(t) < giveUp {
 		p.refused[refusedRetired]++
@@ -162,8 +167,9 @@ func (p *Poller) admit() {
 		default:
 			var list []*source
 			for _, t := range p.templates {
-				base, _ := t.fill(id) // checked by SeeApp
-				list = append(list, newSource(t.raw, base, id))
+				if base, err := t.fill(id); err == nil { // a template the id does not fit is left out
+					list = append(list, newSource(t.raw, base, id))
+				}
 			}
 			p.perApp[id] = list
 		}

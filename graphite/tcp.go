@@ -32,10 +32,12 @@ type TCPConfig struct {
 	// beyond it are closed as soon as they are accepted and counted in
 	// ConnsRejected.
 	MaxConnections int
-	// MaxHeldBytes bounds the memory of partial lines held by all
-	// connections together, waiting for their '\n' (default 64 MiB). A
-	// connection whose partial line does not fit is closed, counted in
-	// ConnsDropped; its complete lines have been taken.
+	// MaxHeldBytes bounds the memory of partial lines longer than 4 KiB
+	// held by all connections together, waiting for their '\n' (default
+	// 64 MiB). A connection whose long partial line does not fit is
+	// closed, counted in ConnsDropped; its complete lines have been taken.
+	// A partial line of up to 4 KiB is always kept, so that all partial
+	// lines take at most MaxHeldBytes plus 4 KiB per connection.
 	MaxHeldBytes int64
 	// Admit, when set, is called before each accept and returns when a new
 	// connection may be taken, or when done is closed: while the points'
@@ -318,8 +320,11 @@ func (s *TCPServer) keepTail(cs *connState, rest []byte, err error) error {
 	switch {
 	case len(rest) == 0 && before > maxKeptTail:
 		cs.tail = nil // a long line has ended: let its memory go
-	case int64(len(rest)) > before && s.held.Load()-before+int64(len(rest)) > s.maxHeld:
-		// Growing this tail would pass what all connections may hold.
+	case len(rest) > maxKeptTail && int64(len(rest)) > before && s.held.Load()-before+int64(len(rest)) > s.maxHeld:
+		// Growing this tail would pass what all connections may hold. A
+		// partial line of up to maxKeptTail, as a sender's lines cut by
+		// a block's end are, is always kept: a flood of long partial
+		// lines cannot get ordinary senders' connections closed.
 		s.held.Add(-before)
 		cs.tail = nil
 		if err == nil {
@@ -332,7 +337,8 @@ func (s *TCPServer) keepTail(cs *connState, rest []byte, err error) error {
 	return err
 }
 
-// maxKeptTail bounds the tail memory a connection keeps once empty.
+// maxKeptTail bounds the tail memory a connection keeps once empty, and
+// the partial line it may always hold, whatever MaxHeldBytes says.
 const maxKeptTail = 4 << 10
 
 // endConn finishes a connection after the read error err: at EOF, a last

@@ -499,30 +499,39 @@ func TestTCPTrickleTimesOut(t *testing.T) {
 	counter(t, "IdleTimeouts", s.Stats().IdleTimeouts.Load(), 1)
 }
 
-// Partial lines held by all connections together stay within
+// Long partial lines held by all connections together stay within
 // MaxHeldBytes: a connection whose partial line does not fit is closed and
-// counted, and the others go on.
+// counted, and the others go on; a short partial line is always kept.
 func TestTCPMaxHeldBytes(t *testing.T) {
 	rec := newRecorder()
-	s, _ := startTCP(t, TCPConfig{MaxHeldBytes: 1500}, rec)
+	s, _ := startTCP(t, TCPConfig{MaxHeldBytes: 12000}, rec)
 	a := dial(t, s.Addr())
 	defer a.Close()
-	io.WriteString(a, "a 1\n"+strings.Repeat("A", 1000))
+	io.WriteString(a, "a 1\n"+strings.Repeat("A", 8000))
 	ca := recv(t, rec.conns, "connection a")
 	recv(t, ca.lineCh, "a's first line")
 
 	b := dial(t, s.Addr())
 	defer b.Close()
-	io.WriteString(b, "b 1\n"+strings.Repeat("B", 1000))
+	io.WriteString(b, "b 1\n"+strings.Repeat("B", 8000))
 	cb := recv(t, rec.conns, "connection b")
-	waitDone(t, cb) // closed: 2000 bytes of partial lines do not fit in 1500
+	waitDone(t, cb) // closed: 16 000 bytes of partial lines do not fit in 12 000
 	equalStrings(t, "b's lines", cb.lines, []string{"b 1"})
 	counter(t, "ConnsDropped", s.Stats().ConnsDropped.Load(), 1)
+
+	c := dial(t, s.Addr())
+	io.WriteString(c, "c 1\nc 2 "+strings.Repeat("C", 2000)) // short: kept over the budget
+	cc := recv(t, rec.conns, "connection c")
+	recv(t, cc.lineCh, "c's first line")
+	io.WriteString(c, " "+T+"\n")
+	c.Close()
+	waitDone(t, cc)
+	equalStrings(t, "c's lines", cc.lines, []string{"c 1", "c 2 " + strings.Repeat("C", 2000) + " " + T})
 
 	io.WriteString(a, " 2 "+T+"\n")
 	a.Close()
 	waitDone(t, ca)
-	equalStrings(t, "a's lines", ca.lines, []string{"a 1", strings.Repeat("A", 1000) + " 2 " + T})
+	equalStrings(t, "a's lines", ca.lines, []string{"a 1", strings.Repeat("A", 8000) + " 2 " + T})
 	if held := s.held.Load(); held != 0 {
 		t.Errorf("%d bytes still held with no connection open", held)
 	}

@@ -4,6 +4,8 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"io"
+	"net/http"
 	"strings"
 	"testing"
 	"time"
@@ -243,4 +245,48 @@ func TestAuthRealInfluxDB(t *testing.T) {
 		}
 	}
 	t.Logf("401 logged as: %s %v", entries[0].Message, entries[0].ContextMap())
+}
+
+// InfluxDB 1.8 answers a batch that would add a value to a tag at
+// max-values-per-tag with "partial write … dropped=1", and stores none of
+// it. The writer sends the batch again without the points that would add
+// a value: the others, new series of other measurements included, are
+// stored, and only the refused points are counted.
+func TestMaxValuesPerTagLosesTheBatch(t *testing.T) {
+	srv := influxtest.Start(t, influxtest.WithEnv("INFLUXDB_DATA_MAX_VALUES_PER_TAG=10"))
+	srv.Exec(t, `CREATE DATABASE "db"`)
+	var full strings.Builder
+	for i := range 10 {
+		fmt.Fprintf(&full, "m,app=a%d value=1 1\n", i)
+	}
+	cfg := influx.Config{URL: srv.URL}
+	write(t, cfg, "db", full.String())
+	batch := "m,app=new1 value=1 2\nother,app=x value=5 2\nm,app=a5 value=2 2\nm,app=new2 value=1 2\n"
+
+	// InfluxDB itself: the whole batch is lost.
+	if _, err := srv.TryQuery("", "CREATE DATABASE raw"); err != nil {
+		t.Fatal(err)
+	}
+	write(t, cfg, "raw", full.String())
+	resp, err := http.Post(srv.URL+"/write?db=raw", "text/plain", strings.NewReader(batch))
+	if err != nil {
+		t.Fatal(err)
+	}
+	body, _ := io.ReadAll(resp.Body)
+	resp.Body.Close()
+	if !strings.Contains(string(body), "partial write: max-values-per-tag limit exceeded") || !strings.Contains(string(body), "dropped=2") ||
+		len(srv.Query(t, "raw", `SELECT * FROM other`))+len(srv.Query(t, "raw", `SELECT * FROM m WHERE time > 1`)) != 0 {
+		t.Fatalf("InfluxDB no longer loses the batch (%s): the writer's workaround can go", body)
+	}
+
+	st := write(t, cfg, "db", batch)
+	if st.PointsDropped["max values per tag"] != 2 || st.PointsWritten != 2 {
+		t.Errorf("stats %+v: want the 2 new values refused, the 2 others written", st)
+	}
+	if got := count(t, srv, "db", `SELECT count(value) FROM other`); got != 1 {
+		t.Errorf("other holds %d points, want 1", got)
+	}
+	if got := count(t, srv, "db", `SELECT count(value) FROM m WHERE time > 1`); got != 1 {
+		t.Errorf("m holds %d new points, want a5's", got)
+	}
 }

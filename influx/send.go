@@ -8,6 +8,7 @@ import (
 	"fmt"
 	"math/rand/v2"
 	"net/http"
+	"regexp"
 	"strconv"
 	"strings"
 	"time"
@@ -21,9 +22,10 @@ import (
 type action int
 
 const (
-	actRetry   action = iota // same request again after a backoff
-	actPartial               // InfluxDB stored the rest: count the dropped points, done
-	actSplit                 // refused as a whole: resend each half
+	actRetry     action = iota // same request again after a backoff
+	actPartial                 // InfluxDB stored the rest: count the dropped points, done
+	actSplit                   // refused as a whole: resend each half
+	actSaturated               // 1.x max-values-per-tag: nothing was stored; resend without the new values
 )
 
 // failure is a classified write error.
@@ -35,6 +37,9 @@ type failure struct {
 	retryAfter time.Duration // from a Retry-After header, 0 if none
 	dropped    int           // actPartial: points InfluxDB did not store
 	reason     string        // PointsDropped key
+	// actSaturated: the measurement and tag key whose values are at
+	// InfluxDB 1.x's max-values-per-tag.
+	measurement, tag string
 }
 
 const firstBackoff = time.Second
@@ -74,6 +79,13 @@ func (w *Writer) deliver(b *queue.Batch, data []byte, n int) bool {
 				zap.Int("status", f.status), zap.String("error", f.text))
 			w.observe(n, took, ferr)
 			return true
+		case actSaturated:
+			w.observe(n, took, ferr)
+			kept, keptN, err := w.withoutNewValues(b, data, n, f)
+			if err != nil {
+				break // the tag's values could not be read: retried below
+			}
+			return keptN == 0 || w.deliver(b, kept, keptN)
 		case actSplit:
 			w.observe(n, took, ferr)
 			if n == 1 {
@@ -216,12 +228,23 @@ func classify(a answer, err error) failure {
 	switch a.status {
 	case http.StatusBadRequest, http.StatusUnprocessableEntity, http.StatusRequestEntityTooLarge:
 		f.reason = reasonOf(f.text, a.status)
-		if i := strings.Index(f.text, "partial write"); i >= 0 && a.status != http.StatusRequestEntityTooLarge {
+		i := strings.Index(f.text, "partial write")
+		switch {
+		case i < 0 || a.status == http.StatusRequestEntityTooLarge:
+			f.act = actSplit
+		case strings.Contains(f.text, "max-values-per-tag"):
+			// InfluxDB 1.8 says "partial write … dropped=1", and stores
+			// none of the batch (TestMaxValuesPerTagLosesTheBatch).
+			f.act, f.reason = actSaturated, "max values per tag"
+			f.measurement, f.tag = saturatedTag(f.text)
+		case strings.Contains(f.text, "max-series-per-database"):
+			// Likewise, and which series exist is not to be found out
+			// cheaply: split until the new series are alone.
+			f.act, f.reason = actSplit, "max series per database"
+		default:
 			f.act = actPartial
 			f.dropped = droppedCount(f.text[i:], lines)
 			f.reason = reasonOf(f.text[i:], a.status)
-		} else {
-			f.act = actSplit
 		}
 	}
 	return f
@@ -327,4 +350,18 @@ func parseErrorBody(body []byte) (text string, lines int) {
 		text += ": " + e.Data[0].Message
 	}
 	return text, len(e.Data)
+}
+
+// saturatedRE reads the measurement and tag of InfluxDB 1.x's
+// max-values-per-tag error, quoted as Go quotes strings.
+var saturatedRE = regexp.MustCompile(`measurement=("(?:[^"\\]|\\.)*") tag=("(?:[^"\\]|\\.)*")`)
+
+func saturatedTag(msg string) (measurement, tag string) {
+	m := saturatedRE.FindStringSubmatch(msg)
+	if m == nil {
+		return "", ""
+	}
+	measurement, _ = strconv.Unquote(m[1])
+	tag, _ = strconv.Unquote(m[2])
+	return measurement, tag
 }

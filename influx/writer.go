@@ -43,6 +43,9 @@ type Writer struct {
 	closeOnce sync.Once
 	closeErr  error
 
+	satMu     sync.Mutex
+	saturated map[string]tagValues // see saturated.go
+
 	statsMu sync.Mutex
 	stats   Stats
 }
@@ -78,10 +81,11 @@ func NewWriter(cfg Config, t Target) (*Writer, error) {
 		org = cfg.Org
 	}
 	w := &Writer{
-		cfg:    cfg,
-		target: t,
-		url:    RedactURL(cfg.URL),
-		stats:  Stats{PointsDropped: map[string]uint64{}, WriteErrors: map[string]uint64{}},
+		cfg:       cfg,
+		target:    t,
+		url:       RedactURL(cfg.URL),
+		stats:     Stats{PointsDropped: map[string]uint64{}, WriteErrors: map[string]uint64{}},
+		saturated: map[string]tagValues{},
 	}
 	w.log = cfg.Logger.With(zap.String("influxdb", w.url), zap.String("bucket", t.Bucket))
 	w.dropLog = w.log.WithOptions(zap.WrapCore(func(c zapcore.Core) zapcore.Core {

@@ -1,0 +1,433 @@
+package main
+
+import (
+	"bufio"
+	"bytes"
+	"fmt"
+	"io"
+	"net"
+	"net/http"
+	"net/http/httptest"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/sparkpulse/sparkpulse/influx"
+	"github.com/sparkpulse/sparkpulse/influx/influxtest"
+	"github.com/sparkpulse/sparkpulse/simulate"
+)
+
+// restRecorder is the Spark REST side of TestUntrustedInput: a
+// ResourceManager-style proxy that serves the genuine application from the
+// simulator and answers every other id slowly or with 404, a source that
+// redirects to a secret, and sources whose answers are 60 MB.
+type restRecorder struct {
+	cluster *simulate.Cluster
+	genuine string
+	slow    atomic.Bool // other ids: answer after 6 s instead of at once
+
+	mu         sync.Mutex
+	paths      []string // every request's escaped path, as received
+	fakeAsked  int      // requests for ids other than the genuine one
+	secretHits int
+}
+
+const secretBody = `{"aws_secret_access_key":"not-for-sparkpulse-eyes"}`
+
+func (r *restRecorder) ServeHTTP(w http.ResponseWriter, req *http.Request) {
+	r.mu.Lock()
+	r.paths = append(r.paths, req.URL.EscapedPath())
+	r.mu.Unlock()
+	path := req.URL.Path
+	switch {
+	case path == "/secret":
+		r.mu.Lock()
+		r.secretHits++
+		r.mu.Unlock()
+		io.WriteString(w, secretBody)
+	case strings.HasPrefix(path, "/redirect/"):
+		http.Redirect(w, req, "/secret", http.StatusFound)
+	case strings.HasPrefix(path, "/huge"):
+		// A list of applications with very long names, 60 MB in all.
+		w.Write([]byte("["))
+		item := []byte(`{"id":"app-20261122101500-0001","name":"` + strings.Repeat("n", 1<<20) + `","attempts":[]},`)
+		for n := 0; n < 60<<20; n += len(item) {
+			if _, err := w.Write(item); err != nil {
+				return
+			}
+		}
+		w.Write([]byte(`{"id":"x","attempts":[]}]`))
+	case strings.HasPrefix(path, "/proxy/"):
+		id, rest, _ := strings.Cut(strings.TrimPrefix(path, "/proxy/"), "/")
+		if id == r.genuine {
+			req.URL.Path = "/" + rest
+			r.cluster.UI.ServeHTTP(w, req)
+			return
+		}
+		r.mu.Lock()
+		r.fakeAsked++
+		r.mu.Unlock()
+		if r.slow.Load() {
+			select {
+			case <-time.After(6 * time.Second):
+			case <-req.Context().Done():
+				return
+			}
+		}
+		http.NotFound(w, req)
+	default:
+		http.NotFound(w, req)
+	}
+}
+
+// binary is sparkpulse built once for the tests that run it as a process.
+var binary = sync.OnceValues(func() (string, error) {
+	dir, err := os.MkdirTemp("", "sparkpulse-bin")
+	if err != nil {
+		return "", err
+	}
+	bin := filepath.Join(dir, "sparkpulse")
+	if out, err := exec.Command("go", "build", "-o", bin, ".").CombinedOutput(); err != nil {
+		return "", fmt.Errorf("go build: %v\n%s", err, out)
+	}
+	return bin, nil
+})
+
+// proc is sparkpulse running as a process, with its admin endpoint.
+type proc struct {
+	t     *testing.T
+	cmd   *exec.Cmd
+	admin string
+	logs  *lockedBuffer
+}
+
+// metrics reads /metrics into name{labels} → value.
+func (p *proc) metrics() map[string]float64 {
+	p.t.Helper()
+	resp, err := http.Get("http://" + p.admin + "/metrics")
+	if err != nil {
+		p.t.Fatalf("/metrics: %v\n%s", err, p.logs.String())
+	}
+	defer resp.Body.Close()
+	out := map[string]float64{}
+	sc := bufio.NewScanner(resp.Body)
+	sc.Buffer(nil, 1<<20)
+	for sc.Scan() {
+		l := sc.Text()
+		if strings.HasPrefix(l, "#") {
+			continue
+		}
+		if i := strings.LastIndexByte(l, ' '); i > 0 {
+			v, _ := strconv.ParseFloat(l[i+1:], 64)
+			out[l[:i]] = v
+		}
+	}
+	return out
+}
+
+// status reads a "Name: value kB" line of /proc/<pid>/status, in bytes.
+func (p *proc) status(name string) int64 {
+	b, err := os.ReadFile(fmt.Sprintf("/proc/%d/status", p.cmd.Process.Pid))
+	if err != nil {
+		p.t.Fatal(err)
+	}
+	for _, l := range strings.Split(string(b), "\n") {
+		if v, ok := strings.CutPrefix(l, name+":"); ok {
+			kb, _ := strconv.ParseInt(strings.TrimSuffix(strings.TrimSpace(v), " kB"), 10, 64)
+			return kb << 10
+		}
+	}
+	return 0
+}
+
+// Every row of the untrusted-input table, replayed against the real binary
+// and a real influxd while a genuine Spark application reports through the
+// same listeners and is polled through the same {app_id} template: each
+// hostile input is a counted refusal, goroutines and resident memory stay
+// bounded, no request is steered, and the genuine application's points,
+// deltas and annotations arrive exactly.
+func TestUntrustedInput(t *testing.T) {
+	if testing.Short() {
+		t.Skip("floods a real sparkpulse")
+	}
+	bin, err := binary()
+	if err != nil {
+		t.Fatal(err)
+	}
+	srv := influxtest.Start(t)
+	tcpPort, udpPort, admin := influxtest.FreePort(t), influxtest.FreePort(t), influxtest.FreePort(t)
+	tcpAddr := fmt.Sprintf("127.0.0.1:%d", tcpPort)
+	start := time.Now().Add(-2 * time.Hour).Truncate(time.Second)
+	cluster := simulate.NewCluster(simulate.Config{Addr: tcpAddr, Apps: 1, Executors: 3, Period: 10 * time.Second, Seed: 11}, start)
+	rest := &restRecorder{cluster: cluster, genuine: simulate.AppID(start, 1)}
+	ui := httptest.NewServer(rest)
+	defer ui.Close()
+
+	stateDir := t.TempDir()
+	victim := filepath.Join(t.TempDir(), "victim")
+	os.WriteFile(victim, []byte("precious"), 0o600)
+	// Row 10: links planted in the TCP block's disk queue directory.
+	qdir := queueDir(stateDir, "tcp://"+tcpAddr, influx.Target{Bucket: "untrusted"})
+	os.MkdirAll(qdir, 0o700)
+	for _, n := range []string{"head", "head.tmp", "0000001099511627776.seg"} {
+		os.Symlink(victim, filepath.Join(qdir, n))
+	}
+
+	conf := writeFile(t, "sparkpulse.toml", fmt.Sprintf(`
+state-dir = %q
+[influxdb]
+  url = %q
+  create-database = true
+[admin]
+  bind-address = "127.0.0.1:%d"
+[internal]
+  enabled = false
+[deltas]
+  max-series = 200000
+  max-series-per-app = 50000
+[annotate]
+  urls = ["%[4]s/proxy/{app_id}", "http://{app_id}-driver-svc.invalid:4040", "%[4]s/redirect",
+          "%[4]s/huge1", "%[4]s/huge2", "%[4]s/huge3", "%[4]s/huge4"]
+  username = "spark"
+  interval = "1s"
+  timeout = "2s"
+  max-apps = 32
+  database = "untrusted"
+[[graphite]]
+  bind-address = "127.0.0.1:%[5]d"
+  database = "untrusted"
+[[graphite]]
+  bind-address = "127.0.0.1:%[6]d"
+  protocol = "udp"
+  database = "untrusted"
+`, stateDir, srv.URL, admin, ui.URL, tcpPort, udpPort))
+	p := &proc{t: t, admin: fmt.Sprintf("127.0.0.1:%d", admin), logs: &lockedBuffer{}}
+	p.cmd = exec.Command(bin, "run", "--config", conf)
+	p.cmd.Env = append(os.Environ(), "SPARKPULSE_ANNOTATE_PASSWORD=s3cret-pw")
+	p.cmd.Stderr = p.logs
+	if err := p.cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	defer p.cmd.Process.Kill()
+	deadline := time.Now().Add(30 * time.Second)
+	for tick := time.NewTicker(20 * time.Millisecond); ; <-tick.C { // another process: its readiness is polled
+		if resp, err := http.Get("http://" + p.admin + "/readyz"); err == nil && resp.StatusCode == 200 {
+			resp.Body.Close()
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("sparkpulse did not start:\n%s", p.logs.String())
+		}
+	}
+	baseG := p.metrics()["go_goroutines"]
+	baseRSS := p.status("VmRSS")
+
+	// The genuine application reports a round: each process on its own
+	// connection, as Spark does. Its NaN ratios are dropped by design.
+	genuineLines := 0
+	round := 0
+	report := func() {
+		t.Helper()
+		now := start.Add(time.Duration(round) * 10 * time.Second)
+		cluster.Step(now)
+		for p := range cluster.Processes() {
+			var b bytes.Buffer
+			cluster.Report(p, &b, now)
+			for _, l := range strings.Split(strings.TrimSpace(b.String()), "\n") {
+				if f := strings.Fields(l); len(f) == 3 && f[1] != "NaN" {
+					genuineLines++
+				}
+			}
+			sendTCP(t, tcpAddr, b.String())
+		}
+		round++
+	}
+	report()
+
+	// Row 1: one TCP send of 200 000 lines with distinct application ids,
+	// the proxy answering unknown ids after 6 s.
+	rest.slow.Store(true)
+	var flood strings.Builder
+	for i := range 200_000 {
+		fmt.Fprintf(&flood, "application_1700000000000_%d.driver.jvm.heap.used 1 %d\n", i, start.Unix())
+	}
+	sendTCP(t, tcpAddr, flood.String())
+	report()
+	// Row 3: 100 UDP datagrams with new ids.
+	var dgrams []string
+	for i := range 100 {
+		dgrams = append(dgrams, fmt.Sprintf("application_1700000000001_%d.driver.jvm.heap.used 1 %d", i, start.Unix()))
+	}
+	sendUDP(t, fmt.Sprintf("127.0.0.1:%d", udpPort), dgrams...)
+	// Rows 4 and 5: ids that would change a URL's meaning.
+	sendTCP(t, tcpAddr, strings.Join([]string{
+		fmt.Sprintf("...driver.jvm.heap.used 1 %d", start.Unix()),
+		fmt.Sprintf("app-20261122101500-0001..driver.jvm.heap.used 1 %d", start.Unix()),
+		fmt.Sprintf("evil.example:1@.driver.jvm.heap.used 1 %d", start.Unix()),
+	}, "\n")+"\n")
+	waitFor(t, p, "the genuine application polled", func(m map[string]float64) bool {
+		rest.mu.Lock()
+		defer rest.mu.Unlock()
+		for _, path := range rest.paths {
+			if strings.Contains(path, "/proxy/"+rest.genuine+"/api/v1/applications/"+rest.genuine) {
+				return true
+			}
+		}
+		return false
+	})
+	report()
+	m := p.metrics()
+	t.Logf("during the id flood: %v goroutines (%v before), %v sources", m["go_goroutines"], baseG, m["sparkpulse_annotate_sources"])
+	if m["go_goroutines"] > baseG+60 || m["sparkpulse_annotate_sources"] > 7+2*32 {
+		t.Errorf("goroutines %v (base %v), sources %v", m["go_goroutines"], baseG, m["sparkpulse_annotate_sources"])
+	}
+
+	// Row 2: unknown ids answered 404 at once: requests stay within
+	// new-apps-per-poll (8) per poll, each carrying the credentials.
+	rest.slow.Store(false)
+	rest.mu.Lock()
+	asked := rest.fakeAsked
+	rest.mu.Unlock()
+	began := time.Now()
+	var ids strings.Builder
+	for i := range 20_000 {
+		fmt.Fprintf(&ids, "application_1700000000002_%d.driver.jvm.heap.used 1 %d\n", i, start.Unix())
+	}
+	sendTCP(t, tcpAddr, ids.String())
+	report()
+	waitFor(t, p, "polls after the 404 flood", func(m map[string]float64) bool {
+		return m["sparkpulse_annotate_polls_total"] > 0 && time.Since(began) > 3*time.Second
+	})
+	rest.mu.Lock()
+	fakes := rest.fakeAsked - asked
+	rest.mu.Unlock()
+	if polls := time.Since(began).Seconds() + 2; float64(fakes) > 8*polls {
+		t.Errorf("%d requests for unknown ids in %.0f s, want at most 8 per poll", fakes, polls)
+	}
+
+	// Row 9: 300 000 distinct cumulative paths under one application:
+	// its quota fills, not the table.
+	var series strings.Builder
+	for i := range 300_000 {
+		fmt.Fprintf(&series, "application_1700000000003_0001.%d.executor.cpuTime.count 1 %d\n", i, start.Unix())
+	}
+	sendTCP(t, tcpAddr, series.String())
+	report()
+
+	// Row 8: 8 000 connections each holding 65 000 bytes without a newline.
+	partial := []byte(strings.Repeat("p", 65_000))
+	var held []net.Conn
+	for range 8000 {
+		c, err := net.Dial("tcp", tcpAddr)
+		if err != nil {
+			break // the backlog is full once max-connections are open
+		}
+		c.Write(partial)
+		held = append(held, c)
+	}
+	report()
+	m = p.metrics()
+	rss := p.status("VmRSS")
+	t.Logf("8 000 connections holding partial lines: %v open, %v rejected, %v dropped, RSS %d MiB (%d before), %v goroutines",
+		m[`sparkpulse_graphite_connections_active{listener="`+"tcp://"+tcpAddr+`"}`],
+		m[`sparkpulse_graphite_connections_rejected_total{listener="tcp://`+tcpAddr+`"}`],
+		m[`sparkpulse_graphite_connections_dropped_total{listener="tcp://`+tcpAddr+`"}`], rss>>20, baseRSS>>20, m["go_goroutines"])
+	if m["go_goroutines"] > baseG+4096+60 {
+		t.Errorf("%v goroutines with max-connections 4096", m["go_goroutines"])
+	}
+	for _, c := range held {
+		c.Close()
+	}
+	report()
+
+	// Rows 6 and 7 run all along: the redirecting source and the four 60 MB
+	// sources are polled every second.
+	report()
+	peak := p.status("VmHWM")
+	t.Logf("peak RSS %d MiB (%d MiB at start)", peak>>20, baseRSS>>20)
+	if peak > baseRSS+400<<20 {
+		t.Errorf("peak RSS %d MiB, %d MiB at start", peak>>20, baseRSS>>20)
+	}
+
+	m = p.metrics()
+	for _, want := range []string{
+		`sparkpulse_annotate_apps_refused_total{reason="rate"}`,
+		`sparkpulse_annotate_apps_refused_total{reason="shape"}`,
+		`sparkpulse_annotate_apps_refused_total{reason="host_label"}`,
+		`sparkpulse_annotate_apps_refused_total{reason="retired"}`,
+		`sparkpulse_delta_samples_total{outcome="refused_app_quota"}`,
+		`sparkpulse_graphite_connections_dropped_total{listener="tcp://` + tcpAddr + `"}`,
+		`sparkpulse_annotate_errors_total{kind="http_status",source="` + ui.URL + `/redirect"}`,
+		`sparkpulse_annotate_errors_total{kind="decode",source="` + ui.URL + `/huge1"}`,
+	} {
+		if m[want] == 0 {
+			t.Errorf("%s is 0 or absent", want)
+		}
+	}
+	if err := p.cmd.Process.Signal(syscall.SIGTERM); err != nil {
+		t.Fatal(err)
+	}
+	if err := p.cmd.Wait(); err != nil {
+		t.Fatalf("sparkpulse exited: %v\n%s", err, p.logs.String())
+	}
+
+	// Nothing was steered: no request left the proxy's path or went to
+	// the secret, no '..' reached a URL, and no secret reached the log.
+	rest.mu.Lock()
+	for _, path := range rest.paths {
+		if strings.Contains(path, "..") || strings.Contains(strings.ToLower(path), "%2e") || strings.Contains(path, "@") {
+			t.Errorf("request %q", path)
+		}
+	}
+	if rest.secretHits != 0 {
+		t.Errorf("the redirect to /secret was followed %d times", rest.secretHits)
+	}
+	rest.mu.Unlock()
+	logs := p.logs.String()
+	for _, secret := range []string{"s3cret-pw", "not-for-sparkpulse-eyes"} {
+		if strings.Contains(logs, secret) {
+			t.Errorf("the log holds %q", secret)
+		}
+	}
+	if b, _ := os.ReadFile(victim); string(b) != "precious" {
+		t.Errorf("a planted link was written through: %q", b)
+	}
+
+	// The genuine application's data is all there, its deltas exact.
+	app := rest.genuine
+	count := srv.Query(t, "untrusted", fmt.Sprintf(`SELECT count("value") FROM /.*/ WHERE "applicationid" = '%s'`, app))
+	stored := 0
+	for _, s := range count {
+		stored += int(toFloat(t, s.Values[0][1]))
+	}
+	if stored != genuineLines {
+		t.Errorf("%d points of the genuine application stored, %d lines sent", stored, genuineLines)
+	}
+	for _, s := range srv.Query(t, "untrusted", fmt.Sprintf(
+		`SELECT sum("delta"), max("value") - min("value") FROM "cpuTime.count" WHERE "applicationid" = '%s' GROUP BY "process"`, app)) {
+		if got, want := toFloat(t, s.Values[0][1]), toFloat(t, s.Values[0][2]); got != want {
+			t.Errorf("process %s: deltas sum to %v, the counter grew by %v", s.Tags["process"], got, want)
+		}
+	}
+	if res := srv.Query(t, "untrusted", fmt.Sprintf(`SELECT count("status") FROM "spark_app" WHERE "applicationid" = '%s'`, app)); len(res) == 0 {
+		t.Error("no annotation of the genuine application")
+	}
+}
+
+// waitFor polls the process's /metrics until ok, failing after 30 s.
+func waitFor(t *testing.T, p *proc, what string, ok func(map[string]float64) bool) {
+	t.Helper()
+	deadline := time.Now().Add(30 * time.Second)
+	for tick := time.NewTicker(50 * time.Millisecond); !ok(p.metrics()); <-tick.C {
+		if time.Now().After(deadline) {
+			t.Fatalf("%s: not within 30 s\n%s", what, p.logs.String())
+		}
+	}
+}
