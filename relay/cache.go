@@ -27,6 +27,7 @@ type series struct {
 	// seconds since the cache began; guarded by the key's stripe lock.
 	st                 delta.State
 	seen               uint32
+	appSum             uint32 // appChecksum(app()): a line compares this, not the id
 	field, delta, rate uint16
 	reason             Reason
 	cum                bool // cumulative: the point gets delta and rate fields
@@ -44,6 +45,20 @@ func (s *series) deltaKeys() (string, string) {
 }
 
 func (s *series) app() string { return s.text[s.rate:] }
+
+// appChecksum is FNV-1a of an application id, 0 for none: a connection
+// tells that a line's application is the one of its last line by this
+// number alone. Two ids with one checksum cost at most a nomination.
+func appChecksum(app []byte) uint32 {
+	if len(app) == 0 {
+		return 0
+	}
+	h := uint32(2166136261)
+	for _, c := range app {
+		h = (h ^ uint32(c)) * 16777619
+	}
+	return h | 1
+}
 
 // maxText bounds a cached series' text, whose parts are found by 16-bit
 // offsets; InfluxDB refuses series keys of more than 65535 bytes anyway.

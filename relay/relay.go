@@ -237,7 +237,7 @@ type Conn struct {
 	points int                  // points in out since the last Flush
 	enc    lineprotocol.Encoder // describes new series
 
-	lastApp  []byte // the AppTag value last passed to OnApp
+	lastApp  uint32 // the appChecksum of the last line's application
 	apps     int    // OnApp calls in this block
 	meas     []byte // scratch for a measurement rewritten by backslashes
 	key      []byte // state ID scratch for the delta stage
@@ -320,10 +320,12 @@ func (c *Conn) encode(line []byte) (Reason, string) {
 	b = strconv.AppendInt(b, ts, 10)
 	c.out = append(b, '\n')
 	c.points++
-	if app := s.app(); app != "" && app != string(c.lastApp) && c.apps < maxAppsPerBlock {
-		c.lastApp = append(c.lastApp[:0], app...)
-		c.apps++
-		c.relay.cfg.OnApp(app)
+	if s.appSum != c.lastApp && c.apps < maxAppsPerBlock {
+		c.lastApp = s.appSum
+		if s.appSum != 0 {
+			c.apps++
+			c.relay.cfg.OnApp(s.app())
+		}
 	}
 	return 0, ""
 }
@@ -428,6 +430,7 @@ func (c *Conn) describe(path []byte) *series {
 	}
 	s.rate = uint16(text.Len())
 	text.Write(app)
+	s.appSum = appChecksum(app)
 	s.text = text.String()
 	return s
 }
@@ -544,7 +547,7 @@ func (c *Conn) Flush() {
 // The Conn must not be used after it.
 func (c *Conn) Close() {
 	c.Flush()
-	c.remote, c.now, c.lastApp = nil, 0, c.lastApp[:0]
+	c.remote, c.now, c.lastApp = nil, 0, 0
 	select {
 	case c.relay.idle <- c:
 	default: // enough are idle

@@ -200,16 +200,23 @@ func simulated(tb testing.TB, prefix string, rounds int) [][]byte {
 // connection's block, with a Flush every 1000 lines (a 64 KiB read holds
 // about that many Spark lines). The lines are 20 rounds of a simulated
 // cluster's reports; the first round is sent before timing.
+//
+// spark+deltas+admission adds what guards against hostile senders, as
+// the service runs with [annotate] urls: each application id nominated to
+// the REST poller (OnApp, a few per block) and the per-application delta
+// quota; on known series it must cost what spark+deltas costs.
 func BenchmarkConn(b *testing.B) {
 	for _, bc := range []struct {
-		name   string
-		mapper Mapper
-		prefix string
-		deltas bool
+		name      string
+		mapper    Mapper
+		prefix    string
+		deltas    bool
+		admission bool
 	}{
-		{"spark", spark.NewMapper(spark.Options{}), "", false},
-		{"spark+deltas", spark.NewMapper(spark.Options{}), "", true},
-		{"cern-templates", mustCompile(b, simulate.CERNTemplates...), "spark.prod", false},
+		{"spark", spark.NewMapper(spark.Options{}), "", false, false},
+		{"spark+deltas", spark.NewMapper(spark.Options{}), "", true, false},
+		{"spark+deltas+admission", spark.NewMapper(spark.Options{}), "", true, true},
+		{"cern-templates", mustCompile(b, simulate.CERNTemplates...), "spark.prod", false, false},
 	} {
 		b.Run(bc.name, func(b *testing.B) {
 			lines := simulated(b, bc.prefix, 20)
@@ -221,6 +228,13 @@ func BenchmarkConn(b *testing.B) {
 			cfg := Config{Mapper: bc.mapper, Sink: ns}
 			if bc.deltas {
 				cfg.Deltas = newDeltas(b, "spark")
+			}
+			nominated := 0
+			if bc.admission {
+				cfg.AppTag, cfg.OnApp = "applicationid", func(string) { nominated++ }
+				cfg.Deltas.AppTag = "applicationid"
+			} else if bc.deltas {
+				cfg.Deltas.AppTag = "-" // no tag of that name: no application, no quota
 			}
 			c := New(cfg).NewConn(nil)
 			perRound := len(lines) / 20
@@ -240,6 +254,9 @@ func BenchmarkConn(b *testing.B) {
 			}
 			c.Flush()
 			b.ReportMetric(float64(i)/b.Elapsed().Seconds(), "lines/s")
+			if bc.admission && nominated == 0 {
+				b.Fatal("no application id was nominated: the admission path did not run")
+			}
 		})
 	}
 }

@@ -2,7 +2,7 @@
 # Checks the container artefacts without a Docker engine (none runs here):
 # the compose files with Docker Compose's own parser, the Dockerfile with a
 # Dockerfile linter, the binary built as the Dockerfile builds it, the
-# files the compose stack mounts, and the Helm chart with helm itself.
+# files the compose stack mounts, and the Helm chart (below).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
@@ -21,23 +21,29 @@ done
 go run ./cmd/sparkpulse check --config deploy/compose/sparkpulse.toml >/dev/null
 echo "check-deploy: deploy/compose/sparkpulse.toml: valid"
 
-# The Helm chart: lint, render with the default values and with InfluxDB
-# 2.x, a token and annotation sources, and check the sparkpulse config it
-# renders.
+# The Helm chart, with the default values and each value set in its ci/
+# folder: helm lint, the sparkpulse config it renders through `sparkpulse
+# check`, then deploy/kubecheck (its own Go module, so that the Kubernetes
+# libraries stay out of sparkpulse's): every manifest decoded strictly into
+# the k8s.io/api types, validated by the API server's create strategies,
+# pod templates admitted under Pod Security "restricted", and the chart's
+# promises (GOMEMLIMIT, queues that fit the volume, PDB, checksums,
+# Secrets, probes) checked on the typed objects.
 helm="$(go env GOPATH)/bin/helm"
 chart=deploy/helm/sparkpulse
 rendered="$(mktemp -d)"
-"$helm" lint --strict "$chart" >/dev/null
-for values in "" "$chart/ci/influxdb2-values.yaml"; do
+for values in "" "$chart"/ci/*-values.yaml; do
   args=()
   [ -n "$values" ] && args=(-f "$values")
-  "$helm" template check "$chart" "${args[@]}" >"$rendered/all.yaml"
+  "$helm" lint --strict "$chart" "${args[@]}" >/dev/null
   "$helm" template check "$chart" "${args[@]}" --show-only templates/configmap.yaml |
     sed -n '/sparkpulse.toml: |/,$p' | tail -n +2 | sed 's/^    //' >"$rendered/sparkpulse.toml"
   go run ./cmd/sparkpulse check --config "$rendered/sparkpulse.toml" >/dev/null
-  echo "check-deploy: helm chart ${values:-(default values)}: lint, template and its sparkpulse config valid"
+  echo "check-deploy: helm chart ${values:-(default values)}: lint and its sparkpulse config valid"
 done
 rm -rf "$rendered"
+(cd deploy/kubecheck && go vet ./... && go test -count=1 ./...)
+echo "check-deploy: helm chart: manifests admitted as by kube-apiserver 1.37 (strict decoding, validation, Pod Security restricted)"
 
 npx --yes dockerfile-utils@0.16.3 lint Dockerfile
 echo "check-deploy: Dockerfile: no lint errors (dockerfile-utils)"
