@@ -17,16 +17,21 @@
 //     for room (a slow or absent InfluxDB slows a TCP reader down instead
 //     of growing memory), or, for a reader that cannot wait, returns false
 //     and keeps nothing.
-//   - Network errors, 5xx, 429, 401, 403 and 404 are retried with exponential
-//     backoff (1 s doubling to Config.MaxRetryBackoff, with jitter; a
-//     Retry-After from the server is honoured) until Close gives up. Nothing
-//     is ever dropped for being retried too long.
+//   - What an answer means is decided by answerRules (answers.go), one rule
+//     per kind of answer of InfluxDB 1.8, 2.x, 3.x and Cloud, each quoted in
+//     testdata/write-answers.json. Network errors, 5xx, 429, InfluxDB 3's
+//     400 for server trouble (a full WAL, the object store) and refusals of
+//     the request itself (401, 403, 404, a database limit) are retried with
+//     exponential backoff (1 s doubling to Config.MaxRetryBackoff, with
+//     jitter; a Retry-After is honoured) until Close gives up. Nothing is
+//     ever dropped for being retried too long.
 //   - A partial write (InfluxDB stored the valid points of a batch and says
 //     how many it dropped) is counted by reason and not resent.
-//   - A batch refused as a whole (400, 413, 422 without "partial write") is
-//     split in halves and each half resent, down to single lines, so only the
-//     refused lines are lost; they are counted and logged at most a few times
-//     per second.
+//   - A batch refused over lines the answer names (InfluxDB 3.0–3.4.1,
+//     Cloud) is resent without them; one refused over a line it does not
+//     name (2.x, 3.4.2+, 413) is split in halves and each half resent, down
+//     to single lines. Only refused lines are lost; they are counted and
+//     logged at most a few times per second.
 //   - Close sends the partial batch and waits until the queue is empty; when
 //     its context ends first, it cancels what is in flight and reports how
 //     many points were not delivered. With a disk queue, a write that fails

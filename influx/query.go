@@ -77,8 +77,7 @@ func (c *checker) series(ctx context.Context, db, q string) ([]Series, error) {
 	}
 	body := a.body
 	if a.status != http.StatusOK {
-		text, _ := parseErrorBody(body)
-		return nil, &queryError{status: a.status, text: text}
+		return nil, &queryError{status: a.status, text: parseErrorBody(body).text}
 	}
 	if len(body) > maxQueryAnswer {
 		return nil, &queryError{status: a.status, text: fmt.Sprintf("answer larger than %d bytes", maxQueryAnswer)}

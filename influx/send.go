@@ -3,14 +3,12 @@ package influx
 import (
 	"bytes"
 	"context"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"math/rand/v2"
 	"net/http"
 	"regexp"
 	"strconv"
-	"strings"
 	"time"
 
 	"go.uber.org/zap"
@@ -22,9 +20,11 @@ import (
 type action int
 
 const (
-	actRetry     action = iota // same request again after a backoff
+	actRetry     action = iota // same request again after a backoff: the server's trouble
+	actFix                     // likewise, but the request itself was refused: logged as something to fix
 	actPartial                 // InfluxDB stored the rest: count the dropped points, done
-	actSplit                   // refused as a whole: resend each half
+	actSplit                   // refused as a whole over a line: resend each half
+	actDropLines               // refused over lines it names: drop them, resend the rest
 	actSaturated               // 1.x max-values-per-tag: nothing was stored; resend without the new values
 )
 
@@ -37,6 +37,8 @@ type failure struct {
 	retryAfter time.Duration // from a Retry-After header, 0 if none
 	dropped    int           // actPartial: points InfluxDB did not store
 	reason     string        // PointsDropped key
+	rule       string        // the answerRule that decided
+	lines      []int         // actDropLines: the refused lines, 1-based, ascending
 	// actSaturated: the measurement and tag key whose values are at
 	// InfluxDB 1.x's max-values-per-tag.
 	measurement, tag string
@@ -64,7 +66,7 @@ func (w *Writer) deliver(b *queue.Batch, data []byte, n int) bool {
 		if w.ctx.Err() != nil {
 			return false
 		}
-		f := classify(a, err)
+		f := classify(a, err, n)
 		w.statsMu.Lock()
 		w.stats.WriteErrors[f.kind]++
 		w.statsMu.Unlock()
@@ -86,6 +88,10 @@ func (w *Writer) deliver(b *queue.Batch, data []byte, n int) bool {
 				break // the tag's values could not be read: retried below
 			}
 			return keptN == 0 || w.deliver(b, kept, keptN)
+		case actDropLines:
+			w.observe(n, took, ferr)
+			rest, restN := w.withoutLines(b, data, f)
+			return restN == 0 || w.deliver(b, rest, restN)
 		case actSplit:
 			w.observe(n, took, ferr)
 			if n == 1 {
@@ -172,6 +178,28 @@ func (w *Writer) refused(b *queue.Batch, data []byte, f failure) {
 		zap.Int("status", f.status), zap.String("error", f.text), zap.String("line", line))
 }
 
+// withoutLines returns data (a request) without the lines f names, which
+// are counted and logged as refused.
+func (w *Writer) withoutLines(b *queue.Batch, data []byte, f failure) ([]byte, int) {
+	var rest []byte
+	restN, k := 0, 0
+	for i := 1; len(data) > 0; i++ {
+		end := bytes.IndexByte(data, '\n') + 1
+		if end == 0 {
+			end = len(data)
+		}
+		if k < len(f.lines) && f.lines[k] == i {
+			w.refused(b, data[:end], f)
+			k++
+		} else {
+			rest = append(rest, data[:end]...)
+			restN++
+		}
+		data = data[end:]
+	}
+	return rest, restN
+}
+
 // backoff is the wait before retry number attempt+1: 1s doubling up to max,
 // minus up to a quarter of jitter so that writers do not retry in step.
 func backoff(attempt int, maxWait time.Duration) time.Duration {
@@ -195,59 +223,12 @@ func (w *Writer) logRetry(f failure, n, attempt int, wait time.Duration) {
 	case http.StatusNotFound:
 		w.log.Error("InfluxDB has no such bucket or database ("+f.text+"); create it; retrying", fields...)
 	default:
+		if f.act == actFix {
+			w.log.Error("InfluxDB refused the request itself, not a line of it; retrying until that is fixed", fields...)
+			return
+		}
 		w.log.Warn("write to InfluxDB failed; retrying", fields...)
 	}
-}
-
-// classify decides what a failed write means: a network error (err), or
-// an answer that is not 2xx.
-func classify(a answer, err error) failure {
-	if err != nil {
-		return failure{act: actRetry, kind: "network", text: err.Error()}
-	}
-	f := failure{act: actRetry, status: a.status}
-	lines := -1
-	f.text, lines = parseErrorBody(a.body)
-	if f.text == "" {
-		f.text = a.header.Get("X-Influxdb-Error")
-	}
-	if f.text == "" {
-		f.text = strconv.Itoa(a.status) + " " + http.StatusText(a.status)
-	}
-	switch s := a.status; {
-	case s == http.StatusTooManyRequests:
-		f.kind = "429"
-	case s >= 500:
-		f.kind = "5xx"
-	default:
-		f.kind = "4xx"
-	}
-	if f.kind != "4xx" {
-		f.retryAfter = retryAfter(a.header)
-	}
-	switch a.status {
-	case http.StatusBadRequest, http.StatusUnprocessableEntity, http.StatusRequestEntityTooLarge:
-		f.reason = reasonOf(f.text, a.status)
-		i := strings.Index(f.text, "partial write")
-		switch {
-		case i < 0 || a.status == http.StatusRequestEntityTooLarge:
-			f.act = actSplit
-		case strings.Contains(f.text, "max-values-per-tag"):
-			// InfluxDB 1.8 says "partial write … dropped=1", and stores
-			// none of the batch (TestMaxValuesPerTagLosesTheBatch).
-			f.act, f.reason = actSaturated, "max values per tag"
-			f.measurement, f.tag = saturatedTag(f.text)
-		case strings.Contains(f.text, "max-series-per-database"):
-			// Likewise, and which series exist is not to be found out
-			// cheaply: split until the new series are alone.
-			f.act, f.reason = actSplit, "max series per database"
-		default:
-			f.act = actPartial
-			f.dropped = droppedCount(f.text[i:], lines)
-			f.reason = reasonOf(f.text[i:], a.status)
-		}
-	}
-	return f
 }
 
 // retryAfter reads Retry-After in seconds or as an HTTP date.
@@ -262,94 +243,12 @@ func retryAfter(h http.Header) time.Duration {
 	return 0
 }
 
-// droppedCount reads how many points a partial write lost: 1.x and 2.x end
-// the message with "dropped=N", but 1.x counts lines it could not parse
-// only as "unable to parse '…'" entries, one per line; 3.x lists the failed
-// lines (lines ≥ 0).
-func droppedCount(msg string, lines int) int {
-	if lines >= 0 {
-		return lines
-	}
-	n := 0
-	if i := strings.LastIndex(msg, "dropped="); i >= 0 {
-		j := i + len("dropped=")
-		k := j
-		for k < len(msg) && msg[k] >= '0' && msg[k] <= '9' {
-			k++
-		}
-		n, _ = strconv.Atoi(msg[j:k])
-	}
-	if strings.HasPrefix(strings.TrimPrefix(msg, "partial write: "), "unable to parse") {
-		n += strings.Count(msg, "unable to parse '")
-	}
-	return n
-}
-
-// reasonOf maps InfluxDB's message to one of a few reasons, so that they
-// can be metric labels.
-func reasonOf(msg string, status int) string {
-	m := strings.ToLower(msg)
-	for _, r := range []struct{ sub, reason string }{
-		{"field type conflict", "field type conflict"},
-		{"invalid column type", "field type conflict"}, // 3.x
-		{"unable to parse", "unable to parse"},
-		{"invalid field name", "invalid field name"},
-		{"beyond retention policy", "beyond retention policy"},
-		{"max-values-per-tag", "max values per tag"},
-		{"max-series-per-database", "max series per database"},
-	} {
-		if strings.Contains(m, r.sub) {
-			return r.reason
-		}
-	}
-	if status == http.StatusRequestEntityTooLarge {
-		return "too large"
-	}
-	return "refused"
-}
-
 // err is f as an error, for OnBatch.
 func (f failure) err() error {
 	if f.status == 0 {
 		return errors.New(f.text)
 	}
 	return fmt.Errorf("%d: %s", f.status, f.text)
-}
-
-// errorBody is what InfluxDB puts in an error response: 1.x {"error"},
-// 2.x {"code","message"}, 3.x {"error","data":[{"error_message",…}]}.
-type errorBody struct {
-	Error   string `json:"error"`
-	Code    string `json:"code"`
-	Message string `json:"message"`
-	Data    []struct {
-		Line    string `json:"original_line"`
-		Message string `json:"error_message"`
-	} `json:"data"`
-}
-
-// parseErrorBody decodes body; text is the best human-readable message and
-// lines the number of per-line errors a 3.x body lists (-1 if none).
-func parseErrorBody(body []byte) (text string, lines int) {
-	var e errorBody
-	if err := json.Unmarshal(body, &e); err != nil {
-		return strings.TrimSpace(string(body)), -1
-	}
-	switch {
-	case e.Error != "":
-		text = e.Error
-	case e.Message != "":
-		text = e.Message
-	default:
-		text = strings.TrimSpace(string(body))
-	}
-	if e.Data == nil {
-		return text, -1
-	}
-	if len(e.Data) > 0 {
-		text += ": " + e.Data[0].Message
-	}
-	return text, len(e.Data)
 }
 
 // saturatedRE reads the measurement and tag of InfluxDB 1.x's

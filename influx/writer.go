@@ -274,6 +274,7 @@ func (w *Writer) close(ctx context.Context) error {
 	w.closing = true
 	w.seal()
 	w.mu.Unlock()
+	w.q.Seal() // only now may an idle sender stop: the last batch is in
 
 	done := make(chan struct{})
 	go func() {

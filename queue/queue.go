@@ -19,8 +19,10 @@
 //   - Ack says a batch handed out is done (delivered or refused): its
 //     memory is freed for a later batch, or the disk head moves on.
 //     Release says a sender gave up on it at shutdown.
-//   - Drain stops taking new points and disk records: Get returns false
-//     once memory is empty (or waits behind the disk). With a disk queue,
+//   - Drain stops taking new points and disk records; Seal says that no
+//     batch will be Put any more (the writer's last, partial batch may be
+//     Put after Drain). After both, Get returns false once memory is empty
+//     (or waits behind the disk). With a disk queue,
 //     Draining is closed, telling senders to stop retrying: what they hold
 //     is kept on disk by Close instead of holding shutdown up.
 //   - Close, once every sender has returned, moves what is still in memory
@@ -140,6 +142,7 @@ type Queue struct {
 	disk     *diskQueue
 	diskBusy bool          // a disk record is handed out
 	draining bool          // Drain was called
+	sealed   bool          // Seal was called: no more Put
 	drainCh  chan struct{} // closed by Drain; nil without a disk queue
 	aborted  bool
 	closed   bool
@@ -339,7 +342,7 @@ func (q *Queue) notePeak() {
 }
 
 // Get hands out the oldest batch, waiting for one. It returns false after
-// Abort, and after Drain once nothing more is to be sent now.
+// Abort, and after Drain and Seal once nothing more is to be sent now.
 func (q *Queue) Get() (*Batch, bool) {
 	q.mu.Lock()
 	defer q.mu.Unlock()
@@ -371,7 +374,7 @@ func (q *Queue) Get() (*Batch, bool) {
 			q.out = append(q.out, b)
 			return b, true
 		}
-		if q.draining && !q.diskBusy {
+		if q.draining && q.sealed && !q.diskBusy {
 			// Memory is empty, or must wait behind disk records that are
 			// kept for the next start: Close moves it to disk.
 			return nil, false
@@ -442,6 +445,15 @@ func (q *Queue) Drain() {
 	}
 	q.room.Broadcast()
 	q.ready.Broadcast()
+}
+
+// Seal says that no batch will be Put any more: once drained, Get may
+// return false when memory is empty.
+func (q *Queue) Seal() {
+	q.mu.Lock()
+	q.sealed = true
+	q.ready.Broadcast()
+	q.mu.Unlock()
 }
 
 // Draining is closed by Drain when the queue has a disk queue, which keeps

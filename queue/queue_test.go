@@ -86,6 +86,7 @@ func TestSpillOrderAcrossRestart(t *testing.T) {
 		t.Fatalf("second batch %q", name(b))
 	}
 	q.Drain()
+	q.Seal()
 	if err := q.Reserve(1, false); !errors.Is(err, ErrClosed) {
 		t.Errorf("Reserve while draining: %v", err)
 	}
@@ -261,4 +262,40 @@ func TestPlantedLinksNotFollowed(t *testing.T) {
 	if got, _ := os.ReadFile(victim); string(got) != "precious" {
 		t.Fatalf("the link's target was written on reopen: %q", got)
 	}
+}
+
+// An idle sender does not stop at Drain: the writer's last batch is Put
+// after it, and must be handed out before Get says there is no more.
+func TestLastBatchAfterDrain(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		q := open(t, Config{})
+		got := make(chan string, 2)
+		go func() {
+			for {
+				b, ok := q.Get()
+				if !ok {
+					got <- "end"
+					return
+				}
+				got <- name(b)
+				q.Ack(b)
+			}
+		}()
+		synctest.Wait()                              // the sender waits in Get
+		if err := q.Reserve(10, false); err != nil { // the batch being filled
+			t.Fatal(err)
+		}
+		q.Drain()
+		synctest.Wait()
+		select {
+		case g := <-got:
+			t.Fatalf("the sender got %q at Drain, before the last batch", g)
+		default:
+		}
+		q.Put(&Batch{Data: []byte("xxxxx" + "last\n"), Points: 1, First: time.Now()})
+		q.Seal()
+		if a, b := <-got, <-got; a != "last" || b != "end" {
+			t.Errorf("sender got %q then %q, want the last batch then the end", a, b)
+		}
+	})
 }
