@@ -114,11 +114,14 @@ func str(v any) string {
 
 func nsAt(s float64, sub int64) int64 { return ms(at(s))*1_000_000 + sub }
 
-// A live application polled three times: items are written when they
-// start, rewritten in place as they progress (running ones end "now"),
-// work that started and ended between two polls is found, and every item
-// has exactly one point. The requests stay incremental between the first
-// and the final full read.
+// factNs is the time of an item's fact: its start at s seconds, its id and
+// phase in the sub-millisecond digits.
+func factNs(s float64, id int64, phase int) int64 { return factTime(ms(at(s)), id, phase) }
+
+// A live application polled three times: an item seen running gets a
+// start fact, an item that ended an end fact, each written once; work that
+// started and ended between two polls is found. The requests stay
+// incremental between the first and the final full read.
 func TestScriptedLiveApp(t *testing.T) {
 	s := newScript(sparkui.LiveUI)
 	sink := newMemSink()
@@ -126,15 +129,12 @@ func TestScriptedLiveApp(t *testing.T) {
 	ctx := context.Background()
 
 	p.PollOnce(ctx)
-	equalLines(t, "poll 1 jobs", sink.stored(MeasurementJob, jobRow), []string{
-		fmt.Sprintf(`%d job 0 RUNNING end=%d dur=25000 tasks=0/12 failed=0 stages=0,1 sql=0 reason=""`, nsAt(5, 0), ms(at(30))),
-	})
-	equalLines(t, "poll 1 stages", sink.stored(MeasurementStage, stageRow), []string{
-		fmt.Sprintf(`%d stage 0.0 ACTIVE end=%d tasks=0/8 jobs=0 reason=""`, nsAt(5, 0), ms(at(30))),
-	})
-	equalLines(t, "poll 1 app", sink.stored(MeasurementApp, appRow), []string{
-		fmt.Sprintf("%d app %s Nightly ETL RUNNING end=%d dur=30000", nsAt(0, 0), scriptApp, ms(at(30))),
-	})
+	jobStart0 := fmt.Sprintf(`%d job 0 RUNNING end=<nil> dur=<nil> tasks=<nil>/12 failed=<nil> stages=0,1 sql=<nil> reason=""`, factNs(5, 0, phaseStart))
+	equalLines(t, "poll 1 jobs", sink.stored(MeasurementJob, jobRow), []string{jobStart0})
+	stageStart0 := fmt.Sprintf(`%d stage 0.0 ACTIVE end=<nil> tasks=<nil>/8 jobs=<nil> reason=""`, factNs(5, 0, phaseStart))
+	equalLines(t, "poll 1 stages", sink.stored(MeasurementStage, stageRow), []string{stageStart0})
+	appStart := fmt.Sprintf("%d app %s Nightly ETL RUNNING end=<nil> dur=<nil>", factNs(0, 0, phaseStart), scriptApp)
+	equalLines(t, "poll 1 app", sink.stored(MeasurementApp, appRow), []string{appStart})
 	first := s.srv.Requests()
 	for _, r := range []string{"/jobs", "/stages?details=false", "/sql?details=false&planDescription=false&offset=0&length=100"} {
 		if !slices.ContainsFunc(first, func(q string) bool { return strings.HasSuffix(q, scriptApp+r) }) {
@@ -156,35 +156,41 @@ func TestScriptedLiveApp(t *testing.T) {
 		"/sql/0?details=false&planDescription=false", "/sql?details=false&planDescription=false&offset=0&length=100",
 	})
 	reason := "Job aborted due to stage failure: Task 1 in stage 2.0 failed 4 times"
+	jobStart2 := fmt.Sprintf(`%d job 2 RUNNING end=<nil> dur=<nil> tasks=<nil>/3 failed=<nil> stages=3 sql=<nil> reason=""`, factNs(39, 2, phaseStart))
 	equalLines(t, "poll 2 jobs", sink.stored(MeasurementJob, jobRow), []string{
-		fmt.Sprintf(`%d job 0 SUCCEEDED end=%d dur=31000 tasks=12/12 failed=0 stages=0,1 sql=0 reason=""`, nsAt(5, 0), ms(at(36))),
-		fmt.Sprintf(`%d job 1 FAILED end=%d dur=1000 tasks=1/2 failed=1 stages=2 sql=0 reason=%q`, nsAt(37, 1), ms(at(38)), reason),
-		fmt.Sprintf(`%d job 2 RUNNING end=%d dur=1000 tasks=0/3 failed=0 stages=3 sql=1 reason=""`, nsAt(39, 2), ms(at(40))),
+		jobStart0,
+		fmt.Sprintf(`%d job 0 SUCCEEDED end=%d dur=31000 tasks=12/12 failed=0 stages=0,1 sql=0 reason=""`, factNs(5, 0, phaseEnd), ms(at(36))),
+		fmt.Sprintf(`%d job 1 FAILED end=%d dur=1000 tasks=1/2 failed=1 stages=2 sql=0 reason=%q`, factNs(37, 1, phaseEnd), ms(at(38)), reason),
+		jobStart2,
 	})
 	equalLines(t, "poll 2 stages", sink.stored(MeasurementStage, stageRow), []string{
-		fmt.Sprintf(`%d stage 0.0 COMPLETE end=%d tasks=8/8 jobs=0 reason=""`, nsAt(5, 0), ms(at(20))),
-		fmt.Sprintf(`%d stage 1.0 COMPLETE end=%d tasks=4/4 jobs=0 reason=""`, nsAt(21, 10), ms(at(35))),
-		fmt.Sprintf(`%d stage 2.0 FAILED end=%d tasks=1/2 jobs=1 reason=%q`, nsAt(37, 20), ms(at(38)), reason),
-		fmt.Sprintf(`%d stage 3.0 ACTIVE end=%d tasks=0/3 jobs=2 reason=""`, nsAt(39, 30), ms(at(40))),
+		stageStart0,
+		fmt.Sprintf(`%d stage 0.0 COMPLETE end=%d tasks=8/8 jobs=0 reason=""`, factNs(5, 0, phaseEnd), ms(at(20))),
+		fmt.Sprintf(`%d stage 1.0 COMPLETE end=%d tasks=4/4 jobs=0 reason=""`, factNs(21, 10, phaseEnd), ms(at(35))),
+		fmt.Sprintf(`%d stage 2.0 FAILED end=%d tasks=1/2 jobs=1 reason=%q`, factNs(37, 20, phaseEnd), ms(at(38)), reason),
+		fmt.Sprintf(`%d stage 3.0 ACTIVE end=<nil> tasks=<nil>/3 jobs=<nil> reason=""`, factNs(39, 30, phaseStart)),
 	})
 	equalLines(t, "poll 2 sql", sink.stored(MeasurementSQL, sqlRow), []string{
-		fmt.Sprintf(`%d sql 0 FAILED end=%d jobs=0,1 failed=1 desc="INSERT INTO sales SELECT * FROM staging"`, nsAt(4, 0), ms(at(38))),
-		fmt.Sprintf(`%d sql 1 RUNNING end=%d jobs=2 failed=<nil> desc="SELECT count(*) FROM sales"`, nsAt(39, 1), ms(at(40))),
+		fmt.Sprintf(`%d sql 0 RUNNING end=<nil> jobs=<nil> failed=<nil> desc="INSERT INTO sales SELECT * FROM staging"`, factNs(4, 0, phaseStart)),
+		fmt.Sprintf(`%d sql 0 FAILED end=%d jobs=0,1 failed=1 desc="INSERT INTO sales SELECT * FROM staging"`, factNs(4, 0, phaseEnd), ms(at(38))),
+		fmt.Sprintf(`%d sql 1 RUNNING end=<nil> jobs=<nil> failed=<nil> desc="SELECT count(*) FROM sales"`, factNs(39, 1, phaseStart)),
 	})
 
 	s.step3()
 	p.PollOnce(ctx)
-	equalLines(t, "final jobs", sink.stored(MeasurementJob, jobRow)[2:], []string{
-		fmt.Sprintf(`%d job 2 SUCCEEDED end=%d dur=11000 tasks=3/3 failed=0 stages=3 sql=1 reason=""`, nsAt(39, 2), ms(at(50))),
+	equalLines(t, "final jobs", sink.stored(MeasurementJob, jobRow)[3:], []string{
+		jobStart2,
+		fmt.Sprintf(`%d job 2 SUCCEEDED end=%d dur=11000 tasks=3/3 failed=0 stages=3 sql=1 reason=""`, factNs(39, 2, phaseEnd), ms(at(50))),
 	})
 	equalLines(t, "final app", sink.stored(MeasurementApp, appRow), []string{
-		fmt.Sprintf("%d app %s Nightly ETL COMPLETED end=%d dur=55000", nsAt(0, 0), scriptApp, ms(at(55))),
+		appStart,
+		fmt.Sprintf("%d app %s Nightly ETL COMPLETED end=%d dur=55000", factNs(0, 0, phaseEnd), scriptApp, ms(at(55))),
 	})
-	if n := len(sink.stored(MeasurementStage, stageRow)); n != 4 {
-		t.Errorf("%d stage points, want 4: one per stage attempt that ran", n)
+	if n := len(sink.stored(MeasurementStage, stageRow)); n != 6 {
+		t.Errorf("%d stage facts, want 6: an end for each of the 4 stage attempts that ran, a start for the 2 seen running", n)
 	}
-	if n := len(sink.stored(MeasurementSQL, sqlRow)); n != 2 {
-		t.Errorf("%d SQL points, want 2", n)
+	if n := len(sink.stored(MeasurementSQL, sqlRow)); n != 4 {
+		t.Errorf("%d SQL facts, want 4", n)
 	}
 	s.srv.Requests()
 
@@ -205,9 +211,9 @@ func TestScriptedLiveApp(t *testing.T) {
 	}
 }
 
-// Items that do not change are not written again; running ones are, as
-// their end moves.
-func TestOnlyChangesAreWritten(t *testing.T) {
+// A poll with nothing new writes nothing: a running item's start fact is
+// not written again.
+func TestNothingNewNothingWritten(t *testing.T) {
 	s := newScript(sparkui.LiveUI)
 	sink := newMemSink()
 	p := newPoller(t, Config{Sources: []string{serve(t, s.srv)}, Sink: sink, Now: s.clk.Now})
@@ -217,18 +223,13 @@ func TestOnlyChangesAreWritten(t *testing.T) {
 	n := sink.count()
 	s.clk.Set(at(45))
 	p.PollOnce(context.Background())
-	var again []string
-	for _, w := range sink.written[n:] {
-		again = append(again, fmt.Sprintf("%s %v", w.measurement, w.fields["status"]))
+	if again := sink.count() - n; again != 0 {
+		t.Errorf("%d points written by a poll with nothing new", again)
 	}
-	slices.Sort(again)
-	equalLines(t, "rewritten with nothing new", again, []string{
-		"spark_app RUNNING", "spark_job RUNNING", "spark_sql RUNNING", "spark_stage ACTIVE",
-	})
 }
 
 // A History Server attempt whose event log has not changed is not read
-// again; its running items still end "now".
+// again.
 func TestHistoryServerUnchangedLog(t *testing.T) {
 	s := newScript(sparkui.HistoryServer)
 	s.srv.Update(func(m *sparkui.Model) { m.Apps[0].Attempts[0].Updated = at(29) })
@@ -241,8 +242,8 @@ func TestHistoryServerUnchangedLog(t *testing.T) {
 	if reqs := s.srv.Requests(); len(reqs) != 1 {
 		t.Errorf("unchanged log: requests %q, want the listing only", reqs)
 	}
-	if got := sink.stored(MeasurementJob, jobRow); !strings.Contains(got[0], fmt.Sprintf("end=%d", ms(at(40)))) {
-		t.Errorf("running job not extended: %q", got)
+	if got := sink.stored(MeasurementJob, jobRow); len(got) != 1 || !strings.Contains(got[0], "RUNNING end=<nil>") {
+		t.Errorf("running job: %q, want its start fact only", got)
 	}
 	s.srv.Update(func(m *sparkui.Model) { m.Apps[0].Attempts[0].Updated = at(39) })
 	p.PollOnce(context.Background())
@@ -424,9 +425,12 @@ func TestLiveUIHandsOverToHistoryServer(t *testing.T) {
 		t.Errorf("stats %+v: the History Server should have taken the application over", st)
 	}
 	equalLines(t, "app", sink.stored(MeasurementApp, appRow), []string{
-		fmt.Sprintf("%d app %s Nightly ETL COMPLETED end=%d dur=55000", nsAt(0, 0), scriptApp, ms(at(55))),
+		fmt.Sprintf("%d app %s Nightly ETL RUNNING end=<nil> dur=<nil>", factNs(0, 0, phaseStart), scriptApp),
+		fmt.Sprintf("%d app %s Nightly ETL COMPLETED end=%d dur=55000", factNs(0, 0, phaseEnd), scriptApp, ms(at(55))),
 	})
-	if got := sink.stored(MeasurementJob, jobRow); len(got) != 3 || !strings.Contains(got[2], "SUCCEEDED") {
+	// Job 0 was seen running by the live UI; its end and the others' come
+	// from the History Server.
+	if got := sink.stored(MeasurementJob, jobRow); len(got) != 4 || !strings.Contains(got[0], "RUNNING") || !strings.Contains(got[3], "job 2 SUCCEEDED") {
 		t.Errorf("jobs: %q", got)
 	}
 }
@@ -450,10 +454,12 @@ func TestLostApplicationClosedOut(t *testing.T) {
 		t.Errorf("stats %+v", st)
 	}
 	equalLines(t, "jobs", sink.stored(MeasurementJob, jobRow), []string{
-		fmt.Sprintf(`%d job 0 UNKNOWN end=%d dur=25000 tasks=0/12 failed=0 stages=0,1 sql=0 reason=""`, nsAt(5, 0), ms(at(30))),
+		fmt.Sprintf(`%d job 0 RUNNING end=<nil> dur=<nil> tasks=<nil>/12 failed=<nil> stages=0,1 sql=<nil> reason=""`, factNs(5, 0, phaseStart)),
+		fmt.Sprintf(`%d job 0 UNKNOWN end=%d dur=25000 tasks=0/12 failed=0 stages=0,1 sql=0 reason=""`, factNs(5, 0, phaseLost), ms(at(30))),
 	})
 	equalLines(t, "app", sink.stored(MeasurementApp, appRow), []string{
-		fmt.Sprintf("%d app %s Nightly ETL UNKNOWN end=%d dur=30000", nsAt(0, 0), scriptApp, ms(at(30))),
+		fmt.Sprintf("%d app %s Nightly ETL RUNNING end=<nil> dur=<nil>", factNs(0, 0, phaseStart), scriptApp),
+		fmt.Sprintf("%d app %s Nightly ETL UNKNOWN end=%d dur=30000", factNs(0, 0, phaseLost), scriptApp, ms(at(30))),
 	})
 }
 
@@ -539,15 +545,16 @@ func TestText(t *testing.T) {
 
 func executorRow(p point) string {
 	f := p.fields
-	return fmt.Sprintf("%d %s %v on %v %v end=%v dur=%v cores=%v reason=%q heap=%v python=%v", p.ns, p.measurement, f["executor_id"], f["host"],
+	return fmt.Sprintf("%d %s %v process=%v on %v %v end=%v dur=%v cores=%v reason=%q heap=%v python=%v", p.ns, p.measurement, f["executor_id"], p.tags["process"], f["host"],
 		f["status"], f["end_ms"], f["duration_ms"], f["cores"], str(f["remove_reason"]), f["peak_JVMHeapMemory"], f["peak_ProcessTreePythonRSSMemory"])
 }
 
-// Executors of a live application: one point each from the first poll; a
-// removal between polls is found at the next executor read (every third
-// sync), which rewrites the executor's point and adds the removal's; the
-// end of the application ends the others. The executor list is not read
-// on the syncs in between.
+// Executors of a live application: a snapshot each, in its own series
+// (tag process), from the first poll; a removal between polls is found at
+// the next executor read (every third sync), which writes a new snapshot
+// of the executor and the fact of its removal; executors that did not
+// change get no new snapshot; at the application's end, a last snapshot
+// each; and the sizing advice, once.
 func TestExecutorLifecycle(t *testing.T) {
 	s := newScript(sparkui.LiveUI)
 	const oom = "Container killed by YARN for exceeding physical memory limits. 5.5 GB of 5.5 GB physical memory used.\nConsider boosting spark.executor.memoryOverhead."
@@ -571,9 +578,9 @@ func TestExecutorLifecycle(t *testing.T) {
 		t.Error("first poll: executors not read")
 	}
 	equalLines(t, "poll 1", slices.Concat(sink.stored(MeasurementExecutor, executorRow), sink.stored(MeasurementExecutorRemoval, executorRow)), []string{
-		fmt.Sprintf(`%d spark_executor driver on 10.0.0.1 ACTIVE end=%d dur=30000 cores=0 reason="" heap=<nil> python=<nil>`, nsAt(0, 0), ms(at(30))),
-		fmt.Sprintf(`%d spark_executor 1 on node-1 ACTIVE end=%d dur=28000 cores=4 reason="" heap=<nil> python=<nil>`, nsAt(2, 2), ms(at(30))),
-		fmt.Sprintf(`%d spark_executor 2 on node-2 ACTIVE end=%d dur=27000 cores=4 reason="" heap=<nil> python=<nil>`, nsAt(3, 3), ms(at(30))),
+		fmt.Sprintf(`%d spark_executor 1 process=1 on node-1 ACTIVE end=<nil> dur=<nil> cores=4 reason="" heap=<nil> python=<nil>`, nsAt(30, 0)),
+		fmt.Sprintf(`%d spark_executor 2 process=2 on node-2 ACTIVE end=<nil> dur=<nil> cores=4 reason="" heap=<nil> python=<nil>`, nsAt(30, 0)),
+		fmt.Sprintf(`%d spark_executor driver process=driver on 10.0.0.1 ACTIVE end=<nil> dur=<nil> cores=0 reason="" heap=<nil> python=<nil>`, nsAt(30, 0)),
 	})
 
 	s.srv.Update(func(m *sparkui.Model) {
@@ -594,11 +601,9 @@ func TestExecutorLifecycle(t *testing.T) {
 		t.Error("poll 4: executors not read")
 	}
 	reason := "Container killed by YARN for exceeding physical memory limits. 5.5 GB of 5.5 GB physical memory used."
-	equalLines(t, "poll 4", slices.Concat(sink.stored(MeasurementExecutor, executorRow), sink.stored(MeasurementExecutorRemoval, executorRow)), []string{
-		fmt.Sprintf(`%d spark_executor driver on 10.0.0.1 ACTIVE end=%d dur=60000 cores=0 reason="" heap=<nil> python=<nil>`, nsAt(0, 0), ms(at(60))),
-		fmt.Sprintf(`%d spark_executor 1 on node-1 ACTIVE end=%d dur=58000 cores=4 reason="" heap=<nil> python=<nil>`, nsAt(2, 2), ms(at(60))),
-		fmt.Sprintf(`%d spark_executor 2 on node-2 REMOVED end=%d dur=32000 cores=4 reason=%q heap=2900000000 python=2400000000`, nsAt(3, 3), ms(at(35)), reason),
-		fmt.Sprintf(`%d spark_executor_removal 2 on node-2 REMOVED end=%d dur=32000 cores=<nil> reason=%q heap=<nil> python=<nil>`, nsAt(35, 3), ms(at(35)), reason),
+	equalLines(t, "poll 4", slices.Concat(sink.stored(MeasurementExecutor, executorRow), sink.stored(MeasurementExecutorRemoval, executorRow))[3:], []string{
+		fmt.Sprintf(`%d spark_executor 2 process=2 on node-2 REMOVED end=%d dur=32000 cores=4 reason=%q heap=2900000000 python=2400000000`, nsAt(60, 0), ms(at(35)), reason),
+		fmt.Sprintf(`%d spark_executor_removal 2 process= on node-2 REMOVED end=%d dur=32000 cores=<nil> reason=%q heap=<nil> python=<nil>`, nsAt(35, 3), ms(at(35)), reason),
 	})
 	removal := sink.latest[func() string {
 		for k, pt := range sink.latest {
@@ -617,9 +622,9 @@ func TestExecutorLifecycle(t *testing.T) {
 	s.clk.Set(at(70))
 	s.srv.Update(func(m *sparkui.Model) { m.Apps[0].Attempts[0].End = at(55) })
 	p.PollOnce(ctx)
-	equalLines(t, "final", sink.stored(MeasurementExecutor, executorRow)[:2], []string{
-		fmt.Sprintf(`%d spark_executor driver on 10.0.0.1 ENDED end=%d dur=55000 cores=0 reason="" heap=<nil> python=<nil>`, nsAt(0, 0), ms(at(55))),
-		fmt.Sprintf(`%d spark_executor 1 on node-1 ENDED end=%d dur=53000 cores=4 reason="" heap=<nil> python=<nil>`, nsAt(2, 2), ms(at(55))),
+	equalLines(t, "final", sink.stored(MeasurementExecutor, executorRow)[4:], []string{
+		fmt.Sprintf(`%d spark_executor 1 process=1 on node-1 ENDED end=%d dur=53000 cores=4 reason="" heap=<nil> python=<nil>`, nsAt(70, 0), ms(at(55))),
+		fmt.Sprintf(`%d spark_executor driver process=driver on 10.0.0.1 ENDED end=%d dur=55000 cores=0 reason="" heap=<nil> python=<nil>`, nsAt(70, 0), ms(at(55))),
 	})
 	for _, pt := range sink.written[written:] {
 		if pt.fields["executor_id"] == "2" {

@@ -5,32 +5,40 @@
 //
 // # What is written
 //
-// One point per application attempt, job, stage attempt and SQL execution,
-// in the measurements spark_app, spark_job, spark_stage and spark_sql. The
-// point's time is the item's start, in milliseconds, with a small id in the
-// sub-millisecond digits (the job id, the SQL execution id, stage id ×10 +
-// stage attempt, the application attempt number, each modulo 10⁶), so two
-// items of one application never share a timestamp while all of them stay
-// in one series per application: tags are only applicationid (the key the
-// metrics use) and appname. Writing an item again overwrites its point.
-// Fields: status, end_ms (epoch ms; for a running item, the time it was
-// last seen running), duration_ms, the ids, name and description (trimmed
-// to MaxText characters), task counts, failure_reason (the first line),
-// stage and job links, and text and title for Grafana.
+// Facts, written once each and never rewritten (facts.go): InfluxDB 3 does
+// not reliably keep the later of two points at one series and time.
 //
-// The driver and every executor get a point in spark_executor at the time
-// they were added (executor id + 1 in the sub-millisecond digits, the
-// driver 0): host, cores, status (ACTIVE, REMOVED, or ENDED with the
-// application), end_ms, remove_reason, task and GC time, and peak_<name>
-// for each value of Spark's peakMemoryMetrics. A removal also gets a point
-// in spark_executor_removal at the time of the removal, with the reason as
+// Application attempts, jobs, stage attempts and SQL executions, in the
+// measurements spark_app, spark_job, spark_stage and spark_sql, get a start
+// fact when seen running (status RUNNING or ACTIVE, what is known at the
+// start, no end_ms) and an end fact once they have a final state (status,
+// end_ms, duration_ms, task counts, failure_reason: the first line, stage
+// and job links). An item still running when its source lost the
+// application gets a lost fact instead, status UNKNOWN, ending when it was
+// last seen. All facts of an item are at its start time, in milliseconds,
+// with the item's id (modulo 250 000: the job id, the SQL execution id,
+// stage id ×10 + attempt, 0 for the application) and the phase (start 0,
+// end 1, lost 2) in the sub-millisecond digits, so two items of one
+// application never share a time while all of them stay in one series per
+// application: tags are only applicationid (the key the metrics use) and
+// appname. Every fact has fact (start, end, lost), title and text for
+// Grafana.
+//
+// The driver and every executor get a snapshot in spark_executor, in a
+// series of its own (tag process, as in the metrics), whenever something
+// of it changed, at the time it was read: host, cores, added_ms, status
+// (ACTIVE, REMOVED, or ENDED with the application), end_ms once it ended,
+// remove_reason, task and GC time, and peak_<name> for each value of
+// Spark's peakMemoryMetrics. A removal also gets a fact in
+// spark_executor_removal at the time of the removal, with the reason as
 // its text. Once an attempt has completed, its environment page is read
 // and package sizing's advice on its executors' peaks is written in
 // spark_sizing at its end: the limits, then each finding and recommended
 // setting.
 //
-// Field names and types never change between writes of one item, so
-// InfluxDB never refuses a rewrite.
+// The poller remembers which facts it wrote (SaveFacts and LoadFacts keep
+// the record across restarts), so that neither a second source showing an
+// application nor a restart writes a fact again.
 //
 // # How it polls
 //
@@ -54,14 +62,14 @@
 //
 // A burst of more than a few dozen individual requests is replaced by one
 // full list. A History Server attempt whose lastUpdated has not moved is not
-// asked at all. Points are written only when their content changed.
+// asked at all. A fact is written once; a snapshot only when it changed.
 //
 // A source that fails is retried with exponential backoff (up to 5 min)
 // and its failures are counted by kind; one source never holds up another,
 // nor the metrics path. An application that its source loses (a live UI
 // that went away with its driver) is looked up on the other sources, so a
 // History Server closes it out; without one, after 10 minutes, its running
-// items are written with status UNKNOWN at the time they were last seen.
+// items get lost facts, status UNKNOWN, ending when they were last seen.
 //
 // Sources may be URL templates holding {app_id}, such as a YARN
 // ResourceManager proxy (http://rm:8088/proxy/{app_id}); they are

@@ -24,12 +24,13 @@ type point struct {
 	ns          int64
 }
 
-// memSink keeps what a Poller writes, decoded, and the latest point of
-// each series and timestamp (as InfluxDB keeps it).
+// memSink keeps what a Poller writes, decoded, by series and time. Facts
+// are append-only: a series and time written twice is noted in again.
 type memSink struct {
 	mu      sync.Mutex
 	written []point
-	latest  map[string]point // measurement|tags|ns → merged fields
+	latest  map[string]point // measurement|tags|ns → the point
+	again   []string         // keys written more than once
 	notify  chan struct{}    // optional: signalled on every Append
 }
 
@@ -78,14 +79,10 @@ func (s *memSink) Append(lines []byte, n int, _ bool) bool {
 	for _, p := range got {
 		s.written = append(s.written, p)
 		k := p.key()
-		old, ok := s.latest[k]
-		if !ok {
-			s.latest[k] = p
-			continue
+		if _, ok := s.latest[k]; ok {
+			s.again = append(s.again, k)
 		}
-		for f, v := range p.fields {
-			old.fields[f] = v
-		}
+		s.latest[k] = p
 	}
 	ch := s.notify
 	s.mu.Unlock()
@@ -151,11 +148,24 @@ func serve(t *testing.T, h http.Handler) string {
 	return ts.URL
 }
 
+// appendOnly fails t if a series and time was written twice.
+func (s *memSink) appendOnly(t *testing.T) {
+	t.Helper()
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if len(s.again) > 0 {
+		t.Errorf("%d series and times written more than once, e.g. %s", len(s.again), s.again[0])
+	}
+}
+
 func newPoller(t *testing.T, cfg Config) *Poller {
 	t.Helper()
 	p, err := New(cfg)
 	if err != nil {
 		t.Fatal(err)
+	}
+	if s, ok := cfg.Sink.(*memSink); ok {
+		t.Cleanup(func() { s.appendOnly(t) })
 	}
 	return p
 }

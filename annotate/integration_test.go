@@ -89,8 +89,8 @@ func orNil(s string) any {
 }
 
 // Every application attempt, job, stage and SQL execution of Spark's own
-// fixtures becomes exactly one point in a real InfluxDB, with the values the
-// REST API gives. The expectations are computed from the replayed model,
+// fixtures (all ended) becomes exactly one end fact in a real InfluxDB, and
+// every executor one snapshot, with the values the REST API gives. The expectations are computed from the replayed model,
 // not from the poller.
 func TestFixturesRealInfluxDB(t *testing.T) {
 	model := replayFixtures(t)
@@ -130,14 +130,15 @@ func TestFixturesRealInfluxDB(t *testing.T) {
 					sub = int64(n) + 1
 				}
 				reason, _, _ := strings.Cut(x.RemoveReason, "\n")
-				wantExecutors = append(wantExecutors, fmt.Sprint(nsText(x.Added.UnixNano()+sub), " ", app.ID, " ", x.ID, " ", host, " ",
+				// A snapshot at the time it was read: compared without it.
+				wantExecutors = append(wantExecutors, fmt.Sprint(app.ID, " ", x.ID, " ", host, " ",
 					status, " ", end.UnixMilli(), " ", x.Cores, " ", x.MaxMemory, " ", orNil(strings.TrimSpace(reason)), " ", peak(x.Peak, "JVMHeapMemory")))
 				if !x.Removed.IsZero() {
 					wantRemovals = append(wantRemovals, fmt.Sprint(nsText(x.Removed.UnixNano()+sub), " ", app.ID, " ", x.ID, " ",
 						x.Added.UnixMilli(), " ", orNil(strings.TrimSpace(reason))))
 				}
 			}
-			wantApps = append(wantApps, fmt.Sprint(nsText(a.Start.UnixNano()), " ", app.ID, " ", app.Name, " COMPLETED ",
+			wantApps = append(wantApps, fmt.Sprint(nsText(factTime(a.Start.UnixMilli(), 0, phaseEnd)), " ", app.ID, " ", app.Name, " COMPLETED ",
 				a.End.UnixMilli(), " ", orNil(a.ID)))
 			first := map[int]time.Time{}
 			last := map[int]time.Time{}
@@ -174,7 +175,7 @@ func TestFixturesRealInfluxDB(t *testing.T) {
 						}
 					}
 				}
-				wantJobs = append(wantJobs, fmt.Sprint(nsText(start.UnixNano()+int64(j.ID)), " ", app.ID, " ", j.ID, " ", j.Status, " ",
+				wantJobs = append(wantJobs, fmt.Sprint(nsText(factTime(start.UnixMilli(), int64(j.ID), phaseEnd)), " ", app.ID, " ", j.ID, " ", j.Status, " ",
 					end.UnixMilli(), " ", j.Tasks, " ", j.CompletedTasks, " ", j.FailedTasks, " ", orNil(strings.TrimSpace(reason))))
 			}
 			for _, s := range a.Stages {
@@ -182,12 +183,12 @@ func TestFixturesRealInfluxDB(t *testing.T) {
 					continue
 				}
 				reason, _, _ := strings.Cut(s.FailureReason, "\n")
-				wantStages = append(wantStages, fmt.Sprint(nsText(s.Submitted.UnixNano()+int64(s.ID*10+s.Attempt)), " ", app.ID, " ",
+				wantStages = append(wantStages, fmt.Sprint(nsText(factTime(s.Submitted.UnixMilli(), int64(s.ID*10+s.Attempt), phaseEnd)), " ", app.ID, " ",
 					s.ID, " ", s.Attempt, " ", s.Status, " ", s.Completed.UnixMilli(), " ", s.Tasks, " ", s.FailedTasks, " ",
 					s.RunTimeMs, " ", orNil(strings.TrimSpace(reason))))
 			}
 			for _, x := range a.Executions {
-				wantSQL = append(wantSQL, fmt.Sprint(nsText(x.Submitted.UnixNano()+x.ID), " ", app.ID, " ", x.ID, " ", x.Status(), " ",
+				wantSQL = append(wantSQL, fmt.Sprint(nsText(factTime(x.Submitted.UnixMilli(), x.ID, phaseEnd)), " ", app.ID, " ", x.ID, " ", x.Status(), " ",
 					x.Completed.UnixMilli(), " ", x.Description))
 			}
 		}
@@ -211,13 +212,19 @@ func TestFixturesRealInfluxDB(t *testing.T) {
 	equalLines(t, "jobs", rows(t, srv, "ann", "spark_job", "job_id", "status", "end_ms", "num_tasks", "num_completed_tasks", "num_failed_tasks", "failure_reason"), wantJobs)
 	equalLines(t, "stages", rows(t, srv, "ann", "spark_stage", "stage_id", "stage_attempt", "status", "end_ms", "num_tasks", "num_failed_tasks", "executor_run_time_ms", "failure_reason"), wantStages)
 	equalLines(t, "sql", rows(t, srv, "ann", "spark_sql", "execution_id", "status", "end_ms", "description"), wantSQL)
-	equalLines(t, "executors", rows(t, srv, "ann", "spark_executor", "executor_id", "host", "status", "end_ms", "cores", "max_memory",
-		"remove_reason", "peak_JVMHeapMemory"), wantExecutors)
+	var gotExecutors []string
+	for _, r := range rows(t, srv, "ann", "spark_executor", "executor_id", "host", "status", "end_ms", "cores", "max_memory",
+		"remove_reason", "peak_JVMHeapMemory") {
+		_, r, _ = strings.Cut(r, " ") // the time it was read
+		gotExecutors = append(gotExecutors, r)
+	}
+	slices.Sort(gotExecutors)
+	equalLines(t, "executors", gotExecutors, wantExecutors)
 	equalLines(t, "executor removals", rows(t, srv, "ann", "spark_executor_removal", "executor_id", "added_ms", "remove_reason"), wantRemovals)
 
 	// Facts of Spark's own expectations for these logs.
 	failed := rows(t, srv, "ann", "spark_job", "job_id", "status", "stage_ids", "failure_reason")
-	if !slices.Contains(failed, "1422981785829000001 local-1422981780767 1 FAILED 1,2 Job aborted due to stage failure: "+
+	if !slices.Contains(failed, nsText(factTime(1422981785829, 1, phaseEnd))+" local-1422981780767 1 FAILED 1,2 Job aborted due to stage failure: "+
 		"Task 3 in stage 2.0 failed 1 times, most recent failure: Lost task 3.0 in stage 2.0 (TID 19, localhost): java.lang.RuntimeException: got a 3, failing") {
 		t.Errorf("the failed job of local-1422981780767 (starting with its first stage, as its log has no job time):\n%s", strings.Join(failed, "\n"))
 	}
@@ -242,8 +249,9 @@ func TestFixturesRealInfluxDB(t *testing.T) {
 }
 
 // The query a Grafana annotation sends (InfluxQL, with the dashboard's
-// time range and application variable) returns each event with its start,
-// end, title and text.
+// time range and application variable) returns each ended job as a region
+// (its start, end, title and text) and each job seen running as a mark at
+// its start.
 func TestGrafanaAnnotationQuery(t *testing.T) {
 	s := newScript(sparkui.LiveUI)
 	srv := influxtest.Start(t)
@@ -254,8 +262,10 @@ func TestGrafanaAnnotationQuery(t *testing.T) {
 		p.PollOnce(context.Background())
 	}
 	closeWriter(t, w)
-	q := fmt.Sprintf(`SELECT "title", "text", "end_ms", "status" FROM "spark_job" WHERE "applicationid" =~ /^%s$/ AND time >= %dms AND time <= %dms`,
-		scriptApp, ms(t0), ms(at(3600)))
+	// The dashboard's range starts after job 0 began: the facts' range
+	// reaches a day back.
+	q := fmt.Sprintf(`SELECT "title", "text", "end_ms", "status" FROM "spark_job" WHERE "applicationid" =~ /^%s$/ AND time >= %dms - 1d AND time <= %dms`,
+		scriptApp, ms(at(20)), ms(at(3600)))
 	res := srv.Query(t, "spark", q)
 	if len(res) != 1 {
 		t.Fatalf("%q: %v", q, res)
@@ -265,10 +275,12 @@ func TestGrafanaAnnotationQuery(t *testing.T) {
 		got = append(got, fmt.Sprint(v...))
 	}
 	equalLines(t, "annotation rows (time title text end_ms status)", got, []string{
-		fmt.Sprint(nsAt(5, 0), "Job 0 SUCCEEDED", "save at etl.py:40 · 31s · 12 tasks", ms(at(36)), "SUCCEEDED"),
-		fmt.Sprint(nsAt(37, 1), "Job 1 FAILED",
+		fmt.Sprint(factNs(5, 0, phaseStart), "Job 0 RUNNING", "save at etl.py:40 · 12 tasks", nil, "RUNNING"),
+		fmt.Sprint(factNs(5, 0, phaseEnd), "Job 0 SUCCEEDED", "save at etl.py:40 · 31s · 12 tasks", ms(at(36)), "SUCCEEDED"),
+		fmt.Sprint(factNs(37, 1, phaseEnd), "Job 1 FAILED",
 			"collect at etl.py:52 · 1s · 2 tasks, 1 failed · Job aborted due to stage failure: Task 1 in stage 2.0 failed 4 times", ms(at(38)), "FAILED"),
-		fmt.Sprint(nsAt(39, 2), "Job 2 SUCCEEDED", "count at etl.py:60 · 11s · 3 tasks", ms(at(50)), "SUCCEEDED"),
+		fmt.Sprint(factNs(39, 2, phaseStart), "Job 2 RUNNING", "count at etl.py:60 · 3 tasks", nil, "RUNNING"),
+		fmt.Sprint(factNs(39, 2, phaseEnd), "Job 2 SUCCEEDED", "count at etl.py:60 · 11s · 3 tasks", ms(at(50)), "SUCCEEDED"),
 	})
 	// Each kind is one series per application: no series per job.
 	series := srv.Query(t, "spark", `SHOW SERIES`)

@@ -1,6 +1,7 @@
 package annotate
 
 import (
+	"bytes"
 	"cmp"
 	"fmt"
 	"hash/fnv"
@@ -41,22 +42,26 @@ const (
 // its source lost it.
 const statusUnknown = "UNKNOWN"
 
-// points encodes the points of one attempt, keeping only those whose
-// content changed since they were last written.
+// points encodes the facts of one attempt that were not written yet.
 type points struct {
 	p     *Poller
 	st    *appState
+	nowMs int64
 	enc   lineprotocol.Encoder
 	batch []byte
 	n     int
 	ts    int64 // of the point being encoded, unix ns
+	key   factKey
+
+	facts []factKey           // written by this emit, for the ledger
+	snaps map[string]snapshot // executor snapshots written, by process
 }
 
-// emit writes the attempt's points that changed; running items end at
-// now. With closeOut, running items are written with status UNKNOWN. It
-// returns the number of points written.
+// emit writes the attempt's facts not written yet; running items' ends
+// are now. With closeOut, running items are written as lost, status
+// UNKNOWN. It returns the number of points written.
 func (p *Poller) emit(st *appState, now time.Time, closeOut bool) int {
-	w := &points{p: p, st: st}
+	w := &points{p: p, st: st, nowMs: p.cfg.Now().UnixMilli(), snaps: map[string]snapshot{}}
 	w.enc.SetPrecision(lineprotocol.Nanosecond)
 	nowMs := now.UnixMilli()
 	l := st.links()
@@ -76,15 +81,18 @@ func (p *Poller) emit(st *appState, now time.Time, closeOut bool) int {
 		w.sql(st.sql[id], nowMs, closeOut)
 	}
 	for _, id := range sortedKeys(st.executors, compareExecutorIDs) {
-		w.executor(st.executors[id], nowMs, closeOut)
+		w.executor(st.executors[id], now, closeOut)
 	}
 	if st.completed && st.properties != nil && st.end > 0 && len(st.executors) > 0 {
 		w.sizing()
 	}
 	if w.n > 0 {
-		p.cfg.Sink.Append(w.batch, w.n, true)
+		if !p.cfg.Sink.Append(w.batch, w.n, true) {
+			return 0 // the sink is closing: nothing was written
+		}
 		p.stats.points.Add(uint64(w.n))
 	}
+	p.facts.record(st.key.app, w.facts, w.snaps, w.nowMs)
 	return w.n
 }
 
@@ -150,68 +158,97 @@ func (l links) jobTimes(j *jobItem) (start, end int64) {
 	return start, end
 }
 
-// running gives a running item its end (now) and, when its attempt is
-// closed out, status UNKNOWN.
-func running(status, runningStatus string, end, start, nowMs int64, closeOut bool) (string, int64) {
-	if status == runningStatus {
-		end = nowMs
-		if closeOut {
-			status = statusUnknown
-		}
+// phase is the fact an item's status calls for: start while it runs
+// (lost, status UNKNOWN, when its attempt is closed out), else end.
+func phase(status, runningStatus string, closeOut bool) (int, string) {
+	switch {
+	case status != runningStatus:
+		return phaseEnd, status
+	case closeOut:
+		return phaseLost, statusUnknown
 	}
-	return status, max(end, start)
+	return phaseStart, status
 }
 
-// job writes a job's point if it changed.
+// job writes a job's fact, if not written yet.
 func (w *points) job(j *jobItem, l links, nowMs int64, closeOut bool) {
 	start, end := l.jobTimes(j)
 	if start == 0 {
 		return // never ran, or Spark knows no time for it
 	}
-	status, end := running(j.Status, "RUNNING", end, start, nowMs, closeOut)
-	reason := ""
-	if j.Status == "FAILED" {
-		reason = w.jobFailure(j.StageIDs)
+	ph, status := phase(j.Status, "RUNNING", closeOut)
+	if !w.begin(MeasurementJob, factTime(start, int64(j.JobID), ph)) {
+		return
 	}
 	var stages []string
 	for _, s := range j.StageIDs {
 		stages = append(stages, strconv.Itoa(s))
 	}
 	title := fmt.Sprintf("Job %d %s", j.JobID, status)
-	text := joinText(w.text(firstNonEmpty(j.Description, j.Name)), duration(end-start),
-		tasks(j.NumTasks, j.NumFailedTasks, j.NumKilledTasks), w.reason(reason))
-	w.start(MeasurementJob, start, int64(j.JobID%1_000_000))
 	w.int("job_id", int64(j.JobID))
 	w.str("status", status)
-	w.int("end_ms", end)
-	w.int("duration_ms", end-start)
 	w.str("name", w.text(j.Name))
 	w.str("description", w.text(j.Description))
 	w.str("job_group", w.text(j.JobGroup))
 	w.int("num_tasks", int64(j.NumTasks))
+	w.int("num_stages", int64(len(j.StageIDs)))
+	w.str("stage_ids", strings.Join(stages, ","))
+	if ph == phaseStart {
+		w.common(ph, title, joinText(w.text(firstNonEmpty(j.Description, j.Name)), tasks(j.NumTasks, 0, 0)))
+		w.end()
+		return
+	}
+	if ph == phaseLost {
+		end = nowMs
+	}
+	end = max(end, start)
+	reason := ""
+	if j.Status == "FAILED" {
+		reason = w.jobFailure(j.StageIDs)
+	}
+	w.int("end_ms", end)
+	w.int("duration_ms", end-start)
 	w.int("num_completed_tasks", int64(j.NumCompletedTasks))
 	w.int("num_failed_tasks", int64(j.NumFailedTasks))
 	w.int("num_killed_tasks", int64(j.NumKilledTasks))
 	w.int("num_skipped_tasks", int64(j.NumSkippedTasks))
-	w.int("num_stages", int64(len(j.StageIDs)))
 	w.int("num_failed_stages", int64(j.NumFailedStages))
 	w.int("num_skipped_stages", int64(j.NumSkippedStages))
-	w.str("stage_ids", strings.Join(stages, ","))
 	if x, ok := l.jobSQL[j.JobID]; ok {
 		w.int("sql_id", x)
 	}
 	w.str("failure_reason", w.reason(reason))
-	w.common(title, text)
-	w.end(&j.written)
+	w.common(ph, title, joinText(w.text(firstNonEmpty(j.Description, j.Name)), duration(end-start),
+		tasks(j.NumTasks, j.NumFailedTasks, j.NumKilledTasks), w.reason(reason)))
+	w.end()
 }
 
-// stage writes a stage attempt's point if it changed.
+// stage writes a stage attempt's fact, if not written yet.
 func (w *points) stage(k stageKey, s *stageItem, l links, nowMs int64, closeOut bool) {
 	start, end := optMS(s.SubmissionTime), optMS(s.CompletionTime)
 	if start == 0 {
 		return // pending or skipped: it never ran
 	}
-	status, end := running(s.Status, "ACTIVE", end, start, nowMs, closeOut)
+	ph, status := phase(s.Status, "ACTIVE", closeOut)
+	if !w.begin(MeasurementStage, factTime(start, int64(k.id%25_000)*10+int64(min(k.attempt, 9)), ph)) {
+		return
+	}
+	title := fmt.Sprintf("Stage %d.%d %s", k.id, k.attempt, status)
+	w.int("stage_id", int64(k.id))
+	w.int("stage_attempt", int64(k.attempt))
+	w.str("status", status)
+	w.str("name", w.text(s.Name))
+	w.str("description", w.text(s.Description))
+	w.int("num_tasks", int64(s.NumTasks))
+	if ph == phaseStart {
+		w.common(ph, title, joinText(w.text(firstNonEmpty(s.Description, s.Name)), tasks(s.NumTasks, 0, 0)))
+		w.end()
+		return
+	}
+	if ph == phaseLost {
+		end = nowMs
+	}
+	end = max(end, start)
 	var jobs []string
 	ids := l.stageJobs[k.id]
 	slices.Sort(ids)
@@ -219,18 +256,8 @@ func (w *points) stage(k stageKey, s *stageItem, l links, nowMs int64, closeOut 
 		jobs = append(jobs, strconv.Itoa(j))
 	}
 	reason := firstLine(s.FailureReason)
-	title := fmt.Sprintf("Stage %d.%d %s", k.id, k.attempt, status)
-	text := joinText(w.text(firstNonEmpty(s.Description, s.Name)), duration(end-start),
-		tasks(s.NumTasks, s.NumFailedTasks, s.NumKilledTasks), w.reason(reason))
-	w.start(MeasurementStage, start, int64(k.id%100_000)*10+int64(min(k.attempt, 9)))
-	w.int("stage_id", int64(k.id))
-	w.int("stage_attempt", int64(k.attempt))
-	w.str("status", status)
 	w.int("end_ms", end)
 	w.int("duration_ms", end-start)
-	w.str("name", w.text(s.Name))
-	w.str("description", w.text(s.Description))
-	w.int("num_tasks", int64(s.NumTasks))
 	w.int("num_complete_tasks", int64(s.NumCompleteTasks))
 	w.int("num_failed_tasks", int64(s.NumFailedTasks))
 	w.int("num_killed_tasks", int64(s.NumKilledTasks))
@@ -244,58 +271,76 @@ func (w *points) stage(k stageKey, s *stageItem, l links, nowMs int64, closeOut 
 	w.int("shuffle_write_bytes", s.ShuffleWriteBytes)
 	w.int("memory_bytes_spilled", s.MemoryBytesSpilled)
 	w.int("disk_bytes_spilled", s.DiskBytesSpilled)
-	w.common(title, text)
-	w.end(&s.written)
+	w.common(ph, title, joinText(w.text(firstNonEmpty(s.Description, s.Name)), duration(end-start),
+		tasks(s.NumTasks, s.NumFailedTasks, s.NumKilledTasks), w.reason(reason)))
+	w.end()
 }
 
-// sql writes a SQL execution's point if it changed.
+// sql writes a SQL execution's fact, if not written yet.
 func (w *points) sql(x *sqlItem, nowMs int64, closeOut bool) {
 	start := optMS(x.SubmissionTime)
 	if start == 0 {
 		return
 	}
-	status, end := running(x.Status, "RUNNING", start+x.Duration, start, nowMs, closeOut)
-	jobs := slices.Concat(x.SuccessJobIDs, x.FailedJobIDs, x.RunningJobIDs)
-	slices.Sort(jobs)
+	ph, status := phase(x.Status, "RUNNING", closeOut)
+	if !w.begin(MeasurementSQL, factTime(start, x.ID, ph)) {
+		return
+	}
 	title := fmt.Sprintf("SQL %d %s", x.ID, status)
-	text := joinText(w.text(x.Description), duration(end-start), jobList("jobs ", jobs), jobList("failed jobs ", x.FailedJobIDs))
-	w.start(MeasurementSQL, start, x.ID%1_000_000)
 	w.int("execution_id", x.ID)
 	w.str("status", status)
+	w.str("description", w.text(x.Description))
+	if ph == phaseStart {
+		w.common(ph, title, w.text(x.Description))
+		w.end()
+		return
+	}
+	end := start + x.Duration
+	if ph == phaseLost {
+		end = nowMs
+	}
+	end = max(end, start)
+	jobs := slices.Concat(x.SuccessJobIDs, x.FailedJobIDs, x.RunningJobIDs)
+	slices.Sort(jobs)
 	w.int("end_ms", end)
 	w.int("duration_ms", end-start)
-	w.str("description", w.text(x.Description))
 	w.str("job_ids", intList(jobs))
 	w.str("failed_job_ids", intList(x.FailedJobIDs))
-	w.common(title, text)
-	w.end(&x.written)
+	w.common(ph, title, joinText(w.text(x.Description), duration(end-start), jobList("jobs ", jobs), jobList("failed jobs ", x.FailedJobIDs)))
+	w.end()
 }
 
-// app writes the attempt's own point.
+// app writes the attempt's own fact, if not written yet.
 func (w *points) app(nowMs int64, closeOut bool) {
 	st := w.st
-	status, end := "COMPLETED", st.end
+	status := "COMPLETED"
 	if !st.completed {
-		status, end = "RUNNING", nowMs
-		if closeOut {
-			status = statusUnknown
-		}
+		status = "RUNNING"
 	}
-	end = max(end, st.key.start)
-	title := firstNonEmpty(st.name, st.key.app) + " " + status
-	text := joinText(st.key.app, duration(end-st.key.start), prefixed("user ", st.user), prefixed("Spark ", st.version))
-	// All attempts of an application share sub-millisecond 0: a live UI
-	// and a History Server show the same attempt with different ids.
-	w.start(MeasurementApp, st.key.start, 0)
+	ph, status := phase(status, "RUNNING", closeOut)
+	// All attempts of an application share id 0: a live UI and a History
+	// Server show the same attempt with different ids.
+	if !w.begin(MeasurementApp, factTime(st.key.start, 0, ph)) {
+		return
+	}
 	w.str("status", status)
-	w.int("end_ms", end)
-	w.int("duration_ms", end-st.key.start)
 	w.str("spark_user", w.text(st.user))
 	w.str("spark_version", w.text(st.version))
-	w.str("title", w.text(title))
-	w.str("text", text)
-	w.str("attempt_id", w.text(st.attemptID))
-	w.end(&st.written)
+	title := firstNonEmpty(st.name, st.key.app) + " " + status
+	if ph == phaseStart {
+		w.common(ph, title, joinText(st.key.app, prefixed("user ", st.user), prefixed("Spark ", st.version)))
+		w.end()
+		return
+	}
+	end := st.end
+	if ph == phaseLost {
+		end = nowMs
+	}
+	end = max(end, st.key.start)
+	w.int("end_ms", end)
+	w.int("duration_ms", end-st.key.start)
+	w.common(ph, title, joinText(st.key.app, duration(end-st.key.start), prefixed("user ", st.user), prefixed("Spark ", st.version)))
+	w.end()
 }
 
 // jobFailure is the failure reason of a job: that of its first failed
@@ -313,13 +358,15 @@ func (w *points) jobFailure(stageIDs []int) string {
 	return firstLine(w.st.stages[best].FailureReason)
 }
 
-// executor writes an executor's point and, once it was removed, the
-// point of its removal.
-func (w *points) executor(x *executorItem, nowMs int64, closeOut bool) {
+// executor writes a snapshot of an executor, in its own series (tag
+// process), when something changed since the last one; and, once it was
+// removed, the fact of its removal.
+func (w *points) executor(x *executorItem, now time.Time, closeOut bool) {
 	added := optMS(x.AddTime)
 	if added == 0 {
 		return
 	}
+	nowMs := now.UnixMilli()
 	removed := optMS(x.RemoveTime)
 	status, end := "REMOVED", removed
 	switch {
@@ -352,15 +399,19 @@ func (w *points) executor(x *executorItem, nowMs int64, closeOut bool) {
 	if v, ok := x.PeakMemoryMetrics["ProcessTreePythonRSSMemory"]; ok && v > 0 {
 		peaks = joinText(peaks, "peak Python RSS "+sizing.Bytes(v))
 	}
-	sub := executorSub(x.ID)
+	process := tagValue(x.ID)
 
-	w.start(MeasurementExecutor, added, sub)
+	w.startLine(MeasurementExecutor)
+	w.enc.AddTag("process", process)
 	w.str("executor_id", w.text(x.ID))
 	w.str("host", w.text(host))
 	w.str("host_port", w.text(x.HostPort))
 	w.str("status", status)
-	w.int("end_ms", end)
-	w.int("duration_ms", end-added)
+	w.int("added_ms", added)
+	if status != "ACTIVE" { // an active executor's end and duration change with every look
+		w.int("end_ms", end)
+		w.int("duration_ms", end-added)
+	}
 	w.int("cores", int64(x.TotalCores))
 	w.int("max_memory", x.MaxMemory)
 	w.int("completed_tasks", int64(x.CompletedTasks))
@@ -374,14 +425,14 @@ func (w *points) executor(x *executorItem, nowMs int64, closeOut bool) {
 	for _, k := range sortedKeys(x.PeakMemoryMetrics, strings.Compare) {
 		w.int("peak_"+k, x.PeakMemoryMetrics[k])
 	}
-	w.common(fmt.Sprintf("%s %s", name, status), joinText("on "+host, fmt.Sprintf("%d cores", x.TotalCores),
-		duration(end-added), peaks, w.reason(reason)))
-	w.end(&x.written)
+	w.str("title", w.text(fmt.Sprintf("%s %s", name, status)))
+	w.str("text", joinText("on "+host, fmt.Sprintf("%d cores", x.TotalCores), peaks, w.reason(reason)))
+	w.str("attempt_id", w.text(w.st.attemptID))
+	w.snapshot(process, now.UnixNano())
 
-	if removed == 0 {
+	if removed == 0 || !w.begin(MeasurementExecutorRemoval, removed*1_000_000+executorSub(x.ID)) {
 		return
 	}
-	w.start(MeasurementExecutorRemoval, removed, sub)
 	w.str("executor_id", w.text(x.ID))
 	w.str("host", w.text(host))
 	w.str("status", "REMOVED")
@@ -389,8 +440,8 @@ func (w *points) executor(x *executorItem, nowMs int64, closeOut bool) {
 	w.int("added_ms", added)
 	w.int("duration_ms", removed-added)
 	w.str("remove_reason", w.reason(reason))
-	w.common(name+" removed", joinText("on "+host, "after "+duration(removed-added), peaks, w.reason(reason)))
-	w.end(&x.removal)
+	w.common(phaseEnd, name+" removed", joinText("on "+host, "after "+duration(removed-added), peaks, w.reason(reason)))
+	w.end()
 }
 
 // sizing writes the advice for a completed attempt's executors, at its
@@ -408,21 +459,22 @@ func (w *points) sizing() {
 		execs = append(execs, executorSizing(&st.executors[id].Executor))
 	}
 	a := sizing.Advise(s, execs)
-	n := 1 + len(a.Findings) + len(a.Recommendations)
-	for len(st.advice) < n {
-		st.advice = append(st.advice, 0)
-	}
 	i := 0
-	next := func(kind string) {
-		w.start(MeasurementSizing, st.end, int64(i))
+	next := func(kind string) bool {
+		i++
+		if !w.begin(MeasurementSizing, st.end*1_000_000+int64(i-1)) {
+			return false
+		}
 		w.str("kind", kind)
+		return true
 	}
 	done := func() {
 		w.str("attempt_id", w.text(st.attemptID))
-		w.end(&st.advice[i])
-		i++
+		w.end()
 	}
-	next("limits")
+	if !next("limits") {
+		return // written before: advice is written whole, once
+	}
 	w.int("heap_bytes", s.Heap)
 	w.int("unified_bytes", s.Unified())
 	w.int("overhead_bytes", s.Overhead)
@@ -435,14 +487,18 @@ func (w *points) sizing() {
 	w.str("text", joinText(append([]string{summary}, a.Notes...)...))
 	done()
 	for _, f := range a.Findings {
-		next("finding")
+		if !next("finding") {
+			continue
+		}
 		w.str("rule", f.Rule)
 		w.str("executor", w.text(f.Executor))
 		w.str("text", w.reason(f.Text))
 		done()
 	}
 	for _, r := range a.Recommendations {
-		next("setting")
+		if !next("setting") {
+			continue
+		}
 		w.str("property", r.Property)
 		w.str("value", sizing.SparkSize(r.Value))
 		if r.Current > 0 {
@@ -479,14 +535,25 @@ func compareExecutorIDs(a, b string) int {
 	return cmp.Or(rank(a)-rank(b), len(a)-len(b), strings.Compare(a, b))
 }
 
-func (w *points) start(measurement string, startMs, sub int64) {
+// begin starts the fact of measurement at ts, the application's tags
+// set; false when it was written before, and nothing is to be added.
+func (w *points) begin(measurement string, ts int64) bool {
+	w.key = factKey{M: measurementIndex(measurement), TS: ts}
+	if w.p.facts.has(w.st.key.app, w.key, w.nowMs) || slices.Contains(w.facts, w.key) {
+		return false
+	}
+	w.startLine(measurement)
+	w.ts = ts
+	return true
+}
+
+func (w *points) startLine(measurement string) {
 	w.enc.Reset()
 	w.enc.StartLine(measurement)
 	w.enc.AddTag("applicationid", tagValue(w.st.key.app))
 	if name := tagValue(w.st.name); name != "" {
 		w.enc.AddTag("appname", name)
 	}
-	w.ts = startMs*1_000_000 + sub
 }
 
 func (w *points) int(key string, v int64) { w.enc.AddField(key, lineprotocol.IntValue(v)) }
@@ -497,8 +564,7 @@ func (w *points) float(key string, v float64) {
 	}
 }
 
-// str adds a string field unless it is empty; empty means "not known",
-// and an earlier value of the point, if any, is kept.
+// str adds a string field unless it is empty, which means "not known".
 func (w *points) str(key, v string) {
 	if v == "" {
 		return
@@ -508,30 +574,52 @@ func (w *points) str(key, v string) {
 	}
 }
 
-func (w *points) common(title, text string) {
+// common adds the fields every item's fact has.
+func (w *points) common(ph int, title, text string) {
+	w.str("fact", phaseNames[ph])
 	w.str("title", w.text(title))
 	w.str("text", text)
 	w.str("attempt_id", w.text(w.st.attemptID))
 }
 
-// end finishes the point and adds it to the batch if it differs from what
-// was last written for the item.
-func (w *points) end(written *uint64) {
+// end finishes the fact begun and adds it to the batch.
+func (w *points) end() {
 	w.enc.EndLine(time.Unix(0, w.ts))
 	if err := w.enc.Err(); err != nil {
 		w.p.log.Warn("annotation point not encodable", zap.String("application", w.st.key.String()), zap.Error(err))
 		return
 	}
-	line := w.enc.Bytes()
-	h := fnv.New64a()
-	h.Write(line)
-	sum := h.Sum64() | 1 // never 0, the value of "not written"
-	if sum == *written {
+	w.batch = append(w.batch, w.enc.Bytes()...)
+	w.n++
+	w.facts = append(w.facts, w.key)
+}
+
+// snapshot finishes an executor's snapshot, at nowNs, and adds it to the
+// batch if its fields changed since the last one; its time is after the
+// last one's, so no two share a time.
+func (w *points) snapshot(process string, nowNs int64) {
+	w.enc.EndLine(time.Unix(0, 0))
+	if err := w.enc.Err(); err != nil {
+		w.p.log.Warn("executor point not encodable", zap.String("application", w.st.key.String()), zap.Error(err))
 		return
 	}
-	*written = sum
-	w.batch = append(w.batch, line...)
+	line := w.enc.Bytes()
+	body := line[:bytes.LastIndexByte(line, ' ')+1] // without the time
+	h := fnv.New64a()
+	h.Write(body)
+	sum := h.Sum64()
+	last, ok := w.snaps[process]
+	if !ok {
+		last = w.p.facts.lastSnapshot(w.st.key.app, process, w.nowMs)
+	}
+	if last.Sum == sum {
+		return
+	}
+	ts := max(nowNs, last.TS+1)
+	w.batch = strconv.AppendInt(append(w.batch, body...), ts, 10)
+	w.batch = append(w.batch, '\n')
 	w.n++
+	w.snaps[process] = snapshot{Sum: sum, TS: ts}
 }
 
 // text prepares user text for a field: white space collapsed, trimmed to

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"io"
 	"maps"
 	"net/http"
 	"net/url"
@@ -136,6 +137,7 @@ type Poller struct {
 	owners   map[appKey]*source   // which source syncs an attempt
 	orphans  map[appKey]*appState // attempts whose source lost them
 	errors   map[[2]string]uint64 // (source, kind) → failed polls
+	facts    *ledger              // facts written (facts.go)
 	inFlight sync.WaitGroup
 
 	stats counters
@@ -217,6 +219,7 @@ func New(cfg Config) (*Poller, error) {
 		owners:   map[appKey]*source{},
 		orphans:  map[appKey]*appState{},
 		errors:   map[[2]string]uint64{},
+		facts:    newLedger(),
 	}
 	// A source that fails keeps failing every poll: a few entries a second.
 	p.log = cfg.Log.WithOptions(zap.WrapCore(func(c zapcore.Core) zapcore.Core {
@@ -306,7 +309,17 @@ func (p *Poller) round(ctx context.Context, wait bool) {
 		p.inFlight.Wait()
 	}
 	p.closeOutOrphans(now)
+	// An application is listed again, at most, for recheck after it ended,
+	// or after a restart for Lookback: its facts are kept as long.
+	p.facts.forget(now.Add(-p.cfg.Lookback - recheck - giveUp).UnixMilli())
 }
+
+// SaveFacts writes what facts were written, for LoadFacts after a
+// restart, so that none is written twice.
+func (p *Poller) SaveFacts(w io.Writer) error { return p.facts.Save(w) }
+
+// LoadFacts restores what SaveFacts wrote. Call it before Run.
+func (p *Poller) LoadFacts(r io.Reader) error { return p.facts.Load(r) }
 
 // startWorkers starts workers for the queue, as many as there are free
 // places among the parallel ones. A worker polls queued sources until the

@@ -31,27 +31,15 @@ const sqlRecheck = 30
 // each.
 const executorsEvery = 3
 
-type executorItem struct {
-	sparkapi.Executor
-	written, removal uint64 // fingerprints of the two points last written
-}
+type executorItem struct{ sparkapi.Executor }
 
 type stageKey struct{ id, attempt int }
 
-type jobItem struct {
-	sparkapi.Job
-	written uint64 // fingerprint of the point last written
-}
+type jobItem struct{ sparkapi.Job }
 
-type stageItem struct {
-	sparkapi.Stage
-	written uint64
-}
+type stageItem struct{ sparkapi.Stage }
 
-type sqlItem struct {
-	sparkapi.SQLExecution
-	written uint64
-}
+type sqlItem struct{ sparkapi.SQLExecution }
 
 // appState is what the poller knows of one application attempt.
 type appState struct {
@@ -71,7 +59,6 @@ type appState struct {
 	lastSeen time.Time
 	lostAt   time.Time
 	syncs    int
-	written  uint64
 
 	jobs       map[int]*jobItem
 	maxJob     int
@@ -88,7 +75,6 @@ type appState struct {
 
 	// Sizing advice, worked out once the attempt has completed.
 	properties map[string]string // the environment's Spark properties; nil until read
-	advice     []uint64          // fingerprints of the advice points last written
 }
 
 func newAppState(key appKey) *appState {

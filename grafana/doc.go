@@ -8,6 +8,33 @@
 // DatasourceUID, so the dashboards work on InfluxDB 1.8, on 2.x through
 // its DBRP mappings and on 3.x through its InfluxQL API.
 //
+// # Portable queries
+//
+// InfluxDB 3 answers some InfluxQL differently from 1.x. Every generated
+// query keeps these rules, which TestPortableQueries checks on every
+// committed dashboard (sources are in influxdata/influxdb at v3.10.1):
+//
+//  1. No condition on a tag a measurement may lack (username, the
+//     GraphiteSink prefix; appname and appstart). 3.x takes a regular
+//     expression on a column a table lacks as false, and a comparison with
+//     it as NULL (core/iox_query_influxql/src/plan/
+//     planner_rewrite_expression.rs), where 1.x reads the tag as "": the
+//     application list would be empty without a prefix.
+//  2. SHOW TAG VALUES only, always with FROM and the dashboard's time range.
+//     Without a time condition 3.x answers from the last day only
+//     (influxql_metadata_cutoff, core/iox_query/src/config.rs) and without
+//     FROM it reads every table; 1.x's SHOW MEASUREMENTS takes no time
+//     range at all, so file system schemes are a list, not a query.
+//  3. Every SELECT is bounded in time: the dashboard's range, or for
+//     annotation facts (which sit at their item's start) from a day before
+//     it. InfluxDB 3 Core refuses a query that would read more than 432
+//     Parquet files, about 72 hours of a table
+//     (influxdb3_write/src/write_buffer/mod.rs).
+//  4. Nothing relies on a point being written again: 3.x does not reliably
+//     keep the later of two points at one series and time. Annotations are
+//     facts written once (package annotate); the executors table reads each
+//     executor's latest snapshot, last() per process.
+//
 // Counter panels use the ingest-time delta field: sum("delta") per
 // $__interval, divided by the interval, is an exact rate for any interval
 // and any number of executors, restarts included, and sum("delta") over

@@ -5,6 +5,7 @@ import (
 	"flag"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -94,11 +95,15 @@ func TestParseAndRegex(t *testing.T) {
 			t.Errorf("%s uses non_negative_derivative instead of the ingest-time deltas", q.Where)
 		}
 	}
-	if len(vars) != 6 || len(qs) < 100 || repeated < 6 || annotations != 5 {
+	if len(vars) != 5 || len(qs) < 100 || repeated < 6 || annotations != 5 {
 		t.Errorf("%d variables, %d queries, %d in the repeated row, %d annotations", len(vars), len(qs), repeated, annotations)
 	}
-	got, err := fs.ApplyRegex([]string{"filesystem.hdfs.read_bytes", "filesystem.s3a.read_bytes", "other"})
+	if !slices.Equal(fs.Values, []string{"file", "hdfs", "s3a", "gs", "abfs", "abfss", "wasb", "viewfs"}) || fs.AllValue != ".+" {
+		t.Errorf("fs: %+v", fs)
+	}
+	re := Variable{Name: "fs", Regex: `/^filesystem\.(.+)\.read_bytes$/`}
+	got, err := re.ApplyRegex([]string{"filesystem.hdfs.read_bytes", "filesystem.s3a.read_bytes", "other"})
 	if err != nil || strings.Join(got, ",") != "hdfs,s3a" {
-		t.Errorf("fs regex: %q, %v", got, err)
+		t.Errorf("regex: %q, %v", got, err)
 	}
 }

@@ -25,7 +25,7 @@ func Health() *dashboard.DashboardBuilder {
 		Refresh("30s").
 		Timezone(common.TimeZoneBrowser).
 		WithVariable(all(queryVar("host", "Instance",
-			`SHOW TAG VALUES FROM "sparkpulse_lines_received_total" WITH KEY = "host"`), ".*"))
+			`SHOW TAG VALUES FROM "sparkpulse_lines_received_total" WITH KEY = "host" WHERE $timeFilter`), ".*"))
 
 	h := []string{byHost}
 	counterRate := func(measurement string, s scale, groupBy string, conds ...string) string {

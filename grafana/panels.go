@@ -25,6 +25,13 @@ const (
 	executorsOnly = `"process" =~ /^$process$/ AND "process" != 'driver'`
 	driverOnly    = `"process" = 'driver'`
 	timeFilter    = `$timeFilter`
+	// factsRange is the time range of annotation facts, which sit at their
+	// item's start: from a day before the dashboard's range, so that jobs,
+	// stages and executors that began before it still show (rule 3).
+	factsRange = `time >= ${__from}ms - 1d AND time <= ${__to}ms`
+	// appMeasurements have every application: each executor's task
+	// counters (ExecutorSource) and the driver's block manager.
+	appMeasurements = `/^(cpuTime\.count|memory\.maxMem_MB)$/`
 )
 
 // where joins conditions and the time filter.
@@ -190,10 +197,11 @@ func all(v *dashboard.QueryVariableBuilder, allValue string) *dashboard.QueryVar
 		})
 }
 
-// annotation draws the points of an annotation measurement as regions from
-// their time to end_ms, with their title and text.
+// annotation draws the facts of an annotation measurement: an item's end
+// (or loss) as a region from its start to end_ms, an item seen running as
+// a mark at its start (it has no end_ms), each with its title and text.
 func annotation(name, color, measurement string, enable bool) *dashboard.AnnotationQueryBuilder {
-	q := fmt.Sprintf(`SELECT "title", "text", "end_ms", "status" FROM %q WHERE %s`, measurement, where(byApp))
+	q := fmt.Sprintf(`SELECT "title", "text", "end_ms", "status" FROM %q WHERE %s AND %s`, measurement, byApp, factsRange)
 	return dashboard.NewAnnotationQueryBuilder().
 		Name(name).
 		Datasource(datasource).

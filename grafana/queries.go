@@ -9,11 +9,12 @@ import (
 	"time"
 )
 
-// Variable is a query variable of a dashboard.
+// Variable is a query or custom variable of a dashboard.
 type Variable struct {
 	Name       string
-	Query      string
-	Regex      string // applied to each result, as Grafana does; a capture group gives the value
+	Query      string   // a query variable's InfluxQL
+	Values     []string // a custom variable's values
+	Regex      string   // applied to each result, as Grafana does; a capture group gives the value
 	Multi      bool
 	IncludeAll bool
 	AllValue   string
@@ -52,11 +53,17 @@ func Parse(b []byte) ([]Variable, []Query, error) {
 	}
 	var vars []Variable
 	for _, v := range d.Templating.List {
-		if v.Type != "query" {
+		q, _ := v.Query.(string)
+		nv := Variable{Name: v.Name, Regex: v.Regex, Multi: v.Multi, IncludeAll: v.IncludeAll, AllValue: v.AllValue}
+		switch v.Type {
+		case "query":
+			nv.Query = q
+		case "custom":
+			nv.Values = strings.Split(q, ",")
+		default:
 			continue
 		}
-		q, _ := v.Query.(string)
-		vars = append(vars, Variable{Name: v.Name, Query: q, Regex: v.Regex, Multi: v.Multi, IncludeAll: v.IncludeAll, AllValue: v.AllValue})
+		vars = append(vars, nv)
 	}
 	var qs []Query
 	for _, a := range d.Annotations.List {
@@ -97,7 +104,8 @@ type Values struct {
 var varRef = regexp.MustCompile(`\$\{?(__interval_ms|__interval|timeFilter|[A-Za-z_][A-Za-z0-9_]*)\}?`)
 
 // Interpolate fills a query's variables the way Grafana's InfluxDB data
-// source does: $timeFilter with the time range, $__interval and
+// source does: $timeFilter with the time range, ${__from} and ${__to} with
+// its ends in epoch milliseconds, $__interval and
 // $__interval_ms with the interval, a variable with its value escaped for
 // a regular expression, several values as (a|b), and All as its allValue.
 // It fails on a variable it has no value for.
@@ -116,6 +124,10 @@ func Interpolate(q string, vars []Variable, vals Values, from, to time.Time, int
 			return (interval).String()
 		case "__interval_ms":
 			return strconv.FormatInt(interval.Milliseconds(), 10)
+		case "__from":
+			return strconv.FormatInt(from.UnixMilli(), 10)
+		case "__to":
+			return strconv.FormatInt(to.UnixMilli(), 10)
 		}
 		v, ok := byName[name]
 		if !ok {

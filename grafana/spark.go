@@ -44,26 +44,22 @@ func spark(c counters) *dashboard.DashboardBuilder {
 		Time("now-30m", "now").
 		Refresh("30s").
 		Timezone(common.TimeZoneBrowser).
-		WithVariable(all(queryVar("username", "Prefix", `SHOW TAG VALUES WITH KEY = "username"`), ".*").
-			Multi(false).
-			Description("The GraphiteSink prefix (spark.metrics.conf.*.sink.graphite.prefix), when one is set.")).
+		// No GraphiteSink prefix filter: InfluxDB 3 takes any condition on a
+		// tag a table lacks (username, without a prefix) as false (rule 1).
 		WithVariable(queryVar("app", "Application",
-			`SHOW TAG VALUES WITH KEY = "applicationid" WHERE "username" =~ /^$username$/`).
+			fmt.Sprintf(`SHOW TAG VALUES FROM %s WITH KEY = "applicationid" WHERE %s`, appMeasurements, timeFilter)).
 			Sort(dashboard.VariableSortAlphabeticalDesc).
-			Description("Spark application id (spark.app.id, or spark.metrics.namespace), newest first.")).
+			Description("Spark application id (spark.app.id, or spark.metrics.namespace) of the applications that reported in the time range, newest first.")).
 		WithVariable(queryVar("appname", "Name",
-			`SHOW TAG VALUES FROM "spark_app" WITH KEY = "appname" WHERE "applicationid" =~ /^$app$/`).
+			fmt.Sprintf(`SHOW TAG VALUES FROM "spark_app" WITH KEY = "appname" WHERE %s AND %s`, byApp, factsRange)).
 			Description("The application's name, as Spark's REST API reports it (needs [annotate]).")).
 		WithVariable(all(queryVar("process", "Process",
-			`SHOW TAG VALUES WITH KEY = "process" WHERE "applicationid" =~ /^$app$/`), ".*").
+			fmt.Sprintf(`SHOW TAG VALUES FROM %s WITH KEY = "process" WHERE %s`, appMeasurements, where(byApp))), ".*").
 			Sort(dashboard.VariableSortNumericalAsc).
 			Description("The driver and executor ids; each selected one also gets a drill-down row at the bottom.")).
-		WithVariable(all(queryVar("fs", "File system",
-			`SHOW MEASUREMENTS WITH MEASUREMENT =~ /^filesystem\..+\.read_bytes$/`), ".+").
-			Regex(`/^filesystem\.(.+)\.read_bytes$/`).
-			Description("Hadoop file system schemes reported by executors (spark.executor.metrics.fileSystemSchemes, default file,hdfs).")).
+		WithVariable(fileSystems()).
 		WithVariable(all(queryVar("query", "Streaming query",
-			`SHOW TAG VALUES FROM "inputRate-total" WITH KEY = "id" WHERE "applicationid" =~ /^$app$/`), ".*").
+			fmt.Sprintf(`SHOW TAG VALUES FROM "inputRate-total" WITH KEY = "id" WHERE %s`, where(byApp))), ".*").
 			Description("Structured streaming queries (their name, or id).")).
 		Annotation(annotation("Jobs", "#5794F2", "spark_job", true)).
 		Annotation(annotation("SQL", "#B877D9", "spark_sql", true)).
@@ -81,6 +77,24 @@ func spark(c counters) *dashboard.DashboardBuilder {
 	streaming(d, c)
 	drillDown(d, c)
 	return d
+}
+
+// fileSystems lists Hadoop file system schemes. A scheme is in the
+// measurement's name, and InfluxDB 1.x's SHOW MEASUREMENTS takes no time
+// range (rule 2), so the common schemes are listed rather than queried;
+// All, the default, matches whatever executors report.
+func fileSystems() *dashboard.CustomVariableBuilder {
+	const schemes = "file,hdfs,s3a,gs,abfs,abfss,wasb,viewfs"
+	return dashboard.NewCustomVariableBuilder("fs").
+		Label("File system").
+		Values(dashboard.StringOrMap{String: cog.ToPtr(schemes)}).
+		Multi(true).IncludeAll(true).AllValue(".+").
+		Current(dashboard.VariableOption{
+			Selected: cog.ToPtr(true),
+			Text:     dashboard.StringOrArrayOfString{ArrayOfString: []string{"All"}},
+			Value:    dashboard.StringOrArrayOfString{ArrayOfString: []string{"$__all"}},
+		}).
+		Description("Hadoop file system schemes reported by executors (spark.executor.metrics.fileSystemSchemes, default file,hdfs).")
 }
 
 func summary(d *dashboard.DashboardBuilder, c counters) {
@@ -222,7 +236,7 @@ func executors(d *dashboard.DashboardBuilder, c counters) {
 	d.WithRow(dashboard.NewRowBuilder("Executors (Spark REST API)"))
 	cols := []struct{ field, name, unit string }{
 		{"executor_id", "Executor", ""}, {"host", "Host", ""}, {"status", "Status", ""}, {"cores", "Cores", "none"},
-		{"duration_ms", "Lifetime", "ms"}, {"peak_ProcessTreeJVMRSSMemory", "Peak JVM RSS", "bytes"},
+		{"added_ms", "Added", "dateTimeAsIso"}, {"duration_ms", "Lifetime", "ms"}, {"peak_ProcessTreeJVMRSSMemory", "Peak JVM RSS", "bytes"},
 		{"peak_ProcessTreePythonRSSMemory", "Peak Python RSS", "bytes"}, {"peak_JVMHeapMemory", "Peak heap", "bytes"},
 		{"peak_JVMOffHeapMemory", "Peak off-heap", "bytes"}, {"peak_OnHeapExecutionMemory", "Peak execution memory", "bytes"},
 		{"peak_OnHeapStorageMemory", "Peak storage memory", "bytes"}, {"gc_share", "GC share of task time", "percentunit"},
@@ -230,14 +244,15 @@ func executors(d *dashboard.DashboardBuilder, c counters) {
 	}
 	var fields []string
 	for _, c := range cols {
-		fields = append(fields, fmt.Sprintf("%q", c.field))
+		fields = append(fields, fmt.Sprintf("last(%q) AS %q", c.field, c.field))
 	}
-	// Every executor the application had, whenever it was added: no time
-	// filter.
-	q := fmt.Sprintf(`SELECT %s FROM "spark_executor" WHERE %s`, strings.Join(fields, ", "), byApp)
+	// Each executor's latest snapshot (its series is tagged with process),
+	// of those seen from a day before the range to its end: an executor
+	// gets a snapshot whenever something of it changed.
+	q := fmt.Sprintf(`SELECT %s FROM "spark_executor" WHERE %s AND %s GROUP BY "process"`, strings.Join(fields, ", "), byApp, factsRange)
 	t := table.NewPanelBuilder().
 		Title("Executors: lifetime, removal and peak memory").
-		Description("One row per driver and executor of the application, from Spark's REST API (needs [annotate]): the host it ran on, how it ended (REMOVED, with Spark's or the cluster manager's reason, e.g. a container killed over its memory limit; ENDED with the application; ACTIVE), and the peak of each memory area over its life (peakMemoryMetrics, Spark 3+, with spark.executor.processTreeMetrics.enabled for the RSS columns). Sorted by peak JVM RSS, what a container memory limit counts.").
+		Description("One row per driver and executor of the application seen in the time range (or the day before it), from Spark's REST API (needs [annotate]), as last seen: the host it ran on, how it ended (REMOVED, with Spark's or the cluster manager's reason, e.g. a container killed over its memory limit; ENDED with the application; ACTIVE), and the peak of each memory area over its life (peakMemoryMetrics, Spark 3+, with spark.executor.processTreeMetrics.enabled for the RSS columns). Sorted by peak JVM RSS, what a container memory limit counts.").
 		Datasource(datasource).
 		Span(24).
 		Height(10).
@@ -246,7 +261,7 @@ func executors(d *dashboard.DashboardBuilder, c counters) {
 		}).
 		Footer(common.NewTableFooterOptionsBuilder().Show(false).Reducer([]string{})).
 		WithTarget(&influxQLBuilder{InfluxQL{RefID: "A", Query: q, RawQuery: true, ResultFormat: "table"}}).
-		OverrideByName("Time", []dashboard.DynamicConfigValue{{Id: "displayName", Value: "Added"}})
+		OverrideByName("Time", []dashboard.DynamicConfigValue{{Id: "displayName", Value: "Last seen"}})
 	for _, c := range cols {
 		props := []dashboard.DynamicConfigValue{{Id: "displayName", Value: c.name}}
 		if c.unit != "" {
@@ -257,14 +272,14 @@ func executors(d *dashboard.DashboardBuilder, c counters) {
 	d.WithPanel(t)
 
 	advice := table.NewPanelBuilder().
-		Title("Sizing advice (when the application has ended)").
+		Title("Sizing advice (applications that ended in the range)").
 		Description("What sparkpulse's sizing rules make of the executors' peak memory and the application's memory settings (spark.executor.memory, memoryOverhead, pyspark.memory, off-heap), written when the application ends: the limits, the executors near one, and the --conf settings to change with their reasons. `sparkpulse report APP_ID` prints the same with a row per executor; the rules are in the README.").
 		Datasource(datasource).
 		Span(24).
 		Height(8).
 		Footer(common.NewTableFooterOptionsBuilder().Show(false).Reducer([]string{})).
 		WithTarget(&influxQLBuilder{InfluxQL{RefID: "A", RawQuery: true, ResultFormat: "table",
-			Query: fmt.Sprintf(`SELECT "kind", "rule", "executor", "text", "reason" FROM "spark_sizing" WHERE %s`, byApp)}}).
+			Query: fmt.Sprintf(`SELECT "kind", "rule", "executor", "text", "reason" FROM "spark_sizing" WHERE %s AND %s`, byApp, factsRange)}}).
 		OverrideByName("Time", []dashboard.DynamicConfigValue{{Id: "custom.hidden", Value: true}})
 	d.WithPanel(advice)
 }

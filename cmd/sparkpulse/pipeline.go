@@ -249,12 +249,8 @@ func (p *pipeline) openAnnotator() error {
 	if a == nil {
 		return nil
 	}
-	wcfg := p.plan.Influx
-	// An item's point is rewritten as it progresses: one request at a time
-	// keeps the writes in order, so an older state never lands last.
-	wcfg.MaxInFlight = 1
 	var err error
-	if p.annWriter, err = p.newWriter("annotate", wcfg, a.Target); err != nil {
+	if p.annWriter, err = p.newWriter("annotate", p.plan.Influx, a.Target); err != nil {
 		return fmt.Errorf("[annotate]: %w", err)
 	}
 	pc := a.Poller
@@ -262,6 +258,7 @@ func (p *pipeline) openAnnotator() error {
 	if p.annotator, err = annotate.New(pc); err != nil {
 		return fmt.Errorf("[annotate]: %w", err)
 	}
+	p.loadFacts()
 	p.log.Info("polling Spark REST sources for annotations", zap.Strings("urls", pc.Sources),
 		zap.Duration("interval", pc.WithDefaults().Interval), zap.String("bucket", a.Target.Bucket), zap.Stringer("auth", pc.Auth))
 	return nil
@@ -417,8 +414,8 @@ func (p *pipeline) shutdown(ctx context.Context) error {
 	if p.reporter != nil {
 		p.reportInternal(time.Now()) // the final counts
 	}
-	// Every line is read: the baselines are final.
-	stateErr := p.deltas.save()
+	// Every line is read: the baselines are final; the poller has stopped.
+	stateErr := errors.Join(p.deltas.save(), p.saveFacts())
 	errs := p.closeWriters(ctx)
 	if p.admin != nil {
 		_ = p.admin.Shutdown(ctx)

@@ -4,6 +4,7 @@ import (
 	"bufio"
 	"errors"
 	"fmt"
+	"io"
 	"os"
 	"path/filepath"
 	"time"
@@ -35,18 +36,16 @@ func openDeltaState(plan *Plan, log *zap.Logger) *deltaState {
 		return s
 	}
 	path := filepath.Join(s.dir, stateFile)
-	f, err := os.Open(path)
-	if errors.Is(err, os.ErrNotExist) {
-		return s
-	}
-	if err != nil {
-		log.Warn("cannot read delta state; starting without baselines", zap.String("file", path), zap.Error(err))
-		return s
-	}
-	defer f.Close()
-	n, err := s.tracker.Load(bufio.NewReader(f), time.Now().UnixNano())
+	var n int
+	found, err := readState(s.dir, stateFile, func(r io.Reader) (err error) {
+		n, err = s.tracker.Load(r, time.Now().UnixNano())
+		return err
+	})
 	if err != nil {
 		log.Warn("ignoring delta state; starting without baselines", zap.String("file", path), zap.Error(err))
+		return s
+	}
+	if !found {
 		return s
 	}
 	log.Info("read the delta baselines of the last run", zap.String("file", path), zap.Int("series", n))
@@ -80,15 +79,26 @@ func (s *deltaState) save() error {
 }
 
 func (s *deltaState) write() error {
-	if err := os.MkdirAll(s.dir, 0o750); err != nil {
+	return writeState(s.dir, stateFile, func(w io.Writer) error { return s.tracker.Save(w, time.Now().UnixNano(), s.states) })
+}
+
+// writeState replaces the file name in dir with what write writes: under
+// a fresh temporary name (never through a planted link), synced, then
+// renamed into place.
+func writeState(dir, name string, write func(io.Writer) error) error {
+	if err := os.MkdirAll(dir, 0o750); err != nil {
 		return fmt.Errorf("state-dir: %w", err)
 	}
-	tmp, err := os.CreateTemp(s.dir, stateFile+".*")
+	tmp, err := os.CreateTemp(dir, name+".*")
 	if err != nil {
-		return fmt.Errorf("saving delta state: %w", err)
+		return fmt.Errorf("saving %s: %w", name, err)
 	}
 	defer os.Remove(tmp.Name()) // a no-op after the rename
-	err = s.tracker.Save(tmp, time.Now().UnixNano(), s.states)
+	bw := bufio.NewWriter(tmp)
+	err = write(bw)
+	if err == nil {
+		err = bw.Flush()
+	}
 	if err == nil {
 		err = tmp.Sync()
 	}
@@ -96,10 +106,56 @@ func (s *deltaState) write() error {
 		err = cerr
 	}
 	if err == nil {
-		err = os.Rename(tmp.Name(), filepath.Join(s.dir, stateFile))
+		err = os.Rename(tmp.Name(), filepath.Join(dir, name))
 	}
 	if err != nil {
-		return fmt.Errorf("saving delta state to %s: %w", tmp.Name(), err)
+		return fmt.Errorf("saving %s to %s: %w", name, tmp.Name(), err)
+	}
+	return nil
+}
+
+// readState calls read with the file name in dir; false when there is none.
+func readState(dir, name string, read func(io.Reader) error) (bool, error) {
+	f, err := os.Open(filepath.Join(dir, name))
+	if errors.Is(err, os.ErrNotExist) {
+		return false, nil
+	}
+	if err != nil {
+		return false, err
+	}
+	defer f.Close()
+	return true, read(bufio.NewReader(f))
+}
+
+// factsFile keeps which annotation facts were written, so that a restart
+// writes none of them again.
+const factsFile = "annotate.state"
+
+// loadFacts restores the annotation facts the last run wrote. Without the
+// file (or with a damaged one) facts of applications still listed are
+// written again, with the same values.
+func (p *pipeline) loadFacts() {
+	if p.plan.StateDir == "" {
+		return
+	}
+	found, err := readState(p.plan.StateDir, factsFile, p.annotator.LoadFacts)
+	switch {
+	case err != nil:
+		p.log.Warn("ignoring the annotation facts of the last run; facts of applications still listed are written again",
+			zap.String("file", filepath.Join(p.plan.StateDir, factsFile)), zap.Error(err))
+	case found:
+		p.log.Info("read the annotation facts the last run wrote", zap.String("file", filepath.Join(p.plan.StateDir, factsFile)))
+	}
+}
+
+// saveFacts keeps the annotation facts written for the next start.
+func (p *pipeline) saveFacts() error {
+	if p.annotator == nil || p.plan.StateDir == "" {
+		return nil
+	}
+	if err := writeState(p.plan.StateDir, factsFile, p.annotator.SaveFacts); err != nil {
+		p.log.Error("annotation facts not saved; the next start writes facts of applications still listed again", zap.Error(err))
+		return err
 	}
 	return nil
 }
