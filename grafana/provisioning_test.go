@@ -23,7 +23,7 @@ func readYAML(t *testing.T, path string, out any) {
 // The provisioning files give the data source the uid the dashboards use,
 // and the compose stack mounts the dashboards where the provider reads them.
 func TestProvisioning(t *testing.T) {
-	for _, f := range []string{"provisioning/datasources/influxdb.yaml", "provisioning-influxdb2/datasources/influxdb.yaml"} {
+	for _, f := range []string{"provisioning/datasources/influxdb.yaml", "provisioning-influxdb2/datasources/influxdb.yaml", "provisioning-influxdb3/datasources/influxdb.yaml"} {
 		var ds struct {
 			Datasources []struct {
 				UID      string `yaml:"uid"`

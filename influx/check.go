@@ -17,12 +17,27 @@ import (
 // reached (connection refused, DNS, timeout, a proxy's 502/503/504).
 var ErrUnreachable = errors.New("InfluxDB is unreachable")
 
+// ErrMissing is matched (errors.Is) by Check's error when the database,
+// retention policy or bucket does not exist.
+var ErrMissing = errors.New("influx: the target does not exist")
+
+type missingError struct{ msg string }
+
+func (e missingError) Error() string        { return e.msg }
+func (e missingError) Is(target error) bool { return target == ErrMissing }
+
+func missing(format string, args ...any) error { return missingError{fmt.Sprintf(format, args...)} }
+
 // CheckResult describes the server Check talked to and what it did.
 type CheckResult struct {
 	Version string   // as the server reports it ("1.8.10", "v2.7.1", "unknown"); "" if it does not
+	Build   string   // X-Influxdb-Build: "OSS" (1.x, 2.x), "Core" or "Enterprise" (3.x); "" if not said
 	Major   int      // 1, 2 or 3; 0 when the version is not recognised
 	Created []string // what Check created, e.g. `database "spark"`
 	Note    string   // set when the check was skipped, and why; for the caller to log
+	// Warnings are what the server will not do that sparkpulse's
+	// dashboards need, or limits they run into, each with its remedy.
+	Warnings []string
 }
 
 // String is a one-line summary for a log entry.
@@ -40,6 +55,9 @@ func (r CheckResult) String() string {
 // server names the server in messages: "InfluxDB 1.8.10", or
 // `InfluxDB 1.x (version "unknown")` for a build without a version.
 func (r CheckResult) server() string {
+	if r.Major == 3 && r.Build != "" && versionMajor(r.Version) == 3 {
+		return "InfluxDB " + r.Version + " " + strings.TrimPrefix(r.Build, "InfluxDB 3 ")
+	}
 	if r.Major > 0 && versionMajor(r.Version) == r.Major {
 		return "InfluxDB " + r.Version
 	}
@@ -71,7 +89,7 @@ func Check(ctx context.Context, cfg Config, t Target, create bool) (CheckResult,
 	defer c.client.close()
 
 	var err error
-	res.Version, err = c.ping(ctx)
+	res.Version, res.Build, err = c.ping(ctx)
 	if err != nil {
 		return res, err
 	}
@@ -83,6 +101,11 @@ func Check(ctx context.Context, cfg Config, t Target, create bool) (CheckResult,
 		err = c.check2x(ctx, &res, t)
 	case 3:
 		res.Note = "bucket check skipped: InfluxDB 3.x creates a database on its first write"
+		if strings.Contains(res.Build, "Core") {
+			// influxdb3_write/src/write_buffer/mod.rs: "Query would scan {} Parquet files, exceeding the file limit"
+			res.Warnings = append(res.Warnings, "InfluxDB 3 Core refuses a query that would read more than 432 Parquet files of a table, "+
+				"about 72 hours of data: keep the dashboards' time range under 3 days, or start influxdb3 with a larger --query-file-limit")
+		}
 	default:
 		if _, perr := c.query(ctx, "", "SHOW DATABASES"); perr == nil {
 			res.Major = 1 // a 1.x built without a version (go install) says "unknown"
@@ -110,38 +133,43 @@ func newChecker(cfg Config) *checker {
 	return &checker{cfg: cfg, url: RedactURL(cfg.URL), client: newClient(cfg)}
 }
 
-// ping reads the server's version from GET /ping.
-func (c *checker) ping(ctx context.Context) (string, error) {
+// ping reads the server's version and build from GET /ping.
+func (c *checker) ping(ctx context.Context) (version, build string, err error) {
 	ctx, cancel := context.WithTimeout(ctx, c.cfg.RequestTimeout)
 	defer cancel()
 	req, err := http.NewRequestWithContext(ctx, http.MethodGet, c.client.base+"ping", nil)
 	if err != nil {
-		return "", fmt.Errorf("influx: URL %q: %w", c.url, err)
+		return "", "", fmt.Errorf("influx: URL %q: %w", c.url, err)
 	}
 	a, err := c.client.do(req, 4<<10)
 	if err != nil {
 		if isTLSConfigError(err) {
-			return "", fmt.Errorf("influx: TLS with InfluxDB at %s failed (check tls-ca and the certificate): %w", c.url, err)
+			return "", "", fmt.Errorf("influx: TLS with InfluxDB at %s failed (check tls-ca and the certificate): %w", c.url, err)
 		}
-		return "", fmt.Errorf("influx: %w at %s: %w", ErrUnreachable, c.url, err)
+		return "", "", fmt.Errorf("influx: %w at %s: %w", ErrUnreachable, c.url, err)
 	}
 	status := fmt.Sprintf("%d %s", a.status, http.StatusText(a.status))
 	switch s := a.status; {
 	case s == http.StatusBadGateway || s == http.StatusServiceUnavailable || s == http.StatusGatewayTimeout:
-		return "", fmt.Errorf("influx: %w at %s: GET /ping answered %s", ErrUnreachable, c.url, status)
+		return "", "", fmt.Errorf("influx: %w at %s: GET /ping answered %s", ErrUnreachable, c.url, status)
 	case s < 300, s == http.StatusUnauthorized, s == http.StatusForbidden:
 		// Reachable; /ping may need auth (1.x ping-auth-enabled, 3.x).
 	default:
-		return "", fmt.Errorf("influx: GET %s/ping answered %s, not as InfluxDB does; check the URL", c.url, status)
+		return "", "", fmt.Errorf("influx: GET %s/ping answered %s, not as InfluxDB does; check the URL", c.url, status)
+	}
+	build = a.header.Get("X-Influxdb-Build")
+	var body struct {
+		Version string
+		Product string `json:"product_name"` // 3.x: "InfluxDB 3 Core"
+	}
+	_ = json.Unmarshal(a.body, &body)
+	if build == "" {
+		build = body.Product
 	}
 	if v := a.header.Get("X-Influxdb-Version"); v != "" {
-		return v, nil
+		return v, build, nil
 	}
-	var v struct{ Version string }
-	if json.Unmarshal(a.body, &v) == nil {
-		return v.Version, nil // 3.x: {"version":"3.0.1","revision":"…"}
-	}
-	return "", nil
+	return body.Version, build, nil // 3.x: {"version":"3.0.1","revision":"…"}
 }
 
 // isTLSConfigError tells a certificate problem, which retrying will not
@@ -192,7 +220,7 @@ func (c *checker) check1x(ctx context.Context, res *CheckResult, bucket string, 
 	}
 	if !hasName(dbs, db) {
 		if !create {
-			return fmt.Errorf("influx: database %q does not exist on %s at %s%s; create it or set create-database = true",
+			return missing("influx: database %q does not exist on %s at %s%s; create it or set create-database = true",
 				db, res.server(), c.url, hint)
 		}
 		q := "CREATE DATABASE " + quoteIdent(db)
@@ -218,7 +246,7 @@ func (c *checker) check1x(ctx context.Context, res *CheckResult, bucket string, 
 		return nil
 	}
 	if !create {
-		return fmt.Errorf("influx: retention policy %q does not exist on database %q on %s at %s; create it or set create-database = true",
+		return missing("influx: retention policy %q does not exist on database %q on %s at %s; create it or set create-database = true",
 			rp, db, res.server(), c.url)
 	}
 	q := fmt.Sprintf("CREATE RETENTION POLICY %s ON %s DURATION 0s REPLICATION 1 DEFAULT", quoteIdent(rp), quoteIdent(db))
@@ -263,8 +291,20 @@ func (c *checker) check2x(ctx context.Context, res *CheckResult, t Target) error
 		return fmt.Errorf("influx: looking up bucket %q in organization %q on %s at %s: %w", t.Bucket, org, res.server(), c.url, err)
 	}
 	if got.Buckets == nil || len(*got.Buckets) == 0 {
-		return fmt.Errorf("influx: bucket %q does not exist in organization %q on %s at %s; create it (influx bucket create --name %q --org %q)",
+		return missing("influx: bucket %q does not exist in organization %q on %s at %s; create it (influx bucket create --name %q --org %q)",
 			t.Bucket, org, res.server(), c.url, t.Bucket, org)
+	}
+	// The dashboards' InfluxQL finds the bucket through a DBRP mapping:
+	// 2.4 and later map every bucket to a database of its name; 2.0–2.3
+	// and Cloud Serverless need one made.
+	dbs, err := c.query(ctx, "", "SHOW DATABASES")
+	if err == nil && !hasName(dbs, t.Bucket) {
+		id := "<bucket id>"
+		if b := (*got.Buckets)[0]; b.Id != nil {
+			id = *b.Id
+		}
+		res.Warnings = append(res.Warnings, fmt.Sprintf("InfluxQL (the dashboards) has no database %q for bucket %q: "+
+			"create the DBRP mapping: influx v1 dbrp create --org %q --bucket-id %s --db %q --rp autogen --default", t.Bucket, t.Bucket, org, id, t.Bucket))
 	}
 	return nil
 }

@@ -53,12 +53,30 @@ func TestCheck2x(t *testing.T) {
 		}
 		fmt.Fprint(w, `{"buckets":[]}`)
 	})
+	// InfluxQL through /query: 2.4+ maps every bucket to a database of its
+	// name; here, as on 2.0–2.3, there is none until dbrp is set.
+	dbrp := false
+	mux.HandleFunc("/query", func(w http.ResponseWriter, r *http.Request) {
+		w.Header().Set("Content-Type", "application/json")
+		names := `[["_monitoring"]]`
+		if dbrp {
+			names = `[["_monitoring"],["spark"]]`
+		}
+		fmt.Fprintf(w, `{"results":[{"statement_id":0,"series":[{"name":"databases","columns":["name"],"values":%s}]}]}`, names)
+	})
 	url := fakeServer(t, "v2.7.11", false, mux)
 	ctx := context.Background()
 
 	res, err := Check(ctx, Config{URL: url, Org: "acme", Token: "tok"}, Target{Bucket: "spark"}, true)
 	if err != nil || res.Major != 2 || res.String() != "InfluxDB v2.7.11" {
 		t.Errorf("existing bucket: %v, %q", err, res)
+	}
+	if len(res.Warnings) != 1 || !strings.Contains(res.Warnings[0], `influx v1 dbrp create --org "acme" --bucket-id 1 --db "spark" --rp autogen --default`) {
+		t.Errorf("no DBRP mapping: warnings %q", res.Warnings)
+	}
+	dbrp = true
+	if res, err = Check(ctx, Config{URL: url, Org: "acme", Token: "tok"}, Target{Bucket: "spark"}, true); err != nil || len(res.Warnings) != 0 {
+		t.Errorf("with a DBRP mapping: %v, warnings %q", err, res.Warnings)
 	}
 	_, err = Check(ctx, Config{URL: url, Org: "acme", Token: "tok"}, Target{Bucket: "spark", Org: "other"}, true)
 	if err == nil || !strings.Contains(err.Error(), `bucket "spark" does not exist in organization "other" on InfluxDB v2.7.11 at `+url) {
@@ -71,6 +89,29 @@ func TestCheck2x(t *testing.T) {
 	_, err = Check(ctx, Config{URL: url, Org: "acme", Token: "wrong"}, Target{Bucket: "spark"}, false)
 	if err == nil || !strings.Contains(err.Error(), "unauthorized access") || errors.Is(err, ErrUnreachable) || strings.Contains(err.Error(), "wrong") {
 		t.Errorf("bad token: %v", err)
+	}
+}
+
+// InfluxDB 3 Core's /ping (influxdb3_server/src/http.rs): a JSON body and
+// the build in X-Influxdb-Build. Its query file limit is a warning.
+func TestCheck3Core(t *testing.T) {
+	for _, build := range []string{"Core", "Enterprise"} {
+		mux := http.NewServeMux()
+		mux.HandleFunc("/ping", func(w http.ResponseWriter, r *http.Request) {
+			w.Header().Set("Content-Type", "application/json")
+			w.Header().Set("X-Influxdb-Build", build)
+			w.Header().Set("X-Influxdb-Version", "3.10.1")
+			fmt.Fprintf(w, `{"product_name":"InfluxDB 3 %s","version":"3.10.1","revision":"abc","process_id":"x"}`, build)
+		})
+		srv := httptest.NewServer(mux)
+		res, err := Check(context.Background(), Config{URL: srv.URL}, Target{Bucket: "spark"}, true)
+		srv.Close()
+		if err != nil || res.Major != 3 || res.Build != build || res.String() != "InfluxDB 3.10.1 "+build+"; bucket check skipped: InfluxDB 3.x creates a database on its first write" {
+			t.Errorf("%s: %v, %q", build, err, res)
+		}
+		if core := build == "Core"; core != (len(res.Warnings) == 1 && strings.Contains(res.Warnings[0], "--query-file-limit")) {
+			t.Errorf("%s: warnings %q", build, res.Warnings)
+		}
 	}
 }
 

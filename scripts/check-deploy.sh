@@ -7,7 +7,7 @@ set -euo pipefail
 cd "$(dirname "$0")/.."
 
 compose="$(go env GOPATH)/bin/docker-compose"
-for f in docker-compose.yml docker-compose.demo.yml docker-compose.influxdb2.yml; do
+for f in docker-compose.yml docker-compose.demo.yml docker-compose.influxdb2.yml docker-compose.influxdb3.yml; do
   args=(-f docker-compose.yml)
   [ "$f" != docker-compose.yml ] && args+=(-f "$f")
   "$compose" "${args[@]}" config -q
@@ -15,7 +15,8 @@ for f in docker-compose.yml docker-compose.demo.yml docker-compose.influxdb2.yml
 done
 
 for p in deploy/compose/sparkpulse.toml grafana/provisioning/datasources grafana/provisioning/dashboards \
-  grafana/dashboards/spark.json grafana/dashboards/health.json grafana/provisioning-influxdb2/datasources; do
+  grafana/dashboards/spark.json grafana/dashboards/health.json grafana/provisioning-influxdb2/datasources \
+  grafana/provisioning-influxdb3/datasources; do
   [ -e "$p" ] || { echo "check-deploy: $p, mounted by the compose stack, is missing" >&2; exit 1; }
 done
 go run ./cmd/sparkpulse check --config deploy/compose/sparkpulse.toml >/dev/null

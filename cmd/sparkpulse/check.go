@@ -1,9 +1,12 @@
 package main
 
 import (
+	"context"
+	"errors"
 	"fmt"
 	"io"
 	"strings"
+	"time"
 
 	"github.com/sparkpulse/sparkpulse/delta"
 	"github.com/sparkpulse/sparkpulse/influx"
@@ -48,6 +51,36 @@ func cmdCheck(args []string, getenv func(string) string, stdout, stderr io.Write
 	}
 	for _, w := range plan.Warnings {
 		fmt.Fprintf(stdout, "warning: %s\n", w)
+	}
+	return describeTargets(stdout, plan)
+}
+
+// checkTimeout bounds check's look at InfluxDB.
+const checkTimeout = 5 * time.Second
+
+// describeTargets looks at InfluxDB as run would at start, creating
+// nothing: what server it is, whether each target exists, and the limits
+// the dashboards run into there. An unreachable InfluxDB is only noted;
+// a missing target (that run would not create) or refused credentials
+// fail the check, as they would fail run.
+func describeTargets(w io.Writer, plan *Plan) error {
+	ctx, cancel := context.WithTimeout(context.Background(), checkTimeout)
+	defer cancel()
+	for _, c := range checkTargets(ctx, plan, false) {
+		switch {
+		case errors.Is(c.err, influx.ErrUnreachable):
+			fmt.Fprintf(w, "influxdb: not reached, the targets were not checked: %v\n", c.err)
+			return nil
+		case errors.Is(c.err, influx.ErrMissing) && plan.CreateDatabase && c.res.Major == 1:
+			fmt.Fprintf(w, "target %s: %s; run creates it (create-database = true)\n", c.target.Bucket, c.res.String())
+		case c.err != nil:
+			return c.err
+		default:
+			fmt.Fprintf(w, "target %s: %s: OK\n", c.target.Bucket, c.res.String())
+		}
+		for _, warn := range c.res.Warnings {
+			fmt.Fprintf(w, "warning: %s\n", warn)
+		}
 	}
 	return nil
 }

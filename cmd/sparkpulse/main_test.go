@@ -9,10 +9,13 @@ import (
 	"net"
 	"os"
 	"path/filepath"
+	"slices"
 	"strconv"
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/sparkpulse/sparkpulse/influx/influxtest"
 )
 
 var update = flag.Bool("update", false, "rewrite the golden files in testdata/")
@@ -44,8 +47,22 @@ func TestVersion(t *testing.T) {
 	}
 }
 
+// checkWith runs sparkpulse check with InfluxDB at url.
+func checkWith(t *testing.T, url string, args ...string) (string, error) {
+	t.Helper()
+	var out bytes.Buffer
+	env := func(k string) string {
+		if k == envURL {
+			return url
+		}
+		return ""
+	}
+	err := run(context.Background(), append([]string{"check"}, args...), env, nil, &out, io.Discard)
+	return out.String(), err
+}
+
 func TestCheck(t *testing.T) {
-	out, _, err := runCLI(t, "", "check", "--config", "testdata/parse/cern.toml")
+	out, err := checkWith(t, "http://127.0.0.1:1", "--config", "testdata/parse/cern.toml")
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -55,6 +72,8 @@ func TestCheck(t *testing.T) {
 		"username.applicationid.process.namespace.measurement*",
 		// The CERN list has a template that some paths cannot reach.
 		"warning:",
+		// InfluxDB is not there: noted, not an error.
+		"influxdb: not reached, the targets were not checked",
 	} {
 		if !strings.Contains(out, want) {
 			t.Errorf("check output lacks %q:\n%s", want, out)
@@ -176,5 +195,30 @@ func TestSimulateRounds(t *testing.T) {
 	got := <-received
 	if !strings.Contains(out, fmt.Sprintf("sent %d lines in ", got)) || got < 2*(360+2*190) {
 		t.Errorf("received %d lines; output:\n%s", got, out)
+	}
+}
+
+// check looks at the configured InfluxDB as run would at start, creating
+// nothing: a missing database fails it unless run would create it.
+func TestCheckTarget(t *testing.T) {
+	srv := influxtest.Start(t)
+	cfg := func(create bool) string {
+		return writeFile(t, "target.toml", fmt.Sprintf("[influxdb]\ncreate-database = %v\n\n[[graphite]]\nbind-address = \":2003\"\ndatabase = \"spark\"\n", create))
+	}
+	_, err := checkWith(t, srv.URL, "--config", cfg(false))
+	if err == nil || !strings.Contains(err.Error(), `database "spark" does not exist`) || exitCode(err) != 1 {
+		t.Errorf("missing database: %v", err)
+	}
+	out, err := checkWith(t, srv.URL, "--config", cfg(true))
+	if err != nil || !strings.Contains(out, "target spark: InfluxDB 1.x") || !strings.Contains(out, "run creates it (create-database = true)") {
+		t.Errorf("missing database that run creates: %v\n%s", err, out)
+	}
+	if res := srv.Query(t, "", "SHOW DATABASES"); len(res) > 0 && slices.ContainsFunc(res[0].Values, func(v []any) bool { return v[0] == "spark" }) {
+		t.Error("check created the database")
+	}
+	srv.Exec(t, `CREATE DATABASE "spark"`)
+	out, err = checkWith(t, srv.URL, "--config", cfg(false))
+	if err != nil || !strings.Contains(out, "target spark: InfluxDB 1.x") || !strings.Contains(out, ": OK") {
+		t.Errorf("existing database: %v\n%s", err, out)
 	}
 }

@@ -137,34 +137,57 @@ func (p *pipeline) logWarnings() {
 // checkTargets checks every target InfluxDB will be written to, once each.
 // An unreachable InfluxDB is not fatal: points are kept until it is up.
 func (p *pipeline) checkTargets(ctx context.Context) error {
-	targets := make([]influx.Target, 0, len(p.plan.Listeners)+2)
-	for _, l := range p.plan.Listeners {
+	url := influx.RedactURL(p.plan.Influx.WithDefaults().URL)
+	for _, c := range checkTargets(ctx, p.plan, p.plan.CreateDatabase) {
+		switch {
+		case errors.Is(c.err, influx.ErrUnreachable):
+			p.log.Warn("InfluxDB is not reachable; points are kept and sent when it is", zap.String("url", url), zap.Error(c.err))
+			return nil
+		case c.err != nil:
+			return c.err
+		}
+		p.log.Info("InfluxDB target ready", zap.String("url", url), zap.String("bucket", c.target.Bucket), zap.String("server", c.res.String()))
+		for _, w := range c.res.Warnings {
+			p.log.Warn(w, zap.String("url", url), zap.String("bucket", c.target.Bucket))
+		}
+	}
+	return nil
+}
+
+// targetCheck is the outcome of influx.Check for one target.
+type targetCheck struct {
+	target influx.Target
+	res    influx.CheckResult
+	err    error
+}
+
+// checkTargets checks each target the plan writes to, once; it stops at
+// the first that cannot be reached.
+func checkTargets(ctx context.Context, plan *Plan, create bool) []targetCheck {
+	targets := make([]influx.Target, 0, len(plan.Listeners)+2)
+	for _, l := range plan.Listeners {
 		targets = append(targets, l.Target)
 	}
-	if a := p.plan.Annotate; a != nil {
+	if a := plan.Annotate; a != nil {
 		targets = append(targets, a.Target)
 	}
-	if in := p.plan.Internal; in != nil {
+	if in := plan.Internal; in != nil {
 		targets = append(targets, in.Target)
 	}
-	url := influx.RedactURL(p.plan.Influx.WithDefaults().URL)
+	var out []targetCheck
 	checked := map[influx.Target]bool{}
 	for _, t := range targets {
 		if checked[t] {
 			continue
 		}
 		checked[t] = true
-		res, err := influx.Check(ctx, p.plan.Influx, t, p.plan.CreateDatabase)
-		switch {
-		case errors.Is(err, influx.ErrUnreachable):
-			p.log.Warn("InfluxDB is not reachable; points are kept and sent when it is", zap.String("url", url), zap.Error(err))
-		case err != nil:
-			return err
-		default:
-			p.log.Info("InfluxDB target ready", zap.String("url", url), zap.String("bucket", t.Bucket), zap.String("server", res.String()))
+		res, err := influx.Check(ctx, plan.Influx, t, create)
+		out = append(out, targetCheck{t, res, err})
+		if errors.Is(err, influx.ErrUnreachable) {
+			break
 		}
 	}
-	return nil
+	return out
 }
 
 // newWriter opens a writer for t named name (in logs, metrics and its disk
