@@ -31,16 +31,16 @@ type Handler interface {
 // Stats are a listener's counters. They are updated once per read rather
 // than per line, and may be read at any time.
 type Stats struct {
-	ConnsActive   atomic.Uint64 // TCP connections open now
-	ConnsHandled  atomic.Uint64 // TCP connections accepted and served
-	ConnsRejected atomic.Uint64 // TCP connections closed at once because MaxConnections were open
-	ConnsDropped  atomic.Uint64 // TCP connections closed because their partial line did not fit in MaxHeldBytes
-	IdleTimeouts  atomic.Uint64 // TCP connections closed after IdleTimeout without data
-	Bytes         atomic.Uint64 // bytes received
-	Lines         atomic.Uint64 // lines handed to a ConnHandler
-	LinesTooLong  atomic.Uint64 // lines dropped for exceeding MaxLineLength
-	ReadErrors    atomic.Uint64 // accept and read errors other than EOF, Shutdown and idle timeouts
-	Datagrams     atomic.Uint64 // UDP datagrams received
+	ConnsActive  atomic.Uint64 // TCP connections open now
+	ConnsHandled atomic.Uint64 // TCP connections accepted and served
+	AcceptPaused atomic.Uint64 // times the TCP listener stopped accepting because MaxConnections were open
+	ConnsDropped atomic.Uint64 // TCP connections closed because their partial line did not fit in MaxHeldBytes
+	IdleTimeouts atomic.Uint64 // TCP connections closed after IdleTimeout without data
+	Bytes        atomic.Uint64 // bytes received
+	Lines        atomic.Uint64 // lines handed to a ConnHandler
+	LinesTooLong atomic.Uint64 // lines dropped for exceeding MaxLineLength
+	ReadErrors   atomic.Uint64 // accept and read errors other than EOF, Shutdown and idle timeouts
+	Datagrams    atomic.Uint64 // UDP datagrams received
 }
 
 // Defaults of TCPConfig and UDPConfig.

@@ -28,9 +28,10 @@ type TCPConfig struct {
 	// closed after between 1 and 1.25 times IdleTimeout.
 	IdleTimeout time.Duration
 	// MaxConnections caps open connections (default 4096, about 18 MiB
-	// of idle connections at the 4.3 KiB each measured). Connections
-	// beyond it are closed as soon as they are accepted and counted in
-	// ConnsRejected.
+	// of idle connections at the 4.3 KiB each measured). At the cap the
+	// listener stops accepting until one closes, counted in AcceptPaused:
+	// new connections wait in the kernel's accept queue, with their data,
+	// rather than being lost.
 	MaxConnections int
 	// MaxHeldBytes bounds the memory of partial lines longer than 4 KiB
 	// held by all connections together, waiting for their '\n' (default
@@ -102,6 +103,8 @@ type TCPServer struct {
 	slots chan struct{}
 	stats Stats
 
+	room chan struct{} // signalled when a connection closes, for an accept paused at maxConns
+
 	mu        sync.Mutex
 	conns     map[net.Conn]struct{} // open connections, for Shutdown to close
 	closing   bool                  // Shutdown has begun
@@ -143,6 +146,7 @@ func newTCPServer(ln net.Listener, cfg TCPConfig, h Handler) *TCPServer {
 		maxConns:  cfg.MaxConnections,
 		maxHeld:   cfg.MaxHeldBytes,
 		conns:     make(map[net.Conn]struct{}),
+		room:      make(chan struct{}, 1),
 		stop:      make(chan struct{}),
 		serveDone: make(chan struct{}),
 	}
@@ -179,6 +183,9 @@ func (s *TCPServer) Serve() error {
 		if s.admit != nil {
 			s.admit(s.stop)
 		}
+		if !s.waitForRoom() {
+			return nil
+		}
 		c, err := s.ln.Accept()
 		if err != nil {
 			select {
@@ -207,18 +214,35 @@ func (s *TCPServer) Serve() error {
 	}
 }
 
+// waitForRoom returns once fewer than maxConns connections are open, or
+// false when Shutdown begins first.
+func (s *TCPServer) waitForRoom() bool {
+	paused := false
+	for {
+		s.mu.Lock()
+		open := len(s.conns)
+		s.mu.Unlock()
+		if open < s.maxConns {
+			return true
+		}
+		if !paused {
+			paused = true
+			s.stats.AcceptPaused.Add(1)
+		}
+		select {
+		case <-s.room:
+		case <-s.stop:
+			return false
+		}
+	}
+}
+
 // startConn registers c and starts its goroutine, unless the server is
-// shutting down or full.
+// shutting down.
 func (s *TCPServer) startConn(c net.Conn) {
 	s.mu.Lock()
 	if s.refusing {
 		s.mu.Unlock()
-		c.Close()
-		return
-	}
-	if len(s.conns) >= s.maxConns {
-		s.mu.Unlock()
-		s.stats.ConnsRejected.Add(1)
 		c.Close()
 		return
 	}
@@ -377,6 +401,10 @@ func (s *TCPServer) endConn(cs *connState, err error) {
 	s.mu.Lock()
 	delete(s.conns, cs.c)
 	s.mu.Unlock()
+	select {
+	case s.room <- struct{}{}:
+	default: // already signalled
+	}
 	s.stats.ConnsActive.Add(^uint64(0))
 	sp.ch.Close()
 	s.wg.Done()

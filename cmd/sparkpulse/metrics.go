@@ -20,7 +20,7 @@ func desc(name, help string, labels ...string) *prometheus.Desc {
 var (
 	descConnsActive   = desc("graphite_connections_active", "Open TCP connections.")
 	descConnsHandled  = desc("graphite_connections_total", "TCP connections accepted.")
-	descConnsRejected = desc("graphite_connections_rejected_total", "TCP connections closed at once because max-connections was reached.")
+	descAcceptPaused  = desc("graphite_accept_paused_total", "Times the TCP listener stopped accepting because max-connections were open; new connections waited in the kernel's accept queue.")
 	descConnsDropped  = desc("graphite_connections_dropped_total", "TCP connections closed because their partial line did not fit in max-held-bytes.")
 	descIdleTimeouts  = desc("graphite_idle_timeouts_total", "TCP connections closed after idle-timeout without data.")
 	descBytes         = desc("graphite_bytes_received_total", "Bytes received.")
@@ -120,7 +120,7 @@ func collectBlock(ch chan<- prometheus.Metric, b *block) {
 	if b.Config.Protocol == "tcp" {
 		gauge(ch, descConnsActive, float64(g.ConnsActive.Load()), name)
 		counter(ch, descConnsHandled, g.ConnsHandled.Load(), name)
-		counter(ch, descConnsRejected, g.ConnsRejected.Load(), name)
+		counter(ch, descAcceptPaused, g.AcceptPaused.Load(), name)
 		counter(ch, descConnsDropped, g.ConnsDropped.Load(), name)
 		counter(ch, descIdleTimeouts, g.IdleTimeouts.Load(), name)
 	} else {

@@ -335,9 +335,9 @@ state-dir = %q
 	report()
 	m = p.metrics()
 	rss := p.status("VmRSS")
-	t.Logf("8 000 connections holding partial lines: %v open, %v rejected, %v dropped, RSS %d MiB (%d before), %v goroutines",
+	t.Logf("8 000 connections holding partial lines: %v open, accept paused %v times, %v dropped, RSS %d MiB (%d before), %v goroutines",
 		m[`sparkpulse_graphite_connections_active{listener="`+"tcp://"+tcpAddr+`"}`],
-		m[`sparkpulse_graphite_connections_rejected_total{listener="tcp://`+tcpAddr+`"}`],
+		m[`sparkpulse_graphite_accept_paused_total{listener="tcp://`+tcpAddr+`"}`],
 		m[`sparkpulse_graphite_connections_dropped_total{listener="tcp://`+tcpAddr+`"}`], rss>>20, baseRSS>>20, m["go_goroutines"])
 	if m["go_goroutines"] > baseG+4096+60 {
 		t.Errorf("%v goroutines with max-connections 4096", m["go_goroutines"])
