@@ -325,12 +325,15 @@ func (s *TCPServer) process(cs *connState, first []byte) error {
 		cs.sp.line(buf[:rest])
 		rest = 0
 	}
+	// The tail is kept before the flush: once a handler has a block's
+	// lines, the block's partial line is counted in MaxHeldBytes.
+	err = s.keepTail(cs, buf[:rest], err)
 	if cs.sp.lines > 0 {
 		cs.progress = time.Now()
 		cs.sp.publish(&s.stats)
 		cs.sp.ch.Flush()
 	}
-	return s.keepTail(cs, buf[:rest], err)
+	return err
 }
 
 // errHeld closes a connection whose partial line does not fit in

@@ -512,9 +512,9 @@ func TestTCPMaxHeldBytes(t *testing.T) {
 	s, _ := startTCP(t, TCPConfig{MaxHeldBytes: 12000}, rec)
 	a := dial(t, s.Addr())
 	defer a.Close()
-	io.WriteString(a, "a 1\n"+strings.Repeat("A", 8000))
+	io.WriteString(a, "a 1\n"+strings.Repeat("A", 8000)) // one write: one block on loopback
 	ca := recv(t, rec.conns, "connection a")
-	recv(t, ca.lineCh, "a's first line")
+	recv(t, ca.flushCh, "a's first block") // its partial line is held by then
 
 	b := dial(t, s.Addr())
 	defer b.Close()
