@@ -55,7 +55,7 @@ var answerRules = []answerRule{
 	{name: "bad lines by number", status: []int{400, 422}, numbered: true, act: actDropLines},
 	{name: "3.x v3 API partial write", status: []int{400, 422}, words: []string{"partial write of line protocol occurred"}, act: actPartial},
 	{name: "1.x max-values-per-tag", status: []int{400, 422}, words: []string{"max-values-per-tag"}, act: actSaturated},
-	{name: "1.x max-series-per-database", status: []int{400, 422}, words: []string{"max-series-per-database"}, act: actSplit},
+	{name: "1.x max-series-per-database", status: []int{400, 422}, words: []string{"max-series-per-database"}, act: actSeriesFull},
 	{name: "1.x/2.x partial write", status: []int{400, 422}, words: []string{"partial write"}, act: actPartial},
 	// 3.4.2+ answer server trouble with 400 invalid too.
 	{name: "3.x write buffer trouble", status: []int{400, 422},
@@ -121,6 +121,9 @@ func classify(a answer, err error, lines int) failure {
 		} else {
 			f.dropped = droppedCount(f.text[strings.Index(lower, "partial write"):])
 		}
+	case actSeriesFull:
+		f.reason = "max series per database"
+		f.dropped = droppedCount(f.text)
 	case actSaturated:
 		f.reason = "max values per tag"
 		f.measurement, f.tag = saturatedTag(f.text)

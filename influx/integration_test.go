@@ -290,3 +290,70 @@ func TestMaxValuesPerTagLosesTheBatch(t *testing.T) {
 		t.Errorf("m holds %d new points, want a5's", got)
 	}
 }
+
+// At max-series-per-database, InfluxDB 1.8 answers "partial write …
+// dropped=K" (K: the points of new series) and stores none of the batch.
+// The writer halves it until the points of existing series are stored
+// (and new series while they fit), refuses a half whose points are all
+// new without halving it further, and refuses the same series' later
+// points without a request.
+func TestMaxSeriesPerDatabase(t *testing.T) {
+	srv := influxtest.Start(t, influxtest.WithEnv("INFLUXDB_DATA_MAX_SERIES_PER_DATABASE=10"))
+	srv.Exec(t, `CREATE DATABASE "db"`)
+	srv.Exec(t, `CREATE DATABASE "raw"`)
+	var full strings.Builder
+	for i := range 8 {
+		fmt.Fprintf(&full, "m,app=a%d value=1 1\n", i)
+	}
+	cfg := influx.Config{URL: srv.URL, MaxInFlight: 1}
+	write(t, cfg, "db", full.String())
+	write(t, cfg, "raw", full.String())
+	// 2 points of known series, 5 of new ones: 8 + 5 > 10, so all 5 go.
+	batch := "m,app=a1 value=2 2\nm,app=n1 value=1 2\nm,app=n2 value=1 2\nm,app=a2 value=2 2\nm,app=n3 value=1 2\nm,app=n4 value=1 2\nm,app=n5 value=1 2\n"
+
+	// InfluxDB itself: the whole batch is lost.
+	resp, err := http.Post(srv.URL+"/write?db=raw", "text/plain", strings.NewReader(batch))
+	if err != nil {
+		t.Fatal(err)
+	}
+	body, _ := io.ReadAll(resp.Body)
+	resp.Body.Close()
+	if !strings.Contains(string(body), "max-series-per-database limit exceeded") || !strings.Contains(string(body), "dropped=5") ||
+		len(srv.Query(t, "raw", `SELECT * FROM m WHERE time > 1`)) != 0 {
+		t.Fatalf("InfluxDB no longer loses the batch (%s): the writer's workaround can go", body)
+	}
+
+	w, err := influx.NewWriter(cfg, influx.Target{Bucket: "db"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	w.Append([]byte(batch), 7, true)
+	w.Flush()
+	if err := w.Idle(ctxT(t)); err != nil {
+		t.Fatal(err)
+	}
+	// 7 lines, K=5: refused. Halves: a1 n1 n2 fits (8 + 2 = 10 series)
+	// and is stored; a2 n3 n4 n5 (K=3) is refused, then a2 n3 (K=1), and
+	// a2 is stored, n3 refused alone, n4 n5 refused whole (K=2): 5
+	// refusals, 4 points stored, 3 refused.
+	st := w.Stats()
+	if st.PointsDropped["max series per database"] != 3 || st.PointsWritten != 4 || st.WriteErrors["4xx"] != 5 {
+		t.Errorf("stats %+v: want 3 points of new series refused, 4 written, after 5 refusals", st)
+	}
+	if got := count(t, srv, "db", `SELECT count(value) FROM m WHERE time > 1`); got != 4 {
+		t.Errorf("m holds %d new points, want 4", got)
+	}
+
+	// The same series again: the new ones are refused without a request.
+	w.Append([]byte(strings.ReplaceAll(batch, " 2\n", " 3\n")), 7, true)
+	if err := w.Close(ctxT(t)); err != nil {
+		t.Fatal(err)
+	}
+	st = w.Stats()
+	if st.PointsDropped["max series per database"] != 6 || st.PointsWritten != 8 || st.WriteErrors["4xx"] != 5 {
+		t.Errorf("stats %+v: want 3 more refused, 4 more written, no request refused", st)
+	}
+	if got := count(t, srv, "db", `SELECT count(value) FROM m WHERE time > 2`); got != 4 {
+		t.Errorf("m holds %d points at 3, want 4", got)
+	}
+}

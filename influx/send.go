@@ -20,12 +20,13 @@ import (
 type action int
 
 const (
-	actRetry     action = iota // same request again after a backoff: the server's trouble
-	actFix                     // likewise, but the request itself was refused: logged as something to fix
-	actPartial                 // InfluxDB stored the rest: count the dropped points, done
-	actSplit                   // refused as a whole over a line: resend each half
-	actDropLines               // refused over lines it names: drop them, resend the rest
-	actSaturated               // 1.x max-values-per-tag: nothing was stored; resend without the new values
+	actRetry      action = iota // same request again after a backoff: the server's trouble
+	actFix                      // likewise, but the request itself was refused: logged as something to fix
+	actPartial                  // InfluxDB stored the rest: count the dropped points, done
+	actSplit                    // refused as a whole over a line: resend each half
+	actDropLines                // refused over lines it names: drop them, resend the rest
+	actSaturated                // 1.x max-values-per-tag: nothing was stored; resend without the new values
+	actSeriesFull               // 1.x max-series-per-database: nothing was stored; resend without the new series
 )
 
 // failure is a classified write error.
@@ -35,7 +36,7 @@ type failure struct {
 	status     int
 	text       string        // the server's message or the network error
 	retryAfter time.Duration // from a Retry-After header, 0 if none
-	dropped    int           // actPartial: points InfluxDB did not store
+	dropped    int           // actPartial: points InfluxDB did not store; actSeriesFull: points of new series
 	reason     string        // PointsDropped key
 	rule       string        // the answerRule that decided
 	lines      []int         // actDropLines: the refused lines, 1-based, ascending
@@ -51,6 +52,9 @@ const firstBackoff = time.Second
 // false when Close gave up, or when a write fails while the queue drains
 // into its disk queue, which keeps b.
 func (w *Writer) deliver(b *queue.Batch, data []byte, n int) bool {
+	if data, n = w.withoutFullSeries(b, data, n); n == 0 {
+		return true
+	}
 	for attempt := 0; ; attempt++ {
 		start := time.Now()
 		a, err := w.post(data)
@@ -88,6 +92,14 @@ func (w *Writer) deliver(b *queue.Batch, data []byte, n int) bool {
 				break // the tag's values could not be read: retried below
 			}
 			return keptN == 0 || w.deliver(b, kept, keptN)
+		case actSeriesFull:
+			w.observe(n, took, ferr)
+			cut := lineEnd(data, n/2)
+			if n == 1 || f.dropped >= n || cut >= len(data) {
+				w.refuseSeries(b, data, n, f) // all of them new
+				return true
+			}
+			return w.deliver(b, data[:cut], n/2) && w.deliver(b, data[cut:], n-n/2)
 		case actDropLines:
 			w.observe(n, took, ferr)
 			rest, restN := w.withoutLines(b, data, f)

@@ -45,6 +45,7 @@ type Writer struct {
 
 	satMu     sync.Mutex
 	saturated map[string]tagValues // see saturated.go
+	full      fullSeries           // see seriesfull.go
 
 	statsMu sync.Mutex
 	stats   Stats
