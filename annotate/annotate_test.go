@@ -154,6 +154,12 @@ func TestScriptedLiveApp(t *testing.T) {
 		"/jobs?status=running", "/jobs/0", "/jobs/1", "/jobs/3",
 		"/stages?status=active&status=pending&details=false", "/stages/0?details=false", "/stages/1?details=false", "/stages/2?details=false",
 		"/sql/0?details=false&planDescription=false", "/sql?details=false&planDescription=false&offset=0&length=100",
+		// Stage details: stage 2 had a failed task (its failed tasks,
+		// first), stages 0 and 1 ran 15 s and 14 s (≥ 5 s: the task
+		// distribution and the slowest task, the longest first).
+		"/stages/2/0/taskList?status=failed&length=20",
+		"/stages/0/0/taskSummary?quantiles=0.5,0.95,1.0", "/stages/0/0/taskList?sortBy=-runtime&length=1",
+		"/stages/1/0/taskSummary?quantiles=0.5,0.95,1.0", "/stages/1/0/taskList?sortBy=-runtime&length=1",
 	})
 	reason := "Job aborted due to stage failure: Task 1 in stage 2.0 failed 4 times"
 	jobStart2 := fmt.Sprintf(`%d job 2 RUNNING end=<nil> dur=<nil> tasks=<nil>/3 failed=<nil> stages=3 sql=<nil> reason=""`, factNs(39, 2, phaseStart))
@@ -647,4 +653,44 @@ func TestExecutorLifecycle(t *testing.T) {
 		fmt.Sprintf(`%d finding rule=python executor=<nil> <nil>=<nil> text="Python workers peaked at 2.2 GiB, 596 %% of the memory overhead, which Python workers share with the JVM's off-heap memory without spark.executor.pyspark.memory (384 MiB)"`, nsAt(55, 2)),
 		fmt.Sprintf(`%d setting rule=<nil> executor=<nil> spark.executor.pyspark.memory=2752m text="--conf spark.executor.pyspark.memory=2752m"`, nsAt(55, 3)),
 	})
+}
+
+// Peak metric names become field keys: a source answering hundreds of
+// them, or names not of Spark's form, adds at most maxPeaks columns, and
+// what is not written is counted.
+func TestHostilePeakNames(t *testing.T) {
+	s := newScript(sparkui.LiveUI)
+	peaks := map[string]int64{"JVMHeapMemory": 1 << 30, "bad name": 1, "peak,x=1": 2, `q"`: 3, "": 4,
+		strings.Repeat("A", 65): 5}
+	for i := range 100 {
+		peaks[fmt.Sprintf("Metric%03d", i)] = int64(i)
+	}
+	s.srv.Update(func(m *sparkui.Model) {
+		m.Apps[0].Attempts[0].Executors = []*sparkui.Executor{{ID: "1", HostPort: "node-1:40001", Cores: 4, Added: at(2), Peak: peaks}}
+	})
+	sink := newMemSink()
+	p := newPoller(t, Config{Sources: []string{serve(t, s.srv)}, Sink: sink, Now: s.clk.Now})
+	p.PollOnce(context.Background())
+	var got []string
+	for _, pt := range sink.written {
+		if pt.measurement != MeasurementExecutor {
+			continue
+		}
+		for k := range pt.fields {
+			if strings.HasPrefix(k, "peak_") {
+				got = append(got, k)
+			}
+		}
+	}
+	slices.Sort(got)
+	// Sorted, the first 40 names of Spark's form: JVMHeapMemory, then
+	// Metric000 … Metric038.
+	want := []string{"peak_JVMHeapMemory"}
+	for i := range maxPeaks - 1 {
+		want = append(want, fmt.Sprintf("peak_Metric%03d", i))
+	}
+	equalLines(t, "peak fields", got, want)
+	if n, want := p.Stats().Invalid, uint64(len(peaks)-maxPeaks); n != want {
+		t.Errorf("Invalid = %d, want %d (5 malformed names, %d past the cap)", n, want, 101-maxPeaks)
+	}
 }

@@ -1,10 +1,13 @@
 package annotate
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"fmt"
 	"net/url"
+	"slices"
+	"strconv"
 	"strings"
 
 	"github.com/sparkpulse/sparkpulse/sizing"
@@ -72,4 +75,65 @@ func (p *Poller) readApplication(ctx context.Context, base, appID string) (Appli
 		out.Executors = append(out.Executors, executorSizing(&x))
 	}
 	return out, nil
+}
+
+// StageRead is a stage attempt as ReadStages reads it, with its details
+// when they were read.
+type StageRead struct {
+	sparkapi.Stage
+	Summary *sparkapi.TaskSummary // taskSummary at 0.5, 0.95, 1.0
+	Slowest *sparkapi.TaskData
+	Failed  []sparkapi.TaskData
+}
+
+// ReadStages reads the stage attempts of app (as ReadApplication found
+// it) and the details of the top slowest that ended and of every one with
+// failed tasks: at most 3 requests each, FailedTasksPerStage failed tasks.
+func ReadStages(ctx context.Context, cfg Config, app Application, top int) ([]StageRead, error) {
+	cfg = cfg.WithDefaults()
+	p := &Poller{cfg: cfg, client: newHTTPClient(cfg.Transport)}
+	root := app.Source + "/api/v1/applications/" + url.PathEscape(app.ID)
+	if app.AttemptID != "" {
+		root += "/" + url.PathEscape(app.AttemptID)
+	}
+	var list []sparkapi.Stage
+	if err := p.get(ctx, root+"/stages?details=false", &list); err != nil {
+		return nil, err
+	}
+	out := make([]StageRead, len(list))
+	for i, s := range list {
+		out[i] = StageRead{Stage: s}
+	}
+	byDuration := make([]int, len(out))
+	for i := range byDuration {
+		byDuration[i] = i
+	}
+	slices.SortStableFunc(byDuration, func(a, b int) int { return cmp.Compare(stageMs(out[b].Stage), stageMs(out[a].Stage)) })
+	long := map[int]bool{}
+	for _, i := range byDuration[:min(top, len(byDuration))] {
+		long[i] = stageMs(out[i].Stage) > 0
+	}
+	for i := range out {
+		s := &out[i]
+		failed := s.NumFailedTasks > 0
+		if !long[i] && !failed {
+			continue
+		}
+		d := &stageDetails{why: detailsRead}
+		base := root + "/stages/" + strconv.Itoa(s.StageID) + "/" + strconv.Itoa(s.AttemptID)
+		if err := p.readDetails(ctx, base, d, long[i], failed); err != nil {
+			return nil, err
+		}
+		s.Summary, s.Slowest, s.Failed = d.summary, d.slowest, d.failed
+	}
+	return out, nil
+}
+
+// stageMs is how long a stage attempt ran; 0 if it did not end.
+func stageMs(s sparkapi.Stage) int64 {
+	start, end := optMS(s.SubmissionTime), optMS(s.CompletionTime)
+	if start == 0 || end < start {
+		return 0
+	}
+	return end - start
 }

@@ -51,7 +51,7 @@ type factKey struct {
 }
 
 var measurements = []string{MeasurementApp, MeasurementJob, MeasurementStage, MeasurementSQL,
-	MeasurementExecutor, MeasurementExecutorRemoval, MeasurementSizing}
+	MeasurementExecutor, MeasurementExecutorRemoval, MeasurementSizing, MeasurementTaskFailure, MeasurementStageProgress}
 
 func measurementIndex(m string) uint8 { return uint8(slices.Index(measurements, m)) }
 

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"hash/fnv"
 	"net"
+	"regexp"
 	"slices"
 	"strconv"
 	"strings"
@@ -36,6 +37,12 @@ const (
 	// executors' memory limits (kind "limits"), then a point per finding
 	// and per recommended setting of package sizing.
 	MeasurementSizing = "spark_sizing"
+	// MeasurementStageProgress has a point per read of a stage running
+	// long (see stages.go): its finished tasks and its longest running.
+	MeasurementStageProgress = "spark_stage_progress"
+	// MeasurementTaskFailure has a point per failed or killed task read of
+	// a stage attempt (see stages.go), at the task's launch.
+	MeasurementTaskFailure = "spark_task_failure"
 )
 
 // statusUnknown marks the running items of an attempt closed out after
@@ -76,6 +83,7 @@ func (p *Poller) emit(st *appState, now time.Time, closeOut bool) int {
 		return a.attempt - b.attempt
 	}) {
 		w.stage(k, st.stages[k], l, nowMs, closeOut)
+		w.stageProgressPoint(k, st.stages[k])
 	}
 	for _, id := range sortedKeys(st.sql, func(a, b int64) int { return int(a - b) }) {
 		w.sql(st.sql[id], nowMs, closeOut)
@@ -230,7 +238,10 @@ func (w *points) stage(k stageKey, s *stageItem, l links, nowMs int64, closeOut 
 		return // pending or skipped: it never ran
 	}
 	ph, status := phase(s.Status, "ACTIVE", closeOut)
-	if !w.begin(MeasurementStage, factTime(start, int64(k.id%25_000)*10+int64(min(k.attempt, 9)), ph)) {
+	if ph == phaseEnd {
+		w.taskFailures(k, s) // each written once, like the stage's end
+	}
+	if !w.begin(MeasurementStage, stageFactTime(k, start, ph)) {
 		return
 	}
 	title := fmt.Sprintf("Stage %d.%d %s", k.id, k.attempt, status)
@@ -271,7 +282,8 @@ func (w *points) stage(k stageKey, s *stageItem, l links, nowMs int64, closeOut 
 	w.int("shuffle_write_bytes", s.ShuffleWriteBytes)
 	w.int("memory_bytes_spilled", s.MemoryBytesSpilled)
 	w.int("disk_bytes_spilled", s.DiskBytesSpilled)
-	w.common(ph, title, joinText(w.text(firstNonEmpty(s.Description, s.Name)), duration(end-start),
+	w.stageDetailFields(s)
+	w.common(ph, title, joinText(w.text(firstNonEmpty(s.Description, s.Name)), duration(end-start), w.skewText(s),
 		tasks(s.NumTasks, s.NumFailedTasks, s.NumKilledTasks), w.reason(reason)))
 	w.end()
 }
@@ -422,9 +434,10 @@ func (w *points) executor(x *executorItem, now time.Time, closeOut bool) {
 		w.float("gc_share", float64(x.TotalGCTime)/float64(x.TotalDuration))
 	}
 	w.str("remove_reason", w.reason(reason))
-	for _, k := range sortedKeys(x.PeakMemoryMetrics, strings.Compare) {
-		w.int("peak_"+k, x.PeakMemoryMetrics[k])
+	if x.RemoveReason != "" {
+		w.str("remove_kind", sizing.RemoveKind(x.RemoveReason))
 	}
+	w.peaks(x.PeakMemoryMetrics)
 	w.str("title", w.text(fmt.Sprintf("%s %s", name, status)))
 	w.str("text", joinText("on "+host, fmt.Sprintf("%d cores", x.TotalCores), peaks, w.reason(reason)))
 	w.str("attempt_id", w.text(w.st.attemptID))
@@ -440,6 +453,7 @@ func (w *points) executor(x *executorItem, now time.Time, closeOut bool) {
 	w.int("added_ms", added)
 	w.int("duration_ms", removed-added)
 	w.str("remove_reason", w.reason(reason))
+	w.str("remove_kind", sizing.RemoveKind(x.RemoveReason))
 	w.common(phaseEnd, name+" removed", joinText("on "+host, "after "+duration(removed-added), peaks, w.reason(reason)))
 	w.end()
 }
@@ -557,6 +571,46 @@ func (w *points) startLine(measurement string) {
 }
 
 func (w *points) int(key string, v int64) { w.enc.AddField(key, lineprotocol.IntValue(v)) }
+
+func (w *points) bool(key string, v bool) { w.enc.AddField(key, lineprotocol.BoolValue(v)) }
+
+// skewText says in a stage's text how uneven its tasks were.
+func (w *points) skewText(s *stageItem) string {
+	if s.details == nil || s.details.summary == nil {
+		return ""
+	}
+	rt := s.details.summary.ExecutorRunTime
+	if rt[0] <= 0 {
+		return ""
+	}
+	t := fmt.Sprintf("tasks %s median, %s longest (×%.1f)", duration(int64(rt[0])), duration(int64(rt[2])), rt[2]/rt[0])
+	if sl := s.details.slowest; sl != nil {
+		t += " on " + w.text(sl.Host)
+	}
+	return t
+}
+
+// Peak metric names become field keys, and a source answers what it
+// likes: only names of Spark's form are written, at most maxPeaks per
+// point (Spark 3.5 has 21), so that a hostile source cannot add columns
+// without bound (InfluxDB 3 refuses writes to a table past 500). The
+// rest are counted in Stats.Invalid.
+const maxPeaks = 40
+
+var peakNameRE = regexp.MustCompile(`^[A-Za-z][A-Za-z0-9]{0,63}$`)
+
+// peaks writes a process's or stage's peak executor metrics as peak_<name>.
+func (w *points) peaks(m map[string]int64) {
+	n := 0
+	for _, k := range sortedKeys(m, strings.Compare) {
+		if n == maxPeaks || !peakNameRE.MatchString(k) {
+			w.p.stats.invalid.Add(1)
+			continue
+		}
+		w.int("peak_"+k, m[k])
+		n++
+	}
+}
 
 func (w *points) float(key string, v float64) {
 	if val, ok := lineprotocol.FloatValue(v); ok {

@@ -47,7 +47,19 @@ type Config struct {
 	// NewAppsPerPoll bounds the applications admitted per Interval to
 	// {app_id} polling; default 8.
 	NewAppsPerPoll int
-	Auth           Auth
+	// StageDetailsMinDuration: a stage attempt that ended after running
+	// at least this long gets its task distribution and slowest task read
+	// (two requests); shorter ones are skipped unless tasks failed.
+	// Default 5s; negative: every stage.
+	StageDetailsMinDuration time.Duration
+	// StageDetailsRequests bounds the requests for stage details per sync
+	// of an application attempt (one poll); stages beyond it are written
+	// without details, which says so. Default 20; negative: none.
+	StageDetailsRequests int
+	// FailedTasksPerStage bounds the failed tasks read of a stage attempt;
+	// default 20.
+	FailedTasksPerStage int
+	Auth                Auth
 	// Transport carries the requests (TLS settings live there); nil uses
 	// http.DefaultTransport.
 	Transport http.RoundTripper
@@ -65,6 +77,10 @@ const (
 	DefaultMaxResponseBytes = 16 << 20
 	DefaultMaxApps          = 256
 	DefaultNewAppsPerPoll   = 8
+
+	DefaultStageDetailsMinDuration = 5 * time.Second
+	DefaultStageDetailsRequests    = 20
+	DefaultFailedTasksPerStage     = 20
 )
 
 const (
@@ -146,6 +162,23 @@ type Poller struct {
 type counters struct {
 	requests, bytes, polls, points atomic.Uint64
 	closedOut                      atomic.Uint64
+	invalid                        atomic.Uint64
+	// Stage attempts that ended, by what became of their details.
+	detailsRead, detailsShort, detailsBudget, detailsUnavailable atomic.Uint64
+}
+
+// stageDetails counts a stage attempt by the fate of its details.
+func (c *counters) stageDetails(why string) {
+	switch why {
+	case detailsRead:
+		c.detailsRead.Add(1)
+	case detailsShort:
+		c.detailsShort.Add(1)
+	case detailsBudget:
+		c.detailsBudget.Add(1)
+	case detailsUnavailable:
+		c.detailsUnavailable.Add(1)
+	}
 }
 
 // WithDefaults fills zero values.
@@ -171,6 +204,15 @@ func (cfg Config) WithDefaults() Config {
 	if cfg.NewAppsPerPoll == 0 {
 		cfg.NewAppsPerPoll = DefaultNewAppsPerPoll
 	}
+	if cfg.StageDetailsMinDuration == 0 {
+		cfg.StageDetailsMinDuration = DefaultStageDetailsMinDuration
+	}
+	if cfg.StageDetailsRequests == 0 {
+		cfg.StageDetailsRequests = DefaultStageDetailsRequests
+	}
+	if cfg.FailedTasksPerStage == 0 {
+		cfg.FailedTasksPerStage = DefaultFailedTasksPerStage
+	}
 	if cfg.Now == nil {
 		cfg.Now = time.Now
 	}
@@ -191,6 +233,9 @@ func (cfg Config) Validate() error {
 	}
 	if cfg.MaxText != 0 && cfg.MaxText < 20 {
 		errs = append(errs, fmt.Errorf("max-text %d: must be at least 20", cfg.MaxText))
+	}
+	if cfg.FailedTasksPerStage < 0 {
+		errs = append(errs, fmt.Errorf("failed-tasks-per-stage %d: must not be negative", cfg.FailedTasksPerStage))
 	}
 	if cfg.MaxResponseBytes < 0 || cfg.MaxApps < 0 || cfg.NewAppsPerPoll < 0 {
 		errs = append(errs, fmt.Errorf("max-response-bytes %d, max-apps %d, new-apps-per-poll %d: must not be negative",
@@ -563,6 +608,13 @@ type Stats struct {
 	Lost      int                          // attempts waiting for another source
 	Sources   int                          // configured sources plus template instances
 	Refused   map[string]uint64            // application ids refused for {app_id}, by reason
+	// StageDetails counts the stage attempts that ended by what became of
+	// their details: read, short and budget (skipped), unavailable (read,
+	// and the source had none: counted in read too).
+	StageDetails map[string]uint64
+	// Invalid counts values a source answered that were not written:
+	// peak metric names not of Spark's form, or past 40 on one item.
+	Invalid uint64
 }
 
 // Stats returns the counters. Tracked only counts attempts of idle sources
@@ -570,7 +622,9 @@ type Stats struct {
 func (p *Poller) Stats() Stats {
 	st := Stats{
 		Requests: p.stats.requests.Load(), Bytes: p.stats.bytes.Load(), Polls: p.stats.polls.Load(),
-		Points: p.stats.points.Load(), ClosedOut: p.stats.closedOut.Load(), Errors: map[string]map[string]uint64{},
+		Points: p.stats.points.Load(), ClosedOut: p.stats.closedOut.Load(), Invalid: p.stats.invalid.Load(), Errors: map[string]map[string]uint64{},
+		StageDetails: map[string]uint64{detailsRead: p.stats.detailsRead.Load(), detailsShort: p.stats.detailsShort.Load(),
+			detailsBudget: p.stats.detailsBudget.Load(), detailsUnavailable: p.stats.detailsUnavailable.Load()},
 	}
 	p.mu.Lock()
 	defer p.mu.Unlock()

@@ -37,7 +37,11 @@ type stageKey struct{ id, attempt int }
 
 type jobItem struct{ sparkapi.Job }
 
-type stageItem struct{ sparkapi.Stage }
+type stageItem struct {
+	sparkapi.Stage
+	details  *stageDetails  // nil until it ended and its details were tried
+	progress *stageProgress // read this sync while it runs; written, then cleared
+}
 
 type sqlItem struct{ sparkapi.SQLExecution }
 
@@ -114,6 +118,9 @@ func (p *Poller) syncApp(ctx context.Context, st *appState, now time.Time) error
 			return err
 		}
 		if err := p.syncExecutors(ctx, st, full); err != nil {
+			return err
+		}
+		if err := p.syncStageDetails(ctx, st); err != nil {
 			return err
 		}
 		if st.completed && st.properties == nil {

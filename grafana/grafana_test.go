@@ -85,7 +85,7 @@ func TestParseAndRegex(t *testing.T) {
 		}
 	}
 	for _, q := range qs {
-		if q.Repeat == "process" {
+		if q.Repeat == "drill" {
 			repeated++
 		}
 		if q.Annotation {
@@ -95,7 +95,7 @@ func TestParseAndRegex(t *testing.T) {
 			t.Errorf("%s uses non_negative_derivative instead of the ingest-time deltas", q.Where)
 		}
 	}
-	if len(vars) != 5 || len(qs) < 100 || repeated < 6 || annotations != 5 {
+	if len(vars) != 7 || len(qs) < 100 || repeated < 6 || annotations != 6 {
 		t.Errorf("%d variables, %d queries, %d in the repeated row, %d annotations", len(vars), len(qs), repeated, annotations)
 	}
 	if !slices.Equal(fs.Values, []string{"file", "hdfs", "s3a", "gs", "abfs", "abfss", "wasb", "viewfs"}) || fs.AllValue != ".+" {

@@ -25,7 +25,8 @@ func Health() *dashboard.DashboardBuilder {
 		Refresh("30s").
 		Timezone(common.TimeZoneBrowser).
 		WithVariable(all(queryVar("host", "Instance",
-			`SHOW TAG VALUES FROM "sparkpulse_lines_received_total" WITH KEY = "host" WHERE $timeFilter`), ".*"))
+			`SHOW TAG VALUES FROM "sparkpulse_lines_received_total" WITH KEY = "host" WHERE $timeFilter`), ".*")).
+		WithVariable(period("Metrics interval", "[internal] interval (10 s by default): the smallest interval of the panels."))
 
 	h := []string{byHost}
 	counterRate := func(measurement string, s scale, groupBy string, conds ...string) string {
@@ -93,6 +94,8 @@ func Health() *dashboard.DashboardBuilder {
 		query("", counterRate("sparkpulse_annotate_errors_total", perSecond, `"source", "kind"`), "$tag_kind $tag_source")))
 	d.WithPanel(series("Application ids refused for {app_id}, by reason, per minute", "short", "Ids from the metrics not used to fill {app_id} templates: shape (not a Spark application id), host_label (not a valid DNS label there), rate (more new applications than new-apps-per-poll), cap (max-apps polled), retired (no source knew it, less than 10 min ago). A steady rate of shape or retired is someone sending made-up ids.",
 		query("", counterRate("sparkpulse_annotate_apps_refused_total", perMinute, `"reason"`), "$tag_reason")))
+	d.WithPanel(series("Stage details, per minute", "short", "Stage attempts that ended, by what became of their details (task distribution, straggler, failed tasks): read; short (ran less than stage-details-min-duration); budget (stage-details-requests spent that poll: raise it if this is steady); unavailable (read, but the source had no task summary).",
+		query("", counterRate("sparkpulse_annotate_stage_details_total", perMinute, `"outcome"`), "$tag_outcome")))
 
 	d.WithRow(dashboard.NewRowBuilder("Process"))
 	d.WithPanel(series("CPU (cores)", "short", "CPU used by sparkpulse."+coresNote,

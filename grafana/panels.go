@@ -29,6 +29,10 @@ const (
 	// item's start: from a day before the dashboard's range, so that jobs,
 	// stages and executors that began before it still show (rule 3).
 	factsRange = `time >= ${__from}ms - 1d AND time <= ${__to}ms`
+	// overlaps keeps the facts of items that overlap the range: ended ones
+	// that end in it or after it (they began before its end: factsRange),
+	// and start marks (which have no end).
+	overlaps = `("end_ms" >= ${__from} OR "fact" = 'start')`
 	// appMeasurements have every application: each executor's task
 	// counters (ExecutorSource) and the driver's block manager.
 	appMeasurements = `/^(cpuTime\.count|memory\.maxMem_MB)$/`
@@ -126,8 +130,9 @@ func m(name string) string { return fmt.Sprintf("%q", name) }
 // panel is a panel before it is placed on the grid.
 type panel = cog.Builder[dashboard.Panel]
 
-// series is a time series panel, half a row wide, with a legend and
-// Spark's 10 s reporting period as its smallest interval.
+// series is a time series panel, half a row wide, with a legend and the
+// reporting period (the period variable, Spark's 10 s by default) as its
+// smallest interval.
 func series(title, unit, desc string, targets ...*influxQLBuilder) *timeseries.PanelBuilder {
 	b := timeseries.NewPanelBuilder().
 		Title(title).
@@ -136,7 +141,7 @@ func series(title, unit, desc string, targets ...*influxQLBuilder) *timeseries.P
 		Unit(unit).
 		Span(12).
 		Height(8).
-		Interval("10s").
+		Interval("$period").
 		LineWidth(1).
 		FillOpacity(10).
 		ShowPoints(common.VisibilityModeNever).
@@ -201,7 +206,7 @@ func all(v *dashboard.QueryVariableBuilder, allValue string) *dashboard.QueryVar
 // (or loss) as a region from its start to end_ms, an item seen running as
 // a mark at its start (it has no end_ms), each with its title and text.
 func annotation(name, color, measurement string, enable bool) *dashboard.AnnotationQueryBuilder {
-	q := fmt.Sprintf(`SELECT "title", "text", "end_ms", "status" FROM %q WHERE %s AND %s`, measurement, byApp, factsRange)
+	q := fmt.Sprintf(`SELECT "title", "text", "end_ms", "status" FROM %q WHERE %s AND %s AND %s`, measurement, byApp, factsRange, overlaps)
 	return dashboard.NewAnnotationQueryBuilder().
 		Name(name).
 		Datasource(datasource).

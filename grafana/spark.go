@@ -46,18 +46,24 @@ func spark(c counters) *dashboard.DashboardBuilder {
 		Timezone(common.TimeZoneBrowser).
 		// No GraphiteSink prefix filter: InfluxDB 3 takes any condition on a
 		// tag a table lacks (username, without a prefix) as false (rule 1).
+		// Natural order, newest first: standalone ids (app-<time>-<n>),
+		// YARN's (application_<cluster start>_<n>, past _9999 too) and
+		// local-<ms> sort by their numbers; Kubernetes' spark-<hex>
+		// carry no time.
 		WithVariable(queryVar("app", "Application",
 			fmt.Sprintf(`SHOW TAG VALUES FROM %s WITH KEY = "applicationid" WHERE %s`, appMeasurements, timeFilter)).
-			Sort(dashboard.VariableSortAlphabeticalDesc).
-			Description("Spark application id (spark.app.id, or spark.metrics.namespace) of the applications that reported in the time range, newest first.")).
+			Sort(dashboard.VariableSortNaturalDesc).
+			Description("Spark application id (spark.app.id, or spark.metrics.namespace) of the applications that reported in the time range, newest first (Kubernetes' spark-<hex> ids carry no time: pick by Name).")).
 		WithVariable(queryVar("appname", "Name",
 			fmt.Sprintf(`SHOW TAG VALUES FROM "spark_app" WITH KEY = "appname" WHERE %s AND %s`, byApp, factsRange)).
 			Description("The application's name, as Spark's REST API reports it (needs [annotate]).")).
 		WithVariable(all(queryVar("process", "Process",
 			fmt.Sprintf(`SHOW TAG VALUES FROM %s WITH KEY = "process" WHERE %s`, appMeasurements, where(byApp))), ".*").
 			Sort(dashboard.VariableSortNumericalAsc).
-			Description("The driver and executor ids; each selected one also gets a drill-down row at the bottom.")).
+			Description("The driver and executor ids the panels show.")).
 		WithVariable(fileSystems()).
+		WithVariable(drillProcesses()).
+		WithVariable(reportingPeriod()).
 		WithVariable(all(queryVar("query", "Streaming query",
 			fmt.Sprintf(`SHOW TAG VALUES FROM "inputRate-total" WITH KEY = "id" WHERE %s`, where(byApp))), ".*").
 			Description("Structured streaming queries (their name, or id).")).
@@ -65,10 +71,12 @@ func spark(c counters) *dashboard.DashboardBuilder {
 		Annotation(annotation("SQL", "#B877D9", "spark_sql", true)).
 		Annotation(annotation("Stages", "#FF9830", "spark_stage", false)).
 		Annotation(annotation("Application", "#73BF69", "spark_app", false)).
-		Annotation(annotation("Executor removals", "#F2495C", "spark_executor_removal", true))
+		Annotation(annotation("Executor removals", "#F2495C", "spark_executor_removal", true)).
+		Annotation(annotation("Task failures", "#FF7383", "spark_task_failure", true))
 
 	summary(d, c)
 	workload(d, c)
+	stages(d)
 	io(d, c)
 	memory(d, c)
 	executors(d, c)
@@ -77,6 +85,97 @@ func spark(c counters) *dashboard.DashboardBuilder {
 	streaming(d, c)
 	drillDown(d, c)
 	return d
+}
+
+// drillProcesses chooses the processes that get a drill-down row: the
+// driver by default, those picked more; no All, so that an application of
+// 500 executors does not get 3 000 panels.
+func drillProcesses() *dashboard.QueryVariableBuilder {
+	return queryVar("drill", "Drill down",
+		fmt.Sprintf(`SHOW TAG VALUES FROM %s WITH KEY = "process" WHERE %s`, appMeasurements, where(byApp))).
+		Multi(true).IncludeAll(false).
+		Sort(dashboard.VariableSortNumericalAsc).
+		Current(dashboard.VariableOption{
+			Selected: cog.ToPtr(true),
+			Text:     dashboard.StringOrArrayOfString{ArrayOfString: []string{"driver"}},
+			Value:    dashboard.StringOrArrayOfString{ArrayOfString: []string{"driver"}},
+		}).
+		Description("Processes with a drill-down row at the bottom, one row each.")
+}
+
+// reportingPeriod is the GraphiteSink period, the panels' smallest
+// interval: a finer one would show gaps between reports.
+func reportingPeriod() *dashboard.CustomVariableBuilder {
+	return period("Reporting period", "spark.metrics.conf.*.sink.graphite.period (Spark's default 10 s): the smallest interval of the panels.")
+}
+
+// period is the variable every series panel takes as its smallest
+// interval (series), 10 s by default.
+func period(label, desc string) *dashboard.CustomVariableBuilder {
+	return dashboard.NewCustomVariableBuilder("period").
+		Label(label).
+		Values(dashboard.StringOrMap{String: cog.ToPtr("1s,5s,10s,15s,30s,1m")}).
+		Current(dashboard.VariableOption{
+			Selected: cog.ToPtr(true),
+			Text:     dashboard.StringOrArrayOfString{String: cog.ToPtr("10s")},
+			Value:    dashboard.StringOrArrayOfString{String: cog.ToPtr("10s")},
+		}).
+		Description(desc)
+}
+
+// stages is the row of the application's stages in the range, slowest
+// first, with their skew and stragglers, and its failed tasks.
+func stages(d *dashboard.DashboardBuilder) {
+	d.WithRow(dashboard.NewRowBuilder("Stages (Spark REST API)"))
+	cols := []struct{ field, name, unit string }{
+		{"stage_id", "Stage", "none"}, {"stage_attempt", "Attempt", "none"}, {"name", "Name", ""}, {"status", "Status", ""},
+		{"duration_ms", "Duration", "ms"}, {"num_tasks", "Tasks", "none"}, {"num_failed_tasks", "Failed", "none"},
+		{"task_skew", "Skew (max / median)", "none"}, {"task_run_time_ms_p50", "Task median", "ms"}, {"task_run_time_ms_max", "Task max", "ms"},
+		{"gc_share", "GC share", "percentunit"}, {"disk_bytes_spilled", "Spilled to disk", "bytes"},
+		{"shuffle_read_bytes", "Shuffle read", "bytes"}, {"shuffle_fetch_wait_ms", "Fetch wait", "ms"},
+		{"straggler_executor", "Straggler executor", ""}, {"straggler_host", "Straggler host", ""}, {"task_details", "Details", ""},
+	}
+	var fields []string
+	for _, c := range cols {
+		if c.field == "gc_share" {
+			fields = append(fields, `"jvm_gc_time_ms" / "executor_run_time_ms" AS "gc_share"`)
+			continue
+		}
+		fields = append(fields, fmt.Sprintf("%q", c.field))
+	}
+	q := fmt.Sprintf(`SELECT %s FROM "spark_stage" WHERE %s AND "fact" = 'end' AND %s AND "end_ms" >= ${__from}`, strings.Join(fields, ", "), byApp, factsRange)
+	t := table.NewPanelBuilder().
+		Title("Stages in the range, slowest first").
+		Description("Every stage attempt of the application that ran in the time range, from Spark's REST API (needs [annotate]): its duration and tasks, how uneven its tasks were (skew: the longest task over the median; the straggler is the longest task's executor and host), the share of task time in GC, spill, shuffle read and fetch wait. Task figures are read for stages that ran at least stage-details-min-duration (5 s) or had failed tasks; Details says why a stage has none (short, budget, unavailable).").
+		Datasource(datasource).
+		Span(24).
+		Height(10).
+		SortBy([]cog.Builder[common.TableSortByFieldState]{
+			common.NewTableSortByFieldStateBuilder().DisplayName("Duration").Desc(true),
+		}).
+		Footer(common.NewTableFooterOptionsBuilder().Show(false).Reducer([]string{})).
+		WithTarget(&influxQLBuilder{InfluxQL{RefID: "A", Query: q, RawQuery: true, ResultFormat: "table"}}).
+		OverrideByName("Time", []dashboard.DynamicConfigValue{{Id: "displayName", Value: "Submitted"}})
+	for _, c := range cols {
+		props := []dashboard.DynamicConfigValue{{Id: "displayName", Value: c.name}}
+		if c.unit != "" {
+			props = append(props, dashboard.DynamicConfigValue{Id: "unit", Value: c.unit})
+		}
+		t.OverrideByName(c.field, props)
+	}
+	d.WithPanel(t)
+
+	failures := table.NewPanelBuilder().
+		Title("Failed tasks").
+		Description("Tasks that failed in the range (up to failed-tasks-per-stage per stage attempt), from Spark's REST API: where they ran, the error's class and kind (oom, fetch_failed, executor_lost, killed, exception) and its first line.").
+		Datasource(datasource).
+		Span(24).
+		Height(8).
+		Footer(common.NewTableFooterOptionsBuilder().Show(false).Reducer([]string{})).
+		WithTarget(&influxQLBuilder{InfluxQL{RefID: "A", RawQuery: true, ResultFormat: "table",
+			Query: fmt.Sprintf(`SELECT "stage_id", "stage_attempt", "task_index", "task_attempt", "executor_id", "host", "kind", "error_class", "error" FROM "spark_task_failure" WHERE %s AND %s AND "end_ms" >= ${__from}`, byApp, factsRange)}}).
+		OverrideByName("Time", []dashboard.DynamicConfigValue{{Id: "displayName", Value: "Launched"}})
+	d.WithPanel(failures)
 }
 
 // fileSystems lists Hadoop file system schemes. A scheme is in the
@@ -240,7 +339,7 @@ func executors(d *dashboard.DashboardBuilder, c counters) {
 		{"peak_ProcessTreePythonRSSMemory", "Peak Python RSS", "bytes"}, {"peak_JVMHeapMemory", "Peak heap", "bytes"},
 		{"peak_JVMOffHeapMemory", "Peak off-heap", "bytes"}, {"peak_OnHeapExecutionMemory", "Peak execution memory", "bytes"},
 		{"peak_OnHeapStorageMemory", "Peak storage memory", "bytes"}, {"gc_share", "GC share of task time", "percentunit"},
-		{"remove_reason", "Removed because", ""},
+		{"remove_kind", "Removed as", ""}, {"remove_reason", "Removed because", ""},
 	}
 	var fields []string
 	for _, c := range cols {
@@ -331,7 +430,7 @@ func driver(d *dashboard.DashboardBuilder, c counters) {
 	d.WithPanel(series("DAGScheduler event processing time", "ms", "Time the DAGScheduler takes per event: mean and 99th percentile.",
 		query("", gaugeQ("max", m("messageProcessingTime.mean"), a, ""), "mean"),
 		query("", gaugeQ("max", m("messageProcessingTime.p99"), a, ""), "p99")))
-	d.WithPanel(series("Block manager memory", "decmbytes", "Storage memory and disk used by all block managers of the application, as the driver sums them.",
+	d.WithPanel(series("Block manager memory", "mbytes", "Storage memory and disk used by all block managers of the application, as the driver sums them.",
 		query("", gaugeQ("max", m("memory.memUsed_MB"), a, ""), "memory used"),
 		query("", gaugeQ("max", m("memory.remainingMem_MB"), a, ""), "memory remaining"),
 		query("", gaugeQ("max", m("disk.diskSpaceUsed_MB"), a, ""), "disk used")))
@@ -361,11 +460,11 @@ func streaming(d *dashboard.DashboardBuilder, c counters) {
 		query("", gaugeQ("max", m("states-usedBytes"), q, `"id"`), "$tag_id")))
 }
 
-// drillDown is a row repeated for every selected process.
+// drillDown is a row repeated for every process of the drill variable.
 func drillDown(d *dashboard.DashboardBuilder, c counters) {
-	one := []string{byApp, `"process" =~ /^$process$/`}
+	one := []string{byApp, `"process" =~ /^$drill$/`}
 	p := func(b panel) panel { return b }
-	row := dashboard.NewRowBuilder("Process $process").Repeat("process").Collapsed(true)
+	row := dashboard.NewRowBuilder("Process $drill").Repeat("drill").Collapsed(true)
 	for _, b := range []panel{
 		p(series("Active tasks", "short", "Tasks running on this executor.",
 			query("", gaugeQ("mean", m("threadpool.activeTasks"), one, ""), "active tasks")).Span(8)),

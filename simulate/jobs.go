@@ -3,6 +3,7 @@ package simulate
 import (
 	"fmt"
 	"math/rand/v2"
+	"strings"
 	"time"
 
 	"github.com/sparkpulse/sparkpulse/sparkui"
@@ -68,6 +69,7 @@ func (tl *timeline) step(now time.Time) {
 	st.Completed, st.ActiveTasks = now, 0
 	if tl.cur == len(tl.stages)-1 && tl.job.ID%15 == 7 {
 		st.Status, st.FailedTasks, st.CompleteTasks = sparkui.StageFailed, 4, st.Tasks-1
+		tl.tasks(st, 4)
 		st.FailureReason = fmt.Sprintf("Job aborted due to stage failure: Task 3 in stage %d.0 failed 4 times, most recent failure: "+
 			"Lost task 3.3 in stage %d.0 (TID 812) (10.0.0.7 executor 2): java.lang.OutOfMemoryError: Java heap space\n"+
 			"\tat java.base/java.util.Arrays.copyOf(Arrays.java:3537)", st.ID, st.ID)
@@ -75,6 +77,7 @@ func (tl *timeline) step(now time.Time) {
 		return
 	}
 	st.Status, st.CompleteTasks = sparkui.StageComplete, st.Tasks
+	tl.tasks(st, 0)
 	tl.job.CompletedTasks += st.Tasks
 	tl.job.CompletedStages++
 	if tl.cur++; tl.cur == len(tl.stages) {
@@ -111,6 +114,48 @@ func (tl *timeline) runStage(now time.Time) {
 	st.Status, st.Submitted, st.FirstLaunched, st.ActiveTasks = sparkui.StageActive, now, now, 8
 	tl.job.ActiveStages, tl.job.ActiveTasks = 1, 8
 	tl.stageEnd = now.Add(time.Duration(1+tl.rng.IntN(3)) * tl.period)
+}
+
+// tasks gives an ended stage its task list: its tasks in waves over the
+// executors, most near a median run time and every second stage with a
+// straggler several times longer (the skew the Stages row shows); with
+// failed, that many attempts of task 3 failing out of heap on one
+// executor, as the stage's failure reason says.
+func (tl *timeline) tasks(st *sparkui.Stage, failed int) {
+	var execs []*sparkui.Executor
+	for _, x := range tl.att.Executors {
+		if x.ID != "driver" && x.Removed.IsZero() {
+			execs = append(execs, x)
+		}
+	}
+	if len(execs) == 0 {
+		return
+	}
+	span := st.Completed.Sub(st.Submitted)
+	median := max(span/time.Duration(max(st.Tasks/(4*len(execs)), 1))/2, 100*time.Millisecond)
+	id := int64(st.ID) * 1000
+	add := func(index, attempt int, x *sparkui.Executor, run time.Duration, status, err string) {
+		launch := st.Submitted.Add(time.Duration(tl.rng.Int64N(int64(max(span-run, 1)))))
+		host, _, _ := strings.Cut(x.HostPort, ":")
+		st.TaskList = append(st.TaskList, &sparkui.Task{ID: id, Index: index, Attempt: attempt, Launched: launch, Finished: launch.Add(run),
+			Executor: x.ID, Host: host, Status: status, Error: err, HasMetrics: true, RunTimeMs: run.Milliseconds(),
+			GCTimeMs: run.Milliseconds() / 20, InputBytes: 64 << 20, ShuffleReadBytes: 8 << 20, FetchWaitMs: run.Milliseconds() / 50})
+		id++
+	}
+	for i := range st.Tasks {
+		if failed > 0 && i == 3 {
+			continue // it never succeeded
+		}
+		run := median + time.Duration(tl.rng.Int64N(int64(median/2))) - median/4
+		if i == st.Tasks/2 && st.ID%2 == 1 {
+			run = min(6*median, span) // the straggler
+		}
+		add(i, 0, execs[i%len(execs)], run, sparkui.TaskSuccess, "")
+	}
+	for a := range failed {
+		x := execs[1%len(execs)]
+		add(3, a+1, x, median, sparkui.TaskFailed, "java.lang.OutOfMemoryError: Java heap space\n\tat java.base/java.util.Arrays.copyOf(Arrays.java:3537)\n")
+	}
 }
 
 func (tl *timeline) finishJob(now time.Time, ok bool) {

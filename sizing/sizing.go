@@ -23,7 +23,8 @@
 //     (and heartbeats sample, so the true peak was higher). The advice
 //     raises spark.executor.memoryOverhead until the largest peak is 90 %
 //     of the container (a 10 % margin), in steps of 64 MiB. An executor
-//     removed for exceeding memory limits counts as over 100 %.
+//     removed for exceeding memory limits (RemoveKind container_oom)
+//     counts as over 100 %.
 //   - python: Python workers' resident memory comes out of the overhead
 //     unless spark.executor.pyspark.memory sets it apart. When the peak
 //     reaches half the overhead without that setting, or 90 % of it with
@@ -36,7 +37,9 @@
 //   - heap: a heap used to its limit is normal for a JVM, which collects
 //     only when it fills; it is reported only together with garbage
 //     collection taking 10 % of task time or more (where Spark's UI turns
-//     it red), and the advice is 25 % more heap, in steps of 256 MiB.
+//     it red), or when an executor exited out of heap (RemoveKind
+//     heap_oom: exit code 52, an OutOfMemoryError), and the advice is 25 %
+//     more heap, in steps of 256 MiB.
 //   - unified: execution and storage memory at 90 % of the unified region
 //     or more means spills to disk and cached blocks evicted; it is
 //     reported without a number, as the fix (more heap, a larger
@@ -177,13 +180,6 @@ type Executor struct {
 	RemoveReason string
 }
 
-// killedForMemory reports whether a removal reason says the cluster
-// manager killed the container over its memory limit.
-func killedForMemory(reason string) bool {
-	r := strings.ToLower(reason)
-	return strings.Contains(r, "exceeding") && strings.Contains(r, "memory limit") || strings.Contains(r, "oomkilled")
-}
-
 // Headroom is one executor's peaks against the limits. The JSON names are
 // those of `sparkpulse report --json`.
 type Headroom struct {
@@ -195,7 +191,8 @@ type Headroom struct {
 	Unified           int64   `json:"peak_execution_storage_bytes"` // execution + storage, on heap
 	UnifiedUse        float64 `json:"unified_use"`
 	Python            int64   `json:"peak_python_rss_bytes"`
-	GCShare           float64 `json:"gc_share"` // GC time / task time; 0 when unknown
+	GCShare           float64 `json:"gc_share"`    // GC time / task time; 0 when unknown
+	RemoveKind        string  `json:"remove_kind"` // RemoveKind of its removal reason; "" while it runs
 	KilledForMemory   bool    `json:"killed_for_memory"`
 	ProcessTreeMetric bool    `json:"process_tree_metrics"` // the RSS peaks were reported
 }
@@ -238,7 +235,11 @@ func Advise(s Settings, execs []Executor) Advice {
 		h := Headroom{ID: x.ID, ProcessTreeMetric: p("ProcessTreeJVMRSSMemory") > 0,
 			RSS:  p("ProcessTreeJVMRSSMemory") + p("ProcessTreePythonRSSMemory") + p("ProcessTreeOtherRSSMemory"),
 			Heap: p("JVMHeapMemory"), Unified: p("OnHeapExecutionMemory") + p("OnHeapStorageMemory"),
-			Python: p("ProcessTreePythonRSSMemory"), KilledForMemory: killedForMemory(x.RemoveReason)}
+			Python: p("ProcessTreePythonRSSMemory")}
+		if x.RemoveReason != "" {
+			h.RemoveKind = RemoveKind(x.RemoveReason)
+			h.KilledForMemory = h.RemoveKind == RemovedContainerOOM
+		}
 		h.ContainerUse = ratio(h.RSS, container)
 		h.HeapUse, h.UnifiedUse = ratio(h.Heap, s.Heap), ratio(h.Unified, unified)
 		if x.TaskTimeMs > 0 {
@@ -259,7 +260,11 @@ func Advise(s Settings, execs []Executor) Advice {
 		if h.Python > 0 {
 			maxPython = max(maxPython, h.Python)
 		}
-		if h.GCShare >= 0.10 && h.HeapUse >= 0.9 {
+		switch {
+		case h.RemoveKind == RemovedHeapOOM:
+			a.find("heap", x.ID, "the JVM ran out of heap (%s) and the executor exited: %s", Bytes(s.Heap), x.RemoveReason)
+			heapPressure = true
+		case h.GCShare >= 0.10 && h.HeapUse >= 0.9:
 			a.find("heap", x.ID, "heap used to %.0f %% of %s while GC took %.0f %% of task time", 100*h.HeapUse, Bytes(s.Heap), 100*h.GCShare)
 			heapPressure = true
 		}

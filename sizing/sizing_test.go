@@ -192,6 +192,21 @@ func TestAdvise(t *testing.T) {
 			"set spark.executor.memory = 5g (now 4g)",
 		},
 	}, {
+		// Executor 3 exited with code 52 (Kubernetes' wording), its heap
+		// sampled at only half of 4g: the exit, not the sample, says heap.
+		// 4g + a quarter = 5g. Its removal is not a container kill: no
+		// overhead advice (no process-tree metrics either).
+		name: "out of heap (exit code 52)",
+		s:    heap4,
+		execs: []Executor{
+			{ID: "3", Peaks: peaks(2 * gib), RemoveReason: "The executor with id 3 exited with exit code 52(JVM OOM)."},
+		},
+		want: []string{
+			"finding heap 3: the JVM ran out of heap (4.0 GiB) and the executor exited: The executor with id 3 exited with exit code 52(JVM OOM).",
+			"set spark.executor.memory = 5g (now 4g)",
+			"no process-tree metrics: the container and Python rules need spark.executor.processTreeMetrics.enabled=true (Linux)",
+		},
+	}, {
 		// Unified region of 4g: (4096 - 300) × 0.6 = 2277.6 MiB; 2100 MiB is 92 %.
 		name: "unified region full",
 		s:    heap4,

@@ -168,6 +168,63 @@ type Stage struct {
 	AccumulatorUpdates    []any          `json:"accumulatorUpdates"`
 	KilledTasksSummary    map[string]int `json:"killedTasksSummary"`
 	ResourceProfileID     int            `json:"resourceProfileId"`
+	// Spark 3.x.
+	ShuffleFetchWaitTime int64            `json:"shuffleFetchWaitTime"` // ms
+	PeakExecutionMemory  int64            `json:"peakExecutionMemory"`  // bytes, the largest of a task
+	PeakExecutorMetrics  map[string]int64 `json:"peakExecutorMetrics,omitempty"`
+}
+
+// TaskData is an entry of /stages/{id}/{attempt}/taskList.
+type TaskData struct {
+	TaskID       int64        `json:"taskId"`
+	Index        int          `json:"index"`
+	Attempt      int          `json:"attempt"`
+	LaunchTime   *Date        `json:"launchTime,omitempty"`
+	Duration     int64        `json:"duration,omitempty"` // ms, once it ended
+	ExecutorID   string       `json:"executorId"`
+	Host         string       `json:"host"`
+	Status       string       `json:"status"` // RUNNING, SUCCESS, FAILED, KILLED
+	TaskLocality string       `json:"taskLocality"`
+	Speculative  bool         `json:"speculative"`
+	ErrorMessage string       `json:"errorMessage,omitempty"`
+	TaskMetrics  *TaskMetrics `json:"taskMetrics,omitempty"`
+}
+
+// TaskMetrics are a task's metrics, as taskList gives them.
+type TaskMetrics struct {
+	ExecutorRunTime     int64 `json:"executorRunTime"` // ms
+	JVMGCTime           int64 `json:"jvmGcTime"`       // ms
+	PeakExecutionMemory int64 `json:"peakExecutionMemory"`
+	MemoryBytesSpilled  int64 `json:"memoryBytesSpilled"`
+	DiskBytesSpilled    int64 `json:"diskBytesSpilled"`
+	InputMetrics        struct {
+		BytesRead int64 `json:"bytesRead"`
+	} `json:"inputMetrics"`
+	ShuffleReadMetrics struct {
+		FetchWaitTime   int64 `json:"fetchWaitTime"`
+		RemoteBytesRead int64 `json:"remoteBytesRead"`
+		LocalBytesRead  int64 `json:"localBytesRead"`
+	} `json:"shuffleReadMetrics"`
+}
+
+// TaskSummary is the answer of /stages/{id}/{attempt}/taskSummary
+// (TaskMetricDistributions): each metric at each of the quantiles, over
+// the stage attempt's successful tasks. Only the metrics sparkpulse uses.
+type TaskSummary struct {
+	Quantiles           []float64 `json:"quantiles"`
+	Duration            []float64 `json:"duration,omitempty"` // Spark 3.1+
+	ExecutorRunTime     []float64 `json:"executorRunTime"`
+	JVMGCTime           []float64 `json:"jvmGcTime"`
+	PeakExecutionMemory []float64 `json:"peakExecutionMemory,omitempty"` // Spark 2.3+
+	MemoryBytesSpilled  []float64 `json:"memoryBytesSpilled"`
+	DiskBytesSpilled    []float64 `json:"diskBytesSpilled"`
+	InputMetrics        struct {
+		BytesRead []float64 `json:"bytesRead"`
+	} `json:"inputMetrics"`
+	ShuffleReadMetrics struct {
+		ReadBytes     []float64 `json:"readBytes"`
+		FetchWaitTime []float64 `json:"fetchWaitTime"`
+	} `json:"shuffleReadMetrics"`
 }
 
 // SQLExecution is an entry of /sql (ExecutionData), without its plan

@@ -107,8 +107,37 @@ type Stage struct {
 	ShuffleReadBytes, ShuffleReadRecords int64
 	ShuffleWriteBytes, ShuffleWriteRecs  int64
 	MemorySpilled, DiskSpilled           int64
-	GCTimeMs                             int64
+	GCTimeMs, FetchWaitMs                int64
+	PeakExecMemory                       int64 // the largest of a task
+
+	TaskList []*Task // by task id; served by taskList and taskSummary
 }
+
+// Task is one task attempt (TaskData).
+type Task struct {
+	ID                    int64
+	Index, Attempt        int
+	Launched, Finished    time.Time // Finished zero while it runs
+	Executor, Host        string
+	Status                string // TaskRunning, TaskSuccess, TaskFailed, TaskKilled
+	Speculative           bool
+	Error                 string // errorMessage, as Spark words it for the end reason
+	HasMetrics            bool
+	RunTimeMs, GCTimeMs   int64
+	PeakExecMemory        int64
+	MemSpilled, DiskSpill int64
+	InputBytes            int64
+	ShuffleReadBytes      int64 // remote + local
+	FetchWaitMs           int64
+}
+
+// Task statuses, as Spark's TaskData.status.
+const (
+	TaskRunning = "RUNNING"
+	TaskSuccess = "SUCCESS"
+	TaskFailed  = "FAILED"
+	TaskKilled  = "KILLED"
+)
 
 // Execution is a Spark SQL execution (ExecutionData).
 type Execution struct {

@@ -111,11 +111,16 @@ type event struct {
 	StageInfo      *stageInfo `json:"Stage Info"`
 	StageID        int        `json:"Stage ID"`
 	StageAttemptID int        `json:"Stage Attempt ID"`
-	TaskEndReason  struct {
-		Reason string `json:"Reason"`
-	} `json:"Task End Reason"`
-	TaskInfo struct {
-		LaunchTime int64 `json:"Launch Time"`
+	TaskEndReason  endReason  `json:"Task End Reason"`
+	TaskInfo       struct {
+		ID          int64  `json:"Task ID"`
+		Index       int    `json:"Index"`
+		Attempt     int    `json:"Attempt"`
+		LaunchTime  int64  `json:"Launch Time"`
+		FinishTime  int64  `json:"Finish Time"`
+		ExecutorID  string `json:"Executor ID"`
+		Host        string `json:"Host"`
+		Speculative bool   `json:"Speculative"`
 	} `json:"Task Info"`
 	TaskMetrics *taskMetrics `json:"Task Metrics"`
 
@@ -151,10 +156,77 @@ type stageInfo struct {
 	FailureReason  string `json:"Failure Reason"`
 }
 
+// endReason is a task's end reason (TaskEndReason in Spark's JsonProtocol).
+type endReason struct {
+	Reason string `json:"Reason"`
+	// ExceptionFailure
+	ClassName       string `json:"Class Name"`
+	Description     string `json:"Description"`
+	FullStackTrace  string `json:"Full Stack Trace"`
+	StackTraceLines []struct {
+		Class  string `json:"Declaring Class"`
+		Method string `json:"Method Name"`
+		File   string `json:"File Name"`
+		Line   int    `json:"Line Number"`
+	} `json:"Stack Trace"`
+	// ExecutorLostFailure
+	ExecutorID       string `json:"Executor ID"`
+	ExitCausedByApp  *bool  `json:"Exit Caused By App"`
+	LossReason       string `json:"Loss Reason"`
+	KillReason       string `json:"Kill Reason"`
+	Message          string `json:"Message"` // FetchFailed
+	ShuffleID        int    `json:"Shuffle ID"`
+	MapID            int64  `json:"Map ID"`
+	MapIndex         int    `json:"Map Index"`
+	ReduceID         int    `json:"Reduce ID"`
+	BlockManagerAddr struct {
+		ExecutorID string `json:"Executor ID"`
+		Host       string `json:"Host"`
+		Port       int    `json:"Port"`
+	} `json:"Block Manager Address"`
+}
+
+// errorString is the errorMessage Spark shows for a failed or killed task
+// (TaskEndReason.toErrorString).
+func (r *endReason) errorString() string {
+	switch r.Reason {
+	case "ExceptionFailure":
+		if r.FullStackTrace != "" {
+			return r.FullStackTrace
+		}
+		var b strings.Builder
+		fmt.Fprintf(&b, "%s: %s\n", r.ClassName, r.Description)
+		for _, l := range r.StackTraceLines {
+			fmt.Fprintf(&b, "\tat %s.%s(%s:%d)\n", l.Class, l.Method, l.File, l.Line)
+		}
+		return b.String()
+	case "ExecutorLostFailure":
+		behaviour := "caused by one of the running tasks"
+		if r.ExitCausedByApp != nil && !*r.ExitCausedByApp {
+			behaviour = "unrelated to the running tasks"
+		}
+		return fmt.Sprintf("ExecutorLostFailure (executor %s exited %s) Reason: %s", r.ExecutorID, behaviour, r.LossReason)
+	case "FetchFailed":
+		a := r.BlockManagerAddr
+		return fmt.Sprintf("FetchFailed(BlockManagerId(%s, %s, %d, None), shuffleId=%d, mapIndex=%d, mapId=%d, reduceId=%d, message=\n%s\n)",
+			a.ExecutorID, a.Host, a.Port, r.ShuffleID, r.MapIndex, r.MapID, r.ReduceID, r.Message)
+	case "TaskKilled":
+		return fmt.Sprintf("TaskKilled (%s)", r.KillReason)
+	case "TaskCommitDenied":
+		return "TaskCommitDenied (Driver denied task commit)"
+	case "TaskResultLost":
+		return "TaskResultLost (result lost from block manager)"
+	case "Resubmitted":
+		return "Resubmitted (resubmitted due to lost executor)"
+	}
+	return "UnknownReason"
+}
+
 type taskMetrics struct {
 	RunTime       int64 `json:"Executor Run Time"`
 	CPUTime       int64 `json:"Executor CPU Time"`
 	GCTime        int64 `json:"JVM GC Time"`
+	PeakExecMem   int64 `json:"Peak Execution Memory"`
 	MemorySpilled int64 `json:"Memory Bytes Spilled"`
 	DiskSpilled   int64 `json:"Disk Bytes Spilled"`
 	Input         struct {
@@ -166,9 +238,10 @@ type taskMetrics struct {
 		Records int64 `json:"Records Written"`
 	} `json:"Output Metrics"`
 	ShuffleRead struct {
-		Remote  int64 `json:"Remote Bytes Read"`
-		Local   int64 `json:"Local Bytes Read"`
-		Records int64 `json:"Total Records Read"`
+		Remote    int64 `json:"Remote Bytes Read"`
+		Local     int64 `json:"Local Bytes Read"`
+		Records   int64 `json:"Total Records Read"`
+		FetchWait int64 `json:"Fetch Wait Time"`
 	} `json:"Shuffle Read Metrics"`
 	ShuffleWrite struct {
 		Bytes   int64 `json:"Shuffle Bytes Written"`
@@ -450,6 +523,9 @@ func (rp *replayer) taskStart(e *event) {
 	if s.FirstLaunched.IsZero() {
 		s.FirstLaunched = ms(e.TaskInfo.LaunchTime)
 	}
+	ti := e.TaskInfo
+	s.TaskList = append(s.TaskList, &Task{ID: ti.ID, Index: ti.Index, Attempt: ti.Attempt, Launched: ms(ti.LaunchTime),
+		Executor: ti.ExecutorID, Host: ti.Host, Status: TaskRunning, Speculative: ti.Speculative})
 	for _, j := range rp.stageJobs[e.StageID] {
 		if j.Status == JobRunning {
 			j.ActiveTasks++
@@ -463,14 +539,16 @@ func (rp *replayer) taskEnd(e *event) {
 		return
 	}
 	var done, failed, killed int
+	status := TaskFailed
 	switch e.TaskEndReason.Reason {
 	case "Success":
-		done = 1
+		done, status = 1, TaskSuccess
 	case "TaskKilled", "TaskCommitDenied":
-		killed = 1
+		killed, status = 1, TaskKilled
 	default:
 		failed = 1
 	}
+	rp.endTask(s, e, status)
 	s.ActiveTasks = max(s.ActiveTasks-1, 0)
 	s.CompleteTasks += done
 	s.FailedTasks += failed
@@ -487,6 +565,8 @@ func (rp *replayer) taskEnd(e *event) {
 		s.OutputRecords += m.Output.Records
 		s.ShuffleReadBytes += m.ShuffleRead.Remote + m.ShuffleRead.Local
 		s.ShuffleReadRecords += m.ShuffleRead.Records
+		s.FetchWaitMs += m.ShuffleRead.FetchWait
+		s.PeakExecMemory = max(s.PeakExecMemory, m.PeakExecMem)
 		s.ShuffleWriteBytes += m.ShuffleWrite.Bytes
 		s.ShuffleWriteRecs += m.ShuffleWrite.Records
 	}
@@ -498,5 +578,33 @@ func (rp *replayer) taskEnd(e *event) {
 		j.CompletedTasks += done
 		j.FailedTasks += failed
 		j.KilledTasks += killed
+	}
+}
+
+// endTask records how a task ended, on the task its start added (or a new
+// one, for a log that lacks the start).
+func (rp *replayer) endTask(s *Stage, e *event, status string) {
+	ti := e.TaskInfo
+	var t *Task
+	for i := len(s.TaskList) - 1; i >= 0; i-- {
+		if s.TaskList[i].ID == ti.ID {
+			t = s.TaskList[i]
+			break
+		}
+	}
+	if t == nil {
+		t = &Task{ID: ti.ID, Index: ti.Index, Attempt: ti.Attempt, Launched: ms(ti.LaunchTime),
+			Executor: ti.ExecutorID, Host: ti.Host, Speculative: ti.Speculative}
+		s.TaskList = append(s.TaskList, t)
+	}
+	t.Status, t.Finished = status, ms(ti.FinishTime)
+	if status != TaskSuccess {
+		t.Error = e.TaskEndReason.errorString()
+	}
+	if m := e.TaskMetrics; m != nil {
+		t.HasMetrics = true
+		t.RunTimeMs, t.GCTimeMs, t.PeakExecMemory = m.RunTime, m.GCTime, m.PeakExecMem
+		t.MemSpilled, t.DiskSpill, t.InputBytes = m.MemorySpilled, m.DiskSpilled, m.Input.Bytes
+		t.ShuffleReadBytes, t.FetchWaitMs = m.ShuffleRead.Remote+m.ShuffleRead.Local, m.ShuffleRead.FetchWait
 	}
 }

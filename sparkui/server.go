@@ -442,6 +442,7 @@ func toStageJSON(st *Stage) sparkapi.Stage {
 		ShuffleWriteBytes: st.ShuffleWriteBytes, ShuffleWriteRecords: st.ShuffleWriteRecs,
 		Name: st.Name, Description: st.Description, Details: st.Details, SchedulingPool: "default",
 		RDDIDs: []int{}, AccumulatorUpdates: []any{}, KilledTasksSummary: map[string]int{},
+		ShuffleFetchWaitTime: st.FetchWaitMs, PeakExecutionMemory: st.PeakExecMemory,
 	}
 }
 
@@ -486,6 +487,19 @@ func (s *Server) stages(att *Attempt, parts []string, q url.Values) (any, error)
 			}
 		}
 		return nil, notFound("unknown attempt for stage %d.  Found attempts: [%d]", id, out[0].AttemptID)
+	case 3:
+		id, err1 := strconv.Atoi(parts[0])
+		a, err2 := strconv.Atoi(parts[1])
+		st := att.Stage(id, a)
+		if err1 != nil || err2 != nil || st == nil {
+			return nil, notFound("unknown stage: %s/%s", parts[0], parts[1])
+		}
+		switch parts[2] {
+		case "taskSummary":
+			return s.taskSummary(st, q["quantiles"])
+		case "taskList":
+			return s.taskList(st, q)
+		}
 	}
 	return nil, notFound("not found")
 }

@@ -51,6 +51,10 @@ type AnnotateConfig struct {
 	MaxResponseBytes int64 `toml:"max-response-bytes"`
 	MaxApps          int   `toml:"max-apps"`
 	NewAppsPerPoll   int   `toml:"new-apps-per-poll"`
+	// Stage details: task distribution, straggler, failed tasks.
+	StageDetailsMinDuration Duration `toml:"stage-details-min-duration"`
+	StageDetailsRequests    int      `toml:"stage-details-requests"`
+	FailedTasksPerStage     int      `toml:"failed-tasks-per-stage"`
 	// Where the points go; default: the first [[graphite]] block's target.
 	Database        string `toml:"database"`
 	RetentionPolicy string `toml:"retention-policy"`

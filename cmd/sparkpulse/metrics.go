@@ -55,7 +55,9 @@ var (
 	descAnnTracked   = prometheus.NewDesc("sparkpulse_annotate_attempts_tracked", "Application attempts being followed.", nil, nil)
 	descAnnLost      = prometheus.NewDesc("sparkpulse_annotate_attempts_lost", "Application attempts their source no longer shows, waiting for another source.", nil, nil)
 	descAnnClosedOut = prometheus.NewDesc("sparkpulse_annotate_closed_out_total", "Lost attempts whose running items were written as UNKNOWN.", nil, nil)
+	descAnnInvalid   = prometheus.NewDesc("sparkpulse_annotate_invalid_total", "Values a Spark REST source answered that were not written: peak metric names not of Spark's form, or more than 40 on one executor or stage.", nil, nil)
 	descAnnSources   = prometheus.NewDesc("sparkpulse_annotate_sources", "Sources polled: configured URLs plus {app_id} template instances.", nil, nil)
+	descAnnDetails   = prometheus.NewDesc("sparkpulse_annotate_stage_details_total", "Stage attempts that ended, by what became of their details (task distribution, straggler, failed tasks): read, short (ran less than stage-details-min-duration, no failed task), budget (stage-details-requests spent that poll); unavailable: of those read, the ones the source had no task summary for.", []string{"outcome"}, nil)
 	descAnnRefused   = prometheus.NewDesc("sparkpulse_annotate_apps_refused_total", "Application ids from the metrics not used to fill {app_id}, by reason: shape (not a Spark application id), host_label (not a valid DNS label there), rate (more than new-apps-per-poll), cap (max-apps polled), retired (no source knew it, less than 10 min ago).", []string{"reason"}, nil)
 )
 
@@ -100,6 +102,7 @@ func collectAnnotate(ch chan<- prometheus.Metric, a *annotate.Poller) {
 	counter(ch, descAnnPolls, st.Polls)
 	counter(ch, descAnnPoints, st.Points)
 	counter(ch, descAnnClosedOut, st.ClosedOut)
+	counter(ch, descAnnInvalid, st.Invalid)
 	for src, kinds := range st.Errors {
 		for kind, n := range kinds {
 			counter(ch, descAnnErrors, n, src, kind)
@@ -110,6 +113,9 @@ func collectAnnotate(ch chan<- prometheus.Metric, a *annotate.Poller) {
 	gauge(ch, descAnnSources, float64(st.Sources))
 	for reason, n := range st.Refused {
 		counter(ch, descAnnRefused, n, reason)
+	}
+	for outcome, n := range st.StageDetails {
+		counter(ch, descAnnDetails, n, outcome)
 	}
 }
 

@@ -389,7 +389,9 @@ func (c *Config) prepareAnnotate(p *Plan, getenv func(string) string) error {
 	}
 	pc := annotate.Config{Sources: a.URLs, Interval: time.Duration(a.Interval), Timeout: time.Duration(a.Timeout),
 		Lookback: time.Duration(a.Lookback), MaxText: a.MaxText,
-		MaxResponseBytes: a.MaxResponseBytes, MaxApps: a.MaxApps, NewAppsPerPoll: a.NewAppsPerPoll}
+		MaxResponseBytes: a.MaxResponseBytes, MaxApps: a.MaxApps, NewAppsPerPoll: a.NewAppsPerPoll,
+		StageDetailsMinDuration: time.Duration(a.StageDetailsMinDuration), StageDetailsRequests: a.StageDetailsRequests,
+		FailedTasksPerStage: a.FailedTasksPerStage}
 	if err := pc.Validate(); err != nil {
 		fail("%v", err)
 	}

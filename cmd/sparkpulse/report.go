@@ -15,6 +15,7 @@ import (
 	"github.com/sparkpulse/sparkpulse/annotate"
 	"github.com/sparkpulse/sparkpulse/influx"
 	"github.com/sparkpulse/sparkpulse/sizing"
+	"github.com/sparkpulse/sparkpulse/timespent"
 )
 
 // cmdReport prints an application's executors, their memory peaks against
@@ -62,13 +63,51 @@ func cmdReport(ctx context.Context, args []string, getenv func(string) string, s
 	}
 	advice := sizing.Advise(settings, mergePeaks(app.Executors, stream))
 	advice.Notes = append(notes, advice.Notes...)
+	stages, err := annotate.ReadStages(ctx, plan.Annotate.Poller, app, slowestStages)
+	if err != nil {
+		return fmt.Errorf("application %s: stages: %w", appID, err)
+	}
+	spent := whereTimeWent(stages)
 	if *asJSON {
 		enc := json.NewEncoder(stdout)
 		enc.SetIndent("", "  ")
-		return enc.Encode(reportJSON(app, advice))
+		return enc.Encode(reportJSON(app, advice, spent))
 	}
 	printReport(stdout, app, advice)
+	fmt.Fprintln(stdout)
+	io.WriteString(stdout, spent.Text())
 	return nil
+}
+
+// slowestStages is how many stages the report judges.
+const slowestStages = 5
+
+// whereTimeWent turns the stages read into timespent's terms and judges
+// them.
+func whereTimeWent(read []annotate.StageRead) timespent.Report {
+	var stages []timespent.Stage
+	var failures []timespent.Failure
+	for _, r := range read {
+		s := timespent.Stage{ID: r.StageID, Attempt: r.AttemptID, Name: r.Name, Status: r.Status, Tasks: r.NumTasks,
+			FailedTasks: r.NumFailedTasks, RunTimeMs: r.ExecutorRunTime, GCTimeMs: r.JVMGCTime, FetchWaitMs: r.ShuffleFetchWaitTime,
+			InputBytes: r.InputBytes, ShuffleReadBytes: r.ShuffleReadBytes, MemorySpilledBytes: r.MemoryBytesSpilled,
+			DiskSpilledBytes: r.DiskBytesSpilled}
+		if r.SubmissionTime != nil && r.CompletionTime != nil {
+			s.DurationMs = r.CompletionTime.Sub(r.SubmissionTime.Time).Milliseconds()
+		}
+		if r.Summary != nil {
+			s.Detailed, s.TaskMedianMs, s.TaskMaxMs = true, int64(r.Summary.ExecutorRunTime[0]), int64(r.Summary.ExecutorRunTime[2])
+		}
+		if r.Slowest != nil {
+			s.StragglerExecutor, s.StragglerHost = r.Slowest.ExecutorID, r.Slowest.Host
+		}
+		stages = append(stages, s)
+		for _, t := range r.Failed {
+			class, kind := annotate.TaskErrorClass(t.ErrorMessage, t.Status)
+			failures = append(failures, timespent.Failure{Stage: r.StageID, Class: class, Kind: kind, Executor: t.ExecutorID})
+		}
+	}
+	return timespent.Judge(stages, failures, slowestStages)
 }
 
 // executorMetrics are the ExecutorMetrics gauges that size memory, by the
@@ -162,7 +201,7 @@ func printReport(w io.Writer, app annotate.Application, a sizing.Advice) {
 // printExecutors prints a table of each executor's peaks.
 func printExecutors(w io.Writer, executors []sizing.Headroom) {
 	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', tabwriter.AlignRight)
-	fmt.Fprintln(tw, "executor\tpeak RSS\tof container\tpeak heap\tof heap\texecution+storage\tof unified\tPython RSS\tGC share\t")
+	fmt.Fprintln(tw, "executor\tpeak RSS\tof container\tpeak heap\tof heap\texecution+storage\tof unified\tPython RSS\tGC share\tremoved as\t")
 	for _, h := range executors {
 		rss, use := "-", "-"
 		if h.ProcessTreeMetric {
@@ -175,8 +214,12 @@ func printExecutors(w io.Writer, executors []sizing.Headroom) {
 		if h.GCShare > 0 {
 			gc = pct(h.GCShare)
 		}
-		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t\n", h.ID, rss, use, sizing.Bytes(h.Heap), pct(h.HeapUse),
-			sizing.Bytes(h.Unified), pct(h.UnifiedUse), sizing.Bytes(h.Python), gc)
+		removed := "-"
+		if h.RemoveKind != "" {
+			removed = h.RemoveKind
+		}
+		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t\n", h.ID, rss, use, sizing.Bytes(h.Heap), pct(h.HeapUse),
+			sizing.Bytes(h.Unified), pct(h.UnifiedUse), sizing.Bytes(h.Python), gc, removed)
 	}
 	tw.Flush()
 	fmt.Fprintln(w)
@@ -216,7 +259,7 @@ func printAdvice(w io.Writer, a sizing.Advice) {
 func pct(f float64) string { return fmt.Sprintf("%.0f %%", 100*f) }
 
 // reportJSON is the --json output: stable field names for scripts.
-func reportJSON(app annotate.Application, a sizing.Advice) any {
+func reportJSON(app annotate.Application, a sizing.Advice, spent timespent.Report) any {
 	type setting struct {
 		Property string `json:"property"`
 		Value    string `json:"value"`
@@ -234,7 +277,8 @@ func reportJSON(app annotate.Application, a sizing.Advice) any {
 		Settings    []setting         `json:"recommended_settings"`
 		Notes       []string          `json:"notes"`
 		Properties  map[string]string `json:"memory_properties"`
-	}{Application: app.ID, Attempt: app.AttemptID, Name: app.Name, Source: app.Source,
+		Time        timespent.Report  `json:"where_the_time_went"`
+	}{Application: app.ID, Attempt: app.AttemptID, Name: app.Name, Source: app.Source, Time: spent,
 		Limits: map[string]int64{"heap": a.Settings.Heap, "unified": a.Settings.Unified(), "overhead": a.Settings.Overhead,
 			"pyspark": a.Settings.PySpark, "off_heap": a.Settings.OffHeap, "container": a.Settings.Container()},
 		Executors: a.Executors, Findings: a.Findings, Settings: []setting{}, Notes: a.Notes, Properties: map[string]string{}}

@@ -219,3 +219,71 @@ func TestReportStreamPeaks(t *testing.T) {
 		}
 	}
 }
+
+// Where the time went, on Spark's own log of local-1422981780767 (a job
+// whose stage 2.0 failed on "got a 3, failing"): the slowest stages from
+// the stage list, each judged, and the failed tasks by error class, as
+// the replayed log has them.
+func TestReportWhereTimeWent(t *testing.T) {
+	m := &sparkui.Model{}
+	if err := m.ReplayFile(filepath.Join("../../testdata/spark-events", "local-1422981780767")); err != nil {
+		t.Fatal(err)
+	}
+	srv := httptest.NewServer(sparkui.NewServer(sparkui.HistoryServer, m))
+	defer srv.Close()
+	out, _, err := runCLI(t, "", "report", "--url", srv.URL, "--json", "local-1422981780767")
+	if err != nil {
+		t.Fatal(err)
+	}
+	var got struct {
+		Time struct {
+			Stages  int
+			Slowest []struct {
+				Stage    string
+				Duration string
+				Verdicts []struct{ Rule, Text string }
+			}
+			Failures []struct {
+				Class, Kind string
+				Tasks       int
+				Stages      []int
+			} `json:"failed_tasks"`
+		} `json:"where_the_time_went"`
+	}
+	if err := json.Unmarshal([]byte(out), &got); err != nil {
+		t.Fatalf("%v\n%s", err, out)
+	}
+	// The model's own stages: the slowest first.
+	att := m.Apps[0].Attempts[0]
+	var durations []time.Duration
+	failed := 0
+	for _, s := range att.Stages {
+		if !s.Completed.IsZero() {
+			durations = append(durations, s.Completed.Sub(s.Submitted))
+		}
+		for _, tk := range s.TaskList {
+			if tk.Status == sparkui.TaskFailed {
+				failed++
+			}
+		}
+	}
+	slices.Sort(durations)
+	slices.Reverse(durations)
+	tw := got.Time
+	if tw.Stages != len(att.Stages) || len(tw.Slowest) != min(5, len(att.Stages)) {
+		t.Fatalf("%d stages, %d judged: %+v", tw.Stages, len(tw.Slowest), tw)
+	}
+	for i, s := range tw.Slowest {
+		if want := durations[i].Round(100 * time.Millisecond).String(); s.Duration != want && durations[i] >= time.Second {
+			t.Errorf("stage %d: %s %s, want the %d-slowest's %s", i, s.Stage, s.Duration, i+1, want)
+		}
+	}
+	if len(tw.Failures) != 1 || tw.Failures[0].Class != "java.lang.RuntimeException" || tw.Failures[0].Kind != "exception" ||
+		tw.Failures[0].Tasks != failed || !slices.Equal(tw.Failures[0].Stages, []int{2}) {
+		t.Errorf("failed tasks %+v, want %d java.lang.RuntimeException in stage 2", tw.Failures, failed)
+	}
+	text, _, err := runCLI(t, "", "report", "--url", srv.URL, "local-1422981780767")
+	if err != nil || !strings.Contains(text, "where the time went: the ") || !strings.Contains(text, "× java.lang.RuntimeException (exception) in stages 2") {
+		t.Errorf("text report: %v\n%s", err, text)
+	}
+}

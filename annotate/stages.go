@@ -1,0 +1,375 @@
+package annotate
+
+import (
+	"cmp"
+	"context"
+	"fmt"
+	"regexp"
+	"slices"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/sparkpulse/sparkpulse/sparkapi"
+)
+
+// Stage details: why a stage took as long as it did and why its tasks
+// failed. When a stage attempt ends, and it ran StageDetailsMinDuration or
+// had failed tasks, the poller reads, within StageDetailsRequests per sync
+// (stages with failed tasks first, then the longest):
+//
+//   - taskSummary?quantiles=0.5,0.95,1.0: the median, p95 and largest task
+//     of each metric over the successful tasks (multiples of 0.05, which
+//     Spark caches); skew is the largest run time over the median;
+//   - taskList?sortBy=-runtime&length=1: the slowest task, the straggler;
+//   - taskList?status=failed&length=FailedTasksPerStage, when tasks
+//     failed (Spark before 3.0 ignores status: its tasks are filtered
+//     here).
+//
+// A stage without details says why in task_details (short, budget,
+// unavailable); an endpoint that fails costs the stage its details, never
+// a retry loop.
+
+const summaryQuantiles = "0.5,0.95,1.0"
+
+// Why a stage has no details.
+const (
+	detailsRead        = "read"
+	detailsShort       = "short"       // ran less than StageDetailsMinDuration, no failed task
+	detailsBudget      = "budget"      // StageDetailsRequests were spent this sync
+	detailsUnavailable = "unavailable" // the source answered 404 or failed (Spark before 1.4, no task with metrics)
+)
+
+type stageDetails struct {
+	why     string
+	summary *sparkapi.TaskSummary
+	slowest *sparkapi.TaskData
+	failed  []sparkapi.TaskData
+}
+
+// syncStageDetails reads the details of stage attempts that ended since
+// the last sync.
+func (p *Poller) syncStageDetails(ctx context.Context, st *appState) error {
+	budget := p.cfg.StageDetailsRequests
+	// Stages with failed tasks first, then the longest: when the budget
+	// runs out, what is left without details matters least.
+	keys := sortedKeys(st.stages, compareStageKeys)
+	slices.SortStableFunc(keys, func(a, b stageKey) int {
+		x, y := st.stages[a], st.stages[b]
+		failed := func(s *stageItem) int {
+			if s.NumFailedTasks > 0 {
+				return 0
+			}
+			return 1
+		}
+		return cmp.Or(failed(x)-failed(y), cmp.Compare(stageMs(y.Stage), stageMs(x.Stage)))
+	})
+	for _, k := range keys {
+		s := st.stages[k]
+		if s.details != nil || (s.Status != "COMPLETE" && s.Status != "FAILED") {
+			continue
+		}
+		start, end := optMS(s.SubmissionTime), optMS(s.CompletionTime)
+		if start == 0 {
+			continue // it never ran
+		}
+		if p.facts.has(st.key.app, factKey{M: measurementIndex(MeasurementStage), TS: stageFactTime(k, start, phaseEnd)}, p.cfg.Now().UnixMilli()) {
+			s.details = &stageDetails{why: detailsRead} // written before a restart
+			continue
+		}
+		d := &stageDetails{why: detailsRead}
+		s.details = d
+		long := time.Duration(end-start)*time.Millisecond >= p.cfg.StageDetailsMinDuration || p.cfg.StageDetailsMinDuration < 0
+		need := 0
+		if long {
+			need += 2
+		}
+		if s.NumFailedTasks > 0 {
+			need++
+		}
+		switch {
+		case need == 0:
+			d.why = detailsShort
+		case need > budget:
+			d.why = detailsBudget
+		}
+		p.stats.stageDetails(d.why)
+		if d.why != detailsRead {
+			continue
+		}
+		budget -= need
+		base := st.url + "/stages/" + strconv.Itoa(k.id) + "/" + strconv.Itoa(k.attempt)
+		if err := p.readDetails(ctx, base, d, long, s.NumFailedTasks > 0); err != nil {
+			return err
+		}
+		if d.why == detailsUnavailable {
+			p.stats.stageDetails(d.why)
+		}
+	}
+	// Stages running long: every progressEvery syncs, their finished
+	// tasks' distribution and the task running longest.
+	if st.syncs%progressEvery != 0 {
+		return nil
+	}
+	now := p.cfg.Now()
+	for _, k := range keys {
+		s := st.stages[k]
+		start := optMS(s.SubmissionTime)
+		if s.Status != "ACTIVE" || start == 0 || now.UnixMilli()-start < max(p.cfg.StageDetailsMinDuration, progressMin).Milliseconds() {
+			continue
+		}
+		if budget < 2 {
+			p.stats.stageDetails(detailsBudget)
+			continue
+		}
+		budget -= 2
+		base := st.url + "/stages/" + strconv.Itoa(k.id) + "/" + strconv.Itoa(k.attempt)
+		pr := &stageProgress{at: now}
+		var sum sparkapi.TaskSummary
+		if err := p.get(ctx, base+"/taskSummary?quantiles="+summaryQuantiles, &sum); err == nil && len(sum.ExecutorRunTime) == 3 {
+			pr.summary = &sum
+		} else if ctx.Err() != nil {
+			return ctx.Err()
+		}
+		var running []sparkapi.TaskData
+		err := p.get(ctx, base+"/taskList?status=running&length="+strconv.Itoa(progressRunningTasks), &running)
+		if ctx.Err() != nil {
+			return ctx.Err()
+		}
+		for i := range running {
+			t := &running[i]
+			if err == nil && t.Status == "RUNNING" && t.LaunchTime != nil && (pr.longest == nil || t.LaunchTime.Before(pr.longest.LaunchTime.Time)) {
+				pr.longest = t
+			}
+		}
+		s.progress = pr
+	}
+	return nil
+}
+
+// Progress of a running stage.
+const (
+	progressEvery        = 6           // syncs: a minute at the 10 s interval
+	progressMin          = time.Minute // a stage running this long is followed
+	progressRunningTasks = 200         // running tasks read to find the longest
+)
+
+// stageProgress is a running stage's finished tasks and its longest
+// running task, written as a spark_stage_progress point.
+type stageProgress struct {
+	at      time.Time
+	summary *sparkapi.TaskSummary
+	longest *sparkapi.TaskData
+}
+
+// stageProgressPoint writes a running stage's progress, at the time it
+// was read (its id in the sub-millisecond digits: one point per stage
+// and read).
+func (w *points) stageProgressPoint(k stageKey, s *stageItem) {
+	pr := s.progress
+	s.progress = nil
+	start := optMS(s.SubmissionTime)
+	if pr == nil || !w.begin(MeasurementStageProgress, stageFactTime(k, pr.at.UnixMilli(), phaseStart)) {
+		return
+	}
+	w.int("stage_id", int64(k.id))
+	w.int("stage_attempt", int64(k.attempt))
+	w.str("name", w.text(s.Name))
+	w.int("running_ms", pr.at.UnixMilli()-start)
+	w.int("num_tasks", int64(s.NumTasks))
+	w.int("num_complete_tasks", int64(s.NumCompleteTasks))
+	w.int("num_active_tasks", int64(s.NumActiveTasks))
+	var median float64
+	if sum := pr.summary; sum != nil {
+		median = sum.ExecutorRunTime[0]
+		w.int("task_run_time_ms_p50", int64(sum.ExecutorRunTime[0]))
+		w.int("task_run_time_ms_p95", int64(sum.ExecutorRunTime[1]))
+		w.int("task_run_time_ms_max", int64(sum.ExecutorRunTime[2]))
+		if median > 0 {
+			w.float("task_skew", sum.ExecutorRunTime[2]/median)
+		}
+	}
+	text := fmt.Sprintf("%d of %d tasks done", s.NumCompleteTasks, s.NumTasks)
+	if t := pr.longest; t != nil {
+		ran := pr.at.Sub(t.LaunchTime.Time).Milliseconds()
+		w.str("straggler_executor", w.text(t.ExecutorID))
+		w.str("straggler_host", w.text(t.Host))
+		w.int("straggler_task_index", int64(t.Index))
+		w.int("straggler_running_ms", ran)
+		if median > 0 {
+			w.float("straggler_vs_median", float64(ran)/median)
+		}
+		text = joinText(text, fmt.Sprintf("task %d running %s on %s", t.Index, duration(ran), w.text(t.Host)))
+	}
+	w.str("title", w.text(fmt.Sprintf("Stage %d.%d running for %s", k.id, k.attempt, duration(pr.at.UnixMilli()-start))))
+	w.str("text", text)
+	w.str("attempt_id", w.text(w.st.attemptID))
+	w.end()
+}
+
+// readDetails reads into d the task distribution and slowest task (with
+// long) and the failed tasks (with failed) of the stage attempt at base.
+// A source that does not answer costs the stage its details; only the end
+// of ctx is an error.
+func (p *Poller) readDetails(ctx context.Context, base string, d *stageDetails, long, failed bool) error {
+	if long {
+		var sum sparkapi.TaskSummary
+		if err := p.get(ctx, base+"/taskSummary?quantiles="+summaryQuantiles, &sum); err != nil {
+			if ctx.Err() != nil {
+				return ctx.Err()
+			}
+			d.why = detailsUnavailable
+		} else if len(sum.ExecutorRunTime) == 3 {
+			d.summary = &sum
+		}
+		var slowest []sparkapi.TaskData
+		if err := p.get(ctx, base+"/taskList?sortBy=-runtime&length=1", &slowest); err == nil && len(slowest) == 1 {
+			d.slowest = &slowest[0]
+		} else if ctx.Err() != nil {
+			return ctx.Err()
+		}
+	}
+	if failed {
+		var tasks []sparkapi.TaskData
+		err := p.get(ctx, base+"/taskList?status=failed&length="+strconv.Itoa(p.cfg.FailedTasksPerStage), &tasks)
+		if ctx.Err() != nil {
+			return ctx.Err()
+		}
+		if err == nil {
+			for _, t := range tasks {
+				if t.Status != "SUCCESS" && t.Status != "RUNNING" && len(d.failed) < p.cfg.FailedTasksPerStage {
+					d.failed = append(d.failed, t)
+				}
+			}
+		}
+	}
+	return nil
+}
+
+func compareStageKeys(a, b stageKey) int {
+	if a.id != b.id {
+		return a.id - b.id
+	}
+	return a.attempt - b.attempt
+}
+
+// stageFactTime is the time of a stage attempt's fact.
+func stageFactTime(k stageKey, startMs int64, phase int) int64 {
+	return factTime(startMs, int64(k.id%25_000)*10+int64(min(k.attempt, 9)), phase)
+}
+
+// stageDetailFields adds a stage's details to its end fact.
+func (w *points) stageDetailFields(s *stageItem) {
+	w.int("jvm_gc_time_ms", s.JVMGCTime)
+	w.int("shuffle_fetch_wait_ms", s.ShuffleFetchWaitTime)
+	w.int("peak_execution_memory_bytes", s.PeakExecutionMemory)
+	w.peaks(s.PeakExecutorMetrics)
+	d := s.details
+	if d == nil {
+		return
+	}
+	w.str("task_details", d.why)
+	if sum := d.summary; sum != nil {
+		pair := func(name string, vs []float64, p95 bool) {
+			if len(vs) != 3 {
+				return // Spark did not report this metric
+			}
+			w.int(name+"_p50", int64(vs[0]))
+			if p95 {
+				w.int(name+"_p95", int64(vs[1]))
+			}
+			w.int(name+"_max", int64(vs[2]))
+		}
+		pair("task_run_time_ms", sum.ExecutorRunTime, true)
+		if median := sum.ExecutorRunTime[0]; median > 0 {
+			w.float("task_skew", sum.ExecutorRunTime[2]/median)
+		}
+		pair("task_gc_time_ms", sum.JVMGCTime, false)
+		pair("task_shuffle_read_bytes", sum.ShuffleReadMetrics.ReadBytes, false)
+		pair("task_input_bytes", sum.InputMetrics.BytesRead, false)
+		pair("task_spill_memory_bytes", sum.MemoryBytesSpilled, false)
+		pair("task_spill_disk_bytes", sum.DiskBytesSpilled, false)
+		pair("task_peak_execution_memory_bytes", sum.PeakExecutionMemory, false)
+	}
+	if t := d.slowest; t != nil {
+		w.str("straggler_executor", w.text(t.ExecutorID))
+		w.str("straggler_host", w.text(t.Host))
+		w.int("straggler_task_index", int64(t.Index))
+		if t.TaskMetrics != nil {
+			w.int("straggler_run_time_ms", t.TaskMetrics.ExecutorRunTime)
+		}
+		w.bool("straggler_speculative", t.Speculative)
+	}
+	if len(d.failed) > 0 {
+		w.int("failed_tasks_read", int64(len(d.failed)))
+	}
+}
+
+// taskFailures writes a fact per failed task read of a stage attempt, at
+// the task's launch (its id and the phase in the sub-millisecond digits).
+func (w *points) taskFailures(k stageKey, s *stageItem) {
+	if s.details == nil {
+		return
+	}
+	for _, t := range s.details.failed {
+		launch := optMS(t.LaunchTime)
+		if launch == 0 || !w.begin(MeasurementTaskFailure, factTime(launch, t.TaskID, phaseEnd)) {
+			continue
+		}
+		class, kind := TaskErrorClass(t.ErrorMessage, t.Status)
+		class, status, first := w.text(class), w.text(t.Status), w.reason(firstLine(t.ErrorMessage))
+		w.int("stage_id", int64(k.id))
+		w.int("stage_attempt", int64(k.attempt))
+		w.int("task_id", t.TaskID)
+		w.int("task_index", int64(t.Index))
+		w.int("task_attempt", int64(t.Attempt))
+		w.str("executor_id", w.text(t.ExecutorID))
+		w.str("host", w.text(t.Host))
+		w.str("status", status)
+		w.str("error_class", class)
+		w.str("kind", kind)
+		w.str("error", first)
+		w.bool("speculative", t.Speculative)
+		w.int("end_ms", launch+t.Duration)
+		w.common(phaseEnd, fmt.Sprintf("Task %d.%d of stage %d.%d %s: %s", t.Index, t.Attempt, k.id, k.attempt, status, class),
+			joinText("on "+w.text(t.Host), "executor "+w.text(t.ExecutorID), first))
+		w.end()
+	}
+}
+
+// Kinds of task failure.
+const (
+	TaskOOM          = "oom"           // java.lang.OutOfMemoryError in the task
+	TaskFetchFailed  = "fetch_failed"  // shuffle data could not be fetched (a lost executor's output)
+	TaskExecutorLost = "executor_lost" // the executor died under it
+	TaskKilled       = "killed"        // killed: a speculative copy lost, a job cancelled
+	TaskException    = "exception"     // any other exception
+)
+
+var exceptionClassRE = regexp.MustCompile(`^([A-Za-z_$][\w$]*(?:\.[A-Za-z_$][\w$]*)*)(?::|$)`)
+
+// TaskErrorClass reads a failed task's error message (Spark's errorMessage)
+// as the exception class, or Spark's name for the end reason, and a kind.
+func TaskErrorClass(msg, status string) (class, kind string) {
+	first := strings.TrimSpace(firstLine(msg))
+	switch {
+	case strings.HasPrefix(first, "ExecutorLostFailure"):
+		class, kind = "ExecutorLostFailure", TaskExecutorLost
+	case strings.HasPrefix(first, "FetchFailed"):
+		class, kind = "FetchFailed", TaskFetchFailed
+	case strings.HasPrefix(first, "TaskKilled"), strings.HasPrefix(first, "TaskCommitDenied"), status == "KILLED":
+		class, kind = strings.Fields(first + " TaskKilled")[0], TaskKilled
+	default:
+		if m := exceptionClassRE.FindStringSubmatch(first); m != nil {
+			class = m[1]
+		}
+		kind = TaskException
+	}
+	switch {
+	case strings.Contains(msg, "OutOfMemoryError"):
+		kind = TaskOOM
+	case strings.Contains(class, "FetchFailedException"):
+		kind = TaskFetchFailed
+	}
+	return class, kind
+}

@@ -1,0 +1,92 @@
+package timespent
+
+import (
+	"slices"
+	"strings"
+	"testing"
+)
+
+// Each rule by hand, at and just below its threshold.
+func TestRules(t *testing.T) {
+	for _, c := range []struct {
+		name  string
+		s     Stage
+		rules []string
+		text  string // in the first verdict
+	}{{
+		// 200 tasks, median 1 s, the longest 41 s of a 100 s stage: 41×
+		// the median, 41 % of the stage.
+		name:  "skewed",
+		s:     Stage{ID: 3, DurationMs: 100_000, Tasks: 200, Detailed: true, TaskMedianMs: 1000, TaskMaxMs: 41_000, StragglerHost: "node-7", StragglerExecutor: "12", RunTimeMs: 240_000},
+		rules: []string{"skewed"},
+		text:  "the longest task took 41s, 41× the median 1s and 41 % of the stage, on node-7 (executor 12)",
+	}, {
+		// 40× the median but only 10 % of a stage whose waves took the
+		// time: not held up by one task.
+		name: "uneven, not held up",
+		s:    Stage{ID: 4, DurationMs: 400_000, Detailed: true, TaskMedianMs: 1000, TaskMaxMs: 40_000, RunTimeMs: 1_000_000},
+	}, {
+		// 3.9× the median and half the stage: under the ratio.
+		name: "just under the skew ratio",
+		s:    Stage{ID: 5, DurationMs: 20_000, Detailed: true, TaskMedianMs: 2564, TaskMaxMs: 10_000, RunTimeMs: 50_000},
+	}, {
+		// 30 s of GC in 300 s of task time: 10 %.
+		name:  "gc",
+		s:     Stage{ID: 6, DurationMs: 60_000, RunTimeMs: 300_000, GCTimeMs: 30_000},
+		rules: []string{"gc"},
+		text:  "garbage collection took 10 % of task time (30s of 5m0s)",
+	}, {
+		// 2 GiB spilled while reading 3 GiB: over half, over 100 MiB.
+		name:  "spill",
+		s:     Stage{ID: 7, DurationMs: 60_000, RunTimeMs: 100_000, InputBytes: 1 << 30, ShuffleReadBytes: 2 << 30, DiskSpilledBytes: 2 << 30},
+		rules: []string{"spill"},
+		text:  "tasks spilled 2.0 GiB to disk, reading 3.0 GiB",
+	}, {
+		// 90 MiB spilled of 100 MiB read: under the 100 MiB floor.
+		name: "small spill",
+		s:    Stage{ID: 8, DurationMs: 60_000, RunTimeMs: 100_000, InputBytes: 100 << 20, DiskSpilledBytes: 90 << 20},
+	}, {
+		// 25 s of fetch wait in 100 s of task time.
+		name:  "fetch wait",
+		s:     Stage{ID: 9, DurationMs: 60_000, RunTimeMs: 100_000, FetchWaitMs: 25_000},
+		rules: []string{"fetch_wait"},
+		text:  "tasks waited for shuffle data 25 % of their run time (25s)",
+	}} {
+		t.Run(c.name, func(t *testing.T) {
+			r := Judge([]Stage{c.s}, nil, 5)
+			var rules []string
+			for _, v := range r.Slowest[0].Verdicts {
+				rules = append(rules, v.Rule)
+			}
+			if !slices.Equal(rules, c.rules) {
+				t.Fatalf("rules %q, want %q", rules, c.rules)
+			}
+			if c.text != "" && r.Slowest[0].Verdicts[0].Text != c.text {
+				t.Errorf("text %q, want %q", r.Slowest[0].Verdicts[0].Text, c.text)
+			}
+		})
+	}
+}
+
+// The slowest first, and failed tasks by class, the most frequent first.
+func TestJudge(t *testing.T) {
+	stages := []Stage{{ID: 1, DurationMs: 5_000, Name: "a"}, {ID: 2, DurationMs: 50_000, Name: "b", Detailed: true, TaskMedianMs: 100, TaskMaxMs: 110},
+		{ID: 3, DurationMs: 20_000, Name: "c"}}
+	failures := []Failure{
+		{Stage: 3, Class: "java.lang.OutOfMemoryError", Kind: "oom", Executor: "5"},
+		{Stage: 2, Class: "FetchFailed", Kind: "fetch_failed", Executor: "1"},
+		{Stage: 3, Class: "java.lang.OutOfMemoryError", Kind: "oom", Executor: "3"},
+		{Stage: 3, Class: "java.lang.OutOfMemoryError", Kind: "oom", Executor: "5"},
+	}
+	r := Judge(stages, failures, 2)
+	if len(r.Slowest) != 2 || r.Slowest[0].ID != "2.0" || r.Slowest[1].ID != "3.0" || r.StageTimeMs != 75_000 || r.Stages != 3 {
+		t.Errorf("report %+v", r)
+	}
+	if r.Slowest[1].Note == "" || r.Slowest[0].Note != "" {
+		t.Error("a stage without details must say so, one with them not")
+	}
+	want := "  3 × java.lang.OutOfMemoryError (oom) in stages 3 on executors 5, 3\n  1 × FetchFailed (fetch_failed) in stages 2 on executors 1\n"
+	if text := r.Text(); !strings.HasSuffix(text, want) {
+		t.Errorf("text:\n%s\nwant it to end with\n%s", text, want)
+	}
+}
