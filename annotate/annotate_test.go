@@ -651,7 +651,7 @@ func TestExecutorLifecycle(t *testing.T) {
 		fmt.Sprintf(`%d limits rule=<nil> executor=<nil> <nil>=<nil> text="heap 1.0 GiB, overhead 384 MiB, container 1.4 GiB: 2 findings, 1 settings to change · no process-tree metrics: the container and Python rules need spark.executor.processTreeMetrics.enabled=true (Linux)"`, nsAt(55, 0)),
 		fmt.Sprintf(`%d finding rule=container executor=2 <nil>=<nil> text=%q`, nsAt(55, 1), "removed for exceeding its memory limit: "+strings.ReplaceAll(oom, "\n", " ")),
 		fmt.Sprintf(`%d finding rule=python executor=<nil> <nil>=<nil> text="Python workers peaked at 2.2 GiB, 596 %% of the memory overhead, which Python workers share with the JVM's off-heap memory without spark.executor.pyspark.memory (384 MiB)"`, nsAt(55, 2)),
-		fmt.Sprintf(`%d setting rule=<nil> executor=<nil> spark.executor.pyspark.memory=2752m text="--conf spark.executor.pyspark.memory=2752m"`, nsAt(55, 3)),
+		fmt.Sprintf(`%d setting rule=python executor=<nil> spark.executor.pyspark.memory=2752m text="--conf spark.executor.pyspark.memory=2752m"`, nsAt(55, 3)),
 	})
 }
 

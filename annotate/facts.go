@@ -51,7 +51,8 @@ type factKey struct {
 }
 
 var measurements = []string{MeasurementApp, MeasurementJob, MeasurementStage, MeasurementSQL,
-	MeasurementExecutor, MeasurementExecutorRemoval, MeasurementSizing, MeasurementTaskFailure, MeasurementStageProgress}
+	MeasurementExecutor, MeasurementExecutorRemoval, MeasurementSizing, MeasurementTaskFailure, MeasurementStageProgress,
+	MeasurementUsage, MeasurementReconcile}
 
 func measurementIndex(m string) uint8 { return uint8(slices.Index(measurements, m)) }
 

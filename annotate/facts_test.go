@@ -132,7 +132,7 @@ func TestWholeRunAppendOnly(t *testing.T) {
 			ends[p.measurement]++
 		}
 	}
-	if want := map[string]int{MeasurementApp: 1, MeasurementJob: 3, MeasurementStage: 4, MeasurementSQL: 2, MeasurementExecutorRemoval: 1}; !maps.Equal(ends, want) {
+	if want := map[string]int{MeasurementApp: 1, MeasurementJob: 3, MeasurementStage: 4, MeasurementSQL: 2, MeasurementExecutorRemoval: 1, MeasurementUsage: 1}; !maps.Equal(ends, want) {
 		t.Errorf("end facts %v, want %v", ends, want)
 	}
 }

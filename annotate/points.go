@@ -91,8 +91,11 @@ func (p *Poller) emit(st *appState, now time.Time, closeOut bool) int {
 	for _, id := range sortedKeys(st.executors, compareExecutorIDs) {
 		w.executor(st.executors[id], now, closeOut)
 	}
-	if st.completed && st.properties != nil && st.end > 0 && len(st.executors) > 0 {
+	if st.completed && st.accounted && st.properties != nil && st.end > 0 && len(st.executors) > 0 {
 		w.sizing()
+	}
+	if st.estimate != nil {
+		w.usageEstimate()
 	}
 	if w.n > 0 {
 		if !p.cfg.Sink.Append(w.batch, w.n, true) {
@@ -468,11 +471,19 @@ func (w *points) sizing() {
 		w.p.log.Warn("no sizing advice", zap.String("application", st.key.String()), zap.Error(err))
 		return
 	}
-	var execs []sizing.Executor
-	for _, id := range sortedKeys(st.executors, compareExecutorIDs) {
-		execs = append(execs, executorSizing(&st.executors[id].Executor))
+	r, err := sizing.ResourcesFromProperties(st.properties)
+	if err != nil {
+		w.p.log.Warn("no sizing advice", zap.String("application", st.key.String()), zap.Error(err))
+		return
 	}
+	execs := sizingExecutors(st, st.stream, st.end)
 	a := sizing.Advise(s, execs)
+	u := sizing.Account(s, r, execs, st.end-st.key.start)
+	sizing.RightSize(&a, s, r, u, execs, failureReasons(st))
+	w.usage(u, a, phaseEnd, st.end*1_000_000)
+	if w.p.cfg.Stream != nil {
+		w.reconcile()
+	}
 	i := 0
 	next := func(kind string) bool {
 		i++
@@ -514,12 +525,14 @@ func (w *points) sizing() {
 			continue
 		}
 		w.str("property", r.Property)
-		w.str("value", sizing.SparkSize(r.Value))
-		if r.Current > 0 {
-			w.str("current", sizing.SparkSize(r.Current))
-		}
+		w.str("value", r.ValueString())
+		w.str("current", r.CurrentString())
+		w.str("rule", r.Rule)
 		w.str("reason", w.reason(r.Reason))
-		w.str("text", fmt.Sprintf("--conf %s=%s", r.Property, sizing.SparkSize(r.Value)))
+		w.str("risk", r.Risk)
+		w.float("saving_core_seconds", r.SavingCoreSeconds)
+		w.float("saving_byte_seconds", r.SavingByteSeconds)
+		w.str("text", fmt.Sprintf("--conf %s=%s", r.Property, r.ValueString()))
 		done()
 	}
 }

@@ -59,7 +59,12 @@ type Config struct {
 	// FailedTasksPerStage bounds the failed tasks read of a stage attempt;
 	// default 20.
 	FailedTasksPerStage int
-	Auth                Auth
+	// Stream, when set, reads the metrics stream for the accounting and
+	// reconciliation of each application (see usage.go), UsageDelay after
+	// its end (default 1m: its processes' last reports are in by then).
+	Stream     Stream
+	UsageDelay time.Duration
+	Auth       Auth
 	// Transport carries the requests (TLS settings live there); nil uses
 	// http.DefaultTransport.
 	Transport http.RoundTripper
@@ -81,6 +86,7 @@ const (
 	DefaultStageDetailsMinDuration = 5 * time.Second
 	DefaultStageDetailsRequests    = 20
 	DefaultFailedTasksPerStage     = 20
+	DefaultUsageDelay              = time.Minute
 )
 
 const (
@@ -213,6 +219,9 @@ func (cfg Config) WithDefaults() Config {
 	if cfg.FailedTasksPerStage == 0 {
 		cfg.FailedTasksPerStage = DefaultFailedTasksPerStage
 	}
+	if cfg.UsageDelay == 0 {
+		cfg.UsageDelay = DefaultUsageDelay
+	}
 	if cfg.Now == nil {
 		cfg.Now = time.Now
 	}
@@ -233,6 +242,9 @@ func (cfg Config) Validate() error {
 	}
 	if cfg.MaxText != 0 && cfg.MaxText < 20 {
 		errs = append(errs, fmt.Errorf("max-text %d: must be at least 20", cfg.MaxText))
+	}
+	if cfg.UsageDelay < 0 {
+		errs = append(errs, fmt.Errorf("usage-delay %s: must not be negative", cfg.UsageDelay))
 	}
 	if cfg.FailedTasksPerStage < 0 {
 		errs = append(errs, fmt.Errorf("failed-tasks-per-stage %d: must not be negative", cfg.FailedTasksPerStage))

@@ -79,6 +79,14 @@ type appState struct {
 
 	// Sizing advice, worked out once the attempt has completed.
 	properties map[string]string // the environment's Spark properties; nil until read
+	// Accounting (usage.go).
+	endRead     bool                     // read in full since it completed
+	accounted   bool                     // the stream was read (or given up on) after the end
+	streamTries int                      // failed reads of the stream
+	streamErr   string                   // why the accounting went without the stream
+	stream      map[string]ProcessTotals // the stream's totals, once accounted
+	estimate    *usageRead               // a running estimate's read: written, then cleared
+	stageTotals *stageTotals             // over every stage attempt, from the full read after the end
 }
 
 func newAppState(key appKey) *appState {
@@ -105,7 +113,9 @@ func (p *Poller) syncApp(ctx context.Context, st *appState, now time.Time) error
 	// A History Server's lastUpdated is the event log's modification
 	// time: unchanged, nothing is new. A live UI reports the start time
 	// there, which says nothing.
-	unchanged := st.synced && !st.completed && st.updated == st.syncedAt && st.updated != st.key.start
+	// A completed attempt read in full since it completed is unchanged
+	// too while it waits for its accounting.
+	unchanged := st.synced && (!st.completed || st.endRead) && st.updated == st.syncedAt && st.updated != st.key.start
 	if !unchanged {
 		full := !st.synced || st.completed
 		if err := p.syncJobs(ctx, st, full); err != nil {
@@ -123,18 +133,22 @@ func (p *Poller) syncApp(ctx context.Context, st *appState, now time.Time) error
 		if err := p.syncStageDetails(ctx, st); err != nil {
 			return err
 		}
-		if st.completed && st.properties == nil {
+		// The properties, for the sizing advice and the accounting: once
+		// completed, or from the start where running estimates are made.
+		if st.properties == nil && (st.completed || p.cfg.Stream != nil) {
 			if err := p.syncEnvironment(ctx, st); err != nil {
 				return err
 			}
 		}
 		st.synced, st.syncedAt = true, st.updated
+		st.endRead = st.completed
 		st.syncs++
 		st.prune()
 	}
+	p.account(ctx, st, now)
 	st.lastSeen = now
 	p.emit(st, now, false)
-	st.final = st.completed
+	st.final = st.completed && st.accounted
 	return nil
 }
 
@@ -259,9 +273,14 @@ func (p *Poller) syncStages(ctx context.Context, st *appState, full bool) error 
 			return err
 		}
 		keep := map[stageKey]bool{}
+		var t stageTotals
 		for _, s := range list {
 			st.putStage(s)
 			keep[stageKey{s.StageID, s.AttemptID}] = true
+			t.add(&s)
+		}
+		if st.completed {
+			st.stageTotals = &t // the whole list Spark kept, for the accounting
 		}
 		for k := range st.stages {
 			if !keep[k] {

@@ -16,6 +16,7 @@ func Files() (map[string][]byte, error) {
 		"spark.json":            Spark(),
 		"spark-query-time.json": SparkQueryTime(),
 		"health.json":           Health(),
+		"fleet.json":            Fleet(),
 	} {
 		d, err := b.Build()
 		if err != nil {

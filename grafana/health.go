@@ -2,9 +2,11 @@ package grafana
 
 import (
 	"fmt"
+	"strings"
 
 	"github.com/grafana/grafana-foundation-sdk/go/common"
 	"github.com/grafana/grafana-foundation-sdk/go/dashboard"
+	"github.com/grafana/grafana-foundation-sdk/go/table"
 )
 
 const healthDashboard = "sparkpulse-health"
@@ -96,6 +98,31 @@ func Health() *dashboard.DashboardBuilder {
 		query("", counterRate("sparkpulse_annotate_apps_refused_total", perMinute, `"reason"`), "$tag_reason")))
 	d.WithPanel(series("Stage details, per minute", "short", "Stage attempts that ended, by what became of their details (task distribution, straggler, failed tasks): read; short (ran less than stage-details-min-duration); budget (stage-details-requests spent that poll: raise it if this is steady); unavailable (read, but the source had no task summary).",
 		query("", counterRate("sparkpulse_annotate_stage_details_total", perMinute, `"outcome"`), "$tag_outcome")))
+
+	d.WithRow(dashboard.NewRowBuilder("Reconciliation: the stream against Spark's totals"))
+	d.WithPanel(single("Tasks missing from the stream", "short", "Over the applications that ended in the range: the successful tasks Spark counts less those the executors' reports carried. Above 0, some executors' last reports never arrived (killed, lost, or sent while sparkpulse could not take them): the table names them.",
+		`SELECT sum("spark_tasks") - sum("stream_tasks") FROM "spark_reconcile" WHERE $timeFilter`))
+	rec := table.NewPanelBuilder().
+		Title("Applications that ended in the range: the stream against Spark").
+		Description("For each application, the totals of its executors' reports as sparkpulse stored them (the sums of the ingest-time deltas) against Spark's own (its REST API's executor and stage lists), as (stream − Spark) / Spark. exact: every total matches; short: the executors named lost their last reports; failed_tasks: the tasks match, and the rest differ by the metrics of failed or killed tasks, which Spark counts and the executors' counters do not; differs: see the text; no_stream: InfluxDB could not be read.").
+		Datasource(datasource).
+		Span(24).
+		Height(8).
+		Footer(common.NewTableFooterOptionsBuilder().Show(false).Reducer([]string{})).
+		WithTarget(&influxQLBuilder{InfluxQL{RefID: "A", RawQuery: true, ResultFormat: "table",
+			Query: `SELECT "applicationid", "appname", "verdict", "short_executors", "diff_tasks", "diff_cpu_time_ns", "diff_run_time_ms", "diff_gc_time_ms", "diff_input_bytes", "diff_shuffle_read_bytes", "diff_shuffle_write_bytes", "text" FROM "spark_reconcile" WHERE $timeFilter`}}).
+		OverrideByName("Time", []dashboard.DynamicConfigValue{{Id: "displayName", Value: "Ended"}})
+	for _, c := range []struct{ field, name string }{{"applicationid", "Application"}, {"appname", "Name"}, {"verdict", "Verdict"},
+		{"short_executors", "Executors short"}, {"diff_tasks", "Tasks"}, {"diff_cpu_time_ns", "CPU time"}, {"diff_run_time_ms", "Run time"},
+		{"diff_gc_time_ms", "GC time"}, {"diff_input_bytes", "Input"}, {"diff_shuffle_read_bytes", "Shuffle read"},
+		{"diff_shuffle_write_bytes", "Shuffle write"}, {"text", "Why"}} {
+		props := []dashboard.DynamicConfigValue{{Id: "displayName", Value: c.name}}
+		if strings.HasPrefix(c.field, "diff_") {
+			props = append(props, dashboard.DynamicConfigValue{Id: "unit", Value: "percentunit"})
+		}
+		rec.OverrideByName(c.field, props)
+	}
+	d.WithPanel(rec)
 
 	d.WithRow(dashboard.NewRowBuilder("Process"))
 	d.WithPanel(series("CPU (cores)", "short", "CPU used by sparkpulse."+coresNote,

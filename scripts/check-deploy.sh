@@ -15,7 +15,7 @@ for f in docker-compose.yml docker-compose.demo.yml docker-compose.influxdb2.yml
 done
 
 for p in deploy/compose/sparkpulse.toml grafana/provisioning/datasources grafana/provisioning/dashboards \
-  grafana/dashboards/spark.json grafana/dashboards/health.json grafana/provisioning-influxdb2/datasources \
+  grafana/dashboards/spark.json grafana/dashboards/health.json grafana/dashboards/fleet.json grafana/provisioning-influxdb2/datasources \
   grafana/provisioning-influxdb3/datasources; do
   [ -e "$p" ] || { echo "check-deploy: $p, mounted by the compose stack, is missing" >&2; exit 1; }
 done

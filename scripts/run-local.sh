@@ -60,9 +60,11 @@ for _ in $(seq 1 60); do
 done
 echo "run: sparkpulse listening on :2003 (tcp+udp), metrics at http://127.0.0.1:9108/metrics, log in .run/sparkpulse.log"
 
-bin/sparkpulse simulate --addr 127.0.0.1:2003 --apps 2 --executors 4 --period 10s --ui-addr 127.0.0.1:18080 >"$run_dir/simulate.log" 2>&1 &
+bin/sparkpulse simulate --addr 127.0.0.1:2003 --apps 4 --executors 4 --period 10s --ui-addr 127.0.0.1:18080 \
+  --app-lifetime 5m --executor-lifetime 2m >"$run_dir/simulate.log" 2>&1 &
 pids+=($!)
-echo "run: simulating 2 Spark apps × 4 executors, a report every 10 s, their REST API on :18080. Ctrl-C to stop."
+echo "run: simulating 4 Spark apps × 4 executors, a report every 10 s, their REST API on :18080;"
+echo "     each app ends after 5 minutes and a new one starts, executors are replaced every 2 minutes. Ctrl-C to stop."
 
 query() {
   curl -sG "$influx_url/query" --data-urlencode db=spark --data-urlencode "q=$1"
@@ -85,4 +87,7 @@ while sleep 10; do
   query 'SELECT sum("delta") / 1000000000 FROM "cpuTime.count" WHERE time > now() - 1m GROUP BY "applicationid"' | show
   echo "    latest job annotations (from the Spark REST API):"
   query 'SELECT last("title"), last("text") FROM "spark_job" GROUP BY "applicationid"' | show
+  echo "    applications that ended (a minute after their end): core-hours held, CPU used, reconciliation, advice:"
+  query 'SELECT "executor_core_seconds" / 3600, "cpu_utilisation", "recommended" FROM "spark_app_usage" WHERE "fact" = '"'"'end'"'"' GROUP BY "applicationid"' | show
+  query 'SELECT "verdict", "short_executors" FROM "spark_reconcile" GROUP BY "applicationid"' | show
 done

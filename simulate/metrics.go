@@ -66,6 +66,8 @@ type process struct {
 	rng     *rand.Rand
 	app     *timeline         // its application's jobs; nil: always busy
 	pyspark bool              // a PySpark application: Python workers next to the JVM
+	idle    bool              // its application uses few of its executors' cores
+	hungry  bool              // its application's executors come near their memory limit
 	stream  string            // driver of an application with a streaming query: its name
 	rest    *sparkui.Executor // the process in the REST model
 
@@ -81,7 +83,9 @@ type process struct {
 	hdfsRead, hdfsWrite, hdfsReadOps, hdfsWriteOps, fileRead, fileWrite int64
 	// JVM.
 	jvmCPU, youngCount, youngMs, oldCount, oldMs int64
-	heap, offHeap, execMem, storageMem, pyRSS    int64
+	// The CERN SparkPlugins' CgroupMetrics (PySpark applications).
+	cgroupCPU, netIn, netOut                  int64
+	heap, offHeap, execMem, storageMem, pyRSS int64
 	// Driver.
 	events, codegen int64
 	streamRows      int64
@@ -92,7 +96,6 @@ type process struct {
 // writes it: gauges, counters, histograms, meters, timers, each group in
 // name order, integers as integers and doubles with two decimals.
 func (p *process) report(w interface{ Write([]byte) (int, error) }, prefix string, t time.Time) error {
-	p.advance()
 	base := p.ns + "." + p.id + "."
 	if prefix != "" {
 		base = prefix + "." + base
@@ -189,13 +192,36 @@ func (p *process) busy() (bool, int) {
 // advance moves the counters by one reporting period: executors finish
 // tasks only while a stage runs; the first stage of a job reads input and
 // writes shuffle data, the second reads shuffle data and writes output.
+// The tasks' metrics are added to the running stage too, so that Spark's
+// totals and the executors' counters agree as they do in Spark. The model
+// must be locked.
 func (p *process) advance() {
 	r := p.rng
 	busy, stage := p.busy()
 	var done int64
 	if busy && p.id != "driver" {
-		done = 3 + r.Int64N(8)
+		// Four cores kept about two-thirds busy by tasks of 0.4 to 2 s.
+		done = 24 + r.Int64N(16)
+		if p.idle {
+			done = r.Int64N(2) // an application given far more executors than it uses
+		}
 	}
+	before := *p
+	defer func() {
+		if done > 0 && p.app != nil && p.app.job != nil {
+			st := p.app.stages[p.app.cur]
+			st.RunTimeMs += p.runMs - before.runMs
+			st.CPUTimeNs += p.cpuNs - before.cpuNs
+			st.GCTimeMs += p.gcMs - before.gcMs
+			st.InputBytes += p.readBytes - before.readBytes
+			st.OutputBytes += p.writeBytes - before.writeBytes
+			st.ShuffleReadBytes += (p.shuffleRemote + p.shuffleLocal) - (before.shuffleRemote + before.shuffleLocal)
+			st.ShuffleWriteBytes += p.shuffleWrite - before.shuffleWrite
+			st.MemorySpilled += p.memSpill - before.memSpill
+			st.DiskSpilled += p.diskSpill - before.diskSpill
+			st.FetchWaitMs += p.fetchWaitMs - before.fetchWaitMs
+		}
+	}()
 	p.started += done
 	p.tasks += done
 	for range done {
@@ -253,6 +279,14 @@ func (p *process) advance() {
 		p.codegen += r.Int64N(3)
 	}
 	p.jvmCPU += int64(load * 10e9)
+	if p.pyspark && p.id != "driver" {
+		// The CERN cgroup plugin sees the container's CPU: the JVM's and
+		// the Python workers', which do a PySpark task's work.
+		// At most the executor's four cores (its cgroup's quota).
+		p.cgroupCPU += min(int64(load*10e9)+(p.cpuNs-before.cpuNs)/2, 4*10e9)
+		p.netIn += (p.shuffleRemote - before.shuffleRemote) + (p.readBytes - before.readBytes)
+		p.netOut += p.shuffleWrite - before.shuffleWrite + 4096
+	}
 	yc := r.Int64N(3)
 	if busy {
 		yc += 2
@@ -265,9 +299,12 @@ func (p *process) advance() {
 	}
 	p.heap = 512<<20 + r.Int64N(1<<30)
 	p.execMem = 0
-	if busy && p.id != "driver" {
+	if busy && p.id != "driver" && !p.idle {
 		p.heap += 1 << 30
 		p.execMem = 256<<20 + r.Int64N(512<<20)
+		if p.hungry {
+			p.heap += 1400 << 20 // near the container: the sizing advice's container rule
+		}
 	}
 	p.storageMem = 64<<20 + r.Int64N(64<<20)
 	p.offHeap = 96<<20 + r.Int64N(32<<20)
@@ -311,7 +348,8 @@ func (p *process) executorMetrics() []executorMetric {
 // locked.
 func (p *process) record() {
 	x := p.rest
-	x.TaskTimeMs, x.GCTimeMs = p.runMs, p.gcMs
+	x.TaskTimeMs, x.GCTimeMs, x.CompletedTasks = p.runMs, p.gcMs, int(p.tasks)
+	x.InputBytes, x.ShuffleRead, x.ShuffleWrite = p.readBytes, p.shuffleRemote+p.shuffleLocal, p.shuffleWrite
 	if x.Peak == nil {
 		x.Peak = map[string]int64{}
 	}
@@ -343,6 +381,15 @@ func (p *process) metrics() []metric {
 		g("ExecutorMetrics."+e.k, e.v)
 	}
 	g("JVMCPU.jvmCpuTime", p.jvmCPU)
+	if p.pyspark && p.id != "driver" {
+		const cg = "plugin.ch.cern.CgroupMetrics."
+		g(cg+"CPUTimeNanosec", p.cgroupCPU)
+		g(cg+"MemoryCache", 256<<20)
+		g(cg+"MemoryRss", p.heap+p.offHeap+200<<20+p.pyRSS)
+		g(cg+"MemorySwap", 0)
+		g(cg+"NetworkBytesIn", p.netIn)
+		g(cg+"NetworkBytesOut", p.netOut)
+	}
 
 	// JvmSource.
 	g("jvm.G1-Old-Generation.count", p.oldCount)

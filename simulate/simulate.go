@@ -30,6 +30,7 @@ import (
 	"strconv"
 	"time"
 
+	"github.com/sparkpulse/sparkpulse/sizing"
 	"github.com/sparkpulse/sparkpulse/sparkui"
 )
 
@@ -66,6 +67,11 @@ type Config struct {
 	// ExecutorLifetime, when set, replaces each executor after it by a
 	// new one with the next executor id, as dynamic allocation does.
 	ExecutorLifetime time.Duration
+	// Confirm half-closes each TCP report and waits for the listener to
+	// close the connection, which sparkpulse does once its handler has
+	// every line: when a round returns, every line of it was taken. Spark's
+	// reporter does not wait; tests do.
+	Confirm bool
 }
 
 // Cluster is the simulated applications: their driver and executor
@@ -93,8 +99,13 @@ type app struct {
 }
 
 // NewCluster sets up cfg.Apps applications started at start. Application
-// 2 is a PySpark application (Python workers' memory is reported) and
-// application 1 runs a structured streaming query named orders_agg.
+// 1 runs a structured streaming query named orders_agg. Of every four
+// applications started, the second is a PySpark application (Python
+// workers' memory is reported, and the CERN SparkPlugins' cgroup metrics
+// with the container's CPU), the third uses few of its executors' cores,
+// and the fourth's executors come near their memory limit. An executor
+// killed over its memory limit never sends its last report: its last
+// tasks are in Spark's totals only.
 func NewCluster(cfg Config, start time.Time) *Cluster {
 	c := &Cluster{cfg: cfg, rng: rand.New(rand.NewPCG(cfg.Seed, 1)), UI: sparkui.NewServer(sparkui.HistoryServer, &sparkui.Model{})}
 	c.UI.Update(func(m *sparkui.Model) {
@@ -119,11 +130,14 @@ func (c *Cluster) startApp(m *sparkui.Model, now, ends time.Time) {
 	seed := func(n int) *rand.Rand { return rand.New(rand.NewPCG(c.cfg.Seed, uint64(a*10_000+n))) }
 	tl := newTimeline(ns, appNames[a%len(appNames)], now, c.cfg.Period, rand.New(rand.NewPCG(c.cfg.Seed, uint64(a+1))), m)
 	ap := &app{index: a, tl: tl, ends: ends, nextID: 1}
-	ap.driver = &process{ns: ns, id: "driver", app: tl, pyspark: a == 1, offset: c.offset(), rng: seed(2),
+	ap.driver = &process{ns: ns, id: "driver", app: tl, pyspark: a%4 == 1, idle: a%4 == 2, hungry: a%4 == 3, offset: c.offset(), rng: seed(2),
 		rest: &sparkui.Executor{ID: "driver", HostPort: fmt.Sprintf("driver-%d.spark:7078", a+1), MaxMemory: 2 << 30, Added: now}}
 	tl.att.Executors = append(tl.att.Executors, ap.driver.rest)
 	if a == 0 {
 		ap.driver.stream = "orders_agg"
+	}
+	if ap.driver.pyspark {
+		tl.att.Properties["spark.plugins"] = "ch.cern.CgroupMetrics"
 	}
 	for range c.cfg.Executors {
 		ap.addExecutor(c, now)
@@ -135,7 +149,8 @@ func (c *Cluster) startApp(m *sparkui.Model, now, ends time.Time) {
 func (ap *app) addExecutor(c *Cluster, now time.Time) {
 	id := ap.nextID
 	ap.nextID++
-	p := &process{ns: ap.tl.app, id: strconv.Itoa(id), app: ap.tl, pyspark: ap.driver.pyspark, offset: c.offset(),
+	d := ap.driver
+	p := &process{ns: ap.tl.app, id: strconv.Itoa(id), app: ap.tl, pyspark: d.pyspark, idle: d.idle, hungry: d.hungry, offset: c.offset(),
 		rng: rand.New(rand.NewPCG(c.cfg.Seed, uint64(ap.index*10_000+id+2))),
 		rest: &sparkui.Executor{ID: strconv.Itoa(id), HostPort: fmt.Sprintf("worker-%d.spark:%d", 1+(ap.index*7+id)%16, 40000+id),
 			Cores: 4, MaxMemory: 5 << 30, Added: now}}
@@ -180,20 +195,34 @@ func (c *Cluster) Step(now time.Time) {
 				changed = true
 				continue
 			}
-			ap.driver.record()
-			for _, p := range ap.execs {
-				p.record()
-			}
 			for j := range ap.execs {
 				if r := ap.replace[j]; !r.IsZero() && !now.Before(r) {
-					x := ap.execs[j].rest
-					x.Removed, x.RemoveReason = now, removeReasons[ap.nextID%len(removeReasons)]
+					p := ap.execs[j]
+					reason := removeReasons[ap.nextID%len(removeReasons)]
+					if sizing.RemoveKind(reason) == sizing.RemovedContainerOOM && (!ap.tl.busy() || p.idle) {
+						reason = "Executor killed by driver." // no tasks, no memory to run out of
+					}
+					if sizing.RemoveKind(reason) == sizing.RemovedContainerOOM {
+						// Killed in the middle of its tasks: they are in
+						// Spark's totals, and its last report never goes
+						// out. An executor dynamic allocation lets go was
+						// idle: its last report had everything.
+						p.advance()
+						p.record()
+					}
+					p.rest.Removed, p.rest.RemoveReason = now, reason
 					ap.execs = append(ap.execs[:j], ap.execs[j+1:]...)
 					ap.replace = append(ap.replace[:j], ap.replace[j+1:]...)
 					ap.addExecutor(c, now)
 					changed = true
 					break // one a step per application is churn enough
 				}
+			}
+			// Tasks finish up to now: the executors' counters and Spark's
+			// totals move together, and this round's reports carry them.
+			for _, p := range append([]*process{ap.driver}, ap.execs...) {
+				p.advance()
+				p.record()
 			}
 			ap.tl.step(now)
 		}
@@ -255,6 +284,13 @@ func (c *Cluster) send(ctx context.Context, d *net.Dialer, now time.Time) (lines
 		cw := &countingWriter{w: conn}
 		if c.Report(n, cw, now) != nil {
 			failed++
+		}
+		if tc, ok := conn.(*net.TCPConn); ok && c.cfg.Confirm {
+			if tc.CloseWrite() != nil {
+				failed++
+			} else if _, err := io.Copy(io.Discard, tc); err != nil {
+				failed++
+			}
 		}
 		if conn.Close() != nil {
 			failed++

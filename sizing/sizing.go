@@ -1,5 +1,6 @@
-// Package sizing turns an application's executor memory settings and the
-// peaks its executors reached into headroom per memory area and advice.
+// Package sizing turns an application's settings, the peaks its executors
+// reached and what they used into headroom per memory area, accounting
+// (usage.go) and advice, both ways (rightsize.go).
 //
 // The limits follow Spark's memory model (Spark 3.x on YARN and
 // Kubernetes):
@@ -15,7 +16,8 @@
 //     YARN or Kubernetes enforces on the executor's process tree.
 //
 // The rules, each with its reason, are applied to every executor (the
-// driver has settings of its own and is left out):
+// driver's are in RightSize, with the rules that take memory and cores
+// back; Account says what an application held and used):
 //
 //   - container: the process tree's peak resident memory (JVM, Python
 //     workers and other children) at 90 % of the container or more is
@@ -171,13 +173,21 @@ func ParseSize(s string, unit int64) (int64, error) {
 	return n * mult, nil
 }
 
-// Executor is what an executor reached, from Spark's REST API.
+// Executor is what an executor (or the driver, ID "driver") was given and
+// reached, from Spark's REST API and, where said, the metrics stream.
 type Executor struct {
 	ID           string
 	Peaks        map[string]int64 // peakMemoryMetrics
 	TaskTimeMs   int64            // totalDuration
 	GCTimeMs     int64            // totalGCTime
 	RemoveReason string
+	Cores        int   // totalCores
+	AliveMs      int64 // from its addition to its removal, or the application's end
+	// From the metrics stream (0 when not known): the sums of the deltas
+	// of executor.cpuTime, executor.runTime and the cgroup plugin's
+	// CPUTimeNanosec, and the mean of its process-tree resident memory.
+	CPUNs, RunMs, CgroupCPUNs int64
+	MeanRSS                   int64
 }
 
 // Headroom is one executor's peaks against the limits. The JSON names are
@@ -204,12 +214,41 @@ type Finding struct {
 	Text     string `json:"text"`
 }
 
-// Setting is a recommended value for a Spark property.
+// Setting is a recommended value for a Spark property, with what it
+// would save.
 type Setting struct {
 	Property string
 	Current  int64 // bytes; 0 when not set
 	Value    int64 // bytes
 	Reason   string
+	// For a setting that is not a size (cores, a number of executors):
+	// the values as Spark takes them.
+	CurrentText, ValueText string
+	Rule                   string // the rule that recommends it
+	// What the cluster would have held less of, had the application run
+	// with it (negative: more), in the units of Usage; and what could go
+	// wrong.
+	SavingCoreSeconds, SavingByteSeconds float64
+	Risk                                 string
+}
+
+// ValueString is the recommended value as Spark takes it: 5g, 2.
+func (s Setting) ValueString() string {
+	if s.ValueText != "" {
+		return s.ValueText
+	}
+	return SparkSize(s.Value)
+}
+
+// CurrentString is the current value as Spark takes it, "" when not set.
+func (s Setting) CurrentString() string {
+	switch {
+	case s.CurrentText != "":
+		return s.CurrentText
+	case s.Current > 0:
+		return SparkSize(s.Current)
+	}
+	return ""
 }
 
 // Advice is the outcome for an application.
@@ -301,7 +340,8 @@ func Advise(s Settings, execs []Executor) Advice {
 			a.find("python", "", "Python workers peaked at %s, %.0f %% of %s (%s)", Bytes(maxPython), 100*use, why, Bytes(limit))
 			pyspark = roundUp(maxPython+maxPython/5, 64*mib)
 			a.Recommendations = append(a.Recommendations, Setting{Property: "spark.executor.pyspark.memory", Current: s.PySpark, Value: pyspark,
-				Reason: fmt.Sprintf("the Python workers' peak %s plus 20 %%", Bytes(maxPython))})
+				Reason: fmt.Sprintf("the Python workers' peak %s plus 20 %%", Bytes(maxPython)), Rule: "python",
+				Risk: "Python workers over their share fail their tasks instead of growing the container"})
 		}
 	}
 	if maxRSS > 0 || killed {
@@ -319,12 +359,14 @@ func Advise(s Settings, execs []Executor) Advice {
 			if killed {
 				why = "an executor was killed over its memory limit at a peak no heartbeat saw: the container plus a quarter"
 			}
-			a.Recommendations = append(a.Recommendations, Setting{Property: "spark.executor.memoryOverhead", Current: s.Overhead, Value: overhead, Reason: why})
+			a.Recommendations = append(a.Recommendations, Setting{Property: "spark.executor.memoryOverhead", Current: s.Overhead, Value: overhead, Reason: why,
+				Rule: "container", Risk: "executors killed over their memory limit, and their tasks run again"})
 		}
 	}
 	if heapPressure {
 		a.Recommendations = append(a.Recommendations, Setting{Property: "spark.executor.memory", Current: s.Heap, Value: roundUp(s.Heap+s.Heap/4, 256*mib),
-			Reason: "a quarter more heap, the usual first step against GC pressure (or fewer cores per executor)"})
+			Reason: "a quarter more heap, the usual first step against GC pressure (or fewer cores per executor)", Rule: "heap",
+			Risk: "time lost to garbage collection, and executors out of heap"})
 	}
 	return a
 }

@@ -9,7 +9,8 @@ import "github.com/sparkpulse/sparkpulse/delta"
 //
 // Sources: Spark's ExecutorSource, ExecutorMetricsSource, JVMCPU source,
 // DAGSchedulerSource, AppStatusSource, StreamingSource, JvmSource and
-// ExternalShuffleServiceSource (see the README's delta section).
+// ExternalShuffleServiceSource, and the CERN SparkPlugins' metrics (see
+// the README's delta section).
 func DeltaRules() []delta.Rule {
 	const src = "built-in Spark rules"
 	return []delta.Rule{
@@ -47,5 +48,24 @@ func DeltaRules() []delta.Rule {
 			"**.jvm.*.time",
 		}},
 		{Source: src, Cumulative: true, Unit: "ns", Path: []string{"**.JVMCPU.jvmCpuTime"}},
+		// CERN SparkPlugins (spark.plugins=ch.cern.CgroupMetrics, …): their
+		// cumulative gauges, so that the CPU of a container — Python
+		// workers' included — and its I/O add up like the task metrics.
+		{Source: src, Cumulative: true, Unit: "ns", Path: []string{"**.plugin.ch.cern.CgroupMetrics.CPUTimeNanosec"}},
+		{Source: src, Cumulative: true, Unit: "bytes", Path: []string{
+			"**.plugin.ch.cern.CgroupMetrics.{NetworkBytesIn,NetworkBytesOut}",
+			"**.plugin.ch.cern.{HDFSMetrics,CloudFSMetrics}.{bytesRead,bytesWritten,bytesReadLocalHost,bytesReadDistanceOfOneOrTwo,bytesReadDistanceOfThreeOrFour,bytesReadDistanceOfFiveOrLarger}",
+			"**.plugin.ch.cern.experimental.S3ATimeInstrumentation.S3ABytesRead",
+			"**.plugin.ch.cern.experimental.HDFSTimeInstrumentation.HDFSBytesRead",
+			"**.plugin.ch.cern.experimental.ROOTTimeInstrumentation.ROOTBytesRead",
+		}},
+		{Source: src, Cumulative: true, Unit: "count", Path: []string{
+			"**.plugin.ch.cern.{HDFSMetrics,CloudFSMetrics}.{readOps,writeOps,largeReadOps}",
+		}},
+		{Source: src, Cumulative: true, Unit: "us", Path: []string{
+			"**.plugin.ch.cern.experimental.S3ATimeInstrumentation.{S3AReadTimeMuSec,S3ASeekTimeMuSec,S3AGetObjectMetadataMuSec}",
+			"**.plugin.ch.cern.experimental.HDFSTimeInstrumentation.HDFSReadTimeMuSec",
+			"**.plugin.ch.cern.experimental.ROOTTimeInstrumentation.ROOTReadTimeMuSec",
+		}},
 	}
 }

@@ -174,6 +174,11 @@ type Executor struct {
 	// Task time and the GC time within it, ms, as totalDuration and
 	// totalGCTime report them.
 	TaskTimeMs, GCTimeMs int64
+	// Tasks ended on it (completedTasks: successful ones) and the input
+	// and shuffle bytes of every task that ended with metrics, as
+	// AppStatusListener counts them for the executor list.
+	CompletedTasks, FailedTasks, KilledTasks int
+	InputBytes, ShuffleRead, ShuffleWrite    int64
 	// Peak of each ExecutorMetrics value (JVMHeapMemory, ProcessTreePythonRSSMemory,
 	// MinorGCTime, …) over the executor's life, as peakMemoryMetrics reports.
 	Peak map[string]int64

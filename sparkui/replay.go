@@ -549,6 +549,7 @@ func (rp *replayer) taskEnd(e *event) {
 		failed = 1
 	}
 	rp.endTask(s, e, status)
+	rp.executorTaskEnd(e, done, failed, killed)
 	s.ActiveTasks = max(s.ActiveTasks-1, 0)
 	s.CompleteTasks += done
 	s.FailedTasks += failed
@@ -578,6 +579,29 @@ func (rp *replayer) taskEnd(e *event) {
 		j.CompletedTasks += done
 		j.FailedTasks += failed
 		j.KilledTasks += killed
+	}
+}
+
+// executorTaskEnd adds a task that ended to its executor's totals, as
+// AppStatusListener does: only while the executor is live, task time from
+// launch to finish, and the metrics of every task that has them but a
+// resubmitted one (whose first attempt's metrics Spark already counted).
+func (rp *replayer) executorTaskEnd(e *event, done, failed, killed int) {
+	x := rp.executor(e.TaskInfo.ExecutorID)
+	if !x.Removed.IsZero() {
+		return
+	}
+	x.CompletedTasks += done
+	x.FailedTasks += failed
+	x.KilledTasks += killed
+	if e.TaskInfo.FinishTime > 0 {
+		x.TaskTimeMs += e.TaskInfo.FinishTime - e.TaskInfo.LaunchTime
+	}
+	if m := e.TaskMetrics; m != nil && e.TaskEndReason.Reason != "Resubmitted" {
+		x.GCTimeMs += m.GCTime
+		x.InputBytes += m.Input.Bytes
+		x.ShuffleRead += m.ShuffleRead.Remote + m.ShuffleRead.Local
+		x.ShuffleWrite += m.ShuffleWrite.Bytes
 	}
 }
 

@@ -583,7 +583,9 @@ func (s *Server) executors(att *Attempt, all bool) []sparkapi.Executor {
 		out = append(out, sparkapi.Executor{
 			ID: x.ID, HostPort: x.HostPort, IsActive: x.Active(), TotalCores: x.Cores, MaxTasks: x.Cores,
 			MaxMemory: x.MaxMemory, AddTime: sparkapi.OptDate(x.Added), RemoveTime: sparkapi.OptDate(x.Removed),
-			TotalDuration: x.TaskTimeMs, TotalGCTime: x.GCTimeMs,
+			TotalDuration: x.TaskTimeMs, TotalGCTime: x.GCTimeMs, CompletedTasks: x.CompletedTasks, FailedTasks: x.FailedTasks,
+			TotalTasks:      x.CompletedTasks + x.FailedTasks + x.KilledTasks,
+			TotalInputBytes: x.InputBytes, TotalShuffleRead: x.ShuffleRead, TotalShuffleWrite: x.ShuffleWrite,
 			RemoveReason: x.RemoveReason, ExecutorLogs: map[string]string{}, PeakMemoryMetrics: x.Peak,
 			Attributes: map[string]string{}, Resources: map[string]any{}, ExcludedInStages: []int{},
 		})

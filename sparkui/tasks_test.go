@@ -109,3 +109,36 @@ func TestTaskListFailedAndKilled(t *testing.T) {
 		t.Errorf("killed tasks: %+v", killed)
 	}
 }
+
+// The executor list's task totals are Spark's: AppStatusListener's
+// counting of every task end, checked against HistoryServerSuite's
+// executor list of local-1422981780767.
+func TestExecutorTotalsMatchSpark(t *testing.T) {
+	srv := NewServer(HistoryServer, replayAll(t))
+	var want, got []sparkapi.Executor
+	readFixture(t, "executor_list_json_expectation.json", &want)
+	if code := get(t, srv, "/api/v1/applications/local-1422981780767/executors", &got); code != 200 {
+		t.Fatalf("executors: %d", code)
+	}
+	if len(got) != 1 || len(want) != 1 {
+		t.Fatalf("%d executors, Spark lists %d", len(got), len(want))
+	}
+	g, w := got[0], want[0]
+	for _, m := range []struct {
+		name      string
+		got, want int64
+	}{
+		{"completedTasks", int64(g.CompletedTasks), int64(w.CompletedTasks)},
+		{"failedTasks", int64(g.FailedTasks), int64(w.FailedTasks)},
+		{"totalTasks", int64(g.TotalTasks), int64(w.TotalTasks)},
+		{"totalDuration", g.TotalDuration, w.TotalDuration},
+		{"totalGCTime", g.TotalGCTime, w.TotalGCTime},
+		{"totalInputBytes", g.TotalInputBytes, w.TotalInputBytes},
+		{"totalShuffleRead", g.TotalShuffleRead, w.TotalShuffleRead},
+		{"totalShuffleWrite", g.TotalShuffleWrite, w.TotalShuffleWrite},
+	} {
+		if m.got != m.want {
+			t.Errorf("%s = %d, Spark says %d", m.name, m.got, m.want)
+		}
+	}
+}

@@ -55,6 +55,9 @@ type AnnotateConfig struct {
 	StageDetailsMinDuration Duration `toml:"stage-details-min-duration"`
 	StageDetailsRequests    int      `toml:"stage-details-requests"`
 	FailedTasksPerStage     int      `toml:"failed-tasks-per-stage"`
+	// Accounting: how long after an application's end its metrics are
+	// summed (its last reports must be in).
+	UsageDelay Duration `toml:"usage-delay"`
 	// Where the points go; default: the first [[graphite]] block's target.
 	Database        string `toml:"database"`
 	RetentionPolicy string `toml:"retention-policy"`

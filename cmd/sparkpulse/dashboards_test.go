@@ -60,6 +60,7 @@ func TestDashboardsOnRealData(t *testing.T) {
 [annotate]
   urls = ["%s/proxy/{app_id}", "http://127.0.0.1:1"]   # the second never answers: its errors are counted
   interval = "1h"                                      # polled below, once the workload is in
+  usage-delay = "1ms"                                  # the accounting reads the stream at once: it is flushed
 [internal]
   interval = "1h"
 [[graphite]]
@@ -77,6 +78,7 @@ func TestDashboardsOnRealData(t *testing.T) {
 	// An application id of Spark's form but too long for a URL: refused
 	// for {app_id}, so that the health dashboard's refusal panel has data.
 	sendTCP(t, svc.addr(0), fmt.Sprintf("application_1_%s.driver.jvm.heap.used 1 %d\n", strings.Repeat("9", 70), end.Unix()))
+	svc.flush()
 	svc.annotator.PollOnce(context.Background())
 	svc.reportInternal(time.Now())
 	svc.stop()

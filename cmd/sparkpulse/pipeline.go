@@ -278,6 +278,7 @@ func (p *pipeline) openAnnotator() error {
 	}
 	pc := a.Poller
 	pc.Sink, pc.Log = p.annWriter, p.log.With(zap.String("component", "annotate"))
+	pc.Stream = newStream(p.plan)
 	if p.annotator, err = annotate.New(pc); err != nil {
 		return fmt.Errorf("[annotate]: %w", err)
 	}

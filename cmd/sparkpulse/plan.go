@@ -391,7 +391,7 @@ func (c *Config) prepareAnnotate(p *Plan, getenv func(string) string) error {
 		Lookback: time.Duration(a.Lookback), MaxText: a.MaxText,
 		MaxResponseBytes: a.MaxResponseBytes, MaxApps: a.MaxApps, NewAppsPerPoll: a.NewAppsPerPoll,
 		StageDetailsMinDuration: time.Duration(a.StageDetailsMinDuration), StageDetailsRequests: a.StageDetailsRequests,
-		FailedTasksPerStage: a.FailedTasksPerStage}
+		FailedTasksPerStage: a.FailedTasksPerStage, UsageDelay: time.Duration(a.UsageDelay)}
 	if err := pc.Validate(); err != nil {
 		fail("%v", err)
 	}

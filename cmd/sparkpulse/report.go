@@ -11,6 +11,7 @@ import (
 	"slices"
 	"strings"
 	"text/tabwriter"
+	"time"
 
 	"github.com/sparkpulse/sparkpulse/annotate"
 	"github.com/sparkpulse/sparkpulse/influx"
@@ -26,15 +27,30 @@ func cmdReport(ctx context.Context, args []string, getenv func(string) string, s
 	fs := newFlagSet("report", stderr, &o, false)
 	fs.Var(&o.annotateURLs, "url", "Spark UI, History Server or {app_id} URL template to ask (repeatable; default [annotate] urls)")
 	asJSON := fs.Bool("json", false, "print JSON instead of tables")
+	fleet := fs.Bool("fleet", false, "every application that ended in --since, from the accounting in InfluxDB, instead of one")
+	since := fs.Duration("since", 7*24*time.Hour, "with --fleet: how far back")
 	fs.Usage = func() {
-		fmt.Fprintln(stderr, "usage: sparkpulse report [--config F] [--url U]... [--json] APP_ID")
+		fmt.Fprintln(stderr, "usage: sparkpulse report [--config F] [--url U]... [--json] APP_ID\n       sparkpulse report [--config F] [--json] --fleet [--since 7d]")
 		fs.PrintDefaults()
 	}
-	if err := fs.Parse(args); err != nil {
+	if err := fs.Parse(normalizeDays(args)); err != nil {
 		if errors.Is(err, flag.ErrHelp) {
 			return err
 		}
 		return fmt.Errorf("%w: %v", errUsage, err)
+	}
+	if *fleet {
+		if fs.NArg() != 0 {
+			return fmt.Errorf("%w: report --fleet takes no application id", errUsage)
+		}
+		if *since <= 0 {
+			return fmt.Errorf("%w: --since %s: must be positive", errUsage, *since)
+		}
+		plan, err := loadPlan(&o, getenv)
+		if err != nil {
+			return err
+		}
+		return reportFleet(ctx, plan, *since, *asJSON, stdout)
 	}
 	if fs.NArg() != 1 {
 		fs.Usage()
@@ -245,10 +261,10 @@ func printAdvice(w io.Writer, a sizing.Advice) {
 		fmt.Fprintln(w, "recommended settings:")
 		for _, r := range a.Recommendations {
 			now := "not set"
-			if r.Current > 0 {
-				now = "now " + sizing.Bytes(r.Current)
+			if c := r.CurrentString(); c != "" {
+				now = "now " + c
 			}
-			fmt.Fprintf(w, "  --conf %s=%s  (%s; %s)\n", r.Property, sizing.SparkSize(r.Value), now, r.Reason)
+			fmt.Fprintf(w, "  --conf %s=%s  (%s; %s)\n", r.Property, r.ValueString(), now, r.Reason)
 		}
 	}
 	for _, n := range a.Notes {
@@ -290,11 +306,7 @@ func reportJSON(app annotate.Application, a sizing.Advice, spent timespent.Repor
 		out.Findings = []sizing.Finding{}
 	}
 	for _, r := range a.Recommendations {
-		cur := ""
-		if r.Current > 0 {
-			cur = sizing.SparkSize(r.Current)
-		}
-		out.Settings = append(out.Settings, setting{r.Property, sizing.SparkSize(r.Value), cur, r.Reason})
+		out.Settings = append(out.Settings, setting{r.Property, r.ValueString(), r.CurrentString(), r.Reason})
 	}
 	for k, v := range app.Properties {
 		if strings.Contains(k, "memory") || strings.Contains(k, "Memory") || k == "spark.executor.cores" {

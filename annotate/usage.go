@@ -1,0 +1,461 @@
+package annotate
+
+import (
+	"cmp"
+	"context"
+	"fmt"
+	"maps"
+	"math"
+	"slices"
+	"strings"
+	"time"
+
+	"go.uber.org/zap"
+
+	"github.com/sparkpulse/sparkpulse/sizing"
+	"github.com/sparkpulse/sparkpulse/sparkapi"
+)
+
+// Accounting and reconciliation. Once an attempt has completed and
+// UsageDelay has passed (its processes' last reports are in), the poller
+// asks the Stream for the sums of its executors' task counters and their
+// memory, and writes, with the sizing advice:
+//
+//   - spark_app_usage (fact end): what the application was given and
+//     used (package sizing's Account), and what the recommendations would
+//     save;
+//   - spark_reconcile: the stream's totals against Spark's own — tasks,
+//     CPU and run time, GC time, input, shuffle read and write — and the
+//     executors whose reports fell short.
+//
+// While it runs, every usageEstimateEvery syncs, a spark_app_usage point
+// (fact estimate) at the time of the read says what it has used so far.
+// Without a Stream, the usage has no CPU or mean memory and there is no
+// reconciliation.
+
+// Stream reads the metrics stream of an application's processes.
+type Stream interface {
+	// Totals returns, by process ("driver", "1", …), the sums of the
+	// deltas of the counters in StreamCounters and the peak and mean of
+	// the gauges in StreamGauges, over [from, to].
+	Totals(ctx context.Context, app string, from, to time.Time) (map[string]ProcessTotals, error)
+}
+
+// ProcessTotals is what the stream says of one process.
+type ProcessTotals struct {
+	Sums       map[string]float64 // StreamCounters measurement → Σ delta
+	NoDelta    map[string]int     // StreamCounters measurement → samples stored without a delta
+	Peak, Mean map[string]float64 // StreamGauges measurement → max, mean of value
+}
+
+// StreamCounters are the measurements (of the built-in mapping, and of the
+// CERN templates) whose deltas the accounting and reconciliation sum.
+var StreamCounters = []string{"succeededTasks.count", "cpuTime.count", "runTime.count", "jvmGCTime.count",
+	"bytesRead.count", "shuffleTotalBytesRead.count", "shuffleBytesWritten.count", "ch.cern.CgroupMetrics.CPUTimeNanosec"}
+
+// StreamGauges are the gauges whose peak and mean the accounting reads.
+var StreamGauges = []string{"ProcessTreeJVMRSSMemory", "ProcessTreePythonRSSMemory", "ProcessTreeOtherRSSMemory", "JVMHeapMemory"}
+
+const (
+	// MeasurementUsage has an application's accounting.
+	MeasurementUsage = "spark_app_usage"
+	// MeasurementReconcile compares the stream's totals with Spark's.
+	MeasurementReconcile = "spark_reconcile"
+
+	usageEstimateEvery = 30 // syncs: five minutes at the 10 s interval
+	streamTries        = 3  // failed reads of the stream before the accounting goes without it
+)
+
+// account reads the stream for a completed attempt once its delay has
+// passed, and for a running one every usageEstimateEvery syncs.
+func (p *Poller) account(ctx context.Context, st *appState, now time.Time) {
+	switch {
+	case st.completed && !st.accounted:
+		if p.cfg.Stream == nil || st.properties == nil || st.end <= 0 {
+			st.accounted = true // nothing to wait for
+			return
+		}
+		if now.Before(time.UnixMilli(st.end).Add(p.cfg.UsageDelay)) {
+			return
+		}
+		totals, err := p.cfg.Stream.Totals(ctx, st.key.app, time.UnixMilli(st.key.start).Add(-time.Minute), time.UnixMilli(st.end).Add(p.cfg.UsageDelay))
+		if err != nil {
+			st.streamTries++
+			p.log.Warn("metrics stream not read for an application's accounting", zap.String("application", st.key.String()),
+				zap.Int("tries", st.streamTries), zap.Error(err))
+			if st.streamTries < streamTries {
+				return
+			}
+			st.streamErr = err.Error()
+		}
+		st.stream, st.accounted = totals, true
+	case !st.completed && p.cfg.Stream != nil && st.syncs%usageEstimateEvery == usageEstimateEvery-1 && st.properties != nil:
+		totals, err := p.cfg.Stream.Totals(ctx, st.key.app, time.UnixMilli(st.key.start).Add(-time.Minute), now)
+		if err == nil {
+			st.estimate = &usageRead{at: now, stream: totals}
+		}
+	}
+}
+
+// usageRead is a read of the stream for a running application's estimate.
+type usageRead struct {
+	at     time.Time
+	stream map[string]ProcessTotals
+}
+
+// sizingExecutors is what package sizing needs of the attempt's processes,
+// with the stream's figures; alive up to endMs for those still running.
+func sizingExecutors(st *appState, stream map[string]ProcessTotals, endMs int64) []sizing.Executor {
+	var execs []sizing.Executor
+	for _, id := range sortedKeys(st.executors, compareExecutorIDs) {
+		x := &st.executors[id].Executor
+		e := executorSizing(x)
+		added, removed := optMS(x.AddTime), optMS(x.RemoveTime)
+		if removed == 0 || removed > endMs {
+			removed = endMs
+		}
+		if added > 0 && removed > added {
+			e.AliveMs = removed - added
+		}
+		if t, ok := stream[id]; ok {
+			e.CPUNs, e.RunMs = int64(t.Sums["cpuTime.count"]), int64(t.Sums["runTime.count"])
+			e.CgroupCPUNs = int64(t.Sums["ch.cern.CgroupMetrics.CPUTimeNanosec"])
+			e.MeanRSS = int64(t.Mean["ProcessTreeJVMRSSMemory"] + t.Mean["ProcessTreePythonRSSMemory"] + t.Mean["ProcessTreeOtherRSSMemory"])
+			// The larger of Spark's peak (heartbeats) and the stream's
+			// (reports); a copy, as the REST answer's map is kept.
+			peaks := maps.Clone(e.Peaks)
+			if peaks == nil {
+				peaks = map[string]int64{}
+			}
+			for _, g := range StreamGauges {
+				if v, ok := t.Peak[g]; ok {
+					peaks[g] = max(peaks[g], int64(v))
+				}
+			}
+			e.Peaks = peaks
+		}
+		execs = append(execs, e)
+	}
+	return execs
+}
+
+// failureReasons are the attempt's job and stage failure reasons.
+func failureReasons(st *appState) []string {
+	var out []string
+	for _, s := range st.stages {
+		if s.FailureReason != "" {
+			out = append(out, s.FailureReason)
+		}
+	}
+	return out
+}
+
+// queueOf is where the application ran: its YARN queue or Kubernetes
+// namespace, "" when neither is set.
+func queueOf(props map[string]string) string {
+	return cmp.Or(props["spark.yarn.queue"], props["spark.kubernetes.namespace"])
+}
+
+// Reconciliation is the stream's totals against Spark's, per metric.
+type Reconciliation struct {
+	Metrics []ReconciledMetric
+	// Short names the executors whose tasks in the stream fall short of
+	// Spark's count of their successful tasks: their last reports did not
+	// arrive (killed, lost, or sent while sparkpulse could not take them).
+	Short []string
+	// Unlisted counts processes in the stream that Spark no longer lists
+	// (beyond spark.ui.retainedDeadExecutors): compared in the totals
+	// only.
+	Unlisted    int
+	FailedTasks int // failed and killed tasks: their metrics are in Spark's totals, not in the executors' counters
+	NoDelta     int // reports of the short executors stored without a delta
+	Verdict     string
+	Text        string
+}
+
+// ReconciledMetric is one metric's totals.
+type ReconciledMetric struct {
+	Name          string // tasks, cpu_time_ns, run_time_ms, gc_time_ms, input_bytes, shuffle_read_bytes, shuffle_write_bytes
+	Stream, Spark float64
+}
+
+// Diff is (stream − Spark) / Spark; 0 when both are 0, ±1 when only one is.
+func (m ReconciledMetric) Diff() float64 {
+	switch {
+	case m.Spark == m.Stream:
+		return 0
+	case m.Spark == 0:
+		return math.Copysign(1, m.Stream)
+	}
+	return (m.Stream - m.Spark) / m.Spark
+}
+
+// Verdicts of a reconciliation.
+const (
+	ReconcileExact       = "exact"          // every total matches
+	ReconcileShort       = "short"          // executors' last reports are missing (named)
+	ReconcileFailedTasks = "failed_tasks"   // tasks match; the rest differ by failed tasks' metrics
+	ReconcileDiffers     = "differs"        // something else: the text says what
+	ReconcileNoStream    = "no_stream"      // the stream could not be read
+	ReconcileNoDelta     = "no_delta"       // reports stored without a delta: work before them is not in the sums
+	reconcileTolerance   = 0.0005           // rounding in the stream's float sums
+	reconcileStreamKey   = "succeededTasks" // the stream's per-executor task counter
+)
+
+// stageTotals sums the stage list: Spark's totals over every task of
+// every stage attempt it kept (spark.ui.retainedStages).
+type stageTotals struct {
+	stages              int
+	cpuNs, runMs        int64
+	failed, killed      int
+	memSpill, diskSpill int64
+	shuffleFetchWaitMs  int64
+}
+
+func (t *stageTotals) add(s *sparkapi.Stage) {
+	t.stages++
+	t.cpuNs += s.ExecutorCPUTime
+	t.runMs += s.ExecutorRunTime
+	t.failed += s.NumFailedTasks
+	t.killed += s.NumKilledTasks
+	t.memSpill += s.MemoryBytesSpilled
+	t.diskSpill += s.DiskBytesSpilled
+	t.shuffleFetchWaitMs += s.ShuffleFetchWaitTime
+}
+
+// reconcile compares the stream's totals with Spark's: the executor list
+// (tasks, GC, input, shuffle: every task with metrics that ended on a live
+// executor) and the stage list (CPU and run time: every task). The
+// executors' counters only count successful tasks, so with failed or
+// killed tasks Spark's totals are larger by those tasks' metrics.
+func reconcile(execs []sparkapi.Executor, stages stageTotals, stream map[string]ProcessTotals) Reconciliation {
+	var r Reconciliation
+	sum := func(counter string) float64 {
+		t := 0.0
+		for _, p := range stream {
+			t += p.Sums[counter]
+		}
+		return t
+	}
+	var tasks, gc, input, shRead, shWrite, cpu, run float64
+	listed := map[string]bool{}
+	for _, x := range execs {
+		listed[x.ID] = true
+		tasks += float64(x.CompletedTasks)
+		gc += float64(x.TotalGCTime)
+		input += float64(x.TotalInputBytes)
+		shRead += float64(x.TotalShuffleRead)
+		shWrite += float64(x.TotalShuffleWrite)
+		if streamed := stream[x.ID].Sums["succeededTasks.count"]; float64(x.CompletedTasks)-streamed > 0.5 {
+			r.Short = append(r.Short, x.ID)
+		}
+	}
+	cpu, run = float64(stages.cpuNs), float64(stages.runMs)
+	r.FailedTasks = stages.failed + stages.killed
+	for id := range stream {
+		if !listed[id] {
+			r.Unlisted++
+		}
+	}
+	slices.SortFunc(r.Short, compareExecutorIDs)
+	// A report stored without a delta (a counter's first sample within
+	// the delta stage's grace period after sparkpulse started, or a new
+	// series refused by a full delta table) leaves the work before it
+	// out of the sums: that, not a lost report, can explain a shortfall.
+	for _, id := range r.Short {
+		r.NoDelta += stream[id].NoDelta["succeededTasks.count"]
+	}
+	r.Metrics = []ReconciledMetric{
+		{"tasks", sum("succeededTasks.count"), tasks},
+		{"cpu_time_ns", sum("cpuTime.count"), cpu},
+		{"run_time_ms", sum("runTime.count"), run},
+		{"gc_time_ms", sum("jvmGCTime.count"), gc},
+		{"input_bytes", sum("bytesRead.count"), input},
+		{"shuffle_read_bytes", sum("shuffleTotalBytesRead.count"), shRead},
+		{"shuffle_write_bytes", sum("shuffleBytesWritten.count"), shWrite},
+	}
+	exact, tasksMatch := true, true
+	var off []string
+	for _, m := range r.Metrics {
+		if math.Abs(m.Diff()) > reconcileTolerance {
+			exact = false
+			off = append(off, fmt.Sprintf("%s %+.2f %%", m.Name, 100*m.Diff()))
+			if m.Name == "tasks" {
+				tasksMatch = false
+			}
+		}
+	}
+	switch {
+	case exact:
+		r.Verdict, r.Text = ReconcileExact, "the stream's totals match Spark's"
+	case len(r.Short) > 0 && r.NoDelta > 0:
+		r.Verdict = ReconcileNoDelta
+		r.Text = fmt.Sprintf("%d reports of executor %s were stored without a delta (sparkpulse started or restarted while they ran, without a state-dir, or the delta table was full): their work before those reports is not in the sums: %s",
+			r.NoDelta, strings.Join(r.Short, ", "), strings.Join(off, ", "))
+	case len(r.Short) > 0:
+		r.Verdict = ReconcileShort
+		r.Text = fmt.Sprintf("the last reports of executor %s are missing: %s", strings.Join(r.Short, ", "), strings.Join(off, ", "))
+	case tasksMatch && r.FailedTasks > 0:
+		r.Verdict = ReconcileFailedTasks
+		r.Text = fmt.Sprintf("%d failed or killed tasks: their metrics are in Spark's totals, not in the executors' counters: %s", r.FailedTasks, strings.Join(off, ", "))
+	default:
+		r.Verdict, r.Text = ReconcileDiffers, strings.Join(off, ", ")
+	}
+	if r.Unlisted > 0 {
+		r.Text += fmt.Sprintf("; %d processes in the stream that Spark no longer lists (spark.ui.retainedDeadExecutors)", r.Unlisted)
+	}
+	return r
+}
+
+// usage writes an application's accounting: fact end at its end, or
+// estimate (ph < 0) at the time of the read.
+func (w *points) usage(u sizing.Usage, a sizing.Advice, ph int, ts int64) {
+	st := w.st
+	if !w.begin(MeasurementUsage, ts) {
+		return
+	}
+	if q := tagValue(queueOf(st.properties)); q != "" {
+		w.enc.AddTag("queue", q)
+	}
+	if user := tagValue(st.user); user != "" {
+		w.enc.AddTag("user", user)
+	}
+	fact := "estimate"
+	if ph >= 0 {
+		fact = phaseNames[ph]
+	}
+	w.str("fact", fact)
+	w.int("duration_ms", u.DurationMs)
+	w.int("executors", int64(u.Executors))
+	w.int("executor_cores", int64(u.Cores))
+	w.int("container_bytes", u.Container)
+	w.float("executor_core_seconds", u.ExecutorCoreSeconds)
+	w.float("executor_memory_byte_seconds", u.ExecutorMemoryByteSeconds)
+	w.float("driver_core_seconds", u.DriverCoreSeconds)
+	w.float("driver_memory_byte_seconds", u.DriverMemoryByteSeconds)
+	if u.CPUFrom != "" {
+		w.float("task_cpu_seconds", u.TaskCPUSeconds)
+		w.float("task_run_seconds", u.TaskRunSeconds)
+		w.float("cpu_used_seconds", u.CPUUsedSeconds)
+		w.float("cpu_utilisation", u.CPUUtilisation)
+		w.str("cpu_from", u.CPUFrom)
+	}
+	if u.ContainerCPUSeconds > 0 {
+		w.float("container_cpu_seconds", u.ContainerCPUSeconds)
+	}
+	var taskMs, gcMs int64
+	for _, x := range st.executors {
+		taskMs += x.TotalDuration
+		gcMs += x.TotalGCTime
+	}
+	w.float("gc_seconds", float64(gcMs)/1000)
+	if taskMs > 0 {
+		w.float("gc_share", float64(gcMs)/float64(taskMs))
+	}
+	if u.PeakRSS > 0 {
+		w.int("peak_rss_bytes", u.PeakRSS)
+		w.float("memory_utilisation", u.MemoryUtilisation)
+	}
+	if u.MeanRSS > 0 {
+		w.int("mean_rss_bytes", u.MeanRSS)
+		w.float("mean_memory_utilisation", u.MeanMemoryUtilisation)
+		w.float("mean_rss_byte_seconds", u.MeanRSSByteSeconds)
+	}
+	if u.PeakPythonRSS > 0 {
+		w.int("peak_python_rss_bytes", u.PeakPythonRSS)
+	}
+	if t := st.stageTotals; t != nil && ph >= 0 {
+		w.int("memory_spilled_bytes", t.memSpill)
+		w.int("disk_spilled_bytes", t.diskSpill)
+		w.int("failed_tasks", int64(t.failed))
+		w.int("killed_tasks", int64(t.killed))
+		w.int("shuffle_fetch_wait_ms", t.shuffleFetchWaitMs)
+	}
+	cores, bytes := a.Savings()
+	w.int("findings", int64(len(a.Findings)))
+	w.int("recommendations", int64(len(a.Recommendations)))
+	w.float("saving_core_seconds", cores)
+	w.float("saving_byte_seconds", bytes)
+	var confs []string
+	for _, r := range a.Recommendations {
+		confs = append(confs, "--conf "+r.Property+"="+r.ValueString())
+	}
+	w.str("recommended", w.reason(strings.Join(confs, " ")))
+	notes := u.Notes
+	if st.streamErr != "" {
+		notes = append(notes, "metrics stream not read: "+st.streamErr)
+	}
+	w.str("notes", w.reason(strings.Join(notes, "; ")))
+	text := fmt.Sprintf("%.1f core-hours and %.1f GiB-hours held by %d executors", u.ExecutorCoreSeconds/3600,
+		u.ExecutorMemoryByteSeconds/3600/(1<<30), u.Executors)
+	if u.CPUFrom != "" {
+		text += fmt.Sprintf(", %.0f %% of the cores used", 100*u.CPUUtilisation)
+	}
+	if u.PeakRSS > 0 {
+		text += fmt.Sprintf(", memory peaked at %.0f %% of the container", 100*u.MemoryUtilisation)
+	}
+	if cores > 0 || bytes > 0 {
+		text += fmt.Sprintf("; the recommendations would save %.1f core-hours and %.1f GiB-hours", cores/3600, bytes/3600/(1<<30))
+	}
+	w.str("title", w.text(fmt.Sprintf("Usage of %s", cmp.Or(st.name, st.key.app))))
+	w.str("text", text)
+	w.str("attempt_id", w.text(st.attemptID))
+	w.end()
+}
+
+// usageEstimate writes a running application's usage so far.
+func (w *points) usageEstimate() {
+	st := w.st
+	e := st.estimate
+	st.estimate = nil
+	s, err := sizing.FromProperties(st.properties)
+	if err != nil {
+		return
+	}
+	r, err := sizing.ResourcesFromProperties(st.properties)
+	if err != nil {
+		return
+	}
+	atMs := e.at.UnixMilli()
+	execs := sizingExecutors(st, e.stream, atMs)
+	u := sizing.Account(s, r, execs, atMs-st.key.start)
+	w.usage(u, sizing.Advice{}, -1, atMs*1_000_000+1)
+}
+
+// reconcile writes the stream's totals against Spark's, at the end.
+func (w *points) reconcile() {
+	st := w.st
+	if !w.begin(MeasurementReconcile, st.end*1_000_000) {
+		return
+	}
+	if st.streamErr != "" || st.stageTotals == nil {
+		why := "the metrics stream could not be read: " + st.streamErr
+		if st.streamErr == "" {
+			why = "Spark's stage list was not read after the end"
+		}
+		w.str("verdict", ReconcileNoStream)
+		w.str("text", w.reason(why))
+		w.str("attempt_id", w.text(st.attemptID))
+		w.end()
+		return
+	}
+	var execs []sparkapi.Executor
+	for _, id := range sortedKeys(st.executors, compareExecutorIDs) {
+		execs = append(execs, st.executors[id].Executor)
+	}
+	r := reconcile(execs, *st.stageTotals, st.stream)
+	w.str("verdict", r.Verdict)
+	for _, m := range r.Metrics {
+		w.float("stream_"+m.Name, m.Stream)
+		w.float("spark_"+m.Name, m.Spark)
+		w.float("diff_"+m.Name, m.Diff())
+	}
+	w.int("short_count", int64(len(r.Short)))
+	w.str("short_executors", w.text(strings.Join(r.Short, ",")))
+	w.int("unlisted_processes", int64(r.Unlisted))
+	w.int("failed_tasks", int64(r.FailedTasks))
+	w.str("title", w.text("Reconciliation of "+cmp.Or(st.name, st.key.app)+": "+r.Verdict))
+	w.str("text", w.reason(r.Text))
+	w.str("attempt_id", w.text(st.attemptID))
+	w.end()
+}

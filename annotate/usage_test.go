@@ -1,0 +1,219 @@
+package annotate
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"math"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/sparkpulse/sparkpulse/sparkapi"
+	"github.com/sparkpulse/sparkpulse/sparkui"
+)
+
+// fakeStream answers Totals with fixed totals, or an error, and records
+// the windows asked for.
+type fakeStream struct {
+	mu     sync.Mutex
+	totals map[string]ProcessTotals
+	err    error
+	asked  [][2]time.Time
+}
+
+func (f *fakeStream) Totals(_ context.Context, app string, from, to time.Time) (map[string]ProcessTotals, error) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	f.asked = append(f.asked, [2]time.Time{from, to})
+	return f.totals, f.err
+}
+
+// A completed application of two executors: executor 1 ran 600 s with 4
+// cores, executor 2 300 s; their totals in Spark's executor list; stage
+// totals in the stage list.
+func accountedApp() *sparkui.Model {
+	m := liveApp(scriptApp, "Nightly ETL", t0)
+	a := m.Apps[0].Attempts[0]
+	a.End = at(600)
+	a.Properties = map[string]string{"spark.executor.memory": "4g", "spark.executor.cores": "4", "spark.yarn.queue": "etl"}
+	a.Executors = []*sparkui.Executor{
+		{ID: "driver", HostPort: "10.0.0.1:40000", Added: at(0)},
+		{ID: "1", HostPort: "node-1:40001", Cores: 4, Added: at(0), CompletedTasks: 100, TaskTimeMs: 400_000, GCTimeMs: 20_000,
+			InputBytes: 1 << 30, ShuffleRead: 0, ShuffleWrite: 100 << 20},
+		{ID: "2", HostPort: "node-2:40002", Cores: 4, Added: at(100), Removed: at(400), RemoveReason: "Container killed by YARN for exceeding physical memory limits.",
+			CompletedTasks: 50, TaskTimeMs: 200_000, GCTimeMs: 10_000, InputBytes: 512 << 20, ShuffleWrite: 50 << 20},
+	}
+	a.AddJob(&sparkui.Job{ID: 0, Name: "save", Submitted: at(1), Completed: at(590), StageIDs: []int{0}, Status: sparkui.JobSucceeded, Tasks: 150, CompletedTasks: 150})
+	a.AddStage(&sparkui.Stage{ID: 0, Name: "save", Status: sparkui.StageComplete, Submitted: at(1), Completed: at(590), Tasks: 150, CompleteTasks: 150,
+		CPUTimeNs: 450e9, RunTimeMs: 600_000, MemorySpilled: 1 << 20})
+	return m
+}
+
+// The stream has executor 1 whole and executor 2 without its last 10
+// tasks (its last report never came: killed over its memory limit).
+func accountedStream() map[string]ProcessTotals {
+	return map[string]ProcessTotals{
+		"1": {Sums: map[string]float64{"succeededTasks.count": 100, "cpuTime.count": 300e9, "runTime.count": 400_000, "jvmGCTime.count": 20_000,
+			"bytesRead.count": 1 << 30, "shuffleBytesWritten.count": 100 << 20},
+			Peak: map[string]float64{"ProcessTreeJVMRSSMemory": 2 << 30}, Mean: map[string]float64{"ProcessTreeJVMRSSMemory": 1 << 30}},
+		"2": {Sums: map[string]float64{"succeededTasks.count": 40, "cpuTime.count": 120e9, "runTime.count": 160_000, "jvmGCTime.count": 8_000,
+			"bytesRead.count": 400 << 20, "shuffleBytesWritten.count": 40 << 20},
+			Peak: map[string]float64{"ProcessTreeJVMRSSMemory": 4 << 30}, Mean: map[string]float64{"ProcessTreeJVMRSSMemory": 3 << 30}},
+		"driver": {Peak: map[string]float64{"JVMHeapMemory": 300 << 20}},
+	}
+}
+
+func TestAccountingAndReconciliation(t *testing.T) {
+	srv := sparkui.NewServer(sparkui.HistoryServer, accountedApp())
+	clk := &clock{now: at(630)}
+	srv.SetNow(clk.Now)
+	stream := &fakeStream{totals: accountedStream()}
+	sink := newMemSink()
+	p := newPoller(t, Config{Sources: []string{serve(t, srv)}, Sink: sink, Now: clk.Now, Stream: stream})
+	ctx := context.Background()
+
+	// 30 s after the end: the last reports may still be on their way.
+	p.PollOnce(ctx)
+	if len(stream.asked) != 0 || len(sink.stored(MeasurementUsage, usageRow)) != 0 {
+		t.Fatalf("before the delay: stream asked %v, usage %v", stream.asked, sink.stored(MeasurementUsage, usageRow))
+	}
+	// A minute after: the stream is read over the whole run, once.
+	clk.Set(at(661))
+	p.PollOnce(ctx)
+	clk.Set(at(700))
+	p.PollOnce(ctx)
+	if want := [2]time.Time{at(-60), at(660)}; len(stream.asked) != 1 || !stream.asked[0][0].Equal(want[0]) || !stream.asked[0][1].Equal(want[1]) {
+		t.Fatalf("stream asked %v, want once for %v", stream.asked, want)
+	}
+
+	// Given: executor 1 4 cores × 600 s, executor 2 4 × 300 s: 3600
+	// core-seconds; the 4g container (4 GiB + 409.6 MiB = 4724464025 B)
+	// for 900 s. Used: 420 s of task CPU: 11.7 %. The largest resident
+	// memory, 4 GiB, is 90.9 % of the container; the mean of the means
+	// 2 GiB. GC: 30 s of 600 s of task time.
+	got := sink.stored(MeasurementUsage, usageRow)
+	want := []string{fmt.Sprintf("%d end queue=etl user=etl dur=600000 execs=2 cores=3600 bytes=%v cpu=420 util=0.1167 from=tasks peak=%d mem=0.9091 mean=%d gc=0.0500 failed=0 killed=0 spill=1048576",
+		ms(at(600))*1_000_000, float64(4724464025*900), int64(4<<30), int64(2<<30))}
+	equalLines(t, "usage", got, want)
+
+	// Reconciled: executor 2 is 10 tasks short; CPU against the stage
+	// list's 450 s; input 1.375 GiB of 1.5 GiB: −112/1536 = −7.29 %.
+	rec := sink.stored(MeasurementReconcile, reconcileRow)
+	equalLines(t, "reconcile", rec, []string{fmt.Sprintf(`%d short short=2 tasks=140/150 cpu=420/450 gc=28000/30000 text="the last reports of executor 2 are missing: tasks -6.67 %%, cpu_time_ns -6.67 %%, run_time_ms -6.67 %%, gc_time_ms -6.67 %%, input_bytes -7.29 %%, shuffle_write_bytes -6.67 %%"`,
+		ms(at(600))*1_000_000)})
+
+	// The sizing advice came with it, the same time as ever.
+	if n := len(sink.stored(MeasurementSizing, func(p point) string { return fmt.Sprint(p.fields["kind"]) })); n == 0 {
+		t.Error("no sizing advice")
+	}
+}
+
+// Without the stream (InfluxDB down for three polls), the accounting goes
+// ahead without CPU and the reconciliation says why it has nothing.
+func TestAccountingWithoutTheStream(t *testing.T) {
+	srv := sparkui.NewServer(sparkui.HistoryServer, accountedApp())
+	clk := &clock{now: at(661)}
+	srv.SetNow(clk.Now)
+	stream := &fakeStream{err: errors.New("influx: connection refused")}
+	sink := newMemSink()
+	p := newPoller(t, Config{Sources: []string{serve(t, srv)}, Sink: sink, Now: clk.Now, Stream: stream})
+	for i := range 4 {
+		clk.Set(at(661 + 10*float64(i)))
+		p.PollOnce(context.Background())
+	}
+	if len(stream.asked) != streamTries {
+		t.Errorf("stream asked %d times, want %d", len(stream.asked), streamTries)
+	}
+	usage := sink.latestOf(MeasurementUsage)
+	if usage == nil || usage.fields["cpu_utilisation"] != nil ||
+		usage.fields["notes"] != "no task CPU time in the metrics stream: CPU utilisation unknown; "+
+			"no process-tree metrics: memory utilisation unknown (spark.executor.processTreeMetrics.enabled=true); "+
+			"metrics stream not read: influx: connection refused" {
+		t.Errorf("usage %+v", usage)
+	}
+	rec := sink.latestOf(MeasurementReconcile)
+	if rec == nil || rec.fields["verdict"] != ReconcileNoStream {
+		t.Errorf("reconcile %+v", rec)
+	}
+}
+
+func TestReconcileVerdicts(t *testing.T) {
+	x := func(id string, tasks int) sparkapi.Executor {
+		return sparkapi.Executor{ID: id, CompletedTasks: tasks, TotalGCTime: 10}
+	}
+	sums := func(tasks float64) ProcessTotals {
+		return ProcessTotals{Sums: map[string]float64{"succeededTasks.count": tasks, "jvmGCTime.count": 10}}
+	}
+	for _, tc := range []struct {
+		name    string
+		execs   []sparkapi.Executor
+		stages  stageTotals
+		stream  map[string]ProcessTotals
+		verdict string
+	}{
+		{"exact", []sparkapi.Executor{x("1", 5)}, stageTotals{}, map[string]ProcessTotals{"1": sums(5)}, ReconcileExact},
+		{"short", []sparkapi.Executor{x("1", 5), x("2", 5)}, stageTotals{}, map[string]ProcessTotals{"1": sums(5), "2": sums(4)}, ReconcileShort},
+		// Tasks match; Spark's CPU counts a failed task's too.
+		{"failed tasks", []sparkapi.Executor{x("1", 5)}, stageTotals{cpuNs: 10, failed: 1}, map[string]ProcessTotals{"1": sums(5)}, ReconcileFailedTasks},
+		// Short, but the stream stored reports without a delta.
+		{"no delta", []sparkapi.Executor{x("1", 5)}, stageTotals{}, map[string]ProcessTotals{"1": {Sums: map[string]float64{"succeededTasks.count": 3, "jvmGCTime.count": 10},
+			NoDelta: map[string]int{"succeededTasks.count": 1}}}, ReconcileNoDelta},
+		// More in the stream than Spark lists: an executor Spark dropped.
+		{"unlisted", []sparkapi.Executor{x("1", 5)}, stageTotals{}, map[string]ProcessTotals{"1": sums(5), "7": sums(3)}, ReconcileDiffers},
+	} {
+		r := reconcile(tc.execs, tc.stages, tc.stream)
+		if r.Verdict != tc.verdict {
+			t.Errorf("%s: %s (%s), want %s", tc.name, r.Verdict, r.Text, tc.verdict)
+		}
+	}
+	if d := (ReconciledMetric{Stream: 0, Spark: 0}).Diff(); d != 0 {
+		t.Errorf("0/0: %v", d)
+	}
+	if d := (ReconciledMetric{Stream: 5, Spark: 0}).Diff(); d != 1 {
+		t.Errorf("5/0: %v", d)
+	}
+	if d := (ReconciledMetric{Stream: 9, Spark: 10}).Diff(); math.Abs(d+0.1) > 1e-12 {
+		t.Errorf("9/10: %v", d)
+	}
+}
+
+func usageRow(p point) string {
+	f := p.fields
+	num := func(k string) string {
+		if v, ok := f[k].(float64); ok {
+			return fmt.Sprintf("%.4f", v)
+		}
+		return fmt.Sprint(f[k])
+	}
+	return fmt.Sprintf("%d %v queue=%s user=%s dur=%v execs=%v cores=%v bytes=%v cpu=%v util=%s from=%v peak=%v mem=%s mean=%v gc=%s failed=%v killed=%v spill=%v",
+		p.ns, f["fact"], p.tags["queue"], p.tags["user"], f["duration_ms"], f["executors"], f["executor_core_seconds"], f["executor_memory_byte_seconds"],
+		f["task_cpu_seconds"], num("cpu_utilisation"), f["cpu_from"], f["peak_rss_bytes"], num("memory_utilisation"), f["mean_rss_bytes"],
+		num("gc_share"), f["failed_tasks"], f["killed_tasks"], f["memory_spilled_bytes"])
+}
+
+func reconcileRow(p point) string {
+	f := p.fields
+	return fmt.Sprintf("%d %v short=%v tasks=%v/%v cpu=%v/%v gc=%v/%v text=%q", p.ns, f["verdict"], f["short_executors"],
+		f["stream_tasks"], f["spark_tasks"], secs(f["stream_cpu_time_ns"]), secs(f["spark_cpu_time_ns"]), f["stream_gc_time_ms"], f["spark_gc_time_ms"], f["text"])
+}
+
+func secs(v any) any {
+	if f, ok := v.(float64); ok {
+		return f / 1e9
+	}
+	return v
+}
+
+// latestOf is the last point written of measurement, or nil.
+func (s *memSink) latestOf(measurement string) *point {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	for i := len(s.written) - 1; i >= 0; i-- {
+		if s.written[i].measurement == measurement {
+			p := s.written[i]
+			return &p
+		}
+	}
+	return nil
+}

@@ -1,0 +1,217 @@
+package main
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"math"
+	"net/http"
+	"net/http/httptest"
+	"slices"
+	"strings"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/sparkpulse/sparkpulse/influx/influxtest"
+	"github.com/sparkpulse/sparkpulse/simulate"
+	"github.com/sparkpulse/sparkpulse/sizing"
+	"github.com/sparkpulse/sparkpulse/sparkui"
+)
+
+// Four simulated applications — an ordinary one, a PySpark one with the
+// CERN cgroup plugin, one that uses few of its cores and one whose
+// executors come near their memory limit — run ten minutes through
+// sparkpulse into a real InfluxDB, with executors replaced as they go
+// (one in three killed over its memory limit, its last report lost).
+// When they end, the annotator's accounting must hold what the simulated
+// cluster gave them to the second, reconcile the stream with Spark's
+// totals exactly where every report arrived and name the executors whose
+// last report did not, and right-size them; `report --fleet` must rank
+// and total them.
+func TestFleetRealInfluxDB(t *testing.T) {
+	srv := influxtest.Start(t)
+	end := time.Now().Truncate(time.Second)
+	const rounds = 60
+	start := end.Add(-rounds * 10 * time.Second)
+	// The simulated History Server, once the cluster (which needs
+	// sparkpulse's address) exists.
+	var cluster atomic.Pointer[simulate.Cluster]
+	ui := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if c := cluster.Load(); c != nil {
+			c.UI.ServeHTTP(w, r)
+			return
+		}
+		http.NotFound(w, r)
+	}))
+	defer ui.Close()
+	conf := fmt.Sprintf(`
+[annotate]
+  urls = [%q]
+  interval = "1h"       # polled below
+  usage-delay = "1ms"   # the stream is flushed before the poll
+[deltas]
+  first-sample-grace = "0s"  # sparkpulse is up before the applications: every first sample is new work
+[[graphite]]
+  bind-address = "127.0.0.1:0"
+  database = "spark"
+`, ui.URL)
+	svc := startSparkpulse(t, srv, conf)
+	c := simulate.NewCluster(simulate.Config{Addr: svc.addr(0), Apps: 4, Executors: 3, Period: 10 * time.Second, Seed: 11,
+		ExecutorLifetime: 3 * time.Minute, Confirm: true}, start)
+	cluster.Store(c)
+	if _, err := c.Replay(context.Background(), start, rounds); err != nil {
+		t.Fatal(err)
+	}
+	c.End(end)
+	svc.flush()
+	svc.annotator.PollOnce(context.Background())
+	svc.flush()
+
+	// What the simulated cluster gave each application, from its model.
+	type given struct {
+		coreSeconds, memSeconds float64
+		killed                  []string
+	}
+	want := map[string]*given{}
+	c.UI.Update(func(m *sparkui.Model) {
+		for _, app := range m.Apps {
+			a := app.Attempts[0]
+			s, err := sizing.FromProperties(a.Properties)
+			if err != nil {
+				t.Error(err)
+				return
+			}
+			g := &given{}
+			for _, x := range a.Executors {
+				if x.ID == "driver" {
+					continue
+				}
+				gone := a.End
+				if !x.Removed.IsZero() {
+					gone = x.Removed
+				}
+				alive := float64(gone.Sub(x.Added).Milliseconds()) / 1000
+				g.coreSeconds += float64(x.Cores) * alive
+				g.memSeconds += float64(s.Container()) * alive
+				if sizing.RemoveKind(x.RemoveReason) == sizing.RemovedContainerOOM {
+					g.killed = append(g.killed, x.ID)
+				}
+			}
+			want[app.ID] = g
+		}
+	})
+	if len(want) != 4 {
+		t.Fatalf("%d applications in the model", len(want))
+	}
+
+	rows := func(q string) map[string]map[string]any {
+		out := map[string]map[string]any{}
+		for _, s := range srv.Query(t, "spark", q) {
+			for _, v := range s.Values {
+				r := map[string]any{}
+				for i, c := range s.Columns {
+					r[c] = v[i]
+				}
+				out[fmt.Sprint(r["applicationid"])] = r
+			}
+		}
+		return out
+	}
+	num := func(v any) float64 {
+		n, ok := v.(json.Number)
+		if !ok {
+			return math.NaN()
+		}
+		f, _ := n.Float64()
+		return f
+	}
+	usage := rows(`SELECT "applicationid", "executor_core_seconds", "executor_memory_byte_seconds", "cpu_from", "cpu_utilisation", "container_cpu_seconds", "task_cpu_seconds", "saving_core_seconds", "recommended" FROM "spark_app_usage" WHERE "fact" = 'end'`)
+	reconciled := rows(`SELECT "applicationid", "verdict", "short_executors", "diff_tasks", "diff_cpu_time_ns", "text" FROM "spark_reconcile"`)
+	apps := slices.Sorted(func(yield func(string) bool) {
+		for id := range want {
+			if !yield(id) {
+				return
+			}
+		}
+	})
+	killedSomewhere := false
+	for i, id := range apps {
+		g, u, r := want[id], usage[id], reconciled[id]
+		if u == nil || r == nil {
+			t.Errorf("%s: usage %v, reconciliation %v", id, u, r)
+			continue
+		}
+		if got := num(u["executor_core_seconds"]); got != g.coreSeconds {
+			t.Errorf("%s: %v core-seconds held, the cluster gave %v", id, got, g.coreSeconds)
+		}
+		if got := num(u["executor_memory_byte_seconds"]); math.Abs(got-g.memSeconds) > 1e-6*g.memSeconds {
+			t.Errorf("%s: %v byte-seconds held, the cluster gave %v", id, got, g.memSeconds)
+		}
+		// Exact where every report arrived; short, naming them, where an
+		// executor was killed before its last report.
+		switch {
+		case len(g.killed) == 0 && r["verdict"] != "exact":
+			t.Errorf("%s: reconciled %v (%v), want exact", id, r["verdict"], r["text"])
+		case len(g.killed) > 0 && (r["verdict"] != "short" || r["short_executors"] != strings.Join(g.killed, ",")):
+			t.Errorf("%s: reconciled %v, short %v (%v); want short, executors %v", id, r["verdict"], r["short_executors"], r["text"], g.killed)
+		}
+		killedSomewhere = killedSomewhere || len(g.killed) > 0
+		switch i % 4 { // the simulator's kinds of application, in the order started
+		case 1: // PySpark with the cgroup plugin: the containers' CPU, Python's included
+			if u["cpu_from"] != "container" || num(u["container_cpu_seconds"]) <= num(u["task_cpu_seconds"]) {
+				t.Errorf("%s (PySpark): CPU from %v, container %v s, tasks %v s", id, u["cpu_from"], u["container_cpu_seconds"], u["task_cpu_seconds"])
+			}
+		case 2: // few of its cores used: fewer executors, and smaller ones
+			if num(u["cpu_utilisation"]) >= 0.1 || num(u["saving_core_seconds"]) <= 0 ||
+				!strings.Contains(fmt.Sprint(u["recommended"]), "spark.executor.instances=1") ||
+				!strings.Contains(fmt.Sprint(u["recommended"]), "spark.executor.memory=") {
+				t.Errorf("%s (idle): CPU used %v, saving %v, recommended %v", id, u["cpu_utilisation"], u["saving_core_seconds"], u["recommended"])
+			}
+		case 3: // near the memory limit: more overhead
+			if !strings.Contains(fmt.Sprint(u["recommended"]), "spark.executor.memoryOverhead=") {
+				t.Errorf("%s (near its limit): recommended %v", id, u["recommended"])
+			}
+		}
+	}
+	for _, id := range apps {
+		t.Logf("%s: %v %v; recommended %v", id, reconciled[id]["verdict"], reconciled[id]["short_executors"], usage[id]["recommended"])
+	}
+	if !killedSomewhere {
+		t.Error("no executor was killed over its memory limit: the lost-report case went untested")
+	}
+
+	// report --fleet: every application, the idle one first, and totals
+	// that are the sum of the rows.
+	cfg := writeFile(t, "report.toml", fmt.Sprintf("[influxdb]\n  url = %q\n[[graphite]]\n  database = \"spark\"\n", srv.URL))
+	var out, errOut strings.Builder
+	if err := cmdReport(context.Background(), []string{"--config", cfg, "--fleet", "--since", "1d", "--json"}, noEnv, &out, &errOut); err != nil {
+		t.Fatalf("report --fleet: %v\n%s", err, errOut.String())
+	}
+	var fr fleetReport
+	if err := json.Unmarshal([]byte(out.String()), &fr); err != nil {
+		t.Fatalf("%v: %s", err, out.String())
+	}
+	if len(fr.Applications) != 4 || fr.Applications[0].Application != apps[2] {
+		t.Fatalf("report --fleet: %d applications, first %q; want 4, the idle %s first", len(fr.Applications), fr.Applications[0].Application, apps[2])
+	}
+	var core, saving float64
+	for _, a := range fr.Applications {
+		core += a.CoreHours
+		saving += a.SavingCoreHours
+		if held := want[a.Application].coreSeconds / 3600; math.Abs(a.CoreHours-held) > 1e-9 {
+			t.Errorf("report --fleet %s: %v core-hours, want %v", a.Application, a.CoreHours, held)
+		}
+	}
+	if math.Abs(fr.Totals.CoreHours-core) > 1e-9 || math.Abs(fr.Totals.SavingCoreHours-saving) > 1e-9 || fr.Totals.Applications != 4 {
+		t.Errorf("totals %+v, rows sum to %v core-hours, %v saved", fr.Totals, core, saving)
+	}
+	out.Reset()
+	if err := cmdReport(context.Background(), []string{"--config", cfg, "--fleet", "--since=1d"}, noEnv, &out, &errOut); err != nil {
+		t.Fatal(err)
+	}
+	t.Log(out.String())
+	if text := out.String(); !strings.Contains(text, "4 applications ended in the last 24h0m0s") || !strings.Contains(text, "with every recommendation applied") {
+		t.Errorf("report --fleet:\n%s", text)
+	}
+}

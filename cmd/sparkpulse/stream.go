@@ -1,0 +1,113 @@
+package main
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"slices"
+	"strings"
+	"time"
+
+	"github.com/sparkpulse/sparkpulse/annotate"
+	"github.com/sparkpulse/sparkpulse/influx"
+)
+
+// influxStream reads the metrics stream back from InfluxDB for the
+// annotator's accounting: the databases of the [[graphite]] blocks, where
+// the metrics went.
+type influxStream struct {
+	cfg influx.Config
+	dbs []string
+}
+
+// newStream is the stream of plan's [[graphite]] blocks, or nil (no
+// accounting from the stream) without one.
+func newStream(plan *Plan) annotate.Stream {
+	s := &influxStream{cfg: plan.Influx}
+	for _, l := range plan.Listeners {
+		db, _, _ := strings.Cut(l.Target.Bucket, "/")
+		if !slices.Contains(s.dbs, db) {
+			s.dbs = append(s.dbs, db)
+		}
+	}
+	if len(s.dbs) == 0 {
+		return nil
+	}
+	return s
+}
+
+// Totals runs two InfluxQL statements per database: the sums of the
+// counters' deltas and the peak and mean of the gauges, by process. Where
+// several databases hold the application, their sums add up and their
+// peaks are the larger.
+func (s *influxStream) Totals(ctx context.Context, app string, from, to time.Time) (map[string]annotate.ProcessTotals, error) {
+	where := fmt.Sprintf(`WHERE "applicationid" = '%s' AND time >= %dms AND time <= %dms GROUP BY "process"`,
+		strings.NewReplacer(`\`, `\\`, `'`, `\'`).Replace(app), from.UnixMilli(), to.UnixMilli())
+	quoted := func(ms []string) string {
+		q := make([]string, len(ms))
+		for i, m := range ms {
+			q[i] = fmt.Sprintf("%q", m)
+		}
+		return strings.Join(q, ", ")
+	}
+	out := map[string]annotate.ProcessTotals{}
+	get := func(p string) annotate.ProcessTotals {
+		t, ok := out[p]
+		if !ok {
+			t = annotate.ProcessTotals{Sums: map[string]float64{}, NoDelta: map[string]int{}, Peak: map[string]float64{}, Mean: map[string]float64{}}
+			out[p] = t
+		}
+		return t
+	}
+	for _, db := range s.dbs {
+		sums, err := influx.Query(ctx, s.cfg, db, `SELECT sum("delta"), count("delta"), count("value") FROM `+quoted(annotate.StreamCounters)+" "+where)
+		if err != nil {
+			return nil, err
+		}
+		for _, sr := range sums {
+			p := sr.Tags["process"]
+			if p == "" {
+				continue
+			}
+			t := get(p)
+			if v, ok := number(sr, 1); ok {
+				t.Sums[sr.Name] += v
+			}
+			withDelta, _ := number(sr, 2)
+			if samples, ok := number(sr, 3); ok && samples > withDelta {
+				t.NoDelta[sr.Name] += int(samples - withDelta)
+			}
+		}
+		gauges, err := influx.Query(ctx, s.cfg, db, `SELECT max("value"), mean("value") FROM `+quoted(annotate.StreamGauges)+" "+where)
+		if err != nil {
+			return nil, err
+		}
+		for _, sr := range gauges {
+			p := sr.Tags["process"]
+			if p == "" {
+				continue
+			}
+			t := get(p)
+			if v, ok := number(sr, 1); ok {
+				t.Peak[sr.Name] = max(t.Peak[sr.Name], v)
+			}
+			if v, ok := number(sr, 2); ok {
+				t.Mean[sr.Name] = max(t.Mean[sr.Name], v)
+			}
+		}
+	}
+	return out, nil
+}
+
+// number is column col of a one-row answer, if it is a number.
+func number(s influx.Series, col int) (float64, bool) {
+	if len(s.Values) == 0 || len(s.Values[0]) <= col {
+		return 0, false
+	}
+	n, ok := s.Values[0][col].(json.Number)
+	if !ok {
+		return 0, false
+	}
+	f, err := n.Float64()
+	return f, err == nil
+}

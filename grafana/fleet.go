@@ -1,0 +1,131 @@
+package grafana
+
+import (
+	"fmt"
+	"strings"
+
+	"github.com/grafana/grafana-foundation-sdk/go/cog"
+	"github.com/grafana/grafana-foundation-sdk/go/common"
+	"github.com/grafana/grafana-foundation-sdk/go/dashboard"
+	"github.com/grafana/grafana-foundation-sdk/go/table"
+)
+
+const fleetDashboard = "sparkpulse-fleet"
+
+// usageEnded selects the accounting of the applications that ended in the
+// range (package annotate writes it at the end, once).
+const usageEnded = `"fact" = 'end' AND $timeFilter`
+
+// Fleet returns the dashboard of every application at once: what each was
+// given against what it used, and what right-sizing would save. It reads
+// the spark_app_usage facts package annotate writes when an application
+// ends; no variable filters them (user and queue tags are not on every
+// point, rule 1), they are columns.
+func Fleet() *dashboard.DashboardBuilder {
+	d := dashboard.NewDashboardBuilder("Spark fleet (sparkpulse)").
+		Uid(fleetDashboard).
+		Description("Every Spark application that ended in the time range: the cores and memory it held, what it used, and what the sizing rules' recommendations would save. From the accounting sparkpulse writes when an application ends (needs [annotate] and the metrics of [[graphite]]).").
+		Tags([]string{"spark", "sparkpulse"}).
+		Editable().
+		Tooltip(dashboard.DashboardCursorSyncCrosshair).
+		Time("now-2d", "now").
+		Refresh("5m").
+		Timezone(common.TimeZoneBrowser)
+
+	const gib = 1 << 30
+	d.WithRow(dashboard.NewRowBuilder("Applications that ended in the range"))
+	for _, s := range []struct{ title, unit, desc, q string }{
+		{"Applications", "short", "Applications that ended in the range, with their accounting.",
+			`SELECT count("duration_ms") FROM "spark_app_usage" WHERE ` + usageEnded},
+		{"Core-hours held", "short", "Executor cores × the time each executor lived, summed: what the cluster held for them.",
+			`SELECT sum("executor_core_seconds") / 3600 FROM "spark_app_usage" WHERE ` + usageEnded},
+		{"GiB-hours held", "short", "Executor containers (heap, overhead, PySpark and off-heap memory) × the time each executor lived.",
+			fmt.Sprintf(`SELECT sum("executor_memory_byte_seconds") / 3600 / %d FROM "spark_app_usage" WHERE %s`, gib, usageEnded)},
+		{"CPU used of the cores held", "percentunit", "CPU time used (the containers' where the CERN cgroup plugin reports it, else the tasks') over the core-seconds held, of the applications whose CPU is known.",
+			`SELECT sum("cpu_used_seconds") / sum("executor_core_seconds") FROM "spark_app_usage" WHERE "cpu_used_seconds" >= 0 AND ` + usageEnded},
+		{"Core-hours the advice would save", "short", "What the sizing rules' recommendations would have saved, had the applications run with them: fewer executors where cores sat idle (see the README, Sizing).",
+			`SELECT sum("saving_core_seconds") / 3600 FROM "spark_app_usage" WHERE ` + usageEnded},
+		{"GiB-hours the advice would save", "short", "Likewise for memory: smaller containers where memory went unused, less the cost of the recommendations that add memory.",
+			fmt.Sprintf(`SELECT sum("saving_byte_seconds") / 3600 / %d FROM "spark_app_usage" WHERE %s`, gib, usageEnded)},
+	} {
+		d.WithPanel(single(s.title, s.unit, s.desc, s.q))
+	}
+
+	cols := []struct{ expr, field, name, unit string }{
+		{`"applicationid"`, "applicationid", "Application", ""},
+		{`"appname"`, "appname", "Name", ""},
+		{`"user"`, "user", "User", ""},
+		{`"queue"`, "queue", "Queue or namespace", ""},
+		{`"duration_ms"`, "duration_ms", "Duration", "ms"},
+		{`"executors"`, "executors", "Executors", "none"},
+		{`"executor_core_seconds" / 3600`, "core_hours", "Core-hours", "none"},
+		{fmt.Sprintf(`"executor_memory_byte_seconds" / 3600 / %d`, gib), "gib_hours", "GiB-hours", "none"},
+		{`"executor_core_seconds" * (1 - "cpu_utilisation") / 3600`, "idle_core_hours", "Idle core-hours", "none"},
+		{fmt.Sprintf(`"executor_memory_byte_seconds" * (1 - "mean_memory_utilisation") / 3600 / %d`, gib), "unused_gib_hours", "Unused GiB-hours", "none"},
+		{`"cpu_utilisation"`, "cpu_utilisation", "CPU used", "percentunit"},
+		{`"memory_utilisation"`, "memory_utilisation", "Peak memory", "percentunit"},
+		{`"gc_share"`, "gc_share", "GC share", "percentunit"},
+		{`"disk_spilled_bytes"`, "disk_spilled_bytes", "Spilled to disk", "bytes"},
+		{`"failed_tasks"`, "failed_tasks", "Failed tasks", "none"},
+		{`"saving_core_seconds" / 3600`, "saving_core_hours", "Saving, core-hours", "none"},
+		{fmt.Sprintf(`"saving_byte_seconds" / 3600 / %d`, gib), "saving_gib_hours", "Saving, GiB-hours", "none"},
+		{`"recommended"`, "recommended", "Recommended", ""},
+	}
+	var fields []string
+	for _, c := range cols {
+		fields = append(fields, fmt.Sprintf("%s AS %q", c.expr, c.field))
+	}
+	apps := table.NewPanelBuilder().
+		Title("Applications, most idle core-hours first").
+		Description("One row per application that ended in the range. Idle core-hours: the core-hours held times the share of them not used; unused GiB-hours: the GiB-hours held times the share of the container the executors' mean resident memory left free. Recommended: the --conf settings of the sizing rules; the savings are theirs. `sparkpulse report --fleet` prints the same.").
+		Datasource(datasource).
+		Span(24).
+		Height(12).
+		SortBy([]cog.Builder[common.TableSortByFieldState]{
+			common.NewTableSortByFieldStateBuilder().DisplayName("Idle core-hours").Desc(true),
+		}).
+		Footer(common.NewTableFooterOptionsBuilder().Show(false).Reducer([]string{})).
+		WithTarget(&influxQLBuilder{InfluxQL{RefID: "A", RawQuery: true, ResultFormat: "table",
+			Query: fmt.Sprintf(`SELECT %s FROM "spark_app_usage" WHERE %s`, strings.Join(fields, ", "), usageEnded)}}).
+		OverrideByName("Time", []dashboard.DynamicConfigValue{{Id: "displayName", Value: "Ended"}})
+	for _, c := range cols {
+		props := []dashboard.DynamicConfigValue{{Id: "displayName", Value: c.name}}
+		if c.unit != "" {
+			props = append(props, dashboard.DynamicConfigValue{Id: "unit", Value: c.unit})
+		}
+		apps.OverrideByName(c.field, props)
+	}
+	d.WithPanel(apps)
+
+	byUser := table.NewPanelBuilder().
+		Title("By user").
+		Description("The applications of each submitting user (sparkUser) that ended in the range, summed.").
+		Datasource(datasource).
+		Span(24).
+		Height(8).
+		SortBy([]cog.Builder[common.TableSortByFieldState]{
+			common.NewTableSortByFieldStateBuilder().DisplayName("GiB-hours").Desc(true),
+		}).
+		Footer(common.NewTableFooterOptionsBuilder().Show(false).Reducer([]string{})).
+		WithTarget(&influxQLBuilder{InfluxQL{RefID: "A", RawQuery: true, ResultFormat: "table",
+			Query: fmt.Sprintf(`SELECT count("duration_ms") AS "applications", sum("executor_core_seconds") / 3600 AS "core_hours", sum("executor_memory_byte_seconds") / 3600 / %d AS "gib_hours", sum("saving_core_seconds") / 3600 AS "saving_core_hours", sum("saving_byte_seconds") / 3600 / %d AS "saving_gib_hours" FROM "spark_app_usage" WHERE %s GROUP BY "user"`, gib, gib, usageEnded)}}).
+		OverrideByName("Time", []dashboard.DynamicConfigValue{{Id: "custom.hidden", Value: true}})
+	for _, c := range []struct{ field, name string }{{"user", "User"}, {"applications", "Applications"}, {"core_hours", "Core-hours"},
+		{"gib_hours", "GiB-hours"}, {"saving_core_hours", "Saving, core-hours"}, {"saving_gib_hours", "Saving, GiB-hours"}} {
+		byUser.OverrideByName(c.field, []dashboard.DynamicConfigValue{{Id: "displayName", Value: c.name}})
+	}
+	d.WithPanel(byUser)
+
+	d.WithRow(dashboard.NewRowBuilder("Held and used over time"))
+	d.WithPanel(series("Core-hours held and used, by when applications ended", "short", "The core-hours the applications that ended in each interval held, and the CPU-hours they used: the gap is what the cluster held idle. Bucketed by the applications' end, so a long application counts where it ended.",
+		query("", `SELECT sum("executor_core_seconds") / 3600 FROM "spark_app_usage" WHERE `+usageEnded+` GROUP BY time($__interval) fill(0)`, "held"),
+		query("", `SELECT sum("cpu_used_seconds") / 3600 FROM "spark_app_usage" WHERE `+usageEnded+` GROUP BY time($__interval) fill(0)`, "used")))
+	d.WithPanel(series("GiB-hours held and at the mean resident memory, by when applications ended", "short", "The GiB-hours of the containers held, and what the executors' mean resident memory would have needed.",
+		query("", fmt.Sprintf(`SELECT sum("executor_memory_byte_seconds") / 3600 / %d FROM "spark_app_usage" WHERE %s GROUP BY time($__interval) fill(0)`, gib, usageEnded), "held"),
+		query("", fmt.Sprintf(`SELECT sum("mean_rss_byte_seconds") / 3600 / %d FROM "spark_app_usage" WHERE %s GROUP BY time($__interval) fill(0)`, gib, usageEnded), "mean resident")))
+	d.WithPanel(series("Task CPU across the cluster", "short", "CPU time of every executor's tasks per second of wall clock, all applications: the cores busy with tasks."+coresNote+deltaNoteText,
+		query("", ingestDeltas.rate(m("cpuTime.count"), nsCores, nil, ""), "task CPU")))
+	d.WithPanel(series("Container CPU across the cluster (cgroup plugin)", "short", "CPU time of the executors' containers, Python workers included, where the CERN SparkPlugins' CgroupMetrics is on (spark.plugins=ch.cern.CgroupMetrics)."+coresNote+deltaNoteText,
+		query("", ingestDeltas.rate(m("ch.cern.CgroupMetrics.CPUTimeNanosec"), nsCores, nil, ""), "container CPU")))
+	return d
+}

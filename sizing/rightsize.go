@@ -1,0 +1,180 @@
+package sizing
+
+import (
+	"fmt"
+	"math"
+	"slices"
+	"strconv"
+	"strings"
+)
+
+// Right-sizing both ways. Advise only ever asks for more memory; these
+// rules also take back what an application holds and does not use. Each
+// recommendation carries its saving in core-seconds and byte-seconds of
+// what the cluster holds (negative: a cost), so that a fleet's can be
+// summed, and the risk of taking it.
+//
+//   - shrink: every executor reported its process-tree memory, none was
+//     removed for memory, no memory rule fired, the largest resident
+//     memory stayed at or under 60 % of the container, the largest heap
+//     at or under 70 % of the heap, and garbage collection under 5 % of
+//     task time, over at least ten executor-minutes. The heap becomes
+//     the largest heap peak over 0.7 (so that it would again peak at
+//     70 %), at least 1 GiB, in steps of 256 MiB, with Spark's default
+//     overhead for it (or the overhead as set); if the largest resident
+//     memory would then be over 80 % of the container, the heap grows
+//     until it is not. Recommended when the container shrinks by 15 %
+//     or more. Peaks are sampled at heartbeats: the margins are for the
+//     spikes between two.
+//   - idle: the executors used under 30 % of the cores they held (CPU
+//     utilisation, see Usage), over at least one core-hour. The executors
+//     needed for 60 % are the average number held × utilisation ÷ 0.6,
+//     at least one: spark.executor.instances, or with dynamic allocation
+//     spark.dynamicAllocation.maxExecutors. The saving assumes the same
+//     run time, which holds where tasks wait on CPU: where they wait on
+//     I/O (shuffle fetch, input), fewer executors lengthen the run.
+//   - cores: a heap rule fired (GC pressure or an executor out of heap)
+//     and executors have 4 cores or more: half the cores per executor
+//     give each task twice the heap. Keeping the parallelism takes twice
+//     the executors, each with its overhead: the cost is the overhead
+//     of the extra executors for as long as they live.
+//   - driver: the driver's heap peaked at or under 40 % of a
+//     spark.driver.memory of 2 GiB or more: the heap becomes the peak
+//     over 0.6, at least 1 GiB, in steps of 256 MiB, when that saves
+//     512 MiB or more. A job failed over spark.driver.maxResultSize:
+//     twice the limit (at least 2g), and a driver heap of at least twice
+//     that, since the driver holds the results.
+
+// RightSize adds the rules above to a, which Advise made from the same
+// executors; failures are the application's job and stage failure
+// reasons.
+func RightSize(a *Advice, s Settings, r Resources, u Usage, execs []Executor, failures []string) {
+	var execSeconds, driverSeconds float64
+	var maxHeap, maxRSS, driverHeap int64
+	allRSS, lowGC, memoryRemoved := u.Executors > 0, true, false
+	for _, x := range execs {
+		alive := float64(max(x.AliveMs, 0)) / 1000
+		if x.ID == "driver" {
+			driverSeconds = alive
+			driverHeap = x.Peaks["JVMHeapMemory"]
+			continue
+		}
+		execSeconds += alive
+		maxHeap = max(maxHeap, x.Peaks["JVMHeapMemory"])
+		rss := x.Peaks["ProcessTreeJVMRSSMemory"] + x.Peaks["ProcessTreePythonRSSMemory"] + x.Peaks["ProcessTreeOtherRSSMemory"]
+		maxRSS = max(maxRSS, rss)
+		allRSS = allRSS && x.Peaks["ProcessTreeJVMRSSMemory"] > 0
+		if x.TaskTimeMs > 0 && float64(x.GCTimeMs) >= 0.05*float64(x.TaskTimeMs) {
+			lowGC = false
+		}
+		if k := RemoveKind(x.RemoveReason); k == RemovedHeapOOM || k == RemovedContainerOOM {
+			memoryRemoved = true
+		}
+	}
+	// The memory rules' recommendations cost what they add, for as long
+	// as the executors lived.
+	for i := range a.Recommendations {
+		rec := &a.Recommendations[i]
+		if rec.SavingByteSeconds == 0 && rec.Value > rec.Current && strings.HasPrefix(rec.Property, "spark.executor.") {
+			rec.SavingByteSeconds = -float64(rec.Value-rec.Current) * execSeconds
+		}
+	}
+	memoryFinding := slices.ContainsFunc(a.Findings, func(f Finding) bool {
+		return f.Rule == "container" || f.Rule == "python" || f.Rule == "heap" || f.Rule == "unified"
+	})
+	heapFinding := slices.ContainsFunc(a.Findings, func(f Finding) bool { return f.Rule == "heap" })
+	container := s.Container()
+	shrunk := container // the container after the shrink rule
+
+	// shrink
+	if allRSS && !memoryFinding && !memoryRemoved && lowGC && execSeconds >= 600 && maxHeap > 0 &&
+		float64(maxRSS) <= 0.6*float64(container) && float64(maxHeap) <= 0.7*float64(s.Heap) {
+		heap := max(roundUp(int64(float64(maxHeap)/0.7), 256*mib), 1<<30)
+		overhead := func(h int64) int64 {
+			if s.OverheadSet {
+				return s.Overhead
+			}
+			return max(384*mib, h/10)
+		}
+		for float64(maxRSS) > 0.8*float64(heap+overhead(heap)+s.PySpark+s.OffHeap) {
+			heap += 256 * mib
+		}
+		newContainer := heap + overhead(heap) + s.PySpark + s.OffHeap
+		if heap < s.Heap && float64(newContainer) <= 0.85*float64(container) {
+			shrunk = newContainer
+			a.find("shrink", "", "executors peaked at %s resident (%.0f %% of the %s container) and %s of heap (%.0f %% of %s), with garbage collection under 5 %% of task time",
+				Bytes(maxRSS), 100*ratio(maxRSS, container), Bytes(container), Bytes(maxHeap), 100*ratio(maxHeap, s.Heap), Bytes(s.Heap))
+			a.Recommendations = append(a.Recommendations, Setting{Property: "spark.executor.memory", Current: s.Heap, Value: heap, Rule: "shrink",
+				Reason:            fmt.Sprintf("the heap's peak %s is then 70 %% of it, and the largest resident memory at most 80 %% of a %s container", Bytes(maxHeap), Bytes(newContainer)),
+				SavingByteSeconds: float64(container-newContainer) * execSeconds,
+				Risk:              "a peak between two heartbeats, or a larger input than this run's, could then reach the limit"})
+		}
+	}
+
+	// idle
+	cores := u.Cores
+	if u.CPUFrom != "" && u.ExecutorCoreSeconds >= 3600 && u.CPUUtilisation < 0.30 && cores > 0 && u.DurationMs > 0 {
+		held := u.ExecutorCoreSeconds / float64(cores) / (float64(u.DurationMs) / 1000) // executors, on average
+		need := max(1, int(math.Ceil(held*u.CPUUtilisation/0.6)))
+		if float64(need) < held {
+			keep := float64(need) / held
+			prop, current := "spark.executor.instances", ""
+			if r.DynamicAllocation {
+				prop = "spark.dynamicAllocation.maxExecutors"
+			} else if r.Instances > 0 {
+				current = strconv.Itoa(r.Instances)
+			}
+			a.find("idle", "", "executors used %.0f %% of the cores they held (%.1f executors of %d cores on average, CPU from the %s)",
+				100*u.CPUUtilisation, held, cores, u.CPUFrom)
+			a.Recommendations = append(a.Recommendations, Setting{Property: prop, CurrentText: current, ValueText: strconv.Itoa(need), Rule: "idle",
+				Reason: fmt.Sprintf("%d executors at the same CPU time would be 60 %% busy", need),
+				// Against the shrunk container, so that the two rules'
+				// savings add up.
+				SavingCoreSeconds: u.ExecutorCoreSeconds * (1 - keep), SavingByteSeconds: float64(shrunk) * execSeconds * (1 - keep),
+				Risk: "tasks that wait on I/O rather than CPU (shuffle fetch, input) would take longer with fewer executors"})
+		}
+	}
+
+	// cores
+	if heapFinding && cores >= 4 {
+		a.Recommendations = append(a.Recommendations, Setting{Property: "spark.executor.cores", CurrentText: strconv.Itoa(cores), ValueText: strconv.Itoa(cores / 2),
+			Rule: "cores", Reason: "twice the heap per task: GC pressure grows with the tasks sharing a heap",
+			SavingByteSeconds: -float64(s.Overhead) * execSeconds,
+			Risk:              "keeping the parallelism takes twice the executors, each with its overhead"})
+	}
+
+	// driver
+	resultSize := slices.ContainsFunc(failures, func(f string) bool { return strings.Contains(f, "spark.driver.maxResultSize") })
+	switch {
+	case resultSize:
+		limit := max(2*r.MaxResultSize, 2<<30)
+		a.find("driver", "driver", "a job failed over spark.driver.maxResultSize (%s)", Bytes(r.MaxResultSize))
+		a.Recommendations = append(a.Recommendations, Setting{Property: "spark.driver.maxResultSize", Current: r.MaxResultSize, Value: limit, Rule: "driver",
+			Reason: "twice the limit the job's results passed", Risk: "the driver holds the results in its heap: a limit past half of it risks the driver running out"})
+		if heap := roundUp(2*limit, 256*mib); heap > r.DriverHeap {
+			a.Recommendations = append(a.Recommendations, Setting{Property: "spark.driver.memory", Current: r.DriverHeap, Value: heap, Rule: "driver",
+				Reason: "twice the new spark.driver.maxResultSize", SavingByteSeconds: -float64(heap-r.DriverHeap) * driverSeconds,
+				Risk: "the driver out of heap while it collects results"})
+		}
+	case driverHeap > 0 && r.DriverHeap >= 2<<30 && float64(driverHeap) <= 0.4*float64(r.DriverHeap):
+		heap := max(roundUp(int64(float64(driverHeap)/0.6), 256*mib), 1<<30)
+		if r.DriverHeap-heap >= 512*mib {
+			a.find("driver", "driver", "the driver's heap peaked at %s, %.0f %% of %s", Bytes(driverHeap), 100*ratio(driverHeap, r.DriverHeap), Bytes(r.DriverHeap))
+			a.Recommendations = append(a.Recommendations, Setting{Property: "spark.driver.memory", Current: r.DriverHeap, Value: heap, Rule: "driver",
+				Reason:            fmt.Sprintf("the heap's peak %s is then 60 %% of it", Bytes(driverHeap)),
+				SavingByteSeconds: float64(r.DriverHeap-heap) * driverSeconds,
+				Risk:              "a collect() or broadcast larger than this run's needs more"})
+		}
+	}
+}
+
+// Savings sums what the recommendations would save: the rules' savings
+// are worked out so that they add up (idle's against the container shrink
+// leaves).
+func (a Advice) Savings() (coreSeconds, byteSeconds float64) {
+	for _, r := range a.Recommendations {
+		coreSeconds += r.SavingCoreSeconds
+		byteSeconds += r.SavingByteSeconds
+	}
+	return coreSeconds, byteSeconds
+}

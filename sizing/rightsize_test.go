@@ -1,0 +1,256 @@
+package sizing
+
+import (
+	"math"
+	"strings"
+	"testing"
+	"time"
+)
+
+const hour = 3_600_000 // ms
+
+// an executor alive for ms with the given peaks, task time and GC time.
+func execAlive(id string, ms int64, cores int, heap, rss int64, taskMs, gcMs int64) Executor {
+	return Executor{ID: id, AliveMs: ms, Cores: cores, TaskTimeMs: taskMs, GCTimeMs: gcMs,
+		Peaks: map[string]int64{"JVMHeapMemory": heap, "ProcessTreeJVMRSSMemory": rss}}
+}
+
+func eightGiB() Settings {
+	s, err := FromProperties(map[string]string{"spark.executor.memory": "8g"})
+	if err != nil {
+		panic(err)
+	}
+	return s // heap 8 GiB, overhead 858993459 (10 %), container 9448928051
+}
+
+func find(recs []Setting, prop string) (Setting, bool) {
+	for _, r := range recs {
+		if r.Property == prop {
+			return r, true
+		}
+	}
+	return Setting{}, false
+}
+
+func TestAccount(t *testing.T) {
+	s := eightGiB()
+	r, err := ResourcesFromProperties(map[string]string{"spark.driver.memory": "2g", "spark.driver.cores": "2"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	x1 := execAlive("1", hour, 4, 2<<30, 3<<30, 0, 0)
+	x1.CPUNs, x1.RunMs, x1.MeanRSS = 3600e9, 4_000_000, 2<<30
+	x2 := execAlive("2", hour/2, 4, 1<<30, 5<<30, 0, 0)
+	x2.CPUNs, x2.RunMs, x2.GCTimeMs, x2.MeanRSS = 1800e9, 2_000_000, 100_000, 4<<30
+	x2.Peaks["ProcessTreePythonRSSMemory"] = 1 << 30
+	driver := Executor{ID: "driver", AliveMs: hour}
+	u := Account(s, r, []Executor{driver, x1, x2}, hour)
+
+	// Given: 4 cores × 3600 s + 4 × 1800 s; the container for 5400 s.
+	// Used: 5400 s of task CPU of 21 600 core-seconds: 25 %. The largest
+	// process tree: executor 2's 5 GiB JVM + 1 GiB Python.
+	want := Usage{DurationMs: hour, Executors: 2, ExecutorCoreSeconds: 21600, ExecutorMemoryByteSeconds: 9448928051 * 5400.0,
+		DriverCoreSeconds: 7200, DriverMemoryByteSeconds: float64(2<<30+384<<20) * 3600,
+		TaskCPUSeconds: 5400, TaskRunSeconds: 6000, GCSeconds: 100, CPUUtilisation: 0.25, CPUFrom: "tasks",
+		PeakRSS: 6 << 30, MeanRSS: 3 << 30, PeakPythonRSS: 1 << 30, MemoryUtilisation: float64(6<<30) / 9448928051,
+		MeanMemoryUtilisation: float64(3<<30) / 9448928051, Container: 9448928051, Cores: 4}
+	if u.DurationMs != want.DurationMs || u.Executors != want.Executors || u.ExecutorCoreSeconds != want.ExecutorCoreSeconds ||
+		u.ExecutorMemoryByteSeconds != want.ExecutorMemoryByteSeconds || u.DriverCoreSeconds != want.DriverCoreSeconds ||
+		u.DriverMemoryByteSeconds != want.DriverMemoryByteSeconds || u.TaskCPUSeconds != want.TaskCPUSeconds ||
+		u.TaskRunSeconds != want.TaskRunSeconds || u.GCSeconds != want.GCSeconds || u.CPUUtilisation != want.CPUUtilisation ||
+		u.CPUFrom != want.CPUFrom || u.PeakRSS != want.PeakRSS || u.MeanRSS != want.MeanRSS || u.PeakPythonRSS != want.PeakPythonRSS ||
+		u.MemoryUtilisation != want.MemoryUtilisation || u.MeanMemoryUtilisation != want.MeanMemoryUtilisation ||
+		u.Container != want.Container || u.Cores != want.Cores || len(u.Notes) != 0 ||
+		u.CPUUsedSeconds != 5400 || u.MeanRSSByteSeconds != float64(2<<30)*3600+float64(4<<30)*1800 {
+		t.Errorf("Account:\n got %+v\nwant %+v", u, want)
+	}
+
+	// The cgroup plugin on every executor: its CPU (Python's included)
+	// is the CPU used.
+	x1.CgroupCPUNs, x2.CgroupCPUNs = 7200e9, 3600e9
+	if u := Account(s, r, []Executor{driver, x1, x2}, hour); u.CPUFrom != "container" || u.CPUUtilisation != 0.5 || u.ContainerCPUSeconds != 10800 || u.CPUUsedSeconds != 10800 {
+		t.Errorf("with the cgroup plugin: %s %v %v, want container 0.5 10800", u.CPUFrom, u.CPUUtilisation, u.ContainerCPUSeconds)
+	}
+	// On one of two: the tasks', and a note says why.
+	x2.CgroupCPUNs = 0
+	if u := Account(s, r, []Executor{driver, x1, x2}, hour); u.CPUFrom != "tasks" || len(u.Notes) != 1 {
+		t.Errorf("with the cgroup plugin on one executor: %s %q", u.CPUFrom, u.Notes)
+	}
+	// No stream: unknown, said.
+	x1.CPUNs, x2.CPUNs, x1.CgroupCPUNs = 0, 0, 0
+	if u := Account(s, r, []Executor{driver, x1, x2}, hour); u.CPUFrom != "" || u.CPUUtilisation != 0 || !strings.Contains(strings.Join(u.Notes, " "), "CPU utilisation unknown") {
+		t.Errorf("without the stream: %q %v %q", u.CPUFrom, u.CPUUtilisation, u.Notes)
+	}
+}
+
+func TestResourcesFromProperties(t *testing.T) {
+	r, err := ResourcesFromProperties(nil)
+	if err != nil || r != (Resources{DriverCores: 1, DriverHeap: 1 << 30, DriverOverhead: 384 << 20, MaxResultSize: 1 << 30, IdleTimeout: time.Minute}) {
+		t.Errorf("defaults: %+v %v", r, err)
+	}
+	r, err = ResourcesFromProperties(map[string]string{"spark.executor.cores": "4", "spark.driver.memory": "8g",
+		"spark.dynamicAllocation.enabled": "true", "spark.dynamicAllocation.executorIdleTimeout": "2min",
+		"spark.executor.instances": "10", "spark.driver.maxResultSize": "0"})
+	if err != nil || r.ExecutorCores != 4 || r.DriverHeap != 8<<30 || r.DriverOverhead != 858993459 || !r.DynamicAllocation ||
+		r.IdleTimeout != 2*time.Minute || r.Instances != 10 || r.MaxResultSize != 0 {
+		t.Errorf("set: %+v %v", r, err)
+	}
+	for props, want := range map[string]string{
+		"spark.executor.cores=four":                        `spark.executor.cores = "four": not a whole number`,
+		"spark.dynamicAllocation.executorIdleTimeout=60x":  `unknown unit "x"`,
+		"spark.dynamicAllocation.executorIdleTimeout=soon": "not a time",
+		"spark.driver.memoryOverheadFactor=2":              "not a fraction",
+		"spark.driver.memory=lots":                         `spark.driver.memory = "lots"`,
+	} {
+		k, v, _ := strings.Cut(props, "=")
+		if _, err := ResourcesFromProperties(map[string]string{k: v}); err == nil || !strings.Contains(err.Error(), want) {
+			t.Errorf("%s: %v, want %q", props, err, want)
+		}
+	}
+}
+
+// TestRightSize works each rule by hand.
+func TestRightSize(t *testing.T) {
+	s := eightGiB()
+	const container = 9448928051
+	r := Resources{DriverCores: 1, DriverHeap: 1 << 30, DriverOverhead: 384 << 20, MaxResultSize: 1 << 30, IdleTimeout: time.Minute}
+	four := func(heap, rss, taskMs, gcMs int64) []Executor {
+		var xs []Executor
+		for _, id := range []string{"1", "2", "3", "4"} {
+			xs = append(xs, execAlive(id, hour, 4, heap, rss, taskMs, gcMs))
+		}
+		return xs
+	}
+	run := func(s Settings, r Resources, execs []Executor, u Usage, failures []string) Advice {
+		a := Advise(s, execs)
+		RightSize(&a, s, r, u, execs, failures)
+		return a
+	}
+
+	t.Run("shrink", func(t *testing.T) {
+		// Heap peaks 2 GiB (25 %), RSS 3 GiB (34 %), GC 1 %. Heap
+		// 2 GiB / 0.7 → 3 GiB in 256 MiB steps; with 384 MiB of
+		// overhead the container is 3.375 GiB and 3 GiB is 89 % of it,
+		// over 80 %: 3.25 GiB (84 %), then 3.5 GiB, a 3.875 GiB
+		// container (4 160 749 568 B, 77 %). Saving: 9 448 928 051 −
+		// 4 160 749 568 bytes for 4 × 3600 s.
+		execs := four(2<<30, 3<<30, 1_000_000, 10_000)
+		a := run(s, r, execs, Account(s, r, execs, hour), nil)
+		rec, ok := find(a.Recommendations, "spark.executor.memory")
+		if !ok || rec.Rule != "shrink" || rec.Value != 3758096384 || rec.SavingByteSeconds != float64(container-4160749568)*14400 {
+			t.Fatalf("%+v", a.Recommendations)
+		}
+		if rec.ValueString() != "3584m" || rec.CurrentString() != "8g" {
+			t.Errorf("as Spark takes them: %s, %s", rec.ValueString(), rec.CurrentString())
+		}
+		// Not with GC at 5 % of task time, nor without an executor's
+		// process-tree memory, nor under ten executor-minutes.
+		for name, execs := range map[string][]Executor{
+			"gc":    four(2<<30, 3<<30, 1_000_000, 50_000),
+			"short": {execAlive("1", 500_000, 4, 2<<30, 3<<30, 100_000, 0)},
+			"rss": append(four(2<<30, 3<<30, 1_000_000, 10_000),
+				Executor{ID: "5", AliveMs: hour, Cores: 4, Peaks: map[string]int64{"JVMHeapMemory": 1 << 30}}),
+		} {
+			a := run(s, r, execs, Account(s, r, execs, hour), nil)
+			if _, ok := find(a.Recommendations, "spark.executor.memory"); ok {
+				t.Errorf("%s: %+v", name, a.Recommendations)
+			}
+		}
+	})
+
+	t.Run("idle", func(t *testing.T) {
+		// 10 executors of 4 cores for 2 h: 288 000 core-seconds, of
+		// which 28 800 s of task CPU: 10 %. Executors for 60 %:
+		// ⌈10 × 0.1 / 0.6⌉ = 2; keep 2/10: 80 % of the cores and of the
+		// container-seconds (10 × 7200 s) saved.
+		var execs []Executor
+		for i := range 10 {
+			x := execAlive(string(rune('a'+i)), 2*hour, 4, 0, 0, 0, 0)
+			x.CPUNs = 2880e9
+			execs = append(execs, x)
+		}
+		r := r
+		r.Instances = 10
+		u := Account(s, r, execs, 2*hour)
+		if u.CPUUtilisation != 0.1 || u.ExecutorCoreSeconds != 288000 {
+			t.Fatalf("usage %+v", u)
+		}
+		a := run(s, r, execs, u, nil)
+		rec, ok := find(a.Recommendations, "spark.executor.instances")
+		if !ok || rec.ValueString() != "2" || rec.CurrentString() != "10" || rec.SavingCoreSeconds != 230400 ||
+			math.Abs(rec.SavingByteSeconds-container*72000*0.8) > 1 {
+			t.Fatalf("%+v", a.Recommendations)
+		}
+		r.DynamicAllocation = true
+		a = run(s, r, execs, u, nil)
+		if rec, ok := find(a.Recommendations, "spark.dynamicAllocation.maxExecutors"); !ok || rec.ValueString() != "2" || rec.CurrentString() != "" {
+			t.Errorf("with dynamic allocation: %+v", a.Recommendations)
+		}
+		// Under a core-hour: not worth a word.
+		short := u
+		short.ExecutorCoreSeconds = 3000
+		if a := run(s, r, execs, short, nil); len(a.Recommendations) != 0 {
+			t.Errorf("under a core-hour: %+v", a.Recommendations)
+		}
+	})
+
+	t.Run("cores", func(t *testing.T) {
+		// GC 12 % with the heap at 95 %: the heap rule fires; with 8
+		// cores, half of them, at the cost of the extra executors'
+		// overhead: 858 993 459 bytes for 4 × 3600 s.
+		execs := four(8<<30*95/100, 7<<30, 1_000_000, 120_000)
+		for i := range execs {
+			execs[i].Cores = 8
+		}
+		a := run(s, r, execs, Account(s, r, execs, hour), nil)
+		rec, ok := find(a.Recommendations, "spark.executor.cores")
+		if !ok || rec.ValueString() != "4" || rec.CurrentString() != "8" || rec.SavingByteSeconds != -858993459*14400.0 {
+			t.Fatalf("%+v", a.Recommendations)
+		}
+		// The heap rule's quarter more heap costs its 2 GiB for as long.
+		if heap, ok := find(a.Recommendations, "spark.executor.memory"); !ok || heap.SavingByteSeconds != -float64(2<<30)*14400 {
+			t.Errorf("heap: %+v", heap)
+		}
+	})
+
+	t.Run("driver", func(t *testing.T) {
+		// An 8g driver whose heap peaked at 2 GiB (25 %): 2 GiB / 0.6 →
+		// 3.5 GiB in 256 MiB steps, 4.5 GiB less for the 2 h it ran.
+		r := r
+		r.DriverHeap = 8 << 30
+		execs := []Executor{{ID: "driver", AliveMs: 2 * hour, Peaks: map[string]int64{"JVMHeapMemory": 2 << 30}}}
+		a := run(s, r, execs, Account(s, r, execs, 2*hour), nil)
+		rec, ok := find(a.Recommendations, "spark.driver.memory")
+		if !ok || rec.Value != 3758096384 || rec.SavingByteSeconds != float64(8<<30-3758096384)*7200 {
+			t.Fatalf("%+v", a.Recommendations)
+		}
+		// A job over spark.driver.maxResultSize (1g): 2g, and a 4g
+		// driver to hold it, 3 GiB more for 2 h.
+		r.DriverHeap = 1 << 30
+		fail := []string{"Job aborted due to stage failure: Total size of serialized results of 20 tasks (1030.4 MiB) is bigger than spark.driver.maxResultSize (1024.0 MiB)"}
+		a = run(s, r, execs, Account(s, r, execs, 2*hour), fail)
+		limit, ok1 := find(a.Recommendations, "spark.driver.maxResultSize")
+		heap, ok2 := find(a.Recommendations, "spark.driver.memory")
+		if !ok1 || !ok2 || limit.ValueString() != "2g" || heap.ValueString() != "4g" || heap.SavingByteSeconds != -float64(3<<30)*7200 {
+			t.Fatalf("%+v", a.Recommendations)
+		}
+	})
+
+	t.Run("savings add up", func(t *testing.T) {
+		// Shrink and idle together: the idle rule's bytes are against
+		// the shrunk container, so the sum is what the run would hold
+		// less: C·E − keep·C′·E.
+		var execs []Executor
+		for i := range 10 {
+			x := execAlive(string(rune('a'+i)), 2*hour, 4, 2<<30, 3<<30, 1_000_000, 10_000)
+			x.CPUNs = 2880e9
+			execs = append(execs, x)
+		}
+		a := run(s, r, execs, Account(s, r, execs, 2*hour), nil)
+		cores, bytes := a.Savings()
+		want := float64(container)*72000 - 0.2*4160749568*72000
+		if cores != 230400 || math.Abs(bytes-want) > 1 {
+			t.Errorf("savings %v core-s, %v byte-s; want 230400, %v (%+v)", cores, bytes, want, a.Recommendations)
+		}
+	})
+}

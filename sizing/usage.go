@@ -1,0 +1,229 @@
+package sizing
+
+import (
+	"fmt"
+	"math"
+	"strconv"
+	"strings"
+	"time"
+)
+
+// Accounting: what an application was given against what it used.
+//
+//   - Given: each executor's cores and container (Settings.Container)
+//     for as long as it lived, from its addition to its removal or the
+//     application's end, summed as core-seconds and byte-seconds; the
+//     driver likewise, with spark.driver.cores and its own container
+//     (spark.driver.memory plus its overhead). This is what YARN or
+//     Kubernetes holds for the application, and what a shared cluster
+//     pays for.
+//   - Used: the task CPU time, task run time and GC time of the
+//     executors; where the CERN SparkPlugins' cgroup metrics report it,
+//     the containers' CPU time, which counts Python workers and other
+//     children too; the peak and mean resident memory of each executor.
+//   - Utilisation: CPU used (the containers' where known, else the
+//     tasks') over executor core-seconds; memory: the largest executor's
+//     peak resident memory over the container, and the mean over the
+//     executors of their mean resident memory over the container.
+
+// Resources are an application's settings beyond executor memory: cores,
+// the driver, dynamic allocation.
+type Resources struct {
+	ExecutorCores     int   // spark.executor.cores; 0 when not set (the cluster manager's default)
+	DriverCores       int   // spark.driver.cores, default 1
+	DriverHeap        int64 // spark.driver.memory, default 1g
+	DriverOverhead    int64 // spark.driver.memoryOverhead, or its default
+	MaxResultSize     int64 // spark.driver.maxResultSize, default 1g; 0: unlimited
+	DynamicAllocation bool  // spark.dynamicAllocation.enabled
+	IdleTimeout       time.Duration
+	Instances         int // spark.executor.instances; 0 when not set
+}
+
+// DriverContainer is the memory the cluster manager grants the driver in
+// cluster mode.
+func (r Resources) DriverContainer() int64 { return r.DriverHeap + r.DriverOverhead }
+
+// ResourcesFromProperties reads Resources from Spark's properties, with
+// Spark's defaults. An error names the property and its value.
+func ResourcesFromProperties(props map[string]string) (Resources, error) {
+	r := Resources{DriverCores: 1, IdleTimeout: time.Minute}
+	var err error
+	fail := func(key, v, why string) {
+		if err == nil {
+			err = fmt.Errorf("%s = %q: %s", key, v, why)
+		}
+	}
+	count := func(key string, def int) int {
+		v, ok := props[key]
+		if !ok {
+			return def
+		}
+		n, perr := strconv.Atoi(strings.TrimSpace(v))
+		if perr != nil || n < 0 {
+			fail(key, v, "not a whole number")
+			return def
+		}
+		return n
+	}
+	size := func(key string, unit, def int64) int64 {
+		v, ok := props[key]
+		if !ok {
+			return def
+		}
+		n, perr := ParseSize(v, unit)
+		if perr != nil {
+			fail(key, v, perr.Error())
+			return def
+		}
+		return n
+	}
+	r.ExecutorCores = count("spark.executor.cores", 0)
+	r.DriverCores = count("spark.driver.cores", 1)
+	r.Instances = count("spark.executor.instances", 0)
+	r.DriverHeap = size("spark.driver.memory", mib, 1024*mib)
+	factor := 0.10
+	if v, ok := props["spark.driver.memoryOverheadFactor"]; ok {
+		f, perr := strconv.ParseFloat(strings.TrimSpace(v), 64)
+		if perr != nil || f <= 0 || f > 1 || math.IsNaN(f) {
+			fail("spark.driver.memoryOverheadFactor", v, "not a fraction in (0, 1]")
+		} else {
+			factor = f
+		}
+	}
+	minOverhead := size("spark.driver.minMemoryOverhead", mib, 384*mib)
+	r.DriverOverhead = size("spark.driver.memoryOverhead", mib, max(minOverhead, int64(factor*float64(r.DriverHeap))))
+	r.MaxResultSize = size("spark.driver.maxResultSize", 1, 1<<30)
+	r.DynamicAllocation = strings.EqualFold(strings.TrimSpace(props["spark.dynamicAllocation.enabled"]), "true")
+	if v, ok := props["spark.dynamicAllocation.executorIdleTimeout"]; ok {
+		d, perr := parseSparkDuration(v)
+		if perr != nil {
+			fail("spark.dynamicAllocation.executorIdleTimeout", v, perr.Error())
+		} else {
+			r.IdleTimeout = d
+		}
+	}
+	return r, err
+}
+
+// parseSparkDuration reads a time as Spark does (JavaUtils.timeStringAs)
+// with seconds as the default unit: 60s, 2min, 500ms, 1h, 60.
+func parseSparkDuration(v string) (time.Duration, error) {
+	v = strings.ToLower(strings.TrimSpace(v))
+	i := len(v)
+	for i > 0 && (v[i-1] < '0' || v[i-1] > '9') {
+		i--
+	}
+	n, err := strconv.ParseInt(v[:i], 10, 64)
+	if err != nil || n < 0 {
+		return 0, fmt.Errorf("not a time such as 60s or 2min")
+	}
+	units := map[string]time.Duration{"": time.Second, "us": time.Microsecond, "ms": time.Millisecond, "s": time.Second,
+		"m": time.Minute, "min": time.Minute, "h": time.Hour, "d": 24 * time.Hour}
+	u, ok := units[strings.TrimSpace(v[i:])]
+	if !ok {
+		return 0, fmt.Errorf("unknown unit %q", v[i:])
+	}
+	return time.Duration(n) * u, nil
+}
+
+// Usage is an application's accounting. The JSON names are those of
+// `sparkpulse report --json` and, with the same names, the fields of the
+// spark_app_usage measurement.
+type Usage struct {
+	DurationMs                int64   `json:"duration_ms"`
+	Executors                 int     `json:"executors"` // that ever ran
+	ExecutorCoreSeconds       float64 `json:"executor_core_seconds"`
+	ExecutorMemoryByteSeconds float64 `json:"executor_memory_byte_seconds"`
+	DriverCoreSeconds         float64 `json:"driver_core_seconds"`
+	DriverMemoryByteSeconds   float64 `json:"driver_memory_byte_seconds"`
+	TaskCPUSeconds            float64 `json:"task_cpu_seconds"`
+	TaskRunSeconds            float64 `json:"task_run_seconds"`
+	GCSeconds                 float64 `json:"gc_seconds"`
+	ContainerCPUSeconds       float64 `json:"container_cpu_seconds"` // cgroup plugin; 0 when not reported
+	CPUUsedSeconds            float64 `json:"cpu_used_seconds"`      // the containers' CPU where known, else the tasks'
+	CPUUtilisation            float64 `json:"cpu_utilisation"`       // CPU used / executor core-seconds
+	CPUFrom                   string  `json:"cpu_from"`              // container (cgroup plugin) or tasks
+	PeakRSS                   int64   `json:"peak_rss_bytes"`        // the largest executor's, process tree
+	MeanRSS                   int64   `json:"mean_rss_bytes"`        // mean over executors of their mean
+	PeakPythonRSS             int64   `json:"peak_python_rss_bytes"`
+	MemoryUtilisation         float64 `json:"memory_utilisation"`      // PeakRSS / container
+	MeanMemoryUtilisation     float64 `json:"mean_memory_utilisation"` // MeanRSS / container
+	MeanRSSByteSeconds        float64 `json:"mean_rss_byte_seconds"`   // each executor's mean resident memory × its life
+	Container                 int64   `json:"container_bytes"`
+	Cores                     int     `json:"executor_cores"` // per executor, as most had
+	Notes                     []string
+}
+
+// Account works out what the application was given and used. execs are
+// its processes (the driver's ID is "driver"); durationMs its run time.
+func Account(s Settings, r Resources, execs []Executor, durationMs int64) Usage {
+	u := Usage{DurationMs: durationMs, Container: s.Container()}
+	var cpuNs, cgroupNs, runMs, gcMs, meanRSS int64
+	var cgroupExecs, rssExecs, withCPU int
+	coreCount := map[int]int{}
+	for _, x := range execs {
+		alive := float64(max(x.AliveMs, 0)) / 1000
+		if x.ID == "driver" {
+			u.DriverCoreSeconds = float64(r.DriverCores) * alive
+			u.DriverMemoryByteSeconds = float64(r.DriverContainer()) * alive
+			continue
+		}
+		u.Executors++
+		cores := x.Cores
+		if cores == 0 {
+			cores = r.ExecutorCores
+		}
+		coreCount[cores]++
+		u.ExecutorCoreSeconds += float64(cores) * alive
+		u.ExecutorMemoryByteSeconds += float64(u.Container) * alive
+		if x.CPUNs > 0 {
+			withCPU++
+		}
+		cpuNs += x.CPUNs
+		runMs += x.RunMs
+		gcMs += x.GCTimeMs
+		if x.CgroupCPUNs > 0 {
+			cgroupNs += x.CgroupCPUNs
+			cgroupExecs++
+		}
+		rss := x.Peaks["ProcessTreeJVMRSSMemory"] + x.Peaks["ProcessTreePythonRSSMemory"] + x.Peaks["ProcessTreeOtherRSSMemory"]
+		u.PeakRSS = max(u.PeakRSS, rss)
+		u.PeakPythonRSS = max(u.PeakPythonRSS, x.Peaks["ProcessTreePythonRSSMemory"])
+		if x.MeanRSS > 0 {
+			meanRSS += x.MeanRSS
+			rssExecs++
+			u.MeanRSSByteSeconds += float64(x.MeanRSS) * alive
+		}
+	}
+	for c, n := range coreCount {
+		if n > coreCount[u.Cores] || n == coreCount[u.Cores] && c > u.Cores {
+			u.Cores = c
+		}
+	}
+	u.TaskCPUSeconds, u.TaskRunSeconds, u.GCSeconds = float64(cpuNs)/1e9, float64(runMs)/1000, float64(gcMs)/1000
+	u.ContainerCPUSeconds = float64(cgroupNs) / 1e9
+	used := u.TaskCPUSeconds
+	u.CPUFrom = "tasks"
+	if cgroupExecs > 0 && cgroupExecs == u.Executors {
+		used, u.CPUFrom = u.ContainerCPUSeconds, "container"
+	} else if cgroupExecs > 0 {
+		u.Notes = append(u.Notes, fmt.Sprintf("the cgroup plugin reported %d of %d executors: CPU from the tasks", cgroupExecs, u.Executors))
+	}
+	u.CPUUsedSeconds = used
+	if u.ExecutorCoreSeconds > 0 {
+		u.CPUUtilisation = used / u.ExecutorCoreSeconds
+	}
+	if withCPU == 0 && u.Executors > 0 {
+		u.Notes = append(u.Notes, "no task CPU time in the metrics stream: CPU utilisation unknown")
+		u.CPUFrom, u.CPUUsedSeconds, u.CPUUtilisation = "", 0, 0
+	}
+	if rssExecs > 0 {
+		u.MeanRSS = meanRSS / int64(rssExecs)
+	}
+	u.MemoryUtilisation = ratio(u.PeakRSS, u.Container)
+	u.MeanMemoryUtilisation = ratio(u.MeanRSS, u.Container)
+	if u.PeakRSS == 0 && u.Executors > 0 {
+		u.Notes = append(u.Notes, "no process-tree metrics: memory utilisation unknown (spark.executor.processTreeMetrics.enabled=true)")
+	}
+	return u
+}
