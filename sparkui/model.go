@@ -129,6 +129,8 @@ type Task struct {
 	InputBytes            int64
 	ShuffleReadBytes      int64 // remote + local
 	FetchWaitMs           int64
+	CPUTimeNs             int64
+	ShuffleWriteBytes     int64
 }
 
 // Task statuses, as Spark's TaskData.status.

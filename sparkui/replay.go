@@ -630,5 +630,6 @@ func (rp *replayer) endTask(s *Stage, e *event, status string) {
 		t.RunTimeMs, t.GCTimeMs, t.PeakExecMemory = m.RunTime, m.GCTime, m.PeakExecMem
 		t.MemSpilled, t.DiskSpill, t.InputBytes = m.MemorySpilled, m.DiskSpilled, m.Input.Bytes
 		t.ShuffleReadBytes, t.FetchWaitMs = m.ShuffleRead.Remote+m.ShuffleRead.Local, m.ShuffleRead.FetchWait
+		t.CPUTimeNs, t.ShuffleWriteBytes = m.CPUTime, m.ShuffleWrite.Bytes
 	}
 }

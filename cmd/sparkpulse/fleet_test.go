@@ -35,14 +35,16 @@ func TestFleetRealInfluxDB(t *testing.T) {
 	const rounds = 60
 	start := end.Add(-rounds * 10 * time.Second)
 	// The simulated History Server, once the cluster (which needs
-	// sparkpulse's address) exists.
+	// sparkpulse's address) exists; before that, a History Server with no
+	// applications (the annotator's first poll may come first).
 	var cluster atomic.Pointer[simulate.Cluster]
+	empty := sparkui.NewServer(sparkui.HistoryServer, &sparkui.Model{})
 	ui := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		if c := cluster.Load(); c != nil {
 			c.UI.ServeHTTP(w, r)
 			return
 		}
-		http.NotFound(w, r)
+		empty.ServeHTTP(w, r)
 	}))
 	defer ui.Close()
 	conf := fmt.Sprintf(`
@@ -193,7 +195,7 @@ func TestFleetRealInfluxDB(t *testing.T) {
 		t.Fatalf("%v: %s", err, out.String())
 	}
 	if len(fr.Applications) != 4 || fr.Applications[0].Application != apps[2] {
-		t.Fatalf("report --fleet: %d applications, first %q; want 4, the idle %s first", len(fr.Applications), fr.Applications[0].Application, apps[2])
+		t.Fatalf("report --fleet: %+v; want 4 applications, the idle %s first", fr.Applications, apps[2])
 	}
 	var core, saving float64
 	for _, a := range fr.Applications {
@@ -213,5 +215,89 @@ func TestFleetRealInfluxDB(t *testing.T) {
 	t.Log(out.String())
 	if text := out.String(); !strings.Contains(text, "4 applications ended in the last 24h0m0s") || !strings.Contains(text, "with every recommendation applied") {
 		t.Errorf("report --fleet:\n%s", text)
+	}
+}
+
+// Spark's own event logs, replayed: each executor's task counters are
+// reported as Spark's executors count them (successful tasks only), go
+// through sparkpulse into a real InfluxDB, and are reconciled with the
+// History Server's totals (every task). Where no task failed the totals
+// match exactly; where some did, the tasks match and every other total of
+// the stream is at most Spark's, short by the failed tasks' metrics.
+func TestReconcileSparkEventLogs(t *testing.T) {
+	model := &sparkui.Model{}
+	if n, err := model.ReplayDir("../../testdata/spark-events"); err != nil || n < 20 {
+		t.Fatalf("%d event logs: %v", n, err)
+	}
+	shs := httptest.NewServer(sparkui.NewServer(sparkui.HistoryServer, model))
+	defer shs.Close()
+	srv := influxtest.Start(t)
+	var lines strings.Builder
+	reported := map[string]bool{}
+	for _, app := range model.Apps {
+		for _, a := range app.Attempts {
+			before := lines.Len()
+			a.ExecutorReports(app.ID, 10*time.Second, func(l string) { lines.WriteString(l + "\n") })
+			if lines.Len() > before && len(app.Attempts) == 1 {
+				reported[app.ID] = true
+			}
+		}
+	}
+	// The reports go in first, as they would while the applications ran;
+	// then a sparkpulse that annotates finds them ended.
+	ingest := startSparkpulse(t, srv, `
+[deltas]
+  first-sample-grace = "0s"
+[[graphite]]
+  bind-address = "127.0.0.1:0"
+  database = "spark"
+`)
+	sendTCP(t, ingest.addr(0), lines.String())
+	ingest.stop()
+	svc := startSparkpulse(t, srv, fmt.Sprintf(`
+[annotate]
+  urls = [%q]
+  interval = "1h"
+  lookback = "175200h"      # the logs are from 2015 on
+  usage-delay = "1ms"
+[[graphite]]
+  bind-address = "127.0.0.1:0"
+  database = "spark"
+`, shs.URL))
+	svc.annotator.PollOnce(context.Background()) // with the first poll, or after it
+	svc.flush()
+
+	verdicts := map[string]int{}
+	for _, s := range srv.Query(t, "spark", `SELECT "applicationid", "verdict", "failed_tasks", "diff_tasks", "diff_cpu_time_ns", "diff_run_time_ms", "diff_gc_time_ms", "diff_input_bytes", "diff_shuffle_read_bytes", "diff_shuffle_write_bytes", "text" FROM "spark_reconcile" WHERE time > 0`) {
+		for _, v := range s.Values {
+			r := map[string]any{}
+			for i, c := range s.Columns {
+				r[c] = v[i]
+			}
+			id := fmt.Sprint(r["applicationid"])
+			if !reported[id] {
+				continue
+			}
+			verdict := fmt.Sprint(r["verdict"])
+			verdicts[verdict]++
+			t.Logf("%s: %s (%v failed or killed tasks) %v", id, verdict, r["failed_tasks"], r["text"])
+			switch verdict {
+			case "exact":
+			case "failed_tasks":
+				for k, d := range r {
+					if f, ok := d.(json.Number); ok && strings.HasPrefix(k, "diff_") {
+						if x, _ := f.Float64(); x > 0 || k == "diff_tasks" && x != 0 {
+							t.Errorf("%s: %s %v: the stream has more than Spark, or other tasks", id, k, x)
+						}
+					}
+				}
+			default:
+				t.Errorf("%s: %s: %v", id, verdict, r["text"])
+			}
+		}
+	}
+	t.Logf("verdicts over %d applications: %v", len(reported), verdicts)
+	if verdicts["exact"] == 0 || verdicts["exact"]+verdicts["failed_tasks"] != len(reported) {
+		t.Errorf("verdicts %v for %d applications reported", verdicts, len(reported))
 	}
 }
