@@ -9,6 +9,7 @@ import (
 	"slices"
 	"strconv"
 	"strings"
+	"time"
 
 	"github.com/sparkpulse/sparkpulse/sizing"
 	"github.com/sparkpulse/sparkpulse/sparkapi"
@@ -21,6 +22,10 @@ type Application struct {
 	Source              string            // the base URL that answered
 	Properties          map[string]string // the environment's sparkProperties
 	Executors           []sizing.Executor // the driver and every executor, removed ones too
+	// MetricsKey is the applicationid its metrics carry: its id, or what
+	// spark.metrics.namespace makes of it (e.g. its name).
+	MetricsKey string
+	Start, End time.Time // the attempt's run; End is zero while it runs
 }
 
 // ReadApplication asks the sources of cfg, in order, for application
@@ -67,6 +72,11 @@ func (p *Poller) readApplication(ctx context.Context, base, appID string) (Appli
 		return Application{}, err
 	}
 	out.Properties = env.Properties()
+	out.MetricsKey = metricsKey(app.ID, out.Properties)
+	out.Start = time.UnixMilli(att.StartMs())
+	if att.Completed && att.EndMs() > 0 {
+		out.End = time.UnixMilli(att.EndMs())
+	}
 	var execs []sparkapi.Executor
 	if err := p.get(ctx, root+"/allexecutors", &execs); err != nil {
 		return Application{}, err

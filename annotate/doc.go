@@ -20,7 +20,8 @@
 // stage id ×10 + attempt, 0 for the application) and the phase (start 0,
 // end 1, lost 2) in the sub-millisecond digits, so two items of one
 // application never share a time while all of them stay in one series per
-// application: tags are only applicationid (the key the metrics use) and
+// application: tags are only applicationid (the key the metrics use: the
+// id, or what spark.metrics.namespace makes of it, namespace.go) and
 // appname. Every fact has fact (start, end, lost), title and text for
 // Grafana.
 //
@@ -31,10 +32,10 @@
 // remove_reason, task and GC time, and peak_<name> for each value of
 // Spark's peakMemoryMetrics. A removal also gets a fact in
 // spark_executor_removal at the time of the removal, with the reason as
-// its text. Once an attempt has completed, its environment page is read
-// and package sizing's advice on its executors' peaks is written in
-// spark_sizing at its end: the limits, then each finding and recommended
-// setting.
+// its text. Each attempt's environment page is read on its first sync
+// (the metrics' key, the settings); once it has completed, package
+// sizing's advice on its executors' peaks is written in spark_sizing at
+// its end: the limits, then each finding and recommended setting.
 //
 // The poller remembers which facts it wrote (SaveFacts and LoadFacts keep
 // the record across restarts), so that neither a second source showing an

@@ -339,6 +339,7 @@ func (w *points) app(nowMs int64, closeOut bool) {
 		return
 	}
 	w.str("status", status)
+	w.str("app_id", w.text(st.key.app)) // the applicationid tag is the metrics' key (namespace.go)
 	w.str("spark_user", w.text(st.user))
 	w.str("spark_version", w.text(st.version))
 	title := firstNonEmpty(st.name, st.key.app) + " " + status
@@ -577,7 +578,7 @@ func (w *points) begin(measurement string, ts int64) bool {
 func (w *points) startLine(measurement string) {
 	w.enc.Reset()
 	w.enc.StartLine(measurement)
-	w.enc.AddTag("applicationid", tagValue(w.st.key.app))
+	w.enc.AddTag("applicationid", tagValue(w.st.tagKey()))
 	if name := tagValue(w.st.name); name != "" {
 		w.enc.AddTag("appname", name)
 	}

@@ -452,6 +452,17 @@ func (p *Poller) pollSource(ctx context.Context, s *source) {
 	}
 	s.failures, s.listed = 0, true
 
+	byName := map[string][]interval{}
+	for _, app := range apps {
+		for _, att := range app.Attempts {
+			end := att.EndMs()
+			if !att.Completed || end <= 0 {
+				end = now.UnixMilli()
+			}
+			byName[app.Name] = append(byName[app.Name], interval{appKey{app.ID, att.StartMs()}, end})
+		}
+	}
+	overlaps := namesakes(byName)
 	listed := map[appKey]bool{}
 	for _, app := range apps {
 		for i := range app.Attempts {
@@ -469,6 +480,7 @@ func (p *Poller) pollSource(ctx context.Context, s *source) {
 				s.apps[key] = st
 			}
 			st.refresh(s, &app, att)
+			st.namesakes = overlaps[key]
 			if err := p.syncApp(ctx, st, now); err != nil {
 				if ctx.Err() != nil {
 					return

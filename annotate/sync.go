@@ -79,6 +79,9 @@ type appState struct {
 
 	// Sizing advice, worked out once the attempt has completed.
 	properties map[string]string // the environment's Spark properties; nil until read
+	metricsKey string            // the applicationid its metrics carry (namespace.go), once properties are read
+	namesakes  []string          // other applications of the source, of the same name, running at the same time
+	tag        string            // the applicationid of its points, once decided (tagKey)
 	// Accounting (usage.go).
 	endRead     bool                     // read in full since it completed
 	accounted   bool                     // the stream was read (or given up on) after the end
@@ -133,9 +136,10 @@ func (p *Poller) syncApp(ctx context.Context, st *appState, now time.Time) error
 		if err := p.syncStageDetails(ctx, st); err != nil {
 			return err
 		}
-		// The properties, for the sizing advice and the accounting: once
-		// completed, or from the start where running estimates are made.
-		if st.properties == nil && (st.completed || p.cfg.Stream != nil) {
+		// The properties, on the first sync: the metrics' key (namespace.go)
+		// is needed before the first point; and for the sizing advice and
+		// the accounting.
+		if st.properties == nil {
 			if err := p.syncEnvironment(ctx, st); err != nil {
 				return err
 			}
@@ -523,9 +527,9 @@ func (p *Poller) syncExecutors(ctx context.Context, st *appState, full bool) err
 	return nil
 }
 
-// syncEnvironment reads the attempt's Spark properties, for the sizing
-// advice of a completed attempt. A source without the page (Spark before
-// 1.4) gives none.
+// syncEnvironment reads the attempt's Spark properties: the metrics' key,
+// the sizing advice and the accounting. A source without the page (Spark
+// before 1.4) gives none.
 func (p *Poller) syncEnvironment(ctx context.Context, st *appState) error {
 	var env sparkapi.Environment
 	err := p.get(ctx, st.url+"/environment", &env)
@@ -533,5 +537,6 @@ func (p *Poller) syncEnvironment(ctx context.Context, st *appState) error {
 		return err
 	}
 	st.properties = env.Properties()
+	st.metricsKey = metricsKey(st.key.app, st.properties)
 	return nil
 }

@@ -78,7 +78,11 @@ func (p *Poller) account(ctx context.Context, st *appState, now time.Time) {
 		if now.Before(time.UnixMilli(st.end).Add(p.cfg.UsageDelay)) {
 			return
 		}
-		totals, err := p.cfg.Stream.Totals(ctx, st.key.app, time.UnixMilli(st.key.start).Add(-time.Minute), time.UnixMilli(st.end).Add(p.cfg.UsageDelay))
+		if why := st.ambiguous(); why != "" {
+			st.streamErr, st.accounted = why, true
+			return
+		}
+		totals, err := p.cfg.Stream.Totals(ctx, cmp.Or(st.metricsKey, st.key.app), time.UnixMilli(st.key.start).Add(-time.Minute), time.UnixMilli(st.end).Add(p.cfg.UsageDelay))
 		if err != nil {
 			st.streamTries++
 			p.log.Warn("metrics stream not read for an application's accounting", zap.String("application", st.key.String()),
@@ -89,8 +93,8 @@ func (p *Poller) account(ctx context.Context, st *appState, now time.Time) {
 			st.streamErr = err.Error()
 		}
 		st.stream, st.accounted = totals, true
-	case !st.completed && p.cfg.Stream != nil && st.syncs%usageEstimateEvery == usageEstimateEvery-1 && st.properties != nil:
-		totals, err := p.cfg.Stream.Totals(ctx, st.key.app, time.UnixMilli(st.key.start).Add(-time.Minute), now)
+	case !st.completed && p.cfg.Stream != nil && st.syncs%usageEstimateEvery == usageEstimateEvery-1 && st.properties != nil && st.ambiguous() == "":
+		totals, err := p.cfg.Stream.Totals(ctx, cmp.Or(st.metricsKey, st.key.app), time.UnixMilli(st.key.start).Add(-time.Minute), now)
 		if err == nil {
 			st.estimate = &usageRead{at: now, stream: totals}
 		}
@@ -111,6 +115,7 @@ func sizingExecutors(st *appState, stream map[string]ProcessTotals, endMs int64)
 		x := &st.executors[id].Executor
 		e := executorSizing(x)
 		added, removed := optMS(x.AddTime), optMS(x.RemoveTime)
+		e.Released = removed > 0 && removed < endMs && sizing.RemoveKind(x.RemoveReason) == sizing.RemovedReleased
 		if removed == 0 || removed > endMs {
 			removed = endMs
 		}
@@ -325,6 +330,7 @@ func (w *points) usage(u sizing.Usage, a sizing.Advice, ph int, ts int64) {
 		fact = phaseNames[ph]
 	}
 	w.str("fact", fact)
+	w.str("app_id", w.text(st.key.app))
 	w.int("duration_ms", u.DurationMs)
 	w.int("executors", int64(u.Executors))
 	w.int("executor_cores", int64(u.Cores))
@@ -434,6 +440,7 @@ func (w *points) reconcile() {
 			why = "Spark's stage list was not read after the end"
 		}
 		w.str("verdict", ReconcileNoStream)
+		w.str("app_id", w.text(st.key.app))
 		w.str("text", w.reason(why))
 		w.str("attempt_id", w.text(st.attemptID))
 		w.end()
@@ -445,6 +452,7 @@ func (w *points) reconcile() {
 	}
 	r := reconcile(execs, *st.stageTotals, st.stream)
 	w.str("verdict", r.Verdict)
+	w.str("app_id", w.text(st.key.app))
 	for _, m := range r.Metrics {
 		w.float("stream_"+m.Name, m.Stream)
 		w.float("spark_"+m.Name, m.Spark)

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"maps"
 	"math"
 	"sync"
 	"testing"
@@ -216,4 +217,25 @@ func (s *memSink) latestOf(measurement string) *point {
 		}
 	}
 	return nil
+}
+
+// An executor the driver released while the application ran is marked so
+// for the idle-timeout rule; one removed otherwise, or at the end, is not.
+func TestSizingExecutorsReleased(t *testing.T) {
+	exec := func(id string, removed time.Time, reason string) *executorItem {
+		return &executorItem{sparkapi.Executor{ID: id, AddTime: sparkapi.OptDate(at(0)), RemoveTime: sparkapi.OptDate(removed), RemoveReason: reason}}
+	}
+	st := &appState{executors: map[string]*executorItem{
+		"1": exec("1", at(100), "Executor killed by driver."),
+		"2": exec("2", at(100), "Container killed by YARN for exceeding physical memory limits."),
+		"3": exec("3", at(600), "Executor killed by driver."),
+		"4": exec("4", time.Time{}, ""),
+	}}
+	got := map[string]bool{}
+	for _, e := range sizingExecutors(st, nil, ms(at(600))) {
+		got[e.ID] = e.Released
+	}
+	if want := map[string]bool{"1": true, "2": false, "3": false, "4": false}; !maps.Equal(got, want) {
+		t.Errorf("released %v, want %v", got, want)
+	}
 }

@@ -52,7 +52,8 @@ func Fleet() *dashboard.DashboardBuilder {
 	}
 
 	cols := []struct{ expr, field, name, unit string }{
-		{`"applicationid"`, "applicationid", "Application", ""},
+		{`"app_id"`, "app_id", "Application", ""},
+		{`"applicationid"`, "applicationid", "Metrics key", ""},
 		{`"appname"`, "appname", "Name", ""},
 		{`"user"`, "user", "User", ""},
 		{`"queue"`, "queue", "Queue or namespace", ""},
@@ -77,7 +78,7 @@ func Fleet() *dashboard.DashboardBuilder {
 	}
 	apps := table.NewPanelBuilder().
 		Title("Applications, most idle core-hours first").
-		Description("One row per application that ended in the range. Idle core-hours: the core-hours held times the share of them not used; unused GiB-hours: the GiB-hours held times the share of the container the executors' mean resident memory left free. Recommended: the --conf settings of the sizing rules; the savings are theirs. `sparkpulse report --fleet` prints the same.").
+		Description("One row per application that ended in the range. Metrics key: the applicationid its metrics carry, which the Spark dashboard's Application variable lists (its id, or its spark.metrics.namespace such as its name). Idle core-hours: the core-hours held times the share of them not used; unused GiB-hours: the GiB-hours held times the share of the container the executors' mean resident memory left free. Recommended: the --conf settings of the sizing rules; the savings are theirs. `sparkpulse report --fleet` prints the same.").
 		Datasource(datasource).
 		Span(24).
 		Height(12).

@@ -60,7 +60,7 @@ var listenerClasses = []string{
 
 // process is one Spark JVM: the driver or an executor of an application.
 type process struct {
-	ns      string // spark.metrics.namespace: the app id
+	ns      string // spark.metrics.namespace: the app id, or its name (Config.ByName)
 	id      string // "driver" or the executor id
 	offset  time.Duration
 	rng     *rand.Rand

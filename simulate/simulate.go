@@ -27,6 +27,7 @@ import (
 	"math/rand/v2"
 	"net"
 	"net/http"
+	"slices"
 	"strconv"
 	"time"
 
@@ -72,6 +73,10 @@ type Config struct {
 	// every line: when a round returns, every line of it was taken. Spark's
 	// reporter does not wait; tests do.
 	Confirm bool
+	// ByName lists applications (by start order, from 0) that run with
+	// spark.metrics.namespace=${spark.app.name}: their metrics carry the
+	// application's name instead of its id.
+	ByName []int
 }
 
 // Cluster is the simulated applications: their driver and executor
@@ -130,7 +135,12 @@ func (c *Cluster) startApp(m *sparkui.Model, now, ends time.Time) {
 	seed := func(n int) *rand.Rand { return rand.New(rand.NewPCG(c.cfg.Seed, uint64(a*10_000+n))) }
 	tl := newTimeline(ns, appNames[a%len(appNames)], now, c.cfg.Period, rand.New(rand.NewPCG(c.cfg.Seed, uint64(a+1))), m)
 	ap := &app{index: a, tl: tl, ends: ends, nextID: 1}
-	ap.driver = &process{ns: ns, id: "driver", app: tl, pyspark: a%4 == 1, idle: a%4 == 2, hungry: a%4 == 3, offset: c.offset(), rng: seed(2),
+	metricsNS := ns
+	if slices.Contains(c.cfg.ByName, a) {
+		metricsNS = tl.att.Properties["spark.app.name"]
+		tl.att.Properties["spark.metrics.namespace"] = "${spark.app.name}"
+	}
+	ap.driver = &process{ns: metricsNS, id: "driver", app: tl, pyspark: a%4 == 1, idle: a%4 == 2, hungry: a%4 == 3, offset: c.offset(), rng: seed(2),
 		rest: &sparkui.Executor{ID: "driver", HostPort: fmt.Sprintf("driver-%d.spark:7078", a+1), MaxMemory: 2 << 30, Added: now}}
 	tl.att.Executors = append(tl.att.Executors, ap.driver.rest)
 	if a == 0 {
@@ -150,7 +160,7 @@ func (ap *app) addExecutor(c *Cluster, now time.Time) {
 	id := ap.nextID
 	ap.nextID++
 	d := ap.driver
-	p := &process{ns: ap.tl.app, id: strconv.Itoa(id), app: ap.tl, pyspark: d.pyspark, idle: d.idle, hungry: d.hungry, offset: c.offset(),
+	p := &process{ns: d.ns, id: strconv.Itoa(id), app: ap.tl, pyspark: d.pyspark, idle: d.idle, hungry: d.hungry, offset: c.offset(),
 		rng: rand.New(rand.NewPCG(c.cfg.Seed, uint64(ap.index*10_000+id+2))),
 		rest: &sparkui.Executor{ID: strconv.Itoa(id), HostPort: fmt.Sprintf("worker-%d.spark:%d", 1+(ap.index*7+id)%16, 40000+id),
 			Cores: 4, MaxMemory: 5 << 30, Added: now}}

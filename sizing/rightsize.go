@@ -6,6 +6,7 @@ import (
 	"slices"
 	"strconv"
 	"strings"
+	"time"
 )
 
 // Right-sizing both ways. Advise only ever asks for more memory; these
@@ -33,6 +34,15 @@ import (
 //     spark.dynamicAllocation.maxExecutors. The saving assumes the same
 //     run time, which holds where tasks wait on CPU: where they wait on
 //     I/O (shuffle fetch, input), fewer executors lengthen the run.
+//   - idle-timeout: with dynamic allocation, when the idle rule did not
+//     fire, executors the driver released while the application ran
+//     each sat idle for spark.dynamicAllocation.executorIdleTimeout
+//     first (that is when Spark releases one). Where that idle time is
+//     5 % or more of the core-seconds held and the timeout is over 30 s,
+//     the timeout becomes 30 s: each released executor holds its cores
+//     and container for the difference less. The saving is a lower
+//     bound (an executor may idle between tasks without being released);
+//     the risk is executors requested again when the next stage starts.
 //   - cores: a heap rule fired (GC pressure or an executor out of heap)
 //     and executors have 4 cores or more: half the cores per executor
 //     give each task twice the heap. Keeping the parallelism takes twice
@@ -112,11 +122,12 @@ func RightSize(a *Advice, s Settings, r Resources, u Usage, execs []Executor, fa
 	}
 
 	// idle
-	cores := u.Cores
+	cores, idle := u.Cores, false
 	if u.CPUFrom != "" && u.ExecutorCoreSeconds >= 3600 && u.CPUUtilisation < 0.30 && cores > 0 && u.DurationMs > 0 {
 		held := u.ExecutorCoreSeconds / float64(cores) / (float64(u.DurationMs) / 1000) // executors, on average
 		need := max(1, int(math.Ceil(held*u.CPUUtilisation/0.6)))
 		if float64(need) < held {
+			idle = true
 			keep := float64(need) / held
 			prop, current := "spark.executor.instances", ""
 			if r.DynamicAllocation {
@@ -132,6 +143,30 @@ func RightSize(a *Advice, s Settings, r Resources, u Usage, execs []Executor, fa
 				// savings add up.
 				SavingCoreSeconds: u.ExecutorCoreSeconds * (1 - keep), SavingByteSeconds: float64(shrunk) * execSeconds * (1 - keep),
 				Risk: "tasks that wait on I/O rather than CPU (shuffle fetch, input) would take longer with fewer executors"})
+		}
+	}
+
+	// idle-timeout
+	const shortTimeout = 30 * time.Second
+	if !idle && r.DynamicAllocation && r.IdleTimeout > shortTimeout && u.ExecutorCoreSeconds > 0 {
+		var released int
+		var cores float64
+		for _, x := range execs {
+			if x.Released && x.ID != "driver" {
+				released++
+				cores += float64(x.Cores)
+			}
+		}
+		idleCoreSeconds := cores * r.IdleTimeout.Seconds()
+		if released > 0 && idleCoreSeconds >= 0.05*u.ExecutorCoreSeconds {
+			less := (r.IdleTimeout - shortTimeout).Seconds()
+			a.find("idle-timeout", "", "%d executors released by dynamic allocation each sat idle for spark.dynamicAllocation.executorIdleTimeout (%s) first: %.0f core-seconds, %.0f %% of those held",
+				released, r.IdleTimeout, idleCoreSeconds, 100*idleCoreSeconds/u.ExecutorCoreSeconds)
+			a.Recommendations = append(a.Recommendations, Setting{Property: "spark.dynamicAllocation.executorIdleTimeout",
+				CurrentText: durationText(r.IdleTimeout), ValueText: durationText(shortTimeout), Rule: "idle-timeout",
+				Reason:            fmt.Sprintf("%d released executors would each hold their cores and container %.0f s less", released, less),
+				SavingCoreSeconds: cores * less, SavingByteSeconds: float64(shrunk) * float64(released) * less,
+				Risk: "executors released sooner are requested again when the next stage starts: a container start each, and their cached blocks lost unless spark.dynamicAllocation.cachedExecutorIdleTimeout keeps them"})
 		}
 	}
 
@@ -177,4 +212,9 @@ func (a Advice) Savings() (coreSeconds, byteSeconds float64) {
 		byteSeconds += r.SavingByteSeconds
 	}
 	return coreSeconds, byteSeconds
+}
+
+// durationText is d as Spark takes a time setting: whole seconds ("30s").
+func durationText(d time.Duration) string {
+	return strconv.FormatInt(int64(d/time.Second), 10) + "s"
 }

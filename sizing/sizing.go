@@ -183,6 +183,9 @@ type Executor struct {
 	RemoveReason string
 	Cores        int   // totalCores
 	AliveMs      int64 // from its addition to its removal, or the application's end
+	// Released: the driver let it go while the application ran (dynamic
+	// allocation, after spark.dynamicAllocation.executorIdleTimeout idle).
+	Released bool
 	// From the metrics stream (0 when not known): the sums of the deltas
 	// of executor.cpuTime, executor.runTime and the cgroup plugin's
 	// CPUTimeNanosec, and the mean of its process-tree resident memory.

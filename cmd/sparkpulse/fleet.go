@@ -20,6 +20,7 @@ import (
 // fleetApp is one application's accounting, as the fleet report reads it.
 type fleetApp struct {
 	Application       string   `json:"application"`
+	MetricsKey        string   `json:"metrics_key"` // the applicationid its metrics carry: its id, or its spark.metrics.namespace
 	Name              string   `json:"name"`
 	User              string   `json:"user"`
 	Queue             string   `json:"queue"`
@@ -69,7 +70,7 @@ func reportFleet(ctx context.Context, plan *Plan, since time.Duration, asJSON bo
 	if db == "" {
 		return fmt.Errorf("%w: no database to read: give a [[graphite]] block or [annotate] database", errUsage)
 	}
-	q := fmt.Sprintf(`SELECT "applicationid", "appname", "user", "queue", "duration_ms", "executors", "executor_core_seconds", `+
+	q := fmt.Sprintf(`SELECT "applicationid", "app_id", "appname", "user", "queue", "duration_ms", "executors", "executor_core_seconds", `+
 		`"executor_memory_byte_seconds", "cpu_utilisation", "memory_utilisation", "mean_memory_utilisation", "gc_share", "failed_tasks", `+
 		`"saving_core_seconds", "saving_byte_seconds", "recommended" FROM %q WHERE "fact" = 'end' AND time >= now() - %dm`,
 		annotate.MeasurementUsage, int64(since/time.Minute))
@@ -100,7 +101,7 @@ func reportFleet(ctx context.Context, plan *Plan, since time.Duration, asJSON bo
 			}
 			f := func(k string) float64 { v, _ := num(k); return v }
 			str := func(k string) string { v, _ := get(k).(string); return v }
-			a := fleetApp{Application: str("applicationid"), Name: str("appname"), User: str("user"), Queue: str("queue"),
+			a := fleetApp{Application: cmp.Or(str("app_id"), str("applicationid")), MetricsKey: str("applicationid"), Name: str("appname"), User: str("user"), Queue: str("queue"),
 				Ended: str("time"), DurationMs: int64(f("duration_ms")), Executors: int64(f("executors")),
 				CoreHours: f("executor_core_seconds") / 3600, GiBHours: f("executor_memory_byte_seconds") / gibHour,
 				GCShare: f("gc_share"), FailedTasks: int64(f("failed_tasks")),

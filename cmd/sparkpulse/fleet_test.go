@@ -59,8 +59,10 @@ func TestFleetRealInfluxDB(t *testing.T) {
   database = "spark"
 `, ui.URL)
 	svc := startSparkpulse(t, srv, conf)
+	// The fourth sends its metrics under its name
+	// (spark.metrics.namespace=${spark.app.name}): joined all the same.
 	c := simulate.NewCluster(simulate.Config{Addr: svc.addr(0), Apps: 4, Executors: 3, Period: 10 * time.Second, Seed: 11,
-		ExecutorLifetime: 3 * time.Minute, Confirm: true}, start)
+		ExecutorLifetime: 3 * time.Minute, Confirm: true, ByName: []int{3}}, start)
 	cluster.Store(c)
 	if _, err := c.Replay(context.Background(), start, rounds); err != nil {
 		t.Fatal(err)
@@ -76,8 +78,10 @@ func TestFleetRealInfluxDB(t *testing.T) {
 		killed                  []string
 	}
 	want := map[string]*given{}
+	names := map[string]string{}
 	c.UI.Update(func(m *sparkui.Model) {
 		for _, app := range m.Apps {
+			names[app.ID] = app.Name
 			a := app.Attempts[0]
 			s, err := sizing.FromProperties(a.Properties)
 			if err != nil {
@@ -115,7 +119,7 @@ func TestFleetRealInfluxDB(t *testing.T) {
 				for i, c := range s.Columns {
 					r[c] = v[i]
 				}
-				out[fmt.Sprint(r["applicationid"])] = r
+				out[fmt.Sprint(r["app_id"])] = r
 			}
 		}
 		return out
@@ -128,8 +132,8 @@ func TestFleetRealInfluxDB(t *testing.T) {
 		f, _ := n.Float64()
 		return f
 	}
-	usage := rows(`SELECT "applicationid", "executor_core_seconds", "executor_memory_byte_seconds", "cpu_from", "cpu_utilisation", "container_cpu_seconds", "task_cpu_seconds", "saving_core_seconds", "recommended" FROM "spark_app_usage" WHERE "fact" = 'end'`)
-	reconciled := rows(`SELECT "applicationid", "verdict", "short_executors", "diff_tasks", "diff_cpu_time_ns", "text" FROM "spark_reconcile"`)
+	usage := rows(`SELECT "app_id", "applicationid", "executor_core_seconds", "executor_memory_byte_seconds", "cpu_from", "cpu_utilisation", "container_cpu_seconds", "task_cpu_seconds", "saving_core_seconds", "recommended" FROM "spark_app_usage" WHERE "fact" = 'end'`)
+	reconciled := rows(`SELECT "app_id", "applicationid", "verdict", "short_executors", "diff_tasks", "diff_cpu_time_ns", "text" FROM "spark_reconcile"`)
 	apps := slices.Sorted(func(yield func(string) bool) {
 		for id := range want {
 			if !yield(id) {
@@ -170,9 +174,12 @@ func TestFleetRealInfluxDB(t *testing.T) {
 				!strings.Contains(fmt.Sprint(u["recommended"]), "spark.executor.memory=") {
 				t.Errorf("%s (idle): CPU used %v, saving %v, recommended %v", id, u["cpu_utilisation"], u["saving_core_seconds"], u["recommended"])
 			}
-		case 3: // near the memory limit: more overhead
+		case 3: // near the memory limit: more overhead; its points under its name, as its metrics
 			if !strings.Contains(fmt.Sprint(u["recommended"]), "spark.executor.memoryOverhead=") {
 				t.Errorf("%s (near its limit): recommended %v", id, u["recommended"])
+			}
+			if u["applicationid"] != names[id] || r["applicationid"] != names[id] || u["cpu_from"] != "tasks" {
+				t.Errorf("%s (metrics under its name %q): usage under %v, CPU from %v; reconciliation under %v", id, names[id], u["applicationid"], u["cpu_from"], r["applicationid"])
 			}
 		}
 	}

@@ -72,7 +72,7 @@ func cmdReport(ctx context.Context, args []string, getenv func(string) string, s
 	if err != nil {
 		return fmt.Errorf("application %s: %w", appID, err)
 	}
-	stream, err := streamPeaks(ctx, plan, appID)
+	stream, err := streamPeaks(ctx, plan, app)
 	var notes []string
 	if err != nil {
 		notes = append(notes, fmt.Sprintf("peaks of the metrics stream not read (%v): Spark's REST API only", err))
@@ -135,7 +135,7 @@ var executorMetrics = []string{"JVMHeapMemory", "JVMOffHeapMemory", "OnHeapExecu
 // streamPeaks reads from InfluxDB the largest value of each ExecutorMetrics
 // gauge that every process of the application sent, from the first
 // [[graphite]] block's database: process → gauge → bytes.
-func streamPeaks(ctx context.Context, plan *Plan, appID string) (map[string]map[string]int64, error) {
+func streamPeaks(ctx context.Context, plan *Plan, app annotate.Application) (map[string]map[string]int64, error) {
 	if len(plan.Listeners) == 0 {
 		return nil, nil
 	}
@@ -144,8 +144,15 @@ func streamPeaks(ctx context.Context, plan *Plan, appID string) (map[string]map[
 	for _, m := range executorMetrics {
 		from = append(from, fmt.Sprintf("%q", m))
 	}
-	q := fmt.Sprintf(`SELECT max("value") FROM %s WHERE "applicationid" = '%s' GROUP BY "process"`,
-		strings.Join(from, ", "), strings.NewReplacer(`\`, `\\`, `'`, `\'`).Replace(appID))
+	// Over the attempt's run (a minute either side, for the clocks):
+	// metrics under a name carry other runs of it too.
+	end := app.End
+	if end.IsZero() {
+		end = time.Now()
+	}
+	q := fmt.Sprintf(`SELECT max("value") FROM %s WHERE "applicationid" = '%s' AND time >= %dms AND time <= %dms GROUP BY "process"`,
+		strings.Join(from, ", "), strings.NewReplacer(`\`, `\\`, `'`, `\'`).Replace(app.MetricsKey),
+		app.Start.Add(-time.Minute).UnixMilli(), end.Add(time.Minute).UnixMilli())
 	series, err := influx.Query(ctx, plan.Influx, db, q)
 	if err != nil {
 		return nil, err
