@@ -542,11 +542,6 @@ func TestText(t *testing.T) {
 	if got := tagValue("bad\x01name\\"); got != "bad name" {
 		t.Errorf("tagValue: %q", got)
 	}
-	for ms, want := range map[int64]string{51: "51ms", 4230: "4.2s", 125_400: "2m5s"} {
-		if got := duration(ms); got != want {
-			t.Errorf("duration(%d) = %q, want %q", ms, got, want)
-		}
-	}
 }
 
 func executorRow(p point) string {

@@ -18,6 +18,7 @@ import (
 	"go.uber.org/zap"
 
 	"github.com/sparkpulse/sparkpulse/sizing"
+	"github.com/sparkpulse/sparkpulse/timespent"
 )
 
 // Measurements.
@@ -229,7 +230,7 @@ func (w *points) job(j *jobItem, l links, nowMs int64, closeOut bool) {
 		w.int("sql_id", x)
 	}
 	w.str("failure_reason", w.reason(reason))
-	w.common(ph, title, joinText(w.text(firstNonEmpty(j.Description, j.Name)), duration(end-start),
+	w.common(ph, title, joinText(w.text(firstNonEmpty(j.Description, j.Name)), timespent.Duration(end-start),
 		tasks(j.NumTasks, j.NumFailedTasks, j.NumKilledTasks), w.reason(reason)))
 	w.end()
 }
@@ -286,7 +287,7 @@ func (w *points) stage(k stageKey, s *stageItem, l links, nowMs int64, closeOut 
 	w.int("memory_bytes_spilled", s.MemoryBytesSpilled)
 	w.int("disk_bytes_spilled", s.DiskBytesSpilled)
 	w.stageDetailFields(s)
-	w.common(ph, title, joinText(w.text(firstNonEmpty(s.Description, s.Name)), duration(end-start), w.skewText(s),
+	w.common(ph, title, joinText(w.text(firstNonEmpty(s.Description, s.Name)), timespent.Duration(end-start), w.skewText(s),
 		tasks(s.NumTasks, s.NumFailedTasks, s.NumKilledTasks), w.reason(reason)))
 	w.end()
 }
@@ -321,7 +322,7 @@ func (w *points) sql(x *sqlItem, nowMs int64, closeOut bool) {
 	w.int("duration_ms", end-start)
 	w.str("job_ids", intList(jobs))
 	w.str("failed_job_ids", intList(x.FailedJobIDs))
-	w.common(ph, title, joinText(w.text(x.Description), duration(end-start), jobList("jobs ", jobs), jobList("failed jobs ", x.FailedJobIDs)))
+	w.common(ph, title, joinText(w.text(x.Description), timespent.Duration(end-start), jobList("jobs ", jobs), jobList("failed jobs ", x.FailedJobIDs)))
 	w.end()
 }
 
@@ -355,7 +356,7 @@ func (w *points) app(nowMs int64, closeOut bool) {
 	end = max(end, st.key.start)
 	w.int("end_ms", end)
 	w.int("duration_ms", end-st.key.start)
-	w.common(ph, title, joinText(st.key.app, duration(end-st.key.start), prefixed("user ", st.user), prefixed("Spark ", st.version)))
+	w.common(ph, title, joinText(st.key.app, timespent.Duration(end-st.key.start), prefixed("user ", st.user), prefixed("Spark ", st.version)))
 	w.end()
 }
 
@@ -458,7 +459,7 @@ func (w *points) executor(x *executorItem, now time.Time, closeOut bool) {
 	w.int("duration_ms", removed-added)
 	w.str("remove_reason", w.reason(reason))
 	w.str("remove_kind", sizing.RemoveKind(x.RemoveReason))
-	w.common(phaseEnd, name+" removed", joinText("on "+host, "after "+duration(removed-added), peaks, w.reason(reason)))
+	w.common(phaseEnd, name+" removed", joinText("on "+host, "after "+timespent.Duration(removed-added), peaks, w.reason(reason)))
 	w.end()
 }
 
@@ -597,7 +598,7 @@ func (w *points) skewText(s *stageItem) string {
 	if rt[0] <= 0 {
 		return ""
 	}
-	t := fmt.Sprintf("tasks %s median, %s longest (×%.1f)", duration(int64(rt[0])), duration(int64(rt[2])), rt[2]/rt[0])
+	t := fmt.Sprintf("tasks %s median, %s longest (×%.1f)", timespent.Duration(int64(rt[0])), timespent.Duration(int64(rt[2])), rt[2]/rt[0])
 	if sl := s.details.slowest; sl != nil {
 		t += " on " + w.text(sl.Host)
 	}
@@ -744,17 +745,6 @@ func prefixed(prefix, v string) string {
 func joinText(parts ...string) string {
 	parts = slices.DeleteFunc(parts, func(s string) bool { return s == "" })
 	return strings.Join(parts, " · ")
-}
-
-func duration(ms int64) string {
-	d := time.Duration(ms) * time.Millisecond
-	switch {
-	case d < time.Second:
-		return d.String()
-	case d < time.Minute:
-		return d.Round(100 * time.Millisecond).String()
-	}
-	return d.Round(time.Second).String()
 }
 
 func tasks(n, failed, killed int) string {

@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/sparkpulse/sparkpulse/sparkapi"
+	"github.com/sparkpulse/sparkpulse/timespent"
 )
 
 // Stage details: why a stage took as long as it did and why its tasks
@@ -199,9 +200,9 @@ func (w *points) stageProgressPoint(k stageKey, s *stageItem) {
 		if median > 0 {
 			w.float("straggler_vs_median", float64(ran)/median)
 		}
-		text = joinText(text, fmt.Sprintf("task %d running %s on %s", t.Index, duration(ran), w.text(t.Host)))
+		text = joinText(text, fmt.Sprintf("task %d running %s on %s", t.Index, timespent.Duration(ran), w.text(t.Host)))
 	}
-	w.str("title", w.text(fmt.Sprintf("Stage %d.%d running for %s", k.id, k.attempt, duration(pr.at.UnixMilli()-start))))
+	w.str("title", w.text(fmt.Sprintf("Stage %d.%d running for %s", k.id, k.attempt, timespent.Duration(pr.at.UnixMilli()-start))))
 	w.str("text", text)
 	w.str("attempt_id", w.text(w.st.attemptID))
 	w.end()

@@ -2,7 +2,6 @@ package grafana
 
 import (
 	"fmt"
-	"strings"
 
 	"github.com/grafana/grafana-foundation-sdk/go/cog"
 	"github.com/grafana/grafana-foundation-sdk/go/common"
@@ -51,51 +50,32 @@ func Fleet() *dashboard.DashboardBuilder {
 		d.WithPanel(single(s.title, s.unit, s.desc, s.q))
 	}
 
-	cols := []struct{ expr, field, name, unit string }{
-		{`"app_id"`, "app_id", "Application", ""},
-		{`"applicationid"`, "applicationid", "Metrics key", ""},
-		{`"appname"`, "appname", "Name", ""},
-		{`"user"`, "user", "User", ""},
-		{`"queue"`, "queue", "Queue or namespace", ""},
-		{`"duration_ms"`, "duration_ms", "Duration", "ms"},
-		{`"executors"`, "executors", "Executors", "none"},
-		{`"executor_core_seconds" / 3600`, "core_hours", "Core-hours", "none"},
-		{fmt.Sprintf(`"executor_memory_byte_seconds" / 3600 / %d`, gib), "gib_hours", "GiB-hours", "none"},
-		{`"executor_core_seconds" * (1 - "cpu_utilisation") / 3600`, "idle_core_hours", "Idle core-hours", "none"},
-		{fmt.Sprintf(`"executor_memory_byte_seconds" * (1 - "mean_memory_utilisation") / 3600 / %d`, gib), "unused_gib_hours", "Unused GiB-hours", "none"},
-		{`"cpu_utilisation"`, "cpu_utilisation", "CPU used", "percentunit"},
-		{`"memory_utilisation"`, "memory_utilisation", "Peak memory", "percentunit"},
-		{`"gc_share"`, "gc_share", "GC share", "percentunit"},
-		{`"disk_spilled_bytes"`, "disk_spilled_bytes", "Spilled to disk", "bytes"},
-		{`"failed_tasks"`, "failed_tasks", "Failed tasks", "none"},
-		{`"saving_core_seconds" / 3600`, "saving_core_hours", "Saving, core-hours", "none"},
-		{fmt.Sprintf(`"saving_byte_seconds" / 3600 / %d`, gib), "saving_gib_hours", "Saving, GiB-hours", "none"},
-		{`"recommended"`, "recommended", "Recommended", ""},
+	cols := []column{
+		{field: "app_id", name: "Application"},
+		{field: "applicationid", name: "Metrics key"},
+		{field: "appname", name: "Name"},
+		{field: "user", name: "User"},
+		{field: "queue", name: "Queue or namespace"},
+		{field: "duration_ms", name: "Duration", unit: "ms"},
+		{field: "executors", name: "Executors", unit: "none"},
+		{field: "core_hours", name: "Core-hours", unit: "none", expr: `"executor_core_seconds" / 3600`},
+		{field: "gib_hours", name: "GiB-hours", unit: "none", expr: fmt.Sprintf(`"executor_memory_byte_seconds" / 3600 / %d`, gib)},
+		{field: "idle_core_hours", name: "Idle core-hours", unit: "none", expr: `"executor_core_seconds" * (1 - "cpu_utilisation") / 3600`},
+		{field: "unused_gib_hours", name: "Unused GiB-hours", unit: "none", expr: fmt.Sprintf(`"executor_memory_byte_seconds" * (1 - "mean_memory_utilisation") / 3600 / %d`, gib)},
+		{field: "cpu_utilisation", name: "CPU used", unit: "percentunit"},
+		{field: "memory_utilisation", name: "Peak memory", unit: "percentunit"},
+		{field: "gc_share", name: "GC share", unit: "percentunit"},
+		{field: "disk_spilled_bytes", name: "Spilled to disk", unit: "bytes"},
+		{field: "failed_tasks", name: "Failed tasks", unit: "none"},
+		{field: "saving_core_hours", name: "Saving, core-hours", unit: "none", expr: `"saving_core_seconds" / 3600`},
+		{field: "saving_gib_hours", name: "Saving, GiB-hours", unit: "none", expr: fmt.Sprintf(`"saving_byte_seconds" / 3600 / %d`, gib)},
+		{field: "recommended", name: "Recommended"},
 	}
-	var fields []string
-	for _, c := range cols {
-		fields = append(fields, fmt.Sprintf("%s AS %q", c.expr, c.field))
-	}
-	apps := table.NewPanelBuilder().
-		Title("Applications, most idle core-hours first").
-		Description("One row per application that ended in the range. Metrics key: the applicationid its metrics carry, which the Spark dashboard's Application variable lists (its id, or its spark.metrics.namespace such as its name). Idle core-hours: the core-hours held times the share of them not used; unused GiB-hours: the GiB-hours held times the share of the container the executors' mean resident memory left free. Recommended: the --conf settings of the sizing rules; the savings are theirs. `sparkpulse report --fleet` prints the same.").
-		Datasource(datasource).
-		Span(24).
-		Height(12).
-		SortBy([]cog.Builder[common.TableSortByFieldState]{
-			common.NewTableSortByFieldStateBuilder().DisplayName("Idle core-hours").Desc(true),
-		}).
-		Footer(common.NewTableFooterOptionsBuilder().Show(false).Reducer([]string{})).
-		WithTarget(&influxQLBuilder{InfluxQL{RefID: "A", RawQuery: true, ResultFormat: "table",
-			Query: fmt.Sprintf(`SELECT %s FROM "spark_app_usage" WHERE %s`, strings.Join(fields, ", "), usageEnded)}}).
-		OverrideByName("Time", []dashboard.DynamicConfigValue{{Id: "displayName", Value: "Ended"}})
-	for _, c := range cols {
-		props := []dashboard.DynamicConfigValue{{Id: "displayName", Value: c.name}}
-		if c.unit != "" {
-			props = append(props, dashboard.DynamicConfigValue{Id: "unit", Value: c.unit})
-		}
-		apps.OverrideByName(c.field, props)
-	}
+	apps := columnsTable("Applications, most idle core-hours first",
+		"One row per application that ended in the range. Metrics key: the applicationid its metrics carry, which the Spark dashboard's Application variable lists (its id, or its spark.metrics.namespace such as its name). Idle core-hours: the core-hours held times the share of them not used; unused GiB-hours: the GiB-hours held times the share of the container the executors' mean resident memory left free. Recommended: the --conf settings of the sizing rules; the savings are theirs. `sparkpulse report --fleet` prints the same.",
+		12, cols, func(fields string) string {
+			return fmt.Sprintf(`SELECT %s FROM "spark_app_usage" WHERE %s`, fields, usageEnded)
+		}, "Idle core-hours", "Ended")
 	d.WithPanel(apps)
 
 	byUser := table.NewPanelBuilder().

@@ -8,6 +8,7 @@ import (
 	"github.com/grafana/grafana-foundation-sdk/go/common"
 	"github.com/grafana/grafana-foundation-sdk/go/dashboard"
 	"github.com/grafana/grafana-foundation-sdk/go/stat"
+	"github.com/grafana/grafana-foundation-sdk/go/table"
 	"github.com/grafana/grafana-foundation-sdk/go/timeseries"
 )
 
@@ -217,4 +218,45 @@ func annotation(name, color, measurement string, enable bool) *dashboard.Annotat
 			FromAnnotations: true, TitleColumn: "title", TextColumn: "text", TimeEndColumn: "end_ms", TagsColumn: "status",
 			Limit: 500,
 		}})
+}
+
+// column is a column of a table panel: the field its query returns, the
+// name shown and the unit ("" for none).
+type column struct {
+	field, name, unit string
+	expr              string // what the query selects as field; "" for the field itself
+}
+
+// columnsTable is a full-width table of one raw InfluxQL query, made by
+// query from the SELECT list of cols; sorted by the column named sortBy,
+// largest first; its time column shown as timeName.
+func columnsTable(title, desc string, height uint32, cols []column, query func(selectList string) string, sortBy, timeName string) *table.PanelBuilder {
+	var fields []string
+	for _, c := range cols {
+		if c.expr == "" {
+			fields = append(fields, m(c.field))
+		} else {
+			fields = append(fields, fmt.Sprintf("%s AS %q", c.expr, c.field))
+		}
+	}
+	t := table.NewPanelBuilder().
+		Title(title).
+		Description(desc).
+		Datasource(datasource).
+		Span(24).
+		Height(height).
+		SortBy([]cog.Builder[common.TableSortByFieldState]{
+			common.NewTableSortByFieldStateBuilder().DisplayName(sortBy).Desc(true),
+		}).
+		Footer(common.NewTableFooterOptionsBuilder().Show(false).Reducer([]string{})).
+		WithTarget(&influxQLBuilder{InfluxQL{RefID: "A", Query: query(strings.Join(fields, ", ")), RawQuery: true, ResultFormat: "table"}}).
+		OverrideByName("Time", []dashboard.DynamicConfigValue{{Id: "displayName", Value: timeName}})
+	for _, c := range cols {
+		props := []dashboard.DynamicConfigValue{{Id: "displayName", Value: c.name}}
+		if c.unit != "" {
+			props = append(props, dashboard.DynamicConfigValue{Id: "unit", Value: c.unit})
+		}
+		t.OverrideByName(c.field, props)
+	}
+	return t
 }

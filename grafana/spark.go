@@ -2,7 +2,6 @@ package grafana
 
 import (
 	"fmt"
-	"strings"
 
 	"github.com/grafana/grafana-foundation-sdk/go/cog"
 	"github.com/grafana/grafana-foundation-sdk/go/common"
@@ -127,42 +126,21 @@ func period(label, desc string) *dashboard.CustomVariableBuilder {
 // first, with their skew and stragglers, and its failed tasks.
 func stages(d *dashboard.DashboardBuilder) {
 	d.WithRow(dashboard.NewRowBuilder("Stages (Spark REST API)"))
-	cols := []struct{ field, name, unit string }{
-		{"stage_id", "Stage", "none"}, {"stage_attempt", "Attempt", "none"}, {"name", "Name", ""}, {"status", "Status", ""},
-		{"duration_ms", "Duration", "ms"}, {"num_tasks", "Tasks", "none"}, {"num_failed_tasks", "Failed", "none"},
-		{"task_skew", "Skew (max / median)", "none"}, {"task_run_time_ms_p50", "Task median", "ms"}, {"task_run_time_ms_max", "Task max", "ms"},
-		{"gc_share", "GC share", "percentunit"}, {"disk_bytes_spilled", "Spilled to disk", "bytes"},
-		{"shuffle_read_bytes", "Shuffle read", "bytes"}, {"shuffle_fetch_wait_ms", "Fetch wait", "ms"},
-		{"straggler_executor", "Straggler executor", ""}, {"straggler_host", "Straggler host", ""}, {"task_details", "Details", ""},
+	cols := []column{
+		{field: "stage_id", name: "Stage", unit: "none"}, {field: "stage_attempt", name: "Attempt", unit: "none"}, {field: "name", name: "Name"},
+		{field: "status", name: "Status"}, {field: "duration_ms", name: "Duration", unit: "ms"}, {field: "num_tasks", name: "Tasks", unit: "none"},
+		{field: "num_failed_tasks", name: "Failed", unit: "none"}, {field: "task_skew", name: "Skew (max / median)", unit: "none"},
+		{field: "task_run_time_ms_p50", name: "Task median", unit: "ms"}, {field: "task_run_time_ms_max", name: "Task max", unit: "ms"},
+		{field: "gc_share", name: "GC share", unit: "percentunit", expr: `"jvm_gc_time_ms" / "executor_run_time_ms"`},
+		{field: "disk_bytes_spilled", name: "Spilled to disk", unit: "bytes"}, {field: "shuffle_read_bytes", name: "Shuffle read", unit: "bytes"},
+		{field: "shuffle_fetch_wait_ms", name: "Fetch wait", unit: "ms"}, {field: "straggler_executor", name: "Straggler executor"},
+		{field: "straggler_host", name: "Straggler host"}, {field: "task_details", name: "Details"},
 	}
-	var fields []string
-	for _, c := range cols {
-		if c.field == "gc_share" {
-			fields = append(fields, `"jvm_gc_time_ms" / "executor_run_time_ms" AS "gc_share"`)
-			continue
-		}
-		fields = append(fields, fmt.Sprintf("%q", c.field))
-	}
-	q := fmt.Sprintf(`SELECT %s FROM "spark_stage" WHERE %s AND "fact" = 'end' AND %s AND "end_ms" >= ${__from}`, strings.Join(fields, ", "), byApp, factsRange)
-	t := table.NewPanelBuilder().
-		Title("Stages in the range, slowest first").
-		Description("Every stage attempt of the application that ran in the time range, from Spark's REST API (needs [annotate]): its duration and tasks, how uneven its tasks were (skew: the longest task over the median; the straggler is the longest task's executor and host), the share of task time in GC, spill, shuffle read and fetch wait. Task figures are read for stages that ran at least stage-details-min-duration (5 s) or had failed tasks; Details says why a stage has none (short, budget, unavailable).").
-		Datasource(datasource).
-		Span(24).
-		Height(10).
-		SortBy([]cog.Builder[common.TableSortByFieldState]{
-			common.NewTableSortByFieldStateBuilder().DisplayName("Duration").Desc(true),
-		}).
-		Footer(common.NewTableFooterOptionsBuilder().Show(false).Reducer([]string{})).
-		WithTarget(&influxQLBuilder{InfluxQL{RefID: "A", Query: q, RawQuery: true, ResultFormat: "table"}}).
-		OverrideByName("Time", []dashboard.DynamicConfigValue{{Id: "displayName", Value: "Submitted"}})
-	for _, c := range cols {
-		props := []dashboard.DynamicConfigValue{{Id: "displayName", Value: c.name}}
-		if c.unit != "" {
-			props = append(props, dashboard.DynamicConfigValue{Id: "unit", Value: c.unit})
-		}
-		t.OverrideByName(c.field, props)
-	}
+	t := columnsTable("Stages in the range, slowest first",
+		"Every stage attempt of the application that ran in the time range, from Spark's REST API (needs [annotate]): its duration and tasks, how uneven its tasks were (skew: the longest task over the median; the straggler is the longest task's executor and host), the share of task time in GC, spill, shuffle read and fetch wait. Task figures are read for stages that ran at least stage-details-min-duration (5 s) or had failed tasks; Details says why a stage has none (short, budget, unavailable).",
+		10, cols, func(fields string) string {
+			return fmt.Sprintf(`SELECT %s FROM "spark_stage" WHERE %s AND "fact" = 'end' AND %s AND "end_ms" >= ${__from}`, fields, byApp, factsRange)
+		}, "Duration", "Submitted")
 	d.WithPanel(t)
 
 	failures := table.NewPanelBuilder().
@@ -333,41 +311,25 @@ func memory(d *dashboard.DashboardBuilder, c counters) {
 // areas, the largest resident memory first.
 func executors(d *dashboard.DashboardBuilder, c counters) {
 	d.WithRow(dashboard.NewRowBuilder("Executors (Spark REST API)"))
-	cols := []struct{ field, name, unit string }{
-		{"executor_id", "Executor", ""}, {"host", "Host", ""}, {"status", "Status", ""}, {"cores", "Cores", "none"},
-		{"added_ms", "Added", "dateTimeAsIso"}, {"duration_ms", "Lifetime", "ms"}, {"peak_ProcessTreeJVMRSSMemory", "Peak JVM RSS", "bytes"},
-		{"peak_ProcessTreePythonRSSMemory", "Peak Python RSS", "bytes"}, {"peak_JVMHeapMemory", "Peak heap", "bytes"},
-		{"peak_JVMOffHeapMemory", "Peak off-heap", "bytes"}, {"peak_OnHeapExecutionMemory", "Peak execution memory", "bytes"},
-		{"peak_OnHeapStorageMemory", "Peak storage memory", "bytes"}, {"gc_share", "GC share of task time", "percentunit"},
-		{"remove_kind", "Removed as", ""}, {"remove_reason", "Removed because", ""},
-	}
-	var fields []string
-	for _, c := range cols {
-		fields = append(fields, fmt.Sprintf("last(%q) AS %q", c.field, c.field))
+	cols := []column{
+		{field: "executor_id", name: "Executor"}, {field: "host", name: "Host"}, {field: "status", name: "Status"}, {field: "cores", name: "Cores", unit: "none"},
+		{field: "added_ms", name: "Added", unit: "dateTimeAsIso"}, {field: "duration_ms", name: "Lifetime", unit: "ms"},
+		{field: "peak_ProcessTreeJVMRSSMemory", name: "Peak JVM RSS", unit: "bytes"}, {field: "peak_ProcessTreePythonRSSMemory", name: "Peak Python RSS", unit: "bytes"},
+		{field: "peak_JVMHeapMemory", name: "Peak heap", unit: "bytes"}, {field: "peak_JVMOffHeapMemory", name: "Peak off-heap", unit: "bytes"},
+		{field: "peak_OnHeapExecutionMemory", name: "Peak execution memory", unit: "bytes"}, {field: "peak_OnHeapStorageMemory", name: "Peak storage memory", unit: "bytes"},
+		{field: "gc_share", name: "GC share of task time", unit: "percentunit"}, {field: "remove_kind", name: "Removed as"}, {field: "remove_reason", name: "Removed because"},
 	}
 	// Each executor's latest snapshot (its series is tagged with process),
 	// of those seen from a day before the range to its end: an executor
 	// gets a snapshot whenever something of it changed.
-	q := fmt.Sprintf(`SELECT %s FROM "spark_executor" WHERE %s AND %s GROUP BY "process"`, strings.Join(fields, ", "), byApp, factsRange)
-	t := table.NewPanelBuilder().
-		Title("Executors: lifetime, removal and peak memory").
-		Description("One row per driver and executor of the application seen in the time range (or the day before it), from Spark's REST API (needs [annotate]), as last seen: the host it ran on, how it ended (REMOVED, with Spark's or the cluster manager's reason, e.g. a container killed over its memory limit; ENDED with the application; ACTIVE), and the peak of each memory area over its life (peakMemoryMetrics, Spark 3+, with spark.executor.processTreeMetrics.enabled for the RSS columns). Sorted by peak JVM RSS, what a container memory limit counts.").
-		Datasource(datasource).
-		Span(24).
-		Height(10).
-		SortBy([]cog.Builder[common.TableSortByFieldState]{
-			common.NewTableSortByFieldStateBuilder().DisplayName("Peak JVM RSS").Desc(true),
-		}).
-		Footer(common.NewTableFooterOptionsBuilder().Show(false).Reducer([]string{})).
-		WithTarget(&influxQLBuilder{InfluxQL{RefID: "A", Query: q, RawQuery: true, ResultFormat: "table"}}).
-		OverrideByName("Time", []dashboard.DynamicConfigValue{{Id: "displayName", Value: "Last seen"}})
-	for _, c := range cols {
-		props := []dashboard.DynamicConfigValue{{Id: "displayName", Value: c.name}}
-		if c.unit != "" {
-			props = append(props, dashboard.DynamicConfigValue{Id: "unit", Value: c.unit})
-		}
-		t.OverrideByName(c.field, props)
+	for i := range cols {
+		cols[i].expr = fmt.Sprintf("last(%q)", cols[i].field)
 	}
+	t := columnsTable("Executors: lifetime, removal and peak memory",
+		"One row per driver and executor of the application seen in the time range (or the day before it), from Spark's REST API (needs [annotate]), as last seen: the host it ran on, how it ended (REMOVED, with Spark's or the cluster manager's reason, e.g. a container killed over its memory limit; ENDED with the application; ACTIVE), and the peak of each memory area over its life (peakMemoryMetrics, Spark 3+, with spark.executor.processTreeMetrics.enabled for the RSS columns). Sorted by peak JVM RSS, what a container memory limit counts.",
+		10, cols, func(fields string) string {
+			return fmt.Sprintf(`SELECT %s FROM "spark_executor" WHERE %s AND %s GROUP BY "process"`, fields, byApp, factsRange)
+		}, "Peak JVM RSS", "Last seen")
 	d.WithPanel(t)
 
 	advice := table.NewPanelBuilder().

@@ -387,13 +387,15 @@ func ratio(n, d int64) float64 {
 
 func roundUp(n, step int64) int64 { return (n + step - 1) / step * step }
 
-// Bytes writes a size for people: 2.7 GiB, 512 MiB.
+// Bytes writes a size for people: 2.7 GiB, 512 MiB, 3 KiB.
 func Bytes(n int64) string {
 	switch {
 	case n >= 1<<30:
 		return fmt.Sprintf("%.1f GiB", float64(n)/(1<<30))
 	case n >= 1<<20:
 		return fmt.Sprintf("%d MiB", n>>20)
+	case n >= 1<<10:
+		return fmt.Sprintf("%d KiB", n>>10)
 	}
 	return fmt.Sprintf("%d B", n)
 }

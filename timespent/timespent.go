@@ -34,6 +34,8 @@ import (
 	"slices"
 	"strings"
 	"time"
+
+	"github.com/sparkpulse/sparkpulse/sizing"
 )
 
 // Stage is what the REST API says of a stage attempt.
@@ -173,7 +175,7 @@ func judgeStage(s Stage) StageReport {
 	}
 	read := s.InputBytes + s.ShuffleReadBytes
 	if s.DiskSpilledBytes >= SpillMinBytes && float64(s.DiskSpilledBytes) >= SpillShare*float64(read) {
-		add("spill", "tasks spilled %s to disk, reading %s", Bytes(s.DiskSpilledBytes), Bytes(read))
+		add("spill", "tasks spilled %s to disk, reading %s", sizing.Bytes(s.DiskSpilledBytes), sizing.Bytes(read))
 	}
 	if !s.Detailed {
 		out.Note = "no task details (short, over the request budget, or not offered by this Spark): skew not judged"
@@ -191,19 +193,6 @@ func Duration(ms int64) string {
 		return d.Round(100 * time.Millisecond).String()
 	}
 	return d.Round(time.Second).String()
-}
-
-// Bytes writes a size for people.
-func Bytes(n int64) string {
-	switch {
-	case n >= 1<<30:
-		return fmt.Sprintf("%.1f GiB", float64(n)/(1<<30))
-	case n >= 1<<20:
-		return fmt.Sprintf("%d MiB", n>>20)
-	case n >= 1<<10:
-		return fmt.Sprintf("%d KiB", n>>10)
-	}
-	return fmt.Sprintf("%d B", n)
 }
 
 // Text writes the report for people.

@@ -90,3 +90,11 @@ func TestJudge(t *testing.T) {
 		t.Errorf("text:\n%s\nwant it to end with\n%s", text, want)
 	}
 }
+
+func TestDuration(t *testing.T) {
+	for ms, want := range map[int64]string{51: "51ms", 4230: "4.2s", 125_400: "2m5s"} {
+		if got := Duration(ms); got != want {
+			t.Errorf("Duration(%d) = %q, want %q", ms, got, want)
+		}
+	}
+}
