@@ -1,7 +1,9 @@
 package annotate
 
 import (
+	"cmp"
 	"regexp"
+	"slices"
 	"strings"
 )
 
@@ -9,8 +11,8 @@ import (
 // applicationid: the application id by default, or what the namespace
 // setting says, e.g. ${spark.app.name}. Points about the application are
 // tagged with the same key, so that dashboards, the accounting and the
-// Executors table join them to its metrics; spark_app and spark_app_usage
-// keep the application id in the field app_id.
+// Executors table join them to its metrics; spark_app, spark_app_usage and
+// spark_reconcile keep the application id in the field app_id.
 
 var (
 	configRef  = regexp.MustCompile(`\$\{([^}]*)\}`)
@@ -69,16 +71,33 @@ func (st *appState) ambiguous() string {
 		strings.Join(st.namesakes, ", ") + " of the same name ran at the same time: the stream cannot tell them apart"
 }
 
-// namesakes gives each attempt of a listing the ids of the other attempts
-// of the same name whose run overlaps its own (running ones up to nowMs).
-func namesakes(intervals map[string][]interval) map[appKey][]string {
+// namesakes gives each attempt of a listing that overlaps another of the
+// same name the ids of one or two of those (enough to say why), sorting
+// each name's runs by start: a run overlaps another if one that started
+// before it ends after its start, or the next to start starts before its
+// end. Linear after the sort, however many runs share a name.
+func namesakes(byName map[string][]interval) map[appKey][]string {
 	out := map[appKey][]string{}
-	for _, list := range intervals {
-		for i, a := range list {
-			for j, b := range list {
-				if i != j && a.key.app != b.key.app && a.key.start <= b.end && b.key.start <= a.end {
-					out[a.key] = append(out[a.key], b.key.app)
-				}
+	for _, runs := range byName {
+		if len(runs) < 2 {
+			continue
+		}
+		slices.SortFunc(runs, func(a, b interval) int { return cmp.Compare(a.key.start, b.key.start) })
+		var latest *interval // of the runs before the current one, the one that ends last
+		for i := range runs {
+			a := &runs[i]
+			var ids []string
+			if latest != nil && latest.end >= a.key.start && latest.key.app != a.key.app {
+				ids = append(ids, latest.key.app)
+			}
+			if i+1 < len(runs) && runs[i+1].key.start <= a.end && runs[i+1].key.app != a.key.app {
+				ids = append(ids, runs[i+1].key.app)
+			}
+			if ids != nil {
+				out[a.key] = ids
+			}
+			if latest == nil || a.end > latest.end {
+				latest = a
 			}
 		}
 	}

@@ -3,6 +3,7 @@ package annotate
 import (
 	"context"
 	"fmt"
+	"slices"
 	"strings"
 	"testing"
 
@@ -25,6 +26,29 @@ func TestMetricsKey(t *testing.T) {
 	} {
 		if got := metricsKey("app-1", c.props); got != c.want {
 			t.Errorf("metricsKey(%v) = %q, want %q", c.props, got, c.want)
+		}
+	}
+}
+
+func TestNamesakes(t *testing.T) {
+	run := func(id string, start, end int64) interval { return interval{appKey{id, start}, end} }
+	got := namesakes(map[string][]interval{
+		// b overlaps a, c is alone; d overlaps e and f, which do not
+		// overlap each other.
+		"etl":   {run("c", 300, 400), run("a", 0, 100), run("b", 50, 200)},
+		"shell": {run("d", 0, 1000), run("e", 900, 1100), run("f", 10, 20)},
+		"alone": {run("g", 0, 10)},
+	})
+	want := map[appKey][]string{
+		{"a", 0}: {"b"}, {"b", 50}: {"a"},
+		{"d", 0}: {"f"}, {"f", 10}: {"d"}, {"e", 900}: {"d"},
+	}
+	if len(got) != len(want) {
+		t.Errorf("namesakes %v, want %v", got, want)
+	}
+	for k, ids := range want {
+		if !slices.Equal(got[k], ids) {
+			t.Errorf("%v: namesakes %v, want %v", k, got[k], ids)
 		}
 	}
 }

@@ -480,7 +480,9 @@ func (p *Poller) pollSource(ctx context.Context, s *source) {
 				s.apps[key] = st
 			}
 			st.refresh(s, &app, att)
-			st.namesakes = overlaps[key]
+			if ids := overlaps[key]; ids != nil && st.namesakes == nil {
+				st.namesakes = ids // kept: a namesake that ended may drop out of later listings
+			}
 			if err := p.syncApp(ctx, st, now); err != nil {
 				if ctx.Err() != nil {
 					return
