@@ -138,6 +138,7 @@ type Queue struct {
 	out      []*Batch  // memory batches handed out and not acknowledged
 	bytes    int       // reserved: batches being filled, waiting and out
 	free     [][]byte  // memory of done batches, for later ones
+	freeCap  int       // bytes of the buffers in free
 	lastSize int       // bytes of the last batch put, to size the next
 	disk     *diskQueue
 	diskBusy bool          // a disk record is handed out
@@ -231,7 +232,9 @@ func (q *Queue) Buffer() []byte {
 	size := min(max(q.lastSize+q.lastSize/8, 4<<10), q.cfg.MaxBytes)
 	for len(q.free) > 0 {
 		buf := q.free[len(q.free)-1]
+		q.free[len(q.free)-1] = nil
 		q.free = q.free[:len(q.free)-1]
+		q.freeCap -= cap(buf)
 		// One from a time of much smaller or larger batches is let go; a
 		// slightly small one grows in the rare case it falls short.
 		if c := cap(buf); c >= q.lastSize-q.lastSize/8 && c <= 4*size {
@@ -241,14 +244,19 @@ func (q *Queue) Buffer() []byte {
 	return make([]byte, 0, size)
 }
 
-// maxFree bounds the memory of done batches kept for reuse: enough for the
-// batches in flight and the one being filled.
-const maxFree = 4
+// minFree done batches are always kept for reuse: enough for the batches
+// in flight and the one being filled.
+const minFree = 4
 
-// recycle keeps the memory of a done memory batch. Called with mu held.
+// recycle keeps the memory of a done memory batch for a later one: a few
+// always, more while the batches held and kept stay within MaxBytes. A
+// new batch then rarely needs new memory, which costs more than filling
+// it: fresh pages fault in and are cleared, and memory the collector
+// returned to the system must be fetched again. Called with mu held.
 func (q *Queue) recycle(b *Batch) {
-	if !b.fromDisk && len(q.free) < maxFree {
+	if c := cap(b.Data); !b.fromDisk && (len(q.free) < minFree || q.bytes+q.freeCap+c <= q.cfg.MaxBytes) {
 		q.free = append(q.free, b.Data)
+		q.freeCap += c
 	}
 	b.Data = nil
 }

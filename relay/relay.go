@@ -34,6 +34,7 @@ import (
 	"slices"
 	"strconv"
 	"strings"
+	"sync"
 	"sync/atomic"
 	"time"
 
@@ -147,9 +148,14 @@ type Relay struct {
 	cfg    Config
 	appTag []byte // nil unless OnApp is set
 	cache  *seriesCache
-	idle   chan *Conn  // closed Conns, for reuse
-	blocks chan []byte // block buffers between uses
+	idle   chan *Conn // closed Conns, for reuse
 	stats  Stats
+
+	// Block buffers between uses, last in first out: the one released
+	// last is likeliest still in the CPU's cache, so encoding into it
+	// does not first fetch a cold buffer's lines from memory.
+	blockMu sync.Mutex
+	blocks  [][]byte
 }
 
 // New returns a Relay.
@@ -172,7 +178,7 @@ func New(cfg Config) *Relay {
 		}
 	}
 	r := &Relay{cfg: cfg, cache: newSeriesCache(cfg.CacheSize, tracker, appTag, cfg.Now().UnixNano()),
-		idle: make(chan *Conn, maxIdleConns), blocks: make(chan []byte, maxIdleBlocks)}
+		idle: make(chan *Conn, maxIdleConns)}
 	if cfg.OnApp != nil && cfg.AppTag != "" {
 		r.appTag = []byte(cfg.AppTag)
 	}
@@ -190,8 +196,8 @@ func (r *Relay) CachedSeries() int { return r.cache.len() }
 // holds a block buffer only from its first point to the Flush that hands
 // the block on: connections waiting for data hold none, and the buffers
 // in use are as many as the connections processing a block. The free
-// lists are bounded channels rather than sync.Pools, which every garbage
-// collection empties.
+// lists are bounded (a channel of Conns, a stack of blocks) rather than
+// sync.Pools, which every garbage collection empties.
 func (r *Relay) NewConn(remote net.Addr) graphite.ConnHandler {
 	var c *Conn
 	select {
@@ -206,12 +212,15 @@ func (r *Relay) NewConn(remote net.Addr) graphite.ConnHandler {
 // block returns a block buffer: room for the points of a whole Spark
 // report, instead of a dozen doublings.
 func (r *Relay) block() []byte {
-	select {
-	case b := <-r.blocks:
+	r.blockMu.Lock()
+	defer r.blockMu.Unlock()
+	if n := len(r.blocks); n > 0 {
+		b := r.blocks[n-1]
+		r.blocks[n-1] = nil
+		r.blocks = r.blocks[:n-1]
 		return b
-	default:
-		return make([]byte, 0, 48<<10)
 	}
+	return make([]byte, 0, 48<<10)
 }
 
 // release keeps a block buffer for the next block, unless it grew large.
@@ -219,9 +228,10 @@ func (r *Relay) release(b []byte) {
 	if cap(b) > maxPooledBlock {
 		return
 	}
-	select {
-	case r.blocks <- b[:0]:
-	default: // enough are kept
+	r.blockMu.Lock()
+	defer r.blockMu.Unlock()
+	if len(r.blocks) < maxIdleBlocks {
+		r.blocks = append(r.blocks, b[:0])
 	}
 }
 
