@@ -78,6 +78,7 @@ func spark(c counters) *dashboard.DashboardBuilder {
 	stages(d)
 	io(d, c)
 	memory(d, c)
+	containers(d, c)
 	executors(d, c)
 	jvm(d, c)
 	driver(d, c)
@@ -304,6 +305,33 @@ func memory(d *dashboard.DashboardBuilder, c counters) {
 	d.WithPanel(series("Garbage collections per minute", "short", "Minor (young) and major (old) collections per minute, per process."+c.note,
 		query("", c.rate(m("MinorGCCount"), perMinute, app, `"process"`), "minor $tag_process"),
 		query("", c.rate(m("MajorGCCount"), perMinute, app, `"process"`), "major $tag_process")))
+}
+
+// containers is the CERN SparkPlugins' cgroup metrics: what each
+// executor's container used, Python workers and other children included.
+// The row is collapsed: it has data only where the plugin runs.
+func containers(d *dashboard.DashboardBuilder, c counters) {
+	app := []string{byApp, byProcess}
+	const cg = "ch.cern.CgroupMetrics."
+	const needs = " Needs spark.plugins=ch.cern.CgroupMetrics (CERN SparkPlugins; containers with cgroups, e.g. on Kubernetes)."
+	row := dashboard.NewRowBuilder("Containers (CERN SparkPlugins cgroup metrics)").Collapsed(true)
+	for _, b := range []panel{
+		stacked(series("Container CPU (cores)", "short", "CPU time of each executor's container per second of wall clock: the JVM and its children, Python workers included."+coresNote+needs+c.note,
+			query("", c.rate(m(cg+"CPUTimeNanosec"), nsCores, app, `"process"`), "$tag_process"))),
+		series("Container, JVM and task CPU (cores)", "short", "The containers' CPU against the executor JVMs' and the tasks', all selected executors: what the containers use above the JVMs is Python workers and other children, which task CPU never counts."+coresNote+needs+c.note,
+			query("", c.rate(m(cg+"CPUTimeNanosec"), nsCores, app, ""), "containers"),
+			query("", c.rate(m("jvmCpuTime"), nsCores, []string{byApp, executorsOnly}, ""), "executor JVMs"),
+			query("", c.rate(m("cpuTime.count"), nsCores, app, ""), "tasks")),
+		series("Container memory", "bytes", "Resident and page-cache memory of each executor's container, as its cgroup counts them (the limit counts both)."+needs,
+			query("", gaugeQ("max", m(cg+"MemoryRss"), app, `"process"`), "RSS $tag_process"),
+			query("", gaugeQ("max", m(cg+"MemoryCache"), app, `"process"`), "cache $tag_process")),
+		series("Container network", "Bps", "Bytes per second the containers received and sent, all selected executors."+needs+c.note,
+			query("", c.rate(m(cg+"NetworkBytesIn"), perSecond, app, ""), "received"),
+			query("", c.rate(m(cg+"NetworkBytesOut"), perSecond, app, ""), "sent")),
+	} {
+		row.WithPanel(b)
+	}
+	d.WithRow(row)
 }
 
 // executors is the table of the application's driver and executors from
