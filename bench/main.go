@@ -195,6 +195,7 @@ type contender struct {
 	points    int
 	took      time.Duration
 	cpu       time.Duration // sparkpulse's CPU time, when it is the contender
+	sys       time.Duration // the part of cpu spent in the kernel
 	influxCPU time.Duration // influxd's CPU time during the run
 	lines     int
 }
@@ -204,6 +205,7 @@ func (c contender) rate() float64 { return float64(c.points) / c.took.Seconds() 
 // perLine and perPoint are CPU per line of the stream and per point, as
 // "1.23 µs".
 func (c contender) perLine() float64  { return float64(c.cpu.Nanoseconds()) / float64(c.lines) }
+func (c contender) sysLine() float64  { return float64(c.sys.Nanoseconds()) / float64(c.lines) }
 func (c contender) perPoint() float64 { return float64(c.influxCPU.Nanoseconds()) / float64(c.points) }
 
 func micros(ns float64) string { return fmt.Sprintf("%.2f µs", ns/1e3) }
@@ -299,15 +301,15 @@ func printContenders(runs map[string][]contender, order []string) {
 		}
 		return spread(rs, "%.2f")
 	}
-	fmt.Println("| into InfluxDB | points | points/s | against | sparkpulse CPU per line | influxd CPU per point |")
-	fmt.Println("|---|---|---|---|---|---|")
+	fmt.Println("| into InfluxDB | points | points/s | against | sparkpulse CPU per line | of it in the kernel | influxd CPU per point |")
+	fmt.Println("|---|---|---|---|---|---|---|")
 	for _, key := range order {
 		cs := runs[key]
-		var rate, cpu, icpu []float64
+		var rate, cpu, sys, icpu []float64
 		for _, c := range cs {
 			rate, icpu = append(rate, c.rate()), append(icpu, c.perPoint())
 			if c.cpu > 0 {
-				cpu = append(cpu, c.perLine())
+				cpu, sys = append(cpu, c.perLine()), append(sys, c.sysLine())
 			}
 		}
 		against := ""
@@ -317,7 +319,7 @@ func printContenders(runs map[string][]contender, order []string) {
 		case "sparkpulse_cern":
 			against = ratio(key, "bare_cern") + "× the bare loader, " + ratio(key, "influx_cern") + "× InfluxDB's listener"
 		}
-		fmt.Printf("| %s | %d | %s | %s | %s | %s |\n", cs[0].name, cs[0].points, spreadOf(rate, mega), against, spreadOf(cpu, micros), spreadOf(icpu, micros))
+		fmt.Printf("| %s | %d | %s | %s | %s | %s | %s |\n", cs[0].name, cs[0].points, spreadOf(rate, mega), against, spreadOf(cpu, micros), spreadOf(sys, micros), spreadOf(icpu, micros))
 	}
 	fmt.Println()
 }
@@ -530,6 +532,7 @@ func viaSparkpulse(bin, dir string, srv *influxtest.Server, db, conf string, rep
 	} else {
 		profiled <- nil
 	}
+	_, sys0 := procTimes(p.cmd.Process.Pid)
 	cpu0, icpu0 := p.cpu(), procCPU(srv.PID())
 	start := time.Now()
 	if err := sendReports(addr, reports, 8); err != nil {
@@ -551,7 +554,8 @@ func viaSparkpulse(bin, dir string, srv *influxtest.Server, db, conf string, rep
 	if strings.Contains(conf, "templates") {
 		name = "sparkpulse, CERN templates"
 	}
-	return contender{name: name, db: db, points: n, took: took, cpu: p.cpu() - cpu0, lines: lines,
+	_, sys1 := procTimes(p.cmd.Process.Pid)
+	return contender{name: name, db: db, points: n, took: took, cpu: p.cpu() - cpu0, sys: sys1 - sys0, lines: lines,
 		influxCPU: procCPU(srv.PID()) - icpu0}, nil
 }
 
@@ -1020,14 +1024,20 @@ func (p *proc) cpu() time.Duration { return procCPU(p.cmd.Process.Pid) }
 
 // procCPU is a process's CPU time, user and system, from /proc.
 func procCPU(pid int) time.Duration {
+	user, sys := procTimes(pid)
+	return user + sys
+}
+
+// procTimes is a process's CPU time in user space and in the kernel.
+func procTimes(pid int) (user, sys time.Duration) {
 	b, err := os.ReadFile(fmt.Sprintf("/proc/%d/stat", pid))
 	if err != nil {
-		return 0
+		return 0, 0
 	}
 	f := strings.Fields(string(b[bytes.LastIndexByte(b, ')')+2:]))
 	utime, _ := strconv.ParseInt(f[11], 10, 64)
 	stime, _ := strconv.ParseInt(f[12], 10, 64)
-	return time.Duration(utime+stime) * time.Second / 100 // USER_HZ
+	return time.Duration(utime) * time.Second / 100, time.Duration(stime) * time.Second / 100 // USER_HZ
 }
 
 // rss is the process's resident memory in bytes.

@@ -109,35 +109,88 @@ type cacheShard struct {
 	_        [24]byte   // keeps shards on their own cache lines
 }
 
-// table is an open-addressed hash table of series with linear probing,
-// never more than 3/4 full. Only the shard's mutex holder stores.
+// table is an open-addressed hash table of series, probed linearly by
+// bucket and never more than 7/8 full. A bucket is one cache line: seven
+// series pointers and, in one word, a byte of each one's hash (its tag).
+// A lookup reads a bucket's tags and follows only a pointer whose tag
+// matches: with one pointer per slot and no tags, every probe of a slot
+// that holds another series read that series from memory, a cache miss
+// that cost more than the rest of the line's work. Only the shard's mutex
+// holder stores; a slot's pointer is stored before its tag, so a reader
+// that sees the tag sees the pointer.
 type table struct {
-	slots []atomic.Pointer[series]
-	n     int // series stored
+	buckets []bucket
+	n       int // series stored
 }
 
-const firstTableSize = 64
+const slotsPerBucket = 7
 
-func newTable(size int) *table { return &table{slots: make([]atomic.Pointer[series], size)} }
+type bucket struct {
+	tags  atomic.Uint64 // byte i is slots[i]'s tag, 0 while it is empty; slots fill in order
+	slots [slotsPerBucket]atomic.Pointer[series]
+}
+
+// firstTableBuckets is a new table's size: 56 series.
+const firstTableBuckets = 8
+
+func newTable(buckets int) *table { return &table{buckets: make([]bucket, buckets)} }
+
+// tagOf is the byte of h a bucket keeps for its series: never 0, which
+// marks an empty slot. It comes from the half of h that neither the shard
+// nor the bucket index is taken from.
+func tagOf(h delta.ID) uint8 { return max(uint8(h[1]>>56), 1) }
 
 func (t *table) find(h delta.ID) *series {
-	mask := uint64(len(t.slots) - 1)
+	tag, mask := tagOf(h), uint64(len(t.buckets)-1)
 	for i := h[0] & mask; ; i = (i + 1) & mask {
-		s := t.slots[i].Load()
-		if s == nil || s.key == h {
-			return s
+		b := &t.buckets[i]
+		tags := b.tags.Load()
+		for j := range slotsPerBucket {
+			switch uint8(tags >> (8 * j)) {
+			case 0: // the end of the probe sequence: slots are never emptied
+				return nil
+			case tag:
+				if s := b.slots[j].Load(); s.key == h {
+					return s
+				}
+			}
 		}
 	}
 }
 
 func (t *table) store(s *series) {
-	mask := uint64(len(t.slots) - 1)
-	i := s.key[0] & mask
-	for t.slots[i].Load() != nil {
-		i = (i + 1) & mask
+	tag, mask := tagOf(s.key), uint64(len(t.buckets)-1)
+	for i := s.key[0] & mask; ; i = (i + 1) & mask {
+		b := &t.buckets[i]
+		tags := b.tags.Load()
+		for j := range slotsPerBucket {
+			if uint8(tags>>(8*j)) == 0 {
+				b.slots[j].Store(s)
+				b.tags.Store(tags | uint64(tag)<<(8*j))
+				t.n++
+				return
+			}
+		}
 	}
-	t.slots[i].Store(s)
-	t.n++
+}
+
+// full reports whether one more series would fill t past 7/8 of its slots.
+func (t *table) full() bool { return (t.n+1)*8 > len(t.buckets)*slotsPerBucket*7 }
+
+// all yields every series in t.
+func (t *table) all(yield func(*series) bool) {
+	for i := range t.buckets {
+		b := &t.buckets[i]
+		tags := b.tags.Load()
+		for j := range slotsPerBucket {
+			if uint8(tags>>(8*j)) == 0 {
+				break
+			}
+			if !yield(b.slots[j].Load()) {
+				return
+			}
+		}
+	}
 }
 
 // newSeriesCache holds up to about size series, from now (unix ns); with
@@ -145,7 +198,7 @@ func (t *table) store(s *series) {
 func newSeriesCache(size int, tracker *delta.Tracker, appTag string, now int64) *seriesCache {
 	c := &seriesCache{perGen: max(size/2/cacheShards, 1), start: now, tracker: tracker, appKey: "," + appTag + "="}
 	for i := range c.shards {
-		c.shards[i].cur.Store(newTable(firstTableSize))
+		c.shards[i].cur.Store(newTable(firstTableBuckets))
 	}
 	return c
 }
@@ -197,7 +250,7 @@ func (c *seriesCache) add(sh *cacheShard, s *series, now int64) {
 	if full := cur.n >= c.perGen; full || now-sh.since >= cacheTTL {
 		dropped := sh.old.Load()
 		sh.old.Store(cur)
-		cur = newTable(firstTableSize)
+		cur = newTable(firstTableBuckets)
 		sh.cur.Store(cur)
 		sh.since = now
 		if dropped != nil && c.tracker != nil {
@@ -208,15 +261,13 @@ func (c *seriesCache) add(sh *cacheShard, s *series, now int64) {
 }
 
 // store puts s in the current table, growing it first when it would be
-// more than three quarters full.
+// more than 7/8 full.
 func (sh *cacheShard) store(s *series) {
 	cur := sh.cur.Load()
-	if (cur.n+1)*4 > len(cur.slots)*3 {
-		grown := newTable(2 * len(cur.slots))
-		for i := range cur.slots {
-			if e := cur.slots[i].Load(); e != nil {
-				grown.store(e)
-			}
+	if cur.full() {
+		grown := newTable(2 * len(cur.buckets))
+		for e := range cur.all {
+			grown.store(e)
 		}
 		cur = grown
 		sh.cur.Store(cur) // readers of the old table still find what it had
@@ -234,9 +285,8 @@ func (c *seriesCache) retire(sh *cacheShard, dropped, cur *table, full bool, now
 	ttl := int64(c.tracker.IdleTTL() / time.Second)
 	nowSec := c.sec(now)
 	lost := false
-	for i := range dropped.slots {
-		e := dropped.slots[i].Load()
-		if e == nil || !e.cumulative() || old.find(e.key) != nil {
+	for e := range dropped.all {
+		if !e.cumulative() || old.find(e.key) != nil {
 			continue
 		}
 		mu := c.stripe(e.key)
@@ -307,9 +357,8 @@ func (c *seriesCache) states(yield func(*series, delta.State) bool) {
 			if t == nil {
 				continue
 			}
-			for j := range t.slots {
-				e := t.slots[j].Load()
-				if e == nil || !e.cumulative() || t == old && cur.find(e.key) == e {
+			for e := range t.all {
+				if !e.cumulative() || t == old && cur.find(e.key) == e {
 					continue
 				}
 				mu := c.stripe(e.key)

@@ -17,6 +17,48 @@ const sec = int64(1e9)
 
 func id(path string) delta.ID { return delta.Hash([]byte(path)) }
 
+// A table finds every series it holds and no other, when their probe
+// sequences run through full buckets, wrap around the table's end, and
+// share a tag; it grows past 7/8 full.
+func TestTableProbes(t *testing.T) {
+	tb := newTable(4)
+	last := uint64(len(tb.buckets) - 1)
+	var held []delta.ID
+	for i := range 20 { // all in the last bucket: 6 in it, 14 beyond the end
+		h := delta.ID{last | uint64(i)<<8, uint64(i%3+1) << 56} // three tags
+		if tb.full() {
+			t.Fatalf("full at %d series of %d slots", tb.n, len(tb.buckets)*slotsPerBucket)
+		}
+		tb.store(&series{key: h})
+		held = append(held, h)
+	}
+	for _, h := range held {
+		if s := tb.find(h); s == nil || s.key != h {
+			t.Errorf("%x: found %v", h, s)
+		}
+		absent := delta.ID{h[0], h[1] + 1} // same bucket, same tag
+		if s := tb.find(absent); s != nil {
+			t.Errorf("%x: found %x", absent, s.key)
+		}
+	}
+	n := 0
+	for range tb.all {
+		n++
+	}
+	if n != len(held) || tb.n != n {
+		t.Errorf("all yields %d series, n = %d, want %d", n, tb.n, len(held))
+	}
+	for i := len(held); !tb.full(); i++ {
+		tb.store(&series{key: delta.ID{uint64(i), 0}}) // tag 0 is stored as 1
+	}
+	if want := len(tb.buckets) * slotsPerBucket * 7 / 8; tb.n != want {
+		t.Errorf("full at %d series, want %d", tb.n, want)
+	}
+	if s := tb.find(delta.ID{uint64(len(held)), 0}); s == nil {
+		t.Error("a series whose hash has a zero tag byte is not found")
+	}
+}
+
 // Lookups find what was put, also paths whose hashes share a first half
 // and tables that grew; an entry found only in the old generation moves to
 // the current one; the old one is dropped when the current one fills up or
@@ -247,7 +289,7 @@ func BenchmarkCacheGet(b *testing.B) {
 			for b.Loop() {
 				h := ids[order[i%n]]
 				if !tc.hit {
-					h[1] ^= 2 // same slot, another path
+					h[1] = ^h[1] // another path in the same bucket
 				}
 				if s := c.get(h, 0); (s != nil) != tc.hit {
 					b.Fatalf("lookup %d: found %v", i, s)

@@ -254,6 +254,10 @@ type Conn struct {
 	deltaKey []byte // "<field>_delta" scratch
 	rateKey  []byte // "<field>_rate" scratch
 	now      int64  // receive time of this block, unix ns; 0 until needed
+	// A report's lines share their time: the last one written, and its
+	// text with the leading ' ', are kept rather than formatted per line.
+	lastTS int64
+	tsText []byte
 
 	lines   uint64
 	dropped [NumReasons]uint64
@@ -326,8 +330,10 @@ func (c *Conn) encode(line []byte) (Reason, string) {
 			}
 		}
 	}
-	b = append(b, ' ')
-	b = strconv.AppendInt(b, ts, 10)
+	if ts != c.lastTS || len(c.tsText) == 0 {
+		c.lastTS, c.tsText = ts, strconv.AppendInt(append(c.tsText[:0], ' '), ts, 10)
+	}
+	b = append(b, c.tsText...)
 	c.out = append(b, '\n')
 	c.points++
 	if s.appSum != c.lastApp && c.apps < maxAppsPerBlock {
