@@ -59,6 +59,68 @@ type fleetReport struct {
 
 const gibHour = 3600 * (1 << 30)
 
+// appendFleetApps appends the applications of one series of
+// spark_app_usage rows.
+func appendFleetApps(apps []fleetApp, s influx.Series) []fleetApp {
+	col := map[string]int{}
+	for i, c := range s.Columns {
+		col[c] = i
+	}
+	for _, row := range s.Values {
+		get := func(k string) any {
+			if i, ok := col[k]; ok && i < len(row) {
+				return row[i]
+			}
+			return nil
+		}
+		num := func(k string) (float64, bool) {
+			n, ok := get(k).(json.Number)
+			if !ok {
+				return 0, false
+			}
+			f, err := n.Float64()
+			return f, err == nil
+		}
+		f := func(k string) float64 { v, _ := num(k); return v }
+		str := func(k string) string { v, _ := get(k).(string); return v }
+		a := fleetApp{Application: cmp.Or(str("app_id"), str("applicationid")), MetricsKey: str("applicationid"), Name: str("appname"), User: str("user"), Queue: str("queue"),
+			Ended: str("time"), DurationMs: int64(f("duration_ms")), Executors: int64(f("executors")),
+			CoreHours: f("executor_core_seconds") / 3600, GiBHours: f("executor_memory_byte_seconds") / gibHour,
+			GCShare: f("gc_share"), FailedTasks: int64(f("failed_tasks")),
+			SavingCoreHours: f("saving_core_seconds") / 3600, SavingGiBHours: f("saving_byte_seconds") / gibHour,
+			Recommended: str("recommended")}
+		if v, ok := num("cpu_utilisation"); ok {
+			a.CPUUtilisation = &v
+			a.IdleCoreHours = a.CoreHours * (1 - v)
+		}
+		if v, ok := num("memory_utilisation"); ok {
+			a.MemoryUtilisation = &v
+		}
+		if v, ok := num("mean_memory_utilisation"); ok {
+			a.UnusedGiBHours = a.GiBHours * (1 - v)
+		}
+		apps = append(apps, a)
+	}
+	return apps
+}
+
+// rank orders the applications, most idle core-hours first, and sums them.
+func (r *fleetReport) rank() {
+	slices.SortStableFunc(r.Applications, func(a, b fleetApp) int {
+		return cmp.Or(cmp.Compare(b.IdleCoreHours, a.IdleCoreHours), cmp.Compare(b.GiBHours, a.GiBHours), strings.Compare(a.Application, b.Application))
+	})
+	t := &r.Totals
+	for _, a := range r.Applications {
+		t.Applications++
+		t.CoreHours += a.CoreHours
+		t.GiBHours += a.GiBHours
+		t.IdleCoreHours += a.IdleCoreHours
+		t.UnusedGiBHours += a.UnusedGiBHours
+		t.SavingCoreHours += a.SavingCoreHours
+		t.SavingGiBHours += a.SavingGiBHours
+	}
+}
+
 // reportFleet reads the spark_app_usage facts of the applications that
 // ended in the last since, where the annotator writes them.
 func reportFleet(ctx context.Context, plan *Plan, since time.Duration, asJSON bool, stdout io.Writer) error {
@@ -80,59 +142,9 @@ func reportFleet(ctx context.Context, plan *Plan, since time.Duration, asJSON bo
 	}
 	r := fleetReport{Since: since.String(), Database: db, Applications: []fleetApp{}}
 	for _, s := range series {
-		col := map[string]int{}
-		for i, c := range s.Columns {
-			col[c] = i
-		}
-		for _, row := range s.Values {
-			get := func(k string) any {
-				if i, ok := col[k]; ok && i < len(row) {
-					return row[i]
-				}
-				return nil
-			}
-			num := func(k string) (float64, bool) {
-				n, ok := get(k).(json.Number)
-				if !ok {
-					return 0, false
-				}
-				f, err := n.Float64()
-				return f, err == nil
-			}
-			f := func(k string) float64 { v, _ := num(k); return v }
-			str := func(k string) string { v, _ := get(k).(string); return v }
-			a := fleetApp{Application: cmp.Or(str("app_id"), str("applicationid")), MetricsKey: str("applicationid"), Name: str("appname"), User: str("user"), Queue: str("queue"),
-				Ended: str("time"), DurationMs: int64(f("duration_ms")), Executors: int64(f("executors")),
-				CoreHours: f("executor_core_seconds") / 3600, GiBHours: f("executor_memory_byte_seconds") / gibHour,
-				GCShare: f("gc_share"), FailedTasks: int64(f("failed_tasks")),
-				SavingCoreHours: f("saving_core_seconds") / 3600, SavingGiBHours: f("saving_byte_seconds") / gibHour,
-				Recommended: str("recommended")}
-			if v, ok := num("cpu_utilisation"); ok {
-				a.CPUUtilisation = &v
-				a.IdleCoreHours = a.CoreHours * (1 - v)
-			}
-			if v, ok := num("memory_utilisation"); ok {
-				a.MemoryUtilisation = &v
-			}
-			if v, ok := num("mean_memory_utilisation"); ok {
-				a.UnusedGiBHours = a.GiBHours * (1 - v)
-			}
-			r.Applications = append(r.Applications, a)
-		}
+		r.Applications = appendFleetApps(r.Applications, s)
 	}
-	slices.SortStableFunc(r.Applications, func(a, b fleetApp) int {
-		return cmp.Or(cmp.Compare(b.IdleCoreHours, a.IdleCoreHours), cmp.Compare(b.GiBHours, a.GiBHours), strings.Compare(a.Application, b.Application))
-	})
-	t := &r.Totals
-	for _, a := range r.Applications {
-		t.Applications++
-		t.CoreHours += a.CoreHours
-		t.GiBHours += a.GiBHours
-		t.IdleCoreHours += a.IdleCoreHours
-		t.UnusedGiBHours += a.UnusedGiBHours
-		t.SavingCoreHours += a.SavingCoreHours
-		t.SavingGiBHours += a.SavingGiBHours
-	}
+	r.rank()
 	if asJSON {
 		enc := json.NewEncoder(stdout)
 		enc.SetIndent("", "  ")

@@ -56,11 +56,17 @@ func cmdReport(ctx context.Context, args []string, getenv func(string) string, s
 		fs.Usage()
 		return fmt.Errorf("%w: report takes one application id", errUsage)
 	}
-	appID := fs.Arg(0)
 	plan, err := loadPlan(&o, getenv)
 	if err != nil {
 		return err
 	}
+	return reportApp(ctx, plan, fs.Arg(0), *asJSON, stdout)
+}
+
+// reportApp reads one application from the Spark REST API and the peaks
+// of its metrics stream, and prints its sizing advice and where its time
+// went.
+func reportApp(ctx context.Context, plan *Plan, appID string, asJSON bool, stdout io.Writer) error {
 	if plan.Annotate == nil {
 		return fmt.Errorf("%w: no Spark REST source: give --url or [annotate] urls", errUsage)
 	}
@@ -84,7 +90,7 @@ func cmdReport(ctx context.Context, args []string, getenv func(string) string, s
 		return fmt.Errorf("application %s: stages: %w", appID, err)
 	}
 	spent := whereTimeWent(stages)
-	if *asJSON {
+	if asJSON {
 		enc := json.NewEncoder(stdout)
 		enc.SetIndent("", "  ")
 		return enc.Encode(reportJSON(app, advice, spent))
