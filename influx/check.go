@@ -223,10 +223,10 @@ func (c *checker) check1x(ctx context.Context, res *CheckResult, bucket string, 
 			return missing("influx: database %q does not exist on %s at %s%s; create it or set create-database = true",
 				db, res.server(), c.url, hint)
 		}
-		q := "CREATE DATABASE " + quoteIdent(db)
+		q := "CREATE DATABASE " + QuoteIdent(db)
 		what := fmt.Sprintf("database %q", db)
 		if rp != "" {
-			q += " WITH NAME " + quoteIdent(rp)
+			q += " WITH NAME " + QuoteIdent(rp)
 			what += fmt.Sprintf(" with retention policy %q", rp)
 		}
 		if _, err := c.query(ctx, "", q); err != nil {
@@ -238,7 +238,7 @@ func (c *checker) check1x(ctx context.Context, res *CheckResult, bucket string, 
 	if rp == "" {
 		return nil
 	}
-	rps, err := c.query(ctx, db, "SHOW RETENTION POLICIES ON "+quoteIdent(db))
+	rps, err := c.query(ctx, db, "SHOW RETENTION POLICIES ON "+QuoteIdent(db))
 	if err != nil {
 		return c.queryFailed(res, "SHOW RETENTION POLICIES", err)
 	}
@@ -249,7 +249,7 @@ func (c *checker) check1x(ctx context.Context, res *CheckResult, bucket string, 
 		return missing("influx: retention policy %q does not exist on database %q on %s at %s; create it or set create-database = true",
 			rp, db, res.server(), c.url)
 	}
-	q := fmt.Sprintf("CREATE RETENTION POLICY %s ON %s DURATION 0s REPLICATION 1 DEFAULT", quoteIdent(rp), quoteIdent(db))
+	q := fmt.Sprintf("CREATE RETENTION POLICY %s ON %s DURATION 0s REPLICATION 1 DEFAULT", QuoteIdent(rp), QuoteIdent(db))
 	if _, err := c.query(ctx, "", q); err != nil {
 		return c.queryFailed(res, q, err)
 	}

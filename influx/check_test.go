@@ -182,9 +182,12 @@ func TestVersionMajor(t *testing.T) {
 	}
 }
 
-func TestQuoteIdent(t *testing.T) {
-	if got := quoteIdent(`a"b\c`); got != `"a\"b\\c"` {
-		t.Errorf("quoteIdent: %s", got)
+func TestQuote(t *testing.T) {
+	if got := QuoteIdent(`a"b\c`); got != `"a\"b\\c"` {
+		t.Errorf("QuoteIdent: %s", got)
+	}
+	if got := QuoteString(`it's a\b`); got != `'it\'s a\\b'` {
+		t.Errorf("QuoteString: %s", got)
 	}
 }
 

@@ -103,9 +103,24 @@ func (c *checker) series(ctx context.Context, db, q string) ([]Series, error) {
 	return r.Results[0].Series, nil
 }
 
-// quoteIdent quotes an InfluxQL identifier.
-func quoteIdent(s string) string {
+// QuoteIdent quotes an InfluxQL identifier: a measurement, tag or field.
+func QuoteIdent(s string) string {
 	return `"` + strings.NewReplacer(`\`, `\\`, `"`, `\"`).Replace(s) + `"`
+}
+
+// QuoteString quotes an InfluxQL string literal, such as a tag value.
+func QuoteString(s string) string {
+	return `'` + strings.NewReplacer(`\`, `\\`, `'`, `\'`).Replace(s) + `'`
+}
+
+// Number is a value of a Series as a float64, if it is a number.
+func Number(v any) (float64, bool) {
+	n, ok := v.(json.Number)
+	if !ok {
+		return 0, false
+	}
+	f, err := n.Float64()
+	return f, err == nil
 }
 
 func truncate(s string, n int) string {

@@ -102,7 +102,7 @@ func (w *Writer) saturatedValues(measurement, tag string) (map[string]struct{}, 
 	defer cancel()
 	c := newChecker(w.cfg)
 	defer c.client.close()
-	series, err := c.series(ctx, db, fmt.Sprintf("SHOW TAG VALUES FROM %s WITH KEY = %s", quoteIdent(measurement), quoteIdent(tag)))
+	series, err := c.series(ctx, db, fmt.Sprintf("SHOW TAG VALUES FROM %s WITH KEY = %s", QuoteIdent(measurement), QuoteIdent(tag)))
 	if err != nil {
 		return nil, err
 	}

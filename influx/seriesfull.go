@@ -23,7 +23,7 @@ import (
 // series, not at every report.
 
 const (
-	fullSeriesMax = 1 << 18         // series remembered: 8 B each
+	fullSeriesMax = 1 << 18         // series remembered, as 8-byte hashes
 	fullSeriesTTL = 5 * time.Minute // then forgotten, so a raised limit is seen
 )
 

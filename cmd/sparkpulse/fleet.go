@@ -73,14 +73,7 @@ func appendFleetApps(apps []fleetApp, s influx.Series) []fleetApp {
 			}
 			return nil
 		}
-		num := func(k string) (float64, bool) {
-			n, ok := get(k).(json.Number)
-			if !ok {
-				return 0, false
-			}
-			f, err := n.Float64()
-			return f, err == nil
-		}
+		num := func(k string) (float64, bool) { return influx.Number(get(k)) }
 		f := func(k string) float64 { v, _ := num(k); return v }
 		str := func(k string) string { v, _ := get(k).(string); return v }
 		a := fleetApp{Application: cmp.Or(str("app_id"), str("applicationid")), MetricsKey: str("applicationid"), Name: str("appname"), User: str("user"), Queue: str("queue"),

@@ -60,7 +60,8 @@ commands:
   check    validate a config file and print what each [[graphite]] block does
   parse    read Graphite lines on stdin, print each as line protocol (or "# error")
   simulate send Spark-shaped GraphiteSink traffic to a listener (demo and load source)
-  report   an application's executor memory peaks against its settings, with sizing advice
+  report   an application's memory peaks against its settings, sizing advice and where its
+           time went; with --fleet, what every application that ended held, used and could save
   version  print the version
 
 "sparkpulse <command> -h" lists a command's flags.

@@ -146,18 +146,14 @@ func streamPeaks(ctx context.Context, plan *Plan, app annotate.Application) (map
 		return nil, nil
 	}
 	db, _, _ := strings.Cut(plan.Listeners[0].Target.Bucket, "/")
-	var from []string
-	for _, m := range executorMetrics {
-		from = append(from, fmt.Sprintf("%q", m))
-	}
 	// Over the attempt's run (a minute either side, for the clocks):
 	// metrics under a name carry other runs of it too.
 	end := app.End
 	if end.IsZero() {
 		end = time.Now()
 	}
-	q := fmt.Sprintf(`SELECT max("value") FROM %s WHERE "applicationid" = '%s' AND time >= %dms AND time <= %dms GROUP BY "process"`,
-		strings.Join(from, ", "), strings.NewReplacer(`\`, `\\`, `'`, `\'`).Replace(app.MetricsKey),
+	q := fmt.Sprintf(`SELECT max("value") FROM %s WHERE "applicationid" = %s AND time >= %dms AND time <= %dms GROUP BY "process"`,
+		identList(executorMetrics), influx.QuoteString(app.MetricsKey),
 		app.Start.Add(-time.Minute).UnixMilli(), end.Add(time.Minute).UnixMilli())
 	series, err := influx.Query(ctx, plan.Influx, db, q)
 	if err != nil {
@@ -166,15 +162,8 @@ func streamPeaks(ctx context.Context, plan *Plan, app annotate.Application) (map
 	peaks := map[string]map[string]int64{}
 	for _, s := range series {
 		p := s.Tags["process"]
-		if p == "" || len(s.Values) == 0 || len(s.Values[0]) < 2 {
-			continue
-		}
-		n, ok := s.Values[0][1].(json.Number)
-		if !ok {
-			continue
-		}
-		f, err := n.Float64()
-		if err != nil {
+		f, ok := influx.Number(firstValue(s, 1))
+		if p == "" || !ok {
 			continue
 		}
 		if peaks[p] == nil {

@@ -2,7 +2,6 @@ package main
 
 import (
 	"context"
-	"encoding/json"
 	"fmt"
 	"slices"
 	"strings"
@@ -41,15 +40,8 @@ func newStream(plan *Plan) annotate.Stream {
 // several databases hold the application, their sums add up and their
 // peaks are the larger.
 func (s *influxStream) Totals(ctx context.Context, app string, from, to time.Time) (map[string]annotate.ProcessTotals, error) {
-	where := fmt.Sprintf(`WHERE "applicationid" = '%s' AND time >= %dms AND time <= %dms GROUP BY "process"`,
-		strings.NewReplacer(`\`, `\\`, `'`, `\'`).Replace(app), from.UnixMilli(), to.UnixMilli())
-	quoted := func(ms []string) string {
-		q := make([]string, len(ms))
-		for i, m := range ms {
-			q[i] = fmt.Sprintf("%q", m)
-		}
-		return strings.Join(q, ", ")
-	}
+	where := fmt.Sprintf(`WHERE "applicationid" = %s AND time >= %dms AND time <= %dms GROUP BY "process"`,
+		influx.QuoteString(app), from.UnixMilli(), to.UnixMilli())
 	out := map[string]annotate.ProcessTotals{}
 	get := func(p string) annotate.ProcessTotals {
 		t, ok := out[p]
@@ -60,7 +52,7 @@ func (s *influxStream) Totals(ctx context.Context, app string, from, to time.Tim
 		return t
 	}
 	for _, db := range s.dbs {
-		sums, err := influx.Query(ctx, s.cfg, db, `SELECT sum("delta"), count("delta"), count("value") FROM `+quoted(annotate.StreamCounters)+" "+where)
+		sums, err := influx.Query(ctx, s.cfg, db, `SELECT sum("delta"), count("delta"), count("value") FROM `+identList(annotate.StreamCounters)+" "+where)
 		if err != nil {
 			return nil, err
 		}
@@ -70,15 +62,15 @@ func (s *influxStream) Totals(ctx context.Context, app string, from, to time.Tim
 				continue
 			}
 			t := get(p)
-			if v, ok := number(sr, 1); ok {
+			if v, ok := influx.Number(firstValue(sr, 1)); ok {
 				t.Sums[sr.Name] += v
 			}
-			withDelta, _ := number(sr, 2)
-			if samples, ok := number(sr, 3); ok && samples > withDelta {
+			withDelta, _ := influx.Number(firstValue(sr, 2))
+			if samples, ok := influx.Number(firstValue(sr, 3)); ok && samples > withDelta {
 				t.NoDelta[sr.Name] += int(samples - withDelta)
 			}
 		}
-		gauges, err := influx.Query(ctx, s.cfg, db, `SELECT max("value"), mean("value") FROM `+quoted(annotate.StreamGauges)+" "+where)
+		gauges, err := influx.Query(ctx, s.cfg, db, `SELECT max("value"), mean("value") FROM `+identList(annotate.StreamGauges)+" "+where)
 		if err != nil {
 			return nil, err
 		}
@@ -88,10 +80,10 @@ func (s *influxStream) Totals(ctx context.Context, app string, from, to time.Tim
 				continue
 			}
 			t := get(p)
-			if v, ok := number(sr, 1); ok {
+			if v, ok := influx.Number(firstValue(sr, 1)); ok {
 				t.Peak[sr.Name] = max(t.Peak[sr.Name], v)
 			}
-			if v, ok := number(sr, 2); ok {
+			if v, ok := influx.Number(firstValue(sr, 2)); ok {
 				t.Mean[sr.Name] = max(t.Mean[sr.Name], v)
 			}
 		}
@@ -99,15 +91,19 @@ func (s *influxStream) Totals(ctx context.Context, app string, from, to time.Tim
 	return out, nil
 }
 
-// number is column col of a one-row answer, if it is a number.
-func number(s influx.Series, col int) (float64, bool) {
+// firstValue is column col of a series' first row, nil if it has none.
+func firstValue(s influx.Series, col int) any {
 	if len(s.Values) == 0 || len(s.Values[0]) <= col {
-		return 0, false
+		return nil
 	}
-	n, ok := s.Values[0][col].(json.Number)
-	if !ok {
-		return 0, false
+	return s.Values[0][col]
+}
+
+// identList quotes measurement names for a FROM clause.
+func identList(names []string) string {
+	q := make([]string, len(names))
+	for i, n := range names {
+		q[i] = influx.QuoteIdent(n)
 	}
-	f, err := n.Float64()
-	return f, err == nil
+	return strings.Join(q, ", ")
 }
