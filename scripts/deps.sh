@@ -3,7 +3,9 @@
 # the real InfluxDB 1.8.10 server (built from source with the Go toolchain),
 # and, with --test, Docker Compose v2 and Helm (built from source, to validate
 # the compose files and the chart without a cluster) and Debian's Dropwizard Metrics and
-# SLF4J jars for the test that drives Spark's real GraphiteReporter.
+# SLF4J jars for the test that drives Spark's real GraphiteReporter, and the
+# pinned PySpark releases (realspark/testdata/pyspark-versions.txt) for the
+# real-Spark suite, each in .deps/pyspark/<version>.
 set -euo pipefail
 
 influxd_bin="$(go env GOPATH)/bin/influxd"
@@ -41,4 +43,27 @@ if [ "${1:-}" = "--test" ]; then
     $sudo apt-get update -qq
     $sudo env DEBIAN_FRONTEND=noninteractive apt-get install -y -qq $pkgs >/dev/null
   fi
+fi
+
+# Real Spark: every pinned PySpark release in its own folder, which the
+# repository ignores. pip builds each wheel from PyPI's sdist (about 30 s
+# each, from pip's cache after the first time). Spark runs on the
+# machine's JDK 17.
+if [ "${1:-}" = "--test" ]; then
+  if ! command -v java >/dev/null 2>&1; then
+    echo "deps: installing a JDK 17 from Debian…" >&2
+    sudo=""
+    [ "$(id -u)" -ne 0 ] && sudo="sudo"
+    $sudo apt-get update -qq
+    $sudo env DEBIAN_FRONTEND=noninteractive apt-get install -y -qq openjdk-17-jdk-headless >/dev/null
+  fi
+  root="$(cd "$(dirname "$0")/.." && pwd)"
+  for v in $(cat "$root/realspark/testdata/pyspark-versions.txt"); do
+    dir="$root/.deps/pyspark/$v"
+    if [ ! -x "$dir/pyspark/bin/spark-class" ]; then
+      echo "deps: installing PySpark $v into .deps/pyspark/$v…" >&2
+      rm -rf "$dir"
+      python3 -m pip install --quiet --disable-pip-version-check --target "$dir" "pyspark==$v"
+    fi
+  done
 fi

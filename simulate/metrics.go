@@ -50,13 +50,20 @@ var jvmPools = []string{
 
 var listenerQueues = []string{"appStatus", "eventLog", "executorManagement", "shared", "streams"}
 
+// listenerClasses are the listeners of a driver with dynamic allocation
+// (ExecutorAllocationListener, ExecutorMonitor), as Spark 4 names them.
 var listenerClasses = []string{
 	"org.apache.spark.ExecutorAllocationManager$ExecutorAllocationListener",
 	"org.apache.spark.HeartbeatReceiver",
 	"org.apache.spark.scheduler.EventLoggingListener",
+	"org.apache.spark.scheduler.dynalloc.ExecutorMonitor",
 	"org.apache.spark.sql.execution.ui.SQLAppStatusListener",
 	"org.apache.spark.status.AppStatusListener",
 }
+
+// streamingListener is the listener a driver with a streaming query adds
+// (Spark 3.x: org.apache.spark.sql.execution.streaming.StreamingQueryListenerBus).
+const streamingListener = "org.apache.spark.sql.execution.streaming.runtime.StreamingQueryListenerBus"
 
 // process is one Spark JVM: the driver or an executor of an application.
 type process struct {
@@ -327,10 +334,12 @@ type executorMetric struct {
 }
 
 // executorMetrics is the process's ExecutorMetrics snapshot, as the
-// heartbeat reports it.
+// heartbeat reports it, with Spark 4's names (ConcurrentGC*: G1's
+// concurrent cycles, which heaps of a few GiB seldom start).
 func (p *process) executorMetrics() []executorMetric {
 	rss := p.heap + p.offHeap + 200<<20
 	return []executorMetric{
+		{"ConcurrentGCCount", 0}, {"ConcurrentGCTime", 0},
 		{"DirectPoolMemory", 18 << 20}, {"JVMHeapMemory", p.heap}, {"JVMOffHeapMemory", p.offHeap},
 		{"MajorGCCount", p.oldCount}, {"MajorGCTime", p.oldMs}, {"MappedPoolMemory", 0},
 		{"MinorGCCount", p.youngCount}, {"MinorGCTime", p.youngMs},
@@ -575,7 +584,11 @@ func (p *process) metrics() []metric {
 		c(lb+"queue."+q+".numDroppedEvents", 0)
 		ms = append(ms, metric{name: lb + "queue." + q + ".listenerProcessingTime", kind: timer, snap: p.snap(p.events, 0.01, 4), rate: 5 + r.Float64()*20})
 	}
-	for _, cl := range listenerClasses {
+	classes := listenerClasses
+	if p.stream != "" {
+		classes = append(classes[:len(classes):len(classes)], streamingListener)
+	}
+	for _, cl := range classes {
 		ms = append(ms, metric{name: lb + "listenerProcessingTime." + cl, kind: timer, snap: p.snap(p.events/4, 0.01, 2), rate: 2 + r.Float64()*10})
 	}
 	ms = append(ms, metric{name: "DAGScheduler.messageProcessingTime", kind: timer, snap: p.snap(p.events/3, 0.05, 30), rate: 1 + r.Float64()*5})

@@ -52,9 +52,9 @@ type AnnotateConfig struct {
 	MaxApps          int   `toml:"max-apps"`
 	NewAppsPerPoll   int   `toml:"new-apps-per-poll"`
 	// Stage details: task distribution, straggler, failed tasks.
-	StageDetailsMinDuration Duration `toml:"stage-details-min-duration"`
-	StageDetailsRequests    int      `toml:"stage-details-requests"`
-	FailedTasksPerStage     int      `toml:"failed-tasks-per-stage"`
+	StageDetailsMinDuration SignedDuration `toml:"stage-details-min-duration"` // "-1s": every stage
+	StageDetailsRequests    int            `toml:"stage-details-requests"`
+	FailedTasksPerStage     int            `toml:"failed-tasks-per-stage"`
 	// Accounting: how long after an application's end its metrics are
 	// summed (its last reports must be in).
 	UsageDelay Duration `toml:"usage-delay"`
@@ -177,6 +177,25 @@ func (d *Duration) UnmarshalText(b []byte) error {
 
 // MarshalText implements encoding.TextMarshaler.
 func (d Duration) MarshalText() ([]byte, error) { return []byte(time.Duration(d).String()), nil }
+
+// SignedDuration is a Duration where a negative value means something,
+// such as stage-details-min-duration's "-1s" (every stage).
+type SignedDuration time.Duration
+
+// UnmarshalText implements encoding.TextUnmarshaler.
+func (d *SignedDuration) UnmarshalText(b []byte) error {
+	v, err := time.ParseDuration(string(b))
+	if err != nil {
+		return fmt.Errorf("invalid duration %q (use e.g. \"500ms\", \"10s\", \"-1s\")", b)
+	}
+	*d = SignedDuration(v)
+	return nil
+}
+
+// MarshalText implements encoding.TextMarshaler.
+func (d SignedDuration) MarshalText() ([]byte, error) {
+	return []byte(time.Duration(d).String()), nil
+}
 
 // Defaults of the settings that only the command has; the others are the
 // packages' own (influx, queue, graphite, delta, relay, annotate).

@@ -272,3 +272,19 @@ func TestConfigDeltas(t *testing.T) {
 		t.Errorf("rules are validated when the stage is off: err %v", err)
 	}
 }
+
+// The README's "-1s" for stage-details-min-duration (every stage gets its
+// details) is a valid setting, and only there is a duration negative.
+func TestConfigStageDetailsEveryStage(t *testing.T) {
+	plan, err := loadFile(t, "[annotate]\nurls = [\"http://127.0.0.1:4040\"]\nstage-details-min-duration = \"-1s\"\n[[graphite]]\n", noEnv)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got := plan.Annotate.Poller.StageDetailsMinDuration; got != -time.Second {
+		t.Errorf("stage-details-min-duration = %s, want -1s", got)
+	}
+	if _, err := loadFile(t, "[annotate]\nurls = [\"http://127.0.0.1:4040\"]\nusage-delay = \"-1s\"\n[[graphite]]\n", noEnv); err == nil ||
+		!strings.Contains(err.Error(), "must not be negative") {
+		t.Errorf("a negative usage-delay: %v", err)
+	}
+}

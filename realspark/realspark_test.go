@@ -1,0 +1,809 @@
+package realspark
+
+import (
+	"bytes"
+	"compress/gzip"
+	"encoding/json"
+	"flag"
+	"fmt"
+	"math"
+	"net/http"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"slices"
+	"sort"
+	"strconv"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/sparkpulse/sparkpulse/annotate"
+	"github.com/sparkpulse/sparkpulse/grafana/grafanatest"
+	"github.com/sparkpulse/sparkpulse/influx/influxtest"
+	"github.com/sparkpulse/sparkpulse/sizing"
+	"github.com/sparkpulse/sparkpulse/spark"
+	"github.com/sparkpulse/sparkpulse/sparkapi"
+	"github.com/sparkpulse/sparkpulse/templates"
+)
+
+var update = flag.Bool("update", false, "record each version's run under testdata/spark-real/<version>")
+
+const (
+	db       = "spark"
+	udpDB    = "spark_udp"
+	hsDB     = "spark_history"
+	prefix   = "team-a"              // the GraphiteSink prefix of the failures run
+	failName = "sparkpulse failures" // sent under its name: spark.metrics.namespace=${spark.app.name}
+	failKey  = "sparkpulse-failures" // the name as Dropwizard's reporter writes it
+)
+
+// TestRealSpark runs each pinned Spark through sparkpulse into InfluxDB:
+// the main workload (shuffle, cache, skew, spill, Python UDF) over TCP and
+// UDP at once, then the failures workload (a failing Python UDF, an
+// executor killed, executors out of heap) with a prefix and the
+// application's name as metrics namespace; then it compares what landed
+// with what Spark answered.
+func TestRealSpark(t *testing.T) {
+	for _, v := range versions(t) {
+		t.Run(v, func(t *testing.T) { runVersion(t, v) })
+	}
+}
+
+// run is one version's run, for the checks.
+type run struct {
+	version   string
+	srv       *influxtest.Server
+	main, bad *application
+	lines     []string // what went over TCP, both applications
+	hs        string   // History Server URL
+	from, to  time.Time
+}
+
+func runVersion(t *testing.T, version string) {
+	home := sparkHome(t, version)
+	work := t.TempDir()
+	events := filepath.Join(work, "events")
+	for _, d := range []string{events, filepath.Join(work, "conf")} {
+		if err := os.MkdirAll(d, 0o755); err != nil {
+			t.Fatal(err)
+		}
+	}
+	r := &run{version: version, srv: influxtest.Start(t), from: time.Now().Add(-time.Minute)}
+	r.hs = historyServer(t, home, work, events)
+
+	tcpPort, udpPort, admin, udpAdmin, uiPort := freePort(t), freeUDPPort(t), freePort(t), freePort(t), freePort(t)
+	ui := fmt.Sprintf("http://127.0.0.1:%d", uiPort)
+	sp := startSparkpulse(t, r.srv.URL, admin, fmt.Sprintf(`
+[internal]
+  interval = "2s"
+[deltas]
+  first-sample-grace = "0s"   # sparkpulse starts before Spark: every first sample is a new series
+[annotate]
+  urls = [%q, %q]
+  interval = "1s"
+  usage-delay = "3s"
+  stage-details-min-duration = "-1s"
+[[graphite]]
+  bind-address = "127.0.0.1:%d"
+  protocol = "tcp"
+  database = %q
+  spark-prefixes = [%q]
+`, ui, r.hs, tcpPort, db, prefix))
+	// The main application's second sink, over UDP, goes to a sparkpulse
+	// of its own: the accounting sums an application's metrics over every
+	// block's database, and one application sends to one sink.
+	udp := startSparkpulse(t, r.srv.URL, udpAdmin, fmt.Sprintf(`
+[internal]
+  enabled = false
+[deltas]
+  first-sample-grace = "0s"
+[[graphite]]
+  bind-address = "127.0.0.1:%d"
+  protocol = "udp"
+  database = %q
+  udp-read-buffer = 8388608
+`, udpPort, udpDB))
+	tee := startTee(t, fmt.Sprintf("127.0.0.1:%d", tcpPort), []string{prefix})
+
+	conf := func(extra map[string]string) map[string]string {
+		c := map[string]string{
+			"spark.driver.host":            "127.0.0.1",
+			"spark.driver.bindAddress":     "127.0.0.1",
+			"spark.ui.port":                strconv.Itoa(uiPort),
+			"spark.ui.showConsoleProgress": "false",
+			"spark.executor.memory":        "512m",
+			"spark.eventLog.enabled":       "true",
+			"spark.eventLog.dir":           "file:" + events,
+			"spark.sql.shuffle.partitions": "8",
+			// The README's recommended sink settings, at a 1 s period.
+			"spark.metrics.conf.*.sink.graphite.class":  "org.apache.spark.metrics.sink.GraphiteSink",
+			"spark.metrics.conf.*.sink.graphite.host":   "127.0.0.1",
+			"spark.metrics.conf.*.sink.graphite.port":   tee.port(),
+			"spark.metrics.conf.*.sink.graphite.period": "1",
+			"spark.metrics.conf.*.sink.graphite.unit":   "seconds",
+			"spark.metrics.conf.*.source.jvm.class":     "org.apache.spark.metrics.source.JvmSource",
+			"spark.metrics.appStatusSource.enabled":     "true",
+			"spark.executor.processTreeMetrics.enabled": "true",
+			// ExecutorMetrics gauges are polled at this interval instead
+			// of at each heartbeat (10 s): short-lived Python workers are
+			// seen.
+			"spark.executor.metrics.pollingInterval": "1s",
+		}
+		for k, v := range extra {
+			c[k] = v
+		}
+		return c
+	}
+	const master = "local-cluster[2,1,1024]"
+
+	r.main = startApplication(t, home, work, workloadConfig{
+		Master: master, AppName: "sparkpulse main", Scenario: "main", Executors: 2,
+		Out: filepath.Join(work, "main"),
+		Conf: conf(map[string]string{
+			// A second sink, over UDP, to the UDP listener.
+			"spark.metrics.conf.*.sink.udp.class":    "org.apache.spark.metrics.sink.GraphiteSink",
+			"spark.metrics.conf.*.sink.udp.host":     "127.0.0.1",
+			"spark.metrics.conf.*.sink.udp.port":     strconv.Itoa(udpPort),
+			"spark.metrics.conf.*.sink.udp.protocol": "udp",
+			"spark.metrics.conf.*.sink.udp.period":   "1",
+			"spark.metrics.conf.*.sink.udp.unit":     "seconds",
+			// Small execution memory: the sort spills.
+			"spark.memory.fraction":              "0.3",
+			"spark.sql.streaming.metricsEnabled": "true",
+			// Dynamic allocation, held at two executors: its source reports.
+			"spark.dynamicAllocation.enabled":                 "true",
+			"spark.dynamicAllocation.shuffleTracking.enabled": "true",
+			"spark.dynamicAllocation.minExecutors":            "2",
+			"spark.dynamicAllocation.initialExecutors":        "2",
+			"spark.dynamicAllocation.maxExecutors":            "2",
+		}),
+	})
+	tee.waitReports(t, r.main.id, activeProcesses(r.main), r.main.done)
+	r.main.stop()
+
+	r.bad = startApplication(t, home, work, workloadConfig{
+		Master: master, AppName: failName, Scenario: "failures", Executors: 2,
+		Out: filepath.Join(work, "failures"),
+		Conf: conf(map[string]string{
+			"spark.metrics.conf.*.sink.graphite.prefix": prefix,
+			"spark.metrics.namespace":                   "${spark.app.name}",
+			"spark.task.maxFailures":                    "2",
+		}),
+	})
+	tee.waitReports(t, failKey, activeProcesses(r.bad), r.bad.done)
+	r.bad.stop()
+
+	// The accounting is written once the History Server shows each
+	// application ended and usage-delay has passed.
+	for _, a := range []*application{r.main, r.bad} {
+		eventually(t, 3*time.Minute, "reconciliation of "+a.id, func() error {
+			res, err := r.srv.TryQuery(db, fmt.Sprintf(`SELECT "verdict" FROM "spark_reconcile" WHERE "app_id" = '%s'`, a.id))
+			if err != nil {
+				return err
+			}
+			if len(res) == 0 {
+				return errNotYet
+			}
+			return nil
+		})
+	}
+	sp.stop(t)
+	udp.stop(t)
+	r.to = time.Now()
+	r.lines = tee.taken()
+	checkLoopbackDir(t, work)
+
+	if *update {
+		record(t, r)
+	}
+	t.Run("inventory", func(t *testing.T) { checkInventory(t, r) })
+	t.Run("udp", func(t *testing.T) { checkUDP(t, r) })
+	t.Run("reconcile", func(t *testing.T) { checkReconcile(t, r) })
+	t.Run("annotations", func(t *testing.T) { checkAnnotations(t, r) })
+	t.Run("stages", func(t *testing.T) { checkStageDetails(t, r) })
+	t.Run("causes", func(t *testing.T) { checkCauses(t, r) })
+	t.Run("python", func(t *testing.T) { checkPython(t, r) })
+	t.Run("dashboards", func(t *testing.T) { checkDashboards(t, r) })
+	t.Run("history", func(t *testing.T) { checkHistory(t, r) })
+}
+
+// activeProcesses are the driver and the executors alive when the jobs
+// were done.
+func activeProcesses(a *application) []string {
+	var execs []sparkapi.Executor
+	a.rest("allexecutors", &execs)
+	var out []string
+	for _, x := range execs {
+		if x.IsActive {
+			out = append(out, x.ID)
+		}
+	}
+	return out
+}
+
+// keyOf is the applicationid tag of an application's metrics.
+func (r *run) keyOf(a *application) string {
+	if a == r.bad {
+		return failKey
+	}
+	return a.id
+}
+
+// mapped is a line of the recorded stream under the built-in mapping.
+type mapped struct {
+	app, process, namespace, measurement string
+	name                                 string // spark.InventoryName
+	value                                float64
+	ts                                   int64
+}
+
+func (r *run) mapped(t *testing.T) []mapped {
+	t.Helper()
+	m := spark.NewMapper(spark.Options{Prefixes: []string{prefix}})
+	var res templates.Result
+	var out []mapped
+	for _, l := range r.lines {
+		f := strings.Fields(l)
+		if len(f) != 3 {
+			t.Fatalf("not a Graphite line: %q", l)
+		}
+		if err := m.Apply([]byte(f[0]), &res); err != nil {
+			t.Fatalf("%q: %v", l, err)
+		}
+		v, _ := strconv.ParseFloat(f[1], 64)
+		ts, _ := strconv.ParseInt(f[2], 10, 64)
+		out = append(out, mapped{app: tagOf(&res, "applicationid"), process: tagOf(&res, "process"),
+			namespace: tagOf(&res, "namespace"), measurement: string(res.Measurement), name: spark.InventoryName(&res),
+			value: v, ts: ts})
+	}
+	return out
+}
+
+// checkInventory: every path Spark sent maps to a documented measurement
+// (none is "anything else": a measurement without a namespace), and the
+// set of metric names is the committed one for this version.
+func checkInventory(t *testing.T, r *run) {
+	names := map[string]bool{}
+	unmapped := map[string]bool{}
+	for i, m := range r.mapped(t) {
+		if m.name == "" {
+			unmapped[strings.Fields(r.lines[i])[0]] = true
+			continue
+		}
+		names[m.name] = true
+	}
+	if len(unmapped) > 0 {
+		t.Errorf("%d paths fell into \"anything else\": %v", len(unmapped), sortedKeys(unmapped)[:min(len(unmapped), 20)])
+	}
+	got := sortedKeys(names)
+	golden := filepath.Join(repoRoot, "testdata", "spark-real", r.version, "metric-names.txt")
+	if *update {
+		writeFile(t, golden, []byte(strings.Join(got, "\n")+"\n"))
+	}
+	b, err := os.ReadFile(golden)
+	if err != nil {
+		t.Fatalf("%v (record it with -update)", err)
+	}
+	want := strings.Split(strings.TrimSpace(string(b)), "\n")
+	var added, gone []string
+	for _, n := range got {
+		if !slices.Contains(want, n) {
+			added = append(added, n)
+		}
+	}
+	for _, n := range want {
+		if !names[n] {
+			gone = append(gone, n)
+		}
+	}
+	// A name Spark sends that the golden file lacks is a change of Spark's
+	// to look at; one it did not send this time may depend on timing
+	// (e.g. a pool's usage after GC before any GC), so it is only logged.
+	if len(added) > 0 {
+		t.Errorf("Spark %s sent %d metric names not in %s (run with -update and review the diff): %v", r.version, len(added), golden, added)
+	}
+	if len(gone) > 0 {
+		t.Logf("Spark %s did not send %d names of %s this time: %v", r.version, len(gone), golden, gone)
+	}
+	t.Logf("%d lines, %d metric names", len(r.lines), len(got))
+}
+
+// checkUDP: the UDP sink of the main application reached the UDP block:
+// every executor's last task counters are the TCP stream's.
+func checkUDP(t *testing.T, r *run) {
+	for _, meas := range []string{"succeededTasks.count", "cpuTime.count", "runTime.count"} {
+		q := fmt.Sprintf(`SELECT last("value") FROM %q WHERE "applicationid" = '%s' GROUP BY "process"`, meas, r.main.id)
+		tcp, udp := lastByProcess(t, r.srv, db, q), lastByProcess(t, r.srv, udpDB, q)
+		if len(tcp) < 2 {
+			t.Fatalf("%s: %d processes over TCP", meas, len(tcp))
+		}
+		for p, v := range tcp {
+			if udp[p] != v {
+				t.Errorf("%s of %s: %v over UDP, %v over TCP", meas, p, udp[p], v)
+			}
+		}
+	}
+}
+
+func lastByProcess(t *testing.T, srv *influxtest.Server, database, q string) map[string]float64 {
+	t.Helper()
+	out := map[string]float64{}
+	for _, s := range srv.Query(t, database, q) {
+		out[s.Tags["process"]] = num(s.Values[0][1])
+	}
+	return out
+}
+
+// checkReconcile: the main application, whose reports all arrived, is
+// exact against Spark's totals; the failures application names exactly
+// the executors whose last reports, as the stream shows, fell short of
+// Spark's count of their tasks.
+func checkReconcile(t *testing.T, r *run) {
+	lines := r.mapped(t)
+	for _, a := range []*application{r.main, r.bad} {
+		var execs []sparkapi.Executor
+		a.rest("allexecutors", &execs)
+		streamed := map[string]float64{}
+		for _, m := range lines {
+			if m.app == r.keyOf(a) && m.namespace == "executor" && m.measurement == "succeededTasks.count" {
+				streamed[m.process] = max(streamed[m.process], m.value)
+			}
+		}
+		var short []string
+		total := 0
+		for _, x := range execs {
+			total += x.CompletedTasks
+			if x.ID != "driver" && float64(x.CompletedTasks) > streamed[x.ID] {
+				short = append(short, x.ID)
+			}
+		}
+		sort.Strings(short)
+		row := one(t, r.srv, db, fmt.Sprintf(`SELECT * FROM "spark_reconcile" WHERE "app_id" = '%s'`, a.id))
+		t.Logf("%s: verdict %v: %v", a.name, row["verdict"], row["text"])
+		if got := num(row["spark_tasks"]); got != float64(total) {
+			t.Errorf("%s: spark_tasks %v, Spark's executors list %d", a.name, got, total)
+		}
+		gotShort := strings.Join(strings.Fields(strings.ReplaceAll(fmt.Sprint(row["short_executors"]), ",", " ")), " ")
+		if row["short_executors"] == nil {
+			gotShort = ""
+		}
+		if want := strings.Join(short, " "); gotShort != want {
+			t.Errorf("%s: short_executors %q, the stream shows %q short", a.name, gotShort, want)
+		}
+		switch {
+		case a == r.main:
+			if row["verdict"] != annotate.ReconcileExact {
+				t.Errorf("%s: verdict %v, want exact: %v", a.name, row["verdict"], row["text"])
+			}
+		case len(short) > 0:
+			if row["verdict"] != annotate.ReconcileShort {
+				t.Errorf("%s: verdict %v, want short: %v", a.name, row["verdict"], row["text"])
+			}
+		default:
+			t.Logf("%s: no executor was short this time (killed right after a report)", a.name)
+		}
+	}
+}
+
+// checkAnnotations: every job, stage attempt and SQL execution the live
+// UI listed has its end fact with Spark's status and times.
+func checkAnnotations(t *testing.T, r *run) {
+	for _, a := range []*application{r.main, r.bad} {
+		key := r.keyOf(a)
+		want, got := expectedFacts(t, a), writtenFacts(t, r.srv, db, key)
+		compareFacts(t, a.name+" (live UI, then History Server)", want, got)
+	}
+}
+
+// expectedFacts are "measurement id: status start end" lines from the
+// REST answers the driver saved.
+func expectedFacts(t *testing.T, a *application) []string {
+	var jobs []sparkapi.Job
+	var stages []sparkapi.Stage
+	var sqls []sparkapi.SQLExecution
+	a.rest("jobs", &jobs)
+	a.rest("stages", &stages)
+	a.rest("sql", &sqls)
+	var out []string
+	for _, j := range jobs {
+		out = append(out, fmt.Sprintf("spark_job %d: %s %d %d", j.JobID, j.Status, j.SubmissionTime.Ms(), j.CompletionTime.Ms()))
+	}
+	for _, s := range stages {
+		if s.SubmissionTime == nil {
+			continue // skipped: it never ran, and has no fact
+		}
+		out = append(out, fmt.Sprintf("spark_stage %d.%d: %s %d %d", s.StageID, s.AttemptID, s.Status, s.SubmissionTime.Ms(), s.CompletionTime.Ms()))
+	}
+	for _, x := range sqls {
+		out = append(out, fmt.Sprintf("spark_sql %d: %s %d %d", x.ID, x.Status, x.SubmissionTime.Ms(), x.SubmissionTime.Ms()+x.Duration))
+	}
+	sort.Strings(out)
+	return out
+}
+
+// writtenFacts are the same lines from the end facts in database.
+func writtenFacts(t *testing.T, srv *influxtest.Server, database, key string) []string {
+	var out []string
+	for _, m := range []struct{ name, id string }{
+		{"spark_job", `"job_id"`}, {"spark_stage", `"stage_id", "stage_attempt"`}, {"spark_sql", `"execution_id"`},
+	} {
+		q := fmt.Sprintf(`SELECT %s, "status", "end_ms" FROM %q WHERE "applicationid" = '%s' AND "fact" = 'end'`, m.id, m.name, key)
+		for _, s := range srv.Query(t, database, q) {
+			for _, row := range s.Values {
+				id := fmt.Sprint(row[1])
+				if m.name == "spark_stage" {
+					id += "." + fmt.Sprint(row[2])
+				}
+				n := len(row)
+				startMs := integer(row[0]) / 1_000_000
+				out = append(out, fmt.Sprintf("%s %s: %v %d %d", m.name, id, row[n-2], startMs, integer(row[n-1])))
+			}
+		}
+	}
+	sort.Strings(out)
+	return out
+}
+
+func compareFacts(t *testing.T, what string, want, got []string) {
+	t.Helper()
+	if len(want) == 0 {
+		t.Fatalf("%s: Spark listed nothing", what)
+	}
+	if slices.Equal(want, got) {
+		return
+	}
+	var missing, extra []string
+	for _, w := range want {
+		if !slices.Contains(got, w) {
+			missing = append(missing, w)
+		}
+	}
+	for _, g := range got {
+		if !slices.Contains(want, g) {
+			extra = append(extra, g)
+		}
+	}
+	t.Errorf("%s: %d facts, Spark listed %d\nmissing or different: %q\nnot listed by Spark: %q", what, len(got), len(want), missing, extra)
+}
+
+// checkStageDetails: every completed stage of the main application has
+// its task distribution and slowest task as Spark's History Server
+// computes them; the skewed stage's largest shuffle read is many times
+// its median, and the sort spilled.
+func checkStageDetails(t *testing.T, r *run) {
+	var stages []sparkapi.Stage
+	r.main.rest("stages", &stages)
+	q := fmt.Sprintf(`SELECT * FROM "spark_stage" WHERE "applicationid" = '%s' AND "fact" = 'end'`, r.main.id)
+	written := map[string]map[string]any{}
+	for _, s := range r.srv.Query(t, db, q) {
+		for _, row := range s.Values {
+			f := map[string]any{}
+			for i, c := range s.Columns {
+				f[c] = row[i]
+			}
+			written[fmt.Sprintf("%v.%v", f["stage_id"], f["stage_attempt"])] = f
+		}
+	}
+	skewed, spilled := false, false
+	for _, st := range stages {
+		if st.Status != "COMPLETE" {
+			continue
+		}
+		key := fmt.Sprintf("%d.%d", st.StageID, st.AttemptID)
+		f := written[key]
+		if f == nil {
+			t.Errorf("stage %s: no end fact", key)
+			continue
+		}
+		base := fmt.Sprintf("%s/api/v1/applications/%s/stages/%d/%d", r.hs, r.main.id, st.StageID, st.AttemptID)
+		var sum sparkapi.TaskSummary
+		getJSON(t, base+"/taskSummary?quantiles=0.5,0.95,1.0", &sum)
+		var slowest []sparkapi.TaskData
+		getJSON(t, base+"/taskList?sortBy=-runtime&length=1", &slowest)
+		want := map[string]int64{
+			"task_run_time_ms_p50":        int64(sum.ExecutorRunTime[0]),
+			"task_run_time_ms_p95":        int64(sum.ExecutorRunTime[1]),
+			"task_run_time_ms_max":        int64(sum.ExecutorRunTime[2]),
+			"task_shuffle_read_bytes_max": int64(sum.ShuffleReadMetrics.ReadBytes[2]),
+			"task_spill_disk_bytes_max":   int64(sum.DiskBytesSpilled[2]),
+			"task_input_bytes_max":        int64(sum.InputMetrics.BytesRead[2]),
+		}
+		if len(slowest) == 1 && slowest[0].TaskMetrics != nil {
+			want["straggler_run_time_ms"] = slowest[0].TaskMetrics.ExecutorRunTime
+		}
+		for k, v := range want {
+			if got := integer(f[k]); got != v {
+				t.Errorf("stage %s (%s): %s = %v, the History Server's %d", key, st.Description, k, f[k], v)
+			}
+		}
+		if med := sum.ShuffleReadMetrics.ReadBytes[0]; strings.HasPrefix(st.Description, "skew") && med > 0 &&
+			sum.ShuffleReadMetrics.ReadBytes[2] >= 4*med {
+			skewed = true
+			if num(f["task_skew"]) <= 1 || f["straggler_executor"] == nil {
+				t.Errorf("skewed stage %s: task_skew %v, straggler %v", key, f["task_skew"], f["straggler_executor"])
+			}
+		}
+		if st.DiskBytesSpilled > 0 && integer(f["disk_bytes_spilled"]) == st.DiskBytesSpilled {
+			spilled = true
+		}
+	}
+	if !skewed || !spilled {
+		t.Errorf("the workload's skewed stage seen: %v; a stage that spilled, written as Spark counts it: %v", skewed, spilled)
+	}
+}
+
+func getJSON(t *testing.T, url string, v any) {
+	t.Helper()
+	resp, err := http.Get(url)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	if resp.StatusCode != http.StatusOK {
+		t.Fatalf("%s: %s", url, resp.Status)
+	}
+	if err := json.NewDecoder(resp.Body).Decode(v); err != nil {
+		t.Fatalf("%s: %v", url, err)
+	}
+}
+
+// checkCauses: the executors the failures run lost are classified as
+// Spark reports them in local-cluster mode: SIGKILL exits 137, a heap
+// OutOfMemoryError exits 52 (SparkExitCode.OOM); and the failed tasks
+// carry their real error classes.
+func checkCauses(t *testing.T, r *run) {
+	var execs []sparkapi.Executor
+	r.bad.rest("allexecutors", &execs)
+	want := map[string]string{}
+	killed, oom := 0, 0
+	for _, x := range execs {
+		if x.RemoveReason == "" {
+			continue
+		}
+		kind := sizing.RemoveKind(x.RemoveReason)
+		want[x.ID] = kind + " " + x.RemoveReason
+		switch x.RemoveReason {
+		case "Command exited with code 137":
+			killed++
+			if kind != sizing.RemovedKilled {
+				t.Errorf("executor %s: %q read as %s", x.ID, x.RemoveReason, kind)
+			}
+		case "Command exited with code 52":
+			oom++
+			if kind != sizing.RemovedHeapOOM {
+				t.Errorf("executor %s: %q read as %s", x.ID, x.RemoveReason, kind)
+			}
+		default:
+			t.Errorf("executor %s: removal reason %q, not one this workload causes", x.ID, x.RemoveReason)
+		}
+	}
+	if killed != 1 || oom < 1 {
+		t.Fatalf("Spark lists %d executors killed and %d out of heap: %v", killed, oom, want)
+	}
+	got := map[string]string{}
+	for _, s := range r.srv.Query(t, db, fmt.Sprintf(`SELECT "executor_id", "remove_kind", "remove_reason" FROM "spark_executor_removal" WHERE "applicationid" = '%s'`, failKey)) {
+		for _, row := range s.Values {
+			got[fmt.Sprint(row[1])] = fmt.Sprint(row[2]) + " " + fmt.Sprint(row[3])
+		}
+	}
+	if fmt.Sprint(got) != fmt.Sprint(want) {
+		t.Errorf("executor removals written %v, Spark lists %v", got, want)
+	}
+
+	// Failed tasks: the Python UDF's exception, the tasks on executors
+	// that died, and the tasks the aborted job killed.
+	classes := map[string]int{}
+	for _, s := range r.srv.Query(t, db, fmt.Sprintf(`SELECT "error_class", "kind", "error" FROM "spark_task_failure" WHERE "applicationid" = '%s'`, failKey)) {
+		for _, row := range s.Values {
+			classes[fmt.Sprint(row[1])+" "+fmt.Sprint(row[2])]++
+		}
+	}
+	t.Logf("failed tasks by class and kind: %v", classes)
+	for _, c := range []string{"org.apache.spark.api.python.PythonException exception", "ExecutorLostFailure executor_lost"} {
+		if classes[c] == 0 {
+			t.Errorf("no failed task of %q: %v", c, classes)
+		}
+	}
+}
+
+// checkPython: the Python workers' resident memory reaches InfluxDB and
+// the accounting.
+func checkPython(t *testing.T, r *run) {
+	var peak float64
+	for _, m := range r.mapped(t) {
+		if m.app == r.main.id && m.process != "driver" && m.measurement == "ProcessTreePythonRSSMemory" {
+			peak = max(peak, m.value)
+		}
+	}
+	var execs []sparkapi.Executor
+	r.main.rest("allexecutors", &execs)
+	for _, x := range execs {
+		if x.ID != "driver" {
+			peak = max(peak, float64(x.PeakMemoryMetrics["ProcessTreePythonRSSMemory"]))
+		}
+	}
+	if peak <= 0 {
+		t.Fatalf("no executor sent or listed a ProcessTreePythonRSSMemory above 0")
+	}
+	row := one(t, r.srv, db, fmt.Sprintf(`SELECT "peak_python_rss_bytes" FROM "spark_app_usage" WHERE "app_id" = '%s' AND "fact" = 'end'`, r.main.id))
+	if got := num(row["peak_python_rss_bytes"]); got < peak {
+		t.Errorf("peak_python_rss_bytes %v, the largest of the stream's and Spark's executor peaks %v", got, peak)
+	}
+}
+
+// checkHistory: a sparkpulse reading only the History Server, over the
+// same event logs, writes the same facts.
+func checkHistory(t *testing.T, r *run) {
+	admin := freePort(t)
+	sp := startSparkpulse(t, r.srv.URL, admin, fmt.Sprintf(`
+[internal]
+  enabled = false
+[annotate]
+  urls = [%q]
+  interval = "1s"
+  usage-delay = "1s"
+  stage-details-min-duration = "-1s"
+[[graphite]]
+  bind-address = "127.0.0.1:%d"
+  database = %q
+`, r.hs, freePort(t), hsDB))
+	for _, a := range []*application{r.main, r.bad} {
+		want := writtenFacts(t, r.srv, db, r.keyOf(a))
+		eventually(t, 2*time.Minute, "History Server facts of "+a.id, func() error {
+			if got := writtenFacts(t, r.srv, hsDB, r.keyOf(a)); !slices.Equal(got, want) {
+				return fmt.Errorf("%d facts of %d", len(got), len(want))
+			}
+			return nil
+		})
+	}
+	sp.stop(t)
+}
+
+// one returns the single row of q as column → value.
+func one(t *testing.T, srv *influxtest.Server, database, q string) map[string]any {
+	t.Helper()
+	res := srv.Query(t, database, q)
+	if len(res) != 1 || len(res[0].Values) != 1 {
+		t.Fatalf("%s: %d series, want one row", q, len(res))
+	}
+	row := map[string]any{}
+	for i, c := range res[0].Columns {
+		row[c] = res[0].Values[0][i]
+	}
+	return row
+}
+
+func num(v any) float64 {
+	switch x := v.(type) {
+	case json.Number:
+		f, _ := x.Float64()
+		return f
+	case float64:
+		return x
+	}
+	return math.NaN()
+}
+
+// integer reads an integer column exactly (a time in ns does not fit a
+// float64's mantissa).
+func integer(v any) int64 {
+	if x, ok := v.(json.Number); ok {
+		if i, err := x.Int64(); err == nil {
+			return i
+		}
+	}
+	return int64(num(v))
+}
+
+func sortedKeys(m map[string]bool) []string {
+	out := make([]string, 0, len(m))
+	for k := range m {
+		out = append(out, k)
+	}
+	sort.Strings(out)
+	return out
+}
+
+func writeFile(t *testing.T, path string, b []byte) {
+	t.Helper()
+	if err := os.MkdirAll(filepath.Dir(path), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(path, b, 0o644); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// record writes the run under testdata/spark-real/<version>: the Graphite
+// lines (gzip), the REST answers each driver saved, and how they were
+// recorded.
+func record(t *testing.T, r *run) {
+	dir := filepath.Join(repoRoot, "testdata", "spark-real", r.version)
+	var buf bytes.Buffer
+	zw := gzip.NewWriter(&buf)
+	zw.Write([]byte(strings.Join(r.lines, "\n") + "\n"))
+	zw.Close()
+	writeFile(t, filepath.Join(dir, "graphite.txt.gz"), buf.Bytes())
+	meta, _ := json.MarshalIndent(map[string]string{
+		"spark_version": r.version,
+		"java":          javaVersion(t),
+		"prefix":        prefix,
+		"command":       "make deps && go test ./realspark -run 'TestRealSpark/" + r.version + "' -update",
+	}, "", " ")
+	writeFile(t, filepath.Join(dir, "recording.json"), append(meta, '\n'))
+	for _, a := range []*application{r.main, r.bad} {
+		entries, err := os.ReadDir(filepath.Join(a.out, "rest"))
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, e := range entries {
+			b, err := os.ReadFile(filepath.Join(a.out, "rest", e.Name()))
+			if err != nil {
+				t.Fatal(err)
+			}
+			writeFile(t, filepath.Join(dir, a.name, e.Name()), b)
+		}
+		b, _ := json.MarshalIndent(map[string]string{"application": a.id, "metrics_key": r.keyOf(a)}, "", " ")
+		writeFile(t, filepath.Join(dir, a.name, "app.json"), append(b, '\n'))
+	}
+}
+
+// emptyPanels are the dashboard queries that stay empty over the real run,
+// each with the reason: what this run's Spark did not produce.
+var emptyPanels = map[string]string{}
+
+func init() {
+	const (
+		cgroup = "the CERN SparkPlugins' CgroupMetrics is not loaded (spark.plugins=ch.cern.CgroupMetrics)"
+		writes = "no write to InfluxDB failed"
+		refuse = "no [annotate] source is an {app_id} template"
+	)
+	for _, d := range []string{"spark.json", "spark-query-time.json"} {
+		for _, p := range []string{`"Container CPU (cores)" A`, `"Container memory" A`, `"Container memory" B`,
+			`"Container network" A`, `"Container network" B`, `"Container, JVM and task CPU (cores)" A`} {
+			emptyPanels[d+": panel "+p] = cgroup
+		}
+	}
+	emptyPanels[`fleet.json: panel "Container CPU across the cluster (cgroup plugin)" A`] = cgroup
+	emptyPanels[`health.json: panel "Points refused by InfluxDB, by reason" A`] = writes
+	emptyPanels[`health.json: panel "Write errors per second, by kind" A`] = writes
+	emptyPanels[`health.json: panel "Write errors" A`] = writes
+	emptyPanels[`health.json: panel "Application ids refused for {app_id}, by reason, per minute" A`] = refuse
+}
+
+// checkDashboards runs every query of every committed dashboard over the
+// real run: each returns data, or is listed in emptyPanels with its reason.
+func checkDashboards(t *testing.T, r *run) {
+	files, _ := filepath.Glob(filepath.Join(repoRoot, "grafana", "dashboards", "*.json"))
+	if len(files) < 2 {
+		t.Fatalf("dashboards: %v", files)
+	}
+	var empty []string
+	for _, f := range files {
+		for _, res := range grafanatest.Run(t, r.srv, db, f, r.from, r.to) {
+			key := filepath.Base(f) + ": " + res.Where
+			_, listed := emptyPanels[key]
+			switch {
+			case res.WithData == 0 && !listed:
+				empty = append(empty, key)
+				t.Errorf("%s: no data from real Spark %s, and no reason listed: %s", key, r.version, res.Text)
+			case res.WithData > 0 && listed:
+				t.Errorf("%s: has data from real Spark %s, but is listed as empty (%s)", key, r.version, emptyPanels[key])
+			}
+		}
+	}
+	if len(empty) > 0 {
+		t.Logf("empty:\n%s", strings.Join(empty, "\n"))
+	}
+}
+
+// javaVersion is the first line of `java -version`.
+func javaVersion(t *testing.T) string {
+	out, err := exec.Command("java", "-version").CombinedOutput()
+	if err != nil {
+		t.Fatalf("java -version: %v", err)
+	}
+	first, _, _ := strings.Cut(string(out), "\n")
+	return strings.TrimSpace(first)
+}

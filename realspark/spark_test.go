@@ -1,0 +1,612 @@
+package realspark
+
+import (
+	"bufio"
+	"bytes"
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"net"
+	"net/http"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"regexp"
+	"strconv"
+	"strings"
+	"sync"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/sparkpulse/sparkpulse/influx/influxtest"
+	"github.com/sparkpulse/sparkpulse/spark"
+	"github.com/sparkpulse/sparkpulse/templates"
+)
+
+// repoRoot is the repository, from this package's folder.
+const repoRoot = ".."
+
+// versions are the pinned PySpark releases, one source for scripts/deps.sh
+// and the tests.
+func versions(t *testing.T) []string {
+	t.Helper()
+	b, err := os.ReadFile("testdata/pyspark-versions.txt")
+	if err != nil {
+		t.Fatal(err)
+	}
+	return strings.Fields(string(b))
+}
+
+// installCommand is the README's command that installs version v.
+func installCommand(v string) string {
+	return fmt.Sprintf("pip install --target .deps/pyspark/%s pyspark==%s", v, v)
+}
+
+// unavailable skips outside CI and fails in CI, where the suite must run.
+func unavailable(t *testing.T, msg string) {
+	t.Helper()
+	if os.Getenv("CI") != "" {
+		t.Fatal(msg)
+	}
+	t.Skip(msg)
+}
+
+// sparkHome finds PySpark v: $SPARKPULSE_PYSPARK_DIR/<v>, else
+// .deps/pyspark/<v> in the repository. It returns the folder to put on
+// PYTHONPATH; Spark's home is its pyspark subfolder.
+func sparkHome(t *testing.T, v string) string {
+	t.Helper()
+	base := os.Getenv("SPARKPULSE_PYSPARK_DIR")
+	if base == "" {
+		base = filepath.Join(repoRoot, ".deps", "pyspark")
+	}
+	dir, err := filepath.Abs(filepath.Join(base, v))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := os.Stat(filepath.Join(dir, "pyspark", "bin", "spark-class")); err != nil {
+		unavailable(t, fmt.Sprintf("PySpark %s is not installed in %s: run `make deps` or `%s`", v, dir, installCommand(v)))
+	}
+	if _, err := exec.LookPath("java"); err != nil {
+		unavailable(t, "java is not on PATH: Spark needs a JDK 17")
+	}
+	return dir
+}
+
+// sparkEnv is the environment of every Spark process: loopback only.
+func sparkEnv(home, workDir string) []string {
+	env := []string{}
+	for _, kv := range os.Environ() {
+		k, _, _ := strings.Cut(kv, "=")
+		switch k {
+		case "SPARK_HOME", "PYTHONPATH", "SPARK_LOCAL_IP", "SPARK_LOCAL_HOSTNAME", "SPARK_WORKER_DIR",
+			"PYSPARK_PYTHON", "SPARK_CONF_DIR", "SPARK_HISTORY_OPTS":
+			continue
+		}
+		env = append(env, kv)
+	}
+	return append(env,
+		"SPARK_HOME="+filepath.Join(home, "pyspark"),
+		"PYTHONPATH="+home,
+		"SPARK_LOCAL_IP=127.0.0.1",
+		"SPARK_LOCAL_HOSTNAME=localhost",
+		"SPARK_WORKER_DIR="+workDir,
+		"PYSPARK_PYTHON=python3",
+		// An empty configuration folder: nothing of the machine's is read.
+		"SPARK_CONF_DIR="+filepath.Join(workDir, "conf"),
+	)
+}
+
+// otherAddress is Spark's warning that it binds to an address other than
+// the loopback one it was given (Utils.findLocalInetAddress).
+var otherAddress = regexp.MustCompile(`(?m)^.*(resolves to a loopback address.*; using|Set SPARK_LOCAL_IP if you need to bind to another address).*$`)
+
+// checkLoopback fails the test if any log under dir, or text, says Spark
+// used an address other than 127.0.0.1.
+func checkLoopback(t *testing.T, what, text string) {
+	t.Helper()
+	if m := otherAddress.FindString(text); m != "" {
+		t.Errorf("%s: Spark used another address than 127.0.0.1: %s", what, m)
+	}
+}
+
+func checkLoopbackDir(t *testing.T, dir string) {
+	t.Helper()
+	filepath.WalkDir(dir, func(path string, d os.DirEntry, err error) error {
+		if err != nil || d.IsDir() || (d.Name() != "stderr" && d.Name() != "stdout") {
+			return nil
+		}
+		b, _ := os.ReadFile(path)
+		checkLoopback(t, path, string(b))
+		return nil
+	})
+}
+
+// lockedBuffer collects a process's output.
+type lockedBuffer struct {
+	mu sync.Mutex
+	b  bytes.Buffer
+}
+
+func (b *lockedBuffer) Write(p []byte) (int, error) {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return b.b.Write(p)
+}
+
+func (b *lockedBuffer) String() string {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return b.b.String()
+}
+
+// historyServer runs Spark's History Server over dir until the test ends.
+func historyServer(t *testing.T, home, workDir, dir string) string {
+	t.Helper()
+	port := freePort(t)
+	cmd := exec.Command(filepath.Join(home, "pyspark", "bin", "spark-class"), "org.apache.spark.deploy.history.HistoryServer")
+	cmd.Env = append(sparkEnv(home, workDir), "SPARK_HISTORY_OPTS="+strings.Join([]string{
+		"-Dspark.history.fs.logDirectory=file:" + dir,
+		"-Dspark.history.ui.port=" + strconv.Itoa(port),
+		"-Dspark.history.fs.update.interval=1s",
+		"-Dspark.ui.showConsoleProgress=false",
+	}, " "))
+	logs := &lockedBuffer{}
+	cmd.Stdout, cmd.Stderr = logs, logs
+	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	exited := make(chan struct{})
+	go func() { cmd.Wait(); close(exited) }()
+	t.Cleanup(func() {
+		syscall.Kill(-cmd.Process.Pid, syscall.SIGKILL)
+		<-exited
+		checkLoopback(t, "History Server", logs.String())
+		if t.Failed() {
+			t.Logf("History Server log:\n%s", tail(logs.String(), 4000))
+		}
+	})
+	url := fmt.Sprintf("http://127.0.0.1:%d", port)
+	deadline := time.Now().Add(90 * time.Second)
+	for tick := time.NewTicker(100 * time.Millisecond); ; <-tick.C {
+		select {
+		case <-exited:
+			t.Fatalf("the History Server exited:\n%s", logs.String())
+		default:
+		}
+		if resp, err := http.Get(url + "/api/v1/applications"); err == nil {
+			resp.Body.Close()
+			if resp.StatusCode == http.StatusOK {
+				return url
+			}
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("the History Server did not answer at %s:\n%s", url, logs.String())
+		}
+	}
+}
+
+// application is one run of testdata/workload.py.
+type application struct {
+	t      *testing.T
+	name   string // scenario
+	id, ui string
+	done   int64 // epoch seconds when the jobs were done
+	out    string
+	cmd    *exec.Cmd
+	stdin  io.WriteCloser
+	stdout *bufio.Reader
+	stderr *lockedBuffer
+	exited chan struct{}
+}
+
+// workloadConfig is what workload.py reads.
+type workloadConfig struct {
+	Master    string            `json:"master"`
+	AppName   string            `json:"app_name"`
+	Scenario  string            `json:"scenario"`
+	Out       string            `json:"out"`
+	Executors int               `json:"executors"`
+	Conf      map[string]string `json:"conf"`
+}
+
+// startApplication runs the scenario until its jobs are done and its REST
+// answers are saved; stop ends it.
+func startApplication(t *testing.T, home, workDir string, cfg workloadConfig) *application {
+	t.Helper()
+	b, err := json.Marshal(cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	path := filepath.Join(cfg.Out, "workload.json")
+	if err := os.MkdirAll(cfg.Out, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(path, b, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	script, _ := filepath.Abs("testdata/workload.py")
+	a := &application{t: t, name: cfg.Scenario, out: cfg.Out, stderr: &lockedBuffer{}, exited: make(chan struct{})}
+	a.cmd = exec.Command("python3", script, path)
+	a.cmd.Env = sparkEnv(home, workDir)
+	a.cmd.Stderr = a.stderr
+	a.cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
+	if a.stdin, err = a.cmd.StdinPipe(); err != nil {
+		t.Fatal(err)
+	}
+	out, err := a.cmd.StdoutPipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	a.stdout = bufio.NewReader(out)
+	if err := a.cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	go func() { a.cmd.Wait(); close(a.exited) }()
+	t.Cleanup(func() {
+		syscall.Kill(-a.cmd.Process.Pid, syscall.SIGKILL)
+		<-a.exited
+		checkLoopback(t, "driver of "+cfg.Scenario, a.stderr.String())
+		if t.Failed() {
+			t.Logf("%s: driver log:\n%s", cfg.Scenario, tail(a.stderr.String(), 6000))
+		}
+	})
+	// "APP <id> <ui>", then "DONE <epoch seconds>".
+	f := a.expect("APP", 3*time.Minute)
+	a.id, a.ui = f[0], f[1]
+	t.Logf("%s: application %s, UI %s", cfg.Scenario, a.id, a.ui)
+	a.done, _ = strconv.ParseInt(a.expect("DONE", 5*time.Minute)[0], 10, 64)
+	return a
+}
+
+// expect reads the driver's stdout up to a line "<word> …" and returns the
+// rest of its fields; the driver's exit or the timeout fails the test.
+func (a *application) expect(word string, timeout time.Duration) []string {
+	a.t.Helper()
+	type line struct {
+		s   string
+		err error
+	}
+	ch := make(chan line, 1)
+	go func() {
+		for {
+			s, err := a.stdout.ReadString('\n')
+			if err != nil || strings.HasPrefix(s, word+" ") {
+				ch <- line{s, err}
+				return
+			}
+		}
+	}()
+	select {
+	case l := <-ch:
+		if l.err != nil {
+			<-a.exited
+			a.t.Fatalf("%s: the driver ended before %s (%v, exit %v):\n%s", a.name, word, l.err, a.cmd.ProcessState, tail(a.stderr.String(), 6000))
+		}
+		return strings.Fields(l.s)[1:]
+	case <-time.After(timeout):
+		a.t.Fatalf("%s: no %s from the driver in %s:\n%s", a.name, word, timeout, tail(a.stderr.String(), 6000))
+	}
+	return nil
+}
+
+// stop lets the driver stop its SparkSession and waits for it to exit.
+func (a *application) stop() {
+	a.t.Helper()
+	io.WriteString(a.stdin, "stop\n")
+	a.stdin.Close()
+	select {
+	case <-a.exited:
+	case <-time.After(2 * time.Minute):
+		a.t.Fatalf("%s: the driver did not stop", a.name)
+	}
+	if !a.cmd.ProcessState.Success() {
+		a.t.Fatalf("%s: the driver exited with %v:\n%s", a.name, a.cmd.ProcessState, tail(a.stderr.String(), 6000))
+	}
+}
+
+// rest decodes a REST answer the driver saved before it stopped.
+func (a *application) rest(name string, v any) {
+	a.t.Helper()
+	b, err := os.ReadFile(filepath.Join(a.out, "rest", name+".json"))
+	if err != nil {
+		a.t.Fatal(err)
+	}
+	if err := json.Unmarshal(b, v); err != nil {
+		a.t.Fatalf("%s.json: %v", name, err)
+	}
+}
+
+// tee is a Graphite TCP proxy: it forwards every connection to target and
+// keeps the lines that went through, whole reports at a time (Dropwizard's
+// reporter opens a connection per report).
+type tee struct {
+	ln     net.Listener
+	target string
+	mapper *spark.Mapper
+
+	mu      sync.Mutex
+	lines   []string
+	reports map[string]int64 // applicationid/process → newest timestamp of a report that went through
+	changed chan struct{}    // closed and replaced at each report
+	wg      sync.WaitGroup
+}
+
+func startTee(t *testing.T, target string, prefixes []string) *tee {
+	t.Helper()
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	p := &tee{ln: ln, target: target, mapper: spark.NewMapper(spark.Options{Prefixes: prefixes}),
+		reports: map[string]int64{}, changed: make(chan struct{})}
+	p.wg.Add(1)
+	go p.accept()
+	t.Cleanup(func() { ln.Close(); p.wg.Wait() })
+	return p
+}
+
+func (p *tee) port() string {
+	_, port, _ := net.SplitHostPort(p.ln.Addr().String())
+	return port
+}
+
+func (p *tee) accept() {
+	defer p.wg.Done()
+	for {
+		c, err := p.ln.Accept()
+		if err != nil {
+			return
+		}
+		p.wg.Add(1)
+		go p.serve(c)
+	}
+}
+
+func (p *tee) serve(c net.Conn) {
+	defer p.wg.Done()
+	defer c.Close()
+	var report bytes.Buffer
+	up, err := net.Dial("tcp", p.target)
+	if err == nil {
+		_, err = io.Copy(up, io.TeeReader(c, &report))
+		up.Close()
+	}
+	if err != nil {
+		// A proxy that drops a report would make the test's ground truth
+		// wrong: say so loudly, in the report's place.
+		p.mu.Lock()
+		p.lines = append(p.lines, "# tee: "+err.Error())
+		p.mu.Unlock()
+		return
+	}
+	var r templates.Result
+	newest := map[string]int64{}
+	var lines []string
+	for _, l := range strings.Split(report.String(), "\n") {
+		if l == "" {
+			continue
+		}
+		lines = append(lines, l)
+		f := strings.Fields(l)
+		if len(f) != 3 || p.mapper.Apply([]byte(f[0]), &r) != nil {
+			continue
+		}
+		ts, _ := strconv.ParseInt(f[2], 10, 64)
+		key := tagOf(&r, "applicationid") + "/" + tagOf(&r, "process")
+		newest[key] = max(newest[key], ts)
+	}
+	p.mu.Lock()
+	p.lines = append(p.lines, lines...)
+	for k, ts := range newest {
+		p.reports[k] = max(p.reports[k], ts)
+	}
+	close(p.changed)
+	p.changed = make(chan struct{})
+	p.mu.Unlock()
+}
+
+// waitReports waits until each of processes of app has sent a report
+// stamped after the epoch second since.
+func (p *tee) waitReports(t *testing.T, app string, processes []string, since int64) {
+	t.Helper()
+	deadline := time.After(60 * time.Second)
+	for {
+		p.mu.Lock()
+		var missing []string
+		for _, proc := range processes {
+			if p.reports[app+"/"+proc] <= since {
+				missing = append(missing, proc)
+			}
+		}
+		changed := p.changed
+		p.mu.Unlock()
+		if len(missing) == 0 {
+			return
+		}
+		select {
+		case <-changed:
+		case <-deadline:
+			t.Fatalf("%s: no report after %d from processes %v", app, since, missing)
+		}
+	}
+}
+
+// taken returns the lines that went through so far and forgets them.
+func (p *tee) taken() []string {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	l := p.lines
+	p.lines = nil
+	return l
+}
+
+func tagOf(r *templates.Result, key string) string {
+	for _, tg := range r.Tags {
+		if string(tg.Key) == key {
+			return string(tg.Value)
+		}
+	}
+	return ""
+}
+
+// sparkpulseProc is the real binary, run with a config file.
+type sparkpulseProc struct {
+	cmd    *exec.Cmd
+	logs   *lockedBuffer
+	exited chan struct{}
+}
+
+var buildOnce struct {
+	sync.Once
+	bin string
+	err error
+}
+
+// binary builds cmd/sparkpulse once per test process.
+func binary(t *testing.T) string {
+	t.Helper()
+	buildOnce.Do(func() {
+		dir, err := os.MkdirTemp("", "sparkpulse-bin")
+		if err != nil {
+			buildOnce.err = err
+			return
+		}
+		buildOnce.bin = filepath.Join(dir, "sparkpulse")
+		out, err := exec.Command("go", "build", "-o", buildOnce.bin, "../cmd/sparkpulse").CombinedOutput()
+		if err != nil {
+			buildOnce.err = fmt.Errorf("go build: %v\n%s", err, out)
+		}
+	})
+	if buildOnce.err != nil {
+		t.Fatal(buildOnce.err)
+	}
+	return buildOnce.bin
+}
+
+// startSparkpulse runs the binary with conf after an [influxdb] section
+// for influxURL and an [admin] one on port admin, and waits until it is
+// ready.
+func startSparkpulse(t *testing.T, influxURL string, admin int, conf string) *sparkpulseProc {
+	t.Helper()
+	conf = fmt.Sprintf("[influxdb]\n  url = %q\n  create-database = true\n[admin]\n  bind-address = \"127.0.0.1:%d\"\n", influxURL, admin) + conf
+	path := filepath.Join(t.TempDir(), "sparkpulse.toml")
+	if err := os.WriteFile(path, []byte(conf), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	p := &sparkpulseProc{logs: &lockedBuffer{}, exited: make(chan struct{})}
+	p.cmd = exec.Command(binary(t), "run", "--config", path)
+	p.cmd.Stdout, p.cmd.Stderr = p.logs, p.logs
+	if err := p.cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	go func() { p.cmd.Wait(); close(p.exited) }()
+	t.Cleanup(func() {
+		p.cmd.Process.Kill()
+		<-p.exited
+		if t.Failed() {
+			t.Logf("sparkpulse log:\n%s", tail(p.logs.String(), 8000))
+		}
+	})
+	ready := fmt.Sprintf("http://127.0.0.1:%d/readyz", admin)
+	deadline := time.Now().Add(60 * time.Second)
+	for tick := time.NewTicker(50 * time.Millisecond); ; <-tick.C {
+		select {
+		case <-p.exited:
+			t.Fatalf("sparkpulse exited at start:\n%s", p.logs.String())
+		default:
+		}
+		if resp, err := http.Get(ready); err == nil {
+			resp.Body.Close()
+			if resp.StatusCode == http.StatusOK {
+				return p
+			}
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("sparkpulse not ready:\n%s", p.logs.String())
+		}
+	}
+}
+
+// stop sends SIGTERM and expects a clean exit, which delivers every point.
+func (p *sparkpulseProc) stop(t *testing.T) {
+	t.Helper()
+	p.cmd.Process.Signal(syscall.SIGTERM)
+	select {
+	case <-p.exited:
+	case <-time.After(60 * time.Second):
+		t.Fatalf("sparkpulse did not stop:\n%s", tail(p.logs.String(), 4000))
+	}
+	if !p.cmd.ProcessState.Success() {
+		t.Errorf("sparkpulse exited with %v:\n%s", p.cmd.ProcessState, tail(p.logs.String(), 4000))
+	}
+}
+
+var freePort = influxtest.FreePort
+
+// freeUDPPort returns a UDP port on 127.0.0.1 that was free a moment ago.
+func freeUDPPort(t *testing.T) int {
+	t.Helper()
+	c, err := net.ListenPacket("udp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c.Close()
+	return c.LocalAddr().(*net.UDPAddr).Port
+}
+
+// eventually polls f every 250 ms until it returns nil, for at most d;
+// then the last error fails the test. sparkpulse and Spark are other
+// processes, so their state is read, not signalled.
+func eventually(t *testing.T, d time.Duration, what string, f func() error) {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), d)
+	defer cancel()
+	tick := time.NewTicker(250 * time.Millisecond)
+	defer tick.Stop()
+	for {
+		err := f()
+		if err == nil {
+			return
+		}
+		select {
+		case <-ctx.Done():
+			t.Fatalf("%s: not within %s: %v", what, d, err)
+		case <-tick.C:
+		}
+	}
+}
+
+var errNotYet = errors.New("not yet")
+
+func tail(s string, n int) string {
+	if len(s) > n {
+		return "…" + s[len(s)-n:]
+	}
+	return s
+}
+
+// The loopback check recognises Spark's warnings (Utils.findLocalInetAddress)
+// and nothing else.
+func TestOtherAddressWarning(t *testing.T) {
+	for _, l := range []string{
+		"26/11/25 15:53:10 WARN Utils: Your hostname, vm resolves to a loopback address: 127.0.0.1; using 10.0.2.15 instead (on interface eth0)",
+		"26/11/25 15:53:10 WARN Utils: Set SPARK_LOCAL_IP if you need to bind to another address",
+	} {
+		if !otherAddress.MatchString(l) {
+			t.Errorf("not recognised: %q", l)
+		}
+	}
+	for _, l := range []string{
+		"26/11/25 15:53:10 INFO Utils: Successfully started service 'sparkDriver' on port 40123.",
+		"26/11/25 15:53:10 INFO HistoryServer: Bound HistoryServer to 127.0.0.1, and started at http://localhost:39467",
+	} {
+		if otherAddress.MatchString(l) {
+			t.Errorf("taken for a warning: %q", l)
+		}
+	}
+}

@@ -1,0 +1,160 @@
+package relay
+
+import (
+	"bufio"
+	"compress/gzip"
+	"encoding/json"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/influxdata/line-protocol/v2/lineprotocol"
+	"github.com/sparkpulse/sparkpulse/delta"
+	"github.com/sparkpulse/sparkpulse/spark"
+	"github.com/sparkpulse/sparkpulse/sparkapi"
+)
+
+// The recorded stream of each real Spark run (testdata/spark-real, see
+// package realspark), through the built-in mapping and the delta stage as
+// if sparkpulse ran from before the applications started: the deltas of
+// each executor's succeededTasks add up to Spark's count of its tasks, for
+// every executor whose last report arrived, and never exceed it.
+func TestRealSparkDeltas(t *testing.T) {
+	dirs, _ := filepath.Glob(filepath.Join("..", "testdata", "spark-real", "*", "graphite.txt.gz"))
+	if len(dirs) < 2 {
+		t.Fatalf("recorded real Spark streams: %v", dirs)
+	}
+	for _, f := range dirs {
+		dir := filepath.Dir(f)
+		t.Run(filepath.Base(dir), func(t *testing.T) {
+			var meta struct{ Prefix string }
+			readJSON(t, filepath.Join(dir, "recording.json"), &meta)
+			rules, err := delta.CompileRules(spark.DeltaRules())
+			if err != nil {
+				t.Fatal(err)
+			}
+			conn := New(Config{
+				Mapper: spark.NewMapper(spark.Options{Prefixes: []string{meta.Prefix}}),
+				Deltas: &Deltas{Rules: rules, Tracker: delta.New(delta.Settings{FirstSampleGrace: delta.NoGrace}, time.Now()), Bucket: "spark"},
+			}).NewConn(nil).(*Conn)
+
+			sums := map[string]map[string]int64{} // applicationid → process → Σ delta
+			file, err := os.Open(f)
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer file.Close()
+			zr, err := gzip.NewReader(file)
+			if err != nil {
+				t.Fatal(err)
+			}
+			sc := bufio.NewScanner(zr)
+			for sc.Scan() {
+				lp, err := conn.Process(sc.Bytes())
+				if err != nil {
+					// Only a ratio gauge of 0/0 or x/0 (a pool's usage with
+					// no maximum) is dropped.
+					if f := strings.Fields(sc.Text()); len(f) != 3 || f[1] != "NaN" && f[1] != "Infinity" && f[1] != "-Infinity" {
+						t.Errorf("%q: %v", sc.Text(), err)
+					}
+					continue
+				}
+				app, process, d, ok := succeededDelta(t, lp)
+				if !ok {
+					continue
+				}
+				if sums[app] == nil {
+					sums[app] = map[string]int64{}
+				}
+				sums[app][process] += d
+			}
+			if err := sc.Err(); err != nil {
+				t.Fatal(err)
+			}
+
+			for _, name := range []string{"main", "failures"} {
+				var app struct {
+					Application string `json:"application"`
+					MetricsKey  string `json:"metrics_key"`
+				}
+				readJSON(t, filepath.Join(dir, name, "app.json"), &app)
+				var execs []sparkapi.Executor
+				readJSON(t, filepath.Join(dir, name, "allexecutors.json"), &execs)
+				exact := 0
+				for _, x := range execs {
+					if x.ID == "driver" {
+						continue
+					}
+					got := sums[app.MetricsKey][x.ID]
+					switch {
+					case got > int64(x.CompletedTasks):
+						t.Errorf("%s executor %s: deltas add up to %d tasks, Spark counts %d", name, x.ID, got, x.CompletedTasks)
+					case got == int64(x.CompletedTasks):
+						exact++
+					case x.IsActive:
+						t.Errorf("%s executor %s, alive at the end: deltas add up to %d tasks, Spark counts %d", name, x.ID, got, x.CompletedTasks)
+					}
+				}
+				if exact == 0 {
+					t.Errorf("%s: no executor's deltas add up to Spark's count", name)
+				}
+			}
+		})
+	}
+}
+
+// succeededDelta reads the delta of an executor's succeededTasks.count
+// point.
+func succeededDelta(t *testing.T, lp []byte) (app, process string, d int64, ok bool) {
+	dec := lineprotocol.NewDecoderWithBytes(lp)
+	for dec.Next() {
+		m, err := dec.Measurement()
+		if err != nil {
+			t.Fatalf("%s: %v", lp, err)
+		}
+		if string(m) != "succeededTasks.count" {
+			return "", "", 0, false
+		}
+		for {
+			k, v, err := dec.NextTag()
+			if err != nil {
+				t.Fatalf("%s: %v", lp, err)
+			}
+			if k == nil {
+				break
+			}
+			switch string(k) {
+			case "applicationid":
+				app = string(v)
+			case "process":
+				process = string(v)
+			}
+		}
+		for {
+			k, v, err := dec.NextField()
+			if err != nil {
+				t.Fatalf("%s: %v", lp, err)
+			}
+			if k == nil {
+				break
+			}
+			if string(k) == "delta" {
+				d, ok = int64(v.Interface().(float64)), true
+			}
+		}
+	}
+	return app, process, d, ok
+}
+
+func readJSON(t *testing.T, path string, v any) {
+	t.Helper()
+	b, err := os.ReadFile(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := json.Unmarshal(b, v); err != nil {
+		t.Fatalf("%s: %v", path, err)
+	}
+}
