@@ -51,7 +51,7 @@ func Health() *dashboard.DashboardBuilder {
 	d.WithRow(dashboard.NewRowBuilder("Ingest"))
 	d.WithPanel(series("Lines received per second", "short", "Graphite lines received, per listener.",
 		query("", counterRate("sparkpulse_lines_received_total", perSecond, `"listener"`), "$tag_listener")))
-	d.WithPanel(series("Lines dropped per second, by reason", "short", "nan: Spark's NaN ratios (expected); fields, value, timestamp: malformed lines; too_long: over max-line-length; mapping, time_key, key_too_long, encode: what the templates made of the path.",
+	d.WithPanel(series("Lines dropped per second, by reason", "short", "nan: Spark's NaN ratios (expected); fields, value, timestamp: malformed lines; too_long: over max-line-length; cut: a last line without its newline when the sender closed (a Spark process that died mid-report); mapping, time_key, key_too_long, encode: what the templates made of the path.",
 		query("", counterRate("sparkpulse_lines_dropped_total", perSecond, `"reason"`), "$tag_reason")))
 	d.WithPanel(series("TCP connections", "short", "Open connections, and connections accepted per second (Spark opens one per report and process).",
 		query("", gaugeQ("max", m("sparkpulse_graphite_connections_active"), h, `"listener"`), "open $tag_listener"),

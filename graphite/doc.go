@@ -25,9 +25,14 @@
 // 1024 lines, after 100 ms without a datagram, and at the latest 1 s after
 // the oldest pending line arrived.
 //
+// A TCP connection's last line without its final '\n' is not handed on,
+// as InfluxDB does not, but counted in Stats.LinesCut: Dropwizard ends
+// every line and flushes before it closes, so such a line was cut when
+// its sender died mid-report (real Spark executors killed or out of heap
+// do this), and what is left of it may parse as a smaller value or an
+// earlier time.
+//
 // Where InfluxDB and this package differ on purpose:
-//   - a TCP connection's last line is handed on even without a final '\n'
-//     (InfluxDB drops it);
 //   - lines longer than MaxLineLength are dropped and counted, idle TCP
 //     connections are closed, and the number of connections can be capped
 //     (InfluxDB has no limits);

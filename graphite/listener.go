@@ -39,6 +39,7 @@ type Stats struct {
 	Bytes        atomic.Uint64 // bytes received
 	Lines        atomic.Uint64 // lines handed to a ConnHandler
 	LinesTooLong atomic.Uint64 // lines dropped for exceeding MaxLineLength
+	LinesCut     atomic.Uint64 // TCP: last lines without '\n' when the sender closed, dropped (a sender that died mid-report)
 	ReadErrors   atomic.Uint64 // accept and read errors other than EOF, Shutdown and idle timeouts
 	Datagrams    atomic.Uint64 // UDP datagrams received
 }
@@ -62,6 +63,7 @@ type splitter struct {
 	maxLine int
 	lines   uint64
 	tooLong uint64
+	cut     uint64
 }
 
 // line hands on one line given without its '\n'.
@@ -82,8 +84,24 @@ func (sp *splitter) line(b []byte) {
 	sp.lines++
 }
 
+// cutLine counts a last line the sender's close left without its '\n'.
+// Dropwizard's reporter ends every line it writes with '\n' and flushes
+// before it closes; a line without one was cut when the process died
+// mid-report (real Spark executors killed or out of heap do this), and
+// what is left of it may parse as a smaller value or an earlier time:
+// like InfluxDB's listener, it is not taken.
+func (sp *splitter) cutLine(b []byte) {
+	if len(bytes.TrimSpace(b)) > 0 {
+		sp.cut++
+	}
+}
+
 // publish adds the counts since the last call to st.
 func (sp *splitter) publish(st *Stats) {
+	if sp.cut > 0 {
+		st.LinesCut.Add(sp.cut)
+		sp.cut = 0
+	}
 	if sp.lines > 0 {
 		st.Lines.Add(sp.lines)
 		sp.lines = 0

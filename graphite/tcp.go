@@ -321,8 +321,8 @@ func (s *TCPServer) process(cs *connState, first []byte) error {
 	var rest int
 	rest, cs.skipping = cs.sp.block(buf, len(cs.tail), from+n, cs.skipping)
 	if errors.Is(err, io.EOF) && rest > 0 && !cs.skipping {
-		// Unlike InfluxDB, keep a last line that lacks its '\n'.
-		cs.sp.line(buf[:rest])
+		// A last line that lacks its '\n' was cut by the sender's end.
+		cs.sp.cutLine(buf[:rest])
 		rest = 0
 	}
 	// The tail is kept before the flush: once a handler has a block's
@@ -369,21 +369,15 @@ func (s *TCPServer) keepTail(cs *connState, rest []byte, err error) error {
 const maxKeptTail = 4 << 10
 
 // endConn finishes a connection after the read error err: at EOF, a last
-// line without '\n' (the tail) is taken, unless it is being skipped. The
+// line without '\n' (the tail) is counted as cut and dropped. The
 // handler has every line before the socket closes: a sender that
 // half-closes and waits for the server's close knows they are taken.
 func (s *TCPServer) endConn(cs *connState, err error) {
 	sp := &cs.sp
-	flushed := false
 	switch {
 	case errors.Is(err, io.EOF):
 		if len(cs.tail) > 0 && !cs.skipping {
-			s.slots <- struct{}{}
-			sp.line(cs.tail)
-			sp.publish(&s.stats)
-			sp.ch.Flush()
-			<-s.slots
-			flushed = true
+			sp.cutLine(cs.tail)
 		}
 	case errors.Is(err, os.ErrDeadlineExceeded):
 		s.stats.IdleTimeouts.Add(1)
@@ -396,10 +390,8 @@ func (s *TCPServer) endConn(cs *connState, err error) {
 	}
 	s.held.Add(-int64(cap(cs.tail)))
 	cs.tail = nil
-	if !flushed {
-		sp.publish(&s.stats)
-		sp.ch.Flush()
-	}
+	sp.publish(&s.stats)
+	sp.ch.Flush()
 	cs.c.Close()
 	s.mu.Lock()
 	delete(s.conns, cs.c)

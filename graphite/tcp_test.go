@@ -66,17 +66,19 @@ func send(addr net.Addr, payload string) error {
 }
 
 // The sequence of spec §10, which InfluxDB was run against: blank lines are
-// skipped, "\r\n" is stripped, and (unlike InfluxDB) the last line counts.
+// skipped, "\r\n" is stripped, and (as in InfluxDB) a last line without
+// its '\n' is not taken: it is counted as cut.
 func TestTCPVerifiedSequence(t *testing.T) {
 	rec := newRecorder()
 	s, _ := startTCP(t, TCPConfig{}, rec)
-	payload := "a 1 T\n\n  \nb Inf T\nc NaN T\nd 4 T\r\ne 5 T"
+	payload := "a 1 T\n\n  \nb Inf T\nc NaN T\nd 4 T\r\ne 5 T\nf 6 T"
 	payload = strings.ReplaceAll(payload, "T", T)
 	sendTCP(t, s.Addr(), payload)
 	c := recv(t, rec.conns, "a connection")
 	waitDone(t, c)
 	want := []string{"a 1 " + T, "b Inf " + T, "c NaN " + T, "d 4 " + T, "e 5 " + T}
 	equalStrings(t, "lines", c.lines, want)
+	counter(t, "LinesCut", s.Stats().LinesCut.Load(), 1)
 	reasons := []Reason{OK, ReasonInf, ReasonNaN, OK, OK}
 	for i, l := range c.lines {
 		var pl Line
@@ -104,7 +106,7 @@ func TestTCPManyShortConnections(t *testing.T) {
 			for i := range each {
 				// Spark-like: a fresh connection per report.
 				id := g*each + i
-				if err := send(s.Addr(), fmt.Sprintf("c%d.x 1 %s\r\nc%d.y 2 %s", id, T, id, T)); err != nil {
+				if err := send(s.Addr(), fmt.Sprintf("c%d.x 1 %s\r\nc%d.y 2 %s\n", id, T, id, T)); err != nil {
 					t.Error(err)
 					return
 				}
@@ -168,12 +170,21 @@ func TestTCPReadBoundaries(t *testing.T) {
 		lines   []string
 		flushes []int
 		tooLong uint64
+		cut     uint64
 	}{
 		{
 			name:    "split lines",
-			chunks:  []string{"ab", "c 1 2\r", "\nd 2", " 3\n", "e 3 4"},
+			chunks:  []string{"ab", "c 1 2\r", "\nd 2", " 3\n", "e 3 4\n"},
 			lines:   []string{"abc 1 2", "d 2 3", "e 3 4"},
-			flushes: []int{1, 1, 1}, // one per read that completed a line, then the last
+			flushes: []int{1, 1, 1, 0}, // one per read that completed a line, and one at EOF
+		},
+		{
+			// A sender that died mid-line: the rest of its last line
+			// never comes, and what came is not taken.
+			name:   "cut at EOF",
+			chunks: []string{"a 1 2\nb 2 3\nc.executor.cpuTime.count 8123"},
+			lines:  []string{"a 1 2", "b 2 3"},
+			cut:    1,
 		},
 		{
 			name:    "blank and padded lines",
@@ -192,9 +203,9 @@ func TestTCPReadBoundaries(t *testing.T) {
 		{
 			name:    "exactly the limit, with and without \\r",
 			maxLine: 10,
-			chunks:  []string{"0123456789\r", "\n0123456789", "\n01234567890", "\nx"},
+			chunks:  []string{"0123456789\r", "\n0123456789", "\n01234567890", "\nx\n"},
 			lines:   []string{"0123456789", "0123456789", "x"},
-			flushes: []int{1, 1, 1},
+			flushes: []int{1, 1, 1, 0},
 			tooLong: 1,
 		},
 		{
@@ -208,7 +219,7 @@ func TestTCPReadBoundaries(t *testing.T) {
 		{
 			name:    "limit above the block size",
 			maxLine: len(long),
-			chunks:  []string{long + "\n" + long + "L\n" + long},
+			chunks:  []string{long + "\n" + long + "L\n" + long + "\n"},
 			lines:   []string{long, long},
 			tooLong: 1,
 		},
@@ -229,6 +240,7 @@ func TestTCPReadBoundaries(t *testing.T) {
 				equalInts(t, "flushes", c.flushes, tc.flushes)
 			}
 			counter(t, "LinesTooLong", s.Stats().LinesTooLong.Load(), tc.tooLong)
+			counter(t, "LinesCut", s.Stats().LinesCut.Load(), tc.cut)
 			counter(t, "Lines", s.Stats().Lines.Load(), uint64(len(tc.lines)))
 		})
 	}
@@ -361,7 +373,7 @@ func TestTCPShutdownWaitsForEOF(t *testing.T) {
 		t.Error("a new connection was accepted during Shutdown")
 	}
 	// The open connection still delivers, up to its EOF.
-	io.WriteString(client, "b 2")
+	io.WriteString(client, "b 2\n")
 	client.Close()
 	if err := recv(t, shut, "Shutdown to return"); err != nil {
 		t.Fatalf("Shutdown: %v", err)

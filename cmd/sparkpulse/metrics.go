@@ -135,13 +135,17 @@ func collectBlock(ch chan<- prometheus.Metric, b *block) {
 	counter(ch, descBytes, g.Bytes.Load(), name)
 	counter(ch, descReadErrors, g.ReadErrors.Load(), name)
 
-	// Lines over max-line-length never reach the relay; they count as
-	// received and dropped, so received = encoded + dropped holds.
+	// Lines over max-line-length and cut lines never reach the relay;
+	// they count as received and dropped, so received = encoded +
+	// dropped holds.
 	r := b.relay.Stats()
-	counter(ch, descLines, r.Lines.Load()+g.LinesTooLong.Load(), name)
+	counter(ch, descLines, r.Lines.Load()+g.LinesTooLong.Load()+g.LinesCut.Load(), name)
 	counter(ch, descPoints, r.Points.Load(), name)
 	gauge(ch, descCached, float64(b.relay.CachedSeries()), name)
 	counter(ch, descDropped, g.LinesTooLong.Load(), name, "too_long")
+	if b.Config.Protocol == "tcp" {
+		counter(ch, descDropped, g.LinesCut.Load(), name, "cut")
+	}
 	for i := range relay.NumReasons {
 		if i != 0 {
 			counter(ch, descDropped, r.Dropped[i].Load(), name, i.String())
