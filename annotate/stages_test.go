@@ -2,11 +2,15 @@ package annotate
 
 import (
 	"context"
+	"encoding/json"
 	"fmt"
+	"os"
+	"path/filepath"
 	"strings"
 	"testing"
 
 	"github.com/sparkpulse/sparkpulse/influx/influxtest"
+	"github.com/sparkpulse/sparkpulse/sparkapi"
 	"github.com/sparkpulse/sparkpulse/sparkui"
 )
 
@@ -106,10 +110,53 @@ func TestTaskErrorClass(t *testing.T) {
 		{"org.apache.spark.shuffle.FetchFailedException: Too large frame", "FAILED", "org.apache.spark.shuffle.FetchFailedException", TaskFetchFailed},
 		{"TaskKilled (another attempt succeeded)", "KILLED", "TaskKilled", TaskKilled},
 		{"org.apache.spark.SparkException: Task failed while writing rows.\nCaused by: java.lang.OutOfMemoryError: GC overhead limit exceeded", "FAILED", "org.apache.spark.SparkException", TaskOOM},
+		// Spark 3.4+ error conditions name the error; execution memory
+		// that cannot be acquired is not the heap.
+		{"org.apache.spark.SparkException: [FAILED_EXECUTE_UDF] User defined function (`f (UDFRegistration$$Lambda$1)`: (int) => int) failed due to: java.lang.ArithmeticException: / by zero. SQLSTATE: 39000", "FAILED", "org.apache.spark.SparkException [FAILED_EXECUTE_UDF]", TaskException},
+		{"org.apache.spark.memory.SparkOutOfMemoryError: [UNABLE_TO_ACQUIRE_MEMORY] Unable to acquire 65536 bytes of memory, got 0. SQLSTATE: 53200\n\tat org.apache.spark.memory.MemoryConsumer.throwOom(MemoryConsumer.java:157)", "FAILED", "org.apache.spark.memory.SparkOutOfMemoryError [UNABLE_TO_ACQUIRE_MEMORY]", TaskExecutionMemory},
+		// A Python worker's error: Python's type completes the class.
+		{"org.apache.spark.api.python.PythonException: Traceback (most recent call last):\n  File \"/opt/job.py\", line 12, in f\n    return 1 / x\nZeroDivisionError: division by zero\n\n\tat org.apache.spark.api.python.BasePythonRunner$ReaderIterator.handlePythonException(PythonRunner.scala:572)", "FAILED", "PythonException: ZeroDivisionError", TaskException},
+		{"org.apache.spark.api.python.PythonException: Traceback (most recent call last):\n  File \"/opt/job.py\", line 3, in g\n    d[k]\nKeyError: 'a'\n\nDuring handling of the above exception, another exception occurred:\n\nTraceback (most recent call last):\n  File \"/opt/job.py\", line 5, in g\n    raise mylib.errors.BadInput(k)\nmylib.errors.BadInput: a\n\n\tat org.apache.spark.api.python.BasePythonRunner", "FAILED", "PythonException: mylib.errors.BadInput", TaskException},
 	} {
 		class, kind := TaskErrorClass(tc.msg, tc.status)
 		if class != tc.class || kind != tc.kind {
 			t.Errorf("%.50q: %s %s, want %s %s", tc.msg, class, kind, tc.class, tc.kind)
+		}
+	}
+}
+
+// The failed and killed tasks of the real Spark runs (testdata/spark-real,
+// see package realspark) read as what they were: the Python UDF's
+// ValueError with its line, the executors lost under their tasks, the
+// task that ran out of heap.
+func TestTaskErrorOfRealSpark(t *testing.T) {
+	files, _ := filepath.Glob(filepath.Join("..", "testdata", "spark-real", "*", "failures", "failed-tasks.json"))
+	if len(files) < 2 {
+		t.Fatalf("failed tasks of real Spark: %v", files)
+	}
+	for _, f := range files {
+		b, err := os.ReadFile(f)
+		if err != nil {
+			t.Fatal(err)
+		}
+		var stages map[string][]sparkapi.TaskData
+		if err := json.Unmarshal(b, &stages); err != nil {
+			t.Fatal(err)
+		}
+		seen := map[string]bool{}
+		for _, tasks := range stages {
+			for _, task := range tasks {
+				class, kind, line := TaskError(task.ErrorMessage, task.Status)
+				seen[class+" "+kind] = true
+				if class == "PythonException: ValueError" && line != "ValueError: bad row 4242" {
+					t.Errorf("%s: line %q", f, line)
+				}
+			}
+		}
+		for _, want := range []string{"PythonException: ValueError exception", "ExecutorLostFailure executor_lost", "java.lang.OutOfMemoryError oom"} {
+			if !seen[want] {
+				t.Errorf("%s: no failed task of %s among %v", f, want, seen)
+			}
 		}
 	}
 }

@@ -14,15 +14,25 @@ const (
 	// SparkExitCode.OOM, or an OutOfMemoryError named): a heap problem.
 	RemovedHeapOOM = "heap_oom"
 	// RemovedContainerOOM: the cluster manager killed the container over
-	// its memory limit (YARN "exceeding … memory limits", Kubernetes
-	// OOMKilled or "possible container OOM"): a container problem, heap
-	// plus overhead plus Python too small.
+	// its memory limit (YARN "Container killed by YARN for exceeding
+	// physical memory limits", exit -104, or virtual, -103; Kubernetes
+	// "termination reason: OOMKilled" in the container statuses): a
+	// container problem, heap plus overhead plus Python too small.
 	RemovedContainerOOM = "container_oom"
-	// RemovedKilled: killed by a signal (exit code 137, SIGKILL) with no
-	// reason given; on Kubernetes and YARN usually the memory limit too.
+	// RemovedKilled: killed by SIGKILL (exit code 137) with no memory
+	// kill named. Kubernetes appends "possible container OOM" to every
+	// 137 (ExecutorPodsLifecycleManager), evictions and spot reclaims
+	// included: only OOMKilled says memory.
 	RemovedKilled = "killed"
-	// RemovedPreempted: stopped by the scheduler (exit code 143, SIGTERM,
-	// YARN preemption): not the application's fault.
+	// RemovedTerminated: ended by SIGTERM (exit code 143) with no
+	// preemption named. On YARN, Spark starts executors with
+	// -XX:OnOutOfMemoryError='kill %p' (YarnSparkHadoopUtil), so a heap
+	// OutOfMemoryError usually ends this way; a node manager's or a
+	// user's kill reads the same. Not to be taken for preemption.
+	RemovedTerminated = "terminated"
+	// RemovedPreempted: taken back by the scheduler (YARN "was
+	// preempted", exit -102; a Kubernetes pod "deleted by a user or the
+	// framework", or evicted): not the application's fault.
 	RemovedPreempted = "preempted"
 	// RemovedDecommissioned: the node or executor was decommissioned.
 	RemovedDecommissioned = "decommissioned"
@@ -37,7 +47,7 @@ const (
 	RemovedOther = "other"
 )
 
-var exitCodeRE = regexp.MustCompile(`(?i)exit (?:code|status)(?: is)?[: ]*(\d+)|exited with code (\d+)`)
+var exitCodeRE = regexp.MustCompile(`(?i)exit (?:code|status)(?: is)?[: ]*(-?\d+)|exited with code (-?\d+)`)
 
 // RemoveKind classifies a removal reason: by its words first (they are the
 // more specific), then by the exit code it names.
@@ -47,11 +57,12 @@ func RemoveKind(reason string) string {
 	case r == "":
 		return RemovedOther
 	case strings.Contains(r, "exceeding") && strings.Contains(r, "memory limit"),
-		strings.Contains(r, "oomkilled"), strings.Contains(r, "possible container oom"):
+		strings.Contains(r, "oomkilled"):
 		return RemovedContainerOOM
 	case strings.Contains(r, "outofmemoryerror"), strings.Contains(r, "jvm oom"):
 		return RemovedHeapOOM
-	case strings.Contains(r, "preempted"):
+	case strings.Contains(r, "preempted"), strings.Contains(r, "deleted by a user or the framework"),
+		strings.Contains(r, "brief reason: evicted"):
 		return RemovedPreempted
 	case strings.Contains(r, "decommission"):
 		return RemovedDecommissioned
@@ -69,7 +80,7 @@ func RemoveKind(reason string) string {
 		case 137:
 			return RemovedKilled
 		case 143:
-			return RemovedPreempted
+			return RemovedTerminated
 		}
 	}
 	if strings.Contains(r, "disassociated") || strings.Contains(r, "lost") {

@@ -27,13 +27,20 @@ import (
 //     until it is not. Recommended when the container shrinks by 15 %
 //     or more. Peaks are sampled at heartbeats: the margins are for the
 //     spikes between two.
-//   - idle: the executors used under 30 % of the cores they held (CPU
-//     utilisation, see Usage), over at least one core-hour. The executors
-//     needed for 60 % are the average number held × utilisation ÷ 0.6,
-//     at least one: spark.executor.instances, or with dynamic allocation
-//     spark.dynamicAllocation.maxExecutors. The saving assumes the same
-//     run time, which holds where tasks wait on CPU: where they wait on
-//     I/O (shuffle fetch, input), fewer executors lengthen the run.
+//   - idle: the executors' task slots were busy under 30 % of the time
+//     they were held — slot occupancy, Σ task run time ÷ core-seconds
+//     held, Sparklens' measure — over at least one core-hour, without
+//     dynamic allocation. Occupancy, not CPU: a task's CPU time leaves
+//     out its Python workers, its garbage collection and its waits on
+//     I/O, so a PySpark UDF job with every slot busy, or an I/O-bound
+//     scan, reads as idle by CPU and would run far longer on fewer
+//     executors. The executors needed for 60 % occupancy are Σ run time
+//     ÷ (0.6 × duration × cores per executor), at least one:
+//     spark.executor.instances. With dynamic allocation the rule is
+//     quiet: the average held says nothing of the stage that needed the
+//     most, and a cap from it would starve that stage; idle-timeout
+//     speaks for dynamic allocation's waste. The saving assumes the same
+//     run time: the tasks keep their run time, only the empty slots go.
 //   - idle-timeout: with dynamic allocation, when the idle rule did not
 //     fire, executors the driver released while the application ran
 //     each sat idle for spark.dynamicAllocation.executorIdleTimeout
@@ -77,7 +84,10 @@ func RightSize(a *Advice, s Settings, r Resources, u Usage, execs []Executor, fa
 		if x.TaskTimeMs > 0 && float64(x.GCTimeMs) >= 0.05*float64(x.TaskTimeMs) {
 			lowGC = false
 		}
-		if k := RemoveKind(x.RemoveReason); k == RemovedHeapOOM || k == RemovedContainerOOM {
+		// A SIGKILL or SIGTERM without a named cause may be memory too
+		// (a Kubernetes 137, a YARN 143): no shrinking after one.
+		switch RemoveKind(x.RemoveReason) {
+		case RemovedHeapOOM, RemovedContainerOOM, RemovedKilled, RemovedTerminated:
 			memoryRemoved = true
 		}
 	}
@@ -123,26 +133,26 @@ func RightSize(a *Advice, s Settings, r Resources, u Usage, execs []Executor, fa
 
 	// idle
 	cores, idle := u.Cores, false
-	if u.CPUFrom != "" && u.ExecutorCoreSeconds >= 3600 && u.CPUUtilisation < 0.30 && cores > 0 && u.DurationMs > 0 {
-		held := u.ExecutorCoreSeconds / float64(cores) / (float64(u.DurationMs) / 1000) // executors, on average
-		need := max(1, int(math.Ceil(held*u.CPUUtilisation/0.6)))
+	if u.CPUFrom != "" && !r.DynamicAllocation && u.ExecutorCoreSeconds >= 3600 && cores > 0 && u.DurationMs > 0 &&
+		u.TaskRunSeconds < 0.30*u.ExecutorCoreSeconds {
+		seconds := float64(u.DurationMs) / 1000
+		held := u.ExecutorCoreSeconds / float64(cores) / seconds // executors, on average
+		need := max(1, int(math.Ceil(u.TaskRunSeconds/(0.6*seconds*float64(cores)))))
 		if float64(need) < held {
 			idle = true
 			keep := float64(need) / held
-			prop, current := "spark.executor.instances", ""
-			if r.DynamicAllocation {
-				prop = "spark.dynamicAllocation.maxExecutors"
-			} else if r.Instances > 0 {
+			current := ""
+			if r.Instances > 0 {
 				current = strconv.Itoa(r.Instances)
 			}
-			a.find("idle", "", "executors used %.0f %% of the cores they held (%.1f executors of %d cores on average, CPU from the %s)",
-				100*u.CPUUtilisation, held, cores, u.CPUFrom)
-			a.Recommendations = append(a.Recommendations, Setting{Property: prop, CurrentText: current, ValueText: strconv.Itoa(need), Rule: "idle",
-				Reason: fmt.Sprintf("%d executors at the same CPU time would be 60 %% busy", need),
+			a.find("idle", "", "task slots were busy %.0f %% of the time they were held (%.1f executors of %d cores on average; CPU used %.0f %%, from the %s)",
+				100*u.TaskRunSeconds/u.ExecutorCoreSeconds, held, cores, 100*u.CPUUtilisation, u.CPUFrom)
+			a.Recommendations = append(a.Recommendations, Setting{Property: "spark.executor.instances", CurrentText: current, ValueText: strconv.Itoa(need), Rule: "idle",
+				Reason: fmt.Sprintf("%d executors would keep their task slots 60 %% busy with the same task run time", need),
 				// Against the shrunk container, so that the two rules'
 				// savings add up.
 				SavingCoreSeconds: u.ExecutorCoreSeconds * (1 - keep), SavingByteSeconds: float64(shrunk) * execSeconds * (1 - keep),
-				Risk: "tasks that wait on I/O rather than CPU (shuffle fetch, input) would take longer with fewer executors"})
+				Risk: "stages with more tasks than the fewer slots run in more waves: the run is longer where the busy time was concentrated in a few wide stages"})
 		}
 	}
 

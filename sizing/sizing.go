@@ -40,8 +40,10 @@
 //     only when it fills; it is reported only together with garbage
 //     collection taking 10 % of task time or more (where Spark's UI turns
 //     it red), or when an executor exited out of heap (RemoveKind
-//     heap_oom: exit code 52, an OutOfMemoryError), and the advice is 25 %
-//     more heap, in steps of 256 MiB.
+//     heap_oom: exit code 52, an OutOfMemoryError), or was terminated
+//     (RemoveKind terminated: SIGTERM, exit 143, which is how a YARN
+//     executor ends after an OutOfMemoryError) with its heap used to 90 %
+//     or more; the advice is 25 % more heap, in steps of 256 MiB.
 //   - unified: execution and storage memory at 90 % of the unified region
 //     or more means spills to disk and cached blocks evicted; it is
 //     reported without a number, as the fix (more heap, a larger
@@ -305,6 +307,13 @@ func Advise(s Settings, execs []Executor) Advice {
 		switch {
 		case h.RemoveKind == RemovedHeapOOM:
 			a.find("heap", x.ID, "the JVM ran out of heap (%s) and the executor exited: %s", Bytes(s.Heap), x.RemoveReason)
+			heapPressure = true
+		case h.RemoveKind == RemovedTerminated && h.HeapUse >= 0.9:
+			// How a YARN executor ends after an OutOfMemoryError
+			// (-XX:OnOutOfMemoryError='kill %p'); without a full heap
+			// the SIGTERM says nothing of memory, and the rule is quiet.
+			a.find("heap", x.ID, "the executor was terminated (SIGTERM) with its heap used to %.0f %% of %s, as the JVM is on YARN after an OutOfMemoryError: %s",
+				100*h.HeapUse, Bytes(s.Heap), x.RemoveReason)
 			heapPressure = true
 		case h.GCShare >= 0.10 && h.HeapUse >= 0.9:
 			a.find("heap", x.ID, "heap used to %.0f %% of %s while GC took %.0f %% of task time", 100*h.HeapUse, Bytes(s.Heap), 100*h.GCShare)

@@ -207,6 +207,41 @@ func TestAdvise(t *testing.T) {
 			"no process-tree metrics: the container and Python rules need spark.executor.processTreeMetrics.enabled=true (Linux)",
 		},
 	}, {
+		// YARN 143 after an OutOfMemoryError: -XX:OnOutOfMemoryError='kill
+		// %p' ends the JVM with SIGTERM. The heap was sampled at 3.8 of 4
+		// GiB: the heap rule fires, 4g + a quarter = 5g.
+		name: "terminated on YARN with a full heap",
+		s:    heap4,
+		execs: []Executor{
+			{ID: "4", Peaks: peaks(3891 * mib), RemoveReason: "Container from a bad node: container_1_0001_01_000004 on host: node-8. Exit status: 143. Diagnostics: Container killed on request. Exit code is 143"},
+		},
+		want: []string{
+			"finding heap 4: the executor was terminated (SIGTERM) with its heap used to 95 % of 4.0 GiB, as the JVM is on YARN after an OutOfMemoryError: Container from a bad node: container_1_0001_01_000004 on host: node-8. Exit status: 143. Diagnostics: Container killed on request. Exit code is 143",
+			"set spark.executor.memory = 5g (now 4g)",
+			"no process-tree metrics: the container and Python rules need spark.executor.processTreeMetrics.enabled=true (Linux)",
+		},
+	}, {
+		// The same exit with the heap at 40 %: the SIGTERM alone says
+		// nothing of memory (a node manager's kill reads the same), and
+		// it is not a preemption either: no heap advice.
+		name: "terminated on YARN with room in the heap",
+		s:    heap4,
+		execs: []Executor{
+			{ID: "4", Peaks: peaks(1638 * mib), RemoveReason: "Container from a bad node: container_1_0001_01_000004 on host: node-8. Exit status: 143. Diagnostics: Container killed on request. Exit code is 143"},
+		},
+		want: []string{
+			"no process-tree metrics: the container and Python rules need spark.executor.processTreeMetrics.enabled=true (Linux)",
+		},
+	}, {
+		// Kubernetes appends "possible container OOM" to every 137: an
+		// evicted or reclaimed pod is no memory kill, so no overhead.
+		name: "Kubernetes 137 without OOMKilled",
+		s:    heap4,
+		execs: []Executor{
+			{ID: "5", Peaks: peaks(2*gib, 0, 0, 3*gib, 0, 0), RemoveReason: "\nThe executor with id 5 exited with exit code 137(SIGKILL, possible container OOM).\n\n\n\nThe API gave the following container statuses:\n\n\t container name: spark-kubernetes-executor\n\t exit code: 137\n\t termination reason: Error\n"},
+		},
+		want: nil,
+	}, {
 		// Unified region of 4g: (4096 - 300) × 0.6 = 2277.6 MiB; 2100 MiB is 92 %.
 		name: "unified region full",
 		s:    heap4,

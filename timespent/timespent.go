@@ -7,12 +7,20 @@
 // The rules, each with its reason:
 //
 //   - skewed: the longest task ran at least 4 times the median task and
-//     at least a quarter of the stage's duration. Below 4× the tasks are
-//     merely uneven; below a quarter of the stage the straggler did not
-//     hold it up much (other tasks or waves took the time). The cure is in
-//     the data: a key with too many rows (repartition, salt it, or let
+//     at least a quarter of the stage's duration, and the task that read
+//     the most (input or shuffle, taskSummary's largest) read at least 4
+//     times the median task's bytes. Below 4× the tasks are merely
+//     uneven; below a quarter of the stage the straggler did not hold it
+//     up much (other tasks or waves took the time). The cure is in the
+//     data: a key with too many rows (repartition, salt it, or let
 //     adaptive execution split skewed joins:
 //     spark.sql.adaptive.skewJoin.enabled).
+//   - straggler: the same run-time skew while no task read 4 times the
+//     median's bytes: one task was slow, not big. Salting a key would not
+//     help; the host, the executor's garbage collection (given) or a
+//     slow source is the cause, and spark.speculation re-runs such tasks
+//     elsewhere. When the tasks read nothing (data made in the stage),
+//     bytes cannot tell the two apart: neither is said.
 //   - gc: garbage collection took 10 % of task run time or more, the
 //     share at which Spark's UI turns GC time red: more heap per task
 //     (more memory, or fewer cores per executor).
@@ -53,7 +61,9 @@ type Stage struct {
 	// From taskSummary and the slowest task; Detailed false when not read.
 	Detailed                         bool
 	TaskMedianMs, TaskMaxMs          int64
+	TaskMedianBytes, TaskMaxBytes    int64 // read by a task: of input or shuffle, whichever has the larger largest
 	StragglerExecutor, StragglerHost string
+	StragglerGCMs                    int64 // the slowest task's garbage collection
 }
 
 // Failure is a failed task.
@@ -66,7 +76,7 @@ type Failure struct {
 
 // Verdict is a rule's finding on a stage.
 type Verdict struct {
-	Rule string `json:"rule"` // skewed, gc, spill, fetch_wait
+	Rule string `json:"rule"` // skewed, straggler, gc, spill, fetch_wait
 	Text string `json:"text"`
 }
 
@@ -161,8 +171,22 @@ func judgeStage(s Stage) StageReport {
 			if s.StragglerHost != "" {
 				where = fmt.Sprintf(", on %s (executor %s)", s.StragglerHost, s.StragglerExecutor)
 			}
-			add("skewed", "the longest task took %s, %.0f× the median %s and %.0f %% of the stage%s",
-				Duration(s.TaskMaxMs), ratio, Duration(s.TaskMedianMs), 100*share, where)
+			took := fmt.Sprintf("the longest task took %s, %.0f× the median %s and %.0f %% of the stage",
+				Duration(s.TaskMaxMs), ratio, Duration(s.TaskMedianMs), 100*share)
+			switch {
+			case s.TaskMaxBytes == 0:
+				out.Note = took + "; its tasks read no input or shuffle data, so a big key cannot be told from a slow task"
+			case float64(s.TaskMaxBytes) >= SkewRatio*float64(max(s.TaskMedianBytes, 1)):
+				add("skewed", "%s; the largest task read %s, the median %s%s", took,
+					sizing.Bytes(s.TaskMaxBytes), sizing.Bytes(s.TaskMedianBytes), where)
+			default:
+				gc := ""
+				if s.StragglerGCMs > 0 {
+					gc = fmt.Sprintf(", %s of it in GC", Duration(s.StragglerGCMs))
+				}
+				add("straggler", "%s, though no task read 4× the median's %s: a slow task, not a big one%s%s", took,
+					sizing.Bytes(s.TaskMedianBytes), where, gc)
+			}
 		}
 	}
 	if s.RunTimeMs > 0 {

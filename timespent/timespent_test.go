@@ -16,10 +16,31 @@ func TestRules(t *testing.T) {
 	}{{
 		// 200 tasks, median 1 s, the longest 41 s of a 100 s stage: 41×
 		// the median, 41 % of the stage.
-		name:  "skewed",
-		s:     Stage{ID: 3, DurationMs: 100_000, Tasks: 200, Detailed: true, TaskMedianMs: 1000, TaskMaxMs: 41_000, StragglerHost: "node-7", StragglerExecutor: "12", RunTimeMs: 240_000},
+		// It read 2 GiB where the median task read 50 MiB: a big key.
+		name: "skewed",
+		s: Stage{ID: 3, DurationMs: 100_000, Tasks: 200, Detailed: true, TaskMedianMs: 1000, TaskMaxMs: 41_000,
+			TaskMedianBytes: 50 << 20, TaskMaxBytes: 2 << 30, StragglerHost: "node-7", StragglerExecutor: "12", RunTimeMs: 240_000},
 		rules: []string{"skewed"},
-		text:  "the longest task took 41s, 41× the median 1s and 41 % of the stage, on node-7 (executor 12)",
+		text:  "the longest task took 41s, 41× the median 1s and 41 % of the stage; the largest task read 2.0 GiB, the median 50 MiB, on node-7 (executor 12)",
+	}, {
+		// The same times, but no task read more than 1.2× the median's
+		// bytes: a slow host or GC, not the data. Salting would not help.
+		name: "straggler, not skew",
+		s: Stage{ID: 3, DurationMs: 100_000, Tasks: 200, Detailed: true, TaskMedianMs: 1000, TaskMaxMs: 41_000,
+			TaskMedianBytes: 50 << 20, TaskMaxBytes: 60 << 20, StragglerHost: "node-7", StragglerExecutor: "12", StragglerGCMs: 30_000, RunTimeMs: 240_000},
+		rules: []string{"straggler"},
+		text:  "the longest task took 41s, 41× the median 1s and 41 % of the stage, though no task read 4× the median's 50 MiB: a slow task, not a big one, on node-7 (executor 12), 30s of it in GC",
+	}, {
+		// 3.9× the median's bytes: under the ratio, a straggler.
+		name: "bytes just under the skew ratio",
+		s: Stage{ID: 3, DurationMs: 100_000, Detailed: true, TaskMedianMs: 1000, TaskMaxMs: 41_000,
+			TaskMedianBytes: 100 << 20, TaskMaxBytes: 390 << 20, RunTimeMs: 240_000},
+		rules: []string{"straggler"},
+	}, {
+		// Run-time skew in a stage that read nothing (data made in the
+		// stage): bytes cannot tell a big key from a slow task.
+		name: "nothing read: not judged",
+		s:    Stage{ID: 3, DurationMs: 100_000, Detailed: true, TaskMedianMs: 1000, TaskMaxMs: 41_000, RunTimeMs: 240_000},
 	}, {
 		// 40× the median but only 10 % of a stage whose waves took the
 		// time: not held up by one task.

@@ -119,9 +119,19 @@ func whereTimeWent(read []annotate.StageRead) timespent.Report {
 		}
 		if r.Summary != nil {
 			s.Detailed, s.TaskMedianMs, s.TaskMaxMs = true, int64(r.Summary.ExecutorRunTime[0]), int64(r.Summary.ExecutorRunTime[2])
+			// What a task read: input or shuffle, whichever the largest
+			// task read more of.
+			for _, q := range [][]float64{r.Summary.InputMetrics.BytesRead, r.Summary.ShuffleReadMetrics.ReadBytes} {
+				if len(q) == 3 && int64(q[2]) > s.TaskMaxBytes {
+					s.TaskMedianBytes, s.TaskMaxBytes = int64(q[0]), int64(q[2])
+				}
+			}
 		}
 		if r.Slowest != nil {
 			s.StragglerExecutor, s.StragglerHost = r.Slowest.ExecutorID, r.Slowest.Host
+			if r.Slowest.TaskMetrics != nil {
+				s.StragglerGCMs = r.Slowest.TaskMetrics.JVMGCTime
+			}
 		}
 		stages = append(stages, s)
 		for _, t := range r.Failed {
