@@ -188,10 +188,17 @@ func runVersion(t *testing.T, version string) {
 			return nil
 		})
 	}
+	// Executors that died in the middle of a report cut its last line:
+	// sparkpulse drops each such line, counted.
+	var cut int
+	r.lines, cut = tee.taken()
+	if got := metric(t, admin, "sparkpulse_lines_dropped_total", `reason="cut"`); got != float64(cut) {
+		t.Errorf("sparkpulse counted %v cut lines, the proxy saw %d", got, cut)
+	}
+	t.Logf("%d reports ended in a cut line", cut)
 	sp.stop(t)
 	udp.stop(t)
 	r.to = time.Now()
-	r.lines = tee.taken()
 	checkLoopbackDir(t, work)
 
 	if *update {
@@ -202,6 +209,7 @@ func runVersion(t *testing.T, version string) {
 	t.Run("reconcile", func(t *testing.T) { checkReconcile(t, r) })
 	t.Run("annotations", func(t *testing.T) { checkAnnotations(t, r) })
 	t.Run("stages", func(t *testing.T) { checkStageDetails(t, r) })
+	t.Run("report", func(t *testing.T) { checkReport(t, r) })
 	t.Run("causes", func(t *testing.T) { checkCauses(t, r) })
 	t.Run("python", func(t *testing.T) { checkPython(t, r) })
 	t.Run("dashboards", func(t *testing.T) { checkDashboards(t, r) })
@@ -533,6 +541,73 @@ func checkStageDetails(t *testing.T, r *run) {
 	}
 }
 
+// checkReport runs `sparkpulse report` on each application, from the
+// History Server: the skewed stage is judged skewed (its bytes were), and
+// the failed tasks read as the failures run made them.
+func checkReport(t *testing.T, r *run) {
+	type report struct {
+		Time struct {
+			Slowest []struct {
+				Stage    string
+				Verdicts []struct{ Rule, Text string }
+				Note     string
+			}
+			FailedTasks []struct {
+				Class, Kind string
+				Tasks       int
+			} `json:"failed_tasks"`
+		} `json:"where_the_time_went"`
+	}
+	run := func(a *application) report {
+		out, err := exec.Command(binary(t), "report", "--url", r.hs, "--json", a.id).Output()
+		if err != nil {
+			t.Fatalf("sparkpulse report %s: %v\n%s", a.id, err, out)
+		}
+		var rep report
+		if err := json.Unmarshal(out, &rep); err != nil {
+			t.Fatalf("report %s: %v\n%s", a.id, err, out)
+		}
+		return rep
+	}
+
+	var stages []sparkapi.Stage
+	r.main.rest("stages", &stages)
+	skewStage := ""
+	for _, st := range stages {
+		if strings.HasPrefix(st.Description, "skew") && st.NumTasks == 8 {
+			skewStage = fmt.Sprintf("%d.%d", st.StageID, st.AttemptID)
+		}
+	}
+	found := false
+	for _, s := range run(r.main).Time.Slowest {
+		var rules []string
+		for _, v := range s.Verdicts {
+			rules = append(rules, v.Rule)
+		}
+		t.Logf("main: stage %s: %v %s", s.Stage, s.Verdicts, s.Note)
+		if s.Stage == skewStage {
+			found = true
+			if !slices.Contains(rules, "skewed") || slices.Contains(rules, "straggler") {
+				t.Errorf("the skewed stage %s: %v", s.Stage, s.Verdicts)
+			}
+		}
+	}
+	if !found {
+		t.Errorf("the skewed stage %s is not among the slowest the report judged", skewStage)
+	}
+
+	classes := map[string]string{}
+	for _, f := range run(r.bad).Time.FailedTasks {
+		classes[f.Class] = f.Kind
+	}
+	t.Logf("failures: failed tasks %v", classes)
+	for class, kind := range map[string]string{"PythonException: ValueError": "exception", "ExecutorLostFailure": "executor_lost"} {
+		if classes[class] != kind {
+			t.Errorf("report's failed tasks %v lack %s (%s)", classes, class, kind)
+		}
+	}
+}
+
 func getJSON(t *testing.T, url string, v any) {
 	t.Helper()
 	resp, err := http.Get(url)
@@ -597,10 +672,13 @@ func checkCauses(t *testing.T, r *run) {
 	for _, s := range r.srv.Query(t, db, fmt.Sprintf(`SELECT "error_class", "kind", "error" FROM "spark_task_failure" WHERE "applicationid" = '%s'`, failKey)) {
 		for _, row := range s.Values {
 			classes[fmt.Sprint(row[1])+" "+fmt.Sprint(row[2])]++
+			if row[1] == "PythonException: ValueError" && row[3] != "ValueError: bad row 4242" {
+				t.Errorf("the Python UDF's failure reads %q", row[3])
+			}
 		}
 	}
 	t.Logf("failed tasks by class and kind: %v", classes)
-	for _, c := range []string{"org.apache.spark.api.python.PythonException exception", "ExecutorLostFailure executor_lost"} {
+	for _, c := range []string{"PythonException: ValueError exception", "ExecutorLostFailure executor_lost"} {
 		if classes[c] == 0 {
 			t.Errorf("no failed task of %q: %v", c, classes)
 		}

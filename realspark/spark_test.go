@@ -330,7 +330,8 @@ type tee struct {
 	mapper *spark.Mapper
 
 	mu      sync.Mutex
-	lines   []string
+	lines   []string         // complete lines
+	cut     int              // last lines without '\n': the sender died mid-report
 	reports map[string]int64 // applicationid/process → newest timestamp of a report that went through
 	changed chan struct{}    // closed and replaced at each report
 	wg      sync.WaitGroup
@@ -387,7 +388,11 @@ func (p *tee) serve(c net.Conn) {
 	var r templates.Result
 	newest := map[string]int64{}
 	var lines []string
-	for _, l := range strings.Split(report.String(), "\n") {
+	text, cut := report.String(), 0
+	if i := strings.LastIndexByte(text, '\n'); i < len(text)-1 {
+		text, cut = text[:i+1], 1
+	}
+	for _, l := range strings.Split(text, "\n") {
 		if l == "" {
 			continue
 		}
@@ -402,6 +407,7 @@ func (p *tee) serve(c net.Conn) {
 	}
 	p.mu.Lock()
 	p.lines = append(p.lines, lines...)
+	p.cut += cut
 	for k, ts := range newest {
 		p.reports[k] = max(p.reports[k], ts)
 	}
@@ -436,13 +442,14 @@ func (p *tee) waitReports(t *testing.T, app string, processes []string, since in
 	}
 }
 
-// taken returns the lines that went through so far and forgets them.
-func (p *tee) taken() []string {
+// taken returns the complete lines that went through so far, forgetting
+// them, and how many reports ended in a cut line.
+func (p *tee) taken() ([]string, int) {
 	p.mu.Lock()
 	defer p.mu.Unlock()
-	l := p.lines
-	p.lines = nil
-	return l
+	l, cut := p.lines, p.cut
+	p.lines, p.cut = nil, 0
+	return l, cut
 }
 
 func tagOf(r *templates.Result, key string) string {
@@ -609,4 +616,29 @@ func TestOtherAddressWarning(t *testing.T) {
 			t.Errorf("taken for a warning: %q", l)
 		}
 	}
+}
+
+// metric sums the samples of a counter in sparkpulse's /metrics whose
+// labels contain label (e.g. `reason="cut"`).
+func metric(t *testing.T, admin int, name, label string) float64 {
+	t.Helper()
+	resp, err := http.Get(fmt.Sprintf("http://127.0.0.1:%d/metrics", admin))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	var sum float64
+	sc := bufio.NewScanner(resp.Body)
+	sc.Buffer(nil, 1<<20)
+	for sc.Scan() {
+		l := sc.Text()
+		if !strings.HasPrefix(l, name+"{") || !strings.Contains(l, label) {
+			continue
+		}
+		if i := strings.LastIndexByte(l, ' '); i > 0 {
+			v, _ := strconv.ParseFloat(l[i+1:], 64)
+			sum += v
+		}
+	}
+	return sum
 }

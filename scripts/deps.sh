@@ -63,7 +63,7 @@ if [ "${1:-}" = "--test" ]; then
     if [ ! -x "$dir/pyspark/bin/spark-class" ]; then
       echo "deps: installing PySpark $v into .deps/pyspark/$v…" >&2
       rm -rf "$dir"
-      python3 -m pip install --quiet --disable-pip-version-check --target "$dir" "pyspark==$v"
+      PIP_ROOT_USER_ACTION=ignore python3 -m pip install --quiet --disable-pip-version-check --target "$dir" "pyspark==$v"
     fi
   done
 fi

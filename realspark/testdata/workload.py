@@ -54,9 +54,12 @@ def main_jobs(spark, out):
     # Nine rows in ten share key 0: one of the eight tasks after the
     # shuffle reads most of the bytes.
     sc.setJobDescription("skew: one hot key")
-    skewed = spark.range(0, 1_500_000, numPartitions=4).selectExpr(
+    skewed = spark.range(0, 3_000_000, numPartitions=4).selectExpr(
         "CASE WHEN id % 10 < 9 THEN 0 ELSE id END AS k", "id AS v")
-    skewed.repartition(8, "k").selectExpr("k", "sha2(cast(v AS string), 256) AS h").groupBy(
+    # Per-row work heavy enough that the hot task's run time, not only its
+    # bytes, stands out against the tasks' fixed cost.
+    skewed.repartition(8, "k").selectExpr(
+        "k", "sha2(sha2(sha2(cast(v AS string), 512), 512), 512) AS h").groupBy(
         "k").agg(F.count("h")).collect()
 
     # A sort larger than the tasks' execution memory (spark.memory.fraction
@@ -202,6 +205,19 @@ def dump(ui, app_id, out):
     for name, path in paths.items():
         with open(os.path.join(out, name + ".json"), "w") as f:
             json.dump(rest(ui, path), f, indent=1, sort_keys=True)
+    # The tasks that failed or were killed, by stage attempt, with Spark's
+    # error messages.
+    failed = {}
+    for st in rest(ui, app + "/stages"):
+        if st["numFailedTasks"] + st["numKilledTasks"] == 0:
+            continue
+        tasks = []
+        for status in ("failed", "killed"):
+            tasks += rest(ui, "%s/stages/%d/%d/taskList?status=%s&length=100" % (
+                app, st["stageId"], st["attemptId"], status))
+        failed["%d.%d" % (st["stageId"], st["attemptId"])] = tasks
+    with open(os.path.join(out, "failed-tasks.json"), "w") as f:
+        json.dump(failed, f, indent=1, sort_keys=True)
 
 
 def main():
