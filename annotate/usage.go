@@ -171,11 +171,15 @@ type Reconciliation struct {
 	// Unlisted counts processes in the stream that Spark no longer lists
 	// (beyond spark.ui.retainedDeadExecutors): compared in the totals
 	// only.
-	Unlisted    int
-	FailedTasks int // failed and killed tasks: their metrics are in Spark's totals, not in the executors' counters
-	NoDelta     int // reports of the short executors stored without a delta
-	Verdict     string
-	Text        string
+	Unlisted int
+	// StagesDropped counts the stages Spark no longer lists
+	// (spark.ui.retainedStages): its CPU and run time totals, from the
+	// stage list, then lack theirs, and are not compared.
+	StagesDropped int
+	FailedTasks   int // failed and killed tasks: their metrics are in Spark's totals, not in the executors' counters
+	NoDelta       int // reports of the short executors stored without a delta
+	Verdict       string
+	Text          string
 }
 
 // ReconciledMetric is one metric's totals.
@@ -215,9 +219,27 @@ type stageTotals struct {
 	failed, killed      int
 	memSpill, diskSpill int64
 	shuffleFetchWaitMs  int64
+	// Stage ids run from 0, one per stage the application made, skipped
+	// ones listed too: fewer ids listed than the largest + 1 means Spark
+	// dropped the oldest (spark.ui.retainedStages, 1 000 by default).
+	ids   map[int]bool
+	maxID int
+}
+
+// dropped is how many of the application's stages Spark no longer lists.
+func (t *stageTotals) dropped() int {
+	if len(t.ids) == 0 {
+		return 0
+	}
+	return t.maxID + 1 - len(t.ids)
 }
 
 func (t *stageTotals) add(s *sparkapi.Stage) {
+	if t.ids == nil {
+		t.ids = map[int]bool{}
+	}
+	t.ids[s.StageID] = true
+	t.maxID = max(t.maxID, s.StageID)
 	t.stages++
 	t.cpuNs += s.ExecutorCPUTime
 	t.runMs += s.ExecutorRunTime
@@ -257,6 +279,7 @@ func reconcile(execs []sparkapi.Executor, stages stageTotals, stream map[string]
 	}
 	cpu, run = float64(stages.cpuNs), float64(stages.runMs)
 	r.FailedTasks = stages.failed + stages.killed
+	r.StagesDropped = stages.dropped()
 	for id := range stream {
 		if !listed[id] {
 			r.Unlisted++
@@ -282,6 +305,9 @@ func reconcile(execs []sparkapi.Executor, stages stageTotals, stream map[string]
 	exact, tasksMatch := true, true
 	var off []string
 	for _, m := range r.Metrics {
+		if r.StagesDropped > 0 && (m.Name == "cpu_time_ns" || m.Name == "run_time_ms") {
+			continue // Spark's side lacks the dropped stages
+		}
 		if math.Abs(m.Diff()) > reconcileTolerance {
 			exact = false
 			off = append(off, fmt.Sprintf("%s %+.2f %%", m.Name, 100*m.Diff()))
@@ -308,6 +334,10 @@ func reconcile(execs []sparkapi.Executor, stages stageTotals, stream map[string]
 	}
 	if r.Unlisted > 0 {
 		r.Text += fmt.Sprintf("; %d processes in the stream that Spark no longer lists (spark.ui.retainedDeadExecutors)", r.Unlisted)
+	}
+	if r.StagesDropped > 0 {
+		r.Text += fmt.Sprintf("; CPU and run time not compared: Spark lists %d of the %d stages the application made (spark.ui.retainedStages)",
+			len(stages.ids), stages.maxID+1)
 	}
 	return r
 }
@@ -461,6 +491,7 @@ func (w *points) reconcile() {
 	w.int("short_count", int64(len(r.Short)))
 	w.str("short_executors", w.text(strings.Join(r.Short, ",")))
 	w.int("unlisted_processes", int64(r.Unlisted))
+	w.int("stages_dropped", int64(r.StagesDropped))
 	w.int("failed_tasks", int64(r.FailedTasks))
 	w.str("title", w.text("Reconciliation of "+cmp.Or(st.name, st.key.app)+": "+r.Verdict))
 	w.str("text", w.reason(r.Text))

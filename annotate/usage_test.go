@@ -2,10 +2,13 @@ package annotate
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"maps"
 	"math"
+	"os"
+	"path/filepath"
 	"sync"
 	"testing"
 	"time"
@@ -162,6 +165,11 @@ func TestReconcileVerdicts(t *testing.T) {
 			NoDelta: map[string]int{"succeededTasks.count": 1}}}, ReconcileNoDelta},
 		// More in the stream than Spark lists: an executor Spark dropped.
 		{"unlisted", []sparkapi.Executor{x("1", 5)}, stageTotals{}, map[string]ProcessTotals{"1": sums(5), "7": sums(3)}, ReconcileDiffers},
+		// Stages 0-2 of 0-4 dropped (spark.ui.retainedStages): Spark's CPU
+		// and run time lack theirs and are not compared; the rest is exact.
+		{"stages dropped", []sparkapi.Executor{x("1", 5)}, stagesFrom(t, 3, 4), map[string]ProcessTotals{"1": sums(5)}, ReconcileExact},
+		// All stages listed: the CPU difference counts.
+		{"stages kept", []sparkapi.Executor{x("1", 5)}, stagesFrom(t, 0, 4), map[string]ProcessTotals{"1": sums(5)}, ReconcileDiffers},
 	} {
 		r := reconcile(tc.execs, tc.stages, tc.stream)
 		if r.Verdict != tc.verdict {
@@ -237,5 +245,42 @@ func TestSizingExecutorsReleased(t *testing.T) {
 	}
 	if want := map[string]bool{"1": true, "2": false, "3": false, "4": false}; !maps.Equal(got, want) {
 		t.Errorf("released %v, want %v", got, want)
+	}
+}
+
+// stagesFrom lists stages from..to, each with 7 ms of CPU.
+func stagesFrom(t *testing.T, from, to int) stageTotals {
+	t.Helper()
+	var st stageTotals
+	for id := from; id <= to; id++ {
+		st.add(&sparkapi.Stage{StageID: id, ExecutorCPUTime: 7_000_000})
+	}
+	return st
+}
+
+// Spark lists every stage id from 0 to the largest, skipped ones too, so
+// that a gap means stages it dropped: true of the real runs' stage lists
+// (testdata/spark-real, see package realspark).
+func TestStageIDsOfRealSpark(t *testing.T) {
+	files, _ := filepath.Glob(filepath.Join("..", "testdata", "spark-real", "*", "*", "stages.json"))
+	if len(files) < 4 {
+		t.Fatalf("stage lists of real Spark: %v", files)
+	}
+	for _, f := range files {
+		b, err := os.ReadFile(f)
+		if err != nil {
+			t.Fatal(err)
+		}
+		var list []sparkapi.Stage
+		if err := json.Unmarshal(b, &list); err != nil {
+			t.Fatal(err)
+		}
+		var st stageTotals
+		for i := range list {
+			st.add(&list[i])
+		}
+		if st.dropped() != 0 || len(st.ids) < 5 {
+			t.Errorf("%s: %d stage ids up to %d: %d dropped", f, len(st.ids), st.maxID, st.dropped())
+		}
 	}
 }
