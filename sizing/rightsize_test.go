@@ -96,6 +96,10 @@ func TestResourcesFromProperties(t *testing.T) {
 		r.IdleTimeout != 2*time.Minute || r.Instances != 10 || r.MaxResultSize != 0 {
 		t.Errorf("set: %+v %v", r, err)
 	}
+	// The driver's overhead under its name before Spark 2.3.
+	if r, err := ResourcesFromProperties(map[string]string{"spark.yarn.driver.memoryOverhead": "2g"}); err != nil || r.DriverOverhead != 2<<30 {
+		t.Errorf("legacy driver overhead: %+v %v", r, err)
+	}
 	for props, want := range map[string]string{
 		"spark.executor.cores=four":                        `spark.executor.cores = "four": not a whole number`,
 		"spark.dynamicAllocation.executorIdleTimeout=60x":  `unknown unit "x"`,

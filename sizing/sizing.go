@@ -8,7 +8,9 @@
 //   - heap: spark.executor.memory (-Xmx);
 //   - unified region (execution and storage): (heap − 300 MiB reserved) ×
 //     spark.memory.fraction (0.6);
-//   - overhead: spark.executor.memoryOverhead, else max(minimum overhead
+//   - overhead: spark.executor.memoryOverhead (or, when it is not set,
+//     spark.yarn.executor.memoryOverhead, its name before Spark 2.3,
+//     which Spark still reads), else max(minimum overhead
 //     (spark.executor.minMemoryOverhead, 384 MiB), overhead factor
 //     (spark.executor.memoryOverheadFactor, 0.10) × heap);
 //   - container: heap + overhead + spark.executor.pyspark.memory (when
@@ -123,8 +125,8 @@ func FromProperties(props map[string]string) (Settings, error) {
 		factor = frac("spark.kubernetes.memoryOverheadFactor", 0.10)
 	}
 	minOverhead := size("spark.executor.minMemoryOverhead", mib, 384*mib)
-	if _, ok := props["spark.executor.memoryOverhead"]; ok {
-		s.Overhead, s.OverheadSet = size("spark.executor.memoryOverhead", mib, 0), true
+	if key := overheadKey(props, "spark.executor.memoryOverhead", "spark.yarn.executor.memoryOverhead"); key != "" {
+		s.Overhead, s.OverheadSet = size(key, mib, 0), true
 	} else {
 		s.Overhead = max(minOverhead, int64(factor*float64(s.Heap)))
 	}
@@ -135,6 +137,19 @@ func FromProperties(props map[string]string) (Settings, error) {
 	s.MemoryFraction = frac("spark.memory.fraction", s.MemoryFraction)
 	s.StorageFraction = frac("spark.memory.storageFraction", s.StorageFraction)
 	return s, err
+}
+
+// overheadKey is the key that sets an overhead: key, else its name
+// before Spark 2.3, which Spark still reads when key is not set
+// (SparkConf.configsWithAlternatives); "" when neither is set.
+func overheadKey(props map[string]string, key, legacy string) string {
+	if _, ok := props[key]; ok {
+		return key
+	}
+	if _, ok := props[legacy]; ok {
+		return legacy
+	}
+	return ""
 }
 
 var sizeRE = regexp.MustCompile(`^([0-9]+)\s*([a-z]*)$`)

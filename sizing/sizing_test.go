@@ -67,6 +67,13 @@ func TestFromProperties(t *testing.T) {
 			Settings{Heap: gib, Overhead: 384 * mib, OffHeap: gib, MemoryFraction: 0.6, StorageFraction: 0.5}},
 		{map[string]string{"spark.memory.offHeap.enabled": "false", "spark.memory.offHeap.size": "1g"},
 			Settings{Heap: gib, Overhead: 384 * mib, MemoryFraction: 0.6, StorageFraction: 0.5}},
+		// The name before Spark 2.3, which Spark still reads: heap 4g
+		// with 3072 MiB of overhead is a 7 GiB container, not 4.4 GiB.
+		{map[string]string{"spark.executor.memory": "4g", "spark.yarn.executor.memoryOverhead": "3072"},
+			Settings{Heap: 4 * gib, Overhead: 3 * gib, OverheadSet: true, MemoryFraction: 0.6, StorageFraction: 0.5}},
+		// Both set: the current name wins, as in Spark.
+		{map[string]string{"spark.executor.memoryOverhead": "1g", "spark.yarn.executor.memoryOverhead": "3072"},
+			Settings{Heap: gib, Overhead: gib, OverheadSet: true, MemoryFraction: 0.6, StorageFraction: 0.5}},
 	} {
 		got, err := FromProperties(c.props)
 		if err != nil || got != c.want {

@@ -91,7 +91,10 @@ func ResourcesFromProperties(props map[string]string) (Resources, error) {
 		}
 	}
 	minOverhead := size("spark.driver.minMemoryOverhead", mib, 384*mib)
-	r.DriverOverhead = size("spark.driver.memoryOverhead", mib, max(minOverhead, int64(factor*float64(r.DriverHeap))))
+	r.DriverOverhead = max(minOverhead, int64(factor*float64(r.DriverHeap)))
+	if key := overheadKey(props, "spark.driver.memoryOverhead", "spark.yarn.driver.memoryOverhead"); key != "" {
+		r.DriverOverhead = size(key, mib, r.DriverOverhead)
+	}
 	r.MaxResultSize = size("spark.driver.maxResultSize", 1, 1<<30)
 	r.DynamicAllocation = strings.EqualFold(strings.TrimSpace(props["spark.dynamicAllocation.enabled"]), "true")
 	if v, ok := props["spark.dynamicAllocation.executorIdleTimeout"]; ok {
