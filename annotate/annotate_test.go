@@ -636,8 +636,11 @@ func TestExecutorLifecycle(t *testing.T) {
 	// The completed application's sizing advice, at its end, from the
 	// environment (no memory settings: Spark's defaults, a 1g heap and
 	// 384 MiB of overhead) and the executors' peaks: executor 2 was killed,
-	// and its 2.4 GB of Python is 596 % of the overhead, so PySpark memory
-	// is set to 2.4 GB + 20 %, up to 2752 MiB.
+	// and its 2.4 GB of Python is 596 % of the overhead. The overhead must
+	// hold the heap and Python at 90 %: 1 GiB + 2.2 GiB × 10/9 = 3.44 GiB,
+	// an overhead of 2.44 GiB, up to 2560 MiB (more than the killed
+	// container plus a quarter, 1.75 GiB). No PySpark memory: Spark would
+	// enforce it as an address-space limit per worker.
 	sizingRow := func(p point) string {
 		f := p.fields
 		return fmt.Sprintf("%d %v rule=%v executor=%v %v=%v text=%q", p.ns, f["kind"], f["rule"], f["executor"], f["property"], f["value"], f["text"])
@@ -646,7 +649,7 @@ func TestExecutorLifecycle(t *testing.T) {
 		fmt.Sprintf(`%d limits rule=<nil> executor=<nil> <nil>=<nil> text="heap 1.0 GiB, overhead 384 MiB, container 1.4 GiB: 2 findings, 1 settings to change · no process-tree metrics: the container and Python rules need spark.executor.processTreeMetrics.enabled=true (Linux)"`, nsAt(55, 0)),
 		fmt.Sprintf(`%d finding rule=container executor=2 <nil>=<nil> text=%q`, nsAt(55, 1), "removed for exceeding its memory limit: "+strings.ReplaceAll(oom, "\n", " ")),
 		fmt.Sprintf(`%d finding rule=python executor=<nil> <nil>=<nil> text="Python workers peaked at 2.2 GiB, 596 %% of the memory overhead, which Python workers share with the JVM's off-heap memory without spark.executor.pyspark.memory (384 MiB)"`, nsAt(55, 2)),
-		fmt.Sprintf(`%d setting rule=python executor=<nil> spark.executor.pyspark.memory=2752m text="--conf spark.executor.pyspark.memory=2752m"`, nsAt(55, 3)),
+		fmt.Sprintf(`%d setting rule=container executor=<nil> spark.executor.memoryOverhead=2560m text="--conf spark.executor.memoryOverhead=2560m"`, nsAt(55, 3)),
 	})
 }
 

@@ -30,14 +30,17 @@
 //     removed for exceeding memory limits (RemoveKind container_oom)
 //     counts as over 100 %.
 //   - python: Python workers' resident memory comes out of the overhead
-//     unless spark.executor.pyspark.memory sets it apart. When the peak
-//     reaches half the overhead without that setting, or 90 % of it with
-//     it, the advice sets spark.executor.pyspark.memory to the peak plus
-//     20 %, in steps of 64 MiB; it then counts in the container above.
-//     Spark splits that setting evenly among the executor's Python
-//     workers and limits each to its share, so one task with far more
-//     data than the others can still fail: the peak is of all workers
-//     together.
+//     unless spark.executor.pyspark.memory sets it apart. Spark enforces
+//     that setting as an address-space limit (RLIMIT_AS) on each Python
+//     worker, its share of the setting; pandas and Arrow workers map far
+//     more than they keep resident. So without the setting a peak at half
+//     the overhead is reported and the container rule sizes the overhead
+//     for it, but the setting is not advised; with it, a resident peak at
+//     90 % of it is reported, and the setting is raised so that the
+//     workers' peak virtual memory (ProcessTreePythonVMemory) is 90 % of
+//     it, in steps of 64 MiB, or not advised when that is not reported.
+//     The peaks are of all workers together: one task with far more data
+//     than the others can still fail.
 //   - heap: a heap used to its limit is normal for a JVM, which collects
 //     only when it fills; it is reported only together with garbage
 //     collection taking 10 % of task time or more (where Spark's UI turns
@@ -284,7 +287,7 @@ type Advice struct {
 func Advise(s Settings, execs []Executor) Advice {
 	a := Advice{Settings: s}
 	container, unified := s.Container(), s.Unified()
-	var maxRSS, maxPython int64
+	var maxRSS, maxPython, maxPythonV int64
 	anyRSS, killed, heapPressure := false, false, false
 	for _, x := range execs {
 		if x.ID == "driver" {
@@ -318,6 +321,7 @@ func Advise(s Settings, execs []Executor) Advice {
 		}
 		if h.Python > 0 {
 			maxPython = max(maxPython, h.Python)
+			maxPythonV = max(maxPythonV, x.Peaks["ProcessTreePythonVMemory"])
 		}
 		switch {
 		case h.RemoveKind == RemovedHeapOOM:
@@ -354,38 +358,59 @@ func Advise(s Settings, execs []Executor) Advice {
 		a.Notes = append(a.Notes, "no process-tree metrics: the container and Python rules need spark.executor.processTreeMetrics.enabled=true (Linux)")
 	}
 
-	// python first: setting spark.executor.pyspark.memory enlarges the
+	// python first: raising spark.executor.pyspark.memory enlarges the
 	// container the container rule then checks against.
 	pyspark := s.PySpark
 	if maxPython > 0 {
-		limit, why := s.PySpark, "spark.executor.pyspark.memory"
-		threshold := 0.9
 		if s.PySpark == 0 {
-			limit, why, threshold = s.Overhead, "the memory overhead, which Python workers share with the JVM's off-heap memory without spark.executor.pyspark.memory", 0.5
-		}
-		if use := ratio(maxPython, limit); use >= threshold {
-			a.find("python", "", "Python workers peaked at %s, %.0f %% of %s (%s)", Bytes(maxPython), 100*use, why, Bytes(limit))
-			pyspark = roundUp(maxPython+maxPython/5, 64*mib)
-			a.Recommendations = append(a.Recommendations, Setting{Property: "spark.executor.pyspark.memory", Current: s.PySpark, Value: pyspark,
-				Reason: fmt.Sprintf("the Python workers' peak %s plus 20 %%", Bytes(maxPython)), Rule: "python",
-				Risk: "Python workers over their share fail their tasks instead of growing the container"})
+			// Without the setting the container rule sizes the overhead
+			// for the workers: setting it from resident memory would put
+			// an address-space limit on each worker (below).
+			if use := ratio(maxPython, s.Overhead); use >= 0.5 {
+				a.find("python", "", "Python workers peaked at %s, %.0f %% of the memory overhead, which Python workers share with the JVM's off-heap memory without spark.executor.pyspark.memory (%s)",
+					Bytes(maxPython), 100*use, Bytes(s.Overhead))
+			}
+		} else if use := ratio(maxPython, s.PySpark); use >= 0.9 {
+			a.find("python", "", "Python workers peaked at %s, %.0f %% of spark.executor.pyspark.memory (%s)", Bytes(maxPython), 100*use, Bytes(s.PySpark))
+			// Spark enforces the setting on each worker as an
+			// address-space limit (RLIMIT_AS, its share of the setting):
+			// what the workers map, not what is resident, must fit.
+			if maxPythonV > 0 {
+				if v := roundUp(maxPythonV+maxPythonV/9, 64*mib); v > s.PySpark {
+					pyspark = v
+					a.Recommendations = append(a.Recommendations, Setting{Property: "spark.executor.pyspark.memory", Current: s.PySpark, Value: pyspark,
+						Reason: fmt.Sprintf("the Python workers' peak address space %s is then 90 %% of it: Spark limits each worker's address space to its share", Bytes(maxPythonV)), Rule: "python",
+						Risk: "Python workers over their share fail their tasks with MemoryError instead of growing the container"})
+				}
+			} else {
+				a.Notes = append(a.Notes, "the Python workers' virtual memory (ProcessTreePythonVMemory) was not reported: spark.executor.pyspark.memory, an address-space limit per worker, is not advised from resident memory")
+			}
 		}
 	}
-	if maxRSS > 0 || killed {
+	// Without spark.executor.pyspark.memory the Python workers live in
+	// the overhead: the container holds at least the heap and them, even
+	// where the JVM's resident memory is not reported.
+	pythonNeed := int64(0)
+	if s.PySpark == 0 && maxPython > 0 {
+		pythonNeed = s.Heap + s.OffHeap + maxPython + maxPython/9
+	}
+	if maxRSS > 0 || killed || pythonNeed > 0 {
 		need := maxRSS + maxRSS/9 // the peak is then 90 % of the container
-		if killed {
+		why := fmt.Sprintf("the largest resident memory, %s, is then at most 90 %% of the container", Bytes(maxRSS))
+		if pythonNeed > need {
+			need = pythonNeed
+			why = fmt.Sprintf("the heap and the Python workers' peak %s are then at most 90 %% of the container", Bytes(maxPython))
+		}
+		if k := max(maxRSS+maxRSS/4, container+container/4); killed && k > need {
 			// The peak that got it killed was not sampled: keep a
 			// quarter more than the largest seen.
-			need = max(need, maxRSS+maxRSS/4, container+container/4)
+			need = k
+			why = "an executor was killed over its memory limit at a peak no heartbeat saw: the container plus a quarter"
 		}
-		// With spark.executor.pyspark.memory recommended above, the
+		// With spark.executor.pyspark.memory raised above, the
 		// container holds it too.
 		overhead := roundUp(need-s.Heap-pyspark-s.OffHeap, 64*mib)
 		if overhead > s.Overhead {
-			why := fmt.Sprintf("the largest resident memory, %s, is then at most 90 %% of the container", Bytes(maxRSS))
-			if killed {
-				why = "an executor was killed over its memory limit at a peak no heartbeat saw: the container plus a quarter"
-			}
 			a.Recommendations = append(a.Recommendations, Setting{Property: "spark.executor.memoryOverhead", Current: s.Overhead, Value: overhead, Reason: why,
 				Rule: "container", Risk: "executors killed over their memory limit, and their tasks run again"})
 		}

@@ -146,10 +146,11 @@ func TestAdvise(t *testing.T) {
 		order: []string{"1", "2"},
 	}, {
 		// Default overhead of 4g: 409.6 MiB. Python's 300 MiB is 73 % of
-		// it: pyspark memory 300 + 60 = 360, up to 384 MiB. Resident 4300
+		// it: reported, but spark.executor.pyspark.memory, an address-space
+		// limit per worker, is not set from resident memory. Resident 4300
 		// + 300 = 4600 MiB of a 4505.6 MiB container (102 %). Needed 4600
-		// + 511.1 = 5111.1 MiB; overhead 5111.1 - 4096 - 384 = 631.1, up
-		// to 640 MiB: container 4096 + 640 + 384 = 5120, 4600 is 89.8 %.
+		// + 511.1 = 5111.1 MiB; overhead 5111.1 - 4096 = 1015.1, up to
+		// 1024 MiB: container 5120, 4600 is 89.8 %.
 		name: "Python workers in the overhead",
 		s:    Settings{Heap: 4 * gib, Overhead: 429496729, MemoryFraction: 0.6, StorageFraction: 0.5},
 		execs: []Executor{
@@ -158,8 +159,34 @@ func TestAdvise(t *testing.T) {
 		want: []string{
 			"finding container 1: resident memory peaked at 4.5 GiB, 102 % of the 4.4 GiB container",
 			"finding python : Python workers peaked at 300 MiB, 73 % of the memory overhead, which Python workers share with the JVM's off-heap memory without spark.executor.pyspark.memory (409 MiB)",
-			"set spark.executor.pyspark.memory = 384m (now not set)",
-			"set spark.executor.memoryOverhead = 640m (now 429496729b)",
+			"set spark.executor.memoryOverhead = 1g (now 429496729b)",
+		},
+	}, {
+		// pyspark memory 1g, Python resident at 950 MiB (93 %) while the
+		// workers map 2 GiB: Spark limits each worker's address space to
+		// its share, so the setting must hold what they map: 2048 + 227.6
+		// = 2275.6, up to 2304 MiB. The container grows by 1280 MiB.
+		name: "Python at its own limit: sized by address space",
+		s:    Settings{Heap: 4 * gib, Overhead: gib, PySpark: gib, MemoryFraction: 0.6},
+		execs: []Executor{
+			{ID: "1", Peaks: map[string]int64{"JVMHeapMemory": 3 * gib, "ProcessTreeJVMRSSMemory": 3 * gib,
+				"ProcessTreePythonRSSMemory": 950 * mib, "ProcessTreePythonVMemory": 2 * gib}},
+		},
+		want: []string{
+			"finding python : Python workers peaked at 950 MiB, 93 % of spark.executor.pyspark.memory (1.0 GiB)",
+			"set spark.executor.pyspark.memory = 2304m (now 1g)",
+		},
+	}, {
+		// The same without the workers' virtual memory: no number can be
+		// given for an address-space limit, and the note says why.
+		name: "Python at its own limit, address space unknown",
+		s:    Settings{Heap: 4 * gib, Overhead: gib, PySpark: gib, MemoryFraction: 0.6},
+		execs: []Executor{
+			{ID: "1", Peaks: peaks(3*gib, 0, 0, 3*gib, 950*mib, 0)},
+		},
+		want: []string{
+			"finding python : Python workers peaked at 950 MiB, 93 % of spark.executor.pyspark.memory (1.0 GiB)",
+			"the Python workers' virtual memory (ProcessTreePythonVMemory) was not reported: spark.executor.pyspark.memory, an address-space limit per worker, is not advised from resident memory",
 		},
 	}, {
 		// With pyspark memory 1g, 700 MiB of Python is 68 %: nothing.
