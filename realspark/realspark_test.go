@@ -650,11 +650,23 @@ func checkCauses(t *testing.T, r *run) {
 				t.Errorf("executor %s: %q read as %s", x.ID, x.RemoveReason, kind)
 			}
 		default:
-			t.Errorf("executor %s: removal reason %q, not one this workload causes", x.ID, x.RemoveReason)
+			// When the worker's word is slower than
+			// spark.standalone.executorRemoveDelayOnDisconnection (5 s),
+			// Spark records the lost connection instead
+			// (StandaloneSchedulerBackend): possible on a loaded machine.
+			if !strings.HasPrefix(x.RemoveReason, "Remote RPC client disassociated") {
+				t.Errorf("executor %s: removal reason %q, not one this workload causes", x.ID, x.RemoveReason)
+			} else if kind != sizing.RemovedLost {
+				t.Errorf("executor %s: %q read as %s", x.ID, x.RemoveReason, kind)
+			}
+			t.Logf("executor %s: %q", x.ID, x.RemoveReason)
 		}
 	}
-	if killed != 1 || oom < 1 {
+	if killed > 1 || oom < 1 || killed+oom+1 < len(want) {
 		t.Fatalf("Spark lists %d executors killed and %d out of heap: %v", killed, oom, want)
+	}
+	if killed == 0 {
+		t.Logf("the killed executor's exit code did not reach the driver in time: %v", want)
 	}
 	got := map[string]string{}
 	for _, s := range r.srv.Query(t, db, fmt.Sprintf(`SELECT "executor_id", "remove_kind", "remove_reason" FROM "spark_executor_removal" WHERE "applicationid" = '%s'`, failKey)) {
