@@ -130,19 +130,7 @@ func TestTaskErrorClass(t *testing.T) {
 // ValueError with its line, the executors lost under their tasks, the
 // task that ran out of heap.
 func TestTaskErrorOfRealSpark(t *testing.T) {
-	files, _ := filepath.Glob(filepath.Join("..", "testdata", "spark-real", "*", "failures", "failed-tasks.json"))
-	if len(files) < 2 {
-		t.Fatalf("failed tasks of real Spark: %v", files)
-	}
-	for _, f := range files {
-		b, err := os.ReadFile(f)
-		if err != nil {
-			t.Fatal(err)
-		}
-		var stages map[string][]sparkapi.TaskData
-		if err := json.Unmarshal(b, &stages); err != nil {
-			t.Fatal(err)
-		}
+	for f, stages := range realSparkJSON[map[string][]sparkapi.TaskData](t, "failures/failed-tasks.json", 2) {
 		seen := map[string]bool{}
 		for _, tasks := range stages {
 			for _, task := range tasks {
@@ -159,6 +147,30 @@ func TestTaskErrorOfRealSpark(t *testing.T) {
 			}
 		}
 	}
+}
+
+// realSparkJSON decodes, by file, each recorded real Spark answer under
+// testdata/spark-real/<version>/ whose path matches glob (see package
+// realspark), failing with fewer than least of them.
+func realSparkJSON[T any](t *testing.T, glob string, least int) map[string]T {
+	t.Helper()
+	files, _ := filepath.Glob(filepath.Join("..", "testdata", "spark-real", "*", glob))
+	if len(files) < least {
+		t.Fatalf("recorded real Spark %s: %v", glob, files)
+	}
+	out := map[string]T{}
+	for _, f := range files {
+		b, err := os.ReadFile(f)
+		if err != nil {
+			t.Fatal(err)
+		}
+		var v T
+		if err := json.Unmarshal(b, &v); err != nil {
+			t.Fatalf("%s: %v", f, err)
+		}
+		out[f] = v
+	}
+	return out
 }
 
 // A stage running a minute or more is followed once every progressEvery

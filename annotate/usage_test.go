@@ -2,13 +2,10 @@ package annotate
 
 import (
 	"context"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"maps"
 	"math"
-	"os"
-	"path/filepath"
 	"sync"
 	"testing"
 	"time"
@@ -262,19 +259,7 @@ func stagesFrom(t *testing.T, from, to int) stageTotals {
 // that a gap means stages it dropped: true of the real runs' stage lists
 // (testdata/spark-real, see package realspark).
 func TestStageIDsOfRealSpark(t *testing.T) {
-	files, _ := filepath.Glob(filepath.Join("..", "testdata", "spark-real", "*", "*", "stages.json"))
-	if len(files) < 4 {
-		t.Fatalf("stage lists of real Spark: %v", files)
-	}
-	for _, f := range files {
-		b, err := os.ReadFile(f)
-		if err != nil {
-			t.Fatal(err)
-		}
-		var list []sparkapi.Stage
-		if err := json.Unmarshal(b, &list); err != nil {
-			t.Fatal(err)
-		}
+	for f, list := range realSparkJSON[[]sparkapi.Stage](t, "*/stages.json", 4) {
 		var st stageTotals
 		for i := range list {
 			st.add(&list[i])

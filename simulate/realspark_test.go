@@ -3,8 +3,11 @@ package simulate
 import (
 	"bufio"
 	"bytes"
+	"cmp"
 	"os"
 	"path/filepath"
+	"slices"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -49,7 +52,10 @@ func TestSimulatorCoversRealSpark(t *testing.T) {
 	if len(files) < 2 {
 		t.Fatalf("metric names of real Spark: %v", files)
 	}
-	// Versions sort as folder names do here (3.5.9 < 4.3.0).
+	// By version, not by name: 10.0.0 comes after 4.3.0.
+	slices.SortFunc(files, func(a, b string) int {
+		return compareVersions(filepath.Base(filepath.Dir(a)), filepath.Base(filepath.Dir(b)))
+	})
 	newest := map[string]bool{}
 	for _, n := range readNames(t, files[len(files)-1]) {
 		newest[n] = true
@@ -68,6 +74,17 @@ func TestSimulatorCoversRealSpark(t *testing.T) {
 	}
 }
 
+func TestCompareVersions(t *testing.T) {
+	for _, c := range []struct {
+		a, b string
+		want int
+	}{{"3.5.9", "4.3.0", -1}, {"10.0.0", "4.3.0", 1}, {"4.3.0", "4.3.0", 0}, {"4.3", "4.3.1", -1}} {
+		if got := compareVersions(c.a, c.b); got != c.want {
+			t.Errorf("compareVersions(%s, %s) = %d, want %d", c.a, c.b, got, c.want)
+		}
+	}
+}
+
 func readNames(t *testing.T, file string) []string {
 	t.Helper()
 	b, err := os.ReadFile(file)
@@ -75,4 +92,17 @@ func readNames(t *testing.T, file string) []string {
 		t.Fatal(err)
 	}
 	return strings.Split(strings.TrimSpace(string(b)), "\n")
+}
+
+// compareVersions orders dotted versions ("3.5.9") by their numbers.
+func compareVersions(a, b string) int {
+	as, bs := strings.Split(a, "."), strings.Split(b, ".")
+	for i := range min(len(as), len(bs)) {
+		x, _ := strconv.Atoi(as[i])
+		y, _ := strconv.Atoi(bs[i])
+		if c := cmp.Compare(x, y); c != 0 {
+			return c
+		}
+	}
+	return cmp.Compare(len(as), len(bs))
 }
