@@ -12,6 +12,8 @@ import (
 	"strings"
 	"time"
 
+	"go.uber.org/zap"
+
 	"github.com/sparkpulse/sparkpulse/sizing"
 	"github.com/sparkpulse/sparkpulse/sparkapi"
 )
@@ -32,6 +34,10 @@ const (
 	kindNetwork = "network"
 	kindStatus  = "http_status"
 	kindDecode  = "decode"
+	// kindWrongApp: a template instance answered for an application other
+	// than the one it was asked about; refused, so that no source speaks
+	// for another application.
+	kindWrongApp = "wrong_app"
 )
 
 // fetchError is a failed request, with its kind for the counters.
@@ -89,6 +95,15 @@ func (p *Poller) get(ctx context.Context, url string, out any) error {
 		return &fetchError{kind: kindDecode, url: url, err: fmt.Errorf("response larger than max-response-bytes (%d)", p.cfg.MaxResponseBytes)}
 	case err != nil:
 		return &fetchError{kind: kindDecode, url: url, err: fmt.Errorf("%v; body starts %q", err, snippet(body.head))}
+	}
+	if bad := sparkapi.Check(out, p.cfg.Now()); len(bad) > 0 {
+		p.stats.invalid.Add(uint64(len(bad)))
+		// At most once a minute: a hostile UI answers every poll.
+		now := p.cfg.Now().Unix()
+		if last := p.stats.invalidLogged.Load(); now-last >= 60 && p.stats.invalidLogged.CompareAndSwap(last, now) {
+			p.log.Warn("Spark REST answer with values no Spark writes: read as absent", zap.String("url", url),
+				zap.Int("values", len(bad)), zap.Strings("first", bad[:min(len(bad), 5)]))
+		}
 	}
 	return nil
 }

@@ -185,9 +185,12 @@ func (p *Poller) admit() {
 
 // unproven reports whether a failure of a template instance that never
 // answered should retire its application: Spark answers 404 for an
-// application it does not know; anything else is given a second poll.
+// application it does not know, and an answer about another application
+// is no answer about this one; anything else is given a second poll.
 func unproven(s *source, err error) bool {
-	return s.appID != "" && !s.listed && (isNotFound(err) || s.failures >= 2)
+	var fe *fetchError
+	wrong := errors.As(err, &fe) && fe.kind == kindWrongApp
+	return s.appID != "" && !s.listed && (isNotFound(err) || wrong || s.failures >= 2)
 }
 
 // checkTemplate validates the {app_id} placement of a source URL.

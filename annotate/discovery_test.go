@@ -161,3 +161,41 @@ func TestSnippet(t *testing.T) {
 		t.Errorf("snippet %q", got)
 	}
 }
+
+// A template instance speaks for its application only: a UI reached as
+// another application's that answers about the application of the
+// script, as an impersonating driver would, writes nothing, is counted
+// as wrong_app and is not asked again; the application's genuine source
+// then writes its facts.
+func TestWrongApplicationAnswer(t *testing.T) {
+	s := newScript(sparkui.LiveUI)
+	var requests atomic.Int64
+	impostor := serve(t, http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		requests.Add(1)
+		_, rest, _ := strings.Cut(strings.TrimPrefix(r.URL.Path, "/proxy/"), "/")
+		r.URL.Path = "/" + strings.ReplaceAll(rest, "application_1700000000000_0666", scriptApp)
+		s.srv.ServeHTTP(w, r)
+	}))
+	sink := newMemSink()
+	p := newPoller(t, Config{Sources: []string{impostor + "/proxy/{app_id}"}, Sink: sink, Now: s.clk.Now})
+	p.SeeApp("application_1700000000000_0666")
+	p.PollOnce(context.Background())
+	p.SeeApp("application_1700000000000_0666")
+	p.PollOnce(context.Background())
+	if sink.count() != 0 {
+		t.Errorf("%d points written from an answer about another application", sink.count())
+	}
+	var wrong uint64
+	for _, kinds := range p.Stats().Errors {
+		wrong += kinds[kindWrongApp]
+	}
+	if wrong != 1 || requests.Load() != 1 {
+		t.Errorf("wrong_app %d, requests %d; want 1 and 1 (retired)", wrong, requests.Load())
+	}
+
+	genuine := newPoller(t, Config{Sources: []string{serve(t, s.srv)}, Sink: sink, Now: s.clk.Now})
+	genuine.PollOnce(context.Background())
+	if sink.latestOf(MeasurementApp) == nil {
+		t.Error("the genuine source wrote no application fact")
+	}
+}

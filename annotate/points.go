@@ -478,13 +478,15 @@ func (w *points) sizing() {
 		w.p.log.Warn("no sizing advice", zap.String("application", st.key.String()), zap.Error(err))
 		return
 	}
-	execs := sizingExecutors(st, st.stream, st.end)
+	stream, aside := screen(st, st.stream, st.end, true)
+	execs := sizingExecutors(st, stream, st.end)
 	a := sizing.Advise(s, execs)
 	u := sizing.Account(s, r, execs, st.end-st.key.start)
+	setAsideIn(&u, aside, st.stageTotals)
 	sizing.RightSize(&a, s, r, u, execs, failureReasons(st))
 	w.usage(u, a, phaseEnd, st.end*1_000_000)
 	if w.p.cfg.Stream != nil {
-		w.reconcile()
+		w.reconcile(aside)
 	}
 	i := 0
 	next := func(kind string) bool {

@@ -64,7 +64,13 @@ type Config struct {
 	// its end (default 1m: its processes' last reports are in by then).
 	Stream     Stream
 	UsageDelay time.Duration
-	Auth       Auth
+	// StreamRetry is how long a failing read of the stream is retried,
+	// with backoff, before the accounting goes without it (default 6h: an
+	// InfluxDB restart or upgrade must not cost applications their
+	// accounting). The application is kept that long, even once its
+	// source no longer lists it.
+	StreamRetry time.Duration
+	Auth        Auth
 	// Transport carries the requests (TLS settings live there); nil uses
 	// http.DefaultTransport.
 	Transport http.RoundTripper
@@ -87,6 +93,7 @@ const (
 	DefaultStageDetailsRequests    = 20
 	DefaultFailedTasksPerStage     = 20
 	DefaultUsageDelay              = time.Minute
+	DefaultStreamRetry             = 6 * time.Hour
 )
 
 const (
@@ -169,6 +176,7 @@ type counters struct {
 	requests, bytes, polls, points atomic.Uint64
 	closedOut                      atomic.Uint64
 	invalid                        atomic.Uint64
+	invalidLogged                  atomic.Int64 // unix s of the last log of impossible values
 	// Stage attempts that ended, by what became of their details.
 	detailsRead, detailsShort, detailsBudget, detailsUnavailable atomic.Uint64
 }
@@ -222,6 +230,9 @@ func (cfg Config) WithDefaults() Config {
 	if cfg.UsageDelay == 0 {
 		cfg.UsageDelay = DefaultUsageDelay
 	}
+	if cfg.StreamRetry == 0 {
+		cfg.StreamRetry = DefaultStreamRetry
+	}
 	if cfg.Now == nil {
 		cfg.Now = time.Now
 	}
@@ -243,8 +254,8 @@ func (cfg Config) Validate() error {
 	if cfg.MaxText != 0 && cfg.MaxText < 20 {
 		errs = append(errs, fmt.Errorf("max-text %d: must be at least 20", cfg.MaxText))
 	}
-	if cfg.UsageDelay < 0 {
-		errs = append(errs, fmt.Errorf("usage-delay %s: must not be negative", cfg.UsageDelay))
+	if cfg.UsageDelay < 0 || cfg.StreamRetry < 0 {
+		errs = append(errs, fmt.Errorf("usage-delay %s, stream-retry %s: must not be negative", cfg.UsageDelay, cfg.StreamRetry))
 	}
 	if cfg.FailedTasksPerStage < 0 {
 		errs = append(errs, fmt.Errorf("failed-tasks-per-stage %d: must not be negative", cfg.FailedTasksPerStage))
@@ -498,7 +509,17 @@ func (p *Poller) pollSource(ctx context.Context, s *source) {
 		}
 	}
 	for key, st := range s.apps {
-		if !listed[key] {
+		switch {
+		case listed[key]:
+		case st.completed && st.endRead && !st.accounted:
+			// Read in full after its end, waiting only for the stream:
+			// the source need not list it any more.
+			p.account(ctx, st, now)
+			p.emit(st, now, false)
+			if st.final = st.accounted; st.final {
+				p.finish(s, key, st.end)
+			}
+		default:
 			p.lose(s, key, st, now)
 		}
 	}
@@ -514,8 +535,12 @@ func (p *Poller) pollSource(ctx context.Context, s *source) {
 func (p *Poller) list(ctx context.Context, s *source, now time.Time) ([]sparkapi.Application, error) {
 	if s.appID != "" {
 		var app sparkapi.Application
-		if err := p.get(ctx, s.base+"/api/v1/applications/"+url.PathEscape(s.appID), &app); err != nil {
+		u := s.base + "/api/v1/applications/" + url.PathEscape(s.appID)
+		if err := p.get(ctx, u, &app); err != nil {
 			return nil, err
+		}
+		if app.ID != s.appID {
+			return nil, &fetchError{kind: kindWrongApp, url: u, err: fmt.Errorf("answered for application %q: refused", trim(app.ID, 100))}
 		}
 		return []sparkapi.Application{app}, nil
 	}
@@ -629,7 +654,7 @@ type Stats struct {
 	Polls     uint64                       // polls of a source
 	Points    uint64                       // points handed to the sink
 	ClosedOut uint64                       // lost attempts closed out as UNKNOWN
-	Errors    map[string]map[string]uint64 // source → kind (network, http_status, decode) → failures
+	Errors    map[string]map[string]uint64 // source → kind (network, http_status, decode, wrong_app) → failures
 	Tracked   int                          // attempts being synchronised
 	Lost      int                          // attempts waiting for another source
 	Sources   int                          // configured sources plus template instances
@@ -639,7 +664,8 @@ type Stats struct {
 	// and the source had none: counted in read too).
 	StageDetails map[string]uint64
 	// Invalid counts values a source answered that were not written:
-	// peak metric names not of Spark's form, or past 40 on one item.
+	// peak metric names not of Spark's form, or past 40 on one item, and
+	// numbers no Spark could have written (sparkapi.Check), read as absent.
 	Invalid uint64
 }
 

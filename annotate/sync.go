@@ -83,13 +83,15 @@ type appState struct {
 	namesakes  []string          // other applications of the source, of the same name, running at the same time
 	tag        string            // the applicationid of its points, once decided (tagKey)
 	// Accounting (usage.go).
-	endRead     bool                     // read in full since it completed
-	accounted   bool                     // the stream was read (or given up on) after the end
-	streamTries int                      // failed reads of the stream
-	streamErr   string                   // why the accounting went without the stream
-	stream      map[string]ProcessTotals // the stream's totals, once accounted
-	estimate    *usageRead               // a running estimate's read: written, then cleared
-	stageTotals *stageTotals             // over every stage attempt, from the full read after the end
+	endRead      bool                     // read in full since it completed
+	accounted    bool                     // the stream was read (or given up on) after the end
+	streamTries  int                      // failed reads of the stream
+	streamFailed time.Time                // the first failed read
+	streamNext   time.Time                // no read before
+	streamErr    string                   // why the accounting went without the stream
+	stream       map[string]ProcessTotals // the stream's totals, once accounted
+	estimate     *usageRead               // a running estimate's read: written, then cleared
+	stageTotals  *stageTotals             // over every stage attempt, from the full read after the end
 }
 
 func newAppState(key appKey) *appState {

@@ -63,7 +63,6 @@ const (
 	MeasurementReconcile = "spark_reconcile"
 
 	usageEstimateEvery = 30 // syncs: five minutes at the 10 s interval
-	streamTries        = 3  // failed reads of the stream before the accounting goes without it
 )
 
 // account reads the stream for a completed attempt once its delay has
@@ -75,7 +74,7 @@ func (p *Poller) account(ctx context.Context, st *appState, now time.Time) {
 			st.accounted = true // nothing to wait for
 			return
 		}
-		if now.Before(time.UnixMilli(st.end).Add(p.cfg.UsageDelay)) {
+		if now.Before(time.UnixMilli(st.end).Add(p.cfg.UsageDelay)) || now.Before(st.streamNext) {
 			return
 		}
 		if why := st.ambiguous(); why != "" {
@@ -84,13 +83,21 @@ func (p *Poller) account(ctx context.Context, st *appState, now time.Time) {
 		}
 		totals, err := p.cfg.Stream.Totals(ctx, cmp.Or(st.metricsKey, st.key.app), time.UnixMilli(st.key.start).Add(-time.Minute), time.UnixMilli(st.end).Add(p.cfg.UsageDelay))
 		if err != nil {
+			// Retried with backoff, from the poll interval up to 5 min,
+			// for StreamRetry: InfluxDB may be restarting.
+			if st.streamTries == 0 {
+				st.streamFailed = now
+			}
 			st.streamTries++
+			wait := min(p.cfg.Interval<<min(st.streamTries-1, 16), maxBackoff)
+			st.streamNext = now.Add(wait)
+			giveUp := now.Sub(st.streamFailed) >= p.cfg.StreamRetry
 			p.log.Warn("metrics stream not read for an application's accounting", zap.String("application", st.key.String()),
-				zap.Int("tries", st.streamTries), zap.Error(err))
-			if st.streamTries < streamTries {
+				zap.Int("tries", st.streamTries), zap.Duration("failing_for", now.Sub(st.streamFailed)), zap.Bool("giving_up", giveUp), zap.Error(err))
+			if !giveUp {
 				return
 			}
-			st.streamErr = err.Error()
+			st.streamErr = fmt.Sprintf("%v (failing for %s)", err, now.Sub(st.streamFailed).Round(time.Second))
 		}
 		st.stream, st.accounted = totals, true
 	case !st.completed && p.cfg.Stream != nil && st.syncs%usageEstimateEvery == usageEstimateEvery-1 && st.properties != nil && st.ambiguous() == "":
@@ -168,6 +175,9 @@ type Reconciliation struct {
 	// Spark's count of their successful tasks: their last reports did not
 	// arrive (killed, lost, or sent while sparkpulse could not take them).
 	Short []string
+	// Above names the processes whose counters exceed Spark's own totals
+	// for them (see screen): their figures were set aside.
+	Above []string
 	// Unlisted counts processes in the stream that Spark no longer lists
 	// (beyond spark.ui.retainedDeadExecutors): compared in the totals
 	// only.
@@ -201,6 +211,7 @@ func (m ReconciledMetric) Diff() float64 {
 
 // Verdicts of a reconciliation.
 const (
+	ReconcileAboveSpark  = "above_spark"    // some processes' counters exceed Spark's (named): set aside
 	ReconcileExact       = "exact"          // every total matches
 	ReconcileShort       = "short"          // executors' last reports are missing (named)
 	ReconcileFailedTasks = "failed_tasks"   // tasks match; the rest differ by failed tasks' metrics
@@ -241,13 +252,22 @@ func (t *stageTotals) add(s *sparkapi.Stage) {
 	t.ids[s.StageID] = true
 	t.maxID = max(t.maxID, s.StageID)
 	t.stages++
-	t.cpuNs += s.ExecutorCPUTime
-	t.runMs += s.ExecutorRunTime
+	t.cpuNs = addSat(t.cpuNs, s.ExecutorCPUTime)
+	t.runMs = addSat(t.runMs, s.ExecutorRunTime)
 	t.failed += s.NumFailedTasks
 	t.killed += s.NumKilledTasks
-	t.memSpill += s.MemoryBytesSpilled
-	t.diskSpill += s.DiskBytesSpilled
-	t.shuffleFetchWaitMs += s.ShuffleFetchWaitTime
+	t.memSpill = addSat(t.memSpill, s.MemoryBytesSpilled)
+	t.diskSpill = addSat(t.diskSpill, s.DiskBytesSpilled)
+	t.shuffleFetchWaitMs = addSat(t.shuffleFetchWaitMs, s.ShuffleFetchWaitTime)
+}
+
+// addSat adds two values of at least zero (sparkapi.Check holds each
+// below 2^58), stopping at the largest int64 rather than wrapping round.
+func addSat(a, b int64) int64 {
+	if a > math.MaxInt64-b {
+		return math.MaxInt64
+	}
+	return a + b
 }
 
 // reconcile compares the stream's totals with Spark's: the executor list
@@ -255,8 +275,15 @@ func (t *stageTotals) add(s *sparkapi.Stage) {
 // executor) and the stage list (CPU and run time: every task). The
 // executors' counters only count successful tasks, so with failed or
 // killed tasks Spark's totals are larger by those tasks' metrics.
-func reconcile(execs []sparkapi.Executor, stages stageTotals, stream map[string]ProcessTotals) Reconciliation {
+func reconcile(execs []sparkapi.Executor, stages stageTotals, stream map[string]ProcessTotals, aside []setAside) Reconciliation {
 	var r Reconciliation
+	var aboveWhy []string
+	for _, a := range aside {
+		if a.aboveSpk {
+			r.Above = append(r.Above, a.process)
+			aboveWhy = append(aboveWhy, a.String())
+		}
+	}
 	sum := func(counter string) float64 {
 		t := 0.0
 		for _, p := range stream {
@@ -317,6 +344,10 @@ func reconcile(execs []sparkapi.Executor, stages stageTotals, stream map[string]
 		}
 	}
 	switch {
+	case len(r.Above) > 0:
+		r.Verdict = ReconcileAboveSpark
+		r.Text = fmt.Sprintf("the stream's counters of %s exceed Spark's own totals, which a genuine stream never does: reports that did not come from Spark's executors (forged, or another application's under the same spark.metrics.namespace), or Spark's listener dropped events (LiveListenerBus numDroppedEvents); set aside from the accounting and the advice: %s",
+			strings.Join(r.Above, ", "), strings.Join(aboveWhy, "; "))
 	case exact:
 		r.Verdict, r.Text = ReconcileExact, "the stream's totals match Spark's"
 	case len(r.Short) > 0 && r.NoDelta > 0:
@@ -417,6 +448,10 @@ func (w *points) usage(u sizing.Usage, a sizing.Advice, ph int, ts int64) {
 		confs = append(confs, "--conf "+r.Property+"="+r.ValueString())
 	}
 	w.str("recommended", w.reason(strings.Join(confs, " ")))
+	w.int("set_aside_count", int64(len(u.SetAside)))
+	if len(u.SetAside) > 0 {
+		w.str("set_aside", w.reason(strings.Join(u.SetAside, "; ")))
+	}
 	notes := u.Notes
 	if st.streamErr != "" {
 		notes = append(notes, "metrics stream not read: "+st.streamErr)
@@ -453,13 +488,36 @@ func (w *points) usageEstimate() {
 		return
 	}
 	atMs := e.at.UnixMilli()
-	execs := sizingExecutors(st, e.stream, atMs)
+	stream, aside := screen(st, e.stream, atMs, false)
+	execs := sizingExecutors(st, stream, atMs)
 	u := sizing.Account(s, r, execs, atMs-st.key.start)
+	setAsideIn(&u, aside, nil)
 	w.usage(u, sizing.Advice{}, -1, atMs*1_000_000+1)
 }
 
+// setAsideIn records in u what the screen set aside. Where executors'
+// counters were, the task times come from Spark's stage list when it is
+// whole, else they are unknown: a sum without those executors would
+// understate them.
+func setAsideIn(u *sizing.Usage, aside []setAside, stages *stageTotals) {
+	counters := 0
+	for _, a := range aside {
+		u.SetAside = append(u.SetAside, a.String())
+		if a.counters {
+			counters++
+		}
+	}
+	switch {
+	case counters == 0:
+	case stages != nil && stages.dropped() == 0:
+		u.TaskTimesFromStages(stages.cpuNs, stages.runMs)
+	default:
+		u.TaskTimesUnknown(fmt.Sprintf("the stream's counters of %d processes were set aside", counters))
+	}
+}
+
 // reconcile writes the stream's totals against Spark's, at the end.
-func (w *points) reconcile() {
+func (w *points) reconcile(aside []setAside) {
 	st := w.st
 	if !w.begin(MeasurementReconcile, st.end*1_000_000) {
 		return
@@ -480,7 +538,7 @@ func (w *points) reconcile() {
 	for _, id := range sortedKeys(st.executors, compareExecutorIDs) {
 		execs = append(execs, st.executors[id].Executor)
 	}
-	r := reconcile(execs, *st.stageTotals, st.stream)
+	r := reconcile(execs, *st.stageTotals, st.stream, aside)
 	w.str("verdict", r.Verdict)
 	w.str("app_id", w.text(st.key.app))
 	for _, m := range r.Metrics {
@@ -488,6 +546,8 @@ func (w *points) reconcile() {
 		w.float("spark_"+m.Name, m.Spark)
 		w.float("diff_"+m.Name, m.Diff())
 	}
+	w.int("above_count", int64(len(r.Above)))
+	w.str("above_executors", w.text(strings.Join(r.Above, ",")))
 	w.int("short_count", int64(len(r.Short)))
 	w.str("short_executors", w.text(strings.Join(r.Short, ",")))
 	w.int("unlisted_processes", int64(r.Unlisted))

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"maps"
 	"math"
+	"strings"
 	"sync"
 	"testing"
 	"time"
@@ -110,32 +111,66 @@ func TestAccountingAndReconciliation(t *testing.T) {
 	}
 }
 
-// Without the stream (InfluxDB down for three polls), the accounting goes
-// ahead without CPU and the reconciliation says why it has nothing.
+// Without the stream (InfluxDB down for longer than stream-retry), the
+// accounting goes ahead without CPU and the reconciliation says why it
+// has nothing.
 func TestAccountingWithoutTheStream(t *testing.T) {
 	srv := sparkui.NewServer(sparkui.HistoryServer, accountedApp())
 	clk := &clock{now: at(661)}
 	srv.SetNow(clk.Now)
 	stream := &fakeStream{err: errors.New("influx: connection refused")}
 	sink := newMemSink()
-	p := newPoller(t, Config{Sources: []string{serve(t, srv)}, Sink: sink, Now: clk.Now, Stream: stream})
-	for i := range 4 {
-		clk.Set(at(661 + 10*float64(i)))
+	p := newPoller(t, Config{Sources: []string{serve(t, srv)}, Sink: sink, Now: clk.Now, Stream: stream, StreamRetry: 30 * time.Minute})
+	for s := 661.0; s < 661+32*60; s += 10 {
+		clk.Set(at(s))
 		p.PollOnce(context.Background())
 	}
-	if len(stream.asked) != streamTries {
-		t.Errorf("stream asked %d times, want %d", len(stream.asked), streamTries)
+	// Backoff from 10 s doubling to 5 min: 10+20+…+160 s, then every
+	// 5 min up to 30 min and a last read.
+	if n := len(stream.asked); n < 8 || n > 12 {
+		t.Errorf("stream asked %d times in 32 min, want 8 to 12", n)
 	}
 	usage := sink.latestOf(MeasurementUsage)
 	if usage == nil || usage.fields["cpu_utilisation"] != nil ||
-		usage.fields["notes"] != "no task CPU time in the metrics stream: CPU utilisation unknown; "+
+		!strings.HasPrefix(fmt.Sprint(usage.fields["notes"]), "no task CPU time in the metrics stream: CPU utilisation unknown; "+
 			"no process-tree metrics: memory utilisation unknown (spark.executor.processTreeMetrics.enabled=true); "+
-			"metrics stream not read: influx: connection refused" {
+			"metrics stream not read: influx: connection refused (failing for 3") {
 		t.Errorf("usage %+v", usage)
 	}
 	rec := sink.latestOf(MeasurementReconcile)
 	if rec == nil || rec.fields["verdict"] != ReconcileNoStream {
 		t.Errorf("reconcile %+v", rec)
+	}
+}
+
+// InfluxDB down for an hour when an application's accounting is due,
+// long after its source stopped listing it: the read is retried with
+// backoff, and the accounting, written once, is the one the stream gives.
+func TestAccountingThroughAnOutage(t *testing.T) {
+	srv := sparkui.NewServer(sparkui.HistoryServer, accountedApp())
+	clk := &clock{now: at(661)}
+	srv.SetNow(clk.Now)
+	stream := &fakeStream{totals: accountedStream(), err: errors.New("influx: connection refused")}
+	sink := newMemSink()
+	p := newPoller(t, Config{Sources: []string{serve(t, srv)}, Sink: sink, Now: clk.Now, Stream: stream})
+	for s := 661.0; s < 600+3700; s += 10 {
+		if s >= 600+3600 {
+			stream.mu.Lock()
+			stream.err = nil
+			stream.mu.Unlock()
+		}
+		clk.Set(at(s))
+		p.PollOnce(context.Background())
+	}
+	if n := len(stream.asked); n < 10 || n > 20 {
+		t.Errorf("stream asked %d times in an hour, want 10 to 20", n)
+	}
+	got := sink.stored(MeasurementUsage, usageRow)
+	if len(got) != 1 || !strings.Contains(got[0], " cpu=420 ") {
+		t.Errorf("usage %q, want one end fact with the stream's 420 s of CPU", got)
+	}
+	if rec := sink.stored(MeasurementReconcile, reconcileRow); len(rec) != 1 || !strings.Contains(rec[0], " short short=2 ") {
+		t.Errorf("reconcile %q", rec)
 	}
 }
 
@@ -168,7 +203,7 @@ func TestReconcileVerdicts(t *testing.T) {
 		// All stages listed: the CPU difference counts.
 		{"stages kept", []sparkapi.Executor{x("1", 5)}, stagesFrom(t, 0, 4), map[string]ProcessTotals{"1": sums(5)}, ReconcileDiffers},
 	} {
-		r := reconcile(tc.execs, tc.stages, tc.stream)
+		r := reconcile(tc.execs, tc.stages, tc.stream, nil)
 		if r.Verdict != tc.verdict {
 			t.Errorf("%s: %s (%s), want %s", tc.name, r.Verdict, r.Text, tc.verdict)
 		}

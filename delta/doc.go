@@ -52,8 +52,20 @@
 //     (FirstUnknown), since it may come from a series that has been
 //     counting all along; and a refused series, when admitted, gives no
 //     delta for its first tracked sample.
+//  9. A sample dated more than MaxFuture (default 2 min) after its receive
+//     time gives no delta and leaves the baseline as it was: outcome
+//     Future, counted in Stats.Future. Otherwise a forged line dated years
+//     ahead would hold every genuine sample out of order (rule 6) until
+//     then. A baseline dated that far ahead (state saved before this
+//     rule, or a clock stepped back) is replaced by the next sample, with
+//     no delta, counted in Stats.Rebased.
+//  10. A value no counter can have — negative, or 2^63 and more, beyond a
+//     Java long — gives no delta and leaves the baseline as it was:
+//     outcome NotCounter, counted in Stats.NotCounter. It is refused,
+//     never cast: its delta would overflow every sum it entered.
 //
-// Values must be finite; the Graphite parser refuses NaN and ±Inf.
+// Rules 9 and 10 are checked first. Values must be finite; the Graphite
+// parser refuses NaN and ±Inf.
 // Timestamps are unix nanoseconds: ts is the sample's own time, now the time
 // it was received.
 //

@@ -17,7 +17,15 @@ const (
 	// DefaultMaxSeriesPerApp is a quarter of DefaultMaxSeries: an
 	// application of 1 000 executors has about 60 000 cumulative series.
 	DefaultMaxSeriesPerApp = 250_000
+	// DefaultMaxFuture bounds how far ahead of the receive time a
+	// sample's own time may be (rule 9). Clocks kept by NTP are well
+	// within it; a forged line dated years ahead is not.
+	DefaultMaxFuture = 2 * time.Minute
 )
+
+// MaxCounter is the first value no counter can reach: Dropwizard's
+// counters and Spark's task metrics are Java longs.
+const MaxCounter = 0x1p63
 
 // NoGrace as Settings.FirstSampleGrace makes every first sample new (rule 4),
 // for callers that know they see every series from its start.
@@ -29,6 +37,7 @@ type Settings struct {
 	IdleTTL          time.Duration // 0 = default 15m
 	MaxSeries        int           // 0 = default 1_000_000
 	MaxSeriesPerApp  int           // 0 = default 250_000; series of no application are not counted
+	MaxFuture        time.Duration // 0 = default 2m
 }
 
 // WithDefaults fills zero values.
@@ -44,6 +53,9 @@ func (s Settings) WithDefaults() Settings {
 	}
 	if s.MaxSeriesPerApp <= 0 {
 		s.MaxSeriesPerApp = DefaultMaxSeriesPerApp
+	}
+	if s.MaxFuture <= 0 {
+		s.MaxFuture = DefaultMaxFuture
 	}
 	return s
 }
@@ -64,6 +76,9 @@ func (s Settings) Validate() error {
 	if s.MaxSeriesPerApp < 0 {
 		errs = append(errs, fmt.Errorf("max-series-per-app %d: must be positive", s.MaxSeriesPerApp))
 	}
+	if s.MaxFuture < 0 {
+		errs = append(errs, fmt.Errorf("max-future %s: must not be negative", s.MaxFuture))
+	}
 	return errors.Join(errs...)
 }
 
@@ -77,9 +92,11 @@ const (
 	OutOfOrder                  // rule 6: ignored
 	Refused                     // rule 8: not tracked, MaxSeries reached
 	RefusedQuota                // rule 8: not tracked, its application's MaxSeriesPerApp reached
+	Future                      // rule 9: dated too far ahead; ignored
+	NotCounter                  // rule 10: a value no counter can have; ignored
 )
 
-var outcomeNames = [...]string{"delta", "first_new", "first_unknown", "out_of_order", "refused", "refused_app_quota"}
+var outcomeNames = [...]string{"delta", "first_new", "first_unknown", "out_of_order", "refused", "refused_app_quota", "future", "not_counter"}
 
 // String returns the outcome's label, fit for a metric label.
 func (o Outcome) String() string {
@@ -104,6 +121,9 @@ func (s Sample) HasDelta() bool { return s.Outcome == Delta || s.Outcome == Firs
 // Stats count the samples that did not simply yield a delta, and removals.
 type Stats struct {
 	Resets, FirstNew, FirstUnknown, OutOfOrder, Evicted, Refused, RefusedQuota atomic.Uint64
+	// Future and NotCounter count rules 9 and 10's refusals; Rebased
+	// counts baselines dated too far ahead that a sample replaced.
+	Future, NotCounter, Rebased atomic.Uint64
 }
 
 // State is one series' last sample: the baseline of its next delta. The
@@ -136,6 +156,7 @@ type Tracker struct {
 	start    int64 // unix ns
 	grace    int64 // ns; negative: no grace
 	idleTTL  int64 // ns
+	future   int64 // ns: rule 9's bound
 	maxCount int64
 
 	count atomic.Int64 // series with a baseline, so Len needs no lock
@@ -160,6 +181,7 @@ func New(s Settings, start time.Time) *Tracker {
 		start:     start.UnixNano(),
 		grace:     int64(s.FirstSampleGrace),
 		idleTTL:   int64(s.IdleTTL),
+		future:    int64(s.MaxFuture),
 		maxCount:  int64(s.MaxSeries),
 		maxPerApp: s.MaxSeriesPerApp,
 		perApp:    map[string]int{},
@@ -176,8 +198,24 @@ func (t *Tracker) IdleTTL() time.Duration { return time.Duration(t.idleTTL) }
 // none), only matters while st has no baseline (rule 8); a caller may
 // leave it empty otherwise. The caller serialises calls on one st.
 func (t *Tracker) Update(st *State, app string, value float64, ts, now int64) Sample {
+	if value < 0 || value >= MaxCounter {
+		t.stats.NotCounter.Add(1)
+		return Sample{Outcome: NotCounter}
+	}
+	if ts-now > t.future {
+		t.stats.Future.Add(1)
+		return Sample{Outcome: Future}
+	}
 	if !st.Known() {
 		return t.first(st, app, value, ts, now)
+	}
+	if st.ts-now > t.future {
+		// A baseline dated too far ahead (saved by a version without rule
+		// 9, or the clock stepped back) would hold every sample out of
+		// order until then: this sample replaces it.
+		*st = State{value: value, ts: ts}
+		t.stats.Rebased.Add(1)
+		return Sample{Outcome: FirstUnknown}
 	}
 	if ts <= st.ts {
 		t.stats.OutOfOrder.Add(1)

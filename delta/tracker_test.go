@@ -65,11 +65,15 @@ type step struct {
 	want    Sample
 }
 
-type counts struct{ resets, firstNew, firstUnknown, outOfOrder, evicted, refused, refusedQuota uint64 }
+type counts struct {
+	resets, firstNew, firstUnknown, outOfOrder, evicted, refused, refusedQuota uint64
+	future, notCounter, rebased                                                uint64
+}
 
 func statsOf(t *Tracker) counts {
 	s := t.Stats()
-	return counts{s.Resets.Load(), s.FirstNew.Load(), s.FirstUnknown.Load(), s.OutOfOrder.Load(), s.Evicted.Load(), s.Refused.Load(), s.RefusedQuota.Load()}
+	return counts{s.Resets.Load(), s.FirstNew.Load(), s.FirstUnknown.Load(), s.OutOfOrder.Load(), s.Evicted.Load(), s.Refused.Load(), s.RefusedQuota.Load(),
+		s.Future.Load(), s.NotCounter.Load(), s.Rebased.Load()}
 }
 
 func delta(d, rate float64) Sample {
@@ -87,6 +91,8 @@ var (
 	unknown  = Sample{Outcome: FirstUnknown}
 	ooo      = Sample{Outcome: OutOfOrder}
 	refused  = Sample{Outcome: Refused}
+	future   = Sample{Outcome: Future}
+	notCount = Sample{Outcome: NotCounter}
 )
 
 // TestRules walks through the counter rules one by one.
@@ -135,7 +141,7 @@ func TestRules(t *testing.T) {
 		}, counts{resets: 1, firstUnknown: 2}},
 		{"5 sample time does not matter, receive time does", Settings{}, []step{
 			{"a", 5, -3600, 5, unknown},
-			{"b", 5, 3600, 25, firstNew(5)},
+			{"b", 5, 100, 25, firstNew(5)},
 		}, counts{firstNew: 1, firstUnknown: 1}},
 		{"6 duplicate: no delta, baseline kept", noGrace, []step{
 			{"a", 10, 0, 0, firstNew(10)},
@@ -163,6 +169,35 @@ func TestRules(t *testing.T) {
 			{"a", 3, 10, 10, delta(2, 0.2)},
 			{"b", 3, 10, 10, delta(2, 0.2)},
 		}, counts{firstNew: 2, refused: 2}},
+		{"9 dated too far ahead: no delta, baseline kept", noGrace, []step{
+			{"a", 10, 0, 0, firstNew(10)},
+			{"a", 0, 60 * 86400 * 365, 10, future}, // a forged line dated a year ahead
+			{"a", 20, 10, 10, delta(10, 1)},        // not held out of order
+			{"a", 30, 140, 19.999, future},         // just past the default 2 min
+			{"a", 30, 140, 20, delta(10, 1.0/13)},
+		}, counts{firstNew: 1, future: 2}},
+		{"9 a first sample dated too far ahead is no baseline", noGrace, []step{
+			{"a", 10, 500, 0, future},
+			{"a", 12, 10, 10, firstNew(12)},
+		}, counts{firstNew: 1, future: 1}},
+		{"9 MaxFuture is a setting", Settings{FirstSampleGrace: NoGrace, MaxFuture: time.Hour}, []step{
+			{"a", 10, 3000, 0, firstNew(10)},
+			{"a", 12, 3700, 10, future},
+		}, counts{firstNew: 1, future: 1}},
+		{"9 a baseline dated too far ahead is replaced", noGrace, []step{
+			{"a", 10, 100, 0, firstNew(10)},
+			{"a", 12, -150, -150, unknown}, // the clock stepped back 250 s
+			{"a", 15, -140, -140, delta(3, 0.3)},
+		}, counts{firstNew: 1, firstUnknown: 0, rebased: 1}},
+		{"10 values no counter can have: no delta, baseline kept", noGrace, []step{
+			{"a", 10, 0, 0, firstNew(10)},
+			{"a", -1, 10, 10, notCount},
+			{"a", 9.3e18, 20, 20, notCount}, // beyond a Java long
+			{"a", 1e300, 30, 30, notCount},
+			{"a", 9.2e18, 40, 40, delta(9.2e18-10, 9.2e18/40)}, // a long: rule 10 passes it
+			{"x", -5, 0, 0, notCount},
+			{"x", 5, 10, 10, firstNew(5)},
+		}, counts{firstNew: 2, notCounter: 4}},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			tr, b := New(tc.set, t0), book{}
@@ -322,7 +357,9 @@ func TestConcurrent(t *testing.T) {
 		own     = 64
 		rounds  = 200
 	)
-	tr := New(Settings{FirstSampleGrace: NoGrace}, t0)
+	// Workers' receive times are their rounds, minutes apart, not
+	// clocks: rule 9's bound is set above them.
+	tr := New(Settings{FirstSampleGrace: NoGrace, MaxFuture: time.Hour}, t0)
 	states := map[string]*lockedState{}
 	for s := range shared {
 		states[fmt.Sprint("shared", s)] = &lockedState{st: Unknown()}

@@ -69,6 +69,8 @@ const (
 	ReasonKeyTooLong                                                      // series key over InfluxDB's 65535-byte limit
 	ReasonEncode                                                          // not representable in line protocol (e.g. invalid UTF-8 in a name)
 	ReasonQueueFull                                                       // the sink had no room and the reader could not wait (UDP)
+	ReasonFuture                                                          // dated more than MaxFuture after it was received
+	ReasonNotCounter                                                      // a cumulative series' value no counter can have
 	NumReasons
 )
 
@@ -85,6 +87,10 @@ func (r Reason) String() string {
 		return "encode"
 	case ReasonQueueFull:
 		return "queue_full"
+	case ReasonFuture:
+		return "future"
+	case ReasonNotCounter:
+		return "not_counter"
 	}
 	return graphite.Reason(r).String()
 }
@@ -121,6 +127,11 @@ type Config struct {
 	// (queue_full) instead of a wait: for UDP, whose senders cannot be
 	// slowed down, so that the reader keeps draining the socket.
 	NonBlocking bool
+	// MaxFuture is how far after its receive time a line may be dated;
+	// later lines are dropped (ReasonFuture): a forged line dated years
+	// ahead would otherwise sit in every graph and hold the series' deltas
+	// out of order. delta.DefaultMaxFuture when 0.
+	MaxFuture time.Duration
 	// CacheSize bounds how many series (Graphite paths) the Relay
 	// remembers the mapping of; DefaultCacheSize when 0. A series that is
 	// not remembered is mapped again, which costs about as much as its
@@ -168,6 +179,9 @@ func New(cfg Config) *Relay {
 	}
 	if cfg.CacheSize <= 0 {
 		cfg.CacheSize = DefaultCacheSize
+	}
+	if cfg.MaxFuture <= 0 {
+		cfg.MaxFuture = delta.DefaultMaxFuture
 	}
 	var tracker *delta.Tracker
 	appTag := "applicationid"
@@ -312,6 +326,8 @@ func (c *Conn) encode(line []byte) (Reason, string) {
 	ts := c.line.Time
 	if c.line.Now {
 		ts = c.receiveTime()
+	} else if ts-c.receiveTime() > int64(c.relay.cfg.MaxFuture) {
+		return ReasonFuture, ""
 	}
 	if c.out == nil {
 		c.out = c.relay.block()
@@ -320,6 +336,12 @@ func (c *Conn) encode(line []byte) (Reason, string) {
 	b = appendFloat(b, c.line.Value) // finite: Parse rejects NaN and ±Inf
 	if s.cumulative() {
 		d := c.relay.cache.update(s, c.line.Value, ts, c.receiveTime())
+		switch d.Outcome {
+		case delta.NotCounter:
+			return ReasonNotCounter, ""
+		case delta.Future: // the tracker's bound is below the relay's
+			return ReasonFuture, ""
+		}
 		if d.HasDelta() {
 			dk, rk := s.deltaKeys()
 			b = append(b, dk...)
@@ -590,8 +612,13 @@ const maxIdleBlocks = 64
 // explain is the error of a dropped line: the parser's, worked out now,
 // or why, which encode returned.
 func (c *Conn) explain(line []byte, reason Reason, why string) error {
-	if reason < ReasonMapping {
+	switch {
+	case reason < ReasonMapping:
 		return graphite.Explain(line, graphite.Reason(reason))
+	case reason == ReasonFuture:
+		return fmt.Errorf("timestamp %s is more than %s after the time the line was received", time.Unix(0, c.line.Time).UTC().Format(time.RFC3339), c.relay.cfg.MaxFuture)
+	case reason == ReasonNotCounter:
+		return fmt.Errorf("value %g of a cumulative series is no counter's (negative, or beyond a Java long)", c.line.Value)
 	}
 	return errors.New(why)
 }

@@ -389,3 +389,57 @@ func TestOnAppBoundedPerBlock(t *testing.T) {
 		t.Errorf("the next block's application was not heard: %d calls", calls)
 	}
 }
+
+// TestForgedLines: a line dated too far ahead is dropped whatever its
+// series, and a cumulative series' value no counter can have is dropped
+// too; neither moves the series' baseline, so the next genuine report's
+// delta is exact.
+func TestForgedLines(t *testing.T) {
+	s := &sink{}
+	d := newDeltas(t, "db", delta.Rule{Source: "test", Cumulative: true, Path: []string{"**.count"}})
+	r := New(Config{Mapper: mustCompile(t, "measurement*"), Sink: s, Deltas: d, Now: func() time.Time { return fixedNow }})
+	c := r.NewConn(nil)
+	for _, l := range []string{
+		"a.count 10 1795299990",
+		"a.count 0 2145916800",      // 2038: future
+		"a.gauge 5 1795300121",      // 2 min 1 s ahead: future, gauges too
+		"a.count 1e13 1795300121",   // future
+		"a.count -4 1795299995",     // not_counter
+		"a.count 9.3e18 1795299996", // not_counter
+		"a.count 1e300 1795299997",  // not_counter
+		"a.gauge -5 1795300000",     // a gauge may be negative
+		"a.count 25 1795300000",
+	} {
+		c.Line([]byte(l))
+	}
+	c.Flush()
+	want := `a.count value=10,delta=10 1795299990000000000
+a.gauge value=-5 1795300000000000000
+a.count value=25,delta=15,rate=1.5 1795300000000000000
+`
+	if s.buf.String() != want {
+		t.Errorf("got\n%s\nwant\n%s", s.buf.String(), want)
+	}
+	st := r.Stats()
+	if f, n := st.Dropped[ReasonFuture].Load(), st.Dropped[ReasonNotCounter].Load(); f != 3 || n != 3 {
+		t.Errorf("dropped future %d, not_counter %d; want 3 and 3", f, n)
+	}
+	if _, err := r.NewConn(nil).(*Conn).Process([]byte("a.count 0 2145916800")); err == nil || !strings.Contains(err.Error(), "2038-01-01T00:00:00Z is more than 2m0s after") {
+		t.Errorf("a future line's error: %v", err)
+	}
+	if _, err := r.NewConn(nil).(*Conn).Process([]byte("a.count -4 1795300001")); err == nil || !strings.Contains(err.Error(), "value -4 of a cumulative series is no counter's") {
+		t.Errorf("a negative counter's error: %v", err)
+	}
+}
+
+// TestMaxFuture: the bound is a setting.
+func TestMaxFuture(t *testing.T) {
+	s := &sink{}
+	c := New(Config{Mapper: mustCompile(t, "measurement*"), Sink: s, MaxFuture: time.Hour, Now: func() time.Time { return fixedNow }}).NewConn(nil)
+	c.Line([]byte("a.gauge 1 1795303599"))
+	c.Line([]byte("a.gauge 2 1795303601"))
+	c.Flush()
+	if got := s.buf.String(); got != "a.gauge value=1 1795303599000000000\n" {
+		t.Errorf("got %q", got)
+	}
+}

@@ -102,6 +102,7 @@ func TestResourcesFromProperties(t *testing.T) {
 	}
 	for props, want := range map[string]string{
 		"spark.executor.cores=four":                        `spark.executor.cores = "four": not a whole number`,
+		"spark.driver.cores=1000000000":                    `spark.driver.cores = "1000000000": more than 65536, which no cluster gives`,
 		"spark.dynamicAllocation.executorIdleTimeout=60x":  `unknown unit "x"`,
 		"spark.dynamicAllocation.executorIdleTimeout=soon": "not a time",
 		"spark.driver.memoryOverheadFactor=2":              "not a fraction",

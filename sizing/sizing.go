@@ -161,6 +161,7 @@ var sizeRE = regexp.MustCompile(`^([0-9]+)\s*([a-z]*)$`)
 // number with an optional unit b, k, kb, m, mb, g, gb, t, tb, p or pb
 // (binary multiples, any case); without one, unit bytes each.
 func ParseSize(s string, unit int64) (int64, error) {
+	const maxMemory = 1 << 50
 	m := sizeRE.FindStringSubmatch(strings.ToLower(strings.TrimSpace(s)))
 	if m == nil {
 		return 0, fmt.Errorf("not a size such as 4g or 512m (Spark takes whole numbers only)")
@@ -187,8 +188,8 @@ func ParseSize(s string, unit int64) (int64, error) {
 	default:
 		return 0, fmt.Errorf("unknown unit %q", m[2])
 	}
-	if n > math.MaxInt64/mult {
-		return 0, fmt.Errorf("%s is too large", s)
+	if n > maxMemory/mult {
+		return 0, fmt.Errorf("%s is more memory than any machine has (over 1 PiB)", s)
 	}
 	return n * mult, nil
 }

@@ -30,7 +30,9 @@ func TestParseSize(t *testing.T) {
 		{"-1g", mib, 0, "not a size"},
 		{"4x", mib, 0, `unknown unit "x"`},
 		{"", mib, 0, "not a size"},
-		{"99999999999999p", 1, 0, "too large"},
+		{"99999999999999p", 1, 0, "more memory than any machine has"},
+		{"1p", 1, 1 << 50, ""},
+		{"1025t", 1, 0, "more memory than any machine has"},
 	} {
 		got, err := ParseSize(c.in, c.unit)
 		if c.err != "" {

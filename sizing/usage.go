@@ -3,6 +3,7 @@ package sizing
 import (
 	"fmt"
 	"math"
+	"slices"
 	"strconv"
 	"strings"
 	"time"
@@ -53,7 +54,7 @@ func ResourcesFromProperties(props map[string]string) (Resources, error) {
 			err = fmt.Errorf("%s = %q: %s", key, v, why)
 		}
 	}
-	count := func(key string, def int) int {
+	count := func(key string, def, most int) int {
 		v, ok := props[key]
 		if !ok {
 			return def
@@ -61,6 +62,10 @@ func ResourcesFromProperties(props map[string]string) (Resources, error) {
 		n, perr := strconv.Atoi(strings.TrimSpace(v))
 		if perr != nil || n < 0 {
 			fail(key, v, "not a whole number")
+			return def
+		}
+		if n > most {
+			fail(key, v, fmt.Sprintf("more than %d, which no cluster gives", most))
 			return def
 		}
 		return n
@@ -77,9 +82,10 @@ func ResourcesFromProperties(props map[string]string) (Resources, error) {
 		}
 		return n
 	}
-	r.ExecutorCores = count("spark.executor.cores", 0)
-	r.DriverCores = count("spark.driver.cores", 1)
-	r.Instances = count("spark.executor.instances", 0)
+	const maxCores, maxInstances = 1 << 16, 1 << 20
+	r.ExecutorCores = count("spark.executor.cores", 0, maxCores)
+	r.DriverCores = count("spark.driver.cores", 1, maxCores)
+	r.Instances = count("spark.executor.instances", 0, maxInstances)
 	r.DriverHeap = size("spark.driver.memory", mib, 1024*mib)
 	factor := 0.10
 	if v, ok := props["spark.driver.memoryOverheadFactor"]; ok {
@@ -145,7 +151,7 @@ type Usage struct {
 	ContainerCPUSeconds       float64 `json:"container_cpu_seconds"` // cgroup plugin; 0 when not reported
 	CPUUsedSeconds            float64 `json:"cpu_used_seconds"`      // the containers' CPU where known, else the tasks'
 	CPUUtilisation            float64 `json:"cpu_utilisation"`       // CPU used / executor core-seconds
-	CPUFrom                   string  `json:"cpu_from"`              // container (cgroup plugin) or tasks
+	CPUFrom                   string  `json:"cpu_from"`              // container (cgroup plugin), tasks (executors' counters) or stages (Spark's stage list)
 	PeakRSS                   int64   `json:"peak_rss_bytes"`        // the largest executor's, process tree
 	MeanRSS                   int64   `json:"mean_rss_bytes"`        // mean over executors of their mean
 	PeakPythonRSS             int64   `json:"peak_python_rss_bytes"`
@@ -154,7 +160,40 @@ type Usage struct {
 	MeanRSSByteSeconds        float64 `json:"mean_rss_byte_seconds"`   // each executor's mean resident memory × its life
 	Container                 int64   `json:"container_bytes"`
 	Cores                     int     `json:"executor_cores"` // per executor, as most had
-	Notes                     []string
+	// SetAside names the processes' stream figures that could not be true
+	// and were not used, and why.
+	SetAside []string `json:"set_aside,omitempty"`
+	Notes    []string
+}
+
+// cgroupPartial begins Account's note when the cgroup plugin reported
+// some executors only.
+const cgroupPartial = "the cgroup plugin reported"
+
+// noTaskCPU is Account's note when no executor's task CPU is known.
+const noTaskCPU = "no task CPU time in the metrics stream: CPU utilisation unknown"
+
+// TaskTimesFromStages replaces the executors' task CPU and run time with
+// Spark's totals over every task of its stage list, for when the stream's
+// figures of some executors were set aside. Failed tasks' time is in
+// them too: it was used.
+func (u *Usage) TaskTimesFromStages(cpuNs, runMs int64) {
+	u.TaskCPUSeconds, u.TaskRunSeconds = float64(cpuNs)/1e9, float64(runMs)/1000
+	u.CPUFrom, u.CPUUsedSeconds, u.CPUUtilisation = "stages", u.TaskCPUSeconds, 0
+	if u.ExecutorCoreSeconds > 0 {
+		u.CPUUtilisation = u.CPUUsedSeconds / u.ExecutorCoreSeconds
+	}
+	u.Notes = slices.DeleteFunc(u.Notes, func(n string) bool { return n == noTaskCPU || strings.HasPrefix(n, cgroupPartial) })
+	u.Notes = append(u.Notes, "task CPU and run time from Spark's stage list: the stream's were set aside")
+}
+
+// TaskTimesUnknown says that the executors' task CPU and run time are not
+// known, for when the stream's figures of some were set aside and Spark's
+// stage list cannot stand in.
+func (u *Usage) TaskTimesUnknown(why string) {
+	u.TaskCPUSeconds, u.TaskRunSeconds, u.CPUFrom, u.CPUUsedSeconds, u.CPUUtilisation = 0, 0, "", 0, 0
+	u.Notes = slices.DeleteFunc(u.Notes, func(n string) bool { return n == noTaskCPU || strings.HasPrefix(n, cgroupPartial) })
+	u.Notes = append(u.Notes, "CPU utilisation unknown: "+why)
 }
 
 // Account works out what the application was given and used. execs are
@@ -210,14 +249,14 @@ func Account(s Settings, r Resources, execs []Executor, durationMs int64) Usage 
 	if cgroupExecs > 0 && cgroupExecs == u.Executors {
 		used, u.CPUFrom = u.ContainerCPUSeconds, "container"
 	} else if cgroupExecs > 0 {
-		u.Notes = append(u.Notes, fmt.Sprintf("the cgroup plugin reported %d of %d executors: CPU from the tasks", cgroupExecs, u.Executors))
+		u.Notes = append(u.Notes, fmt.Sprintf(cgroupPartial+" %d of %d executors: CPU from the tasks", cgroupExecs, u.Executors))
 	}
 	u.CPUUsedSeconds = used
 	if u.ExecutorCoreSeconds > 0 {
 		u.CPUUtilisation = used / u.ExecutorCoreSeconds
 	}
 	if withCPU == 0 && u.Executors > 0 {
-		u.Notes = append(u.Notes, "no task CPU time in the metrics stream: CPU utilisation unknown")
+		u.Notes = append(u.Notes, noTaskCPU)
 		u.CPUFrom, u.CPUUsedSeconds, u.CPUUtilisation = "", 0, 0
 	}
 	if rssExecs > 0 {

@@ -17,15 +17,18 @@ import (
 type Config struct {
 	// StateDir keeps what must survive a restart (the delta baselines).
 	// Empty: nothing is kept, and a restart loses one interval of deltas.
-	StateDir string           `toml:"state-dir"`
-	InfluxDB InfluxDBConfig   `toml:"influxdb"`
-	Admin    AdminConfig      `toml:"admin"`
-	Log      LogConfig        `toml:"log"`
-	Deltas   DeltaSettings    `toml:"deltas"`
-	Delta    []DeltaRule      `toml:"delta"`
-	Annotate AnnotateConfig   `toml:"annotate"`
-	Internal InternalConfig   `toml:"internal"`
-	Graphite []GraphiteConfig `toml:"graphite"`
+	StateDir string `toml:"state-dir"`
+	// MaxFuture is how far after its receive time a line may be dated
+	// (default 2m); later lines are dropped, counted as "future".
+	MaxFuture Duration         `toml:"max-future"`
+	InfluxDB  InfluxDBConfig   `toml:"influxdb"`
+	Admin     AdminConfig      `toml:"admin"`
+	Log       LogConfig        `toml:"log"`
+	Deltas    DeltaSettings    `toml:"deltas"`
+	Delta     []DeltaRule      `toml:"delta"`
+	Annotate  AnnotateConfig   `toml:"annotate"`
+	Internal  InternalConfig   `toml:"internal"`
+	Graphite  []GraphiteConfig `toml:"graphite"`
 }
 
 // InternalConfig is the [internal] section: sparkpulse's own metrics (those
@@ -58,6 +61,9 @@ type AnnotateConfig struct {
 	// Accounting: how long after an application's end its metrics are
 	// summed (its last reports must be in).
 	UsageDelay Duration `toml:"usage-delay"`
+	// How long a failing read of the metrics stream for an accounting is
+	// retried (default 6h).
+	StreamRetry Duration `toml:"stream-retry"`
 	// Where the points go; default: the first [[graphite]] block's target.
 	Database        string `toml:"database"`
 	RetentionPolicy string `toml:"retention-policy"`
@@ -241,7 +247,7 @@ func loadConfig(path string) (*Config, bool, error) {
 	if influxMode {
 		// Everything outside [[graphite]] belongs to influxd.
 		cfg.InfluxDB, cfg.Admin, cfg.Log = InfluxDBConfig{}, AdminConfig{}, LogConfig{}
-		cfg.StateDir, cfg.Deltas, cfg.Delta, cfg.Annotate = "", DeltaSettings{}, nil, AnnotateConfig{}
+		cfg.StateDir, cfg.MaxFuture, cfg.Deltas, cfg.Delta, cfg.Annotate = "", 0, DeltaSettings{}, nil, AnnotateConfig{}
 		off := false
 		cfg.Internal = InternalConfig{Enabled: &off} // an influxdb.conf has its own [monitor]
 		var sme *toml.StrictMissingError

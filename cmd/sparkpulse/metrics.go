@@ -90,6 +90,7 @@ func collectDeltas(ch chan<- prometheus.Metric, d *deltaState) {
 	for outcome, v := range map[string]uint64{
 		"reset": st.Resets.Load(), "first_new": st.FirstNew.Load(), "first_unknown": st.FirstUnknown.Load(),
 		"out_of_order": st.OutOfOrder.Load(), "refused": st.Refused.Load(), "refused_app_quota": st.RefusedQuota.Load(),
+		"future": st.Future.Load(), "not_counter": st.NotCounter.Load(), "rebased": st.Rebased.Load(),
 	} {
 		counter(ch, descDeltaOutcome, v, outcome)
 	}

@@ -218,6 +218,7 @@ func (p *pipeline) openBlock(l *Listener) (*block, error) {
 		Sink:      b.writer,
 		Log:       sampled(p.log).With(zap.String("listener", l.Name())),
 		CacheSize: l.Config.MaxCachedSeries,
+		MaxFuture: p.plan.MaxFuture,
 		// UDP senders cannot be slowed down: a full queue drops, counted,
 		// rather than stop the reader draining the socket.
 		NonBlocking: l.Config.Protocol == "udp",

@@ -32,6 +32,7 @@ type Plan struct {
 	Pprof          bool
 	Log            LogConfig
 	StateDir       string
+	MaxFuture      time.Duration // lines dated later after their receive time are dropped
 	Deltas         *DeltaPlan    // nil when the delta stage is off
 	Annotate       *AnnotatePlan // nil without [annotate] urls
 	Internal       *InternalPlan // nil when [internal] is disabled
@@ -137,7 +138,10 @@ func loadPlan(o *flagOverrides, getenv func(string) string) (*Plan, error) {
 // problems are reported at once, each naming the file, section and key.
 // getenv is read for secrets only.
 func (c *Config) prepare(source string, getenv func(string) string) (*Plan, error) {
-	p := &Plan{Source: source, StateDir: c.StateDir, CreateDatabase: c.InfluxDB.CreateDatabase}
+	p := &Plan{Source: source, StateDir: c.StateDir, CreateDatabase: c.InfluxDB.CreateDatabase, MaxFuture: delta.DefaultMaxFuture}
+	if c.MaxFuture > 0 {
+		p.MaxFuture = time.Duration(c.MaxFuture)
+	}
 	errs := []error{
 		c.prepareInflux(p, getenv),
 		c.prepareAdminAndLog(p),
@@ -337,7 +341,11 @@ func cmpOr(v, def string) string {
 func (c *Config) prepareDeltas(p *Plan) error {
 	d := c.Deltas
 	var errs []error
-	s := delta.Settings{IdleTTL: time.Duration(d.IdleTTL), MaxSeries: d.MaxSeries, MaxSeriesPerApp: d.MaxSeriesPerApp}
+	s := delta.Settings{IdleTTL: time.Duration(d.IdleTTL), MaxSeries: d.MaxSeries, MaxSeriesPerApp: d.MaxSeriesPerApp, MaxFuture: p.MaxFuture}
+	if c.MaxFuture < 0 {
+		errs = append(errs, fmt.Errorf("%s: max-future %s: must not be negative", p.Source, time.Duration(c.MaxFuture)))
+		s.MaxFuture = 0
+	}
 	if d.FirstSampleGrace != nil {
 		if s.FirstSampleGrace = time.Duration(*d.FirstSampleGrace); s.FirstSampleGrace == 0 {
 			s.FirstSampleGrace = delta.NoGrace // "0s": every first sample is new
@@ -391,7 +399,7 @@ func (c *Config) prepareAnnotate(p *Plan, getenv func(string) string) error {
 		Lookback: time.Duration(a.Lookback), MaxText: a.MaxText,
 		MaxResponseBytes: a.MaxResponseBytes, MaxApps: a.MaxApps, NewAppsPerPoll: a.NewAppsPerPoll,
 		StageDetailsMinDuration: time.Duration(a.StageDetailsMinDuration), StageDetailsRequests: a.StageDetailsRequests,
-		FailedTasksPerStage: a.FailedTasksPerStage, UsageDelay: time.Duration(a.UsageDelay)}
+		FailedTasksPerStage: a.FailedTasksPerStage, UsageDelay: time.Duration(a.UsageDelay), StreamRetry: time.Duration(a.StreamRetry)}
 	if err := pc.Validate(); err != nil {
 		fail("%v", err)
 	}

@@ -8,6 +8,7 @@ import (
 	"fmt"
 	"io"
 	"maps"
+	"math"
 	"slices"
 	"strings"
 	"text/tabwriter"
@@ -82,6 +83,10 @@ func reportApp(ctx context.Context, plan *Plan, appID string, asJSON bool, stdou
 	var notes []string
 	if err != nil {
 		notes = append(notes, fmt.Sprintf("peaks of the metrics stream not read (%v): Spark's REST API only", err))
+	}
+	stream, aside := annotate.PlausiblePeaks(app.Properties, app.Executors, stream)
+	for _, a := range aside {
+		notes = append(notes, "set aside from the metrics stream: "+a)
 	}
 	advice := sizing.Advise(settings, mergePeaks(app.Executors, stream))
 	advice.Notes = append(notes, advice.Notes...)
@@ -179,7 +184,16 @@ func streamPeaks(ctx context.Context, plan *Plan, app annotate.Application) (map
 		if peaks[p] == nil {
 			peaks[p] = map[string]int64{}
 		}
-		peaks[p][s.Name] = int64(f)
+		// Beyond an int64: kept at its end, which the screen refuses,
+		// never cast past it.
+		v := int64(math.MaxInt64)
+		switch {
+		case f < 0:
+			v = -1
+		case f < 0x1p63:
+			v = int64(f)
+		}
+		peaks[p][s.Name] = v
 	}
 	return peaks, nil
 }

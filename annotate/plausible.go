@@ -1,0 +1,224 @@
+package annotate
+
+import (
+	"fmt"
+	"maps"
+	"math"
+	"slices"
+	"strings"
+
+	"github.com/sparkpulse/sparkpulse/sizing"
+	"github.com/sparkpulse/sparkpulse/sparkapi"
+	"github.com/sparkpulse/sparkpulse/timespent"
+)
+
+// Plausibility. Port 2003 takes lines from anyone who can reach it, so
+// before the accounting, the advice or the reconciliation's verdict use a
+// process's stream figures, screen checks that they could be true:
+//
+//   - Counters: task CPU (cpuTime, ns) and run time (runTime, ms) at most
+//     the process's cores for as long as it was alive (plus a minute for
+//     the reports' timing). Once the application has ended, no counter
+//     above Spark's own total for that executor: Spark's executor list
+//     counts every finished task, the executor's counters only the
+//     successful ones, so a genuine stream is never above it (tasks,
+//     task time for CPU and run time, GC, input, shuffle read and write).
+//     A process with one counter that fails has all its counters set
+//     aside: whoever wrote one could write the others.
+//   - Gauges (peaks of memory): within what the process could hold: the
+//     heap used within the heap (-Xmx, spark.executor.memory or
+//     spark.driver.memory); resident memory within the container, plus
+//     10 % for the seconds before YARN's or the kubelet's kill, where one
+//     holds the process to it (spark.master yarn or k8s://). Standalone
+//     and local processes have no such bound, and their resident memory
+//     is not checked. Spark's own peaks are not a bound: real Spark's
+//     stream peaks above them, as Spark keeps peaks only of the polls
+//     made while a stage runs, and the metrics source reports every poll.
+//     Where Spark's peak is above the setting, the JVM got more than the
+//     setting says, and Spark's peak is the bound. A gauge that fails is
+//     not used, peak or mean; Spark's peak stands.
+//
+// What is set aside is named in the accounting's notes and field
+// set_aside, and a process whose counters exceed Spark's gives the
+// reconciliation its verdict above_spark.
+
+// plausibilitySlackMs is how much longer than its life a process's
+// counters may cover: the stream is read from a minute before the start,
+// and a report's counters are of its time, not of the tasks'.
+const plausibilitySlackMs = 60_000
+
+// rssSlack is how far above its container a process's resident memory
+// may be seen before the cluster manager kills it: YARN checks every 3 s
+// ("4.6 GB of 4.4 GB physical memory used").
+const rssSlack = 0.10
+
+// setAside is a process whose figures the screen refused.
+type setAside struct {
+	process  string
+	counters bool     // all its counters; else only the gauges named
+	aboveSpk bool     // a counter above Spark's own total (the reconciliation's verdict)
+	why      []string // one per figure, e.g. "cpu_time_ns 1e+13 > 8.3e+10, Spark's task time"
+}
+
+func (a setAside) String() string {
+	return fmt.Sprintf("process %s: %s", a.process, strings.Join(a.why, ", "))
+}
+
+// screen returns the stream figures that may be used, as a new map (the
+// stream is kept as read), and what it set aside. final: the application
+// has ended and its executor list was read after the end, so Spark's
+// totals bound the counters.
+func screen(st *appState, stream map[string]ProcessTotals, endMs int64, final bool) (map[string]ProcessTotals, []setAside) {
+	bounds := boundsOf(st.properties)
+	kept := make(map[string]ProcessTotals, len(stream))
+	var aside []setAside
+	for _, id := range sortedKeys(stream, compareExecutorIDs) {
+		t := stream[id]
+		x := (*sparkapi.Executor)(nil)
+		if e, ok := st.executors[id]; ok {
+			x = &e.Executor
+		}
+		a := setAside{process: id}
+		// Counters.
+		bad := func(format string, v ...any) { a.why = append(a.why, fmt.Sprintf(format, v...)) }
+		for _, c := range StreamCounters {
+			if v, ok := t.Sums[c]; ok && (v < 0 || math.IsNaN(v) || math.IsInf(v, 0) || v >= 0x1p63) {
+				bad("%s %g is no counter's sum", c, v)
+			}
+		}
+		if x != nil && x.TotalCores > 0 {
+			added, removed := optMS(x.AddTime), optMS(x.RemoveTime)
+			if removed == 0 || removed > endMs {
+				removed = endMs
+			}
+			if added > 0 && removed >= added {
+				limitMs := float64(x.TotalCores) * float64(removed-added+plausibilitySlackMs)
+				if v := t.Sums["cpuTime.count"]; v > limitMs*1e6 {
+					bad("cpu_time_ns %.3g > %.3g, %d cores for %s", v, limitMs*1e6, x.TotalCores, timespent.Duration(removed-added))
+				}
+				if v := t.Sums["runTime.count"]; v > limitMs {
+					bad("run_time_ms %.3g > %.3g, %d cores for %s", v, limitMs, x.TotalCores, timespent.Duration(removed-added))
+				}
+			}
+		}
+		if final && x != nil {
+			above := func(name, counter string, spark float64) {
+				if v := t.Sums[counter]; v > spark*(1+reconcileTolerance)+1 {
+					bad("%s %.6g > %.6g, Spark's total", name, v, spark)
+					a.aboveSpk = true
+				}
+			}
+			above("tasks", "succeededTasks.count", float64(x.CompletedTasks))
+			above("cpu_time_ns", "cpuTime.count", float64(x.TotalDuration)*1e6) // a task's CPU is within its duration
+			above("run_time_ms", "runTime.count", float64(x.TotalDuration))
+			above("gc_time_ms", "jvmGCTime.count", float64(x.TotalGCTime))
+			above("input_bytes", "bytesRead.count", float64(x.TotalInputBytes))
+			above("shuffle_read_bytes", "shuffleTotalBytesRead.count", float64(x.TotalShuffleRead))
+			above("shuffle_write_bytes", "shuffleBytesWritten.count", float64(x.TotalShuffleWrite))
+		}
+		k := t
+		if len(a.why) > 0 {
+			a.counters = true
+			k.Sums = nil
+		}
+		// Gauges.
+		cloned := false
+		for _, g := range StreamGauges {
+			v, ok := t.Peak[g]
+			if !ok {
+				continue
+			}
+			var spark int64
+			if x != nil {
+				spark = x.PeakMemoryMetrics[g]
+			}
+			why := bounds.check(id, g, v, spark)
+			if why == "" {
+				continue
+			}
+			a.why = append(a.why, why)
+			if !cloned { // the stream's maps stay as read
+				k.Peak, k.Mean, cloned = maps.Clone(k.Peak), maps.Clone(k.Mean), true
+			}
+			delete(k.Peak, g)
+			delete(k.Mean, g)
+		}
+		if len(a.why) > 0 {
+			aside = append(aside, a)
+		}
+		kept[id] = k
+	}
+	return kept, aside
+}
+
+// heapGauges are the ExecutorMetrics gauges of memory within the heap;
+// the others are within the process's resident memory.
+var heapGauges = []string{"JVMHeapMemory", "OnHeapExecutionMemory", "OnHeapStorageMemory", "OnHeapUnifiedMemory"}
+
+// memoryBounds are the memory a process of an application can hold; 0
+// where nothing holds it.
+type memoryBounds struct {
+	heap, container             int64 // an executor's
+	driverHeap, driverContainer int64
+}
+
+func boundsOf(props map[string]string) memoryBounds {
+	s, sErr := sizing.FromProperties(props)
+	r, rErr := sizing.ResourcesFromProperties(props)
+	if sErr != nil || rErr != nil {
+		return memoryBounds{}
+	}
+	b := memoryBounds{s.Heap, s.Container(), r.DriverHeap, r.DriverContainer()}
+	if master := props["spark.master"]; !strings.HasPrefix(master, "yarn") && !strings.HasPrefix(master, "k8s://") {
+		b.container, b.driverContainer = 0, 0 // no cluster manager holds the process to it
+	}
+	return b
+}
+
+// check says why process id could not have had a peak v of gauge g, ""
+// when it could; spark is Spark's own peak of it, 0 if none.
+func (b memoryBounds) check(id, g string, v float64, spark int64) string {
+	heap, container := b.heap, b.container
+	if id == "driver" {
+		heap, container = b.driverHeap, b.driverContainer
+	}
+	bound, slack := container, rssSlack
+	if slices.Contains(heapGauges, g) {
+		bound, slack = heap, reconcileTolerance
+	}
+	if bound > 0 {
+		bound = max(bound, spark) // Spark saw it: the setting is not what the JVM got
+	}
+	switch {
+	case v < 0 || math.IsNaN(v) || math.IsInf(v, 0) || v >= 0x1p63:
+		return fmt.Sprintf("%s peak %g is no amount of memory", g, v)
+	case bound > 0 && v > float64(bound)*(1+slack):
+		return fmt.Sprintf("%s peak %s > %s it could hold", g, sizing.Bytes(int64(v)), sizing.Bytes(bound))
+	}
+	return ""
+}
+
+// PlausiblePeaks returns the peaks of stream (process → gauge → peak) that
+// its processes could have had, as screen judges them, and says which it
+// left out and why. spark are the processes as Spark lists them.
+func PlausiblePeaks(props map[string]string, spark []sizing.Executor, stream map[string]map[string]int64) (map[string]map[string]int64, []string) {
+	b := boundsOf(props)
+	sparkPeaks := map[string]map[string]int64{}
+	for _, x := range spark {
+		sparkPeaks[x.ID] = x.Peaks
+	}
+	kept := make(map[string]map[string]int64, len(stream))
+	var why []string
+	for _, id := range sortedKeys(stream, compareExecutorIDs) {
+		kept[id] = map[string]int64{}
+		for _, g := range sortedKeys(stream[id], strings.Compare) {
+			v := stream[id][g]
+			if w := b.check(id, g, float64(v), sparkPeaks[id][g]); w != "" {
+				why = append(why, fmt.Sprintf("process %s: %s", id, w))
+				continue
+			}
+			kept[id][g] = v
+		}
+	}
+	return kept, why
+}
