@@ -199,3 +199,58 @@ func TestWrongApplicationAnswer(t *testing.T) {
 		t.Error("the genuine source wrote no application fact")
 	}
 }
+
+// A UI that answers new executor ids at every read: the application's
+// executors stop at maxExecutorsPerApp, counted; each poll writes at most
+// its share of points for it; and another application's facts are written
+// at the first poll all the same.
+func TestInventedExecutors(t *testing.T) {
+	m := liveApp(scriptApp, "Nightly ETL", t0)
+	m.Apps = append(m.Apps, liveApp("app-20261122100000-0002", "genuine", t0).Apps...)
+	m.Apps[1].Attempts[0].AddJob(&sparkui.Job{ID: 0, Name: "count", Submitted: at(1), Completed: at(5), Status: sparkui.JobSucceeded, Tasks: 1, CompletedTasks: 1})
+	clk := &clock{now: at(60)}
+	srv := sparkui.NewServer(sparkui.HistoryServer, m)
+	srv.SetNow(clk.Now)
+	next := 0
+	invent := func() {
+		srv.Update(func(m *sparkui.Model) {
+			a := m.Apps[0].Attempts[0]
+			for range 1500 {
+				next++
+				a.Executors = append(a.Executors, &sparkui.Executor{ID: fmt.Sprint(next), HostPort: "evil:1", Cores: 1, Added: at(1)})
+			}
+		})
+	}
+	sink := newMemSink()
+	p := newPoller(t, Config{Sources: []string{serve(t, srv)}, Sink: sink, Now: clk.Now})
+	perPoll := []int{}
+	for i := range 4 {
+		invent()
+		clk.Set(at(60 + 30*float64(i)))
+		before := len(sink.stored(MeasurementExecutor, func(p point) string { return p.tags["process"] + fmt.Sprint(p.ns) }))
+		p.PollOnce(context.Background())
+		after := len(sink.stored(MeasurementExecutor, func(p point) string { return p.tags["process"] + fmt.Sprint(p.ns) }))
+		perPoll = append(perPoll, after-before)
+		if i == 0 && len(sink.stored(MeasurementJob, func(p point) string { return p.tags["applicationid"] })) == 0 {
+			t.Error("the genuine application's job was not written at the first poll")
+		}
+	}
+	for i, n := range perPoll {
+		if n > maxPointsPerEmit {
+			t.Errorf("poll %d wrote %d executor snapshots of one application, more than its share %d", i, n, maxPointsPerEmit)
+		}
+	}
+	st := p.Stats()
+	if st.Capped["executors"] == 0 || st.Capped["points"] == 0 {
+		t.Errorf("capped %v, want executors and points", st.Capped)
+	}
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	for _, s := range p.static {
+		for _, a := range s.apps {
+			if a.key.app == scriptApp && len(a.executors) != maxExecutorsPerApp {
+				t.Errorf("%d executors followed, want %d", len(a.executors), maxExecutorsPerApp)
+			}
+		}
+	}
+}

@@ -98,6 +98,15 @@ func (p *Poller) emit(st *appState, now time.Time, closeOut bool) int {
 	if st.estimate != nil {
 		w.usageEstimate()
 	}
+	if j := p.journal; j != nil && (w.n > 0 || len(w.facts) > 0 || len(w.snaps) > 0) {
+		// Durable before it is handed on (journal.go).
+		j.mu.Lock()
+		defer j.mu.Unlock()
+		if err := j.append(journalRecord{App: st.key.app, Facts: w.facts, Snaps: w.snaps, N: w.n, Lines: string(w.batch)}); err != nil {
+			p.log.Error("facts journal not written: a crash before the next checkpoint could write these facts again",
+				zap.String("application", st.key.String()), zap.Error(err))
+		}
+	}
 	if w.n > 0 {
 		if !p.cfg.Sink.Append(w.batch, w.n, true) {
 			return 0 // the sink is closing: nothing was written
@@ -380,7 +389,7 @@ func (w *points) jobFailure(stageIDs []int) string {
 // removed, the fact of its removal.
 func (w *points) executor(x *executorItem, now time.Time, closeOut bool) {
 	added := optMS(x.AddTime)
-	if added == 0 {
+	if added == 0 || w.full() {
 		return
 	}
 	nowMs := now.UnixMilli()
@@ -573,8 +582,25 @@ func (w *points) begin(measurement string, ts int64) bool {
 	if w.p.facts.has(w.st.key.app, w.key, w.nowMs) || slices.Contains(w.facts, w.key) {
 		return false
 	}
+	// The application's share of the writer per poll: the rest waits for
+	// the next poll (it is not recorded as written). The advice and the
+	// accounting, a few points written whole, are not held back.
+	if measurement != MeasurementSizing && measurement != MeasurementUsage && measurement != MeasurementReconcile && w.full() {
+		return false
+	}
 	w.startLine(measurement)
 	w.ts = ts
+	return true
+}
+
+// full reports, and counts, that the application has written its share
+// of the writer this poll (maxPointsPerEmit): what is left waits for the
+// next poll, not recorded as written.
+func (w *points) full() bool {
+	if w.n < maxPointsPerEmit {
+		return false
+	}
+	w.p.stats.deferred.Add(1)
 	return true
 }
 

@@ -167,6 +167,7 @@ type Poller struct {
 	orphans  map[appKey]*appState // attempts whose source lost them
 	errors   map[[2]string]uint64 // (source, kind) → failed polls
 	facts    *ledger              // facts written (facts.go)
+	journal  *journal             // the ledger's durability, once Recover has opened it (journal.go)
 	inFlight sync.WaitGroup
 
 	stats counters
@@ -177,6 +178,8 @@ type counters struct {
 	closedOut                      atomic.Uint64
 	invalid                        atomic.Uint64
 	invalidLogged                  atomic.Int64 // unix s of the last log of impossible values
+	cappedExecutors                atomic.Uint64
+	deferred                       atomic.Uint64
 	// Stage attempts that ended, by what became of their details.
 	detailsRead, detailsShort, detailsBudget, detailsUnavailable atomic.Uint64
 }
@@ -341,6 +344,11 @@ func (p *Poller) Run(ctx context.Context) {
 	defer t.Stop()
 	for {
 		p.round(ctx, false)
+		if j := p.journal; j != nil && p.cfg.Now().Sub(j.last) >= checkpointEvery {
+			if _, err := p.Checkpoint(false); err != nil {
+				p.log.Warn("facts checkpoint failed; the journal keeps them", zap.Error(err))
+			}
+		}
 		select {
 		case <-ctx.Done():
 			p.inFlight.Wait()
@@ -667,6 +675,10 @@ type Stats struct {
 	// peak metric names not of Spark's form, or past 40 on one item, and
 	// numbers no Spark could have written (sparkapi.Check), read as absent.
 	Invalid uint64
+	// Capped counts what the bounds on one application turned away:
+	// executors past maxExecutorsPerApp (not tracked), and points past an
+	// application's share of a poll (written at a later poll).
+	Capped map[string]uint64
 }
 
 // Stats returns the counters. Tracked only counts attempts of idle sources
@@ -675,6 +687,7 @@ func (p *Poller) Stats() Stats {
 	st := Stats{
 		Requests: p.stats.requests.Load(), Bytes: p.stats.bytes.Load(), Polls: p.stats.polls.Load(),
 		Points: p.stats.points.Load(), ClosedOut: p.stats.closedOut.Load(), Invalid: p.stats.invalid.Load(), Errors: map[string]map[string]uint64{},
+		Capped: map[string]uint64{"executors": p.stats.cappedExecutors.Load(), "points": p.stats.deferred.Load()},
 		StageDetails: map[string]uint64{detailsRead: p.stats.detailsRead.Load(), detailsShort: p.stats.detailsShort.Load(),
 			detailsBudget: p.stats.detailsBudget.Load(), detailsUnavailable: p.stats.detailsUnavailable.Load()},
 	}

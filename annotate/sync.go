@@ -521,6 +521,10 @@ func (p *Poller) syncExecutors(ctx context.Context, st *appState, full bool) err
 	for _, x := range list {
 		it := st.executors[x.ID]
 		if it == nil {
+			if len(st.executors) >= maxExecutorsPerApp {
+				p.stats.cappedExecutors.Add(1)
+				continue
+			}
 			it = &executorItem{}
 			st.executors[x.ID] = it
 		}
@@ -528,6 +532,18 @@ func (p *Poller) syncExecutors(ctx context.Context, st *appState, full bool) err
 	}
 	return nil
 }
+
+// Bounds on what one application's answers may cost. Spark lists the
+// active executors and the last spark.ui.retainedDeadExecutors (100)
+// removed ones: a real application reaches maxExecutorsPerApp only with
+// thousands of executors added over its life, and a UI that invents new
+// ids at every read stops there. maxPointsPerEmit is an application's
+// share of the annotation writer per poll: a first read of 10 000 stages
+// takes ten polls, and other applications' facts are not held behind it.
+const (
+	maxExecutorsPerApp = 4096
+	maxPointsPerEmit   = 2000
+)
 
 // syncEnvironment reads the attempt's Spark properties: the metrics' key,
 // the sizing advice and the accounting. A source without the page (Spark

@@ -10,6 +10,7 @@ import (
 	"net/http/pprof"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"sync"
 	"time"
@@ -283,7 +284,9 @@ func (p *pipeline) openAnnotator() error {
 	if p.annotator, err = annotate.New(pc); err != nil {
 		return fmt.Errorf("[annotate]: %w", err)
 	}
-	p.loadFacts()
+	if err := p.loadFacts(); err != nil {
+		return fmt.Errorf("[annotate]: %w", err)
+	}
 	p.log.Info("polling Spark REST sources for annotations", zap.Strings("urls", pc.Sources),
 		zap.Duration("interval", pc.WithDefaults().Interval), zap.String("bucket", a.Target.Bucket), zap.Stringer("auth", pc.Auth))
 	return nil
@@ -440,8 +443,11 @@ func (p *pipeline) shutdown(ctx context.Context) error {
 		p.reportInternal(time.Now()) // the final counts
 	}
 	// Every line is read: the baselines are final; the poller has stopped.
-	stateErr := errors.Join(p.deltas.save(), p.saveFacts())
+	stateErr := p.deltas.save()
 	errs := p.closeWriters(ctx)
+	// The annotation writer's points are delivered or in its disk queue.
+	i := p.annWriterIndex()
+	stateErr = errors.Join(stateErr, p.saveFacts(i >= 0 && errs[i] == nil))
 	if p.admin != nil {
 		_ = p.admin.Shutdown(ctx)
 	}
@@ -452,6 +458,15 @@ func (p *pipeline) shutdown(ctx context.Context) error {
 			zap.Uint64("lines", st.Lines.Load()), zap.Uint64("points", st.Points.Load()))
 	}
 	return errors.Join(append(errs, stateErr)...)
+}
+
+// annWriterIndex is the annotation writer's place in writers(), -1 if none.
+func (p *pipeline) annWriterIndex() int {
+	if p.annWriter == nil {
+		return -1
+	}
+	_, ws := p.writers()
+	return slices.Index(ws, p.annWriter)
 }
 
 // closeWriters closes every writer at once, each delivering what it holds.

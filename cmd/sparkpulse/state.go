@@ -11,6 +11,7 @@ import (
 
 	"go.uber.org/zap"
 
+	"github.com/sparkpulse/sparkpulse/annotate"
 	"github.com/sparkpulse/sparkpulse/delta"
 	"github.com/sparkpulse/sparkpulse/relay"
 )
@@ -128,33 +129,58 @@ func readState(dir, name string, read func(io.Reader) error) (bool, error) {
 }
 
 // factsFile keeps which annotation facts were written, so that a restart
-// writes none of them again.
-const factsFile = "annotate.state"
+// writes none of them again; journalFile the facts written since, so that
+// a crash does not either (annotate/journal.go).
+const (
+	factsFile   = "annotate.state"
+	journalFile = "annotate.journal"
+)
 
-// loadFacts restores the annotation facts the last run wrote. Without the
-// file (or with a damaged one) facts of applications still listed are
-// written again, with the same values.
-func (p *pipeline) loadFacts() {
-	if p.plan.StateDir == "" {
-		return
+// loadFacts restores the annotation facts the last run wrote, from its
+// last checkpoint and its journal, and hands the journal's points to the
+// writer again. Without the files (or with a damaged snapshot) facts of
+// applications still listed are written again, with the same values.
+func (p *pipeline) loadFacts() error {
+	dir := p.plan.StateDir
+	if dir == "" {
+		return nil
 	}
-	found, err := readState(p.plan.StateDir, factsFile, p.annotator.LoadFacts)
+	found, err := readState(dir, factsFile, p.annotator.LoadFacts)
 	switch {
 	case err != nil:
 		p.log.Warn("ignoring the annotation facts of the last run; facts of applications still listed are written again",
-			zap.String("file", filepath.Join(p.plan.StateDir, factsFile)), zap.Error(err))
+			zap.String("file", filepath.Join(dir, factsFile)), zap.Error(err))
 	case found:
-		p.log.Info("read the annotation facts the last run wrote", zap.String("file", filepath.Join(p.plan.StateDir, factsFile)))
+		p.log.Info("read the annotation facts the last run wrote", zap.String("file", filepath.Join(dir, factsFile)))
 	}
+	if err := os.MkdirAll(dir, 0o750); err != nil {
+		return fmt.Errorf("state-dir: %w", err)
+	}
+	n, err := p.annotator.Recover(annotate.Durability{
+		Journal: filepath.Join(dir, journalFile),
+		Save:    func(write func(io.Writer) error) error { return writeState(dir, factsFile, write) },
+	})
+	if n > 0 {
+		p.log.Info("the last run stopped without a checkpoint: its last annotation facts are sent again, with the same values",
+			zap.String("file", filepath.Join(dir, journalFile)), zap.Int("records", n))
+	}
+	return err
 }
 
-// saveFacts keeps the annotation facts written for the next start.
-func (p *pipeline) saveFacts() error {
+// saveFacts checkpoints the annotation facts written, once the writers
+// are closed: what the annotation writer held is delivered or in its disk
+// queue. delivered is false when it could not close cleanly: the journal
+// then stays, and the next start sends its points again.
+func (p *pipeline) saveFacts(delivered bool) error {
 	if p.annotator == nil || p.plan.StateDir == "" {
 		return nil
 	}
-	if err := writeState(p.plan.StateDir, factsFile, p.annotator.SaveFacts); err != nil {
-		p.log.Error("annotation facts not saved; the next start writes facts of applications still listed again", zap.Error(err))
+	defer p.annotator.CloseJournal()
+	if !delivered {
+		return nil
+	}
+	if _, err := p.annotator.Checkpoint(true); err != nil {
+		p.log.Error("annotation facts not saved; the next start sends the journal's points again", zap.Error(err))
 		return err
 	}
 	return nil

@@ -1,0 +1,272 @@
+package main
+
+import (
+	"bytes"
+	"fmt"
+	"io"
+	"log"
+	"math/rand/v2"
+	"net/http"
+	"net/http/httptest"
+	"net/http/httputil"
+	"net/url"
+	"os/exec"
+	"sort"
+	"strings"
+	"sync"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/influxdata/line-protocol/v2/lineprotocol"
+
+	"github.com/sparkpulse/sparkpulse/influx"
+	"github.com/sparkpulse/sparkpulse/influx/influxtest"
+	"github.com/sparkpulse/sparkpulse/simulate"
+	"github.com/sparkpulse/sparkpulse/sparkui"
+)
+
+// writeRecorder sits between sparkpulse and influxd and records every
+// point of the annotation database that InfluxDB took (a 204), by series
+// and time, with the fields of each write of it.
+type writeRecorder struct {
+	proxy *httputil.ReverseProxy
+	db    string
+
+	mu     sync.Mutex
+	writes map[string][]string // measurement,tags time → fields of every write
+}
+
+func (w *writeRecorder) ServeHTTP(rw http.ResponseWriter, r *http.Request) {
+	q := r.URL.Query()
+	bucket, _, _ := strings.Cut(q.Get("bucket"), "/")
+	if !(r.URL.Path == "/write" && q.Get("db") == w.db) && !(r.URL.Path == "/api/v2/write" && bucket == w.db) {
+		w.proxy.ServeHTTP(rw, r)
+		return
+	}
+	body, _ := io.ReadAll(r.Body)
+	r.Body = io.NopCloser(bytes.NewReader(body))
+	rec := &statusRecorder{ResponseWriter: rw}
+	w.proxy.ServeHTTP(rec, r)
+	if rec.status != http.StatusNoContent {
+		return
+	}
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	for _, line := range strings.Split(strings.TrimSpace(string(body)), "\n") {
+		dec := lineprotocol.NewDecoderWithBytes([]byte(line + "\n"))
+		for dec.Next() {
+			m, _ := dec.Measurement()
+			key := string(m)
+			for {
+				k, v, err := dec.NextTag()
+				if err != nil || k == nil {
+					break
+				}
+				key += "," + string(k) + "=" + string(v)
+			}
+			var fields []string
+			for {
+				k, v, err := dec.NextField()
+				if err != nil || k == nil {
+					break
+				}
+				fields = append(fields, string(k)+"="+v.String())
+			}
+			ts, _ := dec.Time(lineprotocol.Nanosecond, time.Time{})
+			key += fmt.Sprintf(" %d", ts.UnixNano())
+			w.writes[key] = append(w.writes[key], strings.Join(fields, ","))
+		}
+	}
+}
+
+type statusRecorder struct {
+	http.ResponseWriter
+	status int
+}
+
+func (s *statusRecorder) WriteHeader(code int) {
+	s.status = code
+	s.ResponseWriter.WriteHeader(code)
+}
+
+// Killed with SIGKILL at random points while it writes annotations, and
+// started again on the same state-dir, sparkpulse writes no series and
+// time with two different values and loses no fact: every job that ended
+// and every application that ended has its end fact, its accounting and
+// its reconciliation once. Points re-sent after a kill are the very same
+// (journal.go), and are counted.
+func TestFactsSurviveKills(t *testing.T) {
+	if testing.Short() {
+		t.Skip("kills a real sparkpulse many times")
+	}
+	bin, err := binary()
+	if err != nil {
+		t.Fatal(err)
+	}
+	srv := influxtest.Start(t)
+	target, _ := url.Parse(srv.URL)
+	recorder := &writeRecorder{proxy: httputil.NewSingleHostReverseProxy(target), db: "facts", writes: map[string][]string{}}
+	recorder.proxy.ErrorLog = log.New(io.Discard, "", 0) // a killed sender's cut requests are expected
+	influx := httptest.NewServer(recorder)
+	defer influx.Close()
+
+	start := time.Now().Add(-2 * time.Hour).Truncate(time.Second)
+	cluster := simulate.NewCluster(simulate.Config{Addr: "127.0.0.1:1", Apps: 3, Executors: 2, Period: 10 * time.Second, Seed: 5,
+		AppLifetime: 8 * time.Minute}, start)
+	ui := httptest.NewServer(cluster.UI)
+	defer ui.Close()
+	stateDir := t.TempDir()
+	admin := influxtest.FreePort(t)
+	conf := writeFile(t, "sparkpulse.toml", fmt.Sprintf(`
+state-dir = %q
+[influxdb]
+  url = %q
+  create-database = true
+[admin]
+  bind-address = "127.0.0.1:%d"
+[internal]
+  enabled = false
+[annotate]
+  urls = [%q]
+  interval = "1s"
+  lookback = "3h"
+  usage-delay = "1s"
+  database = "facts"
+[[graphite]]
+  bind-address = "127.0.0.1:0"
+  database = "metrics"
+`, stateDir, influx.URL, admin, ui.URL))
+
+	run := func() (*exec.Cmd, *lockedBuffer) {
+		logs := &lockedBuffer{}
+		cmd := exec.Command(bin, "run", "--config", conf)
+		cmd.Stderr = logs
+		if err := cmd.Start(); err != nil {
+			t.Fatal(err)
+		}
+		p := &proc{t: t, cmd: cmd, admin: fmt.Sprintf("127.0.0.1:%d", admin), logs: logs}
+		deadline := time.Now().Add(30 * time.Second)
+		for tick := time.NewTicker(20 * time.Millisecond); ; <-tick.C { // another process: its readiness is polled
+			if resp, err := http.Get("http://" + p.admin + "/readyz"); err == nil {
+				resp.Body.Close()
+				if resp.StatusCode == 200 {
+					break
+				}
+			}
+			if time.Now().After(deadline) {
+				cmd.Process.Kill()
+				t.Fatalf("sparkpulse did not start:\n%s", logs.String())
+			}
+		}
+		return cmd, logs
+	}
+
+	rng := rand.New(rand.NewPCG(7, 7))
+	now := start
+	const kills = 15
+	replayed := 0
+	for i := range kills {
+		cmd, logs := run()
+		if strings.Contains(logs.String(), "sent again") {
+			replayed++
+		}
+		// The applications move on while it runs: jobs end, applications
+		// end and new ones start.
+		for range 6 {
+			now = now.Add(20 * time.Second)
+			cluster.Step(now)
+		}
+		time.Sleep(time.Duration(200+rng.IntN(2300)) * time.Millisecond) // a random point of its work, not a wait for a signal
+		cmd.Process.Signal(syscall.SIGKILL)
+		cmd.Wait()
+		t.Logf("kill %d after %s of simulated time", i+1, now.Sub(start))
+	}
+
+	// A last run, stopped cleanly once every ended application is
+	// reconciled.
+	cmd, logs := run()
+	ended := map[string]bool{}
+	jobsEnded := map[string]int{}
+	cluster.UI.Update(func(m *sparkui.Model) {
+		for _, a := range m.Apps {
+			for _, at := range a.Attempts {
+				if !at.End.IsZero() {
+					ended[a.ID] = true
+				}
+				for _, j := range at.Jobs {
+					if !j.Completed.IsZero() {
+						jobsEnded[a.ID]++
+					}
+				}
+			}
+		}
+	})
+	if len(ended) < 3 {
+		t.Fatalf("only %d applications ended", len(ended))
+	}
+	deadline := time.Now().Add(60 * time.Second)
+	for tick := time.NewTicker(200 * time.Millisecond); ; <-tick.C {
+		reconciled := srv.Query(t, "facts", `SELECT count("verdict") FROM "spark_reconcile" GROUP BY "applicationid"`)
+		if len(reconciled) >= len(ended) {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("%d of %d ended applications reconciled:\n%s", len(reconciled), len(ended), logs.String())
+		}
+	}
+	cmd.Process.Signal(syscall.SIGTERM)
+	if err := cmd.Wait(); err != nil {
+		t.Fatalf("the last run: %v\n%s", err, logs.String())
+	}
+
+	// Nothing written twice with different values.
+	recorder.mu.Lock()
+	defer recorder.mu.Unlock()
+	identical, keys := 0, make([]string, 0, len(recorder.writes))
+	for k := range recorder.writes {
+		keys = append(keys, k)
+	}
+	sort.Strings(keys)
+	for _, k := range keys {
+		ws := recorder.writes[k]
+		for _, f := range ws[1:] {
+			if f != ws[0] {
+				t.Errorf("%s written with different values:\n  %s\n  %s", k, ws[0], f)
+			} else {
+				identical++
+			}
+		}
+	}
+	t.Logf("%d kills, %d starts replayed the journal; %d points, %d of them sent again with the same values", kills, replayed, len(keys), identical)
+
+	// No fact lost: each ended application's end, accounting and
+	// reconciliation once, and every ended job's end fact.
+	for app := range ended {
+		for _, q := range []string{
+			`SELECT count("status") FROM "spark_app" WHERE "fact" = 'end' AND "applicationid" = '%s'`,
+			`SELECT count("duration_ms") FROM "spark_app_usage" WHERE "fact" = 'end' AND "applicationid" = '%s'`,
+			`SELECT count("verdict") FROM "spark_reconcile" WHERE "applicationid" = '%s'`,
+		} {
+			if got := countOf(t, srv, fmt.Sprintf(q, app)); got != 1 {
+				t.Errorf("%s: %d points, want 1: %s", app, got, q)
+			}
+		}
+	}
+	for app, n := range jobsEnded {
+		if got := countOf(t, srv, fmt.Sprintf(`SELECT count("status") FROM "spark_job" WHERE "fact" = 'end' AND "applicationid" = '%s'`, app)); got != int64(n) {
+			t.Errorf("%s: %d job end facts, want %d", app, got, n)
+		}
+	}
+}
+
+// countOf runs a count query on the facts database.
+func countOf(t *testing.T, srv *influxtest.Server, q string) int64 {
+	t.Helper()
+	series := srv.Query(t, "facts", q)
+	if len(series) == 0 || len(series[0].Values) == 0 {
+		return 0
+	}
+	n, _ := influx.Number(series[0].Values[0][1])
+	return int64(n)
+}
