@@ -254,3 +254,21 @@ func TestInventedExecutors(t *testing.T) {
 		}
 	}
 }
+
+// Two sources showing one running application: the first one's answers
+// are written, once; the second is counted once, however often it shows
+// it.
+func TestSecondSource(t *testing.T) {
+	s := newScript(sparkui.LiveUI)
+	sink := newMemSink()
+	p := newPoller(t, Config{Sources: []string{serve(t, s.srv), serve(t, s.srv)}, Sink: sink, Now: s.clk.Now})
+	for range 3 {
+		p.PollOnce(context.Background())
+	}
+	if got := p.Stats().Refused[refusedSecond]; got != 1 {
+		t.Errorf("second_source %d, want 1", got)
+	}
+	if sink.latestOf(MeasurementApp) == nil {
+		t.Error("no application fact")
+	}
+}

@@ -158,16 +158,17 @@ type Poller struct {
 	workers   chan struct{} // a token per poll worker running
 
 	mu       sync.Mutex
-	perApp   map[string][]*source // template instances by application id
-	retired  map[string]time.Time // application id → when its template instances were retired
-	nominees map[string]int       // ids seen since the last poll → how often (see discovery.go)
-	refused  map[string]uint64    // ids refused for {app_id}, by reason
-	queue    []*source            // sources due, waiting for a worker
-	owners   map[appKey]*source   // which source syncs an attempt
-	orphans  map[appKey]*appState // attempts whose source lost them
-	errors   map[[2]string]uint64 // (source, kind) → failed polls
-	facts    *ledger              // facts written (facts.go)
-	journal  *journal             // the ledger's durability, once Recover has opened it (journal.go)
+	perApp   map[string][]*source        // template instances by application id
+	retired  map[string]time.Time        // application id → when its template instances were retired
+	nominees map[string]int              // ids seen since the last poll → how often (see discovery.go)
+	refused  map[string]uint64           // ids refused for {app_id}, by reason
+	queue    []*source                   // sources due, waiting for a worker
+	owners   map[appKey]*source          // which source syncs an attempt
+	seconded map[appKey]map[*source]bool // other sources that showed an owned attempt, counted once
+	orphans  map[appKey]*appState        // attempts whose source lost them
+	errors   map[[2]string]uint64        // (source, kind) → failed polls
+	facts    *ledger                     // facts written (facts.go)
+	journal  *journal                    // the ledger's durability, once Recover has opened it (journal.go)
 	inFlight sync.WaitGroup
 
 	stats counters
@@ -288,6 +289,7 @@ func New(cfg Config) (*Poller, error) {
 		refused:  map[string]uint64{},
 		workers:  make(chan struct{}, parallel),
 		owners:   map[appKey]*source{},
+		seconded: map[appKey]map[*source]bool{},
 		orphans:  map[appKey]*appState{},
 		errors:   map[[2]string]uint64{},
 		facts:    newLedger(),
@@ -567,6 +569,15 @@ func (p *Poller) claim(s *source, key appKey) *appState {
 	p.mu.Lock()
 	defer p.mu.Unlock()
 	if o := p.owners[key]; o != nil && o != s {
+		if p.seconded[key] == nil {
+			p.seconded[key] = map[*source]bool{}
+		}
+		if !p.seconded[key][s] {
+			p.seconded[key][s] = true
+			p.refused[refusedSecond]++
+			p.log.Info("Spark application shown by a second source: the first one's answers are written",
+				zap.String("application", key.String()), zap.String("first", o.name), zap.String("second", s.name))
+		}
 		return nil
 	}
 	p.owners[key] = s
@@ -587,6 +598,7 @@ func (p *Poller) finish(s *source, key appKey, end int64) {
 	s.done[key] = end
 	p.mu.Lock()
 	delete(p.owners, key)
+	delete(p.seconded, key)
 	if s.appID != "" {
 		p.retireLocked(s.appID)
 	}
@@ -606,6 +618,7 @@ func (p *Poller) lose(s *source, key appKey, st *appState, now time.Time) {
 	p.mu.Lock()
 	defer p.mu.Unlock()
 	delete(p.owners, key)
+	delete(p.seconded, key)
 	st.lostAt = now
 	p.orphans[key] = st
 	p.log.Info("Spark application no longer shown by its source; waiting for another source (a History Server) to show it",

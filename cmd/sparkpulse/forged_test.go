@@ -1,0 +1,149 @@
+package main
+
+import (
+	"context"
+	"fmt"
+	"net/http"
+	"net/http/httptest"
+	"strings"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/sparkpulse/sparkpulse/influx"
+	"github.com/sparkpulse/sparkpulse/influx/influxtest"
+	"github.com/sparkpulse/sparkpulse/relay"
+	"github.com/sparkpulse/sparkpulse/simulate"
+	"github.com/sparkpulse/sparkpulse/sparkui"
+)
+
+// The stream rows of the forged-numbers table, through sparkpulse into a
+// real InfluxDB while two simulated applications report: into the first,
+// one forged task-CPU line, one forged run-time line near 2^63 and one
+// forged resident-memory gauge of 60 GiB for an executor Spark lists;
+// into the second, six lines dated 2037 and values no counter has. The
+// first's accounting and advice are Spark's own figures, what was set
+// aside is said, and its reconciliation is above_spark; the second is
+// untouched: exact, as without them.
+func TestForgedNumbers(t *testing.T) {
+	srv := influxtest.Start(t)
+	end := time.Now().Truncate(time.Second)
+	const rounds = 60
+	start := end.Add(-rounds * 10 * time.Second)
+	var cluster atomic.Pointer[simulate.Cluster]
+	empty := sparkui.NewServer(sparkui.HistoryServer, &sparkui.Model{})
+	ui := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if c := cluster.Load(); c != nil {
+			c.UI.ServeHTTP(w, r)
+			return
+		}
+		empty.ServeHTTP(w, r)
+	}))
+	defer ui.Close()
+	svc := startSparkpulse(t, srv, fmt.Sprintf(`
+[annotate]
+  urls = [%q]
+  interval = "1h"       # polled below
+  usage-delay = "1ms"   # the stream is flushed before the poll
+[deltas]
+  first-sample-grace = "0s"
+[[graphite]]
+  bind-address = "127.0.0.1:0"
+  database = "spark"
+`, ui.URL))
+	c := simulate.NewCluster(simulate.Config{Addr: svc.addr(0), Apps: 2, Executors: 3, Period: 10 * time.Second, Seed: 3, Confirm: true}, start)
+	cluster.Store(c)
+	victim, other := simulate.AppID(start, 1), simulate.AppID(start, 2)
+	ctx := context.Background()
+	if _, err := c.Replay(ctx, start, rounds/2); err != nil {
+		t.Fatal(err)
+	}
+	// Between two genuine reports: the genuine one after it would read as
+	// a counter reset, counted whole, before the screen.
+	forgedAt := start.Add((rounds/2-1)*10*time.Second + 5*time.Second).Unix()
+	var forged strings.Builder
+	fmt.Fprintf(&forged, "%s.1.executor.cpuTime.count 1e13 %d\n", victim, forgedAt)
+	fmt.Fprintf(&forged, "%s.1.executor.runTime.count 9.2e18 %d\n", victim, forgedAt)
+	fmt.Fprintf(&forged, "%s.1.ExecutorMetrics.ProcessTreeJVMRSSMemory 64424509440 %d\n", victim, forgedAt)
+	for i := range 6 {
+		fmt.Fprintf(&forged, "%s.2.executor.cpuTime.count 0 %d\n", other, time.Date(2037, 1, 1, 0, 0, i, 0, time.UTC).Unix())
+	}
+	fmt.Fprintf(&forged, "%s.1.executor.runTime.count 1e300 %d\n", other, forgedAt)
+	fmt.Fprintf(&forged, "%s.1.executor.cpuTime.count -4 %d\n", other, forgedAt)
+	sendTCP(t, svc.addr(0), forged.String())
+	if _, err := c.Replay(ctx, start.Add(rounds/2*10*time.Second), rounds/2); err != nil {
+		t.Fatal(err)
+	}
+	c.End(end)
+	svc.flush()
+	svc.annotator.PollOnce(ctx)
+	svc.flush()
+
+	st := svc.blocks[0].relay.Stats()
+	if f, n := st.Dropped[relayReason(t, "future")].Load(), st.Dropped[relayReason(t, "not_counter")].Load(); f != 6 || n != 2 {
+		t.Errorf("dropped %d future, %d not_counter; want 6 and 2", f, n)
+	}
+	row := func(q string) map[string]any {
+		series := srv.Query(t, "spark", q)
+		if len(series) != 1 || len(series[0].Values) != 1 {
+			t.Fatalf("%s: %v", q, series)
+		}
+		r := map[string]any{}
+		for i, col := range series[0].Columns {
+			r[col] = series[0].Values[0][i]
+		}
+		return r
+	}
+	num := func(v any) float64 { f, _ := influx.Number(v); return f }
+	// Spark's own figures for the victim, from the model.
+	var sparkNs int64
+	c.UI.Update(func(m *sparkui.Model) {
+		for _, a := range m.Apps {
+			if a.ID == victim {
+				for _, s := range a.Attempts[0].Stages {
+					sparkNs += s.CPUTimeNs
+				}
+			}
+		}
+	})
+	sparkCPU := float64(sparkNs) / 1e9
+
+	u := row(fmt.Sprintf(`SELECT "cpu_from", "task_cpu_seconds", "cpu_utilisation", "peak_rss_bytes", "memory_utilisation", "recommended", "set_aside", "set_aside_count" FROM "spark_app_usage" WHERE "fact" = 'end' AND "applicationid" = '%s'`, victim))
+	r := row(fmt.Sprintf(`SELECT "verdict", "above_executors", "text" FROM "spark_reconcile" WHERE "applicationid" = '%s'`, victim))
+	t.Logf("victim: usage %v\nreconcile %v", u, r)
+	if u["cpu_from"] != "stages" || num(u["task_cpu_seconds"]) != sparkCPU || num(u["cpu_utilisation"]) > 1 {
+		t.Errorf("victim's CPU from %v: %v s, utilisation %v; want Spark's stage list, %v s", u["cpu_from"], u["task_cpu_seconds"], u["cpu_utilisation"], sparkCPU)
+	}
+	if num(u["peak_rss_bytes"]) >= 60<<30 || num(u["memory_utilisation"]) > 1.1 || strings.Contains(fmt.Sprint(u["recommended"]), "64") && strings.Contains(fmt.Sprint(u["recommended"]), "memoryOverhead") {
+		t.Errorf("victim's peak %v (%v of the container), recommended %v", u["peak_rss_bytes"], u["memory_utilisation"], u["recommended"])
+	}
+	if text := fmt.Sprint(u["set_aside"]); !strings.HasPrefix(text, "process 1: cpu_time_ns 1.13e+13 > ") || !strings.Contains(text, "run_time_ms 9.2e+18 > 1.85305e+06, Spark's total") ||
+		!strings.Contains(text, "ProcessTreeJVMRSSMemory peak 60.0 GiB > 4.4 GiB it could hold") {
+		t.Errorf("victim's set_aside %q", text)
+	}
+	if r["verdict"] != "above_spark" || r["above_executors"] != "1" {
+		t.Errorf("victim reconciled %v above %v: %v", r["verdict"], r["above_executors"], r["text"])
+	}
+
+	o := row(fmt.Sprintf(`SELECT "cpu_from", "task_cpu_seconds", "set_aside_count" FROM "spark_app_usage" WHERE "fact" = 'end' AND "applicationid" = '%s'`, other))
+	or := row(fmt.Sprintf(`SELECT "verdict", "text" FROM "spark_reconcile" WHERE "applicationid" = '%s'`, other))
+	if or["verdict"] != "exact" || o["cpu_from"] == "stages" || num(o["set_aside_count"]) != 0 {
+		t.Errorf("the other application: reconciled %v (%v), CPU from %v, %v set aside", or["verdict"], or["text"], o["cpu_from"], o["set_aside_count"])
+	}
+	// Nothing of 2037 is stored.
+	if late := srv.Query(t, "spark", fmt.Sprintf(`SELECT count("value") FROM "cpuTime.count" WHERE time > '%s'`, end.Add(time.Hour).UTC().Format(time.RFC3339))); len(late) != 0 {
+		t.Errorf("points dated ahead stored: %v", late)
+	}
+}
+
+// relayReason finds a drop reason by its label.
+func relayReason(t *testing.T, label string) relay.Reason {
+	t.Helper()
+	for i := relay.Reason(1); i < relay.NumReasons; i++ {
+		if i.String() == label {
+			return i
+		}
+	}
+	t.Fatalf("no drop reason %q", label)
+	return 0
+}
