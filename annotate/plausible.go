@@ -57,7 +57,7 @@ type setAside struct {
 	process  string
 	counters bool     // all its counters; else only the gauges named
 	aboveSpk bool     // a counter above Spark's own total (the reconciliation's verdict)
-	why      []string // one per figure, e.g. "cpu_time_ns 1e+13 > 8.3e+10, Spark's task time"
+	why      []string // one per figure, e.g. "cpu_time_ns 1e+13 > 8.3e+10, Spark's total"
 }
 
 func (a setAside) String() string {
