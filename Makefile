@@ -20,7 +20,8 @@ run: build
 	scripts/run-local.sh
 
 # Everything CI runs: formatting, vet, all tests with the race detector
-# (integration tests start a real influxd and Spark's real GraphiteReporter),
+# (integration tests start real influxd 1.8.10 and 2.7.12 servers, real
+# Spark and Spark's real GraphiteReporter),
 # the container artefacts, then short fuzz runs.
 test: deps check check-deploy fuzz
 

@@ -287,6 +287,16 @@ func (c *checker) check2x(ctx context.Context, res *CheckResult, t Target) error
 	// BucketsAPI.FindBucketByName ignores the organization; this is the
 	// request it makes, with the organization added.
 	got, err := c.client.c.APIClient().GetBuckets(ctx, &domain.GetBucketsParams{Name: &t.Bucket, Org: &org})
+	// 2.7 answers 404 for an organization or a bucket that does not
+	// exist (earlier versions an empty list); the client keeps only the
+	// answer's code and message.
+	if err != nil && strings.HasPrefix(err.Error(), string(domain.ErrorCodeNotFound)+":") {
+		if strings.Contains(err.Error(), "organization") {
+			return missing("influx: organization %q does not exist on %s at %s (%v); set org to the token's organization",
+				org, res.server(), c.url, err)
+		}
+		got, err = &domain.Buckets{}, nil
+	}
 	if err != nil {
 		return fmt.Errorf("influx: looking up bucket %q in organization %q on %s at %s: %w", t.Bucket, org, res.server(), c.url, err)
 	}

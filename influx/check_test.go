@@ -47,11 +47,18 @@ func TestCheck2x(t *testing.T) {
 			return
 		}
 		w.Header().Set("Content-Type", "application/json")
-		if q.Get("name") == "spark" && q.Get("org") == "acme" {
+		// As a real 2.7.12 answers: 404 for an organization or a bucket
+		// that does not exist (scripts/influxd2.sh, TestCheckRealInfluxDB2).
+		switch {
+		case q.Get("org") != "acme":
+			w.WriteHeader(404)
+			fmt.Fprintf(w, `{"code":"not found","message":"organization name \"%s\" not found"}`, q.Get("org"))
+		case q.Get("name") != "spark":
+			w.WriteHeader(404)
+			fmt.Fprintf(w, `{"code":"not found","message":"bucket \"%s\" not found"}`, q.Get("name"))
+		default:
 			fmt.Fprint(w, `{"buckets":[{"id":"1","name":"spark","orgID":"2","retentionRules":[]}]}`)
-			return
 		}
-		fmt.Fprint(w, `{"buckets":[]}`)
 	})
 	// InfluxQL through /query: 2.4+ maps every bucket to a database of its
 	// name; here, as on 2.0–2.3, there is none until dbrp is set.
@@ -79,8 +86,12 @@ func TestCheck2x(t *testing.T) {
 		t.Errorf("with a DBRP mapping: %v, warnings %q", err, res.Warnings)
 	}
 	_, err = Check(ctx, Config{URL: url, Org: "acme", Token: "tok"}, Target{Bucket: "spark", Org: "other"}, true)
-	if err == nil || !strings.Contains(err.Error(), `bucket "spark" does not exist in organization "other" on InfluxDB v2.7.11 at `+url) {
-		t.Errorf("bucket in another org: %v", err)
+	if !errors.Is(err, ErrMissing) || !strings.Contains(err.Error(), `organization "other" does not exist on InfluxDB v2.7.11 at `+url) {
+		t.Errorf("bucket in an organization that does not exist: %v", err)
+	}
+	_, err = Check(ctx, Config{URL: url, Org: "acme", Token: "tok"}, Target{Bucket: "logs"}, true)
+	if !errors.Is(err, ErrMissing) || !strings.Contains(err.Error(), `bucket "logs" does not exist in organization "acme" on InfluxDB v2.7.11 at `+url+`; create it (influx bucket create --name "logs" --org "acme")`) {
+		t.Errorf("missing bucket: %v", err)
 	}
 	_, err = Check(ctx, Config{URL: url, Token: "tok"}, Target{Bucket: "spark"}, false)
 	if err == nil || !strings.Contains(err.Error(), "needs an organization") {

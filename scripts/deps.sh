@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # Installs what the local run and the tests need and a fresh machine lacks:
 # the real InfluxDB 1.8.10 server (built from source with the Go toolchain),
-# and, with --test, Docker Compose v2 and Helm (built from source, to validate
+# and, with --test, InfluxDB 2.7.12 (scripts/influxd2.sh), Docker Compose v2 and Helm (built from source, to validate
 # the compose files and the chart without a cluster) and Debian's Dropwizard Metrics and
 # SLF4J jars for the test that drives Spark's real GraphiteReporter, and the
 # pinned PySpark releases (realspark/testdata/pyspark-versions.txt) for the
@@ -43,6 +43,14 @@ if [ "${1:-}" = "--test" ]; then
     $sudo apt-get update -qq
     $sudo env DEBIAN_FRONTEND=noninteractive apt-get install -y -qq $pkgs >/dev/null
   fi
+fi
+
+# InfluxDB 2.7.12's influxd, built from its Go module with Flux's Rust
+# parser from crates.io (about 5 minutes the first time): the tests against
+# a real InfluxDB 2.x (influx/influxdb2_test.go,
+# cmd/sparkpulse/influxdb2_test.go).
+if [ "${1:-}" = "--test" ]; then
+  "$(dirname "$0")/influxd2.sh" >/dev/null
 fi
 
 # Real Spark: every pinned PySpark release in its own folder, which the

@@ -1,0 +1,459 @@
+package main
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"fmt"
+	"io"
+	"net/http"
+	"net/http/httptest"
+	"net/http/httputil"
+	"net/url"
+	"os"
+	"path/filepath"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"go.uber.org/zap/zaptest"
+
+	"github.com/sparkpulse/sparkpulse/grafana"
+	"github.com/sparkpulse/sparkpulse/grafana/grafanatest"
+	"github.com/sparkpulse/sparkpulse/influx/influxtest"
+	"github.com/sparkpulse/sparkpulse/simulate"
+)
+
+// Tests of the whole service against a real InfluxDB 2.x (influxd 2.7.12,
+// built by scripts/influxd2.sh), mirroring the 1.8 ones.
+
+// startSparkpulse2 is startSparkpulse for InfluxDB 2.x: sparkpulse writes to
+// influxURL (srv.URL, or a proxy in front of it) with srv's organization
+// and token (from SPARKPULSE_INFLUXDB_TOKEN, as a deployment sets it).
+func startSparkpulse2(t *testing.T, srv *influxtest.Server2, influxURL, conf string) *testService {
+	t.Helper()
+	if !strings.Contains(conf, "[internal]") && !strings.Contains(conf, "[meta]") {
+		conf += "\n[internal]\n  enabled = false\n"
+	}
+	getenv := func(k string) string {
+		if k == envToken {
+			return srv.Token
+		}
+		return ""
+	}
+	plan, err := loadPlan(&flagOverrides{
+		config:         writeFile(t, "sparkpulse.toml", conf),
+		influxURL:      influxURL,
+		influxOrg:      srv.Org,
+		adminAddr:      "127.0.0.1:0",
+		createDatabase: true,
+	}, getenv)
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	p, err := startPipeline(ctx, plan, zaptest.NewLogger(t))
+	if err != nil {
+		t.Fatal(err)
+	}
+	<-p.Ready()
+	ts := &testService{pipeline: p, t: t}
+	t.Cleanup(func() { ts.stop() })
+	return ts
+}
+
+// storedPoints2 counts the points of every measurement of bucket spark.
+func storedPoints2(t *testing.T, srv *influxtest.Server2) uint64 {
+	t.Helper()
+	var stored uint64
+	for _, s := range srv.Query(t, "spark", `SELECT count("value") FROM /.*/`) {
+		for _, row := range s.Values {
+			stored += uint64(toFloat(t, row[1]))
+		}
+	}
+	return stored
+}
+
+// TestOutagesLoseNothing against 2.x: Spark-shaped traffic streams into
+// sparkpulse while influxd 2.x is killed (SIGKILL) and restarted twice, and
+// sparkpulse is stopped and started again during the second outage: every
+// point sparkpulse accepted is in the bucket at the end, once.
+func TestOutagesLoseNothingInfluxDB2(t *testing.T) {
+	srv := influxtest.Start2(t)
+	port := influxtest.FreePort(t)
+	conf := fmt.Sprintf(`
+state-dir = %q
+[influxdb]
+  max-queue-bytes = 1048576   # 1 MiB in memory: outages spill to disk
+[[graphite]]
+  bind-address = "127.0.0.1:%d"
+  bucket = "spark"
+`, t.TempDir(), port)
+	svc := startSparkpulse2(t, srv, srv.URL, conf)
+
+	const rounds = 600
+	start := time.Now().Add(-rounds * 10 * time.Second).Truncate(time.Second)
+	cluster := simulate.NewCluster(simulate.Config{Addr: fmt.Sprintf("127.0.0.1:%d", port), Apps: 2, Executors: 3, Period: 10 * time.Second, Seed: 3}, start)
+	var accepted, refusedReports uint64
+	var peak int64
+	var spilled uint64
+	collect := func(s *testService) {
+		accepted += s.blocks[0].relay.Stats().Points.Load()
+		st := s.blocks[0].writer.Stats()
+		peak = max(peak, st.PeakBacklog)
+		spilled += st.DiskSpilled
+	}
+	pace := time.NewTicker(40 * time.Millisecond) // about 25 s of streaming
+	defer pace.Stop()
+	began := time.Now()
+	for r := range rounds {
+		switch r {
+		case 100, 400:
+			srv.Kill()
+			t.Logf("round %d: influxd 2.x killed", r)
+		case 220, 520:
+			srv.Restart(t)
+			t.Logf("round %d: influxd 2.x restarted", r)
+		case 460: // during the second outage: sparkpulse keeps its queue on disk
+			ctx, cancel := context.WithTimeout(context.Background(), 2*time.Second)
+			if err := svc.Shutdown(ctx); err != nil {
+				t.Fatalf("shutdown during the outage: %v", err)
+			}
+			cancel()
+			svc.stopped = true
+			collect(svc)
+			svc = startSparkpulse2(t, srv, srv.URL, conf)
+			t.Logf("round %d: sparkpulse restarted", r)
+		}
+		_, failed := cluster.SendRound(context.Background(), start.Add(time.Duration(r)*10*time.Second))
+		refusedReports += uint64(failed)
+		<-pace.C
+	}
+	svc.flush() // the last instance delivers its backlog, disk queue included
+	svc.stop()
+	collect(svc)
+
+	stored := storedPoints2(t, srv)
+	t.Logf("%s: %d points accepted, %d stored; %d reports refused while sparkpulse restarted; peak backlog %d bytes, %d batches spilled to disk",
+		time.Since(began).Round(time.Second), accepted, stored, refusedReports, peak, spilled)
+	if stored != accepted || accepted < 500_000 {
+		t.Errorf("InfluxDB 2.x stores %d points, sparkpulse accepted %d", stored, accepted)
+	}
+	if spilled == 0 || peak < 4<<20 {
+		t.Errorf("the outages never went to disk: peak backlog %d bytes, %d batches spilled", peak, spilled)
+	}
+}
+
+// TestDashboardsOnRealData against 2.x, compared with 1.8: the workload of
+// TestDashboardsOnRealData goes through sparkpulse to InfluxDB 2.x, and a
+// proxy in front of it sends every write request to an InfluxDB 1.8 as
+// well, so both hold the same points. Every panel, variable and annotation
+// query of every committed dashboard then runs as Grafana would (with
+// the token, through the bucket's automatic DBRP mapping) against 2.x, and
+// each answer must equal 1.8's to the same query.
+func TestDashboardsOnRealDataInfluxDB2(t *testing.T) {
+	srv1 := influxtest.Start(t)
+	srv2 := influxtest.Start2(t)
+	srv1.Exec(t, `CREATE DATABASE "spark"`)
+	end := time.Now().Truncate(time.Second)
+	const rounds = 90
+	start := end.Add(-rounds * 10 * time.Second)
+
+	var cluster atomic.Pointer[simulate.Cluster]
+	ui := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		c := cluster.Load()
+		rest, ok := strings.CutPrefix(r.URL.Path, "/proxy/")
+		_, rest, _ = strings.Cut(rest, "/")
+		if c == nil || !ok {
+			http.NotFound(w, r)
+			return
+		}
+		r.URL.Path = "/" + rest
+		c.UI.ServeHTTP(w, r)
+	}))
+	defer ui.Close()
+
+	tee := newWriteTee(t, srv1.URL, srv2.URL)
+	defer tee.Close()
+
+	// A field of another type makes InfluxDB refuse some points, so the
+	// health dashboard's refusal and error panels have data too.
+	conflict := fmt.Sprintf(`compilationTime.p98,applicationid=x value="conflict" %d`, start.UnixNano())
+	writeLine(t, srv1, "spark", conflict)
+	writeLine2(t, srv2, "spark", conflict)
+
+	svc := startSparkpulse2(t, srv2, tee.URL, fmt.Sprintf(`
+[annotate]
+  urls = ["%s/proxy/{app_id}", "http://127.0.0.1:1"]   # the second never answers: its errors are counted
+  interval = "1h"                                      # polled below, once the workload is in
+  usage-delay = "1ms"                                  # the accounting reads the stream at once: it is flushed
+[internal]
+  interval = "1h"
+[[graphite]]
+  bind-address = "127.0.0.1:0"
+  bucket = "spark"
+`, ui.URL))
+	c := simulate.NewCluster(simulate.Config{Addr: svc.addr(0), Apps: 2, Executors: 3, Period: 10 * time.Second, Seed: 7,
+		ExecutorLifetime: 4 * time.Minute}, start)
+	cluster.Store(c)
+	lines, err := c.Replay(context.Background(), start, rounds)
+	if err != nil {
+		t.Fatal(err)
+	}
+	c.End(end)
+	sendTCP(t, svc.addr(0), fmt.Sprintf("application_1_%s.driver.jvm.heap.used 1 %d\n", strings.Repeat("9", 70), end.Unix()))
+	svc.flush()
+	svc.annotator.PollOnce(context.Background())
+	svc.reportInternal(time.Now())
+	svc.stop()
+	tee.Close()
+	t.Logf("replayed %d lines from %d processes over %s; %d write requests sent to both servers", lines, c.Processes(), end.Sub(start), tee.writes.Load())
+	if tee.writes.Load() == 0 {
+		t.Fatal("no write went through the proxy")
+	}
+
+	cmp := &compareQueries{t: t, url1: srv1.URL, rt2: srv2.TokenTransport()}
+	both := influxtest.InfluxQLVia(srv2.URL, cmp)
+	files, _ := filepath.Glob("../../grafana/dashboards/*.json")
+	if len(files) < 2 {
+		t.Fatalf("dashboards: %v", files)
+	}
+	to := time.Now()
+	for _, f := range files {
+		t.Run(filepath.Base(f), func(t *testing.T) {
+			cmp.t = t
+			defer func() { cmp.t = nil }()
+			for _, r := range grafanatest.Run(t, both, "spark", f, start, to) {
+				if r.WithData == 0 {
+					t.Errorf("%s: no data for any application on 2.x: %s", r.Where, r.Text)
+				}
+			}
+		})
+	}
+	cmp.t = t
+
+	// The README's InfluxQL examples, likewise.
+	readme, err := os.ReadFile("../../README.md")
+	if err != nil {
+		t.Fatal(err)
+	}
+	vars := []grafana.Variable{{Name: "app"}}
+	vals := grafana.Values{Selected: map[string][]string{"app": {simulate.AppID(start, 1)}}}
+	for _, block := range strings.Split(string(readme), "```sql\n")[1:] {
+		q, _, _ := strings.Cut(block, "```")
+		text, err := grafana.Interpolate(strings.TrimSpace(q), vars, vals, start, to, time.Minute)
+		if err != nil {
+			t.Fatal(err)
+		}
+		res, err := both.TryQuery("spark", text)
+		if err != nil || !grafanatest.HasData(res, false) {
+			t.Errorf("README example %q on 2.x: %v, %d series", text, err, len(res))
+		}
+	}
+	t.Logf("%d queries compared, %d with data; %d answers differed", cmp.queries, cmp.withData, cmp.differed)
+	if cmp.queries < 50 || cmp.withData == 0 {
+		t.Errorf("%d queries compared, %d with data", cmp.queries, cmp.withData)
+	}
+}
+
+// writeLine2 writes a line to a 2.x bucket.
+func writeLine2(t *testing.T, srv *influxtest.Server2, bucket, line string) {
+	t.Helper()
+	req, err := http.NewRequest(http.MethodPost, srv.URL+"/api/v2/write?org="+url.QueryEscape(srv.Org)+"&bucket="+url.QueryEscape(bucket), strings.NewReader(line))
+	if err != nil {
+		t.Fatal(err)
+	}
+	req.Header.Set("Authorization", "Token "+srv.Token)
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	resp.Body.Close()
+	if resp.StatusCode != http.StatusNoContent {
+		t.Fatalf("write %q: %s", line, resp.Status)
+	}
+}
+
+// writeTee is a proxy in front of InfluxDB 2.x that sends every write
+// request to an InfluxDB 1.8 first (which takes /api/v2/write too, the
+// bucket as its database), then to 2.x, whose answer it returns: the two
+// hold the same points whatever the writer does with 2.x's answers (a
+// write that is repeated, halved or retried stores the same points again).
+type writeTee struct {
+	*httptest.Server
+	writes atomic.Int64
+}
+
+func newWriteTee(t *testing.T, url1, url2 string) *writeTee {
+	target, err := url.Parse(url2)
+	if err != nil {
+		t.Fatal(err)
+	}
+	proxy := httputil.NewSingleHostReverseProxy(target)
+	tee := &writeTee{}
+	tee.Server = httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if r.Method == http.MethodPost && r.URL.Path == "/api/v2/write" {
+			body, err := io.ReadAll(r.Body)
+			if err != nil {
+				http.Error(w, err.Error(), http.StatusBadRequest)
+				return
+			}
+			req, err := http.NewRequest(http.MethodPost, url1+r.URL.RequestURI(), bytes.NewReader(body))
+			if err != nil {
+				t.Error(err) // not Fatal: this is a server's goroutine
+				http.Error(w, err.Error(), http.StatusInternalServerError)
+				return
+			}
+			req.Header.Set("Content-Type", r.Header.Get("Content-Type"))
+			req.Header.Set("Content-Encoding", r.Header.Get("Content-Encoding"))
+			resp, err := http.DefaultClient.Do(req)
+			if err != nil {
+				t.Errorf("InfluxDB 1.8: %v", err)
+				http.Error(w, err.Error(), http.StatusBadGateway)
+				return
+			}
+			b, _ := io.ReadAll(resp.Body)
+			resp.Body.Close()
+			if resp.StatusCode != http.StatusNoContent && !(resp.StatusCode == http.StatusBadRequest && bytes.Contains(b, []byte("partial write"))) {
+				t.Errorf("InfluxDB 1.8 answered %s %s", resp.Status, b)
+			}
+			tee.writes.Add(1)
+			r.Body = io.NopCloser(bytes.NewReader(body))
+		}
+		proxy.ServeHTTP(w, r)
+	}))
+	return tee
+}
+
+// compareQueries is the RoundTripper of the queries grafanatest runs: it
+// sends each /query to InfluxDB 1.8 as well, and fails the test when the
+// two answers differ. It answers with 2.x's.
+type compareQueries struct {
+	t    *testing.T // the running (sub)test: RoundTrip runs in its goroutine
+	url1 string
+	rt2  http.RoundTripper
+
+	mu                          sync.Mutex
+	queries, withData, differed int
+}
+
+func (c *compareQueries) RoundTrip(r *http.Request) (*http.Response, error) {
+	form, err := io.ReadAll(r.Body)
+	if err != nil {
+		return nil, err
+	}
+	r.Body.Close()
+	q, err := url.ParseQuery(string(form))
+	if err != nil {
+		return nil, err
+	}
+	began := time.Now()
+	r2 := r.Clone(r.Context())
+	r2.Body = io.NopCloser(bytes.NewReader(form))
+	resp2, err := c.rt2.RoundTrip(r2)
+	if err != nil {
+		return nil, err
+	}
+	body2, err := io.ReadAll(resp2.Body)
+	resp2.Body.Close()
+	if err != nil {
+		return nil, err
+	}
+	resp1, err := http.Post(c.url1+"/query", r.Header.Get("Content-Type"), bytes.NewReader(form))
+	if err != nil {
+		return nil, err
+	}
+	body1, err := io.ReadAll(resp1.Body)
+	resp1.Body.Close()
+	if err != nil {
+		return nil, err
+	}
+	// A query relative to now() (e.g. "time >= now() - 7d" with several
+	// selectors, whose time is the range's start) is evaluated a moment
+	// later on 1.8: its times may differ by that moment.
+	var slack time.Duration
+	if strings.Contains(q.Get("q"), "now()") {
+		slack = time.Since(began)
+	}
+	a1, a2 := canonicalAnswers(body1, body2, slack)
+	c.mu.Lock()
+	c.queries++
+	if strings.Contains(a2, `"values"`) {
+		c.withData++
+	}
+	same := resp1.StatusCode == resp2.StatusCode && a1 == a2
+	if !same {
+		c.differed++
+	}
+	c.mu.Unlock()
+	if !same {
+		c.t.Errorf("InfluxDB 1.8 and 2.x answer %q on %q differently:\n1.8: %d %s\n2.x: %d %s",
+			q.Get("q"), q.Get("db"), resp1.StatusCode, a1, resp2.StatusCode, a2)
+	}
+	resp2.Body = io.NopCloser(bytes.NewReader(body2))
+	resp2.ContentLength = int64(len(body2))
+	return resp2, nil
+}
+
+// canonicalAnswers re-encodes two InfluxQL JSON answers (numbers as
+// written), so that they compare by content. A time of the second that is
+// within slack of the first's is taken as the first's.
+func canonicalAnswers(body1, body2 []byte, slack time.Duration) (string, string) {
+	decode := func(b []byte) (any, bool) {
+		dec := json.NewDecoder(bytes.NewReader(b))
+		dec.UseNumber()
+		var v any
+		return v, dec.Decode(&v) == nil
+	}
+	v1, ok1 := decode(body1)
+	v2, ok2 := decode(body2)
+	if !ok1 || !ok2 {
+		return string(body1), string(body2)
+	}
+	if slack > 0 {
+		alignTimes(v1, v2, int64(slack))
+	}
+	b1, _ := json.Marshal(v1)
+	b2, _ := json.Marshal(v2)
+	return string(b1), string(b2)
+}
+
+// alignTimes sets each time (the first column) of answer v2 that is
+// within slack ns of v1's to v1's.
+func alignTimes(v1, v2 any, slack int64) {
+	list := func(v any, key string) []any {
+		m, _ := v.(map[string]any)
+		l, _ := m[key].([]any)
+		return l
+	}
+	r1, r2 := list(v1, "results"), list(v2, "results")
+	for i := range min(len(r1), len(r2)) {
+		s1, s2 := list(r1[i], "series"), list(r2[i], "series")
+		for j := range min(len(s1), len(s2)) {
+			if cols := list(s1[j], "columns"); len(cols) == 0 || cols[0] != "time" {
+				continue
+			}
+			rows1, rows2 := list(s1[j], "values"), list(s2[j], "values")
+			for k := range min(len(rows1), len(rows2)) {
+				row1, _ := rows1[k].([]any)
+				row2, _ := rows2[k].([]any)
+				if len(row1) == 0 || len(row2) == 0 {
+					continue
+				}
+				n1, ok1 := row1[0].(json.Number)
+				n2, ok2 := row2[0].(json.Number)
+				if !ok1 || !ok2 {
+					continue
+				}
+				t1, err1 := n1.Int64()
+				t2, err2 := n2.Int64()
+				if err1 == nil && err2 == nil && t1-t2 <= slack && t2-t1 <= slack {
+					row2[0] = row1[0]
+				}
+			}
+		}
+	}
+}
