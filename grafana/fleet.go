@@ -60,7 +60,7 @@ func Fleet() *dashboard.DashboardBuilder {
 		{field: "executors", name: "Executors", unit: "none"},
 		{field: "core_hours", name: "Core-hours", unit: "none", expr: `"executor_core_seconds" / 3600`},
 		{field: "gib_hours", name: "GiB-hours", unit: "none", expr: fmt.Sprintf(`"executor_memory_byte_seconds" / 3600 / %d`, gib)},
-		{field: "idle_core_hours", name: "Idle core-hours", unit: "none", expr: `"executor_core_seconds" * (1 - "cpu_utilisation") / 3600`},
+		{field: "idle_core_hours", name: "Idle core-hours", unit: "none", expr: `("executor_core_seconds" - "task_run_seconds") / 3600`},
 		{field: "unused_gib_hours", name: "Unused GiB-hours", unit: "none", expr: fmt.Sprintf(`"executor_memory_byte_seconds" * (1 - "mean_memory_utilisation") / 3600 / %d`, gib)},
 		{field: "cpu_utilisation", name: "CPU used", unit: "percentunit"},
 		{field: "memory_utilisation", name: "Peak memory", unit: "percentunit"},
@@ -72,7 +72,7 @@ func Fleet() *dashboard.DashboardBuilder {
 		{field: "recommended", name: "Recommended"},
 	}
 	apps := columnsTable("Applications, most idle core-hours first",
-		"One row per application that ended in the range. Metrics key: the applicationid its metrics carry, which the Spark dashboard's Application variable lists (its id, or its spark.metrics.namespace such as its name). Idle core-hours: the core-hours held times the share of them not used; unused GiB-hours: the GiB-hours held times the share of the container the executors' mean resident memory left free. Recommended: the --conf settings of the sizing rules; the savings are theirs. `sparkpulse report --fleet` prints the same.",
+		"One row per application that ended in the range. Metrics key: the applicationid its metrics carry, which the Spark dashboard's Application variable lists (its id, or its spark.metrics.namespace such as its name). Idle core-hours: the core-hours held in which no task ran (core-seconds less the tasks' run time, as Sparklens counts task slots; not CPU, which leaves out Python workers, GC and I/O waits); unused GiB-hours: the GiB-hours held times the share of the container the executors' mean resident memory left free. Recommended: the --conf settings of the sizing rules; the savings are theirs. `sparkpulse report --fleet` prints the same.",
 		12, cols, func(fields string) string {
 			return fmt.Sprintf(`SELECT %s FROM "spark_app_usage" WHERE %s`, fields, usageEnded)
 		}, "Idle core-hours", "Ended")

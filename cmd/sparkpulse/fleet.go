@@ -29,7 +29,7 @@ type fleetApp struct {
 	Executors         int64    `json:"executors"`
 	CoreHours         float64  `json:"core_hours"`
 	GiBHours          float64  `json:"gib_hours"`
-	IdleCoreHours     float64  `json:"idle_core_hours"`    // core-hours × (1 − CPU used); 0 when CPU is unknown
+	IdleCoreHours     float64  `json:"idle_core_hours"`    // core-hours held with no task running in them: (core-seconds − Σ task run time) ÷ 3600; 0 when unknown
 	UnusedGiBHours    float64  `json:"unused_gib_hours"`   // GiB-hours × (1 − mean memory used); 0 when unknown
 	CPUUtilisation    *float64 `json:"cpu_utilisation"`    // nil: unknown
 	MemoryUtilisation *float64 `json:"memory_utilisation"` // peak RSS / container; nil: unknown
@@ -84,7 +84,12 @@ func appendFleetApps(apps []fleetApp, s influx.Series) []fleetApp {
 			Recommended: str("recommended")}
 		if v, ok := num("cpu_utilisation"); ok {
 			a.CPUUtilisation = &v
-			a.IdleCoreHours = a.CoreHours * (1 - v)
+		}
+		// Idle is task slots no task ran in, as Sparklens counts them, not
+		// CPU left unused: task CPU leaves out Python workers, GC and I/O
+		// waits, so a busy PySpark or I/O-bound job would read as idle.
+		if run, ok := num("task_run_seconds"); ok {
+			a.IdleCoreHours = max(0, f("executor_core_seconds")-run) / 3600
 		}
 		if v, ok := num("memory_utilisation"); ok {
 			a.MemoryUtilisation = &v
@@ -126,7 +131,7 @@ func reportFleet(ctx context.Context, plan *Plan, since time.Duration, asJSON bo
 		return fmt.Errorf("%w: no database to read: give a [[graphite]] block or [annotate] database", errUsage)
 	}
 	q := fmt.Sprintf(`SELECT "applicationid", "app_id", "appname", "user", "queue", "duration_ms", "executors", "executor_core_seconds", `+
-		`"executor_memory_byte_seconds", "cpu_utilisation", "memory_utilisation", "mean_memory_utilisation", "gc_share", "failed_tasks", `+
+		`"executor_memory_byte_seconds", "cpu_utilisation", "task_run_seconds", "memory_utilisation", "mean_memory_utilisation", "gc_share", "failed_tasks", `+
 		`"saving_core_seconds", "saving_byte_seconds", "recommended" FROM %q WHERE "fact" = 'end' AND time >= now() - %dm`,
 		annotate.MeasurementUsage, int64(since/time.Minute))
 	series, err := influx.Query(ctx, plan.Influx, db, q)
