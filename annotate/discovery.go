@@ -47,10 +47,6 @@ const (
 	refusedRate      = "rate"       // more new applications than new-apps-per-poll
 	refusedCap       = "cap"        // max-apps applications are polled already
 	refusedRetired   = "retired"    // not found, or unanswered, less than giveUp ago
-	// refusedSecond: a second source shows an application another source
-	// already answers for; the first one's answers are written (counted
-	// once per application and source).
-	refusedSecond = "second_source"
 )
 
 // template is a source URL with {app_id}, and where the id goes.

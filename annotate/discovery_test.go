@@ -265,7 +265,7 @@ func TestSecondSource(t *testing.T) {
 	for range 3 {
 		p.PollOnce(context.Background())
 	}
-	if got := p.Stats().Refused[refusedSecond]; got != 1 {
+	if got := p.Stats().SecondSource; got != 1 {
 		t.Errorf("second_source %d, want 1", got)
 	}
 	if sink.latestOf(MeasurementApp) == nil {

@@ -180,6 +180,7 @@ type counters struct {
 	invalid                        atomic.Uint64
 	invalidLogged                  atomic.Int64 // unix s of the last log of impossible values
 	cappedExecutors                atomic.Uint64
+	secondSource                   atomic.Uint64
 	deferred                       atomic.Uint64
 	// Stage attempts that ended, by what became of their details.
 	detailsRead, detailsShort, detailsBudget, detailsUnavailable atomic.Uint64
@@ -574,7 +575,7 @@ func (p *Poller) claim(s *source, key appKey) *appState {
 		}
 		if !p.seconded[key][s] {
 			p.seconded[key][s] = true
-			p.refused[refusedSecond]++
+			p.stats.secondSource.Add(1)
 			p.log.Info("Spark application shown by a second source: the first one's answers are written",
 				zap.String("application", key.String()), zap.String("first", o.name), zap.String("second", s.name))
 		}
@@ -692,6 +693,10 @@ type Stats struct {
 	// executors past maxExecutorsPerApp (not tracked), and points past an
 	// application's share of a poll (written at a later poll).
 	Capped map[string]uint64
+	// SecondSource counts applications a second source showed while
+	// another answered for them (once per application and source): the
+	// first one's answers are written.
+	SecondSource uint64
 }
 
 // Stats returns the counters. Tracked only counts attempts of idle sources
@@ -700,7 +705,8 @@ func (p *Poller) Stats() Stats {
 	st := Stats{
 		Requests: p.stats.requests.Load(), Bytes: p.stats.bytes.Load(), Polls: p.stats.polls.Load(),
 		Points: p.stats.points.Load(), ClosedOut: p.stats.closedOut.Load(), Invalid: p.stats.invalid.Load(), Errors: map[string]map[string]uint64{},
-		Capped: map[string]uint64{"executors": p.stats.cappedExecutors.Load(), "points": p.stats.deferred.Load()},
+		Capped:       map[string]uint64{"executors": p.stats.cappedExecutors.Load(), "points": p.stats.deferred.Load()},
+		SecondSource: p.stats.secondSource.Load(),
 		StageDetails: map[string]uint64{detailsRead: p.stats.detailsRead.Load(), detailsShort: p.stats.detailsShort.Load(),
 			detailsBudget: p.stats.detailsBudget.Load(), detailsUnavailable: p.stats.detailsUnavailable.Load()},
 	}

@@ -56,10 +56,11 @@ var (
 	descAnnLost      = prometheus.NewDesc("sparkpulse_annotate_attempts_lost", "Application attempts their source no longer shows, waiting for another source.", nil, nil)
 	descAnnClosedOut = prometheus.NewDesc("sparkpulse_annotate_closed_out_total", "Lost attempts whose running items were written as UNKNOWN.", nil, nil)
 	descAnnInvalid   = prometheus.NewDesc("sparkpulse_annotate_invalid_total", "Values a Spark REST source answered that were not written: peak metric names not of Spark's form, or more than 40 on one executor or stage; numbers no Spark writes, read as absent.", nil, nil)
+	descAnnSecond    = prometheus.NewDesc("sparkpulse_annotate_second_source_total", "Applications a second Spark REST source showed while another answered for them, once per application and source: the first one's answers are written.", nil, nil)
 	descAnnCapped    = prometheus.NewDesc("sparkpulse_annotate_capped_total", "What the bounds on one application turned away, by what: executors (past 4096 of one application, not followed), points (past an application's 2000 per poll, written at a later poll).", []string{"what"}, nil)
 	descAnnSources   = prometheus.NewDesc("sparkpulse_annotate_sources", "Sources polled: configured URLs plus {app_id} template instances.", nil, nil)
 	descAnnDetails   = prometheus.NewDesc("sparkpulse_annotate_stage_details_total", "Stage attempts that ended, by what became of their details (task distribution, straggler, failed tasks): read, short (ran less than stage-details-min-duration, no failed task), budget (stage-details-requests spent that poll); unavailable: of those read, the ones the source had no task summary for.", []string{"outcome"}, nil)
-	descAnnRefused   = prometheus.NewDesc("sparkpulse_annotate_apps_refused_total", "Application ids from the metrics not used to fill {app_id}, by reason: shape (not a Spark application id), host_label (not a valid DNS label there), rate (more than new-apps-per-poll), cap (max-apps polled), retired (no source knew it, less than 10 min ago), second_source (a second source showed an application another answers for: the first one's answers are written).", []string{"reason"}, nil)
+	descAnnRefused   = prometheus.NewDesc("sparkpulse_annotate_apps_refused_total", "Application ids from the metrics not used to fill {app_id}, by reason: shape (not a Spark application id), host_label (not a valid DNS label there), rate (more than new-apps-per-poll), cap (max-apps polled), retired (no source knew it, less than 10 min ago).", []string{"reason"}, nil)
 )
 
 func (c *statsCollector) Describe(ch chan<- *prometheus.Desc) {
@@ -119,6 +120,7 @@ func collectAnnotate(ch chan<- prometheus.Metric, a *annotate.Poller) {
 	for outcome, n := range st.StageDetails {
 		counter(ch, descAnnDetails, n, outcome)
 	}
+	counter(ch, descAnnSecond, st.SecondSource)
 	for what, n := range st.Capped {
 		counter(ch, descAnnCapped, n, what)
 	}
