@@ -168,6 +168,7 @@ type Poller struct {
 	orphans  map[appKey]*appState        // attempts whose source lost them
 	errors   map[[2]string]uint64        // (source, kind) → failed polls
 	facts    *ledger                     // facts written (facts.go)
+	addrs    addrBook                    // where Spark lists each process (peers.go)
 	journal  *journal                    // the ledger's durability, once Recover has opened it (journal.go)
 	inFlight sync.WaitGroup
 
@@ -391,6 +392,7 @@ func (p *Poller) round(ctx context.Context, wait bool) {
 	// An application is listed again, at most, for recheck after it ended,
 	// or after a restart for Lookback: its facts are kept as long.
 	p.facts.forget(now.Add(-p.cfg.Lookback - recheck - giveUp).UnixMilli())
+	p.addrs.forget(now.Add(-recheck - giveUp))
 }
 
 // SaveFacts writes what facts were written, for LoadFacts after a

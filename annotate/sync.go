@@ -150,6 +150,7 @@ func (p *Poller) syncApp(ctx context.Context, st *appState, now time.Time) error
 		st.endRead = st.completed
 		st.syncs++
 		st.prune()
+		p.addrs.note(st, now)
 	}
 	p.account(ctx, st, now)
 	st.lastSeen = now

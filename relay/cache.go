@@ -16,7 +16,9 @@ import (
 type series struct {
 	// text holds, escaped for line protocol: text[:field] the measurement,
 	// tags and field key with its "="; text[field:delta] ",<delta field>=";
-	// text[delta:rate] ",<rate field>="; text[rate:] the app tag's value.
+	// text[delta:rate] ",<rate field>="; then the app tag's value, the
+	// process tag's value (with a PeerCheck only) and, in the last byte,
+	// the process value's length.
 	// The delta parts are empty unless the series is cumulative with a
 	// field other than "value", whose delta fields are always ",delta="
 	// and ",rate=" (most series: kept once, not per series). For a refused
@@ -44,7 +46,13 @@ func (s *series) deltaKeys() (string, string) {
 	return s.text[s.field:s.delta], s.text[s.delta:s.rate]
 }
 
-func (s *series) app() string { return s.text[s.rate:] }
+func (s *series) app() string { return s.text[s.rate : len(s.text)-1-int(s.text[len(s.text)-1])] }
+
+// process is the process tag's value, kept with a PeerCheck only.
+func (s *series) process() string {
+	n := int(s.text[len(s.text)-1])
+	return s.text[len(s.text)-1-n : len(s.text)-1]
+}
 
 // appChecksum is FNV-1a of an application id, 0 for none: a connection
 // tells that a line's application is the one of its last line by this

@@ -31,6 +31,7 @@ import (
 	"errors"
 	"fmt"
 	"net"
+	"net/netip"
 	"slices"
 	"strconv"
 	"strings"
@@ -71,6 +72,7 @@ const (
 	ReasonQueueFull                                                       // the sink had no room and the reader could not wait (UDP)
 	ReasonFuture                                                          // dated more than MaxFuture after it was received
 	ReasonNotCounter                                                      // a cumulative series' value no counter can have
+	ReasonPeer                                                            // sent from an address other than the one Spark lists for its process
 	NumReasons
 )
 
@@ -91,6 +93,8 @@ func (r Reason) String() string {
 		return "future"
 	case ReasonNotCounter:
 		return "not_counter"
+	case ReasonPeer:
+		return "peer"
 	}
 	return graphite.Reason(r).String()
 }
@@ -127,6 +131,13 @@ type Config struct {
 	// (queue_full) instead of a wait: for UDP, whose senders cannot be
 	// slowed down, so that the reader keeps draining the socket.
 	NonBlocking bool
+	// PeerCheck, when set, says whether a TCP connection from peer may
+	// carry the points of an application's process (the values of the tags
+	// AppTag and "process"); a point it refuses is dropped (ReasonPeer).
+	// It is asked when a connection's (application, process) changes:
+	// Spark sends one process's report per connection, so about once per
+	// connection. Points without both tags, and UDP's, are not checked.
+	PeerCheck func(app, process string, peer netip.Addr) bool
 	// MaxFuture is how far after its receive time a line may be dated;
 	// later lines are dropped (ReasonFuture): a forged line dated years
 	// ahead would otherwise sit in every graph and hold the series' deltas
@@ -193,7 +204,7 @@ func New(cfg Config) *Relay {
 	}
 	r := &Relay{cfg: cfg, cache: newSeriesCache(cfg.CacheSize, tracker, appTag, cfg.Now().UnixNano()),
 		idle: make(chan *Conn, maxIdleConns)}
-	if cfg.OnApp != nil && cfg.AppTag != "" {
+	if (cfg.OnApp != nil || cfg.PeerCheck != nil) && cfg.AppTag != "" {
 		r.appTag = []byte(cfg.AppTag)
 	}
 	return r
@@ -220,6 +231,9 @@ func (r *Relay) NewConn(remote net.Addr) graphite.ConnHandler {
 		c = &Conn{relay: r}
 	}
 	c.remote = remote
+	if t, ok := remote.(*net.TCPAddr); ok && r.cfg.PeerCheck != nil {
+		c.peer = t.AddrPort().Addr().Unmap()
+	}
 	return c
 }
 
@@ -261,7 +275,13 @@ type Conn struct {
 	points int                  // points in out since the last Flush
 	enc    lineprotocol.Encoder // describes new series
 
-	lastApp  uint32 // the appChecksum of the last line's application
+	lastApp uint32 // the appChecksum of the last line's application
+	// The TCP peer (invalid for UDP), and PeerCheck's answer for the
+	// connection's last (application, process), by their checksums.
+	peer     netip.Addr
+	peerApp  uint32
+	peerProc string
+	peerOK   bool
 	apps     int    // OnApp calls in this block
 	meas     []byte // scratch for a measurement rewritten by backslashes
 	key      []byte // state ID scratch for the delta stage
@@ -278,6 +298,7 @@ type Conn struct {
 }
 
 var (
+	processKey   = []byte("process") // the tag of a Spark process, for PeerCheck
 	timeKey      = []byte("time")
 	errNoKey     = errors.New(`InfluxDB refuses a tag or field named "time"`)
 	errComment   = errors.New(`a measurement beginning with "#" would be read as a comment by InfluxDB and silently lost`)
@@ -323,6 +344,15 @@ func (c *Conn) encode(line []byte) (Reason, string) {
 	if s.reason != 0 {
 		return s.reason, s.text
 	}
+	if c.peer.IsValid() && s.text[len(s.text)-1] != 0 {
+		if proc := s.process(); s.appSum != c.peerApp || proc != c.peerProc {
+			c.peerApp, c.peerProc = s.appSum, proc
+			c.peerOK = c.relay.cfg.PeerCheck(s.app(), proc, c.peer)
+		}
+		if !c.peerOK {
+			return ReasonPeer, ""
+		}
+	}
 	ts := c.line.Time
 	if c.line.Now {
 		ts = c.receiveTime()
@@ -360,7 +390,7 @@ func (c *Conn) encode(line []byte) (Reason, string) {
 	c.points++
 	if s.appSum != c.lastApp && c.apps < maxAppsPerBlock {
 		c.lastApp = s.appSum
-		if s.appSum != 0 {
+		if s.appSum != 0 && c.relay.cfg.OnApp != nil {
 			c.apps++
 			c.relay.cfg.OnApp(s.app())
 		}
@@ -402,13 +432,16 @@ func (c *Conn) describe(path []byte) *series {
 		return refuse(ReasonEncode, errComment)
 	}
 	keyLen := len(r.Measurement)
-	var app []byte
+	var app, proc []byte
 	for _, t := range r.Tags {
 		if bytes.Equal(t.Key, timeKey) {
 			return refuse(ReasonTimeKey, errNoKey)
 		}
 		if c.relay.appTag != nil && bytes.Equal(t.Key, c.relay.appTag) {
 			app = t.Value
+		}
+		if c.relay.cfg.PeerCheck != nil && bytes.Equal(t.Key, processKey) {
+			proc = t.Value
 		}
 		keyLen += 2 + len(t.Key) + len(t.Value)
 	}
@@ -447,12 +480,15 @@ func (c *Conn) describe(path []byte) *series {
 	}
 	// lp is "<text>0" or, for a cumulative series, "<text>0<delta>0<rate>0".
 	lp := e.Bytes()
-	if len(lp)+len(app) > maxText {
+	if len(app) == 0 || len(proc) > 255 {
+		proc = nil // checked by application and process, or not at all
+	}
+	if len(lp)+len(app)+len(proc) > maxText {
 		return refuse(ReasonKeyTooLong, fmt.Errorf("point of %d bytes before its value is too long", len(lp)))
 	}
 	named := rfield > field && !bytes.Equal(r.Field, valueField)
 	var text strings.Builder
-	size := field + len(app)
+	size := field + len(app) + len(proc) + 1
 	if named {
 		size += rfield - field - 2
 	}
@@ -468,6 +504,8 @@ func (c *Conn) describe(path []byte) *series {
 	}
 	s.rate = uint16(text.Len())
 	text.Write(app)
+	text.Write(proc)
+	text.WriteByte(byte(len(proc)))
 	s.appSum = appChecksum(app)
 	s.text = text.String()
 	return s
@@ -586,6 +624,7 @@ func (c *Conn) Flush() {
 func (c *Conn) Close() {
 	c.Flush()
 	c.remote, c.now, c.lastApp = nil, 0, 0
+	c.peer, c.peerApp, c.peerProc, c.peerOK = netip.Addr{}, 0, "", false
 	select {
 	case c.relay.idle <- c:
 	default: // enough are idle
@@ -617,6 +656,8 @@ func (c *Conn) explain(line []byte, reason Reason, why string) error {
 		return graphite.Explain(line, graphite.Reason(reason))
 	case reason == ReasonFuture:
 		return fmt.Errorf("timestamp %s is more than %s after the time the line was received", time.Unix(0, c.line.Time).UTC().Format(time.RFC3339), c.relay.cfg.MaxFuture)
+	case reason == ReasonPeer:
+		return fmt.Errorf("sent from %s, not from the address Spark's REST API lists for the process", c.peer)
 	case reason == ReasonNotCounter:
 		return fmt.Errorf("value %g of a cumulative series is no counter's (negative, or beyond a Java long)", c.line.Value)
 	}

@@ -4,6 +4,8 @@ import (
 	"bytes"
 	"errors"
 	"fmt"
+	"net"
+	"net/netip"
 	"strings"
 	"testing"
 	"time"
@@ -441,5 +443,53 @@ func TestMaxFuture(t *testing.T) {
 	c.Flush()
 	if got := s.buf.String(); got != "a.gauge value=1 1795303599000000000\n" {
 		t.Errorf("got %q", got)
+	}
+}
+
+// TestPeerCheck: a TCP connection's points of an application's process
+// pass only where PeerCheck allows their sender, asked once per
+// (application, process) of the connection; points without both tags,
+// and connections without a TCP peer (UDP), are not checked.
+func TestPeerCheck(t *testing.T) {
+	s := &sink{}
+	var asked []string
+	check := func(app, process string, peer netip.Addr) bool {
+		asked = append(asked, app+"/"+process+"@"+peer.String())
+		return process != "1" || peer == netip.MustParseAddr("10.0.0.1")
+	}
+	r := New(Config{Mapper: spark.NewMapper(spark.Options{}), Sink: s, PeerCheck: check, AppTag: "applicationid",
+		Now: func() time.Time { return fixedNow }})
+	lines := []string{
+		"app-20261122101500-0001.1.executor.cpuTime.count 5 1795300000",
+		"app-20261122101500-0001.1.executor.runTime.count 7 1795300000",
+		"app-20261122101500-0001.2.executor.cpuTime.count 5 1795300000",
+		"app-20261122101500-0001.driver.jvm.heap.used 9 1795300000",
+	}
+	send := func(remote net.Addr) {
+		c := r.NewConn(remote)
+		for _, l := range lines {
+			c.Line([]byte(l))
+		}
+		c.Close()
+	}
+	send(&net.TCPAddr{IP: net.ParseIP("10.0.0.1"), Port: 40000}) // executor 1's host
+	send(&net.TCPAddr{IP: net.ParseIP("10.0.0.9"), Port: 40000}) // elsewhere
+	send(nil)                                                    // UDP
+	if got := r.Stats().Dropped[ReasonPeer].Load(); got != 2 {
+		t.Errorf("dropped %d for their sender, want executor 1's 2 lines from 10.0.0.9", got)
+	}
+	if s.points != 3*len(lines)-2 {
+		t.Errorf("%d points handed on, want %d", s.points, 3*len(lines)-2)
+	}
+	want := []string{
+		"app-20261122101500-0001/1@10.0.0.1", "app-20261122101500-0001/2@10.0.0.1", "app-20261122101500-0001/driver@10.0.0.1",
+		"app-20261122101500-0001/1@10.0.0.9", "app-20261122101500-0001/2@10.0.0.9", "app-20261122101500-0001/driver@10.0.0.9",
+	}
+	if strings.Join(asked, " ") != strings.Join(want, " ") {
+		t.Errorf("asked %q, want %q", asked, want)
+	}
+	if _, err := r.NewConn(&net.TCPAddr{IP: net.ParseIP("10.0.0.9"), Port: 1}).(*Conn).Process([]byte(lines[0])); err == nil ||
+		!strings.Contains(err.Error(), "sent from 10.0.0.9, not from the address Spark's REST API lists") {
+		t.Errorf("a refused point's error: %v", err)
 	}
 }

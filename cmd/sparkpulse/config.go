@@ -163,6 +163,10 @@ type GraphiteConfig struct {
 	// strips into the username tag (only needed when the prefix is used
 	// together with a custom spark.metrics.namespace).
 	SparkPrefixes []string `toml:"spark-prefixes"`
+	// CheckPeer drops a TCP connection's points of a Spark process unless
+	// they come from the IP address Spark's REST API lists for it (needs
+	// [annotate]; see the README's Security section). Default false.
+	CheckPeer bool `toml:"check-peer"`
 }
 
 // Duration is a time.Duration written as "10s" in the config.

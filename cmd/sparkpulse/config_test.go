@@ -141,6 +141,12 @@ func TestConfigErrors(t *testing.T) {
 			[]string{`[influxdb] gzip yes: must be true, false or "auto"`}},
 		{"unknown delta key", "[deltas]\nfirst-sample = \"5s\"\n[[graphite]]\n",
 			[]string{"sparkpulse.toml:2:1", `unknown key "deltas.first-sample"`}},
+		{"check-peer without REST sources", "[[graphite]]\ncheck-peer = true\n",
+			[]string{"[[graphite]] #1 check-peer: needs [annotate] urls"}},
+		{"check-peer over UDP", "[annotate]\nurls = [\"http://hs:18080\"]\n[[graphite]]\nprotocol = \"udp\"\ncheck-peer = true\n",
+			[]string{"check-peer: UDP has no sender to check"}},
+		{"negative max-future", "max-future = \"-1s\"\n[[graphite]]\n",
+			[]string{"sparkpulse.toml:1:14", `key "max-future"`, "must not be negative"}},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			_, err := loadFile(t, tc.conf, noEnv)

@@ -232,6 +232,9 @@ func (p *pipeline) openBlock(l *Listener) (*block, error) {
 	}
 	if p.annotator != nil {
 		rc.OnApp, rc.AppTag = p.annotator.SeeApp, p.plan.Annotate.AppIDTag
+		if l.Config.CheckPeer {
+			rc.PeerCheck = p.annotator.PeerAllowed
+		}
 	}
 	b.relay = relay.New(rc)
 	if p.deltas != nil {

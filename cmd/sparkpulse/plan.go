@@ -150,6 +150,11 @@ func (c *Config) prepare(source string, getenv func(string) string) (*Plan, erro
 	}
 	// These default to the first block's target.
 	errs = append(errs, c.prepareAnnotate(p, getenv), c.prepareInternal(p))
+	for _, l := range p.Listeners {
+		if l.Config.CheckPeer && p.Annotate == nil {
+			errs = append(errs, fmt.Errorf("%s: [[graphite]] #%d check-peer: needs [annotate] urls, where Spark lists each process's address", p.Source, l.Index))
+		}
+	}
 	if err := errors.Join(errs...); err != nil {
 		return nil, err
 	}
@@ -298,6 +303,9 @@ func (g GraphiteConfig) compile(where string, index int) (*Listener, error) {
 	if g.MaxCachedSeries < 0 {
 		fail(fmt.Errorf("max-cached-series %d: must not be negative", g.MaxCachedSeries))
 	}
+	if g.CheckPeer && g.Protocol == "udp" {
+		fail(errors.New("check-peer: UDP has no sender to check (a datagram's source address can be forged); use it on TCP blocks"))
+	}
 	if err := l.compileMapper(); err != nil {
 		fail(err)
 	}
@@ -342,10 +350,6 @@ func (c *Config) prepareDeltas(p *Plan) error {
 	d := c.Deltas
 	var errs []error
 	s := delta.Settings{IdleTTL: time.Duration(d.IdleTTL), MaxSeries: d.MaxSeries, MaxSeriesPerApp: d.MaxSeriesPerApp, MaxFuture: p.MaxFuture}
-	if c.MaxFuture < 0 {
-		errs = append(errs, fmt.Errorf("%s: max-future %s: must not be negative", p.Source, time.Duration(c.MaxFuture)))
-		s.MaxFuture = 0
-	}
 	if d.FirstSampleGrace != nil {
 		if s.FirstSampleGrace = time.Duration(*d.FirstSampleGrace); s.FirstSampleGrace == 0 {
 			s.FirstSampleGrace = delta.NoGrace // "0s": every first sample is new
