@@ -352,7 +352,10 @@ state-dir = %q
 	report()
 	peak := p.status("VmHWM")
 	t.Logf("peak RSS %d MiB (%d MiB at start)", peak>>20, baseRSS>>20)
-	if peak > baseRSS+400<<20 {
+	// The peak holds garbage the collector has not reclaimed yet, more of
+	// it when the machine is busy: 290–316 MiB with this test alone, 443
+	// MiB beside the real-Spark suite's JVMs. A leak grows past any bound.
+	if peak > baseRSS+512<<20 {
 		t.Errorf("peak RSS %d MiB, %d MiB at start", peak>>20, baseRSS>>20)
 	}
 
