@@ -18,6 +18,10 @@ import (
 	"github.com/sparkpulse/sparkpulse/sparkapi"
 )
 
+// appStateKey carries, in a sync's context, the attempt being read: get
+// notes there the values of its answers it read as absent.
+type appStateKey struct{}
+
 // executorSizing is what package sizing needs of an executor.
 func executorSizing(x *sparkapi.Executor) sizing.Executor {
 	return sizing.Executor{ID: x.ID, Peaks: x.PeakMemoryMetrics, TaskTimeMs: x.TotalDuration, GCTimeMs: x.TotalGCTime, RemoveReason: x.RemoveReason}
@@ -98,6 +102,12 @@ func (p *Poller) get(ctx context.Context, url string, out any) error {
 	}
 	if bad := sparkapi.Check(out, p.cfg.Now()); len(bad) > 0 {
 		p.stats.invalid.Add(uint64(len(bad)))
+		if st, ok := ctx.Value(appStateKey{}).(*appState); ok {
+			st.invalid += len(bad)
+			if len(st.invalidSeen) < 5 {
+				st.invalidSeen = append(st.invalidSeen, bad[:min(len(bad), 5-len(st.invalidSeen))]...)
+			}
+		}
 		// At most once a minute: a hostile UI answers every poll.
 		now := p.cfg.Now().Unix()
 		if last := p.stats.invalidLogged.Load(); now-last >= 60 && p.stats.invalidLogged.CompareAndSwap(last, now) {

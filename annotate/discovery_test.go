@@ -272,3 +272,64 @@ func TestSecondSource(t *testing.T) {
 		t.Error("no application fact")
 	}
 }
+
+// A configured source takes an application over from the {app_id}
+// template instance that showed it first: the instance lets it go at its
+// next poll, the configured source goes on, and no fact is written twice.
+func TestConfiguredSourceTakesOver(t *testing.T) {
+	s := newScript(sparkui.LiveUI)
+	var down atomic.Bool
+	down.Store(true)
+	mux := http.NewServeMux()
+	mux.Handle("/proxy/", http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		_, rest, _ := strings.Cut(strings.TrimPrefix(r.URL.Path, "/proxy/"), "/")
+		r.URL.Path = "/" + rest
+		s.srv.ServeHTTP(w, r)
+	}))
+	mux.Handle("/hs/", http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if down.Load() {
+			http.Error(w, "starting", http.StatusServiceUnavailable)
+			return
+		}
+		r.URL.Path = strings.TrimPrefix(r.URL.Path, "/hs")
+		s.srv.ServeHTTP(w, r)
+	}))
+	base := serve(t, mux)
+	sink := newMemSink()
+	p := newPoller(t, Config{Sources: []string{base + "/proxy/{app_id}", base + "/hs"}, Sink: sink, Now: s.clk.Now})
+	p.SeeApp(scriptApp)
+	p.PollOnce(context.Background())
+	owner := func() string {
+		p.mu.Lock()
+		defer p.mu.Unlock()
+		for k, o := range p.owners {
+			if k.app == scriptApp {
+				return o.base
+			}
+		}
+		return ""
+	}
+	if got := owner(); !strings.Contains(got, "/proxy/") {
+		t.Fatalf("first owner %q, want the template instance", got)
+	}
+	down.Store(false)
+	for i := range 3 {
+		s.clk.Set(at(40 + 10*float64(i)))
+		p.PollOnce(context.Background())
+	}
+	if got := owner(); got != base+"/hs" {
+		t.Errorf("owner %q, want the configured source", got)
+	}
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	for _, l := range p.perApp {
+		for _, inst := range l {
+			if len(inst.apps) != 0 {
+				t.Errorf("the template instance still syncs %d attempts", len(inst.apps))
+			}
+		}
+	}
+	if p.stats.secondSource.Load() == 0 {
+		t.Error("the take-over was not counted")
+	}
+}

@@ -497,6 +497,10 @@ func (p *Poller) pollSource(ctx context.Context, s *source) {
 				continue
 			}
 			st := s.apps[key]
+			if st != nil && !p.owns(s, key) {
+				delete(s.apps, key) // a configured source took it over
+				st = nil
+			}
 			if st == nil {
 				if st = p.claim(s, key); st == nil {
 					continue // another source syncs it
@@ -571,6 +575,17 @@ func (p *Poller) list(ctx context.Context, s *source, now time.Time) ([]sparkapi
 func (p *Poller) claim(s *source, key appKey) *appState {
 	p.mu.Lock()
 	defer p.mu.Unlock()
+	if o := p.owners[key]; o != nil && o != s && o.appID != "" && s.appID == "" {
+		// A configured source takes an application over from a template
+		// instance, whose URL the metrics chose: with its own state, as
+		// the instance's worker may be reading it; the instance lets it go
+		// at its next poll (owns), and the ledger keeps facts once.
+		p.owners[key] = s
+		p.stats.secondSource.Add(1)
+		p.log.Info("Spark application taken over by a configured source from an {app_id} template's",
+			zap.String("application", key.String()), zap.String("template", o.name), zap.String("source", s.name))
+		return newAppState(key)
+	}
 	if o := p.owners[key]; o != nil && o != s {
 		if p.seconded[key] == nil {
 			p.seconded[key] = map[*source]bool{}
@@ -595,13 +610,22 @@ func (p *Poller) claim(s *source, key appKey) *appState {
 	return newAppState(key)
 }
 
+// owns reports whether s still syncs key.
+func (p *Poller) owns(s *source, key appKey) bool {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	return p.owners[key] == s
+}
+
 // finish forgets an attempt written in its final state.
 func (p *Poller) finish(s *source, key appKey, end int64) {
 	delete(s.apps, key)
 	s.done[key] = end
 	p.mu.Lock()
-	delete(p.owners, key)
-	delete(p.seconded, key)
+	if p.owners[key] == s { // not taken over meanwhile
+		delete(p.owners, key)
+		delete(p.seconded, key)
+	}
 	if s.appID != "" {
 		p.retireLocked(s.appID)
 	}
@@ -620,6 +644,9 @@ func (p *Poller) lose(s *source, key appKey, st *appState, now time.Time) {
 	delete(s.apps, key)
 	p.mu.Lock()
 	defer p.mu.Unlock()
+	if p.owners[key] != s {
+		return // taken over by a configured source meanwhile
+	}
 	delete(p.owners, key)
 	delete(p.seconded, key)
 	st.lostAt = now

@@ -86,6 +86,8 @@ type appState struct {
 	endRead      bool                     // read in full since it completed
 	accounted    bool                     // the stream was read (or given up on) after the end
 	streamTries  int                      // failed reads of the stream
+	invalid      int                      // values of its answers no Spark writes, read as absent (sparkapi.Check)
+	invalidSeen  []string                 // the first few of them
 	streamFailed time.Time                // the first failed read
 	streamNext   time.Time                // no read before
 	streamErr    string                   // why the accounting went without the stream
@@ -115,6 +117,7 @@ func (st *appState) refresh(s *source, app *sparkapi.Application, att *sparkapi.
 // and writes what changed. A completed attempt is read in full once more,
 // so its final state is exact, and is then final.
 func (p *Poller) syncApp(ctx context.Context, st *appState, now time.Time) error {
+	ctx = context.WithValue(ctx, appStateKey{}, st)
 	// A History Server's lastUpdated is the event log's modification
 	// time: unchanged, nothing is new. A live UI reports the start time
 	// there, which says nothing.

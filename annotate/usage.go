@@ -453,6 +453,9 @@ func (w *points) usage(u sizing.Usage, a sizing.Advice, ph int, ts int64) {
 		w.str("set_aside", w.reason(strings.Join(u.SetAside, "; ")))
 	}
 	notes := u.Notes
+	if st.invalid > 0 {
+		notes = append(notes, fmt.Sprintf("%d values in Spark's answers that no Spark writes were read as absent: %s", st.invalid, strings.Join(st.invalidSeen, ", ")))
+	}
 	if st.streamErr != "" {
 		notes = append(notes, "metrics stream not read: "+st.streamErr)
 	}

@@ -304,3 +304,31 @@ func TestStageIDsOfRealSpark(t *testing.T) {
 		}
 	}
 }
+
+// Impossible numbers in Spark's answers are read as absent, counted, and
+// said in the accounting's notes: cores −8 become the application's
+// spark.executor.cores, and the core-seconds held stay true.
+func TestImpossibleAnswersNoted(t *testing.T) {
+	m := accountedApp()
+	m.Apps[0].Attempts[0].Executors[1].Cores = -8
+	srv := sparkui.NewServer(sparkui.HistoryServer, m)
+	clk := &clock{now: at(661)}
+	srv.SetNow(clk.Now)
+	sink := newMemSink()
+	p := newPoller(t, Config{Sources: []string{serve(t, srv)}, Sink: sink, Now: clk.Now, Stream: &fakeStream{totals: accountedStream()}})
+	p.PollOnce(context.Background())
+	u := sink.latestOf(MeasurementUsage)
+	if u == nil {
+		t.Fatal("no usage")
+	}
+	if notes := fmt.Sprint(u.fields["notes"]); !strings.Contains(notes, "values in Spark's answers that no Spark writes were read as absent: totalCores -8") {
+		t.Errorf("notes %q", notes)
+	}
+	// 4 cores × 600 s and 4 × 300 s, as with the genuine answer.
+	if got := u.fields["executor_core_seconds"]; got != 3600.0 {
+		t.Errorf("core-seconds %v, want 3600", got)
+	}
+	if p.Stats().Invalid == 0 {
+		t.Error("not counted")
+	}
+}
