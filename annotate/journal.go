@@ -24,11 +24,13 @@ import (
 //     appended to the journal and synced to disk.
 //   - At start ([Poller.Recover]), the last snapshot of the ledger and the
 //     journal's records are read back into the ledger, so no fact is made
-//     again; and the journal's points are handed to the sink again, as the
-//     last run may have died before they reached InfluxDB. They are the
-//     very same points: where one did arrive, InfluxDB holds it twice with
-//     the same values, which InfluxDB 3 tolerates (it is different values
-//     at one series and time that it may not keep in order).
+//     again; and the journal's points that InfluxDB does not hold
+//     (Durability.Stored) are handed to the sink again, as the last run
+//     may have died before they reached InfluxDB. Should InfluxDB not
+//     answer, all of them are: the very same points, so where one did
+//     arrive, InfluxDB holds it twice with the same values, which
+//     InfluxDB 3 tolerates (it is different values at one series and time
+//     that it may not keep in order).
 //   - Once the sink holds nothing (everything handed to it was delivered,
 //     or refused), a checkpoint ([Poller.Checkpoint]) saves the ledger as
 //     the snapshot and empties the journal: points are re-sent at most
@@ -44,6 +46,10 @@ type Durability struct {
 	// Save replaces the ledger's snapshot atomically with what write
 	// writes (the snapshot is what LoadFacts reads).
 	Save func(write func(io.Writer) error) error
+	// Stored, when set, says for each point of lines (line protocol)
+	// whether InfluxDB holds a point at its series and time already: the
+	// journal's points it holds are not sent again. On an error, all are.
+	Stored func(ctx context.Context, lines []byte) ([]bool, error)
 }
 
 // checkpointEvery is how often the poller tries a checkpoint.
@@ -125,12 +131,57 @@ func (p *Poller) Recover(d Durability) (int, error) {
 	if len(records) == 0 {
 		p.journal.last = p.cfg.Now()
 	}
+	total, again := 0, 0
+	defer func() {
+		if total > 0 {
+			p.log.Info("the journal's points InfluxDB did not hold are sent again", zap.Int("points", total), zap.Int("sent_again", again))
+		}
+	}()
 	for _, r := range records {
-		if r.N > 0 && !p.cfg.Sink.Append([]byte(r.Lines), r.N, true) {
+		lines, n := []byte(r.Lines), r.N
+		total += n
+		if d.Stored != nil && n > 0 {
+			lines, n = p.unstored(d, lines, n)
+		}
+		again += n
+		if n > 0 && !p.cfg.Sink.Append(lines, n, true) {
 			return len(records), errors.New("annotate: the sink closed while the journal's points were handed to it again")
 		}
 	}
 	return len(records), nil
+}
+
+// unstored keeps the n points of lines that InfluxDB does not hold; all of
+// them when it cannot tell.
+func (p *Poller) unstored(d Durability, lines []byte, n int) ([]byte, int) {
+	var stored []bool
+	var err error
+	for try := range 3 { // InfluxDB may still be taking the last run's cut requests
+		ctx, cancel := context.WithTimeout(context.Background(), p.cfg.Timeout)
+		stored, err = d.Stored(ctx, lines)
+		cancel()
+		if err == nil {
+			break
+		}
+		time.Sleep(time.Duration(try+1) * 200 * time.Millisecond)
+	}
+	if err != nil || len(stored) != n {
+		p.log.Warn("could not tell which of the journal's points InfluxDB holds: all are sent again, with the same values", zap.Error(err))
+		return lines, n
+	}
+	parts := bytes.SplitAfter(lines, []byte("\n"))
+	if len(parts) != n+1 { // texts are collapsed to one line: a point per line
+		return lines, n
+	}
+	var out []byte
+	kept := 0
+	for i, line := range parts[:n] {
+		if !stored[i] {
+			out = append(out, line...)
+			kept++
+		}
+	}
+	return out, kept
 }
 
 func parseRecord(line []byte) (journalRecord, bool) {

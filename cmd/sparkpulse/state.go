@@ -2,17 +2,21 @@ package main
 
 import (
 	"bufio"
+	"context"
 	"errors"
 	"fmt"
 	"io"
 	"os"
 	"path/filepath"
+	"strings"
 	"time"
 
+	"github.com/influxdata/line-protocol/v2/lineprotocol"
 	"go.uber.org/zap"
 
 	"github.com/sparkpulse/sparkpulse/annotate"
 	"github.com/sparkpulse/sparkpulse/delta"
+	"github.com/sparkpulse/sparkpulse/influx"
 	"github.com/sparkpulse/sparkpulse/relay"
 )
 
@@ -159,6 +163,7 @@ func (p *pipeline) loadFacts() error {
 	n, err := p.annotator.Recover(annotate.Durability{
 		Journal: filepath.Join(dir, journalFile),
 		Save:    func(write func(io.Writer) error) error { return writeState(dir, factsFile, write) },
+		Stored:  p.storedPoints,
 	})
 	if n > 0 {
 		p.log.Info("the last run stopped without a checkpoint: its last annotation facts are sent again, with the same values",
@@ -184,4 +189,50 @@ func (p *pipeline) saveFacts(delivered bool) error {
 		return err
 	}
 	return nil
+}
+
+// storedPoints says, for each point of lines, whether the annotations'
+// database holds a point at its series and time: one InfluxQL select per
+// point, for the few a crash left in the journal.
+func (p *pipeline) storedPoints(ctx context.Context, lines []byte) ([]bool, error) {
+	db, _, _ := strings.Cut(p.plan.Annotate.Target.Bucket, "/")
+	var out []bool
+	dec := lineprotocol.NewDecoderWithBytes(lines)
+	for dec.Next() {
+		m, err := dec.Measurement()
+		if err != nil {
+			return nil, err
+		}
+		where := ""
+		for {
+			k, v, err := dec.NextTag()
+			if err != nil {
+				return nil, err
+			}
+			if k == nil {
+				break
+			}
+			where += influx.QuoteIdent(string(k)) + " = " + influx.QuoteString(string(v)) + " AND "
+		}
+		for {
+			k, _, err := dec.NextField()
+			if err != nil {
+				return nil, err
+			}
+			if k == nil {
+				break
+			}
+		}
+		ts, err := dec.Time(lineprotocol.Nanosecond, time.Time{})
+		if err != nil {
+			return nil, err
+		}
+		series, err := influx.Query(ctx, p.plan.Influx, db, fmt.Sprintf("SELECT * FROM %s WHERE %stime = %d LIMIT 1",
+			influx.QuoteIdent(string(m)), where, ts.UnixNano()))
+		if err != nil {
+			return nil, err
+		}
+		out = append(out, len(series) > 0)
+	}
+	return out, nil
 }
