@@ -3,6 +3,7 @@ package annotate
 import (
 	"cmp"
 	"context"
+	"errors"
 	"fmt"
 	"maps"
 	"math"
@@ -81,7 +82,13 @@ func (p *Poller) account(ctx context.Context, st *appState, now time.Time) {
 			st.streamErr, st.accounted = why, true
 			return
 		}
-		totals, err := p.cfg.Stream.Totals(ctx, cmp.Or(st.metricsKey, st.key.app), time.UnixMilli(st.key.start).Add(-time.Minute), time.UnixMilli(st.end).Add(p.cfg.UsageDelay))
+		var totals map[string]ProcessTotals
+		var err error
+		if d, ok := p.cfg.Stream.(deliverer); ok && !d.Delivered(time.UnixMilli(st.end).Add(p.cfg.UsageDelay)) {
+			err = errNotDelivered
+		} else {
+			totals, err = p.cfg.Stream.Totals(ctx, cmp.Or(st.metricsKey, st.key.app), time.UnixMilli(st.key.start).Add(-time.Minute), time.UnixMilli(st.end).Add(p.cfg.UsageDelay))
+		}
 		if err != nil {
 			// Retried with backoff, from the poll interval up to 5 min,
 			// for StreamRetry: InfluxDB may be restarting.
@@ -107,6 +114,15 @@ func (p *Poller) account(ctx context.Context, st *appState, now time.Time) {
 		}
 	}
 }
+
+// deliverer is a Stream that can tell whether the metrics received up to
+// a time are all in InfluxDB: the accounting waits for them, as it waits
+// for a failing read.
+type deliverer interface {
+	Delivered(until time.Time) bool
+}
+
+var errNotDelivered = errors.New("the application's last reports are not in InfluxDB yet (the metrics writers have a backlog)")
 
 // usageRead is a read of the stream for a running application's estimate.
 type usageRead struct {

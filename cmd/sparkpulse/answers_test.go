@@ -100,25 +100,8 @@ state-dir = %q
   bind-address = %q
   database = "answers"
 `, t.TempDir(), srv.URL, admin, ui.URL, tcpAddr))
-	p := &proc{t: t, admin: fmt.Sprintf("127.0.0.1:%d", admin), logs: &lockedBuffer{}}
-	p.cmd = exec.Command(bin, "run", "--config", conf)
-	p.cmd.Stderr = p.logs
-	if err := p.cmd.Start(); err != nil {
-		t.Fatal(err)
-	}
+	p := startBinary(t, bin, conf, admin)
 	defer p.cmd.Process.Kill()
-	deadline := time.Now().Add(30 * time.Second)
-	for tick := time.NewTicker(20 * time.Millisecond); ; <-tick.C { // another process: its readiness is polled
-		if resp, err := http.Get("http://" + p.admin + "/readyz"); err == nil {
-			resp.Body.Close()
-			if resp.StatusCode == 200 {
-				break
-			}
-		}
-		if time.Now().After(deadline) {
-			t.Fatalf("sparkpulse did not start:\n%s", p.logs.String())
-		}
-	}
 	baseRSS := p.status("VmRSS")
 
 	// Each application reports: the genuine one as Spark does, the three
@@ -187,5 +170,29 @@ state-dir = %q
 	}
 	if res := srv.Query(t, "answers", fmt.Sprintf(`SELECT count("status") FROM "spark_app" WHERE "applicationid" = '%s'`, genuine)); len(res) == 0 {
 		t.Error("no annotation of the genuine application")
+	}
+}
+
+// startBinary runs sparkpulse with conf and waits until it is ready.
+func startBinary(t *testing.T, bin, conf string, admin int) *proc {
+	t.Helper()
+	p := &proc{t: t, admin: fmt.Sprintf("127.0.0.1:%d", admin), logs: &lockedBuffer{}}
+	p.cmd = exec.Command(bin, "run", "--config", conf)
+	p.cmd.Stderr = p.logs
+	if err := p.cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	deadline := time.Now().Add(30 * time.Second)
+	for tick := time.NewTicker(20 * time.Millisecond); ; <-tick.C { // another process: its readiness is polled
+		if resp, err := http.Get("http://" + p.admin + "/readyz"); err == nil {
+			resp.Body.Close()
+			if resp.StatusCode == 200 {
+				return p
+			}
+		}
+		if time.Now().After(deadline) {
+			p.cmd.Process.Kill()
+			t.Fatalf("sparkpulse did not start:\n%s", p.logs.String())
+		}
 	}
 }

@@ -17,8 +17,8 @@ import (
 	"github.com/sparkpulse/sparkpulse/sparkui"
 )
 
-// The stream rows of the forged-numbers table, through sparkpulse into a
-// real InfluxDB while two simulated applications report: into the first,
+// The stream rows of the forged-numbers table, through the real binary
+// into a real InfluxDB while two simulated applications report: into the first,
 // one forged task-CPU line, one forged run-time line near 2^63 and one
 // forged resident-memory gauge of 60 GiB for an executor Spark lists;
 // into the second, six lines dated 2037 and values no counter has. The
@@ -26,6 +26,13 @@ import (
 // aside is said, and its reconciliation is above_spark; the second is
 // untouched: exact, as without them.
 func TestForgedNumbers(t *testing.T) {
+	if testing.Short() {
+		t.Skip("runs a real sparkpulse")
+	}
+	bin, err := binary()
+	if err != nil {
+		t.Fatal(err)
+	}
 	srv := influxtest.Start(t)
 	end := time.Now().Truncate(time.Second)
 	const rounds = 60
@@ -40,18 +47,29 @@ func TestForgedNumbers(t *testing.T) {
 		empty.ServeHTTP(w, r)
 	}))
 	defer ui.Close()
-	svc := startSparkpulse(t, srv, fmt.Sprintf(`
+	tcpPort, admin := influxtest.FreePort(t), influxtest.FreePort(t)
+	tcpAddr := fmt.Sprintf("127.0.0.1:%d", tcpPort)
+	conf := writeFile(t, "sparkpulse.toml", fmt.Sprintf(`
+[influxdb]
+  url = %q
+  create-database = true
+[admin]
+  bind-address = "127.0.0.1:%d"
+[internal]
+  enabled = false
 [annotate]
   urls = [%q]
-  interval = "1h"       # polled below
-  usage-delay = "1ms"   # the stream is flushed before the poll
+  interval = "1s"
+  usage-delay = "5s"   # the stream's last points are in by then
 [deltas]
   first-sample-grace = "0s"
 [[graphite]]
-  bind-address = "127.0.0.1:0"
+  bind-address = %q
   database = "spark"
-`, ui.URL))
-	c := simulate.NewCluster(simulate.Config{Addr: svc.addr(0), Apps: 2, Executors: 3, Period: 10 * time.Second, Seed: 3, Confirm: true}, start)
+`, srv.URL, admin, ui.URL, tcpAddr))
+	p := startBinary(t, bin, conf, admin)
+	defer p.cmd.Process.Kill()
+	c := simulate.NewCluster(simulate.Config{Addr: tcpAddr, Apps: 2, Executors: 3, Period: 10 * time.Second, Seed: 3, Confirm: true}, start)
 	cluster.Store(c)
 	victim, other := simulate.AppID(start, 1), simulate.AppID(start, 2)
 	ctx := context.Background()
@@ -70,18 +88,25 @@ func TestForgedNumbers(t *testing.T) {
 	}
 	fmt.Fprintf(&forged, "%s.1.executor.runTime.count 1e300 %d\n", other, forgedAt)
 	fmt.Fprintf(&forged, "%s.1.executor.cpuTime.count -4 %d\n", other, forgedAt)
-	sendTCP(t, svc.addr(0), forged.String())
+	sendTCP(t, tcpAddr, forged.String())
 	if _, err := c.Replay(ctx, start.Add(rounds/2*10*time.Second), rounds/2); err != nil {
 		t.Fatal(err)
 	}
 	c.End(end)
-	svc.flush()
-	svc.annotator.PollOnce(ctx)
-	svc.flush()
-
-	st := svc.blocks[0].relay.Stats()
-	if f, n := st.Dropped[relayReason(t, "future")].Load(), st.Dropped[relayReason(t, "not_counter")].Load(); f != 6 || n != 2 {
-		t.Errorf("dropped %d future, %d not_counter; want 6 and 2", f, n)
+	// Both applications reconciled: the accounting has run.
+	deadline := time.Now().Add(60 * time.Second)
+	for tick := time.NewTicker(200 * time.Millisecond); ; <-tick.C {
+		if res := srv.Query(t, "spark", `SELECT count("verdict") FROM "spark_reconcile" GROUP BY "applicationid"`); len(res) == 2 {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("the applications were not reconciled within 60 s:\n%s", p.logs.String())
+		}
+	}
+	m := p.metrics()
+	listener := "tcp://" + tcpAddr
+	if f, n := m[`sparkpulse_lines_dropped_total{listener="`+listener+`",reason="future"}`], m[`sparkpulse_lines_dropped_total{listener="`+listener+`",reason="not_counter"}`]; f != 6 || n != 2 {
+		t.Errorf("dropped %v future, %v not_counter; want 6 and 2", f, n)
 	}
 	row := func(q string) map[string]any {
 		series := srv.Query(t, "spark", q)
@@ -146,4 +171,91 @@ func relayReason(t *testing.T, label string) relay.Reason {
 	}
 	t.Fatalf("no drop reason %q", label)
 	return 0
+}
+
+// InfluxDB down when an application's accounting is due, through the real
+// binary: the read is retried, and once InfluxDB is back and the metrics'
+// backlog delivered, the application is accounted once, from the whole
+// stream (exact), not given up on as no_stream after a few seconds.
+func TestAccountingAcrossInfluxDBRestart(t *testing.T) {
+	if testing.Short() {
+		t.Skip("runs a real sparkpulse")
+	}
+	bin, err := binary()
+	if err != nil {
+		t.Fatal(err)
+	}
+	srv := influxtest.Start(t)
+	end := time.Now().Truncate(time.Second)
+	const rounds = 30
+	start := end.Add(-rounds * 10 * time.Second)
+	var cluster atomic.Pointer[simulate.Cluster]
+	empty := sparkui.NewServer(sparkui.HistoryServer, &sparkui.Model{})
+	ui := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if c := cluster.Load(); c != nil {
+			c.UI.ServeHTTP(w, r)
+			return
+		}
+		empty.ServeHTTP(w, r)
+	}))
+	defer ui.Close()
+	tcpPort, admin := influxtest.FreePort(t), influxtest.FreePort(t)
+	tcpAddr := fmt.Sprintf("127.0.0.1:%d", tcpPort)
+	conf := writeFile(t, "sparkpulse.toml", fmt.Sprintf(`
+state-dir = %q
+[influxdb]
+  url = %q
+  create-database = true
+[admin]
+  bind-address = "127.0.0.1:%d"
+[internal]
+  enabled = false
+[annotate]
+  urls = [%q]
+  interval = "1s"
+  usage-delay = "3s"
+[deltas]
+  first-sample-grace = "0s"
+[[graphite]]
+  bind-address = %q
+  database = "spark"
+`, t.TempDir(), srv.URL, admin, ui.URL, tcpAddr))
+	p := startBinary(t, bin, conf, admin)
+	defer p.cmd.Process.Kill()
+	c := simulate.NewCluster(simulate.Config{Addr: tcpAddr, Apps: 1, Executors: 2, Period: 10 * time.Second, Seed: 4, Confirm: true}, start)
+	cluster.Store(c)
+	app := simulate.AppID(start, 1)
+	if _, err := c.Replay(context.Background(), start, rounds); err != nil {
+		t.Fatal(err)
+	}
+	c.End(end)
+	// InfluxDB goes once some of the stream is in, the rest maybe not:
+	// the accounting waits for the writers' backlog too.
+	waitFor(t, p, "some of the stream delivered", func(m map[string]float64) bool {
+		return m[`sparkpulse_influxdb_points_written_total{listener="tcp://`+tcpAddr+`"}`] > 0
+	})
+	srv.Kill()
+	deadline := time.Now().Add(30 * time.Second)
+	for tick := time.NewTicker(100 * time.Millisecond); !strings.Contains(p.logs.String(), "metrics stream not read for an application's accounting"); <-tick.C {
+		if time.Now().After(deadline) {
+			t.Fatalf("the accounting's read did not fail while InfluxDB was down:\n%s", p.logs.String())
+		}
+	}
+	srv.Restart(t)
+	deadline = time.Now().Add(60 * time.Second)
+	for tick := time.NewTicker(200 * time.Millisecond); ; <-tick.C {
+		if res := srv.Query(t, "spark", `SELECT "verdict", "text" FROM "spark_reconcile"`); len(res) == 1 {
+			// From the whole stream, once InfluxDB was back and the backlog in.
+			if v := res[0].Values; len(v) != 1 || v[0][1] != "exact" {
+				t.Errorf("reconciliation %v, want one, exact", v)
+			}
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("not reconciled within 60 s of InfluxDB's return:\n%s", p.logs.String())
+		}
+	}
+	if res := srv.Query(t, "spark", fmt.Sprintf(`SELECT "cpu_from" FROM "spark_app_usage" WHERE "fact" = 'end' AND "applicationid" = '%s'`, app)); len(res) != 1 || len(res[0].Values) != 1 || res[0].Values[0][1] == nil {
+		t.Errorf("usage %v, want one end fact with the stream's CPU", res)
+	}
 }

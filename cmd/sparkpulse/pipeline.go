@@ -283,7 +283,7 @@ func (p *pipeline) openAnnotator() error {
 	}
 	pc := a.Poller
 	pc.Sink, pc.Log = p.annWriter, p.log.With(zap.String("component", "annotate"))
-	pc.Stream = newStream(p.plan)
+	pc.Stream = newStream(p.plan, p.blockWriters)
 	if p.annotator, err = annotate.New(pc); err != nil {
 		return fmt.Errorf("[annotate]: %w", err)
 	}
@@ -461,6 +461,16 @@ func (p *pipeline) shutdown(ctx context.Context) error {
 			zap.Uint64("lines", st.Lines.Load()), zap.Uint64("points", st.Points.Load()))
 	}
 	return errors.Join(append(errs, stateErr)...)
+}
+
+// blockWriters are the [[graphite]] blocks' writers, once the blocks are
+// open.
+func (p *pipeline) blockWriters() []*influx.Writer {
+	var ws []*influx.Writer
+	for _, b := range p.blocks {
+		ws = append(ws, b.writer)
+	}
+	return ws
 }
 
 // annWriterIndex is the annotation writer's place in writers(), -1 if none.

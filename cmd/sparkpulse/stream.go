@@ -15,14 +15,15 @@ import (
 // annotator's accounting: the databases of the [[graphite]] blocks, where
 // the metrics went.
 type influxStream struct {
-	cfg influx.Config
-	dbs []string
+	cfg     influx.Config
+	dbs     []string
+	writers func() []*influx.Writer // the blocks' writers, for Delivered
 }
 
 // newStream is the stream of plan's [[graphite]] blocks, or nil (no
 // accounting from the stream) without one.
-func newStream(plan *Plan) annotate.Stream {
-	s := &influxStream{cfg: plan.Influx}
+func newStream(plan *Plan, writers func() []*influx.Writer) annotate.Stream {
+	s := &influxStream{cfg: plan.Influx, writers: writers}
 	for _, l := range plan.Listeners {
 		db, _, _ := strings.Cut(l.Target.Bucket, "/")
 		if !slices.Contains(s.dbs, db) {
@@ -33,6 +34,17 @@ func newStream(plan *Plan) annotate.Stream {
 		return nil
 	}
 	return s
+}
+
+// Delivered reports whether every point the blocks received before until
+// is in InfluxDB: after an outage, the backlog goes first.
+func (s *influxStream) Delivered(until time.Time) bool {
+	for _, w := range s.writers() {
+		if st := w.Stats(); st.QueuedBatches > 0 && time.Now().Add(-st.OldestQueuedAge).Before(until) {
+			return false
+		}
+	}
+	return true
 }
 
 // Totals runs two InfluxQL statements per database: the sums of the
