@@ -196,3 +196,21 @@ func startBinary(t *testing.T, bin, conf string, admin int) *proc {
 		}
 	}
 }
+
+// lateHistoryServer is a simulated History Server for a cluster made once
+// sparkpulse's address is known: until it is stored, one with no
+// applications (the annotator's first poll may come first).
+func lateHistoryServer(t *testing.T) (*httptest.Server, *atomic.Pointer[simulate.Cluster]) {
+	t.Helper()
+	var cluster atomic.Pointer[simulate.Cluster]
+	empty := sparkui.NewServer(sparkui.HistoryServer, &sparkui.Model{})
+	ui := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if c := cluster.Load(); c != nil {
+			c.UI.ServeHTTP(w, r)
+			return
+		}
+		empty.ServeHTTP(w, r)
+	}))
+	t.Cleanup(ui.Close)
+	return ui, &cluster
+}

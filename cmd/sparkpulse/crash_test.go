@@ -138,27 +138,8 @@ state-dir = %q
 `, stateDir, influx.URL, admin, ui.URL))
 
 	run := func() (*exec.Cmd, *lockedBuffer) {
-		logs := &lockedBuffer{}
-		cmd := exec.Command(bin, "run", "--config", conf)
-		cmd.Stderr = logs
-		if err := cmd.Start(); err != nil {
-			t.Fatal(err)
-		}
-		p := &proc{t: t, cmd: cmd, admin: fmt.Sprintf("127.0.0.1:%d", admin), logs: logs}
-		deadline := time.Now().Add(30 * time.Second)
-		for tick := time.NewTicker(20 * time.Millisecond); ; <-tick.C { // another process: its readiness is polled
-			if resp, err := http.Get("http://" + p.admin + "/readyz"); err == nil {
-				resp.Body.Close()
-				if resp.StatusCode == 200 {
-					break
-				}
-			}
-			if time.Now().After(deadline) {
-				cmd.Process.Kill()
-				t.Fatalf("sparkpulse did not start:\n%s", logs.String())
-			}
-		}
-		return cmd, logs
+		p := startBinary(t, bin, conf, admin)
+		return p.cmd, p.logs
 	}
 
 	rng := rand.New(rand.NewPCG(7, 7))

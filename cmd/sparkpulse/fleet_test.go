@@ -5,11 +5,9 @@ import (
 	"encoding/json"
 	"fmt"
 	"math"
-	"net/http"
 	"net/http/httptest"
 	"slices"
 	"strings"
-	"sync/atomic"
 	"testing"
 	"time"
 
@@ -34,19 +32,7 @@ func TestFleetRealInfluxDB(t *testing.T) {
 	end := time.Now().Truncate(time.Second)
 	const rounds = 60
 	start := end.Add(-rounds * 10 * time.Second)
-	// The simulated History Server, once the cluster (which needs
-	// sparkpulse's address) exists; before that, a History Server with no
-	// applications (the annotator's first poll may come first).
-	var cluster atomic.Pointer[simulate.Cluster]
-	empty := sparkui.NewServer(sparkui.HistoryServer, &sparkui.Model{})
-	ui := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		if c := cluster.Load(); c != nil {
-			c.UI.ServeHTTP(w, r)
-			return
-		}
-		empty.ServeHTTP(w, r)
-	}))
-	defer ui.Close()
+	ui, cluster := lateHistoryServer(t)
 	conf := fmt.Sprintf(`
 [annotate]
   urls = [%q]

@@ -3,10 +3,7 @@ package main
 import (
 	"context"
 	"fmt"
-	"net/http"
-	"net/http/httptest"
 	"strings"
-	"sync/atomic"
 	"testing"
 	"time"
 
@@ -37,16 +34,7 @@ func TestForgedNumbers(t *testing.T) {
 	end := time.Now().Truncate(time.Second)
 	const rounds = 60
 	start := end.Add(-rounds * 10 * time.Second)
-	var cluster atomic.Pointer[simulate.Cluster]
-	empty := sparkui.NewServer(sparkui.HistoryServer, &sparkui.Model{})
-	ui := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		if c := cluster.Load(); c != nil {
-			c.UI.ServeHTTP(w, r)
-			return
-		}
-		empty.ServeHTTP(w, r)
-	}))
-	defer ui.Close()
+	ui, cluster := lateHistoryServer(t)
 	tcpPort, admin := influxtest.FreePort(t), influxtest.FreePort(t)
 	tcpAddr := fmt.Sprintf("127.0.0.1:%d", tcpPort)
 	conf := writeFile(t, "sparkpulse.toml", fmt.Sprintf(`
@@ -189,16 +177,7 @@ func TestAccountingAcrossInfluxDBRestart(t *testing.T) {
 	end := time.Now().Truncate(time.Second)
 	const rounds = 30
 	start := end.Add(-rounds * 10 * time.Second)
-	var cluster atomic.Pointer[simulate.Cluster]
-	empty := sparkui.NewServer(sparkui.HistoryServer, &sparkui.Model{})
-	ui := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		if c := cluster.Load(); c != nil {
-			c.UI.ServeHTTP(w, r)
-			return
-		}
-		empty.ServeHTTP(w, r)
-	}))
-	defer ui.Close()
+	ui, cluster := lateHistoryServer(t)
 	tcpPort, admin := influxtest.FreePort(t), influxtest.FreePort(t)
 	tcpAddr := fmt.Sprintf("127.0.0.1:%d", tcpPort)
 	conf := writeFile(t, "sparkpulse.toml", fmt.Sprintf(`
