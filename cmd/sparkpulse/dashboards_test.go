@@ -34,55 +34,11 @@ func TestDashboardsOnRealData(t *testing.T) {
 	const rounds = 90
 	start := end.Add(-rounds * 10 * time.Second)
 
-	// The simulated REST API, behind a ResourceManager-style proxy: the
-	// {app_id} sources exist once metrics name the applications, and are
-	// first polled by PollOnce below, when the workload is complete.
-	var cluster atomic.Pointer[simulate.Cluster]
-	ui := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		c := cluster.Load()
-		rest, ok := strings.CutPrefix(r.URL.Path, "/proxy/")
-		_, rest, _ = strings.Cut(rest, "/")
-		if c == nil || !ok {
-			http.NotFound(w, r)
-			return
-		}
-		r.URL.Path = "/" + rest
-		c.UI.ServeHTTP(w, r)
-	}))
-	defer ui.Close()
-
 	// A field of another type makes InfluxDB refuse some points, so the
 	// health dashboard's refusal and error panels have data too.
 	srv.Exec(t, `CREATE DATABASE "spark"`)
 	writeLine(t, srv, "spark", fmt.Sprintf(`compilationTime.p98,applicationid=x value="conflict" %d`, start.UnixNano()))
-
-	svc := startSparkpulse(t, srv, fmt.Sprintf(`
-[annotate]
-  urls = ["%s/proxy/{app_id}", "http://127.0.0.1:1"]   # the second never answers: its errors are counted
-  interval = "1h"                                      # polled below, once the workload is in
-  usage-delay = "1ms"                                  # the accounting reads the stream at once: it is flushed
-[internal]
-  interval = "1h"
-[[graphite]]
-  bind-address = "127.0.0.1:0"
-  database = "spark"
-`, ui.URL))
-	c := simulate.NewCluster(simulate.Config{Addr: svc.addr(0), Apps: 2, Executors: 3, Period: 10 * time.Second, Seed: 7,
-		ExecutorLifetime: 4 * time.Minute}, start)
-	cluster.Store(c)
-	lines, err := c.Replay(context.Background(), start, rounds)
-	if err != nil {
-		t.Fatal(err)
-	}
-	c.End(end)
-	// An application id of Spark's form but too long for a URL: refused
-	// for {app_id}, so that the health dashboard's refusal panel has data.
-	sendTCP(t, svc.addr(0), fmt.Sprintf("application_1_%s.driver.jvm.heap.used 1 %d\n", strings.Repeat("9", 70), end.Unix()))
-	svc.flush()
-	svc.annotator.PollOnce(context.Background())
-	svc.reportInternal(time.Now())
-	svc.stop()
-	t.Logf("replayed %d lines from %d processes over %s", lines, c.Processes(), end.Sub(start))
+	dashboardWorkload(t, start, end, rounds, `database = "spark"`, func(conf string) *testService { return startSparkpulse(t, srv, conf) })
 
 	files, _ := filepath.Glob("../../grafana/dashboards/*.json")
 	if len(files) < 2 {
@@ -138,4 +94,54 @@ func checkDashboard(t *testing.T, srv *influxtest.Server, file string, from, to 
 			t.Errorf("%s: no data for any application: %s", r.Where, r.Text)
 		}
 	}
+}
+
+// dashboardWorkload runs the dashboards' workload through a sparkpulse
+// that startSvc starts from conf (its [[graphite]] block writes with
+// target, e.g. `database = "spark"`): two simulated applications report
+// for rounds periods up to end, their REST API behind a
+// ResourceManager-style proxy whose {app_id} sources exist once metrics
+// name the applications and are first polled once the workload is in.
+func dashboardWorkload(t *testing.T, start, end time.Time, rounds int, target string, startSvc func(conf string) *testService) {
+	t.Helper()
+	var cluster atomic.Pointer[simulate.Cluster]
+	ui := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		c := cluster.Load()
+		rest, ok := strings.CutPrefix(r.URL.Path, "/proxy/")
+		_, rest, _ = strings.Cut(rest, "/")
+		if c == nil || !ok {
+			http.NotFound(w, r)
+			return
+		}
+		r.URL.Path = "/" + rest
+		c.UI.ServeHTTP(w, r)
+	}))
+	defer ui.Close()
+	svc := startSvc(fmt.Sprintf(`
+[annotate]
+  urls = ["%s/proxy/{app_id}", "http://127.0.0.1:1"]   # the second never answers: its errors are counted
+  interval = "1h"                                      # polled below, once the workload is in
+  usage-delay = "1ms"                                  # the accounting reads the stream at once: it is flushed
+[internal]
+  interval = "1h"
+[[graphite]]
+  bind-address = "127.0.0.1:0"
+  %s
+`, ui.URL, target))
+	c := simulate.NewCluster(simulate.Config{Addr: svc.addr(0), Apps: 2, Executors: 3, Period: 10 * time.Second, Seed: 7,
+		ExecutorLifetime: 4 * time.Minute}, start)
+	cluster.Store(c)
+	lines, err := c.Replay(context.Background(), start, rounds)
+	if err != nil {
+		t.Fatal(err)
+	}
+	c.End(end)
+	// An application id of Spark's form but too long for a URL: refused
+	// for {app_id}, so that the health dashboard's refusal panel has data.
+	sendTCP(t, svc.addr(0), fmt.Sprintf("application_1_%s.driver.jvm.heap.used 1 %d\n", strings.Repeat("9", 70), end.Unix()))
+	svc.flush()
+	svc.annotator.PollOnce(context.Background())
+	svc.reportInternal(time.Now())
+	svc.stop()
+	t.Logf("replayed %d lines from %d processes over %s", lines, c.Processes(), end.Sub(start))
 }

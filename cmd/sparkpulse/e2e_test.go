@@ -33,15 +33,18 @@ type testService struct {
 // databases hold only what a test sends.
 func startSparkpulse(t *testing.T, srv *influxtest.Server, conf string) *testService {
 	t.Helper()
+	return startService(t, conf, flagOverrides{influxURL: srv.URL}, noEnv)
+}
+
+// startService starts sparkpulse in-process with conf and the flags o
+// (the config file, admin address and create-database are filled in).
+func startService(t *testing.T, conf string, o flagOverrides, getenv func(string) string) *testService {
+	t.Helper()
 	if !strings.Contains(conf, "[internal]") && !strings.Contains(conf, "[meta]") {
 		conf += "\n[internal]\n  enabled = false\n"
 	}
-	plan, err := loadPlan(&flagOverrides{
-		config:         writeFile(t, "sparkpulse.toml", conf),
-		influxURL:      srv.URL,
-		adminAddr:      "127.0.0.1:0",
-		createDatabase: true,
-	}, noEnv)
+	o.config, o.adminAddr, o.createDatabase = writeFile(t, "sparkpulse.toml", conf), "127.0.0.1:0", true
+	plan, err := loadPlan(&o, getenv)
 	if err != nil {
 		t.Fatal(err)
 	}

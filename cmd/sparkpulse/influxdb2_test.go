@@ -2,7 +2,6 @@ package main
 
 import (
 	"bytes"
-	"context"
 	"encoding/json"
 	"fmt"
 	"io"
@@ -18,8 +17,6 @@ import (
 	"testing"
 	"time"
 
-	"go.uber.org/zap/zaptest"
-
 	"github.com/sparkpulse/sparkpulse/grafana"
 	"github.com/sparkpulse/sparkpulse/grafana/grafanatest"
 	"github.com/sparkpulse/sparkpulse/influx/influxtest"
@@ -34,47 +31,13 @@ import (
 // and token (from SPARKPULSE_INFLUXDB_TOKEN, as a deployment sets it).
 func startSparkpulse2(t *testing.T, srv *influxtest.Server2, influxURL, conf string) *testService {
 	t.Helper()
-	if !strings.Contains(conf, "[internal]") && !strings.Contains(conf, "[meta]") {
-		conf += "\n[internal]\n  enabled = false\n"
-	}
 	getenv := func(k string) string {
 		if k == envToken {
 			return srv.Token
 		}
 		return ""
 	}
-	plan, err := loadPlan(&flagOverrides{
-		config:         writeFile(t, "sparkpulse.toml", conf),
-		influxURL:      influxURL,
-		influxOrg:      srv.Org,
-		adminAddr:      "127.0.0.1:0",
-		createDatabase: true,
-	}, getenv)
-	if err != nil {
-		t.Fatal(err)
-	}
-	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
-	defer cancel()
-	p, err := startPipeline(ctx, plan, zaptest.NewLogger(t))
-	if err != nil {
-		t.Fatal(err)
-	}
-	<-p.Ready()
-	ts := &testService{pipeline: p, t: t}
-	t.Cleanup(func() { ts.stop() })
-	return ts
-}
-
-// storedPoints2 counts the points of every measurement of bucket spark.
-func storedPoints2(t *testing.T, srv *influxtest.Server2) uint64 {
-	t.Helper()
-	var stored uint64
-	for _, s := range srv.Query(t, "spark", `SELECT count("value") FROM /.*/`) {
-		for _, row := range s.Values {
-			stored += uint64(toFloat(t, row[1]))
-		}
-	}
-	return stored
+	return startService(t, conf, flagOverrides{influxURL: influxURL, influxOrg: srv.Org}, getenv)
 }
 
 // TestOutagesLoseNothing against 2.x: Spark-shaped traffic streams into
@@ -83,68 +46,7 @@ func storedPoints2(t *testing.T, srv *influxtest.Server2) uint64 {
 // point sparkpulse accepted is in the bucket at the end, once.
 func TestOutagesLoseNothingInfluxDB2(t *testing.T) {
 	srv := influxtest.Start2(t)
-	port := influxtest.FreePort(t)
-	conf := fmt.Sprintf(`
-state-dir = %q
-[influxdb]
-  max-queue-bytes = 1048576   # 1 MiB in memory: outages spill to disk
-[[graphite]]
-  bind-address = "127.0.0.1:%d"
-  bucket = "spark"
-`, t.TempDir(), port)
-	svc := startSparkpulse2(t, srv, srv.URL, conf)
-
-	const rounds = 600
-	start := time.Now().Add(-rounds * 10 * time.Second).Truncate(time.Second)
-	cluster := simulate.NewCluster(simulate.Config{Addr: fmt.Sprintf("127.0.0.1:%d", port), Apps: 2, Executors: 3, Period: 10 * time.Second, Seed: 3}, start)
-	var accepted, refusedReports uint64
-	var peak int64
-	var spilled uint64
-	collect := func(s *testService) {
-		accepted += s.blocks[0].relay.Stats().Points.Load()
-		st := s.blocks[0].writer.Stats()
-		peak = max(peak, st.PeakBacklog)
-		spilled += st.DiskSpilled
-	}
-	pace := time.NewTicker(40 * time.Millisecond) // about 25 s of streaming
-	defer pace.Stop()
-	began := time.Now()
-	for r := range rounds {
-		switch r {
-		case 100, 400:
-			srv.Kill()
-			t.Logf("round %d: influxd 2.x killed", r)
-		case 220, 520:
-			srv.Restart(t)
-			t.Logf("round %d: influxd 2.x restarted", r)
-		case 460: // during the second outage: sparkpulse keeps its queue on disk
-			ctx, cancel := context.WithTimeout(context.Background(), 2*time.Second)
-			if err := svc.Shutdown(ctx); err != nil {
-				t.Fatalf("shutdown during the outage: %v", err)
-			}
-			cancel()
-			svc.stopped = true
-			collect(svc)
-			svc = startSparkpulse2(t, srv, srv.URL, conf)
-			t.Logf("round %d: sparkpulse restarted", r)
-		}
-		_, failed := cluster.SendRound(context.Background(), start.Add(time.Duration(r)*10*time.Second))
-		refusedReports += uint64(failed)
-		<-pace.C
-	}
-	svc.flush() // the last instance delivers its backlog, disk queue included
-	svc.stop()
-	collect(svc)
-
-	stored := storedPoints2(t, srv)
-	t.Logf("%s: %d points accepted, %d stored; %d reports refused while sparkpulse restarted; peak backlog %d bytes, %d batches spilled to disk",
-		time.Since(began).Round(time.Second), accepted, stored, refusedReports, peak, spilled)
-	if stored != accepted || accepted < 500_000 {
-		t.Errorf("InfluxDB 2.x stores %d points, sparkpulse accepted %d", stored, accepted)
-	}
-	if spilled == 0 || peak < 4<<20 {
-		t.Errorf("the outages never went to disk: peak backlog %d bytes, %d batches spilled", peak, spilled)
-	}
+	outagesLoseNothing(t, srv, `bucket = "spark"`, func(conf string) *testService { return startSparkpulse2(t, srv, srv.URL, conf) })
 }
 
 // TestDashboardsOnRealData against 2.x, compared with 1.8: the workload of
@@ -162,20 +64,6 @@ func TestDashboardsOnRealDataInfluxDB2(t *testing.T) {
 	const rounds = 90
 	start := end.Add(-rounds * 10 * time.Second)
 
-	var cluster atomic.Pointer[simulate.Cluster]
-	ui := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		c := cluster.Load()
-		rest, ok := strings.CutPrefix(r.URL.Path, "/proxy/")
-		_, rest, _ = strings.Cut(rest, "/")
-		if c == nil || !ok {
-			http.NotFound(w, r)
-			return
-		}
-		r.URL.Path = "/" + rest
-		c.UI.ServeHTTP(w, r)
-	}))
-	defer ui.Close()
-
 	tee := newWriteTee(t, srv1.URL, srv2.URL)
 	defer tee.Close()
 
@@ -185,32 +73,9 @@ func TestDashboardsOnRealDataInfluxDB2(t *testing.T) {
 	writeLine(t, srv1, "spark", conflict)
 	writeLine2(t, srv2, "spark", conflict)
 
-	svc := startSparkpulse2(t, srv2, tee.URL, fmt.Sprintf(`
-[annotate]
-  urls = ["%s/proxy/{app_id}", "http://127.0.0.1:1"]   # the second never answers: its errors are counted
-  interval = "1h"                                      # polled below, once the workload is in
-  usage-delay = "1ms"                                  # the accounting reads the stream at once: it is flushed
-[internal]
-  interval = "1h"
-[[graphite]]
-  bind-address = "127.0.0.1:0"
-  bucket = "spark"
-`, ui.URL))
-	c := simulate.NewCluster(simulate.Config{Addr: svc.addr(0), Apps: 2, Executors: 3, Period: 10 * time.Second, Seed: 7,
-		ExecutorLifetime: 4 * time.Minute}, start)
-	cluster.Store(c)
-	lines, err := c.Replay(context.Background(), start, rounds)
-	if err != nil {
-		t.Fatal(err)
-	}
-	c.End(end)
-	sendTCP(t, svc.addr(0), fmt.Sprintf("application_1_%s.driver.jvm.heap.used 1 %d\n", strings.Repeat("9", 70), end.Unix()))
-	svc.flush()
-	svc.annotator.PollOnce(context.Background())
-	svc.reportInternal(time.Now())
-	svc.stop()
+	dashboardWorkload(t, start, end, rounds, `bucket = "spark"`, func(conf string) *testService { return startSparkpulse2(t, srv2, tee.URL, conf) })
 	tee.Close()
-	t.Logf("replayed %d lines from %d processes over %s; %d write requests sent to both servers", lines, c.Processes(), end.Sub(start), tee.writes.Load())
+	t.Logf("%d write requests sent to both servers", tee.writes.Load())
 	if tee.writes.Load() == 0 {
 		t.Fatal("no write went through the proxy")
 	}

@@ -24,6 +24,35 @@ import (
 // refused at connect, as Spark then drops them too.
 func TestOutagesLoseNothing(t *testing.T) {
 	srv := influxtest.Start(t)
+	outagesLoseNothing(t, srv, `database = "spark"`, func(conf string) *testService { return startSparkpulse(t, srv, conf) })
+}
+
+// influxProcess is a real influxd, 1.8 or 2.x, that a test kills and
+// starts again.
+type influxProcess interface {
+	Kill()
+	Restart(tb testing.TB)
+	Query(tb testing.TB, db, q string) []influxtest.Series
+}
+
+// storedPoints counts the points of every measurement of database (or
+// bucket) spark.
+func storedPoints(t *testing.T, srv influxProcess) uint64 {
+	t.Helper()
+	var stored uint64
+	for _, s := range srv.Query(t, "spark", `SELECT count("value") FROM /.*/`) {
+		for _, row := range s.Values {
+			stored += uint64(toFloat(t, row[1]))
+		}
+	}
+	return stored
+}
+
+// outagesLoseNothing is TestOutagesLoseNothing against srv, to which
+// startSvc starts sparkpulse from a config whose [[graphite]] block
+// writes with target.
+func outagesLoseNothing(t *testing.T, srv influxProcess, target string, startSvc func(conf string) *testService) {
+	t.Helper()
 	port := influxtest.FreePort(t)
 	conf := fmt.Sprintf(`
 state-dir = %q
@@ -31,9 +60,9 @@ state-dir = %q
   max-queue-bytes = 1048576   # 1 MiB in memory: outages spill to disk
 [[graphite]]
   bind-address = "127.0.0.1:%d"
-  database = "spark"
-`, t.TempDir(), port)
-	svc := startSparkpulse(t, srv, conf)
+  %s
+`, t.TempDir(), port, target)
+	svc := startSvc(conf)
 
 	const rounds = 600
 	start := time.Now().Add(-rounds * 10 * time.Second).Truncate(time.Second)
@@ -66,7 +95,7 @@ state-dir = %q
 			cancel()
 			svc.stopped = true
 			collect(svc)
-			svc = startSparkpulse(t, srv, conf)
+			svc = startSvc(conf)
 			t.Logf("round %d: sparkpulse restarted", r)
 		}
 		_, failed := cluster.SendRound(context.Background(), start.Add(time.Duration(r)*10*time.Second))
@@ -77,12 +106,7 @@ state-dir = %q
 	svc.stop()
 	collect(svc)
 
-	var stored uint64
-	for _, s := range srv.Query(t, "spark", `SELECT count("value") FROM /.*/`) {
-		for _, row := range s.Values {
-			stored += uint64(toFloat(t, row[1]))
-		}
-	}
+	stored := storedPoints(t, srv)
 	t.Logf("%s: %d points accepted, %d stored; %d reports refused while sparkpulse restarted; peak backlog %d bytes, %d batches spilled to disk",
 		time.Since(began).Round(time.Second), accepted, stored, refusedReports, peak, spilled)
 	if stored != accepted || accepted < 500_000 {
@@ -186,12 +210,7 @@ func TestBackpressureHoldsConnectionsInTheKernel(t *testing.T) {
 	}
 	svc.stop()
 	encoded := svc.blocks[0].relay.Stats().Points.Load()
-	var stored uint64
-	for _, s := range srv.Query(t, "spark", `SELECT count("value") FROM /.*/`) {
-		for _, row := range s.Values {
-			stored += uint64(toFloat(t, row[1]))
-		}
-	}
+	stored := storedPoints(t, srv)
 	if stored != encoded || int(svc.blocks[0].relay.Stats().Lines.Load()) != sent {
 		t.Errorf("%d lines sent, %d read, %d points encoded, %d stored", sent, svc.blocks[0].relay.Stats().Lines.Load(), encoded, stored)
 	}

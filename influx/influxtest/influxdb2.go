@@ -19,7 +19,6 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
-	"strconv"
 	"strings"
 	"syscall"
 	"testing"
@@ -89,7 +88,7 @@ func Start2(tb testing.TB, opts ...Option2) *Server2 {
 	tb.Helper()
 	s, err := Launch2(tb.TempDir(), opts...)
 	if err != nil {
-		unavailable2(tb, err.Error())
+		unavailable(tb, err.Error(), InstallCommand2)
 	}
 	tb.Cleanup(func() {
 		s.Stop()
@@ -111,29 +110,7 @@ func Launch2(dir string, opts ...Option2) (*Server2, error) {
 	if err != nil {
 		return nil, err
 	}
-	// A free port can be taken by someone else before influxd binds it;
-	// then influxd exits at once and another port is tried.
-	var lastErr error
-	for try := range 3 {
-		sub := filepath.Join(dir, strconv.Itoa(try))
-		if err := os.MkdirAll(sub, 0o755); err != nil {
-			return nil, err
-		}
-		s, err := start2(sub, bin, o)
-		if err == nil {
-			return s, nil
-		}
-		lastErr = err
-	}
-	return nil, lastErr
-}
-
-func unavailable2(tb testing.TB, why string) {
-	tb.Helper()
-	if os.Getenv("CI") != "" {
-		tb.Fatalf("influxtest: %s (CI is set, so this fails instead of skipping; build it with %s)", why, InstallCommand2)
-	}
-	tb.Skipf("influxtest: %s; build it with: %s", why, InstallCommand2)
+	return launchRetrying(dir, func(sub string) (*Server2, error) { return start2(sub, bin, o) })
 }
 
 // Binary2Path is where scripts/influxd2.sh puts influxd 2.x:

@@ -86,7 +86,7 @@ func Start(tb testing.TB, opts ...Option) *Server {
 	tb.Helper()
 	s, err := Launch(tb.TempDir(), opts...)
 	if err != nil {
-		unavailable(tb, err.Error())
+		unavailable(tb, err.Error(), InstallCommand)
 	}
 	tb.Cleanup(func() {
 		s.Stop()
@@ -109,29 +109,35 @@ func Launch(dir string, opts ...Option) (*Server, error) {
 	if err != nil {
 		return nil, err
 	}
-	// A free port can be taken by someone else before influxd binds it;
-	// then influxd exits at once and another pair of ports is tried.
-	var lastErr error
-	for try := range 3 {
-		sub := filepath.Join(dir, strconv.Itoa(try))
-		if err := os.MkdirAll(sub, 0o755); err != nil {
-			return nil, err
-		}
-		s, err := start(sub, bin, o)
-		if err == nil {
-			return s, nil
-		}
-		lastErr = err
-	}
-	return nil, lastErr
+	return launchRetrying(dir, func(sub string) (*Server, error) { return start(sub, bin, o) })
 }
 
-func unavailable(tb testing.TB, why string) {
+// launchRetrying runs launch in dir/0, dir/1 and dir/2 until one
+// succeeds: a free port can be taken by someone else before influxd binds
+// it; then influxd exits at once and other ports are tried.
+func launchRetrying[S any](dir string, launch func(sub string) (S, error)) (S, error) {
+	var s S
+	var err error
+	for try := range 3 {
+		sub := filepath.Join(dir, strconv.Itoa(try))
+		if err = os.MkdirAll(sub, 0o755); err != nil {
+			return s, err
+		}
+		if s, err = launch(sub); err == nil {
+			return s, nil
+		}
+	}
+	return s, err
+}
+
+// unavailable skips the test, or fails it when CI is set, saying how to
+// get the server.
+func unavailable(tb testing.TB, why, how string) {
 	tb.Helper()
 	if os.Getenv("CI") != "" {
-		tb.Fatalf("influxtest: %s (CI is set, so this fails instead of skipping; install it with %s)", why, InstallCommand)
+		tb.Fatalf("influxtest: %s (CI is set, so this fails instead of skipping; get it with %s)", why, how)
 	}
-	tb.Skipf("influxtest: %s; install it with: %s", why, InstallCommand)
+	tb.Skipf("influxtest: %s; get it with: %s", why, how)
 }
 
 func findBinary() (string, error) {
