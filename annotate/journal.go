@@ -137,11 +137,14 @@ func (p *Poller) Recover(d Durability) (int, error) {
 			p.log.Info("the journal's points InfluxDB did not hold are sent again", zap.Int("points", total), zap.Int("sent_again", again))
 		}
 	}()
+	ask := d.Stored != nil
 	for _, r := range records {
 		lines, n := []byte(r.Lines), r.N
 		total += n
-		if d.Stored != nil && n > 0 {
-			lines, n = p.unstored(d, lines, n)
+		if ask && n > 0 {
+			// InfluxDB not answering for one record is not asked for the
+			// rest: a start must not wait on it record after record.
+			lines, n, ask = p.unstored(d, lines, n)
 		}
 		again += n
 		if n > 0 && !p.cfg.Sink.Append(lines, n, true) {
@@ -152,26 +155,28 @@ func (p *Poller) Recover(d Durability) (int, error) {
 }
 
 // unstored keeps the n points of lines that InfluxDB does not hold; all of
-// them when it cannot tell.
-func (p *Poller) unstored(d Durability, lines []byte, n int) ([]byte, int) {
+// them when it cannot tell, and then false.
+func (p *Poller) unstored(d Durability, lines []byte, n int) ([]byte, int, bool) {
 	var stored []bool
 	var err error
 	for try := range 3 { // InfluxDB may still be taking the last run's cut requests
+		if try > 0 {
+			time.Sleep(time.Duration(try) * 200 * time.Millisecond)
+		}
 		ctx, cancel := context.WithTimeout(context.Background(), p.cfg.Timeout)
 		stored, err = d.Stored(ctx, lines)
 		cancel()
 		if err == nil {
 			break
 		}
-		time.Sleep(time.Duration(try+1) * 200 * time.Millisecond)
 	}
 	if err != nil || len(stored) != n {
 		p.log.Warn("could not tell which of the journal's points InfluxDB holds: all are sent again, with the same values", zap.Error(err))
-		return lines, n
+		return lines, n, false
 	}
 	parts := bytes.SplitAfter(lines, []byte("\n"))
 	if len(parts) != n+1 { // texts are collapsed to one line: a point per line
-		return lines, n
+		return lines, n, true
 	}
 	var out []byte
 	kept := 0
@@ -181,7 +186,7 @@ func (p *Poller) unstored(d Durability, lines []byte, n int) ([]byte, int) {
 			kept++
 		}
 	}
-	return out, kept
+	return out, kept, true
 }
 
 func parseRecord(line []byte) (journalRecord, bool) {

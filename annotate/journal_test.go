@@ -140,3 +140,38 @@ func pointText(p point) string {
 }
 
 func fmtAny(v any) string { return fmt.Sprintf("%v", v) }
+
+// When InfluxDB cannot say which of the journal's points it holds, they
+// are all sent again, and it is not asked record after record: a start
+// does not wait on it for each.
+func TestJournalInfluxDBDownAtStart(t *testing.T) {
+	dir := t.TempDir()
+	s := newScript(sparkui.LiveUI)
+	base := serve(t, s.srv)
+	first := newMemSink()
+	p1, _ := restart(t, dir, Config{Sources: []string{base}, Sink: first, Now: s.clk.Now})
+	p1.PollOnce(context.Background())
+	s.step2()
+	p1.PollOnce(context.Background())
+	p1.CloseJournal() // killed: no checkpoint
+
+	asked := 0
+	d := durability(dir)
+	d.Stored = func(context.Context, []byte) ([]bool, error) {
+		asked++
+		return nil, fmt.Errorf("influx: connection refused")
+	}
+	second := newMemSink()
+	p2 := newPoller(t, Config{Sources: []string{base}, Sink: second, Now: s.clk.Now})
+	n, err := p2.Recover(d)
+	t.Cleanup(func() { p2.CloseJournal() })
+	if err != nil || n < 2 {
+		t.Fatalf("recovered %d records: %v", n, err)
+	}
+	if asked != 3 {
+		t.Errorf("InfluxDB asked %d times for %d records, want 3 tries for the first only", asked, n)
+	}
+	if second.count() != first.count() {
+		t.Errorf("%d points sent again, the first run wrote %d", second.count(), first.count())
+	}
+}
