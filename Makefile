@@ -1,14 +1,34 @@
 # The two commands a newcomer needs: `make run` and `make test` (see README).
 GO      ?= go
 BIN     := bin/sparkpulse
-VERSION ?= $(shell git describe --tags --always --dirty 2>/dev/null || echo dev)
+# The version every build reports (scripts/release.sh): X.Y.Z on a commit
+# tagged vX.Y.Z, which must match the VERSION file; elsewhere VERSION's
+# X.Y.Z-dev+<short commit>, with .dirty when files changed.
+VERSION  := $(shell scripts/release.sh version)
+REVISION := $(shell scripts/release.sh revision)
+ifeq ($(VERSION),)
+$(error no version: see the message of scripts/release.sh version above)
+endif
+export GO
 
-.PHONY: all build run test check check-deploy fuzz bench bench-load deps clean
+.PHONY: all build run test check check-deploy fuzz bench bench-load deps clean release release-check
 
 all: build
 
 build:
-	$(GO) build -ldflags "-X main.version=$(VERSION)" -o $(BIN) ./cmd/sparkpulse
+	$(GO) build -ldflags "-X main.version=$(VERSION) -X main.revision=$(REVISION)" -o $(BIN) ./cmd/sparkpulse
+
+# Static binaries for linux/amd64, linux/arm64 and darwin/arm64 in dist/:
+# sparkpulse-<version>-<os>-<arch>.tar.gz (the binary, LICENSE, NOTICE,
+# README.md, CHANGELOG.md) and SHA256SUMS.
+release:
+	scripts/release.sh build
+
+# release, then: SHA256SUMS verified, each archive's files, each binary's
+# platform (go version -m and its ELF or Mach-O header), and the host's
+# binary's `version` output.
+release-check:
+	scripts/release.sh check
 
 deps:
 	scripts/deps.sh --test
@@ -22,8 +42,8 @@ run: build
 # Everything CI runs: formatting, vet, all tests with the race detector
 # (integration tests start real influxd 1.8.10 and 2.7.12 servers, real
 # Spark and Spark's real GraphiteReporter),
-# the container artefacts, then short fuzz runs.
-test: deps check check-deploy fuzz
+# the container artefacts, the release archives, then short fuzz runs.
+test: deps check check-deploy release-check fuzz
 
 check:
 	@unformatted=$$(gofmt -l $$(git ls-files '*.go' 2>/dev/null || find . -name '*.go')); \
@@ -49,7 +69,7 @@ fuzz:
 bench:
 	$(GO) test -run='^$$' -bench=. -benchmem ./...
 
-# The load harness behind the README's Performance section: sparkpulse
+# The load harness behind docs/performance.md: sparkpulse
 # against a bare loader and InfluxDB's own graphite listener, into a real
 # influxd, then UDP and a 10-minute soak (about 20 minutes in all).
 bench-load:
@@ -57,4 +77,4 @@ bench-load:
 	$(GO) run ./bench $(BENCHFLAGS)
 
 clean:
-	rm -rf bin .run
+	rm -rf bin .run dist

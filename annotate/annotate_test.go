@@ -558,7 +558,7 @@ func executorRow(p point) string {
 // each; and the sizing advice, once.
 func TestExecutorLifecycle(t *testing.T) {
 	s := newScript(sparkui.LiveUI)
-	const oom = "Container killed by YARN for exceeding physical memory limits. 5.5 GB of 5.5 GB physical memory used.\nConsider boosting spark.executor.memoryOverhead."
+	const oom = "Container killed by YARN for exceeding physical memory limits. 1.4 GB of 1.4 GB physical memory used.\nConsider boosting spark.executor.memoryOverhead."
 	s.srv.Update(func(m *sparkui.Model) {
 		a := m.Apps[0].Attempts[0]
 		a.Executors = []*sparkui.Executor{
@@ -601,7 +601,7 @@ func TestExecutorLifecycle(t *testing.T) {
 	if !readsExecutors() {
 		t.Error("poll 4: executors not read")
 	}
-	reason := "Container killed by YARN for exceeding physical memory limits. 5.5 GB of 5.5 GB physical memory used."
+	reason := "Container killed by YARN for exceeding physical memory limits. 1.4 GB of 1.4 GB physical memory used."
 	equalLines(t, "poll 4", slices.Concat(sink.stored(MeasurementExecutor, executorRow), sink.stored(MeasurementExecutorRemoval, executorRow))[3:], []string{
 		fmt.Sprintf(`%d spark_executor 2 process=2 on node-2 REMOVED end=%d dur=32000 cores=4 reason=%q heap=2900000000 python=2400000000`, nsAt(60, 0), ms(at(35)), reason),
 		fmt.Sprintf(`%d spark_executor_removal 2 process= on node-2 REMOVED end=%d dur=32000 cores=<nil> reason=%q heap=<nil> python=<nil>`, nsAt(35, 3), ms(at(35)), reason),

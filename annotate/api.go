@@ -24,7 +24,8 @@ type appStateKey struct{}
 
 // executorSizing is what package sizing needs of an executor.
 func executorSizing(x *sparkapi.Executor) sizing.Executor {
-	return sizing.Executor{ID: x.ID, Peaks: x.PeakMemoryMetrics, TaskTimeMs: x.TotalDuration, GCTimeMs: x.TotalGCTime, RemoveReason: x.RemoveReason}
+	return sizing.Executor{ID: x.ID, Peaks: x.PeakMemoryMetrics, TaskTimeMs: x.TotalDuration, GCTimeMs: x.TotalGCTime, RemoveReason: x.RemoveReason,
+		Cores: x.TotalCores} // the executor's own: spark.executor.cores may be unset (standalone takes all a worker has)
 }
 
 // optMS is an optional date in epoch ms, 0 when absent.

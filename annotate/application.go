@@ -3,12 +3,9 @@ package annotate
 import (
 	"cmp"
 	"context"
-	"errors"
-	"fmt"
 	"net/url"
 	"slices"
 	"strconv"
-	"strings"
 	"time"
 
 	"github.com/sparkpulse/sparkpulse/sizing"
@@ -16,7 +13,7 @@ import (
 )
 
 // Application is what Spark's REST API says of one application attempt's
-// executors and settings, for sizing.
+// executors and settings, as Assess read it.
 type Application struct {
 	ID, Name, AttemptID string
 	Source              string            // the base URL that answered
@@ -28,65 +25,6 @@ type Application struct {
 	Start, End time.Time // the attempt's run; End is zero while it runs
 }
 
-// ReadApplication asks the sources of cfg, in order, for application
-// appID and returns the first answer: its newest attempt's Spark
-// properties and executors. Templates are filled with appID. Only the
-// sources, timeout, auth and transport of cfg are used.
-func ReadApplication(ctx context.Context, cfg Config, appID string) (Application, error) {
-	cfg = cfg.WithDefaults()
-	p := &Poller{cfg: cfg, client: newHTTPClient(cfg.Transport)}
-	var errs []error
-	for _, s := range cfg.Sources {
-		if err := CheckSource(s); err != nil {
-			return Application{}, fmt.Errorf("source %q: %w", s, err)
-		}
-		base := strings.TrimRight(strings.ReplaceAll(s, "{app_id}", url.PathEscape(appID)), "/")
-		app, err := p.readApplication(ctx, base, appID)
-		if err == nil {
-			return app, nil
-		}
-		errs = append(errs, err)
-	}
-	if len(errs) == 0 {
-		return Application{}, errors.New("annotate: no Spark REST source")
-	}
-	return Application{}, fmt.Errorf("application %s: %w", appID, errors.Join(errs...))
-}
-
-func (p *Poller) readApplication(ctx context.Context, base, appID string) (Application, error) {
-	var app sparkapi.Application
-	root := base + "/api/v1/applications/" + url.PathEscape(appID)
-	if err := p.get(ctx, root, &app); err != nil {
-		return Application{}, err
-	}
-	if len(app.Attempts) == 0 {
-		return Application{}, fmt.Errorf("%s: no attempts", root)
-	}
-	att := app.Attempts[0] // Spark lists the newest first
-	out := Application{ID: app.ID, Name: app.Name, AttemptID: att.AttemptID, Source: base}
-	if att.AttemptID != "" {
-		root += "/" + url.PathEscape(att.AttemptID)
-	}
-	var env sparkapi.Environment
-	if err := p.get(ctx, root+"/environment", &env); err != nil {
-		return Application{}, err
-	}
-	out.Properties = env.Properties()
-	out.MetricsKey = metricsKey(app.ID, out.Properties)
-	out.Start = time.UnixMilli(att.StartMs())
-	if att.Completed && att.EndMs() > 0 {
-		out.End = time.UnixMilli(att.EndMs())
-	}
-	var execs []sparkapi.Executor
-	if err := p.get(ctx, root+"/allexecutors", &execs); err != nil {
-		return Application{}, err
-	}
-	for _, x := range execs {
-		out.Executors = append(out.Executors, executorSizing(&x))
-	}
-	return out, nil
-}
-
 // StageRead is a stage attempt as ReadStages reads it, with its details
 // when they were read.
 type StageRead struct {
@@ -96,8 +34,7 @@ type StageRead struct {
 	Failed  []sparkapi.TaskData
 }
 
-// ReadStages reads the stage attempts of app (as ReadApplication found
-// it) and the details of the top slowest that ended and of every one with
+// ReadStages reads the stage attempts of app (as Assess found it) and the details of the top slowest that ended and of every one with
 // failed tasks: at most 3 requests each, FailedTasksPerStage failed tasks.
 func ReadStages(ctx context.Context, cfg Config, app Application, top int) ([]StageRead, error) {
 	cfg = cfg.WithDefaults()

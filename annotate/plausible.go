@@ -163,14 +163,16 @@ type memoryBounds struct {
 }
 
 func boundsOf(props map[string]string) memoryBounds {
-	s, sErr := sizing.FromProperties(props)
-	r, rErr := sizing.ResourcesFromProperties(props)
-	if sErr != nil || rErr != nil {
+	s, r, err := settingsOf(props)
+	if err != nil {
 		return memoryBounds{}
 	}
 	b := memoryBounds{s.Heap, s.Container(), r.DriverHeap, r.DriverContainer()}
 	if master := props["spark.master"]; !strings.HasPrefix(master, "yarn") && !strings.HasPrefix(master, "k8s://") {
 		b.container, b.driverContainer = 0, 0 // no cluster manager holds the process to it
+	}
+	if !r.ClusterMode {
+		b.driverContainer = 0 // client mode: the driver runs outside the cluster, in no container
 	}
 	return b
 }
@@ -196,29 +198,4 @@ func (b memoryBounds) check(id, g string, v float64, spark int64) string {
 		return fmt.Sprintf("%s peak %s > %s it could hold", g, sizing.Bytes(int64(v)), sizing.Bytes(bound))
 	}
 	return ""
-}
-
-// PlausiblePeaks returns the peaks of stream (process → gauge → peak) that
-// its processes could have had, as screen judges them, and says which it
-// left out and why. spark are the processes as Spark lists them.
-func PlausiblePeaks(props map[string]string, spark []sizing.Executor, stream map[string]map[string]int64) (map[string]map[string]int64, []string) {
-	b := boundsOf(props)
-	sparkPeaks := map[string]map[string]int64{}
-	for _, x := range spark {
-		sparkPeaks[x.ID] = x.Peaks
-	}
-	kept := make(map[string]map[string]int64, len(stream))
-	var why []string
-	for _, id := range sortedKeys(stream, compareExecutorIDs) {
-		kept[id] = map[string]int64{}
-		for _, g := range sortedKeys(stream[id], strings.Compare) {
-			v := stream[id][g]
-			if w := b.check(id, g, float64(v), sparkPeaks[id][g]); w != "" {
-				why = append(why, fmt.Sprintf("process %s: %s", id, w))
-				continue
-			}
-			kept[id][g] = v
-		}
-	}
-	return kept, why
 }

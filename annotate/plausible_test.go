@@ -217,8 +217,8 @@ func TestScreenedAccounting(t *testing.T) {
 	if u.PeakRSS != u0.PeakRSS {
 		t.Errorf("peak RSS %d, want Spark's %d", u.PeakRSS, u0.PeakRSS)
 	}
-	if !slices.Equal(settingsOf(a), settingsOf(a0)) {
-		t.Errorf("advice %v, want %v as without the forged lines", settingsOf(a), settingsOf(a0))
+	if !slices.Equal(recommendedOf(a), recommendedOf(a0)) {
+		t.Errorf("advice %v, want %v as without the forged lines", recommendedOf(a), recommendedOf(a0))
 	}
 	// Without Spark's whole stage list, the task times are unknown.
 	st.stageTotals = &stageTotals{}
@@ -229,7 +229,7 @@ func TestScreenedAccounting(t *testing.T) {
 	}
 }
 
-func settingsOf(a sizing.Advice) []string {
+func recommendedOf(a sizing.Advice) []string {
 	var out []string
 	for _, r := range a.Recommendations {
 		out = append(out, r.Property+"="+r.ValueString())
@@ -242,38 +242,34 @@ func settingsOf(a sizing.Advice) []string {
 // against Spark's own executor lists: nothing is set aside, killed and
 // out-of-memory executors included.
 func TestScreenRealSpark(t *testing.T) {
-	dirs, _ := filepath.Glob(filepath.Join("..", "testdata", "spark-real", "*", "graphite.txt.gz"))
-	if len(dirs) < 2 {
-		t.Fatalf("recorded real Spark streams: %v", dirs)
-	}
-	for _, f := range dirs {
+	for _, f := range realRecordings(t) {
 		dir := filepath.Dir(f)
 		t.Run(filepath.Base(dir), func(t *testing.T) {
 			streams, last := realStream(t, dir, f)
 			for _, name := range []string{"main", "failures"} {
-				var app struct {
-					MetricsKey string `json:"metrics_key"`
-				}
-				readJSONFile(t, filepath.Join(dir, name, "app.json"), &app)
-				var execs []sparkapi.Executor
-				readJSONFile(t, filepath.Join(dir, name, "allexecutors.json"), &execs)
-				var env sparkapi.Environment
-				readJSONFile(t, filepath.Join(dir, name, "environment.json"), &env)
-				st := &appState{properties: env.Properties(), executors: map[string]*executorItem{}}
-				for _, x := range execs {
-					st.executors[x.ID] = &executorItem{x}
-				}
-				stream := streams[app.MetricsKey]
+				st := recordedApp(t, filepath.Join(dir, name))
+				stream := streams[st.metricsKey]
 				if len(stream) < 3 {
 					t.Fatalf("%s: stream of %d processes", name, len(stream))
 				}
-				_, aside := screen(st, stream, last[app.MetricsKey], true)
+				_, aside := screen(st, stream, last[st.metricsKey], true)
 				for _, a := range aside {
 					t.Errorf("%s: set aside %s", name, a)
 				}
 			}
 		})
 	}
+}
+
+// realRecordings are the recorded real Spark streams (testdata/spark-real,
+// see package realspark), one per version.
+func realRecordings(t *testing.T) []string {
+	t.Helper()
+	files, _ := filepath.Glob(filepath.Join("..", "testdata", "spark-real", "*", "graphite.txt.gz"))
+	if len(files) < 2 {
+		t.Fatalf("recorded real Spark streams: %v", files)
+	}
+	return files
 }
 
 // realStream runs a recorded stream through the relay and sums it as

@@ -98,6 +98,9 @@ func (p *Poller) emit(st *appState, now time.Time, closeOut bool) int {
 	if st.estimate != nil {
 		w.usageEstimate()
 	}
+	if closeOut && !st.completed && st.properties != nil && len(st.executors) > 0 {
+		w.usageLost(nowMs)
+	}
 	if j := p.journal; j != nil && (w.n > 0 || len(w.facts) > 0 || len(w.snaps) > 0) {
 		// Durable before it is handed on (journal.go).
 		j.mu.Lock()
@@ -477,22 +480,11 @@ func (w *points) executor(x *executorItem, now time.Time, closeOut bool) {
 // n-th point n ns after the end's millisecond.
 func (w *points) sizing() {
 	st := w.st
-	s, err := sizing.FromProperties(st.properties)
+	a, u, aside, err := assess(st, st.end, w.p.cfg.Stream != nil)
 	if err != nil {
 		w.p.log.Warn("no sizing advice", zap.String("application", st.key.String()), zap.Error(err))
 		return
 	}
-	r, err := sizing.ResourcesFromProperties(st.properties)
-	if err != nil {
-		w.p.log.Warn("no sizing advice", zap.String("application", st.key.String()), zap.Error(err))
-		return
-	}
-	stream, aside := screen(st, st.stream, st.end, true)
-	execs := sizingExecutors(st, stream, st.end)
-	a := sizing.Advise(s, execs)
-	u := sizing.Account(s, r, execs, st.end-st.key.start)
-	setAsideIn(&u, aside, st.stageTotals)
-	sizing.RightSize(&a, s, r, u, execs, failureReasons(st))
 	w.usage(u, a, phaseEnd, st.end*1_000_000)
 	if w.p.cfg.Stream != nil {
 		w.reconcile(aside)
@@ -513,6 +505,7 @@ func (w *points) sizing() {
 	if !next("limits") {
 		return // written before: advice is written whole, once
 	}
+	s := a.Settings
 	w.int("heap_bytes", s.Heap)
 	w.int("unified_bytes", s.Unified())
 	w.int("overhead_bytes", s.Overhead)

@@ -10,6 +10,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/sparkpulse/sparkpulse/sizing"
 	"github.com/sparkpulse/sparkpulse/sparkapi"
 	"github.com/sparkpulse/sparkpulse/timespent"
 )
@@ -330,6 +331,11 @@ func (w *points) taskFailures(k stageKey, s *stageItem) {
 		w.str("error_class", class)
 		w.str("kind", kind)
 		w.str("error", first)
+		// An executor lost under its tasks: why it went, as its removal
+		// says (container_oom, heap_oom, killed …), when Spark said by now.
+		if x, ok := w.st.executors[t.ExecutorID]; ok && kind == TaskExecutorLost && x.RemoveReason != "" {
+			w.str("executor_remove_kind", sizing.RemoveKind(x.RemoveReason))
+		}
 		w.bool("speculative", t.Speculative)
 		w.int("end_ms", launch+t.Duration)
 		w.common(phaseEnd, fmt.Sprintf("Task %d.%d of stage %d.%d %s: %s", t.Index, t.Attempt, k.id, k.attempt, status, class),

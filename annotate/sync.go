@@ -93,7 +93,9 @@ type appState struct {
 	streamErr    string                   // why the accounting went without the stream
 	stream       map[string]ProcessTotals // the stream's totals, once accounted
 	estimate     *usageRead               // a running estimate's read: written, then cleared
-	stageTotals  *stageTotals             // over every stage attempt, from the full read after the end
+	acc          map[string]ProcessTotals // the running estimates' stream up to accTo, read once (estimateStream)
+	accTo        time.Time
+	stageTotals  *stageTotals // over every stage attempt, from the full read after the end
 }
 
 func newAppState(key appKey) *appState {
@@ -125,29 +127,8 @@ func (p *Poller) syncApp(ctx context.Context, st *appState, now time.Time) error
 	// too while it waits for its accounting.
 	unchanged := st.synced && (!st.completed || st.endRead) && st.updated == st.syncedAt && st.updated != st.key.start
 	if !unchanged {
-		full := !st.synced || st.completed
-		if err := p.syncJobs(ctx, st, full); err != nil {
+		if err := p.readAll(ctx, st, !st.synced || st.completed); err != nil {
 			return err
-		}
-		if err := p.syncStages(ctx, st, full); err != nil {
-			return err
-		}
-		if err := p.syncSQL(ctx, st, full); err != nil {
-			return err
-		}
-		if err := p.syncExecutors(ctx, st, full); err != nil {
-			return err
-		}
-		if err := p.syncStageDetails(ctx, st); err != nil {
-			return err
-		}
-		// The properties, on the first sync: the metrics' key (namespace.go)
-		// is needed before the first point; and for the sizing advice and
-		// the accounting.
-		if st.properties == nil {
-			if err := p.syncEnvironment(ctx, st); err != nil {
-				return err
-			}
 		}
 		st.synced, st.syncedAt = true, st.updated
 		st.endRead = st.completed
@@ -159,6 +140,35 @@ func (p *Poller) syncApp(ctx context.Context, st *appState, now time.Time) error
 	st.lastSeen = now
 	p.emit(st, now, false)
 	st.final = st.completed && st.accounted
+	return nil
+}
+
+// readAll reads the attempt's jobs, stages, SQL executions, executors and
+// stage details (in full, or what changed), and its properties the first
+// time.
+func (p *Poller) readAll(ctx context.Context, st *appState, full bool) error {
+	ctx = context.WithValue(ctx, appStateKey{}, st)
+	if err := p.syncJobs(ctx, st, full); err != nil {
+		return err
+	}
+	if err := p.syncStages(ctx, st, full); err != nil {
+		return err
+	}
+	if err := p.syncSQL(ctx, st, full); err != nil {
+		return err
+	}
+	if err := p.syncExecutors(ctx, st, full); err != nil {
+		return err
+	}
+	if err := p.syncStageDetails(ctx, st); err != nil {
+		return err
+	}
+	// The properties, on the first sync: the metrics' key (namespace.go)
+	// is needed before the first point; and for the sizing advice and the
+	// accounting.
+	if st.properties == nil {
+		return p.syncEnvironment(ctx, st)
+	}
 	return nil
 }
 

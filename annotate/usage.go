@@ -15,6 +15,7 @@ import (
 
 	"github.com/sparkpulse/sparkpulse/sizing"
 	"github.com/sparkpulse/sparkpulse/sparkapi"
+	"github.com/sparkpulse/sparkpulse/timespent"
 )
 
 // Accounting and reconciliation. Once an attempt has completed and
@@ -29,16 +30,18 @@ import (
 //     CPU and run time, GC time, input, shuffle read and write — and the
 //     executors whose reports fell short.
 //
-// While it runs, every usageEstimateEvery syncs, a spark_app_usage point
-// (fact estimate) at the time of the read says what it has used so far.
+// While it runs, at its first sync and every usageEstimateEvery syncs, a
+// spark_app_usage point (fact estimate) at the time of the read says what
+// it has used so far, and the cores it holds then.
 // Without a Stream, the usage has no CPU or mean memory and there is no
 // reconciliation.
 
 // Stream reads the metrics stream of an application's processes.
 type Stream interface {
 	// Totals returns, by process ("driver", "1", …), the sums of the
-	// deltas of the counters in StreamCounters and the peak and mean of
-	// the gauges in StreamGauges, over [from, to].
+	// deltas of the counters in StreamCounters and the peak, mean and
+	// number of samples of the gauges in StreamGauges, over [from, to):
+	// windows that meet count each point once.
 	Totals(ctx context.Context, app string, from, to time.Time) (map[string]ProcessTotals, error)
 }
 
@@ -47,6 +50,73 @@ type ProcessTotals struct {
 	Sums       map[string]float64 // StreamCounters measurement → Σ delta
 	NoDelta    map[string]int     // StreamCounters measurement → samples stored without a delta
 	Peak, Mean map[string]float64 // StreamGauges measurement → max, mean of value
+	Samples    map[string]float64 // StreamGauges measurement → samples the mean is of; absent: weighed alike
+}
+
+// streamChunk bounds the time range of each read of the stream: an
+// application that runs for days (a streaming query) is read a day at a
+// time, as InfluxDB 3 Core answers a query over at most 72 hours of data
+// and each answer stays small.
+const streamChunk = 24 * time.Hour
+
+// readStream reads the stream of app over [from, to) in chunks of at most
+// streamChunk, and adds them up.
+func (p *Poller) readStream(ctx context.Context, app string, from, to time.Time) (map[string]ProcessTotals, error) {
+	out := map[string]ProcessTotals{}
+	for lo := from; lo.Before(to); {
+		hi := lo.Add(streamChunk)
+		if !hi.Before(to) {
+			hi = to
+		}
+		t, err := p.cfg.Stream.Totals(ctx, app, lo, hi)
+		if err != nil {
+			return nil, err
+		}
+		mergeTotals(out, t)
+		lo = hi
+	}
+	return out, nil
+}
+
+// mergeTotals adds src, read over a window that does not overlap dst's,
+// to dst: sums and samples without a delta add up, peaks are the larger,
+// means are weighed by their samples.
+func mergeTotals(dst, src map[string]ProcessTotals) {
+	for proc, s := range src {
+		d, ok := dst[proc]
+		if !ok {
+			d = ProcessTotals{Sums: map[string]float64{}, NoDelta: map[string]int{}, Peak: map[string]float64{}, Mean: map[string]float64{}, Samples: map[string]float64{}}
+		}
+		for k, v := range s.Sums {
+			d.Sums[k] += v
+		}
+		for k, v := range s.NoDelta {
+			d.NoDelta[k] += v
+		}
+		for k, v := range s.Peak {
+			if old, ok := d.Peak[k]; !ok || v > old {
+				d.Peak[k] = v
+			}
+		}
+		for k, v := range s.Mean {
+			n, m := s.Samples[k], d.Samples[k]
+			if n <= 0 {
+				n = 1
+			}
+			if _, ok := d.Mean[k]; !ok {
+				m = 0
+			}
+			d.Mean[k] = (d.Mean[k]*m + v*n) / (m + n)
+			d.Samples[k] = m + n
+		}
+		dst[proc] = d
+	}
+}
+
+func cloneTotals(src map[string]ProcessTotals) map[string]ProcessTotals {
+	out := map[string]ProcessTotals{}
+	mergeTotals(out, src)
+	return out
 }
 
 // StreamCounters are the measurements (of the built-in mapping, and of the
@@ -87,7 +157,7 @@ func (p *Poller) account(ctx context.Context, st *appState, now time.Time) {
 		if d, ok := p.cfg.Stream.(deliverer); ok && !d.Delivered(time.UnixMilli(st.end).Add(p.cfg.UsageDelay)) {
 			err = errNotDelivered
 		} else {
-			totals, err = p.cfg.Stream.Totals(ctx, cmp.Or(st.metricsKey, st.key.app), time.UnixMilli(st.key.start).Add(-time.Minute), time.UnixMilli(st.end).Add(p.cfg.UsageDelay))
+			totals, err = p.readStream(ctx, cmp.Or(st.metricsKey, st.key.app), time.UnixMilli(st.key.start).Add(-time.Minute), time.UnixMilli(st.end).Add(p.cfg.UsageDelay))
 		}
 		if err != nil {
 			// Retried with backoff, from the poll interval up to 5 min,
@@ -107,12 +177,47 @@ func (p *Poller) account(ctx context.Context, st *appState, now time.Time) {
 			st.streamErr = fmt.Sprintf("%v (failing for %s)", err, now.Sub(st.streamFailed).Round(time.Second))
 		}
 		st.stream, st.accounted = totals, true
-	case !st.completed && p.cfg.Stream != nil && st.syncs%usageEstimateEvery == usageEstimateEvery-1 && st.properties != nil && st.ambiguous() == "":
-		totals, err := p.cfg.Stream.Totals(ctx, cmp.Or(st.metricsKey, st.key.app), time.UnixMilli(st.key.start).Add(-time.Minute), now)
-		if err == nil {
+	case !st.completed && p.cfg.Stream != nil && (st.syncs == 1 || st.syncs%usageEstimateEvery == usageEstimateEvery-1) && st.properties != nil && st.ambiguous() == "":
+		if totals, err := p.estimateStream(ctx, st, now); err == nil {
 			st.estimate = &usageRead{at: now, stream: totals}
 		}
 	}
+}
+
+// estimateStream reads a running application's stream up to now a window
+// at a time, so that no read of an application that runs for weeks spans
+// its life: what is older than UsageDelay (the reports' lateness) is read
+// once and kept (st.acc, up to st.accTo); the last UsageDelay is read
+// again at each estimate, as reports for it may still arrive.
+func (p *Poller) estimateStream(ctx context.Context, st *appState, now time.Time) (map[string]ProcessTotals, error) {
+	app := cmp.Or(st.metricsKey, st.key.app)
+	from := st.accTo
+	if from.IsZero() {
+		from = time.UnixMilli(st.key.start).Add(-time.Minute)
+	}
+	settled := now.Add(-p.cfg.UsageDelay)
+	if settled.After(from) {
+		if d, ok := p.cfg.Stream.(deliverer); !ok || d.Delivered(settled) {
+			t, err := p.readStream(ctx, app, from, settled)
+			if err != nil {
+				return nil, err
+			}
+			if st.acc == nil {
+				st.acc = map[string]ProcessTotals{}
+			}
+			mergeTotals(st.acc, t)
+			st.accTo, from = settled, settled
+		}
+	}
+	out := cloneTotals(st.acc)
+	if now.After(from) {
+		tail, err := p.readStream(ctx, app, from, now)
+		if err != nil {
+			return nil, err
+		}
+		mergeTotals(out, tail)
+	}
+	return out, nil
 }
 
 // deliverer is a Stream that can tell whether the metrics received up to
@@ -163,6 +268,23 @@ func sizingExecutors(st *appState, stream map[string]ProcessTotals, endMs int64)
 			e.Peaks = peaks
 		}
 		execs = append(execs, e)
+	}
+	// Processes only the stream knows: executors Spark no longer lists
+	// (past spark.ui.retainedDeadExecutors). Their memory peaks count for
+	// the advice; what they held and ran is not known, and not guessed.
+	for _, id := range sortedKeys(stream, compareExecutorIDs) {
+		if _, ok := st.executors[id]; ok || id == "driver" {
+			continue
+		}
+		peaks := map[string]int64{}
+		for _, g := range StreamGauges {
+			if v, ok := stream[id].Peak[g]; ok {
+				peaks[g] = int64(v)
+			}
+		}
+		if len(peaks) > 0 {
+			execs = append(execs, sizing.Executor{ID: id, Peaks: peaks})
+		}
 	}
 	return execs
 }
@@ -251,6 +373,10 @@ type stageTotals struct {
 	// dropped the oldest (spark.ui.retainedStages, 1 000 by default).
 	ids   map[int]bool
 	maxID int
+	// runs are the attempts that were submitted, [submissionTime,
+	// completionTime]; End 0 while one runs.
+	runs           []sizing.Span
+	failedAttempts int // status FAILED
 }
 
 // dropped is how many of the application's stages Spark no longer lists.
@@ -275,6 +401,12 @@ func (t *stageTotals) add(s *sparkapi.Stage) {
 	t.memSpill = addSat(t.memSpill, s.MemoryBytesSpilled)
 	t.diskSpill = addSat(t.diskSpill, s.DiskBytesSpilled)
 	t.shuffleFetchWaitMs = addSat(t.shuffleFetchWaitMs, s.ShuffleFetchWaitTime)
+	if sub := optMS(s.SubmissionTime); sub > 0 {
+		t.runs = append(t.runs, sizing.Span{Start: sub, End: optMS(s.CompletionTime)})
+	}
+	if s.Status == "FAILED" {
+		t.failedAttempts++
+	}
 }
 
 // addSat adds two values of at least zero (sparkapi.Check holds each
@@ -416,9 +548,16 @@ func (w *points) usage(u sizing.Usage, a sizing.Advice, ph int, ts int64) {
 	w.float("executor_memory_byte_seconds", u.ExecutorMemoryByteSeconds)
 	w.float("driver_core_seconds", u.DriverCoreSeconds)
 	w.float("driver_memory_byte_seconds", u.DriverMemoryByteSeconds)
+	w.str("driver_held", u.DriverHeld)
+	if ph < 0 {
+		// An estimate's, zero included: an application read before its
+		// executors registered holds none yet.
+		w.int("cores_held", int64(u.CoresHeld))
+	}
 	if u.CPUFrom != "" {
 		w.float("task_cpu_seconds", u.TaskCPUSeconds)
 		w.float("task_run_seconds", u.TaskRunSeconds)
+		w.float("busy_slot_seconds", u.BusySlotSeconds)
 		w.float("cpu_used_seconds", u.CPUUsedSeconds)
 		w.float("cpu_utilisation", u.CPUUtilisation)
 		w.str("cpu_from", u.CPUFrom)
@@ -454,6 +593,20 @@ func (w *points) usage(u sizing.Usage, a sizing.Advice, ph int, ts int64) {
 		w.int("killed_tasks", int64(t.killed))
 		w.int("shuffle_fetch_wait_ms", t.shuffleFetchWaitMs)
 	}
+	if u.SlotOccupancy != nil {
+		w.float("slot_occupancy", *u.SlotOccupancy)
+	}
+	if u.DriverOnlyMs != nil {
+		w.int("driver_only_ms", *u.DriverOnlyMs)
+	}
+	if u.FailedStageAttempts != nil {
+		w.int("failed_stage_attempts", int64(*u.FailedStageAttempts))
+	}
+	if u.LostTaskSeconds != nil {
+		w.float("lost_task_seconds", *u.LostTaskSeconds)
+	}
+	w.str("outcome", u.Outcome)
+	w.str("outcome_reason", w.reason(u.OutcomeReason))
 	cores, bytes := a.Savings()
 	w.int("findings", int64(len(a.Findings)))
 	w.int("recommendations", int64(len(a.Recommendations)))
@@ -481,11 +634,20 @@ func (w *points) usage(u sizing.Usage, a sizing.Advice, ph int, ts int64) {
 	if u.CPUFrom != "" {
 		text += fmt.Sprintf(", %.0f %% of the cores used", 100*u.CPUUtilisation)
 	}
+	if u.SlotOccupancy != nil {
+		text += fmt.Sprintf(", task slots busy %.0f %% of the time", 100*(*u.SlotOccupancy))
+	}
+	if u.DriverOnlyMs != nil && u.DurationMs > 0 {
+		text += fmt.Sprintf(", no stage running for %s (%.0f %%)", timespent.Duration(*u.DriverOnlyMs), 100*float64(*u.DriverOnlyMs)/float64(u.DurationMs))
+	}
 	if u.PeakRSS > 0 {
 		text += fmt.Sprintf(", memory peaked at %.0f %% of the container", 100*u.MemoryUtilisation)
 	}
 	if cores > 0 || bytes > 0 {
 		text += fmt.Sprintf("; the recommendations would save %.1f core-hours and %.1f GiB-hours", cores/3600, bytes/3600/(1<<30))
+	}
+	if u.Outcome != "" {
+		text += "; " + u.Outcome
 	}
 	w.str("title", w.text(fmt.Sprintf("Usage of %s", cmp.Or(st.name, st.key.app))))
 	w.str("text", text)
@@ -498,11 +660,7 @@ func (w *points) usageEstimate() {
 	st := w.st
 	e := st.estimate
 	st.estimate = nil
-	s, err := sizing.FromProperties(st.properties)
-	if err != nil {
-		return
-	}
-	r, err := sizing.ResourcesFromProperties(st.properties)
+	s, r, err := settingsOf(st.properties)
 	if err != nil {
 		return
 	}
@@ -511,7 +669,23 @@ func (w *points) usageEstimate() {
 	execs := sizingExecutors(st, stream, atMs)
 	u := sizing.Account(s, r, execs, atMs-st.key.start)
 	setAsideIn(&u, aside, nil)
+	currentStages(st).figures(&u, st.key.start, atMs)
+	u.Outcome, u.OutcomeReason = outcome(st)
+	u.CoresHeld = coresHeld(st, atMs)
 	w.usage(u, sizing.Advice{}, -1, atMs*1_000_000+1)
+}
+
+// coresHeld is the cores of the attempt's executors alive at ms: the task
+// slots the Spark dashboard sets the busy ones against.
+func coresHeld(st *appState, ms int64) int {
+	n := 0
+	for id, x := range st.executors {
+		added, removed := optMS(x.AddTime), optMS(x.RemoveTime)
+		if id != "driver" && added > 0 && added <= ms && (removed == 0 || removed > ms) {
+			n += x.TotalCores
+		}
+	}
+	return n
 }
 
 // setAsideIn records in u what the screen set aside. Where executors'
@@ -553,11 +727,7 @@ func (w *points) reconcile(aside []setAside) {
 		w.end()
 		return
 	}
-	var execs []sparkapi.Executor
-	for _, id := range sortedKeys(st.executors, compareExecutorIDs) {
-		execs = append(execs, st.executors[id].Executor)
-	}
-	r := reconcile(execs, *st.stageTotals, st.stream, aside)
+	r := reconcile(executorList(st), *st.stageTotals, st.stream, aside)
 	w.str("verdict", r.Verdict)
 	w.str("app_id", w.text(st.key.app))
 	for _, m := range r.Metrics {
@@ -576,4 +746,245 @@ func (w *points) reconcile(aside []setAside) {
 	w.str("text", w.reason(r.Text))
 	w.str("attempt_id", w.text(st.attemptID))
 	w.end()
+}
+
+// figures sets in u what the stage list tells over [startMs, readMs]:
+// the driver-only time and the failed stage attempts (sizing's
+// figures.go). A stage list that lacks stages the application made (Spark
+// keeps spark.ui.retainedStages; sparkpulse, while an application runs,
+// its last retain) would read their run as driver-only time: the figures
+// are then left out, with a note.
+func (t *stageTotals) figures(u *sizing.Usage, startMs, readMs int64) {
+	switch {
+	case t == nil:
+		u.Notes = append(u.Notes, "driver-only time unknown: Spark's stage list was not read")
+		return
+	case t.dropped() > 0:
+		u.Notes = append(u.Notes, fmt.Sprintf("driver-only time and failed stage attempts unknown: %d of the %d stages the application made are listed (spark.ui.retainedStages)",
+			len(t.ids), t.maxID+1))
+		return
+	}
+	spans := make([]sizing.Span, len(t.runs))
+	for i, r := range t.runs {
+		if r.End <= 0 {
+			r.End = readMs // still running: up to the read
+		}
+		spans[i] = r
+	}
+	d, n := sizing.DriverOnly(spans, startMs, readMs), t.failedAttempts
+	u.DriverOnlyMs, u.FailedStageAttempts = &d, &n
+}
+
+// currentStages sums the stages the attempt's state holds, for a running
+// application's estimate.
+func currentStages(st *appState) *stageTotals {
+	var t stageTotals
+	for _, k := range sortedKeys(st.stages, compareStageKeys) {
+		t.add(&st.stages[k].Stage)
+	}
+	return &t
+}
+
+// lostTasks sets the run time of the task attempts that failed or were
+// killed, at the end. What Spark's numbers hold (core, AppStatusListener
+// and Executor):
+//
+//   - a stage attempt's executorRunTime is the sum of the metrics of every
+//     task end event of the attempt that carried metrics (onTaskEnd adds
+//     LiveTask.updateMetrics' delta to LiveStage.metrics whatever the end
+//     reason): successful tasks, tasks that failed with an exception and
+//     killed tasks (a speculative copy that lost, a task of a cancelled
+//     job), whose run time the executor reports on failure
+//     (collectAccumulatorsAndResetStatusOnFailure);
+//   - tasks that failed on a fetch failure or a commit denial, and tasks
+//     whose executor was lost, carry no metrics (no accumulator updates:
+//     the task end's metrics are null) and are in no total;
+//   - the executors' runTime counter (ExecutorSource, in the stream) is
+//     added to only when a task succeeds;
+//   - taskList gives each failed task with its own metrics.
+//
+// So the figure is, by the first source that holds every such task: the
+// failed tasks' run time as taskList gave them (fromTasks, when every
+// stage attempt with failed tasks had all of them read, and none was
+// killed: killed tasks are not read); else Spark's stage total less the
+// stream's, when the stream holds every successful task (the
+// reconciliation's verdict is exact or failed_tasks). Without failed or
+// killed tasks it is 0. Never counted, as no number tells them apart: the
+// successful tasks of a job that failed (whether their work was lost
+// depends on what the program did next: a later job reuses their shuffle
+// output), the tasks run again for shuffle output lost with an executor
+// (successful tasks of a later attempt), and the failed tasks without
+// metrics above. The figure is a lower bound of the compute failures cost.
+func lostTasks(u *sizing.Usage, t *stageTotals, fromTasks *int64, rec *Reconciliation) {
+	const unknown = "lost task time unknown: "
+	var lostMs float64
+	switch {
+	case t == nil:
+		u.Notes = append(u.Notes, unknown+"Spark's stage list was not read")
+		return
+	case t.dropped() > 0:
+		u.Notes = append(u.Notes, unknown+"Spark no longer lists every stage (spark.ui.retainedStages)")
+		return
+	case t.failed+t.killed == 0:
+	case fromTasks != nil:
+		lostMs = float64(*fromTasks)
+	case rec == nil:
+		u.Notes = append(u.Notes, fmt.Sprintf(unknown+"%d failed or killed tasks, not all read, and no metrics stream to tell their run time from the successful tasks'", t.failed+t.killed))
+		return
+	case rec.Verdict != ReconcileExact && rec.Verdict != ReconcileFailedTasks:
+		u.Notes = append(u.Notes, fmt.Sprintf(unknown+"%d failed or killed tasks, not all read, and the stream's successful tasks do not match Spark's (%s)", t.failed+t.killed, rec.Verdict))
+		return
+	default:
+		for _, m := range rec.Metrics {
+			if m.Name == "run_time_ms" {
+				lostMs = max(0, math.Round(m.Spark-m.Stream))
+			}
+		}
+	}
+	v := lostMs / 1000
+	u.LostTaskSeconds = &v
+}
+
+// failedTaskRunMs sums the run time of the failed tasks read of the
+// attempt's stages (stages.go), when they are every failed or killed task
+// of its stage list t: every stage attempt with failed tasks had all of
+// them read, and none had killed tasks; nil otherwise.
+func failedTaskRunMs(st *appState, t *stageTotals) *int64 {
+	if t == nil {
+		return nil
+	}
+	var sum int64
+	failed := 0
+	for _, s := range st.stages {
+		if s.NumFailedTasks+s.NumKilledTasks == 0 {
+			continue
+		}
+		if s.NumKilledTasks > 0 || s.details == nil || len(s.details.failed) < s.NumFailedTasks {
+			return nil
+		}
+		failed += s.NumFailedTasks
+		for _, task := range s.details.failed {
+			if task.TaskMetrics != nil {
+				sum = addSat(sum, max(task.TaskMetrics.ExecutorRunTime, 0))
+			}
+		}
+	}
+	if failed != t.failed+t.killed {
+		return nil // stages with failures that sparkpulse no longer holds
+	}
+	return &sum
+}
+
+// Outcome decides how an application attempt ended from what Spark's
+// REST API says of it (see sizing's Outcome constants): whether it
+// completed, and its jobs, the last to end deciding; a failed job's reason
+// is the first line of its first failed stage attempt's.
+func Outcome(completed bool, jobs []sparkapi.Job, stages []sparkapi.Stage) (outcome, reason string) {
+	ss := make([]*sparkapi.Stage, len(stages))
+	for i := range stages {
+		ss[i] = &stages[i]
+	}
+	js := make([]*sparkapi.Job, len(jobs))
+	for i := range jobs {
+		js[i] = &jobs[i]
+	}
+	return decideOutcome(completed, js, ss)
+}
+
+// StageFigures sets in u the driver-only time and failed stage attempts
+// of an application's stage list over [startMs, readMs] (readMs: its end,
+// or the time of the read while it runs), as the accounting does.
+func StageFigures(u *sizing.Usage, stages []sparkapi.Stage, startMs, readMs int64) {
+	var t stageTotals
+	for i := range stages {
+		t.add(&stages[i])
+	}
+	t.figures(u, startMs, readMs)
+}
+
+// outcome is Outcome of the attempt's state.
+func outcome(st *appState) (string, string) {
+	js := make([]*sparkapi.Job, 0, len(st.jobs))
+	for _, id := range sortedKeys(st.jobs, cmp.Compare[int]) {
+		js = append(js, &st.jobs[id].Job)
+	}
+	ss := make([]*sparkapi.Stage, 0, len(st.stages))
+	for _, k := range sortedKeys(st.stages, compareStageKeys) {
+		ss = append(ss, &st.stages[k].Stage)
+	}
+	return decideOutcome(st.completed, js, ss)
+}
+
+func decideOutcome(completed bool, jobs []*sparkapi.Job, stages []*sparkapi.Stage) (string, string) {
+	if !completed {
+		return sizing.OutcomeRunning, "the attempt has not completed"
+	}
+	// The last job to end: a program that does not catch a job's failure
+	// ends with it; one that caught it went on to run more.
+	var last *sparkapi.Job
+	endOf := func(j *sparkapi.Job) int64 { return max(optMS(j.CompletionTime), optMS(j.SubmissionTime)) }
+	for _, j := range jobs {
+		if last == nil || cmp.Or(cmp.Compare(endOf(j), endOf(last)), cmp.Compare(j.JobID, last.JobID)) > 0 {
+			last = j
+		}
+	}
+	if last == nil {
+		return sizing.OutcomeUnknown, "no job listed: Spark records no exit status, and an application without jobs gives no evidence"
+	}
+	var failedBefore []int
+	for _, j := range jobs {
+		if j != last && j.Status == "FAILED" {
+			failedBefore = append(failedBefore, j.JobID)
+		}
+	}
+	switch last.Status {
+	case "SUCCEEDED":
+		r := fmt.Sprintf("its last job, %d, succeeded", last.JobID)
+		if len(failedBefore) > 0 {
+			slices.Sort(failedBefore)
+			r += "; job " + intList(failedBefore) + " failed before it"
+		}
+		return sizing.OutcomeSucceeded, r
+	case "FAILED":
+		r := fmt.Sprintf("its last job, %d, failed", last.JobID)
+		if why := stageFailure(stages, last.StageIDs); why != "" {
+			r += ": " + why
+		}
+		return sizing.OutcomeFailed, r
+	}
+	return sizing.OutcomeUnknown, fmt.Sprintf("its last job, %d, was still %s when the application ended", last.JobID, last.Status)
+}
+
+// stageFailure is the first line of the failure reason of the first
+// failed attempt among the stages ids, "" if none failed.
+func stageFailure(stages []*sparkapi.Stage, ids []int) string {
+	var best *sparkapi.Stage
+	for _, s := range stages {
+		if s.Status == "FAILED" && slices.Contains(ids, s.StageID) &&
+			(best == nil || cmp.Or(cmp.Compare(s.StageID, best.StageID), cmp.Compare(s.AttemptID, best.AttemptID)) < 0) {
+			best = s
+		}
+	}
+	if best == nil {
+		return ""
+	}
+	return firstLine(best.FailureReason)
+}
+
+// usageLost writes, when an attempt is closed out after its source lost
+// it while it ran, what it held up to when it was last seen (the metrics
+// stream is not read then), with outcome driver_lost.
+func (w *points) usageLost(lastSeenMs int64) {
+	st := w.st
+	s, r, err := settingsOf(st.properties)
+	if err != nil {
+		return
+	}
+	u := sizing.Account(s, r, sizingExecutors(st, nil, lastSeenMs), lastSeenMs-st.key.start)
+	u.TaskTimesUnknown("the metrics stream is not read for an application closed out while it ran")
+	currentStages(st).figures(&u, st.key.start, lastSeenMs)
+	u.Outcome = sizing.OutcomeDriverLost
+	u.OutcomeReason = fmt.Sprintf("no source has shown it since %s, while it ran: its end was never seen (the driver crashed or was killed, or ended where no History Server shows it)",
+		st.lostAt.UTC().Format(time.RFC3339))
+	w.usage(u, sizing.Advice{}, phaseLost, lastSeenMs*1_000_000+2)
 }

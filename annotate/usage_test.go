@@ -22,13 +22,31 @@ type fakeStream struct {
 	totals map[string]ProcessTotals
 	err    error
 	asked  [][2]time.Time
+	// dated, when set, are the totals of points stamped at a time: a
+	// window gets those it holds, [from, to). Otherwise every window gets
+	// totals.
+	dated []datedTotals
+}
+
+type datedTotals struct {
+	at     time.Time
+	totals map[string]ProcessTotals
 }
 
 func (f *fakeStream) Totals(_ context.Context, app string, from, to time.Time) (map[string]ProcessTotals, error) {
 	f.mu.Lock()
 	defer f.mu.Unlock()
 	f.asked = append(f.asked, [2]time.Time{from, to})
-	return f.totals, f.err
+	if f.dated == nil || f.err != nil {
+		return f.totals, f.err
+	}
+	out := map[string]ProcessTotals{}
+	for _, d := range f.dated {
+		if !d.at.Before(from) && d.at.Before(to) {
+			mergeTotals(out, d.totals)
+		}
+	}
+	return out, nil
 }
 
 // A completed application of two executors: executor 1 ran 600 s with 4

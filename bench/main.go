@@ -1,5 +1,5 @@
 // Command bench is sparkpulse's load harness. It measures, on the machine
-// it runs on, the targets in the README's Performance section, side by
+// it runs on, the targets in docs/performance.md, side by
 // side with what they are judged against, and prints the tables:
 //
 //   - the hot path (P1) and TCP into a null sink (P2): the relay package's
@@ -841,7 +841,7 @@ func nullSink() (net.Listener, error) {
 // soak runs the binary under a churning cluster (P5) and samples its CPU
 // and resident memory.
 func soak(bin, dir string) error {
-	// The TSI index, as the README advises for many applications: the
+	// The TSI index, as docs/operations.md advises for many applications: the
 	// inmem index's max-series-per-database (a million) is reached within
 	// minutes of this churn, and the soak is about sparkpulse.
 	srv, err := influxtest.Launch(filepath.Join(dir, "influxd-soak"), influxtest.WithEnv("INFLUXDB_DATA_INDEX_VERSION=tsi1"))

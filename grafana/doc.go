@@ -4,9 +4,21 @@
 // The generated JSON is committed in dashboards/, where Grafana's file
 // provisioning (provisioning/) loads it; a test fails when the committed
 // files differ from what the code generates (go test ./grafana -update
-// rewrites them). Every query is InfluxQL on the data source with uid
-// DatasourceUID, so the dashboards work on InfluxDB 1.8, on 2.x through
-// its DBRP mappings and on 3.x through its InfluxQL API.
+// rewrites them). Every query is InfluxQL, so the dashboards work on
+// InfluxDB 1.8, on 2.x through its DBRP mappings and on 3.x through its
+// InfluxQL API.
+//
+// # Data source
+//
+// Every panel, target, query variable and annotation reads the data source
+// variable (DatasourceVariable), the first variable of every dashboard,
+// never a fixed uid. Each file is also written as Grafana exports a
+// dashboard for sharing: __inputs asks an import for an InfluxDB data
+// source (DatasourceInput), which becomes the variable's value; loaded as
+// it is (file provisioning, a sidecar, /api/dashboards/db) the variable
+// selects the data source named DatasourceName, which the provisioning
+// files create with uid DatasourceUID, else the first InfluxDB data
+// source. datasource.go says which Grafana code this relies on.
 //
 // # Portable queries
 //

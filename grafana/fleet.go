@@ -12,8 +12,9 @@ import (
 const fleetDashboard = "sparkpulse-fleet"
 
 // usageEnded selects the accounting of the applications that ended in the
-// range (package annotate writes it at the end, once).
-const usageEnded = `"fact" = 'end' AND $timeFilter`
+// range, or were lost while they ran (a driver that crashed: package
+// annotate closes it out with what it held until last seen); each once.
+const usageEnded = `$timeFilter AND ("fact" = 'end' OR "fact" = 'lost')`
 
 // Fleet returns the dashboard of every application at once: what each was
 // given against what it used, and what right-sizing would save. It reads
@@ -32,20 +33,28 @@ func Fleet() *dashboard.DashboardBuilder {
 		Timezone(common.TimeZoneBrowser)
 
 	const gib = 1 << 30
-	d.WithRow(dashboard.NewRowBuilder("Applications that ended in the range"))
+	d.WithRow(dashboard.NewRowBuilder("Applications that ended, or were lost, in the range"))
 	for _, s := range []struct{ title, unit, desc, q string }{
-		{"Applications", "short", "Applications that ended in the range, with their accounting.",
+		{"Applications", "short", "Applications that ended in the range, with their accounting, and those lost while they ran (a crashed or killed driver: closed out with what they held until last seen, Outcome driver_lost).",
 			`SELECT count("duration_ms") FROM "spark_app_usage" WHERE ` + usageEnded},
 		{"Core-hours held", "short", "Executor cores × the time each executor lived, summed: what the cluster held for them.",
 			`SELECT sum("executor_core_seconds") / 3600 FROM "spark_app_usage" WHERE ` + usageEnded},
 		{"GiB-hours held", "short", "Executor containers (heap, overhead, PySpark and off-heap memory) × the time each executor lived.",
 			fmt.Sprintf(`SELECT sum("executor_memory_byte_seconds") / 3600 / %d FROM "spark_app_usage" WHERE %s`, gib, usageEnded)},
+		{"Driver core-hours held", "short", "What the cluster held for the drivers: the driver's cores in cluster mode, YARN's application master's in client mode, nothing for a client-mode driver outside the cluster (driver_held).",
+			`SELECT sum("driver_core_seconds") / 3600 FROM "spark_app_usage" WHERE ` + usageEnded},
 		{"CPU used of the cores held", "percentunit", "CPU time used (the containers' where the CERN cgroup plugin reports it, else the tasks') over the core-seconds held, of the applications whose CPU is known.",
 			`SELECT sum("cpu_used_seconds") / sum("executor_core_seconds") FROM "spark_app_usage" WHERE "cpu_used_seconds" >= 0 AND ` + usageEnded},
-		{"Core-hours the advice would save", "short", "What the sizing rules' recommendations would have saved, had the applications run with them: fewer executors where cores sat idle (see the README, Sizing).",
+		{"Core-hours the advice would save", "short", "What the sizing rules' recommendations would have saved, had the applications run with them: fewer executors where cores sat idle (see docs/sizing.md).",
 			`SELECT sum("saving_core_seconds") / 3600 FROM "spark_app_usage" WHERE ` + usageEnded},
 		{"GiB-hours the advice would save", "short", "Likewise for memory: smaller containers where memory went unused, less the cost of the recommendations that add memory.",
 			fmt.Sprintf(`SELECT sum("saving_byte_seconds") / 3600 / %d FROM "spark_app_usage" WHERE %s`, gib, usageEnded)},
+		{"Task slots busy of those held", "percentunit", "Slot occupancy of the applications whose task run time is known: Σ task run time × spark.task.cpus over Σ executor core-seconds held, as Sparklens measures it (not CPU, which leaves out Python workers, GC and I/O waits).",
+			`SELECT sum("busy_slot_seconds") / sum("executor_core_seconds") FROM "spark_app_usage" WHERE "slot_occupancy" >= 0 AND ` + usageEnded},
+		{"Driver-only share of the run time", "percentunit", "The wall clock in which no stage ran, over the applications' run time, of those whose stage list Spark kept whole: executors held while only the driver worked.",
+			`SELECT sum("driver_only_ms") / sum("duration_ms") FROM "spark_app_usage" WHERE "driver_only_ms" >= 0 AND ` + usageEnded},
+		{"Task-hours lost to failures", "short", "Run time of task attempts that failed or were killed (speculative copies that lost included), of the applications where it could be told: a lower bound (see docs/sizing.md).",
+			`SELECT sum("lost_task_seconds") / 3600 FROM "spark_app_usage" WHERE ` + usageEnded},
 	} {
 		d.WithPanel(single(s.title, s.unit, s.desc, s.q))
 	}
@@ -56,12 +65,17 @@ func Fleet() *dashboard.DashboardBuilder {
 		{field: "appname", name: "Name"},
 		{field: "user", name: "User"},
 		{field: "queue", name: "Queue or namespace"},
+		{field: "outcome", name: "Outcome"},
 		{field: "duration_ms", name: "Duration", unit: "ms"},
 		{field: "executors", name: "Executors", unit: "none"},
 		{field: "core_hours", name: "Core-hours", unit: "none", expr: `"executor_core_seconds" / 3600`},
 		{field: "gib_hours", name: "GiB-hours", unit: "none", expr: fmt.Sprintf(`"executor_memory_byte_seconds" / 3600 / %d`, gib)},
-		{field: "idle_core_hours", name: "Idle core-hours", unit: "none", expr: `("executor_core_seconds" - "task_run_seconds") / 3600`},
+		{field: "driver_core_hours", name: "Driver core-hours", unit: "none", expr: `"driver_core_seconds" / 3600`},
+		{field: "idle_core_hours", name: "Idle core-hours", unit: "none", expr: `("executor_core_seconds" - "busy_slot_seconds") / 3600`},
 		{field: "unused_gib_hours", name: "Unused GiB-hours", unit: "none", expr: fmt.Sprintf(`"executor_memory_byte_seconds" * (1 - "mean_memory_utilisation") / 3600 / %d`, gib)},
+		{field: "slot_occupancy", name: "Slots busy", unit: "percentunit"},
+		{field: "driver_only_share", name: "Driver-only", unit: "percentunit", expr: `"driver_only_ms" / "duration_ms"`},
+		{field: "lost_task_seconds", name: "Lost task time", unit: "s"},
 		{field: "cpu_utilisation", name: "CPU used", unit: "percentunit"},
 		{field: "memory_utilisation", name: "Peak memory", unit: "percentunit"},
 		{field: "gc_share", name: "GC share", unit: "percentunit"},
@@ -72,7 +86,7 @@ func Fleet() *dashboard.DashboardBuilder {
 		{field: "recommended", name: "Recommended"},
 	}
 	apps := columnsTable("Applications, most idle core-hours first",
-		"One row per application that ended in the range. Metrics key: the applicationid its metrics carry, which the Spark dashboard's Application variable lists (its id, or its spark.metrics.namespace such as its name). Idle core-hours: the core-hours held in which no task ran (core-seconds less the tasks' run time, as Sparklens counts task slots; not CPU, which leaves out Python workers, GC and I/O waits); unused GiB-hours: the GiB-hours held times the share of the container the executors' mean resident memory left free. Recommended: the --conf settings of the sizing rules; the savings are theirs. `sparkpulse report --fleet` prints the same.",
+		"One row per application that ended in the range, or was lost while it ran (Outcome driver_lost: closed out with what it held until last seen). Metrics key: the applicationid its metrics carry, which the Spark dashboard's Application variable lists (its id, or its spark.metrics.namespace such as its name). Idle core-hours: the core-hours held in which no task ran (core-seconds less the tasks' run time × spark.task.cpus, as Sparklens counts task slots; not CPU, which leaves out Python workers, GC and I/O waits); unused GiB-hours: the GiB-hours held times the share of the container the executors' mean resident memory left free. Outcome: how it ended, from its last job (Spark records no exit status). Slots busy: task run time over core-seconds held; Driver-only: the share of its run time with no stage running; Lost task time: run time of failed and killed tasks (see docs/sizing.md). Recommended: the --conf settings of the sizing rules; the savings are theirs. `sparkpulse report --fleet` prints the same.",
 		12, cols, func(fields string) string {
 			return fmt.Sprintf(`SELECT %s FROM "spark_app_usage" WHERE %s`, fields, usageEnded)
 		}, "Idle core-hours", "Ended")
@@ -96,6 +110,32 @@ func Fleet() *dashboard.DashboardBuilder {
 		byUser.OverrideByName(c.field, []dashboard.DynamicConfigValue{{Id: "displayName", Value: c.name}})
 	}
 	d.WithPanel(byUser)
+
+	// Applications that run for days (streaming queries) never end: their
+	// estimates are cumulative, so what they held in the range is the
+	// spread of each figure over the estimates in it.
+	running := table.NewPanelBuilder().
+		Title("Running applications, in the range").
+		Description("Applications with accounting estimates in the range (at their first read, then every 30 polls): what each held and ran from its first estimate in the range to its latest — so a streaming query running for weeks counts the range, not its life — and the cores it held at the latest. Those that ended in the range are in the tables above too, with their whole run. `sparkpulse report --fleet` lists the running ones from the last estimate before the range.").
+		Datasource(datasource).
+		Span(24).
+		Height(8).
+		SortBy([]cog.Builder[common.TableSortByFieldState]{
+			common.NewTableSortByFieldStateBuilder().DisplayName("Core-hours").Desc(true),
+		}).
+		Footer(common.NewTableFooterOptionsBuilder().Show(false).Reducer([]string{})).
+		WithTarget(&influxQLBuilder{InfluxQL{RefID: "A", RawQuery: true, ResultFormat: "table",
+			Query: fmt.Sprintf(`SELECT spread("executor_core_seconds") / 3600 AS "core_hours", spread("executor_memory_byte_seconds") / 3600 / %d AS "gib_hours", spread("busy_slot_seconds") / spread("executor_core_seconds") AS "slot_occupancy", last("cores_held") AS "cores_held" FROM "spark_app_usage" WHERE $timeFilter AND "fact" = 'estimate' GROUP BY "applicationid"`, gib)}}).
+		OverrideByName("Time", []dashboard.DynamicConfigValue{{Id: "custom.hidden", Value: true}})
+	for _, c := range []struct{ field, name, unit string }{{"applicationid", "Metrics key", ""}, {"core_hours", "Core-hours", "none"},
+		{"gib_hours", "GiB-hours", "none"}, {"slot_occupancy", "Slots busy", "percentunit"}, {"cores_held", "Cores held at the latest estimate", "none"}} {
+		cfg := []dashboard.DynamicConfigValue{{Id: "displayName", Value: c.name}}
+		if c.unit != "" {
+			cfg = append(cfg, dashboard.DynamicConfigValue{Id: "unit", Value: c.unit})
+		}
+		running.OverrideByName(c.field, cfg)
+	}
+	d.WithPanel(running)
 
 	d.WithRow(dashboard.NewRowBuilder("Held and used over time"))
 	d.WithPanel(series("Core-hours held and used, by when applications ended", "short", "The core-hours the applications that ended in each interval held, and the CPU-hours they used: the gap is what the cluster held idle. Bucketed by the applications' end, so a long application counts where it ended.",

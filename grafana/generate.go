@@ -23,11 +23,15 @@ func Files() (map[string][]byte, error) {
 			return nil, fmt.Errorf("grafana: %s: %w", name, err)
 		}
 		finish(&d)
+		s, err := share(d)
+		if err != nil {
+			return nil, fmt.Errorf("grafana: %s: %w", name, err)
+		}
 		var buf bytes.Buffer
 		enc := json.NewEncoder(&buf)
 		enc.SetEscapeHTML(false)
 		enc.SetIndent("", "  ")
-		if err := enc.Encode(d); err != nil {
+		if err := enc.Encode(s); err != nil {
 			return nil, fmt.Errorf("grafana: %s: %w", name, err)
 		}
 		out[name] = buf.Bytes()
@@ -36,19 +40,32 @@ func Files() (map[string][]byte, error) {
 }
 
 // finish gives every panel a stable id (Grafana links and repeats refer to
-// them) and keeps the annotation toggles in the dashboard's controls bar,
-// where Grafana 11 and 12 both show them.
+// them), makes the data source variable the first variable and every
+// panel target's data source, writes the schema version the JSON is
+// written in, and keeps the annotation toggles in the dashboard's controls
+// bar, where Grafana 11 and 12 both show them.
 func finish(d *dashboard.Dashboard) {
+	d.SchemaVersion = schemaVersion
+	d.Templating.List = append([]dashboard.VariableModel{datasourceVar()}, d.Templating.List...)
 	id := uint32(0)
 	next := func() uint32 { id++; return id }
+	panel := func(p *dashboard.Panel) {
+		p.Id = new(next())
+		for i, t := range p.Targets {
+			if q, ok := t.(InfluxQL); ok {
+				q.Datasource = &datasource
+				p.Targets[i] = q
+			}
+		}
+	}
 	for _, p := range d.Panels {
 		switch {
 		case p.Panel != nil:
-			p.Panel.Id = new(next())
+			panel(p.Panel)
 		case p.RowPanel != nil:
 			p.RowPanel.Id = next()
 			for i := range p.RowPanel.Panels {
-				p.RowPanel.Panels[i].Id = new(next())
+				panel(&p.RowPanel.Panels[i])
 			}
 		}
 	}

@@ -58,7 +58,7 @@ func Health() *dashboard.DashboardBuilder {
 		query("", counterRate("sparkpulse_graphite_connections_total", perSecond, `"listener"`), "accepted/s $tag_listener")))
 	d.WithPanel(series("Bytes received per second", "Bps", "Graphite bytes received, per listener.",
 		query("", counterRate("sparkpulse_graphite_bytes_received_total", perSecond, `"listener"`), "$tag_listener")))
-	d.WithPanel(series("Connections paused or cut, per minute", "short", "accept paused: max-connections were open, new connections waited in the kernel's accept queue; dropped: closed because partial lines of all connections reached max-held-bytes; idle: no complete line for idle-timeout. Any of them steadily above zero is a sender misbehaving, or limits too low for the cluster (see the README, Security).",
+	d.WithPanel(series("Connections paused or cut, per minute", "short", "accept paused: max-connections were open, new connections waited in the kernel's accept queue; dropped: closed because partial lines of all connections reached max-held-bytes; idle: no complete line for idle-timeout. Any of them steadily above zero is a sender misbehaving, or limits too low for the cluster (see docs/security.md).",
 		query("", counterRate("sparkpulse_graphite_accept_paused_total", perMinute, `"listener"`), "accept paused $tag_listener"),
 		query("", counterRate("sparkpulse_graphite_connections_dropped_total", perMinute, `"listener"`), "dropped $tag_listener"),
 		query("", counterRate("sparkpulse_graphite_idle_timeouts_total", perMinute, `"listener"`), "idle $tag_listener")))

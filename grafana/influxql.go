@@ -3,9 +3,11 @@ package grafana
 import (
 	"encoding/json"
 	"errors"
+	"reflect"
 
 	"github.com/grafana/grafana-foundation-sdk/go/cog"
 	"github.com/grafana/grafana-foundation-sdk/go/cog/variants"
+	"github.com/grafana/grafana-foundation-sdk/go/common"
 )
 
 // InfluxQL is a raw InfluxQL query of Grafana's InfluxDB data source, as a
@@ -18,6 +20,8 @@ type InfluxQL struct {
 	ResultFormat string `json:"resultFormat,omitempty"` // time_series or table
 	Alias        string `json:"alias,omitempty"`        // legend, e.g. "$tag_process"
 	Hide         bool   `json:"hide,omitempty"`
+	// Datasource is a panel target's data source, the panel's own.
+	Datasource *common.DataSourceRef `json:"datasource,omitempty"`
 
 	// Annotation queries: which columns hold the title, text, end time
 	// (epoch ms, for regions) and tags.
@@ -38,7 +42,7 @@ func (InfluxQL) DataqueryType() string { return "influxdb" }
 // Equals implements variants.Dataquery.
 func (q InfluxQL) Equals(other variants.Dataquery) bool {
 	o, ok := other.(InfluxQL)
-	return ok && o == q
+	return ok && reflect.DeepEqual(o, q)
 }
 
 // Validate implements variants.Dataquery.

@@ -12,12 +12,6 @@ import (
 	"github.com/grafana/grafana-foundation-sdk/go/timeseries"
 )
 
-// DatasourceUID is the uid of the InfluxDB (InfluxQL) data source that the
-// provisioning files create and every panel uses.
-const DatasourceUID = "sparkpulse-influxdb"
-
-var datasource = common.DataSourceRef{Type: cog.ToPtr("influxdb"), Uid: cog.ToPtr(DatasourceUID)}
-
 // WHERE clause parts of the Spark dashboard. Variables sit in regular
 // expressions, which Grafana fills with escaped values, or an All value.
 const (

@@ -20,12 +20,18 @@ func readYAML(t *testing.T, path string, out any) {
 	}
 }
 
-// The provisioning files give the data source the uid the dashboards use,
-// and the compose stack mounts the dashboards where the provider reads them.
+// provisioningFiles are the InfluxDB data sources of the compose stacks:
+// 1.8, 2.x and 3.x.
+var provisioningFiles = []string{"provisioning/datasources/influxdb.yaml", "provisioning-influxdb2/datasources/influxdb.yaml", "provisioning-influxdb3/datasources/influxdb.yaml"}
+
+// The provisioning files give the data source the uid and the name the
+// dashboards' data source variable selects by default, and the compose
+// stack mounts the dashboards where the provider reads them.
 func TestProvisioning(t *testing.T) {
-	for _, f := range []string{"provisioning/datasources/influxdb.yaml", "provisioning-influxdb2/datasources/influxdb.yaml", "provisioning-influxdb3/datasources/influxdb.yaml"} {
+	for _, f := range provisioningFiles {
 		var ds struct {
 			Datasources []struct {
+				Name     string `yaml:"name"`
 				UID      string `yaml:"uid"`
 				Type     string `yaml:"type"`
 				JSONData struct {
@@ -34,7 +40,7 @@ func TestProvisioning(t *testing.T) {
 			} `yaml:"datasources"`
 		}
 		readYAML(t, f, &ds)
-		if len(ds.Datasources) != 1 || ds.Datasources[0].UID != DatasourceUID || ds.Datasources[0].Type != "influxdb" ||
+		if len(ds.Datasources) != 1 || ds.Datasources[0].UID != DatasourceUID || ds.Datasources[0].Name != DatasourceName || ds.Datasources[0].Type != "influxdb" ||
 			ds.Datasources[0].JSONData.DBName != "spark" {
 			t.Errorf("%s: %+v", f, ds)
 		}

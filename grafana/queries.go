@@ -30,7 +30,9 @@ type Query struct {
 }
 
 // Parse reads a dashboard's JSON (as Files writes it) and returns its
-// query variables, in order, and every panel and annotation query.
+// query and custom variables, in order, and every panel and annotation
+// query. The data source variable is left out: it holds no query, and no
+// query refers to it.
 func Parse(b []byte) ([]Variable, []Query, error) {
 	var d struct {
 		Templating struct {

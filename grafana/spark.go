@@ -20,6 +20,7 @@ const (
 	streamingNote  = " Only with spark.sql.streaming.metricsEnabled=true; one series per query name (or id)."
 	heartbeatNote  = " ExecutorMetrics are refreshed at each executor heartbeat (10 s by default)."
 	coresNote      = " Time per second of wall clock: 1 = one core busy all the time."
+	usageNote      = " See docs/sizing.md, Where the slots and the time went."
 	sparkDashboard = "sparkpulse-spark"
 )
 
@@ -201,6 +202,10 @@ func summary(d *dashboard.DashboardBuilder, c counters) {
 			fmt.Sprintf(`SELECT mean("last") FROM (SELECT last("value") FROM "heap.usage" WHERE %s GROUP BY "process")`, where(app...))},
 		{"Peak JVM heap", "bytes", "The largest JVM heap any selected process reported in the range." + heartbeatNote,
 			fmt.Sprintf(`SELECT max("value") FROM "JVMHeapMemory" WHERE %s`, where(app...))},
+		{"Task slots busy", "percentunit", "Slot occupancy: the executors' task run time over the core-seconds they held, as Sparklens measures it; not CPU, which leaves out Python workers, GC and I/O waits. From the accounting, at the application's end or in its latest estimate while it runs (needs [annotate] and the stream)." + usageNote,
+			fmt.Sprintf(`SELECT last("slot_occupancy") FROM "spark_app_usage" WHERE %s`, where(byApp))},
+		{"Driver-only time", "ms", "Wall clock with no stage attempt running: the executors held could run nothing while the driver planned, listed files, collected results or ran the program's own code. From the accounting, at the application's end or in its latest estimate; absent when Spark no longer lists every stage (spark.ui.retainedStages)." + usageNote,
+			fmt.Sprintf(`SELECT last("driver_only_ms") FROM "spark_app_usage" WHERE %s`, where(byApp))},
 	} {
 		d.WithPanel(single(s.title, s.unit, s.desc, s.q))
 	}
@@ -211,6 +216,9 @@ func workload(d *dashboard.DashboardBuilder, c counters) {
 	app := []string{byApp, byProcess}
 	d.WithPanel(stacked(series("Active tasks", "short", "Tasks running on each executor (the executor thread pool), stacked.",
 		query("", gaugeQ("mean", m("threadpool.activeTasks"), app, `"process"`), "$tag_process"))))
+	d.WithPanel(series("Task slots: busy and held", "short", "Busy: tasks running on the selected applications' executors, summed (their thread pools' activeTasks, sampled at each report: tasks of any outcome, failing ones too). Held: the cores of their live executors, at each of the accounting's estimates (at an application's first read, then every 30 polls: needs [annotate] and the stream), as no metric of the stream gives them (threadpool.maxPool_size is 2147483647, Spark's task pool being unbounded). The gap is task slots held idle; see also the stat Task slots busy (run time over the core-seconds held).",
+		query("", fmt.Sprintf(`SELECT sum("a") FROM (SELECT mean("value") AS "a" FROM "threadpool.activeTasks" WHERE %s GROUP BY time($__interval), "process") WHERE $timeFilter GROUP BY time($__interval) fill(null)`, where(byApp, executorsOnly)), "busy"),
+		query("", fmt.Sprintf(`SELECT sum("h") FROM (SELECT last("cores_held") AS "h" FROM "spark_app_usage" WHERE %s GROUP BY time($__interval), "applicationid" fill(previous)) WHERE $timeFilter GROUP BY time($__interval) fill(null)`, where(byApp)), "held")))
 	d.WithPanel(stacked(series("Task CPU (cores)", "short", "CPU time of tasks per second of wall clock, per executor."+coresNote+successOnly+c.note,
 		query("", c.rate(m("cpuTime.count"), nsCores, app, `"process"`), "$tag_process"))))
 	d.WithPanel(stacked(series("Executor JVM CPU (cores)", "short", "CPU used by each executor JVM, measured continuously: smoother than task CPU, and includes GC and shuffle threads."+coresNote+c.note,
@@ -362,7 +370,7 @@ func executors(d *dashboard.DashboardBuilder, c counters) {
 
 	advice := table.NewPanelBuilder().
 		Title("Sizing advice (applications that ended in the range)").
-		Description("What sparkpulse's sizing rules make of the executors' peak memory and the application's memory settings (spark.executor.memory, memoryOverhead, pyspark.memory, off-heap), written when the application ends: the limits, the executors near one, and the --conf settings to change with their reasons. `sparkpulse report APP_ID` prints the same with a row per executor; the rules are in the README.").
+		Description("What sparkpulse's sizing rules make of the executors' peak memory and the application's memory settings (spark.executor.memory, memoryOverhead, pyspark.memory, off-heap), written when the application ends: the limits, the executors near one, and the --conf settings to change with their reasons. `sparkpulse report APP_ID` prints the same with a row per executor; the rules are in docs/sizing.md.").
 		Datasource(datasource).
 		Span(24).
 		Height(8).

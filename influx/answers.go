@@ -85,7 +85,7 @@ func (r answerRule) matches(status int, text string, numbered bool) bool {
 // an answer that is not 2xx, for a request of lines lines.
 func classify(a answer, err error, lines int) failure {
 	if err != nil {
-		return failure{act: actRetry, kind: "network", text: err.Error()}
+		return failure{act: actRetry, kind: ErrNetwork, text: err.Error()}
 	}
 	e := parseErrorBody(a.body)
 	f := failure{status: a.status, text: e.text}
@@ -97,11 +97,11 @@ func classify(a answer, err error, lines int) failure {
 	}
 	switch s := a.status; {
 	case s == http.StatusTooManyRequests:
-		f.kind = "429"
+		f.kind = Err429
 	case s >= 500:
-		f.kind = "5xx"
+		f.kind = Err5xx
 	default:
-		f.kind = "4xx"
+		f.kind = Err4xx
 	}
 	lower := strings.ToLower(f.text)
 	for _, r := range answerRules {
@@ -122,10 +122,10 @@ func classify(a answer, err error, lines int) failure {
 			f.dropped = droppedCount(f.text[strings.Index(lower, "partial write"):])
 		}
 	case actSeriesFull:
-		f.reason = "max series per database"
+		f.reason = DropMaxSeries
 		f.dropped = droppedCount(f.text)
 	case actSaturated:
-		f.reason = "max values per tag"
+		f.reason = DropMaxValuesPerTag
 		f.measurement, f.tag = saturatedTag(f.text)
 	case actDropLines:
 		f.lines = lineNumbers(e, lines)
@@ -160,30 +160,30 @@ func droppedCount(msg string) int {
 func reasonOf(msg string, status int) string {
 	m := strings.ToLower(msg)
 	for _, r := range []struct{ sub, reason string }{
-		{"field type conflict", "field type conflict"},
-		{"invalid column type", "field type conflict"},    // 3.x
-		{"field type mismatch", "field type conflict"},    // 3.x catalog
-		{"unable to insert", "field type conflict"},       // Cloud
-		{"update to schema would exceed", "schema limit"}, // 3.x columns, tables
-		{"unable to parse", "unable to parse"},
-		{"parse failed", "unable to parse"},          // 3.4.2+
-		{"parsing failed", "unable to parse"},        // 3.0–3.4.1
-		{"failed to parse", "unable to parse"},       // Cloud
-		{"error parsing line", "unable to parse"},    // Cloud
-		{"invalid field name", "invalid field name"}, // 1.x "time"
-		{"beyond retention policy", "beyond retention policy"},
-		{"outside retention policy", "beyond retention policy"}, // 2.7.12+
-		{"max-values-per-tag", "max values per tag"},
-		{"max-series-per-database", "max series per database"},
+		{"field type conflict", DropFieldTypeConflict},
+		{"invalid column type", DropFieldTypeConflict},     // 3.x
+		{"field type mismatch", DropFieldTypeConflict},     // 3.x catalog
+		{"unable to insert", DropFieldTypeConflict},        // Cloud
+		{"update to schema would exceed", DropSchemaLimit}, // 3.x columns, tables
+		{"unable to parse", DropUnableToParse},
+		{"parse failed", DropUnableToParse},          // 3.4.2+
+		{"parsing failed", DropUnableToParse},        // 3.0–3.4.1
+		{"failed to parse", DropUnableToParse},       // Cloud
+		{"error parsing line", DropUnableToParse},    // Cloud
+		{"invalid field name", DropInvalidFieldName}, // 1.x "time"
+		{"beyond retention policy", DropRetention},
+		{"outside retention policy", DropRetention}, // 2.7.12+
+		{"max-values-per-tag", DropMaxValuesPerTag},
+		{"max-series-per-database", DropMaxSeries},
 	} {
 		if strings.Contains(m, r.sub) {
 			return r.reason
 		}
 	}
 	if status == http.StatusRequestEntityTooLarge {
-		return "too large"
+		return DropTooLarge
 	}
-	return "refused"
+	return DropRefused
 }
 
 // errorBody is what InfluxDB puts in an error response: 1.x {"error"},

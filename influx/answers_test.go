@@ -142,7 +142,7 @@ func TestAnswersRealInfluxDB(t *testing.T) {
 // TestBadLineOnEachServer: a batch of 5 000 lines with one line the server
 // will not take, against fakes that answer as each server does (the bodies
 // of testdata/write-answers.json). Every good line is stored, the bad one
-// is counted, and the requests it costs are as the README says: 2 where
+// is counted, and the requests it costs are as docs/operations.md says: 2 where
 // the answer names the line, about 2·log₂(n) where it does not.
 func TestBadLineOnEachServer(t *testing.T) {
 	const n, bad = 5000, 3210 // bad: 1-based

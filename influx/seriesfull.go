@@ -100,6 +100,6 @@ func (w *Writer) withoutFullSeries(b *queue.Batch, data []byte, n int) ([]byte, 
 		return data, n
 	}
 	b.Remaining.Add(-int64(dropped))
-	w.drop("max series per database", dropped)
+	w.drop(DropMaxSeries, dropped)
 	return kept, keptN
 }

@@ -141,7 +141,7 @@ func (w *Writer) Append(lines []byte, n int, wait bool) bool {
 		err = w.q.Reserve(len(lines), true)
 	}
 	if err != nil {
-		w.drop("writer closed", n)
+		w.drop(DropWriterClosed, n)
 		w.dropLog.Error("points appended after Close were dropped", zap.Int("points", n))
 		return true
 	}
@@ -319,9 +319,9 @@ func (w *Writer) Stats() Stats {
 	qs := w.q.Stats()
 	s.QueuedBatches, s.QueuedBytes, s.DiskBytes = qs.Batches, qs.Bytes, qs.DiskBytes
 	s.DiskSpilled, s.DiskDamaged, s.PeakBacklog = qs.Spilled, qs.Damaged, qs.Peak
-	s.PointsDropped["disk queue full"] += qs.DiskDropped
-	if s.PointsDropped["disk queue full"] == 0 {
-		delete(s.PointsDropped, "disk queue full")
+	s.PointsDropped[DropDiskQueueFull] += qs.DiskDropped
+	if s.PointsDropped[DropDiskQueueFull] == 0 {
+		delete(s.PointsDropped, DropDiskQueueFull)
 	}
 	oldest := qs.Oldest
 	w.mu.Lock()

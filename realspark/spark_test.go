@@ -40,7 +40,7 @@ func versions(t *testing.T) []string {
 	return strings.Fields(string(b))
 }
 
-// installCommand is the README's command that installs version v.
+// installCommand is docs/development.md's command that installs version v.
 func installCommand(v string) string {
 	return fmt.Sprintf("pip install --target .deps/pyspark/%s pyspark==%s", v, v)
 }

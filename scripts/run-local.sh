@@ -1,26 +1,76 @@
 #!/usr/bin/env bash
 # `make run`: a local InfluxDB 1.8.10 (data under .run/), sparkpulse with the
 # built-in Spark mapping on port 2003, and `sparkpulse simulate` sending the
-# traffic of two Spark applications with four executors each and serving
+# traffic of four Spark applications with four executors each and serving
 # their Spark REST API on port 18080, which sparkpulse polls for job, stage
-# and SQL annotations. Every 10 s it prints what has arrived in InfluxDB.
-# Ctrl-C stops all three.
+# and SQL annotations; `sparkpulse watch` shows what arrives, on one screen.
+#
+# Ctrl-C stops them in order: the simulator, then sparkpulse (which delivers
+# what it holds, or keeps it in its disk queue under .run/state), then the
+# view, then InfluxDB. The exit status is 0 when everything stopped cleanly.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
 influx_url="http://127.0.0.1:8086"
+admin="127.0.0.1:2033"
+ui="127.0.0.1:18080"
+db="spark"
+period="10s"
 run_dir="$PWD/.run"
 mkdir -p "$run_dir/influxdb"
-pids=()
-cleanup() {
-  trap - EXIT INT TERM
-  for p in "${pids[@]}"; do kill "$p" 2>/dev/null || true; done
-  wait 2>/dev/null || true
+
+# Job control gives every child its own process group: Ctrl-C reaches this
+# script only, which stops the children one after the other.
+set -m
+
+influxd_pid="" sparkpulse_pid="" view_pid="" sim_pid="" sleep_pid=""
+stopping=""
+failed=""
+
+# stop_one NAME PID: SIGINT, then wait for it to end. A second Ctrl-C
+# meanwhile is passed on: sparkpulse then stops at once, saying what it
+# abandons.
+stop_one() {
+  local name=$1 pid=$2 rc=0
+  [ -n "$pid" ] || return 0
+  kill -INT "$pid" 2>/dev/null || return 0
+  trap 'echo "run: second Ctrl-C: $name stops at once"; kill -INT "$pid" 2>/dev/null || true' INT TERM
+  while kill -0 "$pid" 2>/dev/null; do
+    rc=0
+    wait "$pid" || rc=$?
+  done
+  trap '' INT TERM
+  if [ "$rc" -ne 0 ] && [ "$rc" -ne 127 ]; then
+    echo "run: $name exited with status $rc"
+    failed=1
+  fi
 }
-trap cleanup EXIT INT TERM
+
+cleanup() {
+  [ -z "$stopping" ] || return 0
+  stopping=1
+  trap '' INT TERM
+  local began=$SECONDS
+  [ -z "$sleep_pid" ] || kill -INT "$sleep_pid" 2>/dev/null || true
+  echo
+  echo "run: stopping: the simulator, then sparkpulse (delivering what it holds), the view, InfluxDB"
+  stop_one simulator "$sim_pid"
+  stop_one sparkpulse "$sparkpulse_pid"
+  [ -z "$sparkpulse_pid" ] || grep -E 'kept in the disk queue|points lost|not all delivered' "$run_dir/sparkpulse.log" | tail -n 3 | sed 's/^/run: sparkpulse: /' || true
+  stop_one view "$view_pid"
+  stop_one influxd "$influxd_pid"
+  echo "run: stopped in $((SECONDS - began)) s$([ -n "$failed" ] && echo ", not cleanly (logs in .run/)" || true)"
+}
+
+on_signal() {
+  cleanup
+  [ -z "$failed" ] && exit 0 || exit 1
+}
+trap on_signal INT TERM
+trap 'rc=$?; cleanup; exit $rc' EXIT
 
 if curl -sf "$influx_url/ping" >/dev/null 2>&1; then
-  echo "run: an InfluxDB already answers at $influx_url; using it"
+  echo "run: an InfluxDB already answers at $influx_url; using it (it is left running at the end)"
 else
   influxd=$(command -v influxd || echo "$(go env GOPATH)/bin/influxd")
   cat >"$run_dir/influxdb.conf" <<CONF
@@ -41,53 +91,55 @@ bind-address = "127.0.0.1:8088"
   level = "warn"
 CONF
   "$influxd" run -config "$run_dir/influxdb.conf" >"$run_dir/influxd.log" 2>&1 &
-  pids+=($!)
+  influxd_pid=$!
   for _ in $(seq 1 120); do
     curl -sf "$influx_url/ping" >/dev/null 2>&1 && break
-    kill -0 "${pids[0]}" 2>/dev/null || { echo "run: influxd failed to start:"; cat "$run_dir/influxd.log"; exit 1; }
+    kill -0 "$influxd_pid" 2>/dev/null || { echo "run: influxd failed to start:"; cat "$run_dir/influxd.log"; influxd_pid=""; exit 1; }
     sleep 0.5
   done
   echo "run: InfluxDB 1.8.10 at $influx_url (data in .run/influxdb, log in .run/influxd.log)"
 fi
 
-bin/sparkpulse run --influxdb-url "$influx_url" --database spark --create-database --state-dir "$run_dir/state" \
-  --annotate-url http://127.0.0.1:18080 2>"$run_dir/sparkpulse.log" &
-pids+=($!)
+flags=(--influxdb-url "$influx_url" --database "$db" --admin-bind "$admin")
+bin/sparkpulse run "${flags[@]}" --create-database --state-dir "$run_dir/state" \
+  --annotate-url "http://$ui" 2>"$run_dir/sparkpulse.log" &
+sparkpulse_pid=$!
 for _ in $(seq 1 60); do
-  curl -sf http://127.0.0.1:9108/healthz >/dev/null 2>&1 && break
-  kill -0 "${pids[-1]}" 2>/dev/null || { echo "run: sparkpulse failed to start:"; cat "$run_dir/sparkpulse.log"; exit 1; }
+  curl -sf "http://$admin/readyz" >/dev/null 2>&1 && break
+  kill -0 "$sparkpulse_pid" 2>/dev/null || { echo "run: sparkpulse failed to start:"; cat "$run_dir/sparkpulse.log"; sparkpulse_pid=""; exit 1; }
   sleep 0.5
 done
-echo "run: sparkpulse listening on :2003 (tcp+udp), metrics at http://127.0.0.1:9108/metrics, log in .run/sparkpulse.log"
+echo "run: sparkpulse listening on :2003 (tcp+udp), metrics at http://$admin/metrics, log in .run/sparkpulse.log"
 
-bin/sparkpulse simulate --addr 127.0.0.1:2003 --apps 4 --executors 4 --period 10s --ui-addr 127.0.0.1:18080 \
+# A counter first seen within sparkpulse's first-sample grace after its
+# start may have been counting before: it gets no delta, and the accounting
+# would say so (verdict no_delta). The simulated applications start once
+# their first reports (one period after the simulator starts) come after
+# the grace.
+grace=$(bin/sparkpulse check "${flags[@]}" 2>/dev/null | sed -n 's/.*first-sample-grace \([0-9]*\)s,.*/\1/p' || true)
+wait_s=$(( ${grace:-20} - ${period%s} + 2 ))
+if [ "$wait_s" -gt 0 ]; then
+  echo "run: the simulated applications start in $wait_s s: sparkpulse gives no delta to a counter first seen"
+  echo "     within ${grace:-20} s of its start (it may have been counting before), so their first reports come after that."
+  sleep "$wait_s" &
+  sleep_pid=$!
+  wait "$sleep_pid" || true
+  sleep_pid=""
+fi
+
+bin/sparkpulse watch --influxdb-url "$influx_url" --database "$db" --admin-url "http://$admin" --interval 2s 2>"$run_dir/watch.log" &
+view_pid=$!
+bin/sparkpulse simulate --addr 127.0.0.1:2003 --apps 4 --executors 4 --period "$period" --ui-addr "$ui" \
   --app-lifetime 5m --executor-lifetime 2m >"$run_dir/simulate.log" 2>&1 &
-pids+=($!)
-echo "run: simulating 4 Spark apps × 4 executors, a report every 10 s, their REST API on :18080;"
-echo "     each app ends after 5 minutes and a new one starts, executors are replaced every 2 minutes. Ctrl-C to stop."
+sim_pid=$!
 
-query() {
-  curl -sG "$influx_url/query" --data-urlencode db=spark --data-urlencode "q=$1"
-}
-show() {
-  python3 -c '
-import json, sys
-res = json.load(sys.stdin)["results"][0]
-for s in res.get("series", []):
-    tags = " ".join(f"{k}={v}" for k, v in sorted(s.get("tags", {}).items()))
-    for row in s["values"]:
-        print("   ", s["name"], tags, " ".join(str(v) for v in row[1:]))
-' 2>/dev/null || cat
-}
-while sleep 10; do
-  echo "--- $(date +%T): measurements in database spark: $(query 'SHOW MEASUREMENTS' | grep -o '"values":\[.*\]' | grep -o '\["' | wc -l)"
-  echo "    latest executor.cpuTime.count (ns of task CPU) per app and executor:"
-  query 'SELECT last("value") FROM "cpuTime.count" GROUP BY "applicationid", "process"' | show
-  echo "    task CPU seconds per app over the last minute, summed from the ingest-time deltas:"
-  query 'SELECT sum("delta") / 1000000000 FROM "cpuTime.count" WHERE time > now() - 1m GROUP BY "applicationid"' | show
-  echo "    latest job annotations (from the Spark REST API):"
-  query 'SELECT last("title"), last("text") FROM "spark_job" GROUP BY "applicationid"' | show
-  echo "    applications that ended (a minute after their end): core-hours held, CPU used, reconciliation, advice:"
-  query 'SELECT "executor_core_seconds" / 3600, "cpu_utilisation", "recommended" FROM "spark_app_usage" WHERE "fact" = '"'"'end'"'"' GROUP BY "applicationid"' | show
-  query 'SELECT "verdict", "short_executors" FROM "spark_reconcile" GROUP BY "applicationid"' | show
+# Until Ctrl-C, or until one of them ends on its own.
+rc=0
+wait -n || rc=$?
+gone=""
+for p in "simulator:$sim_pid" "sparkpulse:$sparkpulse_pid" "view:$view_pid" "influxd:$influxd_pid"; do
+  if [ -n "${p#*:}" ] && ! kill -0 "${p#*:}" 2>/dev/null; then gone="$gone ${p%%:*}"; fi
 done
+echo "run:$gone ended on its own (status $rc); logs in .run/"
+failed=1
+exit 1

@@ -40,7 +40,7 @@ type timeline struct {
 
 func newTimeline(app, name string, start time.Time, period time.Duration, rng *rand.Rand, m *sparkui.Model) *timeline {
 	att := &sparkui.Attempt{Start: start, User: "spark", SparkVersion: "3.5.3", Properties: map[string]string{
-		"spark.app.id": app, "spark.app.name": name, "spark.master": "yarn",
+		"spark.app.id": app, "spark.app.name": name, "spark.master": "yarn", "spark.submit.deployMode": "cluster",
 		"spark.executor.memory": "4g", "spark.executor.cores": "4", "spark.driver.memory": "2g",
 		"spark.executor.processTreeMetrics.enabled": "true", "spark.metrics.appStatusSource.enabled": "true",
 	}}

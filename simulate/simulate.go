@@ -147,7 +147,10 @@ func (c *Cluster) startApp(m *sparkui.Model, now, ends time.Time) {
 		ap.driver.stream = "orders_agg"
 	}
 	if ap.driver.pyspark {
+		// On Kubernetes, where the plugin's cgroup files are the pod's
+		// own; on YARN they would be the node's.
 		tl.att.Properties["spark.plugins"] = "ch.cern.CgroupMetrics"
+		tl.att.Properties["spark.master"] = "k8s://https://kubernetes.default.svc:443"
 	}
 	for range c.cfg.Executors {
 		ap.addExecutor(c, now)
@@ -209,6 +212,9 @@ func (c *Cluster) Step(now time.Time) {
 				if r := ap.replace[j]; !r.IsZero() && !now.Before(r) {
 					p := ap.execs[j]
 					reason := removeReasons[ap.nextID%len(removeReasons)]
+					if p.pyspark && sizing.RemoveKind(reason) == sizing.RemovedContainerOOM {
+						reason = fmt.Sprintf(k8sOOMKilled, p.id)
+					}
 					if sizing.RemoveKind(reason) == sizing.RemovedContainerOOM && (!ap.tl.busy() || p.idle) {
 						reason = "Executor killed by driver." // no tasks, no memory to run out of
 					}
@@ -266,12 +272,18 @@ func AppID(t time.Time, n int) string {
 
 // appNames are spark.app.name of the simulated applications.
 // removeReasons are why executors go, in turn: dynamic allocation lets
-// an idle one go, and now and then YARN kills one over its memory limit.
+// an idle one go, and now and then YARN kills one over its memory limit:
+// the 4g heap and its 409.6 MiB overhead, rounded up by YARN to its
+// 512 MiB minimum allocation, 4.5 GiB.
 var removeReasons = []string{
 	"Executor killed by driver.",
 	"Executor killed by driver.",
-	"Container killed by YARN for exceeding physical memory limits. 5.5 GB of 5.5 GB physical memory used. Consider boosting spark.executor.memoryOverhead.",
+	"Container killed by YARN for exceeding physical memory limits. 4.5 GB of 4.5 GB physical memory used. Consider boosting spark.executor.memoryOverhead.",
 }
+
+// k8sOOMKilled is how Spark on Kubernetes (ExecutorPodsLifecycleManager)
+// words an executor pod its container's memory limit killed.
+const k8sOOMKilled = "\nThe executor with id %s exited with exit code 137(SIGKILL, possible container OOM).\n\n\n\nThe API gave the following container statuses:\n\n\t container name: spark-kubernetes-executor\n\t container state: terminated\n\t exit code: 137\n\t termination reason: OOMKilled\n"
 
 var appNames = []string{"nightly-sales", "orders-features", "clickstream", "ml-training"}
 

@@ -49,3 +49,19 @@ func TestRemoveKind(t *testing.T) {
 		}
 	}
 }
+
+func TestYARNLimit(t *testing.T) {
+	for reason, want := range map[string]int64{
+		"Container killed by YARN for exceeding physical memory limits. 5.5 GB of 5.5 GB physical memory used.":  5632 << 20,
+		"Container killed by YARN for exceeding physical memory limits. 7.1 GB of 7 GB physical memory used":     7 << 30,
+		"Container killed by YARN for exceeding physical memory limits. 900.2 MB of 896 MB physical memory used": 896 << 20,
+		// Virtual memory is not the container's size; no limit stated.
+		"Container killed by YARN for exceeding virtual memory limits. 9.1 GB of 8.4 GB virtual memory used": 0,
+		"Command exited with code 137": 0,
+		"":                             0,
+	} {
+		if got := YARNLimit(reason); got != want {
+			t.Errorf("YARNLimit(%q) = %d, want %d", reason, got, want)
+		}
+	}
+}

@@ -16,26 +16,30 @@ import (
 // summed, and the risk of taking it.
 //
 //   - shrink: every executor reported its process-tree memory, none was
-//     removed for memory, no memory rule fired, the largest resident
-//     memory stayed at or under 60 % of the container, the largest heap
-//     at or under 70 % of the heap, and garbage collection under 5 % of
-//     task time, over at least ten executor-minutes. The heap becomes
-//     the largest heap peak over 0.7 (so that it would again peak at
-//     70 %), at least 1 GiB, in steps of 256 MiB, with Spark's default
-//     overhead for it (or the overhead as set); if the largest resident
-//     memory would then be over 80 % of the container, the heap grows
-//     until it is not. Recommended when the container shrinks by 15 %
-//     or more. Peaks are sampled at heartbeats: the margins are for the
-//     spikes between two.
+//     removed for memory, no memory rule fired, no task spilled, the
+//     largest resident memory stayed at or under 60 % of the container,
+//     the largest heap at or under 70 % of the heap, and garbage
+//     collection under 5 % of task time, over at least ten
+//     executor-minutes and ten minutes of task time: idle executors'
+//     peaks say nothing of what the work needs. The heap becomes the
+//     largest heap peak over 0.7 (so that it would again peak at 70 %),
+//     at least 1 GiB, in steps of 256 MiB, with Spark's default overhead
+//     for it (or the overhead as set); it grows until the largest
+//     resident memory is at most 80 % of the container and the largest
+//     execution + storage peak at most 70 % of the new unified region
+//     ((heap − 300 MiB) × spark.memory.fraction, which a smaller heap
+//     shrinks with it: past it tasks spill and cached blocks go).
+//     Recommended when the container shrinks by 15 % or more. Peaks are
+//     sampled at heartbeats: the margins are for the spikes between two.
 //   - idle: the executors' task slots were busy under 30 % of the time
-//     they were held — slot occupancy, Σ task run time ÷ core-seconds
-//     held, Sparklens' measure — over at least one core-hour, without
+//     they were held — slot occupancy, Σ task run time × spark.task.cpus
+//     ÷ core-seconds held, Sparklens' measure — over at least one core-hour, without
 //     dynamic allocation. Occupancy, not CPU: a task's CPU time leaves
 //     out its Python workers, its garbage collection and its waits on
 //     I/O, so a PySpark UDF job with every slot busy, or an I/O-bound
 //     scan, reads as idle by CPU and would run far longer on fewer
 //     executors. The executors needed for 60 % occupancy are Σ run time
-//     ÷ (0.6 × duration × cores per executor), at least one:
+//     × spark.task.cpus ÷ (0.6 × duration × cores per executor), at least one:
 //     spark.executor.instances. With dynamic allocation the rule is
 //     quiet: the average held says nothing of the stage that needed the
 //     most, and a cap from it would starve that stage; idle-timeout
@@ -52,9 +56,15 @@ import (
 //     the risk is executors requested again when the next stage starts.
 //   - cores: a heap rule fired (GC pressure or an executor out of heap)
 //     and executors have 4 cores or more: half the cores per executor
-//     give each task twice the heap. Keeping the parallelism takes twice
-//     the executors, each with its overhead: the cost is the overhead
-//     of the extra executors for as long as they live.
+//     (rounded down: 5 become 2) give each task c ÷ (c/2) times the
+//     heap. Keeping the parallelism takes as many times the executors,
+//     each with a whole container, not only an overhead: the cost is
+//     (factor − 1) containers per executor for as long as they lived,
+//     at today's container (a lower bound when a memory rule also grows
+//     it). With spark.executor.instances set (and no dynamic
+//     allocation) the instances are raised to match; under dynamic
+//     allocation, spark.dynamicAllocation.maxExecutors when set (which
+//     dynamic allocation reaches by pending tasks ÷ cores per executor).
 //   - driver: the driver's heap peaked at or under 40 % of a
 //     spark.driver.memory of 2 GiB or more: the heap becomes the peak
 //     over 0.6, at least 1 GiB, in steps of 256 MiB, when that saves
@@ -66,8 +76,8 @@ import (
 // executors; failures are the application's job and stage failure
 // reasons.
 func RightSize(a *Advice, s Settings, r Resources, u Usage, execs []Executor, failures []string) {
-	var execSeconds, driverSeconds float64
-	var maxHeap, maxRSS, driverHeap int64
+	var execSeconds, driverSeconds, taskSeconds float64
+	var maxHeap, maxRSS, maxUnified, driverHeap int64
 	allRSS, lowGC, memoryRemoved := u.Executors > 0, true, false
 	for _, x := range execs {
 		alive := float64(max(x.AliveMs, 0)) / 1000
@@ -77,7 +87,9 @@ func RightSize(a *Advice, s Settings, r Resources, u Usage, execs []Executor, fa
 			continue
 		}
 		execSeconds += alive
+		taskSeconds += float64(max(x.TaskTimeMs, 0)) / 1000
 		maxHeap = max(maxHeap, x.Peaks["JVMHeapMemory"])
+		maxUnified = max(maxUnified, x.Peaks["OnHeapExecutionMemory"]+x.Peaks["OnHeapStorageMemory"])
 		rss := x.Peaks["ProcessTreeJVMRSSMemory"] + x.Peaks["ProcessTreePythonRSSMemory"] + x.Peaks["ProcessTreeOtherRSSMemory"]
 		maxRSS = max(maxRSS, rss)
 		allRSS = allRSS && x.Peaks["ProcessTreeJVMRSSMemory"] > 0
@@ -107,7 +119,7 @@ func RightSize(a *Advice, s Settings, r Resources, u Usage, execs []Executor, fa
 	shrunk := container // the container after the shrink rule
 
 	// shrink
-	if allRSS && !memoryFinding && !memoryRemoved && lowGC && execSeconds >= 600 && maxHeap > 0 &&
+	if allRSS && !memoryFinding && !memoryRemoved && lowGC && execSeconds >= 600 && taskSeconds >= 600 && u.SpilledBytes == 0 && maxHeap > 0 &&
 		float64(maxRSS) <= 0.6*float64(container) && float64(maxHeap) <= 0.7*float64(s.Heap) {
 		heap := max(roundUp(int64(float64(maxHeap)/0.7), 256*mib), 1<<30)
 		overhead := func(h int64) int64 {
@@ -116,7 +128,8 @@ func RightSize(a *Advice, s Settings, r Resources, u Usage, execs []Executor, fa
 			}
 			return max(384*mib, h/10)
 		}
-		for float64(maxRSS) > 0.8*float64(heap+overhead(heap)+s.PySpark+s.OffHeap) {
+		unified := func(h int64) float64 { return float64(max(h-reserved, 0)) * s.MemoryFraction }
+		for float64(maxRSS) > 0.8*float64(heap+overhead(heap)+s.PySpark+s.OffHeap) || float64(maxUnified) > 0.7*unified(heap) {
 			heap += 256 * mib
 		}
 		newContainer := heap + overhead(heap) + s.PySpark + s.OffHeap
@@ -133,11 +146,11 @@ func RightSize(a *Advice, s Settings, r Resources, u Usage, execs []Executor, fa
 
 	// idle
 	cores, idle := u.Cores, false
-	if u.CPUFrom != "" && !r.DynamicAllocation && u.ExecutorCoreSeconds >= 3600 && cores > 0 && u.DurationMs > 0 &&
-		u.TaskRunSeconds < 0.30*u.ExecutorCoreSeconds {
+	if u.SlotOccupancy != nil && !r.DynamicAllocation && u.ExecutorCoreSeconds >= 3600 && cores > 0 && u.DurationMs > 0 &&
+		*u.SlotOccupancy < 0.30 {
 		seconds := float64(u.DurationMs) / 1000
 		held := u.ExecutorCoreSeconds / float64(cores) / seconds // executors, on average
-		need := max(1, int(math.Ceil(u.TaskRunSeconds/(0.6*seconds*float64(cores)))))
+		need := max(1, int(math.Ceil(u.BusySlotSeconds/(0.6*seconds*float64(cores)))))
 		if float64(need) < held {
 			idle = true
 			keep := float64(need) / held
@@ -146,7 +159,7 @@ func RightSize(a *Advice, s Settings, r Resources, u Usage, execs []Executor, fa
 				current = strconv.Itoa(r.Instances)
 			}
 			a.find("idle", "", "task slots were busy %.0f %% of the time they were held (%.1f executors of %d cores on average; CPU used %.0f %%, from the %s)",
-				100*u.TaskRunSeconds/u.ExecutorCoreSeconds, held, cores, 100*u.CPUUtilisation, u.CPUFrom)
+				100**u.SlotOccupancy, held, cores, 100*u.CPUUtilisation, u.CPUFrom)
 			a.Recommendations = append(a.Recommendations, Setting{Property: "spark.executor.instances", CurrentText: current, ValueText: strconv.Itoa(need), Rule: "idle",
 				Reason: fmt.Sprintf("%d executors would keep their task slots 60 %% busy with the same task run time", need),
 				// Against the shrunk container, so that the two rules'
@@ -182,13 +195,38 @@ func RightSize(a *Advice, s Settings, r Resources, u Usage, execs []Executor, fa
 
 	// cores
 	if heapFinding && cores >= 4 {
-		a.Recommendations = append(a.Recommendations, Setting{Property: "spark.executor.cores", CurrentText: strconv.Itoa(cores), ValueText: strconv.Itoa(cores / 2),
-			Rule: "cores", Reason: "twice the heap per task: GC pressure grows with the tasks sharing a heap",
-			SavingByteSeconds: -float64(s.Overhead) * execSeconds,
-			Risk:              "keeping the parallelism takes twice the executors, each with its overhead"})
+		half := cores / 2
+		factor := float64(cores) / float64(half) // 2, or 2.5 from 5 cores
+		rec := Setting{Property: "spark.executor.cores", CurrentText: strconv.Itoa(cores), ValueText: strconv.Itoa(half), Rule: "cores",
+			Reason: fmt.Sprintf("%s the heap per task, as GC pressure grows with the tasks sharing a heap; %s as many executors keep as many task slots",
+				timesText(factor), timesText(factor)),
+			// The extra executors hold a container each for as long as
+			// these lived; the cores stay as many.
+			SavingByteSeconds: -(factor - 1) * float64(container) * execSeconds,
+			Risk:              "each extra executor also holds its overhead and its share of the driver's bookkeeping; a container start each"}
+		a.Recommendations = append(a.Recommendations, rec)
+		switch {
+		case r.Instances > 0 && !r.DynamicAllocation:
+			a.Recommendations = append(a.Recommendations, Setting{Property: "spark.executor.instances", CurrentText: strconv.Itoa(r.Instances),
+				ValueText: strconv.Itoa(int(math.Ceil(float64(r.Instances) * factor))), Rule: "cores",
+				Reason: fmt.Sprintf("the same %d task slots with %d cores per executor (its cost is counted with spark.executor.cores)", r.Instances*cores, half)})
+		case r.DynamicAllocation && r.MaxExecutors > 0:
+			// Dynamic allocation asks for executors by pending tasks ÷
+			// cores per executor: its cap must grow as much, or the
+			// widest stage runs on half the slots.
+			a.Recommendations = append(a.Recommendations, Setting{Property: "spark.dynamicAllocation.maxExecutors", CurrentText: strconv.Itoa(r.MaxExecutors),
+				ValueText: strconv.Itoa(int(math.Ceil(float64(r.MaxExecutors) * factor))), Rule: "cores",
+				Reason: fmt.Sprintf("as many task slots at the cap with %d cores per executor (its cost is counted with spark.executor.cores)", half)})
+		}
 	}
 
 	// driver
+	// A driver's memory costs the cluster only in cluster mode; in client
+	// mode it runs where it was submitted (YARN holds an application
+	// master of its own size instead).
+	if !r.ClusterMode {
+		driverSeconds = 0
+	}
 	resultSize := slices.ContainsFunc(failures, func(f string) bool { return strings.Contains(f, "spark.driver.maxResultSize") })
 	switch {
 	case resultSize:
@@ -225,6 +263,14 @@ func (a Advice) Savings() (coreSeconds, byteSeconds float64) {
 }
 
 // durationText is d as Spark takes a time setting: whole seconds ("30s").
+// timesText writes a factor as "twice" or "2.5×".
+func timesText(f float64) string {
+	if f == 2 {
+		return "twice"
+	}
+	return strconv.FormatFloat(f, 'f', -1, 64) + "×"
+}
+
 func durationText(d time.Duration) string {
 	return strconv.FormatInt(int64(d/time.Second), 10) + "s"
 }

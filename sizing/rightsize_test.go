@@ -35,7 +35,7 @@ func find(recs []Setting, prop string) (Setting, bool) {
 
 func TestAccount(t *testing.T) {
 	s := eightGiB()
-	r, err := ResourcesFromProperties(map[string]string{"spark.driver.memory": "2g", "spark.driver.cores": "2"})
+	r, err := ResourcesFromProperties(map[string]string{"spark.driver.memory": "2g", "spark.driver.cores": "2", "spark.submit.deployMode": "cluster"})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -66,12 +66,64 @@ func TestAccount(t *testing.T) {
 		t.Errorf("Account:\n got %+v\nwant %+v", u, want)
 	}
 
+	// The driver side by deploy mode: in client mode on YARN the
+	// application master's container (1 core, 512 MiB + 384 MiB) is what
+	// the cluster holds; in client mode elsewhere, and in local mode,
+	// nothing.
+	for _, c := range []struct {
+		props      map[string]string
+		cores, mem float64
+		held       string
+	}{
+		{map[string]string{"spark.driver.memory": "2g", "spark.master": "yarn"}, 3600, float64(896<<20) * 3600, DriverYARNAM},
+		{map[string]string{"spark.driver.memory": "2g", "spark.master": "yarn", "spark.yarn.am.memory": "1g", "spark.yarn.am.cores": "2"}, 7200, float64(1408<<20) * 3600, DriverYARNAM},
+		{map[string]string{"spark.driver.memory": "2g", "spark.master": "spark://m:7077"}, 0, 0, DriverOutside},
+		{map[string]string{"spark.driver.memory": "2g", "spark.master": "local[4]", "spark.submit.deployMode": "cluster"}, 0, 0, DriverOutside},
+		{map[string]string{"spark.driver.memory": "2g", "spark.master": "k8s://https://k:443", "spark.submit.deployMode": "cluster"}, 3600, float64(2<<30+384<<20) * 3600, DriverInCluster},
+	} {
+		r, err := ResourcesFromProperties(c.props)
+		if err != nil {
+			t.Fatal(err)
+		}
+		u := Account(s, r, []Executor{driver, x1, x2}, hour)
+		if u.DriverCoreSeconds != c.cores || u.DriverMemoryByteSeconds != c.mem || u.DriverHeld != c.held {
+			t.Errorf("%v: driver %v core-s, %v byte-s, %s; want %v, %v, %s", c.props, u.DriverCoreSeconds, u.DriverMemoryByteSeconds, u.DriverHeld, c.cores, c.mem, c.held)
+		}
+	}
+
 	// The cgroup plugin on every executor: its CPU (Python's included)
 	// is the CPU used.
 	x1.CgroupCPUNs, x2.CgroupCPUNs = 7200e9, 3600e9
 	if u := Account(s, r, []Executor{driver, x1, x2}, hour); u.CPUFrom != "container" || u.CPUUtilisation != 0.5 || u.ContainerCPUSeconds != 10800 || u.CPUUsedSeconds != 10800 {
 		t.Errorf("with the cgroup plugin: %s %v %v, want container 0.5 10800", u.CPUFrom, u.CPUUtilisation, u.ContainerCPUSeconds)
 	}
+	// On YARN the plugin reads the node's cgroup: the tasks', and a note
+	// says why.
+	ry := r
+	ry.YARN = true
+	if u := Account(s, ry, []Executor{driver, x1, x2}, hour); u.CPUFrom != "tasks" || u.CPUUtilisation != 0.25 ||
+		len(u.Notes) != 1 || !strings.Contains(u.Notes[0], "YARN") {
+		t.Errorf("on YARN: %s %v %q", u.CPUFrom, u.CPUUtilisation, u.Notes)
+	}
+	// More CPU than 4 cores give in an hour (a node's, or a container
+	// with no CPU accounting of its own): the tasks'.
+	x1.CgroupCPUNs = 4 * 3600e9 * 1.2
+	if u := Account(s, r, []Executor{driver, x1, x2}, hour); u.CPUFrom != "tasks" || len(u.Notes) != 1 ||
+		!strings.Contains(u.Notes[0], "executor 1: 17280 s of CPU in 14400 s of 4 cores") {
+		t.Errorf("over the cores held: %s %q", u.CPUFrom, u.Notes)
+	}
+	// Less than the tasks' own CPU: not this container's either.
+	x1.CgroupCPUNs = 1800e9
+	if u := Account(s, r, []Executor{driver, x1, x2}, hour); u.CPUFrom != "tasks" || len(u.Notes) != 1 ||
+		!strings.Contains(u.Notes[0], "less than its tasks' 3600 s") {
+		t.Errorf("under the tasks' CPU: %s %q", u.CPUFrom, u.Notes)
+	}
+	// At the bound it is believed: 4 cores busy for the hour.
+	x1.CgroupCPUNs = 4 * 3600e9
+	if u := Account(s, r, []Executor{driver, x1, x2}, hour); u.CPUFrom != "container" || len(u.Notes) != 0 {
+		t.Errorf("at the cores held: %s %q", u.CPUFrom, u.Notes)
+	}
+	x1.CgroupCPUNs = 7200e9
 	// On one of two: the tasks', and a note says why.
 	x2.CgroupCPUNs = 0
 	if u := Account(s, r, []Executor{driver, x1, x2}, hour); u.CPUFrom != "tasks" || len(u.Notes) != 1 {
@@ -86,14 +138,15 @@ func TestAccount(t *testing.T) {
 
 func TestResourcesFromProperties(t *testing.T) {
 	r, err := ResourcesFromProperties(nil)
-	if err != nil || r != (Resources{DriverCores: 1, DriverHeap: 1 << 30, DriverOverhead: 384 << 20, MaxResultSize: 1 << 30, IdleTimeout: time.Minute}) {
+	if err != nil || r != (Resources{DriverCores: 1, DriverHeap: 1 << 30, DriverOverhead: 384 << 20, MaxResultSize: 1 << 30, IdleTimeout: time.Minute,
+		AMCores: 1, AMMemory: 512 << 20, AMOverhead: 384 << 20, TaskCPUs: 1}) {
 		t.Errorf("defaults: %+v %v", r, err)
 	}
 	r, err = ResourcesFromProperties(map[string]string{"spark.executor.cores": "4", "spark.driver.memory": "8g",
 		"spark.dynamicAllocation.enabled": "true", "spark.dynamicAllocation.executorIdleTimeout": "2min",
-		"spark.executor.instances": "10", "spark.driver.maxResultSize": "0"})
+		"spark.executor.instances": "10", "spark.driver.maxResultSize": "0", "spark.master": "yarn"})
 	if err != nil || r.ExecutorCores != 4 || r.DriverHeap != 8<<30 || r.DriverOverhead != 858993459 || !r.DynamicAllocation ||
-		r.IdleTimeout != 2*time.Minute || r.Instances != 10 || r.MaxResultSize != 0 {
+		r.IdleTimeout != 2*time.Minute || r.Instances != 10 || r.MaxResultSize != 0 || !r.YARN {
 		t.Errorf("set: %+v %v", r, err)
 	}
 	// The driver's overhead under its name before Spark 2.3.
@@ -164,6 +217,52 @@ func TestRightSize(t *testing.T) {
 		}
 	})
 
+	t.Run("shrink keeps the unified region", func(t *testing.T) {
+		// 16g with Spark's default overhead (1.6 GiB): heap peaks 9 GiB
+		// (56 %), resident memory 10 GiB (57 %), GC 1 %. The heap's peak
+		// alone gives 9 GiB / 0.7 → 13 GiB. Execution + storage peaked
+		// at 7 GiB: 92 % of 13g's unified region, (13 312 − 300) MiB ×
+		// 0.6 = 7 807 MiB; 70 % of it needs a heap of 17 401 MiB or
+		// more, over today's: no shrink.
+		s, err := FromProperties(map[string]string{"spark.executor.memory": "16g"})
+		if err != nil {
+			t.Fatal(err)
+		}
+		execs := four(9<<30, 10<<30, 1_000_000, 10_000)
+		for i := range execs {
+			execs[i].Peaks["OnHeapExecutionMemory"] = 7 << 30
+		}
+		a := run(s, r, execs, Account(s, r, execs, hour), nil)
+		if _, ok := find(a.Recommendations, "spark.executor.memory"); ok {
+			t.Errorf("unified region: %+v", a.Recommendations)
+		}
+		// With 2 GiB of execution memory, 13g: 2 GiB is 38 % of its
+		// unified region, 10 GiB resident 70 % of a 14.3 GiB container
+		// (81 % of today's).
+		for i := range execs {
+			execs[i].Peaks["OnHeapExecutionMemory"] = 2 << 30
+		}
+		a = run(s, r, execs, Account(s, r, execs, hour), nil)
+		if rec, ok := find(a.Recommendations, "spark.executor.memory"); !ok || rec.ValueString() != "13g" {
+			t.Errorf("2 GiB of execution memory: %+v", a.Recommendations)
+		}
+		// Any spill: execution memory ran short, no shrink.
+		u := Account(s, r, execs, hour)
+		u.SpilledBytes = 1 << 20
+		if _, ok := find(run(s, r, execs, u, nil).Recommendations, "spark.executor.memory"); ok {
+			t.Errorf("after a spill: %+v", a.Recommendations)
+		}
+		// A 3-minute application on four executors (12 executor-minutes)
+		// whose tasks ran 20 s each: no evidence of what work needs.
+		short := four(9<<30, 10<<30, 20_000, 100)
+		for i := range short {
+			short[i].AliveMs = 180_000
+		}
+		if _, ok := find(run(s, r, short, Account(s, r, short, 180_000), nil).Recommendations, "spark.executor.memory"); ok {
+			t.Errorf("idle run: %+v", a.Recommendations)
+		}
+	})
+
 	t.Run("idle", func(t *testing.T) {
 		// 10 executors of 4 cores for 2 h: 288 000 core-seconds, of
 		// which 34 560 s of task run time: slots 12 % busy (CPU 10 %).
@@ -187,6 +286,15 @@ func TestRightSize(t *testing.T) {
 		if !ok || rec.ValueString() != "2" || rec.CurrentString() != "10" || rec.SavingCoreSeconds != 230400 ||
 			math.Abs(rec.SavingByteSeconds-container*72000*0.8) > 1 {
 			t.Fatalf("%+v", a.Recommendations)
+		}
+		// With spark.task.cpus = 4 each task held all 4 cores of its
+		// executor: the same run time kept 48 % of the slots busy, and
+		// the rule is quiet.
+		r4 := r
+		r4.TaskCPUs = 4
+		u4 := Account(s, r4, execs, 2*hour)
+		if a := run(s, r4, execs, u4, nil); len(a.Recommendations) != 0 || *u4.SlotOccupancy != 0.48 || u4.BusySlotSeconds != 138240 {
+			t.Errorf("with spark.task.cpus=4: occupancy %v, %+v", *u4.SlotOccupancy, a.Recommendations)
 		}
 		// With dynamic allocation the average held says nothing of the
 		// widest stage: quiet.
@@ -267,17 +375,61 @@ func TestRightSize(t *testing.T) {
 
 	t.Run("cores", func(t *testing.T) {
 		// GC 12 % with the heap at 95 %: the heap rule fires; with 8
-		// cores, half of them, at the cost of the extra executors'
-		// overhead: 858 993 459 bytes for 4 × 3600 s.
+		// cores, half of them. Keeping the 32 task slots takes 8
+		// executors instead of 4: four more 8 GiB + 819.2 MiB containers
+		// (9 448 928 051 bytes) for 3600 s each, -1.36e14 byte-seconds,
+		// where one overhead per executor would be -1.24e13.
 		execs := four(8<<30*95/100, 7<<30, 1_000_000, 120_000)
 		for i := range execs {
 			execs[i].Cores = 8
 		}
+		r := r
+		r.Instances = 4
 		a := run(s, r, execs, Account(s, r, execs, hour), nil)
 		rec, ok := find(a.Recommendations, "spark.executor.cores")
-		if !ok || rec.ValueString() != "4" || rec.CurrentString() != "8" || rec.SavingByteSeconds != -858993459*14400.0 {
+		if !ok || rec.ValueString() != "4" || rec.CurrentString() != "8" || rec.SavingByteSeconds != -9448928051*14400.0 {
 			t.Fatalf("%+v", a.Recommendations)
 		}
+		if n, ok := find(a.Recommendations, "spark.executor.instances"); !ok || n.ValueString() != "8" || n.SavingByteSeconds != 0 {
+			t.Errorf("instances: %+v", n)
+		}
+		// 5 cores become 2: 2.5 times the executors, 1.5 containers more
+		// per executor.
+		for i := range execs {
+			execs[i].Cores = 5
+		}
+		a = run(s, r, execs, Account(s, r, execs, hour), nil)
+		rec, ok = find(a.Recommendations, "spark.executor.cores")
+		if n, _ := find(a.Recommendations, "spark.executor.instances"); !ok || rec.ValueString() != "2" ||
+			rec.SavingByteSeconds != -1.5*9448928051*14400 || n.ValueString() != "10" {
+			t.Errorf("5 cores: %+v", a.Recommendations)
+		}
+		// With dynamic allocation the instances are not set; its cap,
+		// when there is one, grows as much: 2.5 × 8.
+		r.DynamicAllocation = true
+		a = run(s, r, execs, Account(s, r, execs, hour), nil)
+		if _, ok := find(a.Recommendations, "spark.executor.instances"); ok {
+			t.Errorf("dynamic allocation: %+v", a.Recommendations)
+		}
+		if _, ok := find(a.Recommendations, "spark.dynamicAllocation.maxExecutors"); ok {
+			t.Errorf("dynamic allocation, no cap: %+v", a.Recommendations)
+		}
+		r.MaxExecutors = 8
+		a = run(s, r, execs, Account(s, r, execs, hour), nil)
+		if m, ok := find(a.Recommendations, "spark.dynamicAllocation.maxExecutors"); !ok || m.ValueString() != "20" || m.CurrentString() != "8" {
+			t.Errorf("dynamic allocation, capped at 8: %+v", a.Recommendations)
+		}
+		// Under 4 cores the rule is quiet.
+		for i := range execs {
+			execs[i].Cores = 3
+		}
+		if _, ok := find(run(s, r, execs, Account(s, r, execs, hour), nil).Recommendations, "spark.executor.cores"); ok {
+			t.Error("3 cores: the rule fired")
+		}
+		for i := range execs {
+			execs[i].Cores = 8
+		}
+		a = run(s, r, execs, Account(s, r, execs, hour), nil)
 		// The heap rule's quarter more heap costs its 2 GiB for as long.
 		if heap, ok := find(a.Recommendations, "spark.executor.memory"); !ok || heap.SavingByteSeconds != -float64(2<<30)*14400 {
 			t.Errorf("heap: %+v", heap)
@@ -286,9 +438,16 @@ func TestRightSize(t *testing.T) {
 
 	t.Run("driver", func(t *testing.T) {
 		// An 8g driver whose heap peaked at 2 GiB (25 %): 2 GiB / 0.6 →
-		// 3.5 GiB in 256 MiB steps, 4.5 GiB less for the 2 h it ran.
+		// 3.5 GiB in 256 MiB steps, 4.5 GiB less for the 2 h it ran, in
+		// cluster mode; in client mode the same advice saves the cluster
+		// nothing.
 		r := r
 		r.DriverHeap = 8 << 30
+		execs0 := []Executor{{ID: "driver", AliveMs: 2 * hour, Peaks: map[string]int64{"JVMHeapMemory": 2 << 30}}}
+		if rec, ok := find(run(s, r, execs0, Account(s, r, execs0, 2*hour), nil).Recommendations, "spark.driver.memory"); !ok || rec.SavingByteSeconds != 0 {
+			t.Errorf("client mode: %+v", rec)
+		}
+		r.ClusterMode = true
 		execs := []Executor{{ID: "driver", AliveMs: 2 * hour, Peaks: map[string]int64{"JVMHeapMemory": 2 << 30}}}
 		a := run(s, r, execs, Account(s, r, execs, 2*hour), nil)
 		rec, ok := find(a.Recommendations, "spark.driver.memory")

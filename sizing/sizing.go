@@ -84,6 +84,10 @@ type Settings struct {
 	OffHeap         int64   // spark.memory.offHeap.size when enabled, else 0
 	MemoryFraction  float64 // spark.memory.fraction
 	StorageFraction float64 // spark.memory.storageFraction
+	// ConcurrentGC names the executors' collector when their Java
+	// options select one that collects concurrently (ZGC, Shenandoah);
+	// "" otherwise.
+	ConcurrentGC string
 }
 
 // Unified is the size of the execution and storage region of the heap.
@@ -139,7 +143,29 @@ func FromProperties(props map[string]string) (Settings, error) {
 	}
 	s.MemoryFraction = frac("spark.memory.fraction", s.MemoryFraction)
 	s.StorageFraction = frac("spark.memory.storageFraction", s.StorageFraction)
+	s.ConcurrentGC = concurrentCollector(props["spark.executor.defaultJavaOptions"] + " " + props["spark.executor.extraJavaOptions"])
 	return s, err
+}
+
+// concurrentCollector names the collector that Java options select when
+// it collects concurrently with the application. A task's GC time
+// (totalGCTime) is what Executor.computeTotalGcTime sums over every
+// GarbageCollectorMXBean; under ZGC and Shenandoah those include the
+// "… Cycles" beans, whose time is that of whole concurrent cycles, not
+// of pauses, so it says nothing of how long tasks were stopped.
+func concurrentCollector(opts string) string {
+	name := ""
+	for _, f := range strings.Fields(opts) {
+		switch f {
+		case "-XX:+UseZGC":
+			name = "ZGC"
+		case "-XX:+UseShenandoahGC":
+			name = "Shenandoah"
+		case "-XX:+UseG1GC", "-XX:+UseParallelGC", "-XX:+UseSerialGC", "-XX:-UseZGC", "-XX:-UseShenandoahGC":
+			name = ""
+		}
+	}
+	return name
 }
 
 // overheadKey is the key that sets an overhead: key, else its name
@@ -265,10 +291,15 @@ func (s Setting) ValueString() string {
 }
 
 // CurrentString is the current value as Spark takes it, "" when not set.
+// A default Spark works out (10 % of the heap) need not be a whole
+// number of MiB; it is then written in MiB with a decimal, since no
+// setting could say it.
 func (s Setting) CurrentString() string {
 	switch {
 	case s.CurrentText != "":
 		return s.CurrentText
+	case s.Current > 0 && s.Current%mib != 0 && s.Current > mib:
+		return strconv.FormatFloat(float64(s.Current)/float64(mib), 'f', 1, 64) + " MiB"
 	case s.Current > 0:
 		return SparkSize(s.Current)
 	}
@@ -290,6 +321,7 @@ func Advise(s Settings, execs []Executor) Advice {
 	container, unified := s.Container(), s.Unified()
 	var maxRSS, maxPython, maxPythonV int64
 	anyRSS, killed, heapPressure := false, false, false
+	var limit int64 // the largest limit a YARN kill message stated
 	for _, x := range execs {
 		if x.ID == "driver" {
 			continue
@@ -302,6 +334,9 @@ func Advise(s Settings, execs []Executor) Advice {
 		if x.RemoveReason != "" {
 			h.RemoveKind = RemoveKind(x.RemoveReason)
 			h.KilledForMemory = h.RemoveKind == RemovedContainerOOM
+			if h.KilledForMemory {
+				limit = max(limit, YARNLimit(x.RemoveReason))
+			}
 		}
 		h.ContainerUse = ratio(h.RSS, container)
 		h.HeapUse, h.UnifiedUse = ratio(h.Heap, s.Heap), ratio(h.Unified, unified)
@@ -313,7 +348,7 @@ func Advise(s Settings, execs []Executor) Advice {
 
 		switch {
 		case h.KilledForMemory:
-			a.find("container", x.ID, "removed for exceeding its memory limit: %s", x.RemoveReason)
+			a.find("container", x.ID, "removed for exceeding its memory limit: %s", oneLine(x.RemoveReason))
 		case h.ProcessTreeMetric && h.ContainerUse >= 0.9:
 			a.find("container", x.ID, "resident memory peaked at %s, %.0f %% of the %s container", Bytes(h.RSS), 100*h.ContainerUse, Bytes(container))
 		}
@@ -326,16 +361,16 @@ func Advise(s Settings, execs []Executor) Advice {
 		}
 		switch {
 		case h.RemoveKind == RemovedHeapOOM:
-			a.find("heap", x.ID, "the JVM ran out of heap (%s) and the executor exited: %s", Bytes(s.Heap), x.RemoveReason)
+			a.find("heap", x.ID, "the JVM ran out of heap (%s) and the executor exited: %s", Bytes(s.Heap), oneLine(x.RemoveReason))
 			heapPressure = true
 		case h.RemoveKind == RemovedTerminated && h.HeapUse >= 0.9:
 			// How a YARN executor ends after an OutOfMemoryError
 			// (-XX:OnOutOfMemoryError='kill %p'); without a full heap
 			// the SIGTERM says nothing of memory, and the rule is quiet.
 			a.find("heap", x.ID, "the executor was terminated (SIGTERM) with its heap used to %.0f %% of %s, as the JVM is on YARN after an OutOfMemoryError: %s",
-				100*h.HeapUse, Bytes(s.Heap), x.RemoveReason)
+				100*h.HeapUse, Bytes(s.Heap), oneLine(x.RemoveReason))
 			heapPressure = true
-		case h.GCShare >= 0.10 && h.HeapUse >= 0.9:
+		case h.GCShare >= 0.10 && h.HeapUse >= 0.9 && s.ConcurrentGC == "":
 			a.find("heap", x.ID, "heap used to %.0f %% of %s while GC took %.0f %% of task time", 100*h.HeapUse, Bytes(s.Heap), 100*h.GCShare)
 			heapPressure = true
 		}
@@ -355,6 +390,9 @@ func Advise(s Settings, execs []Executor) Advice {
 		}
 		return cmp.Or(killed(x)-killed(y), cmp.Compare(y.ContainerUse, x.ContainerUse))
 	})
+	if s.ConcurrentGC != "" {
+		a.Notes = append(a.Notes, "the executors run "+s.ConcurrentGC+", whose GC time is that of its concurrent cycles, not of pauses: the GC-pressure part of the heap rule is quiet")
+	}
 	if !anyRSS {
 		a.Notes = append(a.Notes, "no process-tree metrics: the container and Python rules need spark.executor.processTreeMetrics.enabled=true (Linux)")
 	}
@@ -402,11 +440,18 @@ func Advise(s Settings, execs []Executor) Advice {
 			need = pythonNeed
 			why = fmt.Sprintf("the heap and the Python workers' peak %s are then at most 90 %% of the container", Bytes(maxPython))
 		}
-		if k := max(maxRSS+maxRSS/4, container+container/4); killed && k > need {
+		// YARN's message states the limit it enforced, which its
+		// rounding to the minimum allocation may put above Spark's sum.
+		had := max(container, limit)
+		if k := max(maxRSS+maxRSS/4, had+had/4); killed && k > need {
 			// The peak that got it killed was not sampled: keep a
 			// quarter more than the largest seen.
 			need = k
 			why = "an executor was killed over its memory limit at a peak no heartbeat saw: the container plus a quarter"
+			if limit > container {
+				why = fmt.Sprintf("an executor was killed over its memory limit at a peak no heartbeat saw: the %s limit YARN stated (its rounding of the %s Spark asked for) plus a quarter",
+					Bytes(limit), Bytes(container))
+			}
 		}
 		// With spark.executor.pyspark.memory raised above, the
 		// container holds it too.
@@ -423,6 +468,10 @@ func Advise(s Settings, execs []Executor) Advice {
 	}
 	return a
 }
+
+// oneLine writes a cluster manager's reason, which may run over lines
+// (Kubernetes' container statuses), on one.
+func oneLine(s string) string { return strings.Join(strings.Fields(s), " ") }
 
 func (a *Advice) find(rule, exec, format string, args ...any) {
 	a.Findings = append(a.Findings, Finding{Rule: rule, Executor: exec, Text: fmt.Sprintf(format, args...)})

@@ -65,6 +65,16 @@ func TestFromProperties(t *testing.T) {
 			Settings{Heap: gib, Overhead: 429496729, MemoryFraction: 0.6, StorageFraction: 0.5}},
 		{map[string]string{"spark.executor.pyspark.memory": "2g", "spark.memory.fraction": "0.75", "spark.memory.storageFraction": "0.3"},
 			Settings{Heap: gib, Overhead: 384 * mib, PySpark: 2 * gib, MemoryFraction: 0.75, StorageFraction: 0.3}},
+		// ZGC or Shenandoah from the executors' Java options; G1 (or a
+		// collector switched off) is not concurrent in this sense.
+		{map[string]string{"spark.executor.extraJavaOptions": "-Xss4m -XX:+UseZGC -XX:+ZGenerational"},
+			Settings{Heap: gib, Overhead: 384 * mib, MemoryFraction: 0.6, StorageFraction: 0.5, ConcurrentGC: "ZGC"}},
+		{map[string]string{"spark.executor.defaultJavaOptions": "-XX:+UseShenandoahGC"},
+			Settings{Heap: gib, Overhead: 384 * mib, MemoryFraction: 0.6, StorageFraction: 0.5, ConcurrentGC: "Shenandoah"}},
+		{map[string]string{"spark.executor.defaultJavaOptions": "-XX:+UseZGC", "spark.executor.extraJavaOptions": "-XX:+UseG1GC"},
+			Settings{Heap: gib, Overhead: 384 * mib, MemoryFraction: 0.6, StorageFraction: 0.5}},
+		{map[string]string{"spark.driver.extraJavaOptions": "-XX:+UseZGC", "spark.executor.extraJavaOptions": "-XX:+UseG1GC -XX:MaxGCPauseMillis=100"},
+			Settings{Heap: gib, Overhead: 384 * mib, MemoryFraction: 0.6, StorageFraction: 0.5}},
 		{map[string]string{"spark.memory.offHeap.enabled": "true", "spark.memory.offHeap.size": "1073741824"},
 			Settings{Heap: gib, Overhead: 384 * mib, OffHeap: gib, MemoryFraction: 0.6, StorageFraction: 0.5}},
 		{map[string]string{"spark.memory.offHeap.enabled": "false", "spark.memory.offHeap.size": "1g"},
@@ -117,7 +127,7 @@ func summary(a Advice) []string {
 	for _, r := range a.Recommendations {
 		now := "not set"
 		if r.Current > 0 {
-			now = SparkSize(r.Current)
+			now = r.CurrentString()
 		}
 		out = append(out, fmt.Sprintf("set %s = %s (now %s)", r.Property, SparkSize(r.Value), now))
 	}
@@ -161,7 +171,7 @@ func TestAdvise(t *testing.T) {
 		want: []string{
 			"finding container 1: resident memory peaked at 4.5 GiB, 102 % of the 4.4 GiB container",
 			"finding python : Python workers peaked at 300 MiB, 73 % of the memory overhead, which Python workers share with the JVM's off-heap memory without spark.executor.pyspark.memory (409 MiB)",
-			"set spark.executor.memoryOverhead = 1g (now 429496729b)",
+			"set spark.executor.memoryOverhead = 1g (now 409.6 MiB)",
 		},
 	}, {
 		// pyspark memory 1g, Python resident at 950 MiB (93 %) while the
@@ -215,6 +225,21 @@ func TestAdvise(t *testing.T) {
 		},
 		order: []string{"2", "1"},
 	}, {
+		// Spark asked for 4g + 409.6 MiB; YARN, rounding to a 1 GiB
+		// minimum allocation, gave 5 GiB and says so when it kills at
+		// it. The container plus a quarter is then 6.25 GiB, not 5.5:
+		// overhead 6400 - 4096 = 2304 MiB.
+		name: "killed by YARN above what Spark asked",
+		s:    Settings{Heap: 4 * gib, Overhead: 429496729, MemoryFraction: 0.6},
+		execs: []Executor{
+			{ID: "2", Peaks: peaks(3*gib, 0, 0, 4600*mib, 0, 0),
+				RemoveReason: "Container killed by YARN for exceeding physical memory limits. 5.0 GB of 5 GB physical memory used. Consider boosting spark.executor.memoryOverhead."},
+		},
+		want: []string{
+			"finding container 2: removed for exceeding its memory limit: Container killed by YARN for exceeding physical memory limits. 5.0 GB of 5 GB physical memory used. Consider boosting spark.executor.memoryOverhead.",
+			"set spark.executor.memoryOverhead = 2304m (now 409.6 MiB)",
+		},
+	}, {
 		// 3.8 of 4 GiB of heap with GC at 12 % of task time: 5g. The
 		// other executor's full heap with 5 % GC is normal.
 		name: "GC pressure",
@@ -226,6 +251,18 @@ func TestAdvise(t *testing.T) {
 		want: []string{
 			"finding heap 1: heap used to 95 % of 4.0 GiB while GC took 12 % of task time",
 			"set spark.executor.memory = 5g (now 4g)",
+		},
+	}, {
+		// The same executors under ZGC: its GC time counts concurrent
+		// cycles, not pauses, so the GC share is no evidence and the
+		// rule is quiet, saying why.
+		name: "GC share under ZGC",
+		s:    Settings{Heap: 4 * gib, Overhead: gib, OverheadSet: true, MemoryFraction: 0.6, StorageFraction: 0.5, ConcurrentGC: "ZGC"},
+		execs: []Executor{
+			{ID: "1", Peaks: peaks(3891*mib, 0, 0, 4*gib, 0, 0), TaskTimeMs: 100_000, GCTimeMs: 12_000},
+		},
+		want: []string{
+			"the executors run ZGC, whose GC time is that of its concurrent cycles, not of pauses: the GC-pressure part of the heap rule is quiet",
 		},
 	}, {
 		// Executor 3 exited with code 52 (Kubernetes' wording), its heap

@@ -14,14 +14,17 @@ import (
 //   - Given: each executor's cores and container (Settings.Container)
 //     for as long as it lived, from its addition to its removal or the
 //     application's end, summed as core-seconds and byte-seconds; the
-//     driver likewise, with spark.driver.cores and its own container
-//     (spark.driver.memory plus its overhead). This is what YARN or
+//     driver side likewise, for what the cluster holds for it
+//     (Resources.DriverHeld: the driver's container in cluster mode, the
+//     YARN application master's in client mode, else nothing). This is what YARN or
 //     Kubernetes holds for the application, and what a shared cluster
 //     pays for.
 //   - Used: the task CPU time, task run time and GC time of the
-//     executors; where the CERN SparkPlugins' cgroup metrics report it,
-//     the containers' CPU time, which counts Python workers and other
-//     children too; the peak and mean resident memory of each executor.
+//     executors; where the CERN SparkPlugins' cgroup metrics report it
+//     for every executor, the containers' CPU time, which counts Python
+//     workers and other children too, unless it cannot be the
+//     containers' own (cgroupDoubt); the peak and mean resident memory
+//     of each executor.
 //   - Utilisation: CPU used (the containers' where known, else the
 //     tasks') over executor core-seconds; memory: the largest executor's
 //     peak resident memory over the container, and the mean over the
@@ -38,11 +41,51 @@ type Resources struct {
 	DynamicAllocation bool  // spark.dynamicAllocation.enabled
 	IdleTimeout       time.Duration
 	Instances         int // spark.executor.instances; 0 when not set
+	MaxExecutors      int // spark.dynamicAllocation.maxExecutors; 0 when not set (unbounded)
+	TaskCPUs          int // spark.task.cpus, default 1: the cores each task holds
+	// ClusterMode: spark.submit.deployMode is cluster (not in local mode):
+	// the driver runs in a container of the cluster.
+	ClusterMode bool
+	// The YARN application master of client mode (spark.yarn.am.*).
+	AMCores              int
+	AMMemory, AMOverhead int64
+	// YARN: spark.master is yarn. The CERN cgroup plugin reads cgroup v1
+	// files at fixed paths; in a YARN container, which has no cgroup
+	// namespace of its own, those are the node's.
+	YARN bool
 }
 
 // DriverContainer is the memory the cluster manager grants the driver in
 // cluster mode.
 func (r Resources) DriverContainer() int64 { return r.DriverHeap + r.DriverOverhead }
+
+// What the cluster holds for the driver side of an application, by
+// spark.submit.deployMode (default client):
+//   - cluster: the driver's own container, spark.driver.cores and
+//     spark.driver.memory plus its overhead;
+//   - client on YARN: the driver runs where it was submitted, outside the
+//     cluster; YARN holds the application master's container instead,
+//     spark.yarn.am.cores (1) and spark.yarn.am.memory (512m) plus its
+//     overhead (spark.yarn.am.memoryOverhead, else 10 %, at least
+//     384 MiB: Spark's Client.scala);
+//   - client elsewhere, and local mode: nothing on the cluster.
+const (
+	DriverInCluster = "driver"  // cluster mode: the driver's container
+	DriverYARNAM    = "yarn_am" // YARN client mode: the application master's
+	DriverOutside   = "outside" // client mode: the driver is not on the cluster
+)
+
+// DriverHeld is what the cluster holds for the driver side, per second:
+// cores and bytes, with which of the cases above it is.
+func (r Resources) DriverHeld() (cores int, bytes int64, what string) {
+	switch {
+	case r.ClusterMode:
+		return r.DriverCores, r.DriverContainer(), DriverInCluster
+	case r.YARN:
+		return r.AMCores, r.AMMemory + r.AMOverhead, DriverYARNAM
+	}
+	return 0, 0, DriverOutside
+}
 
 // ResourcesFromProperties reads Resources from Spark's properties, with
 // Spark's defaults. An error names the property and its value.
@@ -86,6 +129,8 @@ func ResourcesFromProperties(props map[string]string) (Resources, error) {
 	r.ExecutorCores = count("spark.executor.cores", 0, maxCores)
 	r.DriverCores = count("spark.driver.cores", 1, maxCores)
 	r.Instances = count("spark.executor.instances", 0, maxInstances)
+	r.MaxExecutors = count("spark.dynamicAllocation.maxExecutors", 0, maxInstances)
+	r.TaskCPUs = max(count("spark.task.cpus", 1, maxCores), 1)
 	r.DriverHeap = size("spark.driver.memory", mib, 1024*mib)
 	factor := 0.10
 	if v, ok := props["spark.driver.memoryOverheadFactor"]; ok {
@@ -103,6 +148,12 @@ func ResourcesFromProperties(props map[string]string) (Resources, error) {
 	}
 	r.MaxResultSize = size("spark.driver.maxResultSize", 1, 1<<30)
 	r.DynamicAllocation = strings.EqualFold(strings.TrimSpace(props["spark.dynamicAllocation.enabled"]), "true")
+	master := strings.TrimSpace(props["spark.master"])
+	r.YARN = strings.HasPrefix(master, "yarn")
+	r.ClusterMode = strings.TrimSpace(props["spark.submit.deployMode"]) == "cluster" && !strings.HasPrefix(master, "local")
+	r.AMCores = count("spark.yarn.am.cores", 1, maxCores)
+	r.AMMemory = size("spark.yarn.am.memory", mib, 512*mib)
+	r.AMOverhead = size("spark.yarn.am.memoryOverhead", mib, max(384*mib, r.AMMemory/10))
 	if v, ok := props["spark.dynamicAllocation.executorIdleTimeout"]; ok {
 		d, perr := parseSparkDuration(v)
 		if perr != nil {
@@ -145,6 +196,7 @@ type Usage struct {
 	ExecutorMemoryByteSeconds float64 `json:"executor_memory_byte_seconds"`
 	DriverCoreSeconds         float64 `json:"driver_core_seconds"`
 	DriverMemoryByteSeconds   float64 `json:"driver_memory_byte_seconds"`
+	DriverHeld                string  `json:"driver_held"` // what the driver seconds count: DriverInCluster, DriverYARNAM or DriverOutside
 	TaskCPUSeconds            float64 `json:"task_cpu_seconds"`
 	TaskRunSeconds            float64 `json:"task_run_seconds"`
 	GCSeconds                 float64 `json:"gc_seconds"`
@@ -163,7 +215,21 @@ type Usage struct {
 	// SetAside names the processes' stream figures that could not be true
 	// and were not used, and why.
 	SetAside []string `json:"set_aside,omitempty"`
-	Notes    []string
+	// SpilledBytes is what the application's tasks spilled from memory
+	// (Spark's stage list); the shrink rule is quiet after any spill.
+	SpilledBytes int64 `json:"-"`
+	// The figures below are nil (absent) when they cannot be known; the
+	// notes say why (see figures.go).
+	SlotOccupancy       *float64 `json:"slot_occupancy,omitempty"`        // Σ task run time ÷ executor core-seconds held
+	DriverOnlyMs        *int64   `json:"driver_only_ms,omitempty"`        // wall clock with no stage attempt running
+	LostTaskSeconds     *float64 `json:"lost_task_seconds,omitempty"`     // run time of task attempts that failed or were killed
+	FailedStageAttempts *int     `json:"failed_stage_attempts,omitempty"` // stage attempts Spark marked FAILED
+	Outcome             string   `json:"outcome,omitempty"`               // succeeded, failed, running, unknown, driver_lost
+	CoresHeld           int      `json:"cores_held,omitempty"`            // a running application's: its live executors' cores at the read
+	TaskCPUs            int      `json:"task_cpus"`                       // spark.task.cpus: the cores each task holds
+	BusySlotSeconds     float64  `json:"busy_slot_seconds"`               // Σ task run time × spark.task.cpus: the core-seconds tasks held
+	OutcomeReason       string   `json:"outcome_reason,omitempty"`
+	Notes               []string
 }
 
 // cgroupPartial begins Account's note when the cgroup plugin reported
@@ -185,6 +251,7 @@ func (u *Usage) TaskTimesFromStages(cpuNs, runMs int64) {
 	}
 	u.Notes = slices.DeleteFunc(u.Notes, func(n string) bool { return n == noTaskCPU || strings.HasPrefix(n, cgroupPartial) })
 	u.Notes = append(u.Notes, "task CPU and run time from Spark's stage list: the stream's were set aside")
+	u.occupancy()
 }
 
 // TaskTimesUnknown says that the executors' task CPU and run time are not
@@ -194,20 +261,54 @@ func (u *Usage) TaskTimesUnknown(why string) {
 	u.TaskCPUSeconds, u.TaskRunSeconds, u.CPUFrom, u.CPUUsedSeconds, u.CPUUtilisation = 0, 0, "", 0, 0
 	u.Notes = slices.DeleteFunc(u.Notes, func(n string) bool { return n == noTaskCPU || strings.HasPrefix(n, cgroupPartial) })
 	u.Notes = append(u.Notes, "CPU utilisation unknown: "+why)
+	u.occupancy()
+}
+
+// cgroupDoubt says why the cgroup plugin's CPU cannot be an executor
+// container's own, or "". The plugin reads cgroup v1 paths: on YARN they
+// are the node's, and where they name a container without its own CPU
+// accounting they count others too. A container's CPU holds its task
+// threads' (so it is at least their CPU time), and with a CPU limit at
+// the executor's cores it is at most cores × lifetime; past either bound
+// (5 % margin for when the two are sampled) the figure is someone
+// else's, and utilisation from it would hide idle executors.
+func cgroupDoubt(r Resources, execs []Executor) string {
+	if r.YARN {
+		return "on YARN the plugin's cgroup v1 paths are the node's"
+	}
+	for _, x := range execs {
+		if x.ID == "driver" || x.CgroupCPUNs <= 0 {
+			continue
+		}
+		cores := x.Cores
+		if cores == 0 {
+			cores = r.ExecutorCores
+		}
+		held := float64(cores) * float64(max(x.AliveMs, 0)) * 1e6 // ns
+		if cores > 0 && float64(x.CgroupCPUNs) > 1.05*held {
+			return fmt.Sprintf("executor %s: %.0f s of CPU in %.0f s of %d cores", x.ID, float64(x.CgroupCPUNs)/1e9, held/1e9, cores)
+		}
+		if float64(x.CgroupCPUNs) < 0.95*float64(x.CPUNs) {
+			return fmt.Sprintf("executor %s: %.0f s of CPU, less than its tasks' %.0f s", x.ID, float64(x.CgroupCPUNs)/1e9, float64(x.CPUNs)/1e9)
+		}
+	}
+	return ""
 }
 
 // Account works out what the application was given and used. execs are
 // its processes (the driver's ID is "driver"); durationMs its run time.
 func Account(s Settings, r Resources, execs []Executor, durationMs int64) Usage {
-	u := Usage{DurationMs: durationMs, Container: s.Container()}
+	u := Usage{DurationMs: durationMs, Container: s.Container(), TaskCPUs: max(r.TaskCPUs, 1)}
 	var cpuNs, cgroupNs, runMs, gcMs, meanRSS int64
 	var cgroupExecs, rssExecs, withCPU int
 	coreCount := map[int]int{}
 	for _, x := range execs {
 		alive := float64(max(x.AliveMs, 0)) / 1000
 		if x.ID == "driver" {
-			u.DriverCoreSeconds = float64(r.DriverCores) * alive
-			u.DriverMemoryByteSeconds = float64(r.DriverContainer()) * alive
+			cores, bytes, what := r.DriverHeld()
+			u.DriverCoreSeconds = float64(cores) * alive
+			u.DriverMemoryByteSeconds = float64(bytes) * alive
+			u.DriverHeld = what
 			continue
 		}
 		u.Executors++
@@ -246,9 +347,12 @@ func Account(s Settings, r Resources, execs []Executor, durationMs int64) Usage 
 	u.ContainerCPUSeconds = float64(cgroupNs) / 1e9
 	used := u.TaskCPUSeconds
 	u.CPUFrom = "tasks"
-	if cgroupExecs > 0 && cgroupExecs == u.Executors {
+	switch why := cgroupDoubt(r, execs); {
+	case cgroupExecs > 0 && why != "":
+		u.Notes = append(u.Notes, cgroupPartial+" CPU that is not the executors' own ("+why+"): CPU from the tasks")
+	case cgroupExecs > 0 && cgroupExecs == u.Executors:
 		used, u.CPUFrom = u.ContainerCPUSeconds, "container"
-	} else if cgroupExecs > 0 {
+	case cgroupExecs > 0:
 		u.Notes = append(u.Notes, fmt.Sprintf(cgroupPartial+" %d of %d executors: CPU from the tasks", cgroupExecs, u.Executors))
 	}
 	u.CPUUsedSeconds = used
@@ -259,6 +363,7 @@ func Account(s Settings, r Resources, execs []Executor, durationMs int64) Usage 
 		u.Notes = append(u.Notes, noTaskCPU)
 		u.CPUFrom, u.CPUUsedSeconds, u.CPUUtilisation = "", 0, 0
 	}
+	u.occupancy()
 	if rssExecs > 0 {
 		u.MeanRSS = meanRSS / int64(rssExecs)
 	}

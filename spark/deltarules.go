@@ -10,7 +10,7 @@ import "github.com/sparkpulse/sparkpulse/delta"
 // Sources: Spark's ExecutorSource, ExecutorMetricsSource, JVMCPU source,
 // DAGSchedulerSource, AppStatusSource, StreamingSource, JvmSource and
 // ExternalShuffleServiceSource, and the CERN SparkPlugins' metrics (see
-// the README's delta section).
+// docs/deltas.md).
 func DeltaRules() []delta.Rule {
 	const src = "built-in Spark rules"
 	return []delta.Rule{

@@ -23,7 +23,8 @@
 //     bytes cannot tell the two apart: neither is said.
 //   - gc: garbage collection took 10 % of task run time or more, the
 //     share at which Spark's UI turns GC time red: more heap per task
-//     (more memory, or fewer cores per executor).
+//     (more memory, or fewer cores per executor). Quiet, with a note,
+//     under ZGC or Shenandoah, whose GC time is concurrent cycles.
 //   - spill: tasks spilled to disk at least half as many bytes as they
 //     read (input and shuffle), and at least 100 MiB: the data did not fit
 //     in execution memory, so it was written out and read back (more
@@ -58,6 +59,10 @@ type Stage struct {
 	RunTimeMs, GCTimeMs, FetchWaitMs     int64
 	InputBytes, ShuffleReadBytes         int64
 	MemorySpilledBytes, DiskSpilledBytes int64
+	// ConcurrentGC names the executors' collector when it collects
+	// concurrently (ZGC, Shenandoah: sizing.Settings): their GC time is
+	// then that of whole cycles, not of pauses, and the gc rule is quiet.
+	ConcurrentGC string
 	// From taskSummary and the slowest task; Detailed false when not read.
 	Detailed                         bool
 	TaskMedianMs, TaskMaxMs          int64
@@ -190,8 +195,10 @@ func judgeStage(s Stage) StageReport {
 		}
 	}
 	if s.RunTimeMs > 0 {
-		if share := float64(s.GCTimeMs) / float64(s.RunTimeMs); share >= GCShare {
+		if share := float64(s.GCTimeMs) / float64(s.RunTimeMs); share >= GCShare && s.ConcurrentGC == "" {
 			add("gc", "garbage collection took %.0f %% of task time (%s of %s)", 100*share, Duration(s.GCTimeMs), Duration(s.RunTimeMs))
+		} else if share >= GCShare {
+			out.Note = joinNote(out.Note, fmt.Sprintf("GC time %.0f %% of task time under %s is its concurrent cycles', not pauses: not judged", 100*share, s.ConcurrentGC))
 		}
 		if share := float64(s.FetchWaitMs) / float64(s.RunTimeMs); share >= FetchWaitShare {
 			add("fetch_wait", "tasks waited for shuffle data %.0f %% of their run time (%s)", 100*share, Duration(s.FetchWaitMs))
@@ -202,7 +209,7 @@ func judgeStage(s Stage) StageReport {
 		add("spill", "tasks spilled %s to disk, reading %s", sizing.Bytes(s.DiskSpilledBytes), sizing.Bytes(read))
 	}
 	if !s.Detailed {
-		out.Note = "no task details (short, over the request budget, or not offered by this Spark): skew not judged"
+		out.Note = joinNote("no task details (short, over the request budget, or not offered by this Spark): skew not judged", out.Note)
 	}
 	return out
 }
@@ -256,4 +263,12 @@ func ints(v []int) string {
 		s[i] = fmt.Sprint(n)
 	}
 	return strings.Join(s, ", ")
+}
+
+// joinNote adds a note to a stage's note.
+func joinNote(a, b string) string {
+	if a == "" {
+		return b
+	}
+	return a + "; " + b
 }

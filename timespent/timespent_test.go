@@ -13,6 +13,7 @@ func TestRules(t *testing.T) {
 		s     Stage
 		rules []string
 		text  string // in the first verdict
+		note  string
 	}{{
 		// 200 tasks, median 1 s, the longest 41 s of a 100 s stage: 41×
 		// the median, 41 % of the stage.
@@ -67,6 +68,12 @@ func TestRules(t *testing.T) {
 		name: "small spill",
 		s:    Stage{ID: 8, DurationMs: 60_000, RunTimeMs: 100_000, InputBytes: 100 << 20, DiskSpilledBytes: 90 << 20},
 	}, {
+		// 12 % GC under ZGC: its GC time is concurrent cycles, not
+		// pauses; no verdict, a note.
+		name: "gc under ZGC",
+		s:    Stage{ID: 10, DurationMs: 60_000, RunTimeMs: 100_000, GCTimeMs: 12_000, ConcurrentGC: "ZGC"},
+		note: "GC time 12 % of task time under ZGC is its concurrent cycles', not pauses: not judged",
+	}, {
 		// 25 s of fetch wait in 100 s of task time.
 		name:  "fetch wait",
 		s:     Stage{ID: 9, DurationMs: 60_000, RunTimeMs: 100_000, FetchWaitMs: 25_000},
@@ -84,6 +91,9 @@ func TestRules(t *testing.T) {
 			}
 			if c.text != "" && r.Slowest[0].Verdicts[0].Text != c.text {
 				t.Errorf("text %q, want %q", r.Slowest[0].Verdicts[0].Text, c.text)
+			}
+			if !strings.Contains(r.Slowest[0].Note, c.note) {
+				t.Errorf("note %q, want it to say %q", r.Slowest[0].Note, c.note)
 			}
 		})
 	}

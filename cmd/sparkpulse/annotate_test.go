@@ -59,8 +59,9 @@ func TestAnnotationsEndToEnd(t *testing.T) {
 	resp.Body.Close()
 	svc.stop()
 
-	// The first sync wrote the application, its job and its stage; later
-	// syncs rewrite the running application's point as its end moves.
+	// The first sync wrote the application, its usage estimate, its job
+	// and its stage; later syncs rewrite the running application's point
+	// as its end moves.
 	for _, name := range []string{"sparkpulse_annotate_points_total "} {
 		_, rest, ok := strings.Cut(string(metrics), "\n"+name)
 		var n int
@@ -74,11 +75,12 @@ func TestAnnotationsEndToEnd(t *testing.T) {
 		}
 	}
 	got := dump(t, srv, "annotations")
-	if len(got) != 3 {
+	if len(got) != 4 {
 		t.Fatalf("annotations: %q", got)
 	}
 	for i, want := range []string{
 		"spark_app,applicationid=" + app + ",appname=orders ",
+		"spark_app_usage,applicationid=" + app + ",appname=orders,user=etl ", // the estimate at its first read
 		"spark_job,applicationid=" + app + ",appname=orders ",
 		"spark_stage,applicationid=" + app + ",appname=orders ",
 	} {
@@ -86,8 +88,8 @@ func TestAnnotationsEndToEnd(t *testing.T) {
 			t.Errorf("annotation %d: %q, want %q…", i, got[i], want)
 		}
 	}
-	if !strings.Contains(got[1], `title=Job 0 SUCCEEDED`) || !strings.Contains(got[1], fmt.Sprint("end_ms=", start.Add(3*time.Second).UnixMilli())) {
-		t.Errorf("job: %s", got[1])
+	if !strings.Contains(got[2], `title=Job 0 SUCCEEDED`) || !strings.Contains(got[2], fmt.Sprint("end_ms=", start.Add(3*time.Second).UnixMilli())) {
+		t.Errorf("job: %s", got[2])
 	}
 	if m := dump(t, srv, "metrics"); len(m) != 1 || !strings.Contains(m[0], "applicationid="+app) {
 		t.Errorf("metrics: %q", m)
@@ -140,10 +142,10 @@ func TestConfigAnnotate(t *testing.T) {
 func TestCheckShowsAnnotate(t *testing.T) {
 	var out strings.Builder
 	path := writeFile(t, "c.toml", "[annotate]\nurls = [\"http://rm:8088/proxy/{app_id}\"]\nusername = \"spark\"\npassword = \"s3cret\"\n[[graphite]]\n")
-	if err := run(t.Context(), []string{"check", "--config", path}, noEnv, nil, &out, io.Discard); err != nil {
+	if err := run(t.Context(), []string{"check", "--config", path, "--influxdb-url", closedURL(t)}, noEnv, nil, &out, io.Discard); err != nil {
 		t.Fatal(err)
 	}
-	if !strings.Contains(out.String(), `annotate: every 10s → bucket "graphite", auth: basic auth as spark`) ||
+	if !strings.Contains(out.String(), `annotate: every 10s → bucket "spark", auth: basic auth as spark`) ||
 		!strings.Contains(out.String(), "http://rm:8088/proxy/{app_id} (filled with each applicationid tag value seen)") ||
 		strings.Contains(out.String(), "s3cret") {
 		t.Errorf("check output:\n%s", out.String())

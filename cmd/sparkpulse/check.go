@@ -12,14 +12,11 @@ import (
 	"github.com/sparkpulse/sparkpulse/influx"
 )
 
-// cmdCheck validates a config and says what each part of it will do, with
-// the defaults applied.
-func cmdCheck(args []string, getenv func(string) string, stdout, stderr io.Writer) error {
-	var o flagOverrides
-	if err := parseFlags(newFlagSet("check", stderr, &o, false), args); err != nil {
-		return err
-	}
-	plan, err := loadPlan(&o, getenv)
+// cmdCheck validates the settings run would start with and says what each
+// part of them will do, with the defaults applied. Every problem is
+// reported, each with where its value came from.
+func cmdCheck(o *flagOverrides, getenv func(string) string, stdout io.Writer) error {
+	plan, err := loadPlan(o, getenv)
 	if err != nil {
 		return err
 	}
@@ -32,10 +29,10 @@ func cmdCheck(args []string, getenv func(string) string, stdout, stderr io.Write
 	if in.Token != "" {
 		fmt.Fprint(stdout, " (token set)")
 	}
-	fmt.Fprintf(stdout, "; gzip %s (%s), %d requests in flight, queue %d bytes in memory",
-		in.Gzip, onOff(in.Gzip.Enabled(in.URL)), in.MaxInFlight, in.Queue.MaxBytes)
+	fmt.Fprintf(stdout, "; gzip %s (%s), %s in flight, queue %s in memory",
+		in.Gzip, onOff(in.Gzip.Enabled(in.URL)), plural(in.MaxInFlight, "request"), humanBytes(int64(in.Queue.MaxBytes)))
 	if plan.StateDir != "" {
-		fmt.Fprintf(stdout, " and up to %d on disk per writer", in.Queue.MaxDiskBytes)
+		fmt.Fprintf(stdout, " and up to %s on disk per writer", humanBytes(in.Queue.MaxDiskBytes))
 	}
 	fmt.Fprintln(stdout)
 	if plan.AdminAddr != "" {
@@ -62,19 +59,22 @@ const checkTimeout = 5 * time.Second
 // nothing: what server it is, whether each target exists, and the limits
 // the dashboards run into there. An unreachable InfluxDB is only noted;
 // a missing target (that run would not create) or refused credentials
-// fail the check, as they would fail run.
+// fail the check, as they would fail run; all of them are reported.
 func describeTargets(w io.Writer, plan *Plan) error {
 	ctx, cancel := context.WithTimeout(context.Background(), checkTimeout)
 	defer cancel()
+	var errs []error
 	for _, c := range checkTargets(ctx, plan, false) {
 		switch {
 		case errors.Is(c.err, influx.ErrUnreachable):
 			fmt.Fprintf(w, "influxdb: not reached, the targets were not checked: %v\n", c.err)
-			return nil
+			return errors.Join(errs...)
 		case errors.Is(c.err, influx.ErrMissing) && plan.CreateDatabase && c.res.Major == 1:
-			fmt.Fprintf(w, "target %s: %s; run creates it (create-database = true)\n", c.target.Bucket, c.res.String())
+			fmt.Fprintf(w, "target %s: %s; run creates it (%s)\n", c.target.Bucket, c.res.String(), plan.createDatabaseOrigin())
 		case c.err != nil:
-			return c.err
+			fmt.Fprintf(w, "target %s: FAILED\n", c.target.Bucket)
+			errs = append(errs, explainMissing(c.err, plan))
+			continue
 		default:
 			fmt.Fprintf(w, "target %s: %s: OK\n", c.target.Bucket, c.res.String())
 		}
@@ -82,8 +82,53 @@ func describeTargets(w io.Writer, plan *Plan) error {
 			fmt.Fprintf(w, "warning: %s\n", warn)
 		}
 	}
-	return nil
+	return errors.Join(errs...)
 }
+
+// createDatabaseOrigin says where create-database = true was set.
+func (p *Plan) createDatabaseOrigin() string {
+	o, ok := p.origins["influxdb.create-database"]
+	switch {
+	case !ok:
+		return "create-database = true"
+	case o.flag != "":
+		return o.flag
+	case o.env != "":
+		return o.String()
+	}
+	return "create-database = true at " + o.String()
+}
+
+// explainMissing rewrites the remedy of a missing InfluxDB 1.x database or
+// retention policy: the flag or variable to set, or the key where the file
+// set it false; the file's key only when there is a file.
+func explainMissing(err error, p *Plan) error {
+	const remedy = "set create-database = true"
+	if !errors.Is(err, influx.ErrMissing) || !strings.Contains(err.Error(), remedy) {
+		return err
+	}
+	var how string
+	switch o, ok := p.origins["influxdb.create-database"]; {
+	case ok && o.line > 0:
+		how = fmt.Sprintf("set create-database = true at %s (it is false)", o)
+	case ok && o.env != "":
+		how = fmt.Sprintf("set %s=true (it is %s)", o.env, o.value)
+	case p.Source != "default config":
+		how = fmt.Sprintf("run with --create-database, set %s=true, or add create-database = true to [influxdb] in %s", envCreateDatabase, p.Source)
+	default:
+		how = fmt.Sprintf("run with --create-database or set %s=true", envCreateDatabase)
+	}
+	return &hintedError{strings.Replace(err.Error(), remedy, how, 1), err}
+}
+
+// hintedError is an error with a better text, still matching the original.
+type hintedError struct {
+	msg string
+	err error
+}
+
+func (e *hintedError) Error() string { return e.msg }
+func (e *hintedError) Unwrap() error { return e.err }
 
 func describeDeltas(w io.Writer, d *DeltaPlan) {
 	if d == nil {
@@ -91,12 +136,12 @@ func describeDeltas(w io.Writer, d *DeltaPlan) {
 		return
 	}
 	s := d.Settings
-	grace := s.FirstSampleGrace.String()
+	grace := formatDuration(s.FirstSampleGrace)
 	if s.FirstSampleGrace == delta.NoGrace {
 		grace = "none"
 	}
-	fmt.Fprintf(w, "deltas: %d [[delta]] rules, then %d built-in Spark rules; first-sample-grace %s, idle-ttl %s, max-series %d, %d per application\n",
-		len(d.UserRules), d.Rules.Len()-len(d.UserRules), grace, s.IdleTTL, s.MaxSeries, s.MaxSeriesPerApp)
+	fmt.Fprintf(w, "deltas: %s, then %s; first-sample-grace %s, idle-ttl %s, max-series %d, %d per application\n",
+		plural(len(d.UserRules), "[[delta]] rule"), plural(d.Rules.Len()-len(d.UserRules), "built-in Spark rule"), grace, formatDuration(s.IdleTTL), s.MaxSeries, s.MaxSeriesPerApp)
 	for _, r := range d.UserRules {
 		kind := "cumulative"
 		if !r.Cumulative {
@@ -111,7 +156,7 @@ func describeAnnotate(w io.Writer, a *AnnotatePlan) {
 		return
 	}
 	pc := a.Poller.WithDefaults()
-	fmt.Fprintf(w, "annotate: every %s → bucket %q, auth: %s\n", pc.Interval, a.Target.Bucket, pc.Auth)
+	fmt.Fprintf(w, "annotate: every %s → bucket %q, auth: %s\n", formatDuration(pc.Interval), a.Target.Bucket, pc.Auth)
 	for _, u := range pc.Sources {
 		what := "a live UI or History Server"
 		if strings.Contains(u, "{app_id}") {
@@ -123,8 +168,8 @@ func describeAnnotate(w io.Writer, a *AnnotatePlan) {
 
 func describeListener(w io.Writer, l *Listener, base influx.Config) {
 	wc := l.Writer(base).WithDefaults()
-	fmt.Fprintf(w, "[[graphite]] #%d: %s → bucket %q, batches of %d points or %s\n",
-		l.Index, l.Name(), l.Target.Bucket, wc.BatchSize, wc.BatchTimeout)
+	fmt.Fprintf(w, "[[graphite]] #%d: %s → bucket %q, batches of %s or %s\n",
+		l.Index, l.Name(), l.Target.Bucket, plural(wc.BatchSize, "point"), formatDuration(wc.BatchTimeout))
 	if l.Templates != nil {
 		for _, d := range l.Templates.Describe() {
 			fmt.Fprintf(w, "  %s\n", d)

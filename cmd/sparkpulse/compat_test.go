@@ -19,7 +19,7 @@ type compatScenario struct {
 	tags      []string
 	lines     []string
 	// refOnly are points InfluxDB's listener stores that sparkpulse
-	// knowingly refuses, each with a counted drop (see README, "Limits").
+	// knowingly refuses, each with a counted drop (see docs/security.md, "Limits").
 	refOnly []string
 }
 

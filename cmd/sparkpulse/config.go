@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"os"
+	"regexp"
 	"slices"
 	"strings"
 	"time"
@@ -29,6 +30,9 @@ type Config struct {
 	Annotate  AnnotateConfig   `toml:"annotate"`
 	Internal  InternalConfig   `toml:"internal"`
 	Graphite  []GraphiteConfig `toml:"graphite"`
+
+	// origins says where each value came from, for errors.
+	origins origins
 }
 
 // InternalConfig is the [internal] section: sparkpulse's own metrics (those
@@ -165,7 +169,7 @@ type GraphiteConfig struct {
 	SparkPrefixes []string `toml:"spark-prefixes"`
 	// CheckPeer drops a TCP connection's points of a Spark process unless
 	// they come from the IP address Spark's REST API lists for it (needs
-	// [annotate]; see the README's Security section). Default false.
+	// [annotate]; see docs/security.md). Default false.
 	CheckPeer bool `toml:"check-peer"`
 }
 
@@ -174,9 +178,9 @@ type Duration time.Duration
 
 // UnmarshalText implements encoding.TextUnmarshaler.
 func (d *Duration) UnmarshalText(b []byte) error {
-	v, err := time.ParseDuration(string(b))
+	v, err := parseDuration(string(b))
 	if err != nil {
-		return fmt.Errorf("invalid duration %q (use e.g. \"500ms\", \"10s\", \"2m\")", b)
+		return err
 	}
 	if v < 0 {
 		return fmt.Errorf("invalid duration %q: must not be negative", b)
@@ -186,7 +190,7 @@ func (d *Duration) UnmarshalText(b []byte) error {
 }
 
 // MarshalText implements encoding.TextMarshaler.
-func (d Duration) MarshalText() ([]byte, error) { return []byte(time.Duration(d).String()), nil }
+func (d Duration) MarshalText() ([]byte, error) { return []byte(formatDuration(time.Duration(d))), nil }
 
 // SignedDuration is a Duration where a negative value means something,
 // such as stage-details-min-duration's "-1s" (every stage).
@@ -194,9 +198,9 @@ type SignedDuration time.Duration
 
 // UnmarshalText implements encoding.TextUnmarshaler.
 func (d *SignedDuration) UnmarshalText(b []byte) error {
-	v, err := time.ParseDuration(string(b))
+	v, err := parseDuration(string(b))
 	if err != nil {
-		return fmt.Errorf("invalid duration %q (use e.g. \"500ms\", \"10s\", \"-1s\")", b)
+		return err
 	}
 	*d = SignedDuration(v)
 	return nil
@@ -204,15 +208,15 @@ func (d *SignedDuration) UnmarshalText(b []byte) error {
 
 // MarshalText implements encoding.TextMarshaler.
 func (d SignedDuration) MarshalText() ([]byte, error) {
-	return []byte(time.Duration(d).String()), nil
+	return []byte(formatDuration(time.Duration(d))), nil
 }
 
 // Defaults of the settings that only the command has; the others are the
 // packages' own (influx, queue, graphite, delta, relay, annotate).
 const (
-	defaultAdminAddr        = "127.0.0.1:9108"
+	defaultAdminAddr        = "127.0.0.1:2033"
 	defaultBindAddr         = ":2003"
-	defaultDatabase         = "graphite"
+	defaultDatabase         = "spark"
 	defaultInternalInterval = 10 * time.Second
 	defaultLogFormat        = "console"
 	defaultLogLevel         = "info"
@@ -227,17 +231,20 @@ var influxdbSections = []string{
 	"continuous_queries", "tls", "reporting-disabled", "bind-address",
 }
 
-// loadConfig reads and decodes a config file. It reports unknown keys and
-// bad values with the file, line and key. Zero values stand for the
-// defaults, which the packages apply.
-func loadConfig(path string) (*Config, bool, error) {
+// loadConfig reads and decodes a config file, after replacing its ${VAR}s
+// (see expandVars). It reports unknown keys and bad values with the file,
+// line and key, all of them: a config is returned with the errors when
+// only some values are bad, so that the rest is validated too. Zero values
+// stand for the defaults, which the packages apply.
+func loadConfig(path string, getenv func(string) string) (*Config, bool, error) {
 	data, err := os.ReadFile(path)
 	if err != nil {
 		return nil, false, fmt.Errorf("cannot read config: %w", err)
 	}
+	data, vars, varErr := expandVars(path, data, getenv)
 	var top map[string]any
 	if err := toml.Unmarshal(data, &top); err != nil {
-		return nil, false, decodeError(path, err)
+		return nil, false, errors.Join(varErr, decodeError(path, err))
 	}
 	influxMode := false
 	for k := range top {
@@ -245,28 +252,20 @@ func loadConfig(path string) (*Config, bool, error) {
 			influxMode = true
 		}
 	}
-	cfg := &Config{}
-	dec := toml.NewDecoder(bytes.NewReader(data)).DisallowUnknownFields()
-	err = dec.Decode(cfg)
+	cfg, errs := decodeAll(path, data)
+	if cfg == nil {
+		return nil, false, errors.Join(append([]error{varErr}, errs...)...)
+	}
 	if influxMode {
 		// Everything outside [[graphite]] belongs to influxd.
 		cfg.InfluxDB, cfg.Admin, cfg.Log = InfluxDBConfig{}, AdminConfig{}, LogConfig{}
 		cfg.StateDir, cfg.MaxFuture, cfg.Deltas, cfg.Delta, cfg.Annotate = "", 0, DeltaSettings{}, nil, AnnotateConfig{}
 		off := false
 		cfg.Internal = InternalConfig{Enabled: &off} // an influxdb.conf has its own [monitor]
-		var sme *toml.StrictMissingError
-		if errors.As(err, &sme) {
-			var kept []toml.DecodeError
-			for _, e := range sme.Errors {
-				if k := e.Key(); len(k) > 0 && k[0] == "graphite" {
-					kept = append(kept, e)
-				}
-			}
-			err = nil
-			if len(kept) > 0 {
-				err = &toml.StrictMissingError{Errors: kept}
-			}
-		}
+		errs = slices.DeleteFunc(errs, func(e error) bool {
+			var u unknownKeyError
+			return errors.As(e, &u) && u.key[0] != "graphite"
+		})
 		for i := range cfg.Graphite {
 			if cfg.Graphite[i].Enabled == nil {
 				off := false
@@ -274,10 +273,57 @@ func loadConfig(path string) (*Config, bool, error) {
 			}
 		}
 	}
-	if err != nil {
-		return nil, false, decodeError(path, err)
+	cfg.origins = filePositions(path, data, vars)
+	return cfg, influxMode, errors.Join(append([]error{varErr}, errs...)...)
+}
+
+// maxDecodeErrors bounds how many bad values one load reports.
+const maxDecodeErrors = 50
+
+// decodeAll decodes data into a Config, reporting every bad value: the
+// decoder stops at the first, so its line is blanked and the file decoded
+// again. It returns nil when the file no longer decodes.
+func decodeAll(path string, data []byte) (*Config, []error) {
+	var errs []error
+	lines := bytes.SplitAfter(data, []byte("\n"))
+	blanked := map[int]bool{}
+	for range maxDecodeErrors {
+		cfg := &Config{}
+		err := toml.NewDecoder(bytes.NewReader(bytes.Join(lines, nil))).DisallowUnknownFields().Decode(cfg)
+		var de *toml.DecodeError
+		var sme *toml.StrictMissingError
+		switch {
+		case err == nil:
+			return cfg, errs
+		case errors.As(err, &sme):
+			for _, e := range sme.Errors {
+				row, col := e.Position()
+				errs = append(errs, unknownKeyError{fmt.Sprintf("%s:%d:%d", path, row, col), e.Key()})
+			}
+			return cfg, errs
+		case errors.As(err, &de):
+			errs = append(errs, decodeError(path, err))
+			row, _ := de.Position()
+			if row < 1 || row > len(lines) || blanked[row] {
+				return nil, errs
+			}
+			// Blanked, the line keeps the others' numbers.
+			lines[row-1], blanked[row] = []byte("\n"), true
+		default:
+			return nil, append(errs, decodeError(path, err))
+		}
 	}
-	return cfg, influxMode, nil
+	return nil, errs
+}
+
+// unknownKeyError is a key the config does not have.
+type unknownKeyError struct {
+	at  string // file:line:col
+	key []string
+}
+
+func (e unknownKeyError) Error() string {
+	return fmt.Sprintf("%s: unknown key %q", e.at, strings.Join(e.key, "."))
 }
 
 // decodeError rewrites go-toml's errors as "file:line:col: key: reason".
@@ -294,13 +340,37 @@ func decodeError(path string, err error) error {
 	var de *toml.DecodeError
 	if errors.As(err, &de) {
 		row, col := de.Position()
+		msg := de.Error()
+		// Go's types mean nothing to the reader of the file.
+		if m := typeMismatch.FindStringSubmatch(msg); m != nil {
+			msg = fmt.Sprintf("a TOML %s where %s is wanted", m[1], wantedType(m[2]))
+		}
 		key := strings.Join(de.Key(), ".")
 		if key != "" {
-			return fmt.Errorf("%s:%d:%d: key %q: %s", path, row, col, key, de.Error())
+			return fmt.Errorf("%s:%d:%d: key %q: %s", path, row, col, key, msg)
 		}
-		return fmt.Errorf("%s:%d:%d: %s", path, row, col, de.Error())
+		return fmt.Errorf("%s:%d:%d: %s", path, row, col, msg)
 	}
 	return fmt.Errorf("%s: %w", path, err)
+}
+
+var typeMismatch = regexp.MustCompile(`^toml: cannot (?:decode|store) TOML (\w+) (?:into|in) (?:struct field )?\S+ of type (\S+)`)
+
+// wantedType names a field's Go type as the file writes its values.
+func wantedType(goType string) string {
+	switch {
+	case strings.HasPrefix(goType, "[]"):
+		return "a list ([\"a\", \"b\"])"
+	case strings.Contains(goType, "Duration"):
+		return "a duration (\"10s\", \"7d\")"
+	case strings.Contains(goType, "int"):
+		return "an integer"
+	case strings.Contains(goType, "bool"):
+		return "true or false"
+	case strings.Contains(goType, "string"):
+		return "a string"
+	}
+	return "a " + strings.TrimPrefix(goType, "*")
 }
 
 // defaultConfig is what runs without a config file: the built-in Spark
@@ -309,44 +379,30 @@ func defaultConfig() *Config {
 	return &Config{Graphite: []GraphiteConfig{
 		{Protocol: "tcp"},
 		{Protocol: "udp"},
-	}}
+	}, origins: origins{}}
 }
 
-// Env variables read by sparkpulse: they override the file, and flags
-// override them.
-const (
-	envToken            = "SPARKPULSE_INFLUXDB_TOKEN"
-	envURL              = "SPARKPULSE_INFLUXDB_URL"
-	envOrg              = "SPARKPULSE_INFLUXDB_ORG"
-	envAnnotatePassword = "SPARKPULSE_ANNOTATE_PASSWORD"
-	envAnnotateToken    = "SPARKPULSE_ANNOTATE_TOKEN"
-)
-
-// applyEnv lays the environment over the file's settings. Secrets are
-// resolved later, with their files (see secret).
-func (c *Config) applyEnv(getenv func(string) string) {
-	if v := getenv(envURL); v != "" {
-		c.InfluxDB.URL = v
-	}
-	if v := getenv(envOrg); v != "" {
-		c.InfluxDB.Org = v
-	}
-}
-
-// applyFlags lays the command line over the file and the environment.
+// applyFlags lays the command line over the file and the environment,
+// noting the flags as the values' origins. defaults says there is no
+// config file (--bind applies to the default listeners only).
 func (c *Config) applyFlags(o *flagOverrides) {
-	set := func(dst *string, v string) {
+	if c.origins == nil {
+		c.origins = origins{}
+	}
+	set := func(key, flag string, dst *string, v string) {
 		if v != "" {
 			*dst = v
+			c.origins[key] = origin{flag: flag}
 		}
 	}
-	set(&c.InfluxDB.URL, o.influxURL)
-	set(&c.InfluxDB.Org, o.influxOrg)
-	set(&c.Log.Format, o.logFormat)
-	set(&c.Log.Level, o.logLevel)
-	set(&c.StateDir, o.stateDir)
+	set("influxdb.url", "--influxdb-url", &c.InfluxDB.URL, o.influxURL)
+	set("influxdb.org", "--influxdb-org", &c.InfluxDB.Org, o.influxOrg)
+	set("log.format", "--log-format", &c.Log.Format, o.logFormat)
+	set("log.level", "--log-level", &c.Log.Level, o.logLevel)
+	set("state-dir", "--state-dir", &c.StateDir, o.stateDir)
 	if o.createDatabase {
 		c.InfluxDB.CreateDatabase = true
+		c.origins["influxdb.create-database"] = origin{flag: "--create-database"}
 	}
 	if o.adminAddr != "" {
 		a := o.adminAddr
@@ -354,15 +410,20 @@ func (c *Config) applyFlags(o *flagOverrides) {
 			a = ""
 		}
 		c.Admin.BindAddress = &a
+		c.origins["admin.bind-address"] = origin{flag: "--admin-bind"}
 	}
 	if len(o.annotateURLs) > 0 {
 		c.Annotate.URLs = o.annotateURLs
+		c.origins["annotate.urls"] = origin{flag: "--annotate-url"}
 	}
 	for i := range c.Graphite {
 		g := &c.Graphite[i]
+		key := func(k string) string { return blockKey("graphite", i+1, k) }
+		set(key("bind-address"), "--bind", &g.BindAddress, o.bind)
 		if o.database != "" {
 			g.Database, g.RetentionPolicy, g.Bucket = o.database, "", ""
+			c.origins[key("database")] = origin{flag: "--database"}
 		}
-		set(&g.Bucket, o.bucket)
+		set(key("bucket"), "--bucket", &g.Bucket, o.bucket)
 	}
 }

@@ -47,10 +47,10 @@ func TestConfigDefaults(t *testing.T) {
 			t.Errorf("%s: batch-size %d, max-line-length %d", l.Name(), w.BatchSize, tcp.MaxLineLength)
 		}
 	}
-	if got, want := strings.Join(names, " "), "tcp://:2003→graphite udp://:2003→graphite"; got != want {
+	if got, want := strings.Join(names, " "), "tcp://:2003→spark udp://:2003→spark"; got != want {
 		t.Errorf("listeners %q, want %q", got, want)
 	}
-	if in := plan.Influx.WithDefaults(); in.URL != "http://127.0.0.1:8086" || in.Gzip != influx.GzipAuto || plan.AdminAddr != "127.0.0.1:9108" {
+	if in := plan.Influx.WithDefaults(); in.URL != "http://127.0.0.1:8086" || in.Gzip != influx.GzipAuto || plan.AdminAddr != "127.0.0.1:2033" {
 		t.Errorf("url %q gzip %v admin %q", in.URL, in.Gzip, plan.AdminAddr)
 	}
 }
@@ -116,7 +116,7 @@ func TestConfigErrors(t *testing.T) {
 		{"wrong type", "[[graphite]]\nbatch-size = \"many\"\n",
 			[]string{"sparkpulse.toml:2", `"graphite.batch-size"`}},
 		{"bad protocol", "[[graphite]]\nprotocol = \"sctp\"\n",
-			[]string{`[[graphite]] #1 (bind-address ":2003")`, `protocol "sctp": must be tcp or udp`}},
+			[]string{`sparkpulse.toml:2:1: [[graphite]] #1 (bind-address ":2003")`, `protocol "sctp": must be tcp or udp`}},
 		{"bad template names block and position", "[[graphite]]\n[[graphite]]\nbind-address = \":2004\"\ntemplates = [\"a.* measurement\", \"b.* host\"]\n",
 			[]string{`[[graphite]] #2 (bind-address ":2004")`, "template 2", "no measurement in template `host`"}},
 		{"duplicate filter", "[[graphite]]\ntemplates = [\"a.* measurement\", \"a.* measurement.field\"]\n",
@@ -126,17 +126,17 @@ func TestConfigErrors(t *testing.T) {
 		{"same address twice", "[[graphite]]\n[[graphite]]\n",
 			[]string{`[[graphite]] #2`, "already used by block #1"}},
 		{"tcp and udp may share", "[[graphite]]\nprotocol=\"tcp\"\n[[graphite]]\nprotocol=\"udp\"\n[influxdb]\nurl=\"ftp://x\"\n",
-			[]string{`[influxdb] url "ftp://x": must start with http:// or https://`}},
+			[]string{`sparkpulse.toml:6:1: [influxdb] url "ftp://x": must start with http:// or https://`}},
 		{"all problems at once", "[log]\nformat = \"xml\"\nlevel = \"loud\"\n[[graphite]]\nmax-line-length = -1\n",
-			[]string{`format "xml"`, `level "loud"`, "max-line-length -1"}},
+			[]string{`sparkpulse.toml:2:1: [log] format "xml"`, `sparkpulse.toml:3:1: [log] level "loud"`, "sparkpulse.toml:5:1: [[graphite]] #1", "max-line-length -1"}},
 		{"prefixes with templates", "[[graphite]]\ntemplates = [\"measurement*\"]\nspark-prefixes = [\"p\"]\n",
 			[]string{"spark-prefixes applies to the built-in Spark mapping only"}},
 		{"delta rule without patterns", "[[delta]]\nunit = \"ms\"\n[[graphite]]\n",
-			[]string{"sparkpulse.toml: [[delta]] #1: needs path or measurement patterns"}},
+			[]string{"sparkpulse.toml:1:1: [[delta]] #1: needs path or measurement patterns"}},
 		{"bad delta pattern", "[[delta]]\npath = [\"a.*\"]\n[[delta]]\npath = [\"ok\", \"a.b*\"]\n[[graphite]]\n",
-			[]string{`sparkpulse.toml: [[delta]] #2: path pattern "a.b*": partial wildcard in segment "b*"`}},
+			[]string{`sparkpulse.toml:3:1: [[delta]] #2: path pattern "a.b*": partial wildcard in segment "b*"`}},
 		{"negative max-series", "[deltas]\nmax-series = -5\n[[graphite]]\n",
-			[]string{"[deltas] max-series -5: must be positive"}},
+			[]string{"sparkpulse.toml:2:1: [deltas] max-series -5: must be positive"}},
 		{"bad gzip", "[influxdb]\ngzip = \"yes\"\n[[graphite]]\n",
 			[]string{`[influxdb] gzip yes: must be true, false or "auto"`}},
 		{"unknown delta key", "[deltas]\nfirst-sample = \"5s\"\n[[graphite]]\n",
@@ -279,7 +279,7 @@ func TestConfigDeltas(t *testing.T) {
 	}
 }
 
-// The README's "-1s" for stage-details-min-duration (every stage gets its
+// docs/configuration.md's "-1s" for stage-details-min-duration (every stage gets its
 // details) is a valid setting, and only there is a duration negative.
 func TestConfigStageDetailsEveryStage(t *testing.T) {
 	plan, err := loadFile(t, "[annotate]\nurls = [\"http://127.0.0.1:4040\"]\nstage-details-min-duration = \"-1s\"\n[[graphite]]\n", noEnv)

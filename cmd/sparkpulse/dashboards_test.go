@@ -51,29 +51,48 @@ func TestDashboardsOnRealData(t *testing.T) {
 		t.Run(filepath.Base(f), func(t *testing.T) { checkDashboard(t, srv, f, start, to) })
 	}
 
-	// The README's InfluxQL examples work on the same data.
-	readme, err := os.ReadFile("../../README.md")
-	if err != nil {
-		t.Fatal(err)
-	}
+	// The InfluxQL examples of the README and docs/ work on the same data.
 	vars := []grafana.Variable{{Name: "app"}}
 	vals := grafana.Values{Selected: map[string][]string{"app": {simulate.AppID(start, 1)}}}
-	examples := 0
-	for _, block := range strings.Split(string(readme), "```sql\n")[1:] {
-		q, _, _ := strings.Cut(block, "```")
-		text, err := grafana.Interpolate(strings.TrimSpace(q), vars, vals, start, to, time.Minute)
+	examples := docExamples(t)
+	for _, ex := range examples {
+		text, err := grafana.Interpolate(ex.query, vars, vals, start, to, time.Minute)
 		if err != nil {
 			t.Fatal(err)
 		}
 		res, err := srv.TryQuery("spark", text)
 		if err != nil || !grafanatest.HasData(res, false) {
-			t.Errorf("README example %q: %v, %d series", text, err, len(res))
+			t.Errorf("%s example %q: %v, %d series", ex.file, text, err, len(res))
 		}
-		examples++
 	}
-	if examples < 2 {
-		t.Errorf("%d InfluxQL examples found in the README", examples)
+	if len(examples) < 2 {
+		t.Errorf("%d InfluxQL examples found in the README and docs/", len(examples))
 	}
+}
+
+// docExample is a fenced sql block of the README or a page of docs/.
+type docExample struct{ file, query string }
+
+// docExamples returns every InfluxQL example the documentation shows, so
+// that each is run against real data.
+func docExamples(t *testing.T) []docExample {
+	t.Helper()
+	files, err := filepath.Glob("../../docs/*.md")
+	if err != nil {
+		t.Fatal(err)
+	}
+	var out []docExample
+	for _, f := range append([]string{"../../README.md"}, files...) {
+		b, err := os.ReadFile(f)
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, block := range strings.Split(string(b), "```sql\n")[1:] {
+			q, _, _ := strings.Cut(block, "```")
+			out = append(out, docExample{strings.TrimPrefix(f, "../../"), strings.TrimSpace(q)})
+		}
+	}
+	return out
 }
 
 func writeLine(t *testing.T, srv *influxtest.Server, db, line string) {
@@ -135,6 +154,10 @@ func dashboardWorkload(t *testing.T, start, end time.Time, rounds int, target st
 	if err != nil {
 		t.Fatal(err)
 	}
+	// A read while the applications run: their first estimate, with the
+	// cores they hold.
+	svc.flush()
+	svc.annotator.PollOnce(context.Background())
 	c.End(end)
 	// An application id of Spark's form but too long for a URL: refused
 	// for {app_id}, so that the health dashboard's refusal panel has data.

@@ -4,11 +4,11 @@ import (
 	"cmp"
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"io"
-	"regexp"
+	"maps"
 	"slices"
-	"strconv"
 	"strings"
 	"text/tabwriter"
 	"time"
@@ -29,7 +29,7 @@ type fleetApp struct {
 	Executors         int64    `json:"executors"`
 	CoreHours         float64  `json:"core_hours"`
 	GiBHours          float64  `json:"gib_hours"`
-	IdleCoreHours     float64  `json:"idle_core_hours"`    // core-hours held with no task running in them: (core-seconds − Σ task run time) ÷ 3600; 0 when unknown
+	IdleCoreHours     float64  `json:"idle_core_hours"`    // core-hours held with no task running in them: (core-seconds − busy slot-seconds, Σ task run time × spark.task.cpus) ÷ 3600; 0 when unknown
 	UnusedGiBHours    float64  `json:"unused_gib_hours"`   // GiB-hours × (1 − mean memory used); 0 when unknown
 	CPUUtilisation    *float64 `json:"cpu_utilisation"`    // nil: unknown
 	MemoryUtilisation *float64 `json:"memory_utilisation"` // peak RSS / container; nil: unknown
@@ -38,15 +38,40 @@ type fleetApp struct {
 	SavingCoreHours   float64  `json:"saving_core_hours"`
 	SavingGiBHours    float64  `json:"saving_gib_hours"`
 	Recommended       string   `json:"recommended"`
+	// The driver side: what the cluster held for it (driver_held).
+	DriverCoreHours float64 `json:"driver_core_hours"`
+	DriverGiBHours  float64 `json:"driver_gib_hours"`
+	DriverHeld      string  `json:"driver_held"`
+	Outcome         string  `json:"outcome"` // succeeded, failed, unknown, driver_lost (closed out while running)
+	// Nil when unknown.
+	SlotOccupancy *float64 `json:"slot_occupancy"`    // busy slot-seconds ÷ core-seconds held
+	DriverOnly    *float64 `json:"driver_only_share"` // share of the run time with no stage running
+	LostTaskHours *float64 `json:"lost_task_hours"`   // run time of failed and killed tasks
+}
+
+// runningApp is a running application's accounting over the range.
+type runningApp struct {
+	Application   string   `json:"application"`
+	Name          string   `json:"name"`
+	User          string   `json:"user"`
+	CoreHours     float64  `json:"core_hours"`
+	GiBHours      float64  `json:"gib_hours"`
+	SlotOccupancy *float64 `json:"slot_occupancy"` // over the range; nil: unknown
+	CPU           *float64 `json:"cpu_utilisation"`
 }
 
 // fleetReport is `report --fleet`: the applications, most idle core-hours
 // first, and their totals.
 type fleetReport struct {
 	Since        string     `json:"since"`
+	SinceText    string     `json:"-"` // as a person writes it: 7d, 36h
 	Database     string     `json:"database"`
 	Applications []fleetApp `json:"applications"`
-	Totals       struct {
+	// Running are the applications still running (a streaming query, a
+	// long job) with an estimate in the range: what they held and ran in
+	// it, the difference of their cumulative estimates.
+	Running []runningApp `json:"running"`
+	Totals  struct {
 		Applications    int     `json:"applications"`
 		CoreHours       float64 `json:"core_hours"`
 		GiBHours        float64 `json:"gib_hours"`
@@ -54,6 +79,10 @@ type fleetReport struct {
 		UnusedGiBHours  float64 `json:"unused_gib_hours"`
 		SavingCoreHours float64 `json:"saving_core_hours"`
 		SavingGiBHours  float64 `json:"saving_gib_hours"`
+		DriverCoreHours float64 `json:"driver_core_hours"`
+		DriverGiBHours  float64 `json:"driver_gib_hours"`
+		LostTaskHours   float64 `json:"lost_task_hours"` // of the applications where it is known
+		Lost            int     `json:"lost_applications"`
 	} `json:"totals"`
 }
 
@@ -81,14 +110,26 @@ func appendFleetApps(apps []fleetApp, s influx.Series) []fleetApp {
 			CoreHours: f("executor_core_seconds") / 3600, GiBHours: f("executor_memory_byte_seconds") / gibHour,
 			GCShare: f("gc_share"), FailedTasks: int64(f("failed_tasks")),
 			SavingCoreHours: f("saving_core_seconds") / 3600, SavingGiBHours: f("saving_byte_seconds") / gibHour,
-			Recommended: str("recommended")}
+			Recommended: str("recommended"), Outcome: str("outcome"), DriverHeld: str("driver_held"),
+			DriverCoreHours: f("driver_core_seconds") / 3600, DriverGiBHours: f("driver_memory_byte_seconds") / gibHour}
+		if v, ok := num("slot_occupancy"); ok {
+			a.SlotOccupancy = &v
+		}
+		if v, ok := num("driver_only_ms"); ok && a.DurationMs > 0 {
+			share := v / float64(a.DurationMs)
+			a.DriverOnly = &share
+		}
+		if v, ok := num("lost_task_seconds"); ok {
+			h := v / 3600
+			a.LostTaskHours = &h
+		}
 		if v, ok := num("cpu_utilisation"); ok {
 			a.CPUUtilisation = &v
 		}
 		// Idle is task slots no task ran in, as Sparklens counts them, not
 		// CPU left unused: task CPU leaves out Python workers, GC and I/O
 		// waits, so a busy PySpark or I/O-bound job would read as idle.
-		if run, ok := num("task_run_seconds"); ok {
+		if run, ok := num("busy_slot_seconds"); ok {
 			a.IdleCoreHours = max(0, f("executor_core_seconds")-run) / 3600
 		}
 		if v, ok := num("memory_utilisation"); ok {
@@ -116,6 +157,14 @@ func (r *fleetReport) rank() {
 		t.UnusedGiBHours += a.UnusedGiBHours
 		t.SavingCoreHours += a.SavingCoreHours
 		t.SavingGiBHours += a.SavingGiBHours
+		t.DriverCoreHours += a.DriverCoreHours
+		t.DriverGiBHours += a.DriverGiBHours
+		if a.LostTaskHours != nil {
+			t.LostTaskHours += *a.LostTaskHours
+		}
+		if a.Outcome == "driver_lost" {
+			t.Lost++
+		}
 	}
 }
 
@@ -131,16 +180,29 @@ func reportFleet(ctx context.Context, plan *Plan, since time.Duration, asJSON bo
 		return fmt.Errorf("%w: no database to read: give a [[graphite]] block or [annotate] database", errUsage)
 	}
 	q := fmt.Sprintf(`SELECT "applicationid", "app_id", "appname", "user", "queue", "duration_ms", "executors", "executor_core_seconds", `+
-		`"executor_memory_byte_seconds", "cpu_utilisation", "task_run_seconds", "memory_utilisation", "mean_memory_utilisation", "gc_share", "failed_tasks", `+
-		`"saving_core_seconds", "saving_byte_seconds", "recommended" FROM %q WHERE "fact" = 'end' AND time >= now() - %dm`,
+		`"executor_memory_byte_seconds", "cpu_utilisation", "busy_slot_seconds", "memory_utilisation", "mean_memory_utilisation", "gc_share", "failed_tasks", `+
+		`"saving_core_seconds", "saving_byte_seconds", "recommended", "driver_core_seconds", "driver_memory_byte_seconds", "driver_held", `+
+		`"outcome", "slot_occupancy", "driver_only_ms", "lost_task_seconds" FROM %q WHERE time >= now() - %dm AND ("fact" = 'end' OR "fact" = 'lost')`,
 		annotate.MeasurementUsage, int64(since/time.Minute))
 	series, err := influx.Query(ctx, plan.Influx, db, q)
 	if err != nil {
-		return err
+		// The statement is ours, not the reader's: say what was read where.
+		if inner := errors.Unwrap(err); inner != nil {
+			err = inner
+		}
+		hint := ""
+		if strings.Contains(err.Error(), "database not found") {
+			hint = "; give the database run writes to with --database (or --bucket), or in the config file"
+		}
+		return fmt.Errorf("reading the accounting (%s) from database %q at %s: %w%s",
+			annotate.MeasurementUsage, db, influx.RedactURL(plan.Influx.WithDefaults().URL), err, hint)
 	}
-	r := fleetReport{Since: since.String(), Database: db, Applications: []fleetApp{}}
+	r := fleetReport{Since: since.String(), SinceText: formatDuration(since), Database: db, Applications: []fleetApp{}, Running: []runningApp{}}
 	for _, s := range series {
 		r.Applications = appendFleetApps(r.Applications, s)
+	}
+	if r.Running, err = readRunning(ctx, plan, db, since, r.Applications); err != nil {
+		return err
 	}
 	r.rank()
 	if asJSON {
@@ -152,25 +214,116 @@ func reportFleet(ctx context.Context, plan *Plan, since time.Duration, asJSON bo
 	return nil
 }
 
+// runningFields are the cumulative figures of a running application's
+// estimates whose difference over the range is what it held and ran in it.
+var runningFields = []string{"executor_core_seconds", "executor_memory_byte_seconds", "busy_slot_seconds", "cpu_used_seconds"}
+
+// readRunning reads the applications with an estimate in the range that
+// did not end in it: their latest estimate, less their last estimate of
+// the hour before the range (none: it started in the range). Both reads
+// are bounded in time.
+func readRunning(ctx context.Context, plan *Plan, db string, since time.Duration, ended []fleetApp) ([]runningApp, error) {
+	var sel []string
+	for _, f := range runningFields {
+		sel = append(sel, fmt.Sprintf("last(%s) AS %s", influx.QuoteIdent(f), influx.QuoteIdent(f)))
+	}
+	read := func(where string) (map[string]map[string]any, error) {
+		q := fmt.Sprintf(`SELECT %s, last("app_id") AS "app_id", last("appname") AS "appname", last("user") AS "user" FROM %q WHERE "fact" = 'estimate' AND %s GROUP BY "applicationid"`,
+			strings.Join(sel, ", "), annotate.MeasurementUsage, where)
+		series, err := influx.Query(ctx, plan.Influx, db, q)
+		if err != nil {
+			if inner := errors.Unwrap(err); inner != nil {
+				err = inner
+			}
+			return nil, fmt.Errorf("reading the running applications' estimates from database %q: %w", db, err)
+		}
+		out := map[string]map[string]any{}
+		for _, s := range series {
+			if len(s.Values) == 0 {
+				continue
+			}
+			row := map[string]any{}
+			for i, c := range s.Columns {
+				if i < len(s.Values[0]) {
+					row[c] = s.Values[0][i]
+				}
+			}
+			out[s.Tags["applicationid"]] = row
+		}
+		return out, nil
+	}
+	mins := int64(since / time.Minute)
+	now, err := read(fmt.Sprintf("time >= now() - %dm", mins))
+	if err != nil {
+		return nil, err
+	}
+	before, err := read(fmt.Sprintf("time >= now() - %dm AND time < now() - %dm", mins+60, mins))
+	if err != nil {
+		return nil, err
+	}
+	done := map[string]bool{}
+	for _, a := range ended {
+		done[a.MetricsKey] = true
+	}
+	out := []runningApp{}
+	for _, key := range slices.Sorted(maps.Keys(now)) {
+		if done[key] {
+			continue
+		}
+		row := now[key]
+		diff := func(f string) float64 {
+			v, _ := influx.Number(row[f])
+			b, _ := influx.Number(before[key][f])
+			return max(v-b, 0)
+		}
+		str := func(k string) string { v, _ := row[k].(string); return v }
+		a := runningApp{Application: cmp.Or(str("app_id"), key), Name: str("appname"), User: str("user"),
+			CoreHours: diff("executor_core_seconds") / 3600, GiBHours: diff("executor_memory_byte_seconds") / gibHour}
+		if held := diff("executor_core_seconds"); held > 0 {
+			if _, ok := influx.Number(row["busy_slot_seconds"]); ok {
+				v := diff("busy_slot_seconds") / held
+				a.SlotOccupancy = &v
+			}
+			if _, ok := influx.Number(row["cpu_used_seconds"]); ok {
+				v := diff("cpu_used_seconds") / held
+				a.CPU = &v
+			}
+		}
+		out = append(out, a)
+	}
+	return out, nil
+}
+
 func printFleet(w io.Writer, r fleetReport) {
 	t := r.Totals
-	fmt.Fprintf(w, "%d applications ended in the last %s (database %s)\n\n", t.Applications, r.Since, r.Database)
+	fmt.Fprintf(w, "%s ended in the last %s (database %s)", plural(t.Applications, "application"), r.SinceText, r.Database)
+	if t.Lost > 0 {
+		fmt.Fprintf(w, ", %d of them lost while running (closed out with what they held until last seen)", t.Lost)
+	}
+	fmt.Fprint(w, "\n\n")
 	if t.Applications == 0 {
 		fmt.Fprintln(w, "no accounting found: it is written by the annotator ([annotate]) when an application ends")
 		return
 	}
 	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', tabwriter.AlignRight)
-	fmt.Fprintln(tw, "application\tname\tuser\tduration\texecutors\tcore-h\tGiB-h\tCPU used\tpeak memory\tidle core-h\tunused GiB-h\tGC\tsaving core-h\tsaving GiB-h\t")
+	fmt.Fprintln(tw, "application\tname\tuser\toutcome\tduration\texecutors\tcore-h\tGiB-h\tdriver core-h\tslots busy\tCPU used\tdriver-only\tlost task-h\tpeak memory\tidle core-h\tunused GiB-h\tGC\tsaving core-h\tsaving GiB-h\t")
 	for _, a := range r.Applications {
-		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%d\t%.1f\t%.1f\t%s\t%s\t%.1f\t%.1f\t%s\t%.1f\t%.1f\t\n", a.Application, a.Name, a.User,
-			(time.Duration(a.DurationMs) * time.Millisecond).Round(time.Second), a.Executors, a.CoreHours, a.GiBHours,
-			optPct(a.CPUUtilisation), optPct(a.MemoryUtilisation), a.IdleCoreHours, a.UnusedGiBHours, pct(a.GCShare),
-			a.SavingCoreHours, a.SavingGiBHours)
+		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%d\t%.1f\t%.1f\t%s\t%s\t%s\t%s\t%s\t%s\t%.1f\t%.1f\t%s\t%.1f\t%.1f\t\n", a.Application, a.Name, a.User,
+			cmp.Or(a.Outcome, "?"), (time.Duration(a.DurationMs) * time.Millisecond).Round(time.Second), a.Executors, a.CoreHours, a.GiBHours,
+			driverHours(a), optPct(a.SlotOccupancy), optPct(a.CPUUtilisation), optPct(a.DriverOnly), optHours(a.LostTaskHours),
+			optPct(a.MemoryUtilisation), a.IdleCoreHours, a.UnusedGiBHours, pct(a.GCShare), a.SavingCoreHours, a.SavingGiBHours)
 	}
 	tw.Flush()
-	fmt.Fprintf(w, "\nheld: %.1f core-hours, %.1f GiB-hours; idle: %.1f core-hours (%s), unused: %.1f GiB-hours (%s)\n",
-		t.CoreHours, t.GiBHours, t.IdleCoreHours, share(t.IdleCoreHours, t.CoreHours), t.UnusedGiBHours, share(t.UnusedGiBHours, t.GiBHours))
-	fmt.Fprintf(w, "with every recommendation applied: %s, %s\n", change(t.SavingCoreHours, t.CoreHours, "core-hours"), change(t.SavingGiBHours, t.GiBHours, "GiB-hours"))
+	// What was held includes the drivers (cluster mode, or YARN's
+	// application master): the shares below are of all of it.
+	cores, gib := t.CoreHours+t.DriverCoreHours, t.GiBHours+t.DriverGiBHours
+	fmt.Fprintf(w, "\nheld: %.1f core-hours, %.1f GiB-hours (drivers %.1f and %.1f of them); idle executor slots: %.1f core-hours (%s), unused: %.1f GiB-hours (%s)\n",
+		cores, gib, t.DriverCoreHours, t.DriverGiBHours, t.IdleCoreHours, share(t.IdleCoreHours, cores), t.UnusedGiBHours, share(t.UnusedGiBHours, gib))
+	if t.LostTaskHours > 0 {
+		fmt.Fprintf(w, "lost to failed and killed tasks: %s task-hours\n", hours(t.LostTaskHours*3600))
+	}
+	fmt.Fprintf(w, "with every recommendation applied: %s, %s\n", change(t.SavingCoreHours, cores, "core-hours"), change(t.SavingGiBHours, gib, "GiB-hours"))
+	printRunning(w, r)
 	printed := false
 	for _, a := range r.Applications {
 		if a.Recommended == "" {
@@ -182,6 +335,40 @@ func printFleet(w io.Writer, r fleetReport) {
 		}
 		fmt.Fprintf(w, "  %s: %s\n", a.Application, a.Recommended)
 	}
+}
+
+// printRunning prints the running applications' share of the range.
+func printRunning(w io.Writer, r fleetReport) {
+	if len(r.Running) == 0 {
+		return
+	}
+	fmt.Fprintf(w, "\nstill running, what each held and ran in the last %s (from its estimates, every 5 minutes):\n\n", r.SinceText)
+	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', tabwriter.AlignRight)
+	fmt.Fprintln(tw, "application\tname\tuser\tcore-h\tGiB-h\tslots busy\tCPU used\t")
+	var cores, gib float64
+	for _, a := range r.Running {
+		fmt.Fprintf(tw, "%s\t%s\t%s\t%.1f\t%.1f\t%s\t%s\t\n", a.Application, a.Name, a.User, a.CoreHours, a.GiBHours, optPct(a.SlotOccupancy), optPct(a.CPU))
+		cores += a.CoreHours
+		gib += a.GiBHours
+	}
+	tw.Flush()
+	fmt.Fprintf(w, "\nrunning: %s held %.1f core-hours, %.1f GiB-hours in the range (not in the totals above)\n", plural(len(r.Running), "application"), cores, gib)
+}
+
+// driverHours is the driver side's core-hours, "-" for a client-mode
+// driver the cluster did not hold.
+func driverHours(a fleetApp) string {
+	if a.DriverHeld == "outside" {
+		return "-"
+	}
+	return fmt.Sprintf("%.1f", a.DriverCoreHours)
+}
+
+func optHours(h *float64) string {
+	if h == nil {
+		return "?"
+	}
+	return fmt.Sprintf("%.1f", *h)
 }
 
 func optPct(f *float64) string {
@@ -205,19 +392,4 @@ func share(part, whole float64) string {
 		return "-"
 	}
 	return pct(part / whole)
-}
-
-var daysRE = regexp.MustCompile(`^(-{1,2}since=?)?([0-9]+)d$`)
-
-// normalizeDays lets --since take days (7d), which time.ParseDuration
-// does not.
-func normalizeDays(args []string) []string {
-	out := slices.Clone(args)
-	for i, a := range out {
-		if m := daysRE.FindStringSubmatch(a); m != nil && (m[1] != "" || i > 0 && strings.TrimLeft(out[i-1], "-") == "since") {
-			n, _ := strconv.Atoi(m[2])
-			out[i] = m[1] + strconv.Itoa(24*n) + "h"
-		}
-	}
-	return out
 }

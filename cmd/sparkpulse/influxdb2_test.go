@@ -9,7 +9,6 @@ import (
 	"net/http/httptest"
 	"net/http/httputil"
 	"net/url"
-	"os"
 	"path/filepath"
 	"strings"
 	"sync"
@@ -100,22 +99,17 @@ func TestDashboardsOnRealDataInfluxDB2(t *testing.T) {
 	}
 	cmp.t = t
 
-	// The README's InfluxQL examples, likewise.
-	readme, err := os.ReadFile("../../README.md")
-	if err != nil {
-		t.Fatal(err)
-	}
+	// The documentation's InfluxQL examples, likewise.
 	vars := []grafana.Variable{{Name: "app"}}
 	vals := grafana.Values{Selected: map[string][]string{"app": {simulate.AppID(start, 1)}}}
-	for _, block := range strings.Split(string(readme), "```sql\n")[1:] {
-		q, _, _ := strings.Cut(block, "```")
-		text, err := grafana.Interpolate(strings.TrimSpace(q), vars, vals, start, to, time.Minute)
+	for _, ex := range docExamples(t) {
+		text, err := grafana.Interpolate(ex.query, vars, vals, start, to, time.Minute)
 		if err != nil {
 			t.Fatal(err)
 		}
 		res, err := both.TryQuery("spark", text)
 		if err != nil || !grafanatest.HasData(res, false) {
-			t.Errorf("README example %q on 2.x: %v, %d series", text, err, len(res))
+			t.Errorf("%s example %q on 2.x: %v, %d series", ex.file, text, err, len(res))
 		}
 	}
 	t.Logf("%d queries compared, %d with data; %d answers differed", cmp.queries, cmp.withData, cmp.differed)

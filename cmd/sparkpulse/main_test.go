@@ -210,7 +210,7 @@ func TestCheckTarget(t *testing.T) {
 		t.Errorf("missing database: %v", err)
 	}
 	out, err := checkWith(t, srv.URL, "--config", cfg(true))
-	if err != nil || !strings.Contains(out, "target spark: InfluxDB 1.x") || !strings.Contains(out, "run creates it (create-database = true)") {
+	if err != nil || !strings.Contains(out, "target spark: InfluxDB 1.x") || !strings.Contains(out, "run creates it (create-database = true at ") {
 		t.Errorf("missing database that run creates: %v\n%s", err, out)
 	}
 	if res := srv.Query(t, "", "SHOW DATABASES"); len(res) > 0 && slices.ContainsFunc(res[0].Values, func(v []any) bool { return v[0] == "spark" }) {

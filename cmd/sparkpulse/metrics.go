@@ -1,16 +1,25 @@
 package main
 
 import (
+	"runtime"
+	"slices"
+
 	"github.com/prometheus/client_golang/prometheus"
 
 	"github.com/sparkpulse/sparkpulse/annotate"
 	"github.com/sparkpulse/sparkpulse/influx"
+	"github.com/sparkpulse/sparkpulse/queue"
 	"github.com/sparkpulse/sparkpulse/relay"
 )
 
 // statsCollector exposes the counters that listeners, relays and writers
 // keep as plain atomics, reading them at scrape time so that the per-line
 // path never touches Prometheus.
+//
+// Every labelled counter is exported for each of its label values from
+// the first scrape, at 0 until its first event, so that rate() and alerts
+// over it have data: the values come from the lists their packages export
+// (relay.Reason, influx.DropReasons, annotate.ErrorKinds...).
 type statsCollector struct{ p *pipeline }
 
 func desc(name, help string, labels ...string) *prometheus.Desc {
@@ -35,10 +44,12 @@ var (
 	descRejected      = desc("influxdb_points_rejected_total", "Points InfluxDB refused, by reason.", "reason")
 	descWriteErrors   = desc("influxdb_write_errors_total", "Failed write requests, by kind.", "kind")
 	descRetries       = desc("influxdb_write_retries_total", "Write requests retried.")
-	descQueuedBytes   = desc("influxdb_queue_bytes", "Bytes of encoded points waiting to be written.")
+	descQueuedBytes   = desc("influxdb_queue_bytes", "Bytes of encoded points waiting to be written, in memory.")
+	descQueueLimit    = desc("influxdb_queue_limit_bytes", "The bound on influxdb_queue_bytes (max-queue-bytes): when it is reached, TCP readers wait and UDP lines are dropped (queue_full), or batches move to the disk queue under state-dir.")
 	descQueuedBatches = desc("influxdb_queue_batches", "Batches waiting to be written.")
 	descQueueAge      = desc("influxdb_queue_oldest_age_seconds", "Age of the oldest batch waiting to be written, in memory or on disk.")
 	descDiskBytes     = desc("influxdb_disk_queue_bytes", "Bytes waiting in the disk queue under state-dir.")
+	descDiskLimit     = desc("influxdb_disk_queue_limit_bytes", "The bound on influxdb_disk_queue_bytes (max-disk-queue-bytes): past it the oldest points are dropped (influxdb_points_rejected_total reason \"disk queue full\"). Only with state-dir.")
 	descDiskSpilled   = desc("influxdb_disk_spilled_batches_total", "Batches moved to the disk queue because the memory queue was full.")
 	descDiskDamaged   = desc("influxdb_disk_queue_damaged_total", "Damaged records skipped in the disk queue (with the rest of their segment file when no sound record follows).")
 	descPeakBacklog   = desc("influxdb_backlog_peak_bytes", "Largest backlog so far, memory plus disk.")
@@ -63,25 +74,36 @@ var (
 	descAnnRefused   = prometheus.NewDesc("sparkpulse_annotate_apps_refused_total", "Application ids from the metrics not used to fill {app_id}, by reason: shape (not a Spark application id), host_label (not a valid DNS label there), rate (more than new-apps-per-poll), cap (max-apps polled), retired (no source knew it, less than 10 min ago).", []string{"reason"}, nil)
 )
 
+// descBuildInfo follows Prometheus's convention for a build's identity:
+// a constant 1 whose labels say which build this is.
+var descBuildInfo = prometheus.NewDesc("sparkpulse_build_info",
+	"A constant 1, labelled with the version, the source revision and the Go version sparkpulse was built from.",
+	[]string{"version", "revision", "goversion"}, nil)
+
 func (c *statsCollector) Describe(ch chan<- *prometheus.Desc) {
 	prometheus.DescribeByCollect(c, ch)
 }
 
 func (c *statsCollector) Collect(ch chan<- prometheus.Metric) {
 	p := c.p
+	gauge(ch, descBuildInfo, 1, versionString(), revisionString(), runtime.Version())
 	if p.deltas != nil {
 		collectDeltas(ch, p.deltas)
 	}
+	q := p.plan.Influx.Queue.WithDefaults() // every writer's bounds
+	if p.plan.StateDir == "" {
+		q.MaxDiskBytes = 0 // no disk queue
+	}
 	if p.annotator != nil {
-		collectAnnotate(ch, p.annotator)
-		collectWriter(ch, "annotate", p.annWriter)
+		collectAnnotate(ch, p.annotator, p.plan.Annotate.Poller.Sources)
+		collectWriter(ch, "annotate", p.annWriter, q)
 	}
 	if p.intWriter != nil {
-		collectWriter(ch, "internal", p.intWriter)
+		collectWriter(ch, "internal", p.intWriter, q)
 	}
 	for _, b := range p.blocks {
 		collectBlock(ch, b)
-		collectWriter(ch, b.Name(), b.writer)
+		collectWriter(ch, b.Name(), b.writer, q)
 	}
 }
 
@@ -98,7 +120,10 @@ func collectDeltas(ch chan<- prometheus.Metric, d *deltaState) {
 	}
 }
 
-func collectAnnotate(ch chan<- prometheus.Metric, a *annotate.Poller) {
+// collectAnnotate exports the poller's counters; sources are the
+// configured URLs and templates, the names its errors are counted under.
+func collectAnnotate(ch chan<- prometheus.Metric, a *annotate.Poller, sources []string) {
+	sources = slices.Compact(slices.Sorted(slices.Values(sources))) // a URL listed twice is one series
 	st := a.Stats()
 	counter(ch, descAnnRequests, st.Requests)
 	counter(ch, descAnnBytes, st.Bytes)
@@ -106,24 +131,21 @@ func collectAnnotate(ch chan<- prometheus.Metric, a *annotate.Poller) {
 	counter(ch, descAnnPoints, st.Points)
 	counter(ch, descAnnClosedOut, st.ClosedOut)
 	counter(ch, descAnnInvalid, st.Invalid)
+	for _, src := range sources {
+		labelled(ch, descAnnErrors, annotate.ErrorKinds, st.Errors[src], src)
+	}
 	for src, kinds := range st.Errors {
-		for kind, n := range kinds {
-			counter(ch, descAnnErrors, n, src, kind)
+		if !slices.Contains(sources, src) {
+			labelled(ch, descAnnErrors, nil, kinds, src)
 		}
 	}
 	gauge(ch, descAnnTracked, float64(st.Tracked))
 	gauge(ch, descAnnLost, float64(st.Lost))
 	gauge(ch, descAnnSources, float64(st.Sources))
-	for reason, n := range st.Refused {
-		counter(ch, descAnnRefused, n, reason)
-	}
-	for outcome, n := range st.StageDetails {
-		counter(ch, descAnnDetails, n, outcome)
-	}
+	labelled(ch, descAnnRefused, annotate.RefusedReasons, st.Refused)
+	labelled(ch, descAnnDetails, nil, st.StageDetails) // Stats has every outcome
 	counter(ch, descAnnSecond, st.SecondSource)
-	for what, n := range st.Capped {
-		counter(ch, descAnnCapped, n, what)
-	}
+	labelled(ch, descAnnCapped, nil, st.Capped) // likewise
 }
 
 // collectBlock exports a block's listener and relay counters.
@@ -160,25 +182,40 @@ func collectBlock(ch chan<- prometheus.Metric, b *block) {
 	}
 }
 
-// collectWriter exports a writer's counters under the listener label name.
-func collectWriter(ch chan<- prometheus.Metric, name string, wr *influx.Writer) {
+// collectWriter exports a writer's counters under the listener label name,
+// and the bounds q of its queues (MaxDiskBytes 0: no disk queue).
+func collectWriter(ch chan<- prometheus.Metric, name string, wr *influx.Writer, q queue.Config) {
 	w := wr.Stats()
 	counter(ch, descWritten, w.PointsWritten, name)
 	counter(ch, descBatches, w.BatchesWritten, name)
-	for reason, n := range w.PointsDropped {
-		counter(ch, descRejected, n, name, reason)
-	}
-	for kind, n := range w.WriteErrors {
-		counter(ch, descWriteErrors, n, name, kind)
-	}
+	labelled(ch, descRejected, influx.DropReasons, w.PointsDropped, name)
+	labelled(ch, descWriteErrors, influx.WriteErrorKinds, w.WriteErrors, name)
 	counter(ch, descRetries, w.Retries, name)
 	gauge(ch, descQueuedBytes, float64(w.QueuedBytes), name)
+	gauge(ch, descQueueLimit, float64(q.MaxBytes), name)
 	gauge(ch, descQueuedBatches, float64(w.QueuedBatches), name)
 	gauge(ch, descQueueAge, w.OldestQueuedAge.Seconds(), name)
 	gauge(ch, descDiskBytes, float64(w.DiskBytes), name)
+	if q.MaxDiskBytes > 0 {
+		gauge(ch, descDiskLimit, float64(q.MaxDiskBytes), name)
+	}
 	counter(ch, descDiskSpilled, w.DiskSpilled, name)
 	counter(ch, descDiskDamaged, w.DiskDamaged, name)
 	gauge(ch, descPeakBacklog, float64(w.PeakBacklog), name)
+}
+
+// labelled exports a counter labelled by the keys of got, preceded by
+// labels: every value of known (0 when got lacks it), then any other key
+// of got, so that nothing counted is hidden.
+func labelled(ch chan<- prometheus.Metric, d *prometheus.Desc, known []string, got map[string]uint64, labels ...string) {
+	for _, k := range known {
+		counter(ch, d, got[k], append(labels, k)...)
+	}
+	for k, n := range got {
+		if !slices.Contains(known, k) {
+			counter(ch, d, n, append(labels, k)...)
+		}
+	}
 }
 
 func counter(ch chan<- prometheus.Metric, d *prometheus.Desc, v uint64, labels ...string) {

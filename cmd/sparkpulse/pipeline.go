@@ -482,21 +482,100 @@ func (p *pipeline) annWriterIndex() int {
 	return slices.Index(ws, p.annWriter)
 }
 
-// closeWriters closes every writer at once, each delivering what it holds.
+// shutdownStall bounds how long a stop waits for an InfluxDB that takes
+// nothing (down, or hung): once no writer has had a point accepted or
+// refused for this long, the writers give up. With state-dir what they
+// hold goes to the disk queue, sent at the next start; without one it is
+// lost, counted, and the stop fails. While InfluxDB takes points the stop
+// waits for them, up to the caller's deadline.
+const shutdownStall = 5 * time.Second
+
+// closeWriters closes every writer at once, each delivering what it holds,
+// and says where what was not delivered went. The errors are the points
+// lost; sparkpulse's own metrics are not counted as lost data: they are
+// logged only.
 func (p *pipeline) closeWriters(ctx context.Context) []error {
 	names, ws := p.writers()
+	ctx, cancel := context.WithCancel(ctx)
+	defer cancel()
+	done := make(chan struct{})
+	stalled := make(chan struct{})
+	go p.watchStall(ws, done, stalled, cancel)
 	errs := make([]error, len(ws))
 	var wg sync.WaitGroup
 	for i, w := range ws {
 		wg.Go(func() {
 			if err := w.Close(ctx); err != nil {
-				p.log.Error("flushing to InfluxDB", zap.String("writer", names[i]), zap.Error(err))
 				errs[i] = fmt.Errorf("%s: %w", names[i], err)
 			}
 		})
 	}
 	wg.Wait()
+	close(done)
+	<-stalled
+	var keptBytes int64
+	var keptIn []string
+	for i, w := range ws {
+		st := w.Stats()
+		if st.DiskBytes > 0 {
+			keptBytes += st.DiskBytes
+			keptIn = append(keptIn, names[i])
+		}
+		switch {
+		case errs[i] == nil:
+		case w == p.intWriter:
+			p.log.Warn("sparkpulse's own metrics were not all delivered (not an error: the data received is not affected)", zap.Error(errs[i]))
+			errs[i] = nil
+		case p.plan.StateDir == "":
+			p.log.Error("points lost: InfluxDB did not take them and, without state-dir, there is no disk queue to keep them", zap.String("writer", names[i]), zap.Error(errs[i]))
+		default:
+			p.log.Error("points lost", zap.String("writer", names[i]), zap.Error(errs[i]))
+		}
+	}
+	if keptBytes > 0 {
+		p.log.Warn("undelivered points are kept in the disk queue and sent at the next start",
+			zap.String("dir", filepath.Join(p.plan.StateDir, "queue")), zap.Int64("bytes", keptBytes), zap.Strings("writers", keptIn))
+	}
 	return errs
+}
+
+// watchStall cancels the writers' close once none of them has had a point
+// accepted or refused for shutdownStall, and closes stalled when done is.
+func (p *pipeline) watchStall(ws []*influx.Writer, done <-chan struct{}, stalled chan<- struct{}, cancel context.CancelFunc) {
+	defer close(stalled)
+	progress := func() (n uint64) {
+		for _, w := range ws {
+			st := w.Stats()
+			n += st.PointsWritten + st.BatchesWritten
+			for _, d := range st.PointsDropped {
+				n += d
+			}
+		}
+		return n
+	}
+	last, since := progress(), time.Now()
+	tick := time.NewTicker(shutdownStall / 20)
+	defer tick.Stop()
+	for {
+		select {
+		case <-done:
+			return
+		case <-tick.C:
+		}
+		if n := progress(); n != last {
+			last, since = n, time.Now()
+			continue
+		}
+		if time.Since(since) >= shutdownStall {
+			where := "keeping the rest in the disk queue for the next start"
+			if p.plan.StateDir == "" {
+				where = "without state-dir the rest is lost"
+			}
+			p.log.Warn("InfluxDB has taken nothing for "+shutdownStall.String()+"; stopping without it: "+where, zap.String("url", influx.RedactURL(p.plan.Influx.WithDefaults().URL)))
+			cancel()
+			return
+		}
+	}
 }
 
 // abort releases what a failed start-up opened.

@@ -40,6 +40,8 @@ type Plan struct {
 	// Warnings are problems that do not stop the service, such as a
 	// secret others can read; logged at start and shown by `check`.
 	Warnings []string
+	// origins says where each setting came from, for errors and hints.
+	origins origins
 }
 
 // DeltaPlan is the validated delta stage.
@@ -112,33 +114,56 @@ type AnnotatePlan struct {
 }
 
 // loadPlan reads the config (or the default one), lays the environment and
-// then the flags over it, once, and validates it all.
+// then the flags over it, once, and validates it all. Every problem is
+// reported at once, each starting with where its value came from.
 func loadPlan(o *flagOverrides, getenv func(string) string) (*Plan, error) {
-	cfg, source := defaultConfig(), "default config"
-	switch {
-	case o.config != "" && o.bind != "":
-		return nil, fmt.Errorf("%w: --bind applies to the default listeners only; set bind-address in %s", errUsage, o.config)
-	case o.config != "":
-		c, _, err := loadConfig(o.config)
-		if err != nil {
-			return nil, err
-		}
-		cfg, source = c, o.config
-	case o.bind != "":
-		for i := range cfg.Graphite {
-			cfg.Graphite[i].BindAddress = o.bind
-		}
+	cfg, source, loadErr := loadLayers(o, getenv)
+	if cfg == nil {
+		return nil, loadErr
 	}
-	cfg.applyEnv(getenv)
+	plan, err := cfg.prepare(source, getenv)
+	if err := errors.Join(loadErr, err); err != nil {
+		return nil, err
+	}
+	return plan, nil
+}
+
+// loadLayers reads the config file named by --config or SPARKPULSE_CONFIG
+// (else the default config) and lays the environment and the flags over
+// it, without validating the result. It returns the config with the
+// errors when some values were bad, nil when there is nothing to validate.
+func loadLayers(o *flagOverrides, getenv func(string) string) (*Config, string, error) {
+	path, from := o.config, "--config"
+	if path == "" {
+		path, from = getenv(envConfig), envConfig
+	}
+	cfg, source := defaultConfig(), "default config"
+	var errs []error
+	if path != "" {
+		if o.bind != "" {
+			return nil, "", fmt.Errorf("%w: --bind applies to the default listeners only; set bind-address in %s (from %s)", errUsage, path, from)
+		}
+		c, _, err := loadConfig(path, getenv)
+		if c == nil {
+			return nil, "", err
+		}
+		cfg, source = c, path
+		errs = append(errs, err)
+	}
+	errs = append(errs, cfg.applyEnv(getenv, path == ""))
 	cfg.applyFlags(o)
-	return cfg.prepare(source, getenv)
+	return cfg, source, errors.Join(errs...)
 }
 
 // prepare validates everything and compiles each block's templates. All
-// problems are reported at once, each naming the file, section and key.
+// problems are reported at once, each naming where the value came from
+// (file:line:col, the variable or the flag), the section and the key.
 // getenv is read for secrets only.
 func (c *Config) prepare(source string, getenv func(string) string) (*Plan, error) {
-	p := &Plan{Source: source, StateDir: c.StateDir, CreateDatabase: c.InfluxDB.CreateDatabase, MaxFuture: delta.DefaultMaxFuture}
+	p := &Plan{Source: source, StateDir: c.StateDir, CreateDatabase: c.InfluxDB.CreateDatabase, MaxFuture: delta.DefaultMaxFuture, origins: c.origins}
+	if p.origins == nil {
+		p.origins = origins{}
+	}
 	if c.MaxFuture > 0 {
 		p.MaxFuture = time.Duration(c.MaxFuture)
 	}
@@ -152,7 +177,8 @@ func (c *Config) prepare(source string, getenv func(string) string) (*Plan, erro
 	errs = append(errs, c.prepareAnnotate(p, getenv), c.prepareInternal(p))
 	for _, l := range p.Listeners {
 		if l.Config.CheckPeer && p.Annotate == nil {
-			errs = append(errs, fmt.Errorf("%s: [[graphite]] #%d check-peer: needs [annotate] urls, where Spark lists each process's address", p.Source, l.Index))
+			errs = append(errs, fmt.Errorf("%s: [[graphite]] #%d check-peer: needs [annotate] urls, where Spark lists each process's address",
+				p.at(blockKey("graphite", l.Index, "check-peer")), l.Index))
 		}
 	}
 	if err := errors.Join(errs...); err != nil {
@@ -161,16 +187,46 @@ func (c *Config) prepare(source string, getenv func(string) string) (*Plan, erro
 	return p, nil
 }
 
+// at is where key's value came from (see origins), to start an error.
+func (p *Plan) at(key string) string { return p.origins.at(p.Source, key) }
+
+// sectionErrors collects a section's errors, each starting with the origin
+// of the key it names.
+type sectionErrors struct {
+	p       *Plan
+	section string // "influxdb"; "graphite.2" for a block
+	what    string // "[influxdb] "; `[[graphite]] #2 (bind-address ":2003"): `
+	keys    []string
+	errs    []error
+}
+
+func (p *Plan) sectionErrors(section, keysOf, what string) *sectionErrors {
+	return &sectionErrors{p: p, section: section, what: what, keys: sectionKeys(keysOf)}
+}
+
+// fail adds an error about key ("" for the section itself).
+func (s *sectionErrors) fail(key, format string, a ...any) {
+	k := s.section
+	if key != "" {
+		k += "." + key
+	}
+	s.errs = append(s.errs, fmt.Errorf("%s: %s"+format, append([]any{s.p.at(k), s.what}, a...)...))
+}
+
+// add adds a package's validation errors, each naming its key first.
+func (s *sectionErrors) add(err error) {
+	s.errs = append(s.errs, s.p.origins.keyedErrors(s.p.Source, s.section, s.what, s.keys, err)...)
+}
+
+func (s *sectionErrors) err() error { return errors.Join(s.errs...) }
+
 // prepareInflux validates [influxdb] and resolves its token and TLS files.
 func (c *Config) prepareInflux(p *Plan, getenv func(string) string) error {
 	in := c.InfluxDB
-	var errs []error
-	fail := func(format string, a ...any) {
-		errs = append(errs, fmt.Errorf("%s: [influxdb] "+format, append([]any{p.Source}, a...)...))
-	}
+	e := p.sectionErrors("influxdb", "influxdb", "[influxdb] ")
 	gzip, err := influx.ParseGzip(in.Gzip)
 	if err != nil {
-		fail("%v", err)
+		e.fail("gzip", "%v", err)
 	}
 	p.Influx = influx.Config{
 		URL: in.URL, Org: in.Org, Gzip: gzip,
@@ -179,60 +235,68 @@ func (c *Config) prepareInflux(p *Plan, getenv func(string) string) error {
 		Queue:          queue.Config{MaxBytes: in.MaxQueueBytes, MaxDiskBytes: in.MaxDiskQueueBytes},
 	}
 	if err := p.Influx.Validate(); err != nil {
-		fail("%v", err)
+		e.add(err)
 	}
 	if q := p.Influx.Queue; q.MaxBytes > 0 && q.MaxBytes < queue.SaneMaxBytes {
-		fail("max-queue-bytes %d: must be at least %d", q.MaxBytes, queue.SaneMaxBytes)
+		e.fail("max-queue-bytes", "max-queue-bytes %d (%s): must be at least %d (%s)", q.MaxBytes, humanBytes(int64(q.MaxBytes)), queue.SaneMaxBytes, humanBytes(int64(queue.SaneMaxBytes)))
 	}
 	if q := p.Influx.Queue; q.MaxDiskBytes > 0 && q.MaxDiskBytes < queue.SaneMaxDiskBytes {
-		fail("max-disk-queue-bytes %d: must be at least %d", q.MaxDiskBytes, queue.SaneMaxDiskBytes)
+		e.fail("max-disk-queue-bytes", "max-disk-queue-bytes %d (%s): must be at least %d (%s)", q.MaxDiskBytes, humanBytes(q.MaxDiskBytes), queue.SaneMaxDiskBytes, humanBytes(int64(queue.SaneMaxDiskBytes)))
 	}
 	if (in.TLSCert == "") != (in.TLSKey == "") {
-		fail("tls-cert and tls-key go together")
+		key := "tls-key"
+		if in.TLSKey != "" {
+			key = "tls-cert"
+		}
+		e.fail(key, "tls-cert and tls-key go together")
 	}
 	if p.Influx.TLS, err = loadTLS(in.TLSCA, in.TLSCert, in.TLSKey, in.TLSInsecureSkipVerify); err != nil {
-		fail("%v", err)
+		e.add(err)
 	}
 	if p.Influx.Token, err = p.secret(getenv(envToken), in.TokenFile, in.Token); err != nil {
-		fail("token-file: %v", err)
+		e.fail("token-file", "token-file: %v", err)
 	}
 	if in.Token != "" {
 		p.warnReadable("[influxdb] token", envToken)
 	}
-	return errors.Join(errs...)
+	return e.err()
 }
 
 // prepareAdminAndLog validates [admin] and [log].
 func (c *Config) prepareAdminAndLog(p *Plan) error {
-	var errs []error
-	fail := func(format string, a ...any) {
-		errs = append(errs, fmt.Errorf("%s: "+format, append([]any{p.Source}, a...)...))
-	}
-	p.AdminAddr, p.Pprof = defaultAdminAddr, c.Admin.Pprof
-	if c.Admin.BindAddress != nil {
-		p.AdminAddr = *c.Admin.BindAddress
-	}
+	admin := p.sectionErrors("admin", "admin", "[admin] ")
+	p.AdminAddr, p.Pprof = adminAddr(c.Admin), c.Admin.Pprof
 	if p.AdminAddr != "" {
 		if _, _, err := net.SplitHostPort(p.AdminAddr); err != nil {
-			fail("[admin] bind-address %q: %v", p.AdminAddr, err)
+			admin.fail("bind-address", "bind-address %q: %v", p.AdminAddr, err)
 		}
 	}
+	log := p.sectionErrors("log", "log", "[log] ")
 	p.Log = c.Log
 	switch p.Log.Format {
 	case "":
 		p.Log.Format = defaultLogFormat
 	case "console", "json":
 	default:
-		fail("[log] format %q: must be console or json", p.Log.Format)
+		log.fail("format", "format %q: must be console or json", p.Log.Format)
 	}
 	switch p.Log.Level {
 	case "":
 		p.Log.Level = defaultLogLevel
 	case "debug", "info", "warn", "error":
 	default:
-		fail("[log] level %q: must be debug, info, warn or error", p.Log.Level)
+		log.fail("level", "level %q: must be debug, info, warn or error", p.Log.Level)
 	}
-	return errors.Join(errs...)
+	return errors.Join(admin.err(), log.err())
+}
+
+// adminAddr is the admin endpoint's address: [admin] bind-address, or the
+// default; "" when it is off.
+func adminAddr(a AdminConfig) string {
+	if a.BindAddress != nil {
+		return *a.BindAddress
+	}
+	return defaultAdminAddr
 }
 
 // prepareListeners compiles the [[graphite]] blocks. Disabled blocks are
@@ -241,8 +305,7 @@ func (c *Config) prepareListeners(p *Plan) error {
 	var errs []error
 	binds := map[string]int{}
 	for i, g := range c.Graphite {
-		where := fmt.Sprintf("%s: [[graphite]] #%d", p.Source, i+1)
-		l, err := g.compile(where, i+1)
+		l, err := g.compile(p, i+1)
 		if err != nil {
 			errs = append(errs, err)
 			continue
@@ -253,8 +316,8 @@ func (c *Config) prepareListeners(p *Plan) error {
 		// Port 0 asks the kernel for a free port: never a conflict.
 		_, port, _ := net.SplitHostPort(l.Config.BindAddress)
 		if prev, ok := binds[l.Name()]; ok && port != "0" {
-			errs = append(errs, fmt.Errorf("%s: bind-address %q with protocol %s is already used by block #%d",
-				where, l.Config.BindAddress, l.Config.Protocol, prev))
+			errs = append(errs, fmt.Errorf("%s: [[graphite]] #%d: bind-address %q with protocol %s is already used by block #%d",
+				p.at(blockKey("graphite", i+1, "bind-address")), i+1, l.Config.BindAddress, l.Config.Protocol, prev))
 			continue
 		}
 		binds[l.Name()] = l.Index
@@ -266,8 +329,8 @@ func (c *Config) prepareListeners(p *Plan) error {
 	return errors.Join(errs...)
 }
 
-// compile validates one block and builds its mapper.
-func (g GraphiteConfig) compile(where string, index int) (*Listener, error) {
+// compile validates the index-th block (from 1) and builds its mapper.
+func (g GraphiteConfig) compile(p *Plan, index int) (*Listener, error) {
 	if g.Enabled == nil {
 		on := true
 		g.Enabled = &on
@@ -281,35 +344,40 @@ func (g GraphiteConfig) compile(where string, index int) (*Listener, error) {
 	if g.Separator == "" {
 		g.Separator = "."
 	}
-	where += fmt.Sprintf(" (bind-address %q)", g.BindAddress)
-	var errs []error
-	fail := func(err error) { errs = append(errs, fmt.Errorf("%s: %w", where, err)) }
+	e := p.sectionErrors(blockKey("graphite", index, ""), "graphite", fmt.Sprintf("[[graphite]] #%d (bind-address %q): ", index, g.BindAddress))
 	if _, _, err := net.SplitHostPort(g.BindAddress); err != nil {
-		fail(fmt.Errorf("bind-address: %w", err))
+		e.fail("bind-address", "bind-address: %v", err)
 	}
-	switch p := strings.ToLower(g.Protocol); p {
+	switch proto := strings.ToLower(g.Protocol); proto {
 	case "", "tcp", "udp":
-		g.Protocol = cmpOr(p, "tcp")
+		g.Protocol = cmpOr(proto, "tcp")
 	default:
-		fail(fmt.Errorf("protocol %q: must be tcp or udp", g.Protocol))
+		e.fail("protocol", "protocol %q: must be tcp or udp", g.Protocol)
 	}
 	l := &Listener{Index: index, Config: g}
 	l.Target, _ = target(g.Bucket, g.Database, g.RetentionPolicy, influx.Target{})
 	for _, err := range []error{l.TCP().Validate(), l.UDP().Validate(), l.Writer(influx.Config{}).Validate()} {
 		if err != nil {
-			fail(err)
+			e.add(err)
 		}
 	}
 	if g.MaxCachedSeries < 0 {
-		fail(fmt.Errorf("max-cached-series %d: must not be negative", g.MaxCachedSeries))
+		e.fail("max-cached-series", "max-cached-series %d: must not be negative", g.MaxCachedSeries)
 	}
 	if g.CheckPeer && g.Protocol == "udp" {
-		fail(errors.New("check-peer: UDP has no sender to check (a datagram's source address can be forged); use it on TCP blocks"))
+		e.fail("check-peer", "check-peer: UDP has no sender to check (a datagram's source address can be forged); use it on TCP blocks")
 	}
 	if err := l.compileMapper(); err != nil {
-		fail(err)
+		key := "templates"
+		switch {
+		case strings.HasPrefix(err.Error(), "tags"):
+			key = "tags"
+		case strings.HasPrefix(err.Error(), "spark-prefixes"):
+			key = "spark-prefixes"
+		}
+		e.fail(key, "%w", err)
 	}
-	return l, errors.Join(errs...)
+	return l, e.err()
 }
 
 // compileMapper builds the block's templates, or the built-in Spark
@@ -348,7 +416,7 @@ func cmpOr(v, def string) string {
 // are: turning it on must not reveal old errors.
 func (c *Config) prepareDeltas(p *Plan) error {
 	d := c.Deltas
-	var errs []error
+	e := p.sectionErrors("deltas", "deltas", "[deltas] ")
 	s := delta.Settings{IdleTTL: time.Duration(d.IdleTTL), MaxSeries: d.MaxSeries, MaxSeriesPerApp: d.MaxSeriesPerApp, MaxFuture: p.MaxFuture}
 	if d.FirstSampleGrace != nil {
 		if s.FirstSampleGrace = time.Duration(*d.FirstSampleGrace); s.FirstSampleGrace == 0 {
@@ -356,11 +424,12 @@ func (c *Config) prepareDeltas(p *Plan) error {
 		}
 	}
 	if err := s.Validate(); err != nil {
-		errs = append(errs, fmt.Errorf("%s: [deltas] %w", p.Source, err))
+		e.add(err)
 	}
+	errs := e.errs
 	var rules []delta.Rule
 	for i, r := range c.Delta {
-		where := fmt.Sprintf("%s: [[delta]] #%d", p.Source, i+1)
+		where := fmt.Sprintf("%s: [[delta]] #%d", p.at(blockKey("delta", i+1, "")), i+1)
 		if len(r.Path) == 0 && len(r.Measurement) == 0 {
 			errs = append(errs, fmt.Errorf("%s: needs path or measurement patterns", where))
 			continue
@@ -390,13 +459,10 @@ func (c *Config) prepareAnnotate(p *Plan, getenv func(string) string) error {
 	if len(a.URLs) == 0 {
 		return nil
 	}
-	var errs []error
-	fail := func(format string, args ...any) {
-		errs = append(errs, fmt.Errorf("%s: [annotate] "+format, append([]any{p.Source}, args...)...))
-	}
+	e := p.sectionErrors("annotate", "annotate", "[annotate] ")
 	for i, u := range a.URLs {
 		if err := annotate.CheckSource(u); err != nil {
-			fail("urls entry %d %q: %v", i+1, influx.RedactURL(u), err)
+			e.fail("urls", "urls entry %d %q: %v", i+1, influx.RedactURL(u), err)
 		}
 	}
 	pc := annotate.Config{Sources: a.URLs, Interval: time.Duration(a.Interval), Timeout: time.Duration(a.Timeout),
@@ -405,24 +471,24 @@ func (c *Config) prepareAnnotate(p *Plan, getenv func(string) string) error {
 		StageDetailsMinDuration: time.Duration(a.StageDetailsMinDuration), StageDetailsRequests: a.StageDetailsRequests,
 		FailedTasksPerStage: a.FailedTasksPerStage, UsageDelay: time.Duration(a.UsageDelay), StreamRetry: time.Duration(a.StreamRetry)}
 	if err := pc.Validate(); err != nil {
-		fail("%v", err)
+		e.add(err)
 	}
 	auth, err := p.annotateAuth(a, getenv)
 	if err != nil {
-		fail("%v", err)
+		e.add(err)
 	}
 	pc.Auth = auth
 	tlsConf, err := loadTLS(a.TLSCA, "", "", a.TLSInsecureSkipVerify)
 	if err != nil {
-		fail("%v", err)
+		e.add(err)
 	}
 	pc.Transport = sourceTransport(tlsConf)
 	plan := &AnnotatePlan{Poller: pc, AppIDTag: cmpOr(a.AppIDTag, "applicationid")}
 	if plan.Target, err = target(a.Bucket, a.Database, a.RetentionPolicy, p.defaultTarget()); err != nil {
-		fail("%v", err)
+		e.add(err)
 	}
-	if len(errs) > 0 {
-		return errors.Join(errs...)
+	if len(e.errs) > 0 {
+		return e.err()
 	}
 	p.Annotate = plan
 	return nil
@@ -461,12 +527,16 @@ func (c *Config) prepareInternal(p *Plan) error {
 		return nil
 	}
 	interval := cmpDur(time.Duration(in.Interval), defaultInternalInterval)
+	e := p.sectionErrors("internal", "internal", "[internal] ")
 	if interval < time.Second {
-		return fmt.Errorf("%s: [internal] interval %s: must be at least 1s", p.Source, interval)
+		e.fail("interval", "interval %s: must be at least 1s", interval)
 	}
 	t, err := target(in.Bucket, in.Database, in.RetentionPolicy, p.defaultTarget())
 	if err != nil {
-		return fmt.Errorf("%s: [internal] %w", p.Source, err)
+		e.add(err)
+	}
+	if len(e.errs) > 0 {
+		return e.err()
 	}
 	p.Internal = &InternalPlan{Interval: interval, Target: t}
 	return nil

@@ -3,13 +3,11 @@ package main
 import (
 	"context"
 	"encoding/json"
-	"errors"
-	"flag"
 	"fmt"
 	"io"
-	"maps"
 	"math"
 	"slices"
+	"strconv"
 	"strings"
 	"text/tabwriter"
 	"time"
@@ -20,87 +18,31 @@ import (
 	"github.com/sparkpulse/sparkpulse/timespent"
 )
 
-// cmdReport prints an application's executors, their memory peaks against
-// its settings, and the sizing advice, read from Spark's REST API and the
-// metrics stream in InfluxDB.
-func cmdReport(ctx context.Context, args []string, getenv func(string) string, stdout, stderr io.Writer) error {
-	var o flagOverrides
-	fs := newFlagSet("report", stderr, &o, false)
-	fs.Var(&o.annotateURLs, "url", "Spark UI, History Server or {app_id} URL template to ask (repeatable; default [annotate] urls)")
-	asJSON := fs.Bool("json", false, "print JSON instead of tables")
-	fleet := fs.Bool("fleet", false, "every application that ended in --since, from the accounting in InfluxDB, instead of one")
-	since := fs.Duration("since", 7*24*time.Hour, "with --fleet: how far back")
-	fs.Usage = func() {
-		fmt.Fprintln(stderr, "usage: sparkpulse report [--config F] [--url U]... [--json] APP_ID\n       sparkpulse report [--config F] [--json] --fleet [--since 7d]")
-		fs.PrintDefaults()
-	}
-	if err := fs.Parse(normalizeDays(args)); err != nil {
-		if errors.Is(err, flag.ErrHelp) {
-			return err
-		}
-		return fmt.Errorf("%w: %v", errUsage, err)
-	}
-	if *fleet {
-		if fs.NArg() != 0 {
-			return fmt.Errorf("%w: report --fleet takes no application id", errUsage)
-		}
-		if *since <= 0 {
-			return fmt.Errorf("%w: --since %s: must be positive", errUsage, *since)
-		}
-		plan, err := loadPlan(&o, getenv)
-		if err != nil {
-			return err
-		}
-		return reportFleet(ctx, plan, *since, *asJSON, stdout)
-	}
-	if fs.NArg() != 1 {
-		fs.Usage()
-		return fmt.Errorf("%w: report takes one application id", errUsage)
-	}
-	plan, err := loadPlan(&o, getenv)
-	if err != nil {
-		return err
-	}
-	return reportApp(ctx, plan, fs.Arg(0), *asJSON, stdout)
-}
-
-// reportApp reads one application from the Spark REST API and the peaks
-// of its metrics stream, and prints its sizing advice and where its time
-// went.
+// reportApp assesses one application as the annotator does when it ends
+// (annotate.Assess: the same accounting and rules as spark_app_usage and
+// spark_sizing, the metrics stream read back from InfluxDB), and prints
+// it with where its time went.
 func reportApp(ctx context.Context, plan *Plan, appID string, asJSON bool, stdout io.Writer) error {
 	if plan.Annotate == nil {
 		return fmt.Errorf("%w: no Spark REST source: give --url or [annotate] urls", errUsage)
 	}
-	app, err := annotate.ReadApplication(ctx, plan.Annotate.Poller, appID)
+	cfg := plan.Annotate.Poller
+	cfg.Stream = newStream(plan, func() []*influx.Writer { return nil })
+	as, err := annotate.Assess(ctx, cfg, appID)
 	if err != nil {
 		return err
 	}
-	settings, err := sizing.FromProperties(app.Properties)
-	if err != nil {
-		return fmt.Errorf("application %s: %w", appID, err)
-	}
-	stream, err := streamPeaks(ctx, plan, app)
-	var notes []string
-	if err != nil {
-		notes = append(notes, fmt.Sprintf("peaks of the metrics stream not read (%v): Spark's REST API only", err))
-	}
-	stream, aside := annotate.PlausiblePeaks(app.Properties, app.Executors, stream)
-	for _, a := range aside {
-		notes = append(notes, "set aside from the metrics stream: "+a)
-	}
-	advice := sizing.Advise(settings, mergePeaks(app.Executors, stream))
-	advice.Notes = append(notes, advice.Notes...)
-	stages, err := annotate.ReadStages(ctx, plan.Annotate.Poller, app, slowestStages)
+	stages, err := annotate.ReadStages(ctx, plan.Annotate.Poller, as.Application, slowestStages)
 	if err != nil {
 		return fmt.Errorf("application %s: stages: %w", appID, err)
 	}
-	spent := whereTimeWent(stages)
+	spent := whereTimeWent(stages, as)
 	if asJSON {
 		enc := json.NewEncoder(stdout)
 		enc.SetIndent("", "  ")
-		return enc.Encode(reportJSON(app, advice, spent))
+		return enc.Encode(reportJSON(as, spent))
 	}
-	printReport(stdout, app, advice)
+	printReport(stdout, as)
 	fmt.Fprintln(stdout)
 	io.WriteString(stdout, spent.Text())
 	return nil
@@ -111,14 +53,20 @@ const slowestStages = 5
 
 // whereTimeWent turns the stages read into timespent's terms and judges
 // them.
-func whereTimeWent(read []annotate.StageRead) timespent.Report {
+func whereTimeWent(read []annotate.StageRead, as annotate.Assessment) timespent.Report {
+	removed := map[string]string{} // executor → how its removal reads
+	for _, x := range as.Application.Executors {
+		if x.RemoveReason != "" {
+			removed[x.ID] = sizing.RemoveKind(x.RemoveReason)
+		}
+	}
 	var stages []timespent.Stage
 	var failures []timespent.Failure
 	for _, r := range read {
 		s := timespent.Stage{ID: r.StageID, Attempt: r.AttemptID, Name: r.Name, Status: r.Status, Tasks: r.NumTasks,
 			FailedTasks: r.NumFailedTasks, RunTimeMs: r.ExecutorRunTime, GCTimeMs: r.JVMGCTime, FetchWaitMs: r.ShuffleFetchWaitTime,
 			InputBytes: r.InputBytes, ShuffleReadBytes: r.ShuffleReadBytes, MemorySpilledBytes: r.MemoryBytesSpilled,
-			DiskSpilledBytes: r.DiskBytesSpilled}
+			DiskSpilledBytes: r.DiskBytesSpilled, ConcurrentGC: as.Advice.Settings.ConcurrentGC}
 		if r.SubmissionTime != nil && r.CompletionTime != nil {
 			s.DurationMs = r.CompletionTime.Sub(r.SubmissionTime.Time).Milliseconds()
 		}
@@ -141,93 +89,27 @@ func whereTimeWent(read []annotate.StageRead) timespent.Report {
 		stages = append(stages, s)
 		for _, t := range r.Failed {
 			class, kind := annotate.TaskErrorClass(t.ErrorMessage, t.Status)
+			if why := removed[t.ExecutorID]; kind == annotate.TaskExecutorLost && why != "" {
+				class += " (" + why + ")" // an executor lost over memory reads as such
+			}
 			failures = append(failures, timespent.Failure{Stage: r.StageID, Class: class, Kind: kind, Executor: t.ExecutorID})
 		}
 	}
 	return timespent.Judge(stages, failures, slowestStages)
 }
 
-// executorMetrics are the ExecutorMetrics gauges that size memory, by the
-// measurement names of the built-in Spark mapping.
-var executorMetrics = []string{"JVMHeapMemory", "JVMOffHeapMemory", "OnHeapExecutionMemory", "OnHeapStorageMemory",
-	"OffHeapExecutionMemory", "OffHeapStorageMemory", "DirectPoolMemory", "MappedPoolMemory",
-	"ProcessTreeJVMRSSMemory", "ProcessTreePythonRSSMemory", "ProcessTreeOtherRSSMemory"}
-
-// streamPeaks reads from InfluxDB the largest value of each ExecutorMetrics
-// gauge that every process of the application sent, from the first
-// [[graphite]] block's database: process → gauge → bytes.
-func streamPeaks(ctx context.Context, plan *Plan, app annotate.Application) (map[string]map[string]int64, error) {
-	if len(plan.Listeners) == 0 {
-		return nil, nil
-	}
-	db, _, _ := strings.Cut(plan.Listeners[0].Target.Bucket, "/")
-	// Over the attempt's run (a minute either side, for the clocks):
-	// metrics under a name carry other runs of it too.
-	end := app.End
-	if end.IsZero() {
-		end = time.Now()
-	}
-	q := fmt.Sprintf(`SELECT max("value") FROM %s WHERE "applicationid" = %s AND time >= %dms AND time <= %dms GROUP BY "process"`,
-		identList(executorMetrics), influx.QuoteString(app.MetricsKey),
-		app.Start.Add(-time.Minute).UnixMilli(), end.Add(time.Minute).UnixMilli())
-	series, err := influx.Query(ctx, plan.Influx, db, q)
-	if err != nil {
-		return nil, err
-	}
-	peaks := map[string]map[string]int64{}
-	for _, s := range series {
-		p := s.Tags["process"]
-		f, ok := influx.Number(firstValue(s, 1))
-		if p == "" || !ok {
-			continue
-		}
-		if peaks[p] == nil {
-			peaks[p] = map[string]int64{}
-		}
-		// Beyond an int64: kept at its end, which the screen refuses,
-		// never cast past it.
-		v := int64(math.MaxInt64)
-		switch {
-		case f < 0:
-			v = -1
-		case f < 0x1p63:
-			v = int64(f)
-		}
-		peaks[p][s.Name] = v
-	}
-	return peaks, nil
-}
-
-// mergePeaks takes, for every gauge, the larger of the REST API's peak and
-// the stream's, and adds the processes only the stream knows (executors
-// Spark no longer lists beyond spark.ui.retainedDeadExecutors).
-func mergePeaks(execs []sizing.Executor, stream map[string]map[string]int64) []sizing.Executor {
-	seen := map[string]bool{}
-	for i := range execs {
-		x := &execs[i]
-		seen[x.ID] = true
-		for k, v := range stream[x.ID] {
-			if x.Peaks == nil {
-				x.Peaks = map[string]int64{}
-			}
-			x.Peaks[k] = max(x.Peaks[k], v)
-		}
-	}
-	for _, id := range slices.Sorted(maps.Keys(stream)) {
-		if !seen[id] {
-			execs = append(execs, sizing.Executor{ID: id, Peaks: stream[id]})
-		}
-	}
-	return execs
-}
-
-func printReport(w io.Writer, app annotate.Application, a sizing.Advice) {
+func printReport(w io.Writer, as annotate.Assessment) {
+	app, a, u := as.Application, as.Advice, as.Usage
 	s := a.Settings
 	name := app.ID
 	if app.AttemptID != "" {
 		name += " attempt " + app.AttemptID
 	}
-	fmt.Fprintf(w, "%s (%s), from %s\n\n", name, app.Name, app.Source)
+	fmt.Fprintf(w, "%s (%s), from %s\n", name, app.Name, app.Source)
+	if !as.Final {
+		fmt.Fprintln(w, "still running: figures up to now; spark_sizing and spark_app_usage are written when it ends")
+	}
+	fmt.Fprintln(w)
 	fmt.Fprintf(w, "limits per executor: heap %s, unified region %s, overhead %s", sizing.Bytes(s.Heap), sizing.Bytes(s.Unified()), sizing.Bytes(s.Overhead))
 	if s.PySpark > 0 {
 		fmt.Fprintf(w, ", PySpark %s", sizing.Bytes(s.PySpark))
@@ -236,8 +118,52 @@ func printReport(w io.Writer, app annotate.Application, a sizing.Advice) {
 		fmt.Fprintf(w, ", off-heap %s", sizing.Bytes(s.OffHeap))
 	}
 	fmt.Fprintf(w, "; container %s\n\n", sizing.Bytes(s.Container()))
+	printUsage(w, u)
 	printExecutors(w, a.Executors)
 	printAdvice(w, a)
+	for _, n := range u.Notes {
+		fmt.Fprintf(w, "note: %s\n", n)
+	}
+}
+
+// printUsage prints what the application held and how busy it kept it,
+// as spark_app_usage has it.
+func printUsage(w io.Writer, u sizing.Usage) {
+	fmt.Fprintf(w, "held: %s over %s: %s core-hours, %s GiB-hours",
+		plural(u.Executors, "executor"), (time.Duration(u.DurationMs) * time.Millisecond).Round(time.Second),
+		hours(u.ExecutorCoreSeconds), hours(u.ExecutorMemoryByteSeconds/(1<<30)))
+	if u.DriverCoreSeconds > 0 {
+		fmt.Fprintf(w, "; the driver %s core-hours", hours(u.DriverCoreSeconds))
+	}
+	fmt.Fprintln(w)
+	var busy []string
+	if u.SlotOccupancy != nil {
+		busy = append(busy, fmt.Sprintf("task slots busy %s of the time held", pct(*u.SlotOccupancy)))
+	}
+	if u.CPUFrom != "" {
+		busy = append(busy, fmt.Sprintf("CPU %s (from the %s)", pct(u.CPUUtilisation), u.CPUFrom))
+	}
+	if u.DriverOnlyMs != nil && u.DurationMs > 0 {
+		busy = append(busy, fmt.Sprintf("no stage running for %s (%s)", (time.Duration(*u.DriverOnlyMs)*time.Millisecond).Round(time.Second),
+			pct(float64(*u.DriverOnlyMs)/float64(u.DurationMs))))
+	}
+	if u.FailedStageAttempts != nil && *u.FailedStageAttempts > 0 {
+		busy = append(busy, plural(*u.FailedStageAttempts, "failed stage attempt"))
+	}
+	if u.LostTaskSeconds != nil && *u.LostTaskSeconds > 0 {
+		busy = append(busy, fmt.Sprintf("%s of task time lost to failed and killed tasks", time.Duration(*u.LostTaskSeconds*float64(time.Second)).Round(time.Second)))
+	}
+	if len(busy) > 0 {
+		fmt.Fprintln(w, strings.Join(busy, "; "))
+	}
+	if u.Outcome != "" {
+		fmt.Fprintf(w, "outcome: %s", u.Outcome)
+		if u.OutcomeReason != "" {
+			fmt.Fprintf(w, " (%s)", u.OutcomeReason)
+		}
+		fmt.Fprintln(w)
+	}
+	fmt.Fprintln(w)
 }
 
 // printExecutors prints a table of each executor's peaks.
@@ -287,10 +213,14 @@ func printAdvice(w io.Writer, a sizing.Advice) {
 		fmt.Fprintln(w, "recommended settings:")
 		for _, r := range a.Recommendations {
 			now := "not set"
-			if c := r.CurrentString(); c != "" {
-				now = "now " + c
+			switch {
+			case r.CurrentText != "":
+				now = "now " + r.CurrentText
+			case r.Current > 0:
+				// As a person reads it; the --conf value is as Spark takes it.
+				now = "now " + humanBytes(r.Current)
 			}
-			fmt.Fprintf(w, "  --conf %s=%s  (%s; %s)\n", r.Property, r.ValueString(), now, r.Reason)
+			fmt.Fprintf(w, "  --conf %s=%s  (%s; %s%s)\n", r.Property, r.ValueString(), now, r.Reason, saving(r))
 		}
 	}
 	for _, n := range a.Notes {
@@ -300,30 +230,72 @@ func printAdvice(w io.Writer, a sizing.Advice) {
 
 func pct(f float64) string { return fmt.Sprintf("%.0f %%", 100*f) }
 
+// saving is a recommendation's saving as the fleet counts it ("" when
+// none), or its cost.
+func saving(r sizing.Setting) string {
+	var saves, costs []string
+	for _, x := range []struct {
+		v    float64
+		unit string
+	}{{r.SavingCoreSeconds, "core-hours"}, {r.SavingByteSeconds / (1 << 30), "GiB-hours"}} {
+		switch {
+		case x.v > 0:
+			saves = append(saves, hours(x.v)+" "+x.unit)
+		case x.v < 0:
+			costs = append(costs, hours(-x.v)+" "+x.unit)
+		}
+	}
+	out := ""
+	if len(saves) > 0 {
+		out += "; saves " + strings.Join(saves, ", ")
+	}
+	if len(costs) > 0 {
+		out += "; costs " + strings.Join(costs, ", ")
+	}
+	return out
+}
+
+// hours writes seconds (of a core, or of a GiB) as hours: one decimal,
+// or two significant digits under one.
+func hours(seconds float64) string {
+	h := seconds / 3600
+	if h != 0 && math.Abs(h) < 1 {
+		return strconv.FormatFloat(h, 'g', 2, 64)
+	}
+	return strconv.FormatFloat(h, 'f', 1, 64)
+}
+
 // reportJSON is the --json output: stable field names for scripts.
-func reportJSON(app annotate.Application, a sizing.Advice, spent timespent.Report) any {
+func reportJSON(as annotate.Assessment, spent timespent.Report) any {
+	app, a := as.Application, as.Advice
 	type setting struct {
-		Property string `json:"property"`
-		Value    string `json:"value"`
-		Current  string `json:"current,omitempty"`
-		Reason   string `json:"reason"`
+		Property          string  `json:"property"`
+		Value             string  `json:"value"`
+		Current           string  `json:"current,omitempty"`
+		Rule              string  `json:"rule"`
+		Reason            string  `json:"reason"`
+		Risk              string  `json:"risk,omitempty"`
+		SavingCoreSeconds float64 `json:"saving_core_seconds"`
+		SavingByteSeconds float64 `json:"saving_byte_seconds"`
 	}
 	out := struct {
 		Application string            `json:"application"`
 		Attempt     string            `json:"attempt,omitempty"`
 		Name        string            `json:"name"`
 		Source      string            `json:"source"`
+		Final       bool              `json:"ended"`
 		Limits      map[string]int64  `json:"limits_bytes"`
+		Usage       sizing.Usage      `json:"usage"`
 		Executors   []sizing.Headroom `json:"executors"`
 		Findings    []sizing.Finding  `json:"findings"`
 		Settings    []setting         `json:"recommended_settings"`
 		Notes       []string          `json:"notes"`
 		Properties  map[string]string `json:"memory_properties"`
 		Time        timespent.Report  `json:"where_the_time_went"`
-	}{Application: app.ID, Attempt: app.AttemptID, Name: app.Name, Source: app.Source, Time: spent,
+	}{Application: app.ID, Attempt: app.AttemptID, Name: app.Name, Source: app.Source, Final: as.Final, Time: spent, Usage: as.Usage,
 		Limits: map[string]int64{"heap": a.Settings.Heap, "unified": a.Settings.Unified(), "overhead": a.Settings.Overhead,
 			"pyspark": a.Settings.PySpark, "off_heap": a.Settings.OffHeap, "container": a.Settings.Container()},
-		Executors: a.Executors, Findings: a.Findings, Settings: []setting{}, Notes: a.Notes, Properties: map[string]string{}}
+		Executors: a.Executors, Findings: a.Findings, Settings: []setting{}, Notes: append(slices.Clone(a.Notes), as.Usage.Notes...), Properties: map[string]string{}}
 	// Lists, never null, for scripts.
 	if out.Executors == nil {
 		out.Executors = []sizing.Headroom{}
@@ -332,7 +304,7 @@ func reportJSON(app annotate.Application, a sizing.Advice, spent timespent.Repor
 		out.Findings = []sizing.Finding{}
 	}
 	for _, r := range a.Recommendations {
-		out.Settings = append(out.Settings, setting{r.Property, r.ValueString(), r.CurrentString(), r.Reason})
+		out.Settings = append(out.Settings, setting{r.Property, r.ValueString(), r.CurrentString(), r.Rule, r.Reason, r.Risk, r.SavingCoreSeconds, r.SavingByteSeconds})
 	}
 	for k, v := range app.Properties {
 		if strings.Contains(k, "memory") || strings.Contains(k, "Memory") || k == "spark.executor.cores" {

@@ -4,6 +4,9 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"github.com/sparkpulse/sparkpulse/annotate"
+	"github.com/sparkpulse/sparkpulse/sparkapi"
+	"net"
 	"net/http/httptest"
 	"os"
 	"path/filepath"
@@ -36,7 +39,7 @@ func TestReportSimulated(t *testing.T) {
 	defer srv.Close()
 	app := simulate.AppID(start, 2) // the PySpark one
 
-	out, _, err := runCLI(t, "", "report", "--url", "http://127.0.0.1:1", "--url", srv.URL, "--json", app)
+	out, _, err := runCLI(t, "", "report", "--influxdb-url", closedURL(t), "--url", "http://127.0.0.1:1", "--url", srv.URL, "--json", app)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -90,7 +93,7 @@ func TestReportSimulated(t *testing.T) {
 	}
 
 	// The table.
-	text, _, err := runCLI(t, "", "report", "--url", srv.URL, app)
+	text, _, err := runCLI(t, "", "report", "--influxdb-url", closedURL(t), "--url", srv.URL, app)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -113,7 +116,7 @@ func TestReportEventLog(t *testing.T) {
 	}
 	srv := httptest.NewServer(sparkui.NewServer(sparkui.HistoryServer, m))
 	defer srv.Close()
-	out, _, err := runCLI(t, "", "report", "--url", srv.URL, "application_1553914137147_0018")
+	out, _, err := runCLI(t, "", "report", "--influxdb-url", closedURL(t), "--url", srv.URL, "application_1553914137147_0018")
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -231,7 +234,7 @@ func TestReportWhereTimeWent(t *testing.T) {
 	}
 	srv := httptest.NewServer(sparkui.NewServer(sparkui.HistoryServer, m))
 	defer srv.Close()
-	out, _, err := runCLI(t, "", "report", "--url", srv.URL, "--json", "local-1422981780767")
+	out, _, err := runCLI(t, "", "report", "--influxdb-url", closedURL(t), "--url", srv.URL, "--json", "local-1422981780767")
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -282,8 +285,44 @@ func TestReportWhereTimeWent(t *testing.T) {
 		tw.Failures[0].Tasks != failed || !slices.Equal(tw.Failures[0].Stages, []int{2}) {
 		t.Errorf("failed tasks %+v, want %d java.lang.RuntimeException in stage 2", tw.Failures, failed)
 	}
-	text, _, err := runCLI(t, "", "report", "--url", srv.URL, "local-1422981780767")
+	text, _, err := runCLI(t, "", "report", "--influxdb-url", closedURL(t), "--url", srv.URL, "local-1422981780767")
 	if err != nil || !strings.Contains(text, "where the time went: the ") || !strings.Contains(text, "× java.lang.RuntimeException (exception) in stages 2") {
 		t.Errorf("text report: %v\n%s", err, text)
+	}
+}
+
+// closedURL is an InfluxDB that is not there: a loopback port nothing
+// listens on, rather than whatever listens on the default port of this
+// machine.
+func closedURL(t *testing.T) string {
+	t.Helper()
+	l, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer l.Close()
+	return "http://" + l.Addr().String()
+}
+
+// A task lost with its executor is classed with why the executor went,
+// as its removal reads: memory (container_oom) is told from a kill.
+func TestWhereTimeWentLostExecutors(t *testing.T) {
+	lost := func(exec string) sparkapi.TaskData {
+		return sparkapi.TaskData{ExecutorID: exec, Status: "FAILED",
+			ErrorMessage: "ExecutorLostFailure (executor " + exec + " exited caused by one of the running tasks) Reason: lost"}
+	}
+	read := []annotate.StageRead{{Stage: sparkapi.Stage{StageID: 3, Status: "FAILED", NumFailedTasks: 3},
+		Failed: []sparkapi.TaskData{lost("1"), lost("1"), lost("2")}}}
+	var as annotate.Assessment
+	as.Application.Executors = []sizing.Executor{
+		{ID: "1", RemoveReason: "Container killed by YARN for exceeding physical memory limits. 4.5 GB of 4.5 GB physical memory used."},
+		{ID: "2"},
+	}
+	var got []string
+	for _, f := range whereTimeWent(read, as).Failures {
+		got = append(got, fmt.Sprintf("%s %s %d", f.Class, f.Kind, f.Tasks))
+	}
+	if want := []string{"ExecutorLostFailure (container_oom) executor_lost 2", "ExecutorLostFailure executor_lost 1"}; !slices.Equal(got, want) {
+		t.Errorf("failures %q, want %q", got, want)
 	}
 }

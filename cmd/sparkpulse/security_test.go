@@ -77,7 +77,7 @@ func TestTLSWithCustomCA(t *testing.T) {
 	if m := dump(t, srv, "metrics"); len(m) != 1 || !strings.HasPrefix(m[0], "job.allJobs,applicationid="+app) {
 		t.Errorf("metrics over HTTPS: %q", m)
 	}
-	if a := dump(t, srv, "annotations"); len(a) != 3 || !strings.HasPrefix(a[1], "spark_job,applicationid="+app) {
+	if a := dump(t, srv, "annotations"); len(a) != 4 || !strings.HasPrefix(a[2], "spark_job,applicationid="+app) {
 		t.Errorf("annotations over HTTPS: %q", a)
 	}
 

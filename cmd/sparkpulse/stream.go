@@ -2,6 +2,7 @@ package main
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"slices"
 	"strings"
@@ -52,13 +53,13 @@ func (s *influxStream) Delivered(until time.Time) bool {
 // several databases hold the application, their sums add up and their
 // peaks are the larger.
 func (s *influxStream) Totals(ctx context.Context, app string, from, to time.Time) (map[string]annotate.ProcessTotals, error) {
-	where := fmt.Sprintf(`WHERE "applicationid" = %s AND time >= %dms AND time <= %dms GROUP BY "process"`,
+	where := fmt.Sprintf(`WHERE "applicationid" = %s AND time >= %dms AND time < %dms GROUP BY "process"`,
 		influx.QuoteString(app), from.UnixMilli(), to.UnixMilli())
 	out := map[string]annotate.ProcessTotals{}
 	get := func(p string) annotate.ProcessTotals {
 		t, ok := out[p]
 		if !ok {
-			t = annotate.ProcessTotals{Sums: map[string]float64{}, NoDelta: map[string]int{}, Peak: map[string]float64{}, Mean: map[string]float64{}}
+			t = annotate.ProcessTotals{Sums: map[string]float64{}, NoDelta: map[string]int{}, Peak: map[string]float64{}, Mean: map[string]float64{}, Samples: map[string]float64{}}
 			out[p] = t
 		}
 		return t
@@ -66,7 +67,7 @@ func (s *influxStream) Totals(ctx context.Context, app string, from, to time.Tim
 	for _, db := range s.dbs {
 		sums, err := influx.Query(ctx, s.cfg, db, `SELECT sum("delta"), count("delta"), count("value") FROM `+identList(annotate.StreamCounters)+" "+where)
 		if err != nil {
-			return nil, err
+			return nil, s.readError(db, err)
 		}
 		for _, sr := range sums {
 			p := sr.Tags["process"]
@@ -82,9 +83,9 @@ func (s *influxStream) Totals(ctx context.Context, app string, from, to time.Tim
 				t.NoDelta[sr.Name] += int(samples - withDelta)
 			}
 		}
-		gauges, err := influx.Query(ctx, s.cfg, db, `SELECT max("value"), mean("value") FROM `+identList(annotate.StreamGauges)+" "+where)
+		gauges, err := influx.Query(ctx, s.cfg, db, `SELECT max("value"), mean("value"), count("value") FROM `+identList(annotate.StreamGauges)+" "+where)
 		if err != nil {
-			return nil, err
+			return nil, s.readError(db, err)
 		}
 		for _, sr := range gauges {
 			p := sr.Tags["process"]
@@ -96,7 +97,11 @@ func (s *influxStream) Totals(ctx context.Context, app string, from, to time.Tim
 				t.Peak[sr.Name] = max(t.Peak[sr.Name], v)
 			}
 			if v, ok := influx.Number(firstValue(sr, 2)); ok {
-				t.Mean[sr.Name] = max(t.Mean[sr.Name], v)
+				// One database per process is the usual case; where two
+				// hold it, the mean of the one with more samples.
+				if n, _ := influx.Number(firstValue(sr, 3)); n > t.Samples[sr.Name] {
+					t.Mean[sr.Name], t.Samples[sr.Name] = v, n
+				}
 			}
 		}
 	}
@@ -118,4 +123,13 @@ func identList(names []string) string {
 		q[i] = influx.QuoteIdent(n)
 	}
 	return strings.Join(q, ", ")
+}
+
+// readError says which database at which server could not be read; the
+// statement is sparkpulse's own, and left out.
+func (s *influxStream) readError(db string, err error) error {
+	if inner := errors.Unwrap(err); inner != nil {
+		err = inner
+	}
+	return fmt.Errorf("reading the metrics stream from database %q at %s: %w", db, influx.RedactURL(s.cfg.WithDefaults().URL), err)
 }

@@ -2,12 +2,17 @@ package kubecheck
 
 import (
 	"bytes"
+	"encoding/json"
 	"fmt"
+	"net"
 	"os"
 	"os/exec"
 	"path/filepath"
+	"regexp"
 	"slices"
+	"strconv"
 	"strings"
+	"sync"
 	"testing"
 
 	"github.com/pelletier/go-toml/v2"
@@ -17,12 +22,15 @@ import (
 	networkingv1 "k8s.io/api/networking/v1"
 	policyv1 "k8s.io/api/policy/v1"
 	"k8s.io/apimachinery/pkg/util/intstr"
+	sigsyaml "sigs.k8s.io/yaml"
 )
 
 const (
 	chart     = "../helm/sparkpulse"
 	namespace = "monitoring"
-	mi        = 1 << 20
+	// The image repository every render is given: the chart has none.
+	repository = "registry.example/sparkpulse"
+	mi         = 1 << 20
 	// What the chart's plan sets aside besides the queues and series
 	// (templates/_helpers.tpl), and the bytes of one series in the delta
 	// baseline file (delta/state.go), of which the volume must hold two
@@ -49,8 +57,15 @@ func helm(t *testing.T) string {
 	return p
 }
 
-// render runs helm template with the given arguments (-f FILE, --set K=V).
+// render runs helm template with the image repository and the given
+// arguments (-f FILE, --set K=V).
 func render(t *testing.T, args ...string) ([]byte, error) {
+	t.Helper()
+	return renderBare(t, append([]string{"--set", "image.repository=" + repository}, args...)...)
+}
+
+// renderBare runs helm template with the given arguments alone.
+func renderBare(t *testing.T, args ...string) ([]byte, error) {
 	t.Helper()
 	cmd := exec.Command(helm(t), append([]string{"template", "sp", chart, "-n", namespace}, args...)...)
 	var stderr bytes.Buffer
@@ -64,36 +79,125 @@ func render(t *testing.T, args ...string) ([]byte, error) {
 
 // rendered is a checked render, its objects by type.
 type rendered struct {
-	sts      *appsv1.StatefulSet
-	config   *corev1.ConfigMap
-	secret   *corev1.Secret // the chart's own, if any
-	services map[string]*corev1.Service
-	pdb      *policyv1.PodDisruptionBudget
-	netpol   *networkingv1.NetworkPolicy
-	monitor  *monitoringv1.ServiceMonitor
-	toml     sparkpulseConfig
+	sts            *appsv1.StatefulSet
+	config         *corev1.ConfigMap   // the chart's sparkpulse.toml, unless existingConfig
+	dashboards     []*corev1.ConfigMap // for Grafana's sidecar
+	secret         *corev1.Secret      // the chart's own, if any
+	serviceAccount *corev1.ServiceAccount
+	services       map[string]*corev1.Service
+	pdb            *policyv1.PodDisruptionBudget
+	netpol         *networkingv1.NetworkPolicy
+	monitor        *monitoringv1.ServiceMonitor
+	rule           *monitoringv1.PrometheusRule
+	// toml is the settings sparkpulse runs with: the ConfigMap's file with
+	// the container's environment laid over it, as sparkpulse does. With
+	// existingConfig there is no file: known is false and only the
+	// environment's settings are in it.
+	toml  sparkpulseConfig
+	known bool
 }
 
 // sparkpulseConfig is the part of sparkpulse.toml the chart derives.
 type sparkpulseConfig struct {
 	StateDir string `toml:"state-dir"`
 	InfluxDB struct {
-		MaxQueueBytes     int64 `toml:"max-queue-bytes"`
-		MaxDiskQueueBytes int64 `toml:"max-disk-queue-bytes"`
+		URL               string `toml:"url"`
+		MaxQueueBytes     int64  `toml:"max-queue-bytes"`
+		MaxDiskQueueBytes int64  `toml:"max-disk-queue-bytes"`
 	} `toml:"influxdb"`
+	Admin struct {
+		BindAddress string `toml:"bind-address"`
+	} `toml:"admin"`
 	Deltas struct {
-		MaxSeries       int64 `toml:"max-series"`
-		MaxSeriesPerApp int64 `toml:"max-series-per-app"`
+		FirstSampleGrace string `toml:"first-sample-grace"`
+		MaxSeries        int64  `toml:"max-series"`
+		MaxSeriesPerApp  int64  `toml:"max-series-per-app"`
 	} `toml:"deltas"`
 	Annotate struct {
 		URLs     []string `toml:"urls"`
 		Username string   `toml:"username"`
 	} `toml:"annotate"`
-	Graphite []struct {
-		Protocol        string `toml:"protocol"`
-		MaxCachedSeries int64  `toml:"max-cached-series"`
-		MaxHeldBytes    int64  `toml:"max-held-bytes"`
-	} `toml:"graphite"`
+	Graphite []graphiteBlock `toml:"graphite"`
+}
+
+type graphiteBlock struct {
+	Enabled         *bool  `toml:"enabled"`
+	BindAddress     string `toml:"bind-address"`
+	Protocol        string `toml:"protocol"`
+	MaxCachedSeries int64  `toml:"max-cached-series"`
+	MaxHeldBytes    int64  `toml:"max-held-bytes"`
+}
+
+// enabledBlocks are the blocks sparkpulse listens with.
+func (c *sparkpulseConfig) enabledBlocks() []graphiteBlock {
+	var out []graphiteBlock
+	for _, g := range c.Graphite {
+		if g.Enabled == nil || *g.Enabled {
+			out = append(out, g)
+		}
+	}
+	return out
+}
+
+// writers counts sparkpulse's InfluxDB writers: one per block, its own
+// metrics', and the annotations'.
+func (c *sparkpulseConfig) writers() int64 {
+	return int64(len(c.enabledBlocks()) + 1 + min(1, len(c.Annotate.URLs)))
+}
+
+var blockEnvRE = regexp.MustCompile(`^SPARKPULSE_GRAPHITE_([0-9]+)_(MAX_CACHED_SERIES|MAX_HELD_BYTES)$`)
+
+// applyEnv lays the container's literal SPARKPULSE_ variables over the
+// file, for the keys the chart sets that way.
+func (c *sparkpulseConfig) applyEnv(t *testing.T, env []corev1.EnvVar) {
+	t.Helper()
+	num := func(e corev1.EnvVar) int64 {
+		n, err := strconv.ParseInt(e.Value, 10, 64)
+		if err != nil {
+			t.Errorf("%s=%q: not a whole number", e.Name, e.Value)
+		}
+		return n
+	}
+	for _, e := range env {
+		if e.ValueFrom != nil {
+			continue
+		}
+		switch e.Name {
+		case "SPARKPULSE_STATE_DIR":
+			c.StateDir = e.Value
+		case "SPARKPULSE_ADMIN_BIND_ADDRESS":
+			c.Admin.BindAddress = e.Value
+		case "SPARKPULSE_INFLUXDB_URL":
+			c.InfluxDB.URL = e.Value
+		case "SPARKPULSE_ANNOTATE_URLS":
+			c.Annotate.URLs = nil
+			if err := json.Unmarshal([]byte(e.Value), &c.Annotate.URLs); err != nil {
+				t.Errorf("%s=%q: not a list: %v", e.Name, e.Value, err)
+			}
+		case "SPARKPULSE_INFLUXDB_MAX_QUEUE_BYTES":
+			c.InfluxDB.MaxQueueBytes = num(e)
+		case "SPARKPULSE_INFLUXDB_MAX_DISK_QUEUE_BYTES":
+			c.InfluxDB.MaxDiskQueueBytes = num(e)
+		case "SPARKPULSE_DELTAS_FIRST_SAMPLE_GRACE":
+			c.Deltas.FirstSampleGrace = e.Value
+		case "SPARKPULSE_DELTAS_MAX_SERIES":
+			c.Deltas.MaxSeries = num(e)
+		case "SPARKPULSE_DELTAS_MAX_SERIES_PER_APP":
+			c.Deltas.MaxSeriesPerApp = num(e)
+		}
+		if m := blockEnvRE.FindStringSubmatch(e.Name); m != nil {
+			i, _ := strconv.Atoi(m[1])
+			if i < 1 || i > len(c.Graphite) {
+				t.Errorf("%s: the config has no [[graphite]] #%d", e.Name, i)
+				continue
+			}
+			if m[2] == "MAX_CACHED_SERIES" {
+				c.Graphite[i-1].MaxCachedSeries = num(e)
+			} else {
+				c.Graphite[i-1].MaxHeldBytes = num(e)
+			}
+		}
+	}
 }
 
 func check(t *testing.T, args ...string) rendered {
@@ -112,9 +216,15 @@ func check(t *testing.T, args ...string) rendered {
 		case *appsv1.StatefulSet:
 			r.sts = v
 		case *corev1.ConfigMap:
-			r.config = v
+			if _, ok := v.Data["sparkpulse.toml"]; ok {
+				r.config = v
+			} else {
+				r.dashboards = append(r.dashboards, v)
+			}
 		case *corev1.Secret:
 			r.secret = v
+		case *corev1.ServiceAccount:
+			r.serviceAccount = v
 		case *corev1.Service:
 			r.services[v.Name] = v
 		case *policyv1.PodDisruptionBudget:
@@ -123,21 +233,30 @@ func check(t *testing.T, args ...string) rendered {
 			r.netpol = v
 		case *monitoringv1.ServiceMonitor:
 			r.monitor = v
+		case *monitoringv1.PrometheusRule:
+			r.rule = v
 		default:
 			t.Fatalf("unexpected %T %s", v, o.Name)
 		}
 	}
-	if r.sts == nil || r.config == nil {
-		t.Fatalf("no StatefulSet or ConfigMap rendered")
+	if r.sts == nil {
+		t.Fatalf("no StatefulSet rendered")
 	}
-	dec := toml.NewDecoder(strings.NewReader(r.config.Data["sparkpulse.toml"]))
-	if err := dec.Decode(&r.toml); err != nil {
-		t.Fatalf("sparkpulse.toml: %v", err)
+	if r.config != nil {
+		dec := toml.NewDecoder(strings.NewReader(r.config.Data["sparkpulse.toml"]))
+		if err := dec.Decode(&r.toml); err != nil {
+			t.Fatalf("sparkpulse.toml: %v", err)
+		}
+		r.known = true
 	}
+	r.toml.applyEnv(t, r.sts.Spec.Template.Spec.Containers[0].Env)
 	return r
 }
 
-var valueSets = []string{"", "ci/influxdb2-values.yaml", "ci/one-replica-values.yaml"}
+var valueSets = []string{
+	"", "ci/influxdb2-values.yaml", "ci/one-replica-values.yaml",
+	"ci/influxdb-graphite-values.yaml", "ci/extras-values.yaml", "ci/existing-config-values.yaml",
+}
 
 func valuesArgs(v string) []string {
 	if v == "" {
@@ -148,7 +267,7 @@ func valuesArgs(v string) []string {
 
 // TestChart renders the chart with each value set, checks every manifest
 // as an API server would (strict decoding, validation, Pod Security
-// restricted), and checks the promises the README makes of it.
+// restricted), and checks the promises docs/deployment.md makes of it.
 func TestChart(t *testing.T) {
 	for _, v := range valueSets {
 		name := "default"
@@ -171,28 +290,38 @@ func TestChart(t *testing.T) {
 				}
 				var goMemLimit int64
 				fmt.Sscan(gomem, &goMemLimit)
+				if r.toml.InfluxDB.MaxQueueBytes <= 0 {
+					t.Fatal("max-queue-bytes not derived")
+				}
+				if d := r.toml.Deltas; d.MaxSeries <= 0 || d.MaxSeriesPerApp <= 0 || d.MaxSeriesPerApp > d.MaxSeries {
+					t.Errorf("delta caps %+v not derived", d)
+				}
+				if !r.known {
+					return // an existing config: its blocks are the user's to size
+				}
 				// Everything bounded in memory fits under GOMEMLIMIT: every
 				// writer's queue, the held partial lines, the fixed part, and
-				// both blocks' caches full at the planning figure per series.
-				writers := int64(3 + min(1, len(r.toml.Annotate.URLs)))
-				var held, cached int64
-				for _, g := range r.toml.Graphite {
+				// every block's cache full at the planning figure per series.
+				writers := r.toml.writers()
+				var held, cached, largest int64
+				for i, g := range r.toml.enabledBlocks() {
 					held += g.MaxHeldBytes
 					cached += g.MaxCachedSeries
+					largest = max(largest, g.MaxCachedSeries)
 					if g.MaxCachedSeries <= 0 {
-						t.Errorf("%s block: max-cached-series not derived", g.Protocol)
+						t.Errorf("block %d (%s): max-cached-series not derived", i+1, g.Protocol)
 					}
-				}
-				if held <= 0 {
-					t.Error("max-held-bytes not derived")
+					if g.Protocol != "udp" && g.MaxHeldBytes <= 0 {
+						t.Errorf("block %d (%s): max-held-bytes not derived", i+1, g.Protocol)
+					}
 				}
 				total := writers*r.toml.InfluxDB.MaxQueueBytes + held + fixedBytes + cached*1024
 				if total > goMemLimit {
 					t.Errorf("queues %d × %d + held %d + fixed %d + %d series × 1 KiB = %d > GOMEMLIMIT %d",
 						writers, r.toml.InfluxDB.MaxQueueBytes, held, fixedBytes, cached, total, goMemLimit)
 				}
-				if d := r.toml.Deltas; d.MaxSeries <= 0 || d.MaxSeries > r.toml.Graphite[0].MaxCachedSeries || d.MaxSeriesPerApp <= 0 || d.MaxSeriesPerApp > d.MaxSeries {
-					t.Errorf("delta caps %+v do not fit the cache of %d series", d, r.toml.Graphite[0].MaxCachedSeries)
+				if d := r.toml.Deltas; d.MaxSeries > largest {
+					t.Errorf("delta caps %+v exceed the largest cache, %d series", d, largest)
 				}
 			})
 
@@ -219,7 +348,17 @@ func TestChart(t *testing.T) {
 				}) {
 					t.Errorf("state volume not mounted at state-dir %q", r.toml.StateDir)
 				}
-				writers := int64(3 + min(1, len(r.toml.Annotate.URLs)))
+				writers := r.toml.writers()
+				if !r.known {
+					// One per declared listener, and sparkpulse's own metrics'
+					// (the value sets with an existing config poll no Spark).
+					writers = 1
+					for _, p := range c.Ports {
+						if p.Name != "admin" {
+							writers++
+						}
+					}
+				}
 				need := writers*r.toml.InfluxDB.MaxDiskQueueBytes + 2*r.toml.Deltas.MaxSeries*baselineBytes + stateFileHeader
 				if r.toml.InfluxDB.MaxDiskQueueBytes <= 0 || need > size {
 					t.Errorf("%d disk queues × %d + baselines = %d bytes, volume %d", writers, r.toml.InfluxDB.MaxDiskQueueBytes, need, size)
@@ -235,6 +374,50 @@ func TestChart(t *testing.T) {
 				}
 				if g := pod.TerminationGracePeriodSeconds; g == nil || *g <= 30 {
 					t.Errorf("termination grace %v: must exceed sparkpulse's 30 s shutdown", g)
+				}
+				// The probes reach the port sparkpulse's admin endpoint binds.
+				i := slices.IndexFunc(c.Ports, func(p corev1.ContainerPort) bool { return p.Name == "admin" })
+				if i < 0 {
+					t.Fatal("no admin container port")
+				}
+				if _, port, _ := strings.Cut(r.toml.Admin.BindAddress, ":"); port != fmt.Sprint(c.Ports[i].ContainerPort) {
+					t.Errorf("admin bind-address %q, container port admin %d", r.toml.Admin.BindAddress, c.Ports[i].ContainerPort)
+				}
+				if want := repository + ":" + appVersion(t); c.Image != want {
+					t.Errorf("image %q, want %q", c.Image, want)
+				}
+				if a := pod.AutomountServiceAccountToken; a == nil || *a {
+					t.Error("the pod mounts a service account token; sparkpulse does not use the Kubernetes API")
+				}
+				if sa := r.serviceAccount; sa != nil {
+					if pod.ServiceAccountName != sa.Name {
+						t.Errorf("pod runs as service account %q, the chart renders %q", pod.ServiceAccountName, sa.Name)
+					}
+					if a := sa.AutomountServiceAccountToken; a == nil || *a {
+						t.Error("the service account mounts its token")
+					}
+				}
+			})
+
+			t.Run("listeners", func(t *testing.T) {
+				if !r.known {
+					return // an existing config: the ports are the values'
+				}
+				// One container port for each enabled block's port and
+				// protocol, and no other.
+				want := map[string]bool{}
+				for _, g := range r.toml.enabledBlocks() {
+					_, port, _ := strings.Cut(cmpOr(g.BindAddress, ":2003"), ":")
+					want[port+"/"+strings.ToUpper(cmpOr(g.Protocol, "tcp"))] = true
+				}
+				got := map[string]bool{}
+				for _, p := range c.Ports {
+					if p.Name != "admin" {
+						got[fmt.Sprintf("%d/%s", p.ContainerPort, p.Protocol)] = true
+					}
+				}
+				if fmt.Sprint(got) != fmt.Sprint(want) {
+					t.Errorf("container ports %v, the config's enabled blocks listen on %v", got, want)
 				}
 			})
 
@@ -278,7 +461,7 @@ func TestChart(t *testing.T) {
 					}
 				}
 				ann := r.sts.Spec.Template.Annotations
-				if ann["checksum/config"] == "" {
+				if r.config != nil && ann["checksum/config"] == "" {
 					t.Error("no checksum/config annotation")
 				}
 				if r.secret != nil && ann["checksum/secret"] == "" {
@@ -291,28 +474,47 @@ func TestChart(t *testing.T) {
 				if headless == nil || headless.Spec.ClusterIP != corev1.ClusterIPNone {
 					t.Errorf("serviceName %q is not a rendered headless Service", r.sts.Spec.ServiceName)
 				}
-				svc := r.services["sp-sparkpulse"]
+				svc := r.services[r.sts.Name]
 				if svc == nil {
-					t.Fatal("no Service sp-sparkpulse")
+					t.Fatalf("no Service %s", r.sts.Name)
 				}
-				for _, p := range svc.Spec.Ports {
-					if !slices.ContainsFunc(c.Ports, func(cp corev1.ContainerPort) bool {
-						return cp.Name == p.TargetPort.StrVal && cp.Protocol == p.Protocol
+				for _, s := range r.services {
+					for _, p := range s.Spec.Ports {
+						if !slices.ContainsFunc(c.Ports, func(cp corev1.ContainerPort) bool {
+							return cp.Name == p.TargetPort.StrVal && cp.Protocol == p.Protocol
+						}) {
+							t.Errorf("Service %s port %s targets %q/%s, which no container port is", s.Name, p.Name, p.TargetPort.StrVal, p.Protocol)
+						}
+					}
+				}
+				// Every Graphite listener is on the Service Spark is given.
+				for _, cp := range c.Ports {
+					if cp.Name != "admin" && !slices.ContainsFunc(svc.Spec.Ports, func(p corev1.ServicePort) bool {
+						return p.TargetPort.StrVal == cp.Name && p.Protocol == cp.Protocol
 					}) {
-						t.Errorf("Service port %s targets %q/%s, which no container port is", p.Name, p.TargetPort.StrVal, p.Protocol)
+						t.Errorf("container port %s (%d/%s) is on no port of Service %s", cp.Name, cp.ContainerPort, cp.Protocol, svc.Name)
 					}
 				}
 				if m := r.monitor; m != nil {
 					if m.Labels["release"] == "" { // the values' default, for kube-prometheus-stack
 						t.Error("ServiceMonitor has no label for Prometheus to select it by")
 					}
-					for k, v := range m.Spec.Selector.MatchLabels {
-						if svc.Labels[k] != v {
-							t.Errorf("ServiceMonitor selects %s=%s, which the Service lacks", k, v)
+					// Each pod is scraped once: the selector matches one
+					// Service, which has the port scraped.
+					var selected []*corev1.Service
+					for _, s := range r.services {
+						if matches(m.Spec.Selector.MatchLabels, s.Labels) {
+							selected = append(selected, s)
 						}
 					}
-					if !slices.ContainsFunc(svc.Spec.Ports, func(p corev1.ServicePort) bool { return p.Name == m.Spec.Endpoints[0].Port }) {
-						t.Errorf("ServiceMonitor scrapes port %q, which the Service lacks", m.Spec.Endpoints[0].Port)
+					if len(selected) != 1 {
+						t.Fatalf("ServiceMonitor selects %d Services, want 1 (else each pod is scraped once per Service)", len(selected))
+					}
+					if !slices.ContainsFunc(selected[0].Spec.Ports, func(p corev1.ServicePort) bool { return p.Name == m.Spec.Endpoints[0].Port }) {
+						t.Errorf("ServiceMonitor scrapes port %q, which Service %s lacks", m.Spec.Endpoints[0].Port, selected[0].Name)
+					}
+					if m.Spec.JobLabel != "" && selected[0].Labels[m.Spec.JobLabel] == "" {
+						t.Errorf("ServiceMonitor's jobLabel %q: Service %s has no such label", m.Spec.JobLabel, selected[0].Name)
 					}
 				}
 				if np := r.netpol; np != nil {
@@ -358,17 +560,301 @@ func TestChartRefuses(t *testing.T) {
 		{[]string{"--set", "resources.limits.memory=192Mi"}, "resources.limits.memory 192Mi: too small"},
 		{[]string{"--set", "persistence.size=64Mi"}, "persistence.size 64Mi: too small"},
 		{[]string{"--set", "serviceMonitor.enabled=true", "--set", "serviceMonitor.labels=null"}, "serviceMonitor.labels: empty"},
+		{[]string{"--set", "prometheusRule.enabled=true", "--set", "prometheusRule.labels=null"}, "prometheusRule.labels: empty"},
+		{[]string{"--set", "dashboards.enabled=true", "--set", "dashboards.labels=null"}, "dashboards.labels: empty"},
+		{[]string{"--set", "config=[[graphite]\nprotocol = 'tcp'"}, "config: not valid TOML"},
+		{[]string{"--set", "config=[[graphite]]\nenabled = false"}, "config: no enabled [[graphite]] block"},
+		{[]string{"--set", "config=[[graphite]]\nbind-address = 'localhost'"}, `config: [[graphite]] #1 bind-address "localhost"`},
+		{[]string{"--set", "config=[[graphite]]", "--set", "existingConfig.configMap=mine"}, "config and existingConfig are both set"},
+		{[]string{"--set", "existingConfig.configMap=a", "--set", "existingConfig.secret=b"}, "existingConfig: give configMap or secret, not both"},
 	} {
 		_, err := render(t, tc.args...)
 		if err == nil || !strings.Contains(err.Error(), tc.want) {
 			t.Errorf("%s: error %v, want one containing %q", strings.Join(tc.args, " "), err, tc.want)
 		}
 	}
+	// No image repository: the render says how to build and push one.
+	_, err := renderBare(t)
+	for _, want := range []string{
+		"image.repository is required",
+		"docker build -t REGISTRY/sparkpulse:$(cat VERSION) . && docker push REGISTRY/sparkpulse:$(cat VERSION)",
+		"--set image.repository=REGISTRY/sparkpulse",
+	} {
+		if err == nil || !strings.Contains(err.Error(), want) {
+			t.Errorf("without image.repository: error %v, want one containing %q", err, want)
+		}
+	}
+}
+
+// TestChartConfig: a pasted config reaches sparkpulse as written, and the
+// chart fills in by environment only what it leaves out.
+func TestChartConfig(t *testing.T) {
+	r := check(t, "-f", filepath.Join(chart, "ci/influxdb-graphite-values.yaml"))
+	values, err := os.ReadFile(filepath.Join(chart, "ci/influxdb-graphite-values.yaml"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	var v struct {
+		Config string `json:"config"`
+	}
+	if err := sigsyaml.Unmarshal(values, &v); err != nil {
+		t.Fatal(err)
+	}
+	if got := r.config.Data["sparkpulse.toml"]; got != v.Config {
+		t.Errorf("sparkpulse.toml differs from the config value:\n%s\nwant:\n%s", got, v.Config)
+	}
+	c := r.sts.Spec.Template.Spec.Containers[0]
+	env := map[string]string{}
+	for _, e := range c.Env {
+		env[e.Name] = e.Value
+	}
+	for name, want := range map[string]string{
+		"SPARKPULSE_INFLUXDB_URL":                  "http://influxdb:8086", // the config has none
+		"SPARKPULSE_GRAPHITE_1_MAX_CACHED_SERIES":  fmt.Sprint(r.toml.Graphite[0].MaxCachedSeries),
+		"SPARKPULSE_DELTAS_FIRST_SAMPLE_GRACE":     "8760h",
+		"SPARKPULSE_INFLUXDB_MAX_DISK_QUEUE_BYTES": fmt.Sprint(r.toml.InfluxDB.MaxDiskQueueBytes),
+		"SPARKPULSE_ANNOTATE_URLS":                 `["http://history-server.spark:18080"]`,
+	} {
+		if env[name] != want {
+			t.Errorf("%s=%q, want %q", name, env[name], want)
+		}
+	}
+	// The config's own settings are not overridden: the UDP block's cap,
+	// the log level, and no variable for the disabled third block.
+	for _, name := range []string{"SPARKPULSE_GRAPHITE_2_MAX_CACHED_SERIES", "SPARKPULSE_GRAPHITE_3_MAX_CACHED_SERIES", "SPARKPULSE_LOG_LEVEL", "SPARKPULSE_INFLUXDB_TLS_INSECURE_SKIP_VERIFY"} {
+		if _, ok := env[name]; ok {
+			t.Errorf("%s set, over the config's own value", name)
+		}
+	}
+	if r.toml.Graphite[1].MaxCachedSeries != 200000 {
+		t.Errorf("UDP block's max-cached-series %d, the config says 200000", r.toml.Graphite[1].MaxCachedSeries)
+	}
+}
+
+// buildDir holds the sparkpulse built here, removed by TestMain.
+var buildDir string
+
+func TestMain(m *testing.M) {
+	code := m.Run()
+	if buildDir != "" {
+		os.RemoveAll(buildDir)
+	}
+	os.Exit(code)
+}
+
+// sparkpulseBinary is the repository's sparkpulse: $SPARKPULSE_BIN
+// (scripts/check-deploy.sh builds it once), or built here.
+var sparkpulseBinary = sync.OnceValues(func() (string, error) {
+	if p := os.Getenv("SPARKPULSE_BIN"); p != "" {
+		return p, nil
+	}
+	dir, err := os.MkdirTemp("", "kubecheck")
+	if err != nil {
+		return "", err
+	}
+	buildDir = dir
+	p := filepath.Join(dir, "sparkpulse")
+	cmd := exec.Command("go", "build", "-o", p, "./cmd/sparkpulse")
+	cmd.Dir = "../.."
+	if out, err := cmd.CombinedOutput(); err != nil {
+		return "", fmt.Errorf("go build ./cmd/sparkpulse: %v: %s", err, out)
+	}
+	return p, nil
+})
+
+// TestChartConfigChecks runs `sparkpulse check` on the config each value
+// set renders, with the container's environment, as the pod would start.
+func TestChartConfigChecks(t *testing.T) {
+	bin, err := sparkpulseBinary()
+	if err != nil {
+		t.Fatal(err)
+	}
+	l, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	closedURL := "http://" + l.Addr().String()
+	l.Close()
+	for _, v := range valueSets {
+		r := check(t, valuesArgs(v)...)
+		if r.config == nil {
+			continue // an existing config, not rendered here
+		}
+		file := filepath.Join(t.TempDir(), "sparkpulse.toml")
+		if err := os.WriteFile(file, []byte(r.config.Data["sparkpulse.toml"]), 0o600); err != nil {
+			t.Fatal(err)
+		}
+		cmd := exec.Command(bin, "check", "--config", file)
+		cmd.Env = []string{"PATH=" + os.Getenv("PATH"), "HOME=" + t.TempDir()}
+		for _, e := range r.sts.Spec.Template.Spec.Containers[0].Env {
+			if e.ValueFrom == nil {
+				cmd.Env = append(cmd.Env, e.Name+"="+e.Value)
+			}
+		}
+		// check looks at InfluxDB: at a closed local port, which it only
+		// notes, rather than at the cluster's name.
+		cmd.Env = append(cmd.Env, "SPARKPULSE_INFLUXDB_URL="+closedURL)
+		if out, err := cmd.CombinedOutput(); err != nil {
+			t.Errorf("%s: sparkpulse check: %v\n%s", cmpOr(v, "default values"), err, out)
+		}
+	}
+}
+
+// TestChartExtras: the values for names, the service account, pod
+// metadata, extra environment, pull secrets, dashboards and alert rules.
+func TestChartExtras(t *testing.T) {
+	r := check(t, "-f", filepath.Join(chart, "ci/extras-values.yaml"))
+	pod := r.sts.Spec.Template
+	c := pod.Spec.Containers[0]
+	if r.sts.Name != "spark-metrics" || r.sts.Labels["app.kubernetes.io/name"] != "pulse" {
+		t.Errorf("StatefulSet %s labelled %v: fullnameOverride and nameOverride not applied", r.sts.Name, r.sts.Labels)
+	}
+	if sa := r.serviceAccount; sa == nil || sa.Name != "spark-metrics-sa" || sa.Annotations["example.com/role"] != "metrics" || pod.Spec.ServiceAccountName != sa.Name {
+		t.Errorf("service account %+v, pod's %q", sa, pod.Spec.ServiceAccountName)
+	}
+	if pod.Labels["team"] != "data" || pod.Annotations["example.com/owner"] != "data-platform" || pod.Annotations["checksum/config"] == "" {
+		t.Errorf("pod labels %v, annotations %v", pod.Labels, pod.Annotations)
+	}
+	if envValue(t, c, "SPARKPULSE_LOG_LEVEL") != "debug" || len(c.EnvFrom) != 1 || c.EnvFrom[0].ConfigMapRef == nil {
+		t.Errorf("extraEnv/extraEnvFrom not applied: %v %v", c.Env, c.EnvFrom)
+	}
+	if len(pod.Spec.ImagePullSecrets) != 1 || pod.Spec.ImagePullSecrets[0].Name != "registry-credentials" {
+		t.Errorf("imagePullSecrets %v", pod.Spec.ImagePullSecrets)
+	}
+
+	// One dashboard ConfigMap per dashboard, for the sidecar, as the chart
+	// holds it.
+	files, _ := filepath.Glob(filepath.Join(chart, "dashboards", "*.json"))
+	if len(files) == 0 || len(r.dashboards) != len(files) {
+		t.Fatalf("%d dashboard ConfigMaps for %d dashboards", len(r.dashboards), len(files))
+	}
+	for _, cm := range r.dashboards {
+		if cm.Labels["grafana_dashboard"] != "1" || cm.Namespace != "grafana" || cm.Annotations["grafana_folder"] != "Spark" {
+			t.Errorf("dashboard ConfigMap %s: labels %v, namespace %q, annotations %v", cm.Name, cm.Labels, cm.Namespace, cm.Annotations)
+		}
+		if len(cm.Data) != 1 {
+			t.Errorf("dashboard ConfigMap %s: %d keys, want 1", cm.Name, len(cm.Data))
+		}
+		for key, text := range cm.Data {
+			want, err := os.ReadFile(filepath.Join(chart, "dashboards", key))
+			if err != nil || text != string(want) {
+				t.Errorf("dashboard ConfigMap %s: key %s is not dashboards/%s (%v)", cm.Name, key, key, err)
+			}
+		}
+	}
+
+	// The alert rules, every one of files/alerts.yml, labelled for Prometheus.
+	if r.rule == nil {
+		t.Fatal("no PrometheusRule")
+	}
+	if r.rule.Labels["release"] != "monitoring" || r.rule.Labels["role"] != "alert-rules" {
+		t.Errorf("PrometheusRule labels %v", r.rule.Labels)
+	}
+	var file struct {
+		Groups []monitoringv1.RuleGroup `json:"groups"`
+	}
+	b, err := os.ReadFile(filepath.Join(chart, "files", "alerts.yml"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := sigsyaml.Unmarshal(b, &file); err != nil {
+		t.Fatal(err)
+	}
+	got, _ := json.Marshal(r.rule.Spec.Groups)
+	want, _ := json.Marshal(file.Groups)
+	if len(file.Groups) == 0 || !bytes.Equal(got, want) {
+		t.Errorf("PrometheusRule groups differ from files/alerts.yml:\n%s\nwant:\n%s", got, want)
+	}
+}
+
+// The chart's copies of files outside it (Helm reads only its own
+// directory), and the command that refreshes them.
+const refresh = "bash scripts/check-deploy.sh --refresh-chart"
+
+// TestChartCopies: the chart's dashboards and alert rules are those of
+// the repository.
+func TestChartCopies(t *testing.T) {
+	sources, _ := filepath.Glob("../../grafana/dashboards/*.json")
+	copies, _ := filepath.Glob(filepath.Join(chart, "dashboards", "*.json"))
+	if len(sources) == 0 {
+		t.Fatal("no dashboards in grafana/dashboards")
+	}
+	names := func(paths []string) []string {
+		var out []string
+		for _, p := range paths {
+			out = append(out, filepath.Base(p))
+		}
+		return out
+	}
+	if a, b := names(sources), names(copies); !slices.Equal(a, b) {
+		t.Errorf("the chart's dashboards %v are not grafana/dashboards' %v: run %s", b, a, refresh)
+	}
+	pairs := map[string]string{"../prometheus/alerts.yml": filepath.Join(chart, "files", "alerts.yml")}
+	for _, s := range sources {
+		pairs[s] = filepath.Join(chart, "dashboards", filepath.Base(s))
+	}
+	for src, cp := range pairs {
+		want, err := os.ReadFile(src)
+		if err != nil {
+			t.Errorf("%s: %v", src, err)
+			continue
+		}
+		if got, err := os.ReadFile(cp); err != nil || !bytes.Equal(got, want) {
+			t.Errorf("%s is not a copy of %s: run %s", repoPath(cp), repoPath(src), refresh)
+		}
+	}
+}
+
+// TestChartVersion: the chart's appVersion, the default image tag, is
+// the repository's VERSION.
+func TestChartVersion(t *testing.T) {
+	b, err := os.ReadFile("../../VERSION")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if v := strings.TrimSpace(string(b)); appVersion(t) != v {
+		t.Errorf("deploy/helm/sparkpulse/Chart.yaml appVersion %q, VERSION %q: set appVersion to VERSION", appVersion(t), v)
+	}
+}
+
+func appVersion(t *testing.T) string {
+	t.Helper()
+	b, err := os.ReadFile(filepath.Join(chart, "Chart.yaml"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	var c struct {
+		AppVersion string `json:"appVersion"`
+	}
+	if err := sigsyaml.Unmarshal(b, &c); err != nil {
+		t.Fatal(err)
+	}
+	return c.AppVersion
+}
+
+// repoPath is a path of this directory's as from the repository's root.
+func repoPath(p string) string { return filepath.Join("deploy/kubecheck", p) }
+
+// matches says whether a label selector's matchLabels select labels.
+func matches(selector, labels map[string]string) bool {
+	for k, v := range selector {
+		if labels[k] != v {
+			return false
+		}
+	}
+	return true
+}
+
+func cmpOr(a, b string) string {
+	if a != "" {
+		return a
+	}
+	return b
 }
 
 // TestCheckCatches: the checker itself finds what it promises to find.
 func TestCheckCatches(t *testing.T) {
-	good, err := render(t)
+	good, err := render(t, "--set", "serviceMonitor.enabled=true", "--set", "prometheusRule.enabled=true")
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -380,6 +866,14 @@ func TestCheckCatches(t *testing.T) {
 		{"pod security", "type: RuntimeDefault", "type: Unconfined", "seccompProfile"},
 		{"wrong type", "maxUnavailable: 1", "maxUnavailable: [1]", "maxUnavailable"},
 		{"unknown kind", "kind: PodDisruptionBudget", "kind: PodDisruptionBudgetX", "PodDisruptionBudgetX"},
+		{"service account", "kind: ServiceAccount\nmetadata:\n  name: sp-sparkpulse", "kind: ServiceAccount\nmetadata:\n  name: Not_A_Name", "Not_A_Name"},
+		{"rule PromQL", "expr: absent(sparkpulse_build_info)", "expr: absent(sparkpulse_build_info", "unclosed"},
+		{"rule unknown field", "- alert: SparkpulseAbsent", "- alert: SparkpulseAbsent\n      severity: critical", "unknown field"},
+		{"rule duration", "for: 15m", "for: 15 minutes", `duration "15 minutes"`},
+		{"rule both alert and record", "- alert: SparkpulseAbsent", "- alert: SparkpulseAbsent\n      record: sparkpulse:absent", "record"},
+		{"monitor selector", "jobLabel: app.kubernetes.io/name\n  selector:\n    matchLabels:", "jobLabel: app.kubernetes.io/name\n  selector:\n    matchLabels: {}\n    matchLabelz:", "matchLabelz"},
+		{"monitor metadata", "kind: ServiceMonitor\nmetadata:\n  name: sp-sparkpulse", "kind: ServiceMonitor\nmetadata:\n  name: Sp_Sparkpulse", "metadata.name"},
+		{"monitor interval", "interval: 30s", "interval: half a minute", "interval"},
 	} {
 		bad := strings.Replace(string(good), tc.old, tc.new, 1)
 		if bad == string(good) {

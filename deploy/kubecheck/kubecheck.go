@@ -5,8 +5,12 @@
 // strategy (the same code as kube-apiserver 1.37's), and every pod
 // template is evaluated against Pod Security "restricted" (latest).
 //
-// ServiceMonitor, a custom resource, is decoded strictly into the
-// Prometheus operator's Go type; no schema of its CRD is checked.
+// ServiceMonitor and PrometheusRule, custom resources, are decoded
+// strictly into the Prometheus operator's Go types, their metadata
+// validated as the API server validates any object's, and the fields their
+// CRDs require checked; a PrometheusRule's groups are parsed and validated
+// as Prometheus loads a rule file (PromQL, durations, templates). No other
+// schema of their CRDs is checked.
 package kubecheck
 
 import (
@@ -16,15 +20,22 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"log/slog"
+	"regexp"
 
 	monitoringv1 "github.com/prometheus-operator/prometheus-operator/pkg/apis/monitoring/v1"
+	"github.com/prometheus/common/model"
+	"github.com/prometheus/prometheus/model/rulefmt"
+	"github.com/prometheus/prometheus/promql/parser"
 	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/meta"
+	apivalidation "k8s.io/apimachinery/pkg/api/validation"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/apimachinery/pkg/runtime/serializer"
+	"k8s.io/apimachinery/pkg/util/validation/field"
 	utilyaml "k8s.io/apimachinery/pkg/util/yaml"
 	genericapirequest "k8s.io/apiserver/pkg/endpoints/request"
 	"k8s.io/apiserver/pkg/registry/rest"
@@ -33,6 +44,7 @@ import (
 	_ "k8s.io/kubernetes/pkg/apis/apps/install"
 	api "k8s.io/kubernetes/pkg/apis/core"
 	_ "k8s.io/kubernetes/pkg/apis/core/install"
+	corevalidation "k8s.io/kubernetes/pkg/apis/core/validation"
 	_ "k8s.io/kubernetes/pkg/apis/networking/install"
 	_ "k8s.io/kubernetes/pkg/apis/policy/install"
 	"k8s.io/kubernetes/pkg/registry/apps/deployment"
@@ -48,8 +60,9 @@ import (
 )
 
 // strategies are the API server's create strategies of the kinds a
-// manifest may hold; any other kind is an error, so that nothing goes
-// unchecked.
+// manifest may hold, besides ServiceAccount (validated by the API server's
+// validation function: its registry package would bring in the kubelet's);
+// any other kind is an error, so that nothing goes unchecked.
 var strategies = map[schema.GroupKind]rest.RESTCreateStrategy{
 	{Group: "apps", Kind: "Deployment"}:                 deployment.Strategy,
 	{Group: "apps", Kind: "StatefulSet"}:                statefulset.Strategy,
@@ -60,7 +73,13 @@ var strategies = map[schema.GroupKind]rest.RESTCreateStrategy{
 	{Group: "networking.k8s.io", Kind: "NetworkPolicy"}: networkpolicy.Strategy,
 }
 
-var serviceMonitorGVK = monitoringv1.SchemeGroupVersion.WithKind("ServiceMonitor")
+var (
+	serviceMonitorGVK = monitoringv1.SchemeGroupVersion.WithKind("ServiceMonitor")
+	prometheusRuleGVK = monitoringv1.SchemeGroupVersion.WithKind("PrometheusRule")
+	serviceAccountGK  = schema.GroupKind{Kind: "ServiceAccount"}
+	// The CRDs' pattern of a duration (monitoringv1.Duration).
+	durationRE = regexp.MustCompile(`^(0|(([0-9]+)y)?(([0-9]+)w)?(([0-9]+)d)?(([0-9]+)h)?(([0-9]+)m)?(([0-9]+)s)?(([0-9]+)ms)?)$`)
+)
 
 // Object is one checked document: the versioned object as the API server
 // would store it (defaulted), for callers to assert on.
@@ -108,24 +127,38 @@ func checkDoc(doc []byte, namespace string, strict runtime.Decoder, evaluator po
 	var meta struct {
 		metav1.TypeMeta `json:",inline"`
 		Metadata        struct {
-			Name string `json:"name"`
+			Name      string `json:"name"`
+			Namespace string `json:"namespace"`
 		} `json:"metadata"`
 	}
 	if err := sigsyaml.Unmarshal(doc, &meta); err != nil {
 		return Object{}, err
 	}
 	o := Object{Kind: meta.Kind, Name: meta.Metadata.Name}
+	// An object that names its namespace is created there (as helm and
+	// kubectl do); the others in the release's.
+	if meta.Metadata.Namespace != "" {
+		namespace = meta.Metadata.Namespace
+	}
 	gvk := meta.GroupVersionKind()
-	if gvk == serviceMonitorGVK {
+	switch gvk {
+	case serviceMonitorGVK:
 		var sm monitoringv1.ServiceMonitor
 		if err := sigsyaml.UnmarshalStrict(doc, &sm); err != nil {
 			return o, err
 		}
 		o.Obj = &sm
-		return o, nil
+		return o, errors.Join(append(objectMeta(&sm.ObjectMeta, namespace), checkServiceMonitor(&sm)...)...)
+	case prometheusRuleGVK:
+		var pr monitoringv1.PrometheusRule
+		if err := sigsyaml.UnmarshalStrict(doc, &pr); err != nil {
+			return o, err
+		}
+		o.Obj = &pr
+		return o, errors.Join(append(objectMeta(&pr.ObjectMeta, namespace), checkRules(doc)...)...)
 	}
 	strategy, ok := strategies[gvk.GroupKind()]
-	if !ok {
+	if !ok && gvk.GroupKind() != serviceAccountGK {
 		return o, fmt.Errorf("kind %s is not one this checker knows", gvk)
 	}
 	obj, _, err := strict.Decode(doc, nil, nil)
@@ -156,13 +189,89 @@ func checkDoc(doc []byte, namespace string, strict runtime.Decoder, evaluator po
 		Namespace: namespace, Name: o.Name,
 	})
 	ctx = warning.WithWarningRecorder(ctx, &warnings)
-	if err := rest.BeforeCreate(strategy, ctx, internal); err != nil {
+	if sa, ok := internal.(*api.ServiceAccount); ok {
+		if sa.Namespace == "" {
+			sa.Namespace = namespace // as the API server fills it from the request
+		}
+		for _, e := range corevalidation.ValidateServiceAccount(sa) {
+			errs = append(errs, e)
+		}
+	} else if err := rest.BeforeCreate(strategy, ctx, internal); err != nil {
 		errs = append(errs, err)
 	}
 	for _, w := range warnings {
 		errs = append(errs, fmt.Errorf("API server warning: %s", w))
 	}
 	return o, errors.Join(errs...)
+}
+
+// objectMeta validates a namespaced object's metadata, created in
+// namespace, as the API server does every object's (name, labels,
+// annotations).
+func objectMeta(m *metav1.ObjectMeta, namespace string) []error {
+	var errs []error
+	m = m.DeepCopy()
+	m.Namespace = namespace
+	for _, e := range apivalidation.ValidateObjectMeta(m, true, apivalidation.NameIsDNSSubdomain, field.NewPath("metadata")) {
+		errs = append(errs, e)
+	}
+	return errs
+}
+
+// checkServiceMonitor checks what the ServiceMonitor CRD requires of the
+// fields the chart uses.
+func checkServiceMonitor(sm *monitoringv1.ServiceMonitor) []error {
+	var errs []error
+	if len(sm.Spec.Selector.MatchLabels) == 0 && len(sm.Spec.Selector.MatchExpressions) == 0 {
+		errs = append(errs, errors.New("spec.selector: empty, which selects every Service of the namespace"))
+	}
+	if len(sm.Spec.Endpoints) == 0 {
+		errs = append(errs, errors.New("spec.endpoints: none"))
+	}
+	for i, e := range sm.Spec.Endpoints {
+		if e.Port == "" && e.TargetPort == nil {
+			errs = append(errs, fmt.Errorf("spec.endpoints[%d]: neither port nor targetPort", i))
+		}
+		if e.Interval != "" && !durationRE.MatchString(string(e.Interval)) {
+			errs = append(errs, fmt.Errorf("spec.endpoints[%d].interval %q: not a duration", i, e.Interval))
+		}
+	}
+	return errs
+}
+
+// checkRules checks a PrometheusRule's groups as Prometheus checks a rule
+// file (rulefmt: names, exactly one of alert and record, PromQL, label and
+// annotation templates), and the CRD's pattern of each duration.
+func checkRules(doc []byte) []error {
+	var raw struct {
+		Spec struct {
+			Groups []any `json:"groups"`
+		} `json:"spec"`
+	}
+	if err := sigsyaml.Unmarshal(doc, &raw); err != nil {
+		return []error{err}
+	}
+	if len(raw.Spec.Groups) == 0 {
+		return []error{errors.New("spec.groups: none")}
+	}
+	file, err := sigsyaml.Marshal(map[string]any{"groups": raw.Spec.Groups})
+	if err != nil {
+		return []error{err}
+	}
+	groups, errs := rulefmt.Parse(file, false, model.UTF8Validation, parser.NewParser(parser.Options{}), slog.New(slog.DiscardHandler))
+	if groups == nil {
+		return errs
+	}
+	for _, g := range groups.Groups {
+		for _, r := range g.Rules {
+			for what, d := range map[string]string{"for": r.For.String(), "keep_firing_for": r.KeepFiringFor.String()} {
+				if d != "" && !durationRE.MatchString(d) {
+					errs = append(errs, fmt.Errorf("group %q rule %q%q: %s %q: not a duration the CRD accepts", g.Name, r.Alert, r.Record, what, d))
+				}
+			}
+		}
+	}
+	return errs
 }
 
 // restricted evaluates a pod template against Pod Security "restricted".

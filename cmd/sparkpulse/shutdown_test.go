@@ -1,0 +1,218 @@
+package main
+
+import (
+	"context"
+	"fmt"
+	"os"
+	"path/filepath"
+	"strings"
+	"syscall"
+	"testing"
+	"time"
+
+	"go.uber.org/zap"
+	"go.uber.org/zap/zapcore"
+	"go.uber.org/zap/zaptest/observer"
+
+	"github.com/sparkpulse/sparkpulse/influx/influxtest"
+	"github.com/sparkpulse/sparkpulse/simulate"
+)
+
+// stopTestService is a pipeline started for the stop tests, with its logs.
+type stopTestService struct {
+	*pipeline
+	logs *observer.ObservedLogs
+}
+
+// startForStop starts sparkpulse writing to influxURL: one TCP listener
+// into database spark, its own metrics into database monitor, with
+// stateDir ("" for none).
+func startForStop(t *testing.T, influxURL, stateDir string) *stopTestService {
+	t.Helper()
+	conf := filepath.Join(t.TempDir(), "sparkpulse.toml")
+	if err := os.WriteFile(conf, []byte(`
+[internal]
+  database = "monitor"
+[[graphite]]
+  bind-address = "127.0.0.1:0"
+  protocol = "tcp"
+  database = "spark"
+`), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	plan, err := loadPlan(&flagOverrides{config: conf, influxURL: influxURL, adminAddr: "off", stateDir: stateDir, createDatabase: true},
+		func(string) string { return "" })
+	if err != nil {
+		t.Fatal(err)
+	}
+	core, logs := observer.New(zapcore.InfoLevel)
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	p, err := startPipeline(ctx, plan, zap.New(zapcore.NewTee(core, zapcore.NewCore(zapcore.NewConsoleEncoder(zap.NewDevelopmentEncoderConfig()), zapcore.AddSync(testWriter{t}), zapcore.InfoLevel))))
+	if err != nil {
+		t.Fatal(err)
+	}
+	<-p.Ready()
+	return &stopTestService{p, logs}
+}
+
+// testWriter sends log lines to t.Log.
+type testWriter struct{ t *testing.T }
+
+func (w testWriter) Write(b []byte) (int, error) {
+	w.t.Log(strings.TrimSuffix(string(b), "\n"))
+	return len(b), nil
+}
+
+// send sends one round of two simulated applications and returns once
+// sparkpulse has read every line; it returns the points sparkpulse has
+// encoded so far.
+func (s *stopTestService) send(t *testing.T, seed uint64) uint64 {
+	t.Helper()
+	now := time.Now().Truncate(time.Second)
+	c := simulate.NewCluster(simulate.Config{Addr: s.blocks[0].srv.Addr().String(), Apps: 2, Executors: 2, Period: 10 * time.Second, Seed: seed, Confirm: true}, now.Add(-time.Minute))
+	if _, failed := c.SendRound(context.Background(), now); failed > 0 {
+		t.Fatalf("%d reports failed", failed)
+	}
+	return s.blocks[0].relay.Stats().Points.Load()
+}
+
+// stop stops s as `sparkpulse run` does on Ctrl-C and returns its error
+// and how long it took.
+func (s *stopTestService) stop() (time.Duration, error) {
+	ctx, cancel := context.WithTimeout(context.Background(), shutdownTimeout)
+	defer cancel()
+	began := time.Now()
+	err := s.Shutdown(ctx)
+	return time.Since(began), err
+}
+
+// logged returns the entries whose message contains snippet.
+func (s *stopTestService) logged(snippet string) []observer.LoggedEntry {
+	return s.logs.FilterMessageSnippet(snippet).All()
+}
+
+// A stop while InfluxDB is hung (stopped: connections open, nothing
+// answers) or down (connections refused) takes at most a few seconds and
+// keeps what was not delivered in the disk queue, says so, and is not an
+// error; the next start delivers all of it.
+func TestStopWithInfluxDBDownKeepsPointsOnDisk(t *testing.T) {
+	srv := influxtest.Start(t)
+	stateDir := t.TempDir()
+	const bound = shutdownStall + 2*time.Second
+
+	// Hung: every write request waits longer than the stall bound.
+	first := startForStop(t, srv.URL, stateDir)
+	if err := syscall.Kill(srv.PID(), syscall.SIGSTOP); err != nil {
+		t.Fatal(err)
+	}
+	cont := func() { _ = syscall.Kill(srv.PID(), syscall.SIGCONT) }
+	t.Cleanup(cont)
+	want := first.send(t, 1)
+	took, err := first.stop()
+	cont()
+	t.Logf("stop with InfluxDB hung: %s, %d points received", took, want)
+	if err != nil || took > bound {
+		t.Errorf("stop with InfluxDB hung took %s (bound %s): %v", took, bound, err)
+	}
+	if len(first.logged("InfluxDB has taken nothing for")) != 1 {
+		t.Errorf("no stall logged: %v", first.logs.All())
+	}
+	checkKeptLogged(t, first, stateDir)
+
+	// Down: connections refused; the first run's disk queue cannot be
+	// delivered either.
+	srv.Kill()
+	second := startForStop(t, srv.URL, stateDir)
+	want += second.send(t, 2)
+	took, err = second.stop()
+	t.Logf("stop with InfluxDB down: %s", took)
+	if err != nil || took > bound {
+		t.Errorf("stop with InfluxDB down took %s (bound %s): %v", took, bound, err)
+	}
+	checkKeptLogged(t, second, stateDir)
+
+	// Up again: the next start delivers both runs' points.
+	srv.Restart(t)
+	third := startForStop(t, srv.URL, stateDir)
+	deadline := time.Now().Add(30 * time.Second)
+	stored := uint64(0)
+	for tick := time.NewTicker(50 * time.Millisecond); ; <-tick.C {
+		if stored = countStored(t, srv); stored >= want || time.Now().After(deadline) {
+			break
+		}
+	}
+	if _, err := third.stop(); err != nil {
+		t.Errorf("stop with InfluxDB up: %v", err)
+	}
+	if stored = countStored(t, srv); stored != want {
+		t.Errorf("InfluxDB holds %d points of the %d received before the two stops", stored, want)
+	}
+	if got := third.logged("kept in the disk queue"); len(got) != 0 {
+		t.Errorf("a stop with everything delivered says %v", got)
+	}
+}
+
+// checkKeptLogged checks that s's stop said what went to the disk queue,
+// and where.
+func checkKeptLogged(t *testing.T, s *stopTestService, stateDir string) {
+	t.Helper()
+	kept := s.logged("undelivered points are kept in the disk queue and sent at the next start")
+	if len(kept) != 1 {
+		t.Fatalf("no disk queue message: %v", s.logs.All())
+	}
+	f := kept[0].ContextMap()
+	if f["dir"] != filepath.Join(stateDir, "queue") || f["bytes"].(int64) <= 0 {
+		t.Errorf("disk queue message: %v", f)
+	}
+	if lost := s.logged("lost"); len(lost) != 0 {
+		t.Errorf("points said lost: %v", lost)
+	}
+}
+
+// countStored counts the points of database spark.
+func countStored(t *testing.T, srv *influxtest.Server) uint64 {
+	t.Helper()
+	series, err := srv.TryQuery("spark", `SELECT count("value") FROM /.*/`)
+	if err != nil {
+		return 0
+	}
+	var n uint64
+	for _, s := range series {
+		for _, row := range s.Values {
+			n += uint64(toFloat(t, row[1]))
+		}
+	}
+	return n
+}
+
+// Without state-dir there is no disk queue: a stop with InfluxDB down
+// still ends within the bound, and fails naming the points lost. Its own
+// metrics alone going undelivered is not a failure.
+func TestStopWithInfluxDBDownWithoutStateDir(t *testing.T) {
+	url := fmt.Sprintf("http://127.0.0.1:%d", influxtest.FreePort(t)) // nothing listens
+	const bound = shutdownStall + 2*time.Second
+
+	idle := startForStop(t, url, "")
+	took, err := idle.stop()
+	if err != nil || took > bound {
+		t.Errorf("stop with only its own metrics undelivered took %s: %v", took, err)
+	}
+	if len(idle.logged("own metrics were not all delivered")) != 1 {
+		t.Errorf("undelivered own metrics not logged: %v", idle.logs.All())
+	}
+
+	busy := startForStop(t, url, "")
+	points := busy.send(t, 1)
+	took, err = busy.stop()
+	t.Logf("stop without state-dir: %s: %v", took, err)
+	if took > bound {
+		t.Errorf("stop took %s, bound %s", took, bound)
+	}
+	if err == nil || !strings.Contains(err.Error(), fmt.Sprintf("%d points", points)) || strings.Contains(err.Error(), "own metrics") {
+		t.Errorf("stop losing %d points returned %v", points, err)
+	}
+	if len(busy.logged("points lost")) != 1 {
+		t.Errorf("loss not logged: %v", busy.logs.All())
+	}
+}

@@ -1,0 +1,40 @@
+package main
+
+import (
+	"context"
+	"fmt"
+	"io"
+	"strings"
+	"time"
+
+	"github.com/sparkpulse/sparkpulse/live"
+)
+
+// watchOptions are what `sparkpulse watch` reads: InfluxDB as report reads
+// it, and sparkpulse's own admin endpoint.
+type watchOptions struct {
+	Plan     *Plan         // InfluxDB URL, credentials and database, from the same flags, env and config as report
+	AdminURL string        // base URL of sparkpulse's admin endpoint (…/metrics); "" leaves its figures out
+	Interval time.Duration // redraw period
+}
+
+// runWatch draws the live view until ctx ends: the applications and the
+// accounting from the databases the plan writes (the metrics to its first
+// [[graphite]] block's, the annotations to [annotate]'s), data dated from
+// the start of the view on.
+func runWatch(ctx context.Context, o watchOptions, stdout io.Writer) error {
+	metrics, _, _ := strings.Cut(o.Plan.defaultTarget().Bucket, "/")
+	annotations := metrics
+	if a := o.Plan.Annotate; a != nil {
+		annotations, _, _ = strings.Cut(a.Target.Bucket, "/")
+	}
+	if metrics == "" && annotations == "" {
+		return fmt.Errorf("%w: no database to read: give --database, a [[graphite]] block or [annotate] database", errUsage)
+	}
+	admin := o.AdminURL
+	if admin != "" && !strings.Contains(admin, "://") {
+		admin = "http://" + admin
+	}
+	return live.Run(ctx, live.Config{Influx: o.Plan.Influx, MetricsDB: metrics, AnnotationsDB: annotations,
+		AdminURL: admin, Interval: o.Interval}, stdout)
+}

@@ -1,0 +1,467 @@
+package live
+
+import (
+	"cmp"
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"net/http"
+	"slices"
+	"strings"
+	"time"
+
+	dto "github.com/prometheus/client_model/go"
+	"github.com/prometheus/common/expfmt"
+	"github.com/prometheus/common/model"
+
+	"github.com/sparkpulse/sparkpulse/annotate"
+	"github.com/sparkpulse/sparkpulse/influx"
+)
+
+// Config says where a Querier reads.
+type Config struct {
+	Influx influx.Config
+	// MetricsDB holds the metrics stream (the [[graphite]] blocks'
+	// database), AnnotationsDB the annotations ([annotate]'s); either
+	// defaults to the other.
+	MetricsDB, AnnotationsDB string
+	// AdminURL is sparkpulse's admin endpoint (http://host:port); "" leaves
+	// its figures out.
+	AdminURL string
+	Interval time.Duration // between frames; default 2 s
+	Since    time.Time     // data dated from then on; zero: when Run starts
+	Width    int           // columns; 0: the terminal's, else DefaultWidth
+}
+
+// DefaultInterval is the time between frames.
+const DefaultInterval = 2 * time.Second
+
+// busyWindow is the span over which busy cores are averaged.
+const busyWindow = time.Minute
+
+// Querier reads Snapshots.
+type Querier struct {
+	cfg  Config
+	http *http.Client
+
+	seen []linesSeen // the last minute's reads of the lines received, for lines/s
+}
+
+// linesSeen is one read of the lines received.
+type linesSeen struct {
+	at    time.Time
+	lines float64
+}
+
+// rateWindow is the span lines/s is measured over: several Spark report
+// periods, so that a frame between two reports does not read zero.
+const (
+	rateWindow    = time.Minute
+	minRateWindow = 10 * time.Second
+)
+
+// NewQuerier returns a Querier reading what cfg names.
+func NewQuerier(cfg Config) (*Querier, error) {
+	cfg.MetricsDB = cmp.Or(cfg.MetricsDB, cfg.AnnotationsDB)
+	cfg.AnnotationsDB = cmp.Or(cfg.AnnotationsDB, cfg.MetricsDB)
+	if cfg.MetricsDB == "" {
+		return nil, errors.New("live: no database to read")
+	}
+	if err := cfg.Influx.Validate(); err != nil {
+		return nil, fmt.Errorf("live: %w", err)
+	}
+	cfg.Interval = cmp.Or(cfg.Interval, DefaultInterval)
+	cfg.AdminURL = strings.TrimSuffix(cfg.AdminURL, "/")
+	return &Querier{cfg: cfg, http: &http.Client{Timeout: 5 * time.Second}}, nil
+}
+
+// Snapshot reads one frame's data at now.
+func (q *Querier) Snapshot(ctx context.Context, now time.Time) Snapshot {
+	s := Snapshot{At: now, Since: q.cfg.Since, Database: q.cfg.AnnotationsDB, Interval: q.cfg.Interval}
+	if err := q.readInflux(ctx, &s); err != nil {
+		// The statement is the view's own, not the reader's: the cause.
+		if inner := errors.Unwrap(err); inner != nil {
+			err = inner
+		}
+		s.Apps, s.Verdicts, s.QueryErr = nil, nil, err.Error()
+	}
+	if q.cfg.AdminURL != "" {
+		self, err := q.readSelf(ctx, now)
+		if err != nil {
+			s.SelfErr = err.Error()
+		} else {
+			s.Self = self
+		}
+	}
+	return s
+}
+
+// readInflux reads the applications and verdicts.
+func (q *Querier) readInflux(ctx context.Context, s *Snapshot) error {
+	since := fmt.Sprintf("time >= %dms", q.cfg.Since.UnixMilli())
+	ann, met := q.cfg.AnnotationsDB, q.cfg.MetricsDB
+
+	// The latest fact of each application: start (running), end or lost.
+	appFacts, err := q.query(ctx, ann, fmt.Sprintf(`SELECT "status", "app_id" FROM %s WHERE %s GROUP BY "applicationid", "appname" ORDER BY time DESC LIMIT 1`,
+		influx.QuoteIdent(annotate.MeasurementApp), since))
+	if err != nil {
+		return err
+	}
+	apps := map[string]*App{}
+	for _, sr := range appFacts {
+		key := sr.Tags["applicationid"]
+		for _, row := range rows(sr) {
+			a := &App{ID: cmp.Or(row.str("app_id"), key), Name: sr.Tags["appname"], Started: row.time().Truncate(time.Millisecond),
+				Executors: -1, Cores: -1, Busy: -1}
+			switch row.str("status") {
+			case "RUNNING":
+				a.Status = StatusRunning
+			case "UNKNOWN":
+				a.Status = StatusLost
+			default:
+				a.Status = StatusEnded
+			}
+			apps[key] = a
+		}
+	}
+	if len(apps) == 0 {
+		return q.readVerdicts(ctx, s, since)
+	}
+
+	jobs, err := q.query(ctx, ann, fmt.Sprintf(`SELECT "job_id", "status" FROM %s WHERE %s GROUP BY "applicationid" ORDER BY time DESC LIMIT 1`,
+		influx.QuoteIdent(annotate.MeasurementJob), since))
+	if err != nil {
+		return err
+	}
+	for _, sr := range jobs {
+		if a := apps[sr.Tags["applicationid"]]; a != nil {
+			for _, row := range rows(sr) {
+				id, _ := row.num("job_id")
+				a.Job = &Job{ID: int(id), Status: row.str("status")}
+			}
+		}
+	}
+	failed, err := q.query(ctx, ann, fmt.Sprintf(`SELECT count("job_id") FROM %s WHERE %s AND "status" = 'FAILED' AND "fact" = 'end' GROUP BY "applicationid"`,
+		influx.QuoteIdent(annotate.MeasurementJob), since))
+	if err != nil {
+		return err
+	}
+	for _, sr := range failed {
+		if a := apps[sr.Tags["applicationid"]]; a != nil {
+			for _, row := range rows(sr) {
+				n, _ := row.num("count")
+				a.FailedJobs = int(n)
+			}
+		}
+	}
+
+	// Executors: each one's latest snapshot.
+	execs, err := q.query(ctx, ann, fmt.Sprintf(`SELECT last("status") AS "status", last("cores") AS "cores" FROM %s WHERE %s GROUP BY "applicationid", "process"`,
+		influx.QuoteIdent(annotate.MeasurementExecutor), since))
+	if err != nil {
+		return err
+	}
+	for _, sr := range execs {
+		a := apps[sr.Tags["applicationid"]]
+		if a == nil || sr.Tags["process"] == "driver" {
+			continue
+		}
+		if a.Executors < 0 {
+			a.Executors, a.Cores = 0, 0
+		}
+		for _, row := range rows(sr) {
+			if row.str("status") == "ACTIVE" {
+				cores, _ := row.num("cores")
+				a.Executors++
+				a.Cores += int(cores)
+			}
+		}
+	}
+
+	// Busy cores: task run time (ms) over the last minute, or since the
+	// view started.
+	from := s.At.Add(-busyWindow)
+	if q.cfg.Since.After(from) {
+		from = q.cfg.Since
+	}
+	window := s.At.Sub(from)
+	if window >= time.Second {
+		busy, err := q.query(ctx, met, fmt.Sprintf(`SELECT sum("delta") FROM %s WHERE time >= %dms AND time <= %dms GROUP BY "applicationid"`,
+			influx.QuoteIdent("runTime.count"), from.UnixMilli(), s.At.UnixMilli()))
+		if err != nil {
+			return err
+		}
+		for _, a := range apps {
+			if a.Status == StatusRunning {
+				a.Busy, a.BusyWindow = 0, window
+			}
+		}
+		for _, sr := range busy {
+			if a := apps[sr.Tags["applicationid"]]; a != nil {
+				for _, row := range rows(sr) {
+					if ms, ok := row.num("sum"); ok {
+						a.Busy, a.BusyWindow = ms/1000/window.Seconds(), window
+					}
+				}
+			}
+		}
+	}
+
+	// Heap: each executor's peak against its limit; the application
+	// shows the executor nearest its limit.
+	notDriver := ` AND "process" != 'driver'`
+	peaks, err := q.query(ctx, met, fmt.Sprintf(`SELECT max("value") FROM %s WHERE %s%s GROUP BY "applicationid", "process"`,
+		influx.QuoteIdent("JVMHeapMemory"), since, notDriver))
+	if err != nil {
+		return err
+	}
+	limits, err := q.query(ctx, met, fmt.Sprintf(`SELECT last("value") FROM %s WHERE %s%s GROUP BY "applicationid", "process"`,
+		influx.QuoteIdent("heap.max"), since, notDriver))
+	if err != nil {
+		return err
+	}
+	limit := map[[2]string]float64{}
+	for _, sr := range limits {
+		for _, row := range rows(sr) {
+			if v, ok := row.num("last"); ok {
+				limit[[2]string{sr.Tags["applicationid"], sr.Tags["process"]}] = v
+			}
+		}
+	}
+	for _, sr := range peaks {
+		a := apps[sr.Tags["applicationid"]]
+		if a == nil {
+			continue
+		}
+		for _, row := range rows(sr) {
+			peak, ok := row.num("max")
+			if !ok {
+				continue
+			}
+			lim := limit[[2]string{sr.Tags["applicationid"], sr.Tags["process"]}]
+			if nearer(peak, lim, a.HeapPeak, a.HeapMax) {
+				a.HeapPeak, a.HeapMax = peak, lim
+			}
+		}
+	}
+
+	for _, a := range apps {
+		s.Apps = append(s.Apps, *a)
+	}
+	slices.SortFunc(s.Apps, func(a, b App) int {
+		return cmp.Or(b.Started.Compare(a.Started), strings.Compare(b.ID, a.ID))
+	})
+	return q.readVerdicts(ctx, s, since)
+}
+
+// nearer reports whether peak against lim is nearer its limit than
+// peak0 against lim0 (a known limit beats an unknown one).
+func nearer(peak, lim, peak0, lim0 float64) bool {
+	switch {
+	case peak0 == 0:
+		return true
+	case lim > 0 && lim0 > 0:
+		return peak/lim > peak0/lim0
+	case lim > 0 || lim0 > 0:
+		return lim > 0
+	}
+	return peak > peak0
+}
+
+// readVerdicts reads the latest accounting and reconciliations.
+func (q *Querier) readVerdicts(ctx context.Context, s *Snapshot, since string) error {
+	ann := q.cfg.AnnotationsDB
+	usage, err := q.query(ctx, ann, fmt.Sprintf(`SELECT "applicationid", "appname", "app_id", "executors", "executor_core_seconds", "executor_memory_byte_seconds", "cpu_utilisation", "memory_utilisation" FROM %s WHERE %s AND "fact" = 'end' ORDER BY time DESC LIMIT %d`,
+		influx.QuoteIdent(annotate.MeasurementUsage), since, maxVerdicts))
+	if err != nil {
+		return err
+	}
+	rec, err := q.query(ctx, ann, fmt.Sprintf(`SELECT "applicationid", "verdict", "text" FROM %s WHERE %s ORDER BY time DESC LIMIT %d`,
+		influx.QuoteIdent(annotate.MeasurementReconcile), since, 4*maxVerdicts))
+	if err != nil {
+		return err
+	}
+	type recon struct{ verdict, text string }
+	byApp := map[string]recon{}
+	for _, sr := range rec {
+		for _, row := range rows(sr) {
+			if _, seen := byApp[row.str("applicationid")]; !seen {
+				byApp[row.str("applicationid")] = recon{row.str("verdict"), row.str("text")}
+			}
+		}
+	}
+	for _, sr := range usage {
+		for _, row := range rows(sr) {
+			key := row.str("applicationid")
+			r := byApp[key]
+			v := Verdict{Ended: row.time(), App: cmp.Or(row.str("app_id"), key), Name: row.str("appname"), Verdict: r.verdict, Detail: r.text,
+				CPUUsed: -1, MemoryPeak: -1}
+			n, _ := row.num("executors")
+			v.Executors = int(n)
+			cs, _ := row.num("executor_core_seconds")
+			bs, _ := row.num("executor_memory_byte_seconds")
+			v.CoreHours, v.GiBHours = cs/3600, bs/3600/(1<<30)
+			if u, ok := row.num("cpu_utilisation"); ok {
+				v.CPUUsed = u
+			}
+			if u, ok := row.num("memory_utilisation"); ok {
+				v.MemoryPeak = u
+			}
+			s.Verdicts = append(s.Verdicts, v)
+		}
+	}
+	return nil
+}
+
+// query runs one InfluxQL statement; a database that does not exist yet
+// reads as empty.
+func (q *Querier) query(ctx context.Context, db, stmt string) ([]influx.Series, error) {
+	series, err := influx.Query(ctx, q.cfg.Influx, db, stmt)
+	if err != nil && strings.Contains(err.Error(), "database not found") {
+		return nil, nil
+	}
+	return series, err
+}
+
+// row is one row of a series, by column name.
+type row struct {
+	cols   map[string]int
+	values []any
+}
+
+func rows(s influx.Series) []row {
+	cols := make(map[string]int, len(s.Columns))
+	for i, c := range s.Columns {
+		cols[c] = i
+	}
+	out := make([]row, len(s.Values))
+	for i, v := range s.Values {
+		out[i] = row{cols, v}
+	}
+	return out
+}
+
+func (r row) get(col string) any {
+	if i, ok := r.cols[col]; ok && i < len(r.values) {
+		return r.values[i]
+	}
+	return nil
+}
+
+func (r row) str(col string) string { s, _ := r.get(col).(string); return s }
+
+func (r row) num(col string) (float64, bool) { return influx.Number(r.get(col)) }
+
+// time reads the time column, which InfluxDB writes in RFC 3339.
+func (r row) time() time.Time {
+	t, _ := time.Parse(time.RFC3339Nano, r.str("time"))
+	return t
+}
+
+// readSelf reads sparkpulse's /metrics.
+func (q *Querier) readSelf(ctx context.Context, now time.Time) (*Self, error) {
+	url := q.cfg.AdminURL + "/metrics"
+	req, err := http.NewRequestWithContext(ctx, http.MethodGet, url, nil)
+	if err != nil {
+		return nil, err
+	}
+	resp, err := q.http.Do(req)
+	if err != nil {
+		return nil, fmt.Errorf("%s: %w", url, errors.Unwrap(err))
+	}
+	defer resp.Body.Close()
+	if resp.StatusCode != http.StatusOK {
+		return nil, fmt.Errorf("%s: %s", url, resp.Status)
+	}
+	self, err := ParseMetrics(io.LimitReader(resp.Body, 8<<20), now)
+	if err != nil {
+		return nil, fmt.Errorf("%s: %w", url, err)
+	}
+	self.LinesPerSec = q.rate(now, self.Lines)
+	return self, nil
+}
+
+// rate is the lines received per second over the last rateWindow, -1
+// until minRateWindow has been seen (or after sparkpulse restarted).
+func (q *Querier) rate(now time.Time, lines float64) float64 {
+	if n := len(q.seen); n > 0 && lines < q.seen[n-1].lines {
+		q.seen = q.seen[:0] // sparkpulse restarted
+	}
+	q.seen = append(q.seen, linesSeen{now, lines})
+	for len(q.seen) > 2 && now.Sub(q.seen[1].at) >= rateWindow {
+		q.seen = q.seen[1:]
+	}
+	first := q.seen[0]
+	if d := now.Sub(first.at); d >= minRateWindow {
+		return (lines - first.lines) / d.Seconds()
+	}
+	return -1
+}
+
+// ParseMetrics reads sparkpulse's figures from its /metrics, in the
+// Prometheus text format. Lines and drops are the [[graphite]] blocks';
+// points written, refusals, failed writes and queues are every writer's
+// (annotations and own metrics included). LinesPerSec is left at 0.
+func ParseMetrics(r io.Reader, now time.Time) (*Self, error) {
+	p := expfmt.NewTextParser(model.UTF8Validation)
+	fams, err := p.TextToMetricFamilies(r)
+	if err != nil {
+		return nil, err
+	}
+	sum := func(name string) float64 {
+		t := 0.0
+		if f := fams[name]; f != nil {
+			for _, m := range f.GetMetric() {
+				t += value(m)
+			}
+		}
+		return t
+	}
+	byLabel := func(name, label string) map[string]float64 {
+		out := map[string]float64{}
+		if f := fams[name]; f != nil {
+			for _, m := range f.GetMetric() {
+				if v := value(m); v != 0 {
+					out[labelOf(m, label)] += v
+				}
+			}
+		}
+		return out
+	}
+	s := &Self{
+		Lines:       sum("sparkpulse_lines_received_total"),
+		Written:     sum("sparkpulse_influxdb_points_written_total"),
+		Dropped:     byLabel("sparkpulse_lines_dropped_total", "reason"),
+		Rejected:    byLabel("sparkpulse_influxdb_points_rejected_total", "reason"),
+		WriteErrors: sum("sparkpulse_influxdb_write_errors_total"),
+		QueueBytes:  sum("sparkpulse_influxdb_queue_bytes"),
+		DiskBytes:   sum("sparkpulse_influxdb_disk_queue_bytes"),
+		NoDelta:     byLabel("sparkpulse_delta_samples_total", "outcome")["first_unknown"],
+	}
+	if start := sum("process_start_time_seconds"); start > 0 {
+		s.Up = now.Sub(time.Unix(0, int64(start*1e9))).Round(time.Second)
+	}
+	return s, nil
+}
+
+func value(m *dto.Metric) float64 {
+	switch {
+	case m.Counter != nil:
+		return m.Counter.GetValue()
+	case m.Gauge != nil:
+		return m.Gauge.GetValue()
+	case m.Untyped != nil:
+		return m.Untyped.GetValue()
+	}
+	return 0
+}
+
+func labelOf(m *dto.Metric, name string) string {
+	for _, l := range m.GetLabel() {
+		if l.GetName() == name {
+			return l.GetValue()
+		}
+	}
+	return ""
+}

@@ -1,0 +1,201 @@
+package live
+
+import (
+	"bytes"
+	"context"
+	"fmt"
+	"net/http"
+	"net/http/httptest"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/prometheus/client_golang/prometheus"
+	"github.com/prometheus/client_golang/prometheus/promhttp"
+
+	"github.com/sparkpulse/sparkpulse/influx"
+	"github.com/sparkpulse/sparkpulse/influx/influxtest"
+)
+
+// The querier reads applications, executors, busy cores, heap peaks, jobs
+// and verdicts from a real InfluxDB, only those dated from Since on.
+func TestQuerierReadsInfluxDB(t *testing.T) {
+	srv := influxtest.Start(t)
+	srv.Exec(t, "CREATE DATABASE spark")
+	now := time.Now().Truncate(time.Second)
+	since := now.Add(-2 * time.Minute)
+	ms := func(d time.Duration) int64 { return now.Add(d).UnixNano() }
+	const a1, a2, old = "app-20260302140000-0001", "app-20260302140000-0002", "app-20260302130000-0009"
+	var lp strings.Builder
+	line := func(format string, a ...any) { fmt.Fprintf(&lp, format+"\n", a...) }
+	// An application of an earlier run: not shown.
+	line(`spark_app,applicationid=%s,appname=old fact="start",status="RUNNING",app_id="%s" %d`, old, old, ms(-time.Hour))
+	// a1: running, 2 live executors of 4 cores and one removed, job 3 running after job 2 failed.
+	line(`spark_app,applicationid=%s,appname=etl fact="start",status="RUNNING",app_id="%s" %d`, a1, a1, ms(-90*time.Second))
+	for p, st := range map[string]string{"driver": "ACTIVE", "1": "ACTIVE", "2": "ACTIVE", "3": "REMOVED"} {
+		line(`spark_executor,applicationid=%s,process=%s status="ACTIVE",cores=4i %d`, a1, p, ms(-80*time.Second))
+		line(`spark_executor,applicationid=%s,process=%s status="%s",cores=4i %d`, a1, p, st, ms(-20*time.Second))
+	}
+	line(`spark_job,applicationid=%s fact="end",job_id=2i,status="FAILED" %d`, a1, ms(-60*time.Second)+1)
+	line(`spark_job,applicationid=%s fact="start",job_id=3i,status="RUNNING" %d`, a1, ms(-30*time.Second))
+	// 36 s of task time in the last minute over two executors: 0.6 cores busy.
+	line(`runTime.count,applicationid=%s,process=1 value=50000,delta=20000 %d`, a1, ms(-40*time.Second))
+	line(`runTime.count,applicationid=%s,process=2 value=50000,delta=16000 %d`, a1, ms(-10*time.Second))
+	line(`runTime.count,applicationid=%s,process=2 value=34000,delta=99000 %d`, a1, ms(-100*time.Second)) // before the window
+	// Heap: executor 2 is nearer its limit than executor 1 with a larger peak.
+	line(`JVMHeapMemory,applicationid=%s,process=1 value=3000000000 %d`, a1, ms(-30*time.Second))
+	line(`heap.max,applicationid=%s,process=1 value=8589934592 %d`, a1, ms(-30*time.Second))
+	line(`JVMHeapMemory,applicationid=%s,process=2 value=2000000000 %d`, a1, ms(-30*time.Second))
+	line(`heap.max,applicationid=%s,process=2 value=2147483648 %d`, a1, ms(-30*time.Second))
+	line(`JVMHeapMemory,applicationid=%s,process=driver value=4000000000 %d`, a1, ms(-30*time.Second))
+	// a2: ended, accounted and reconciled.
+	line(`spark_app,applicationid=%s,appname=ml fact="start",status="RUNNING",app_id="%s" %d`, a2, a2, ms(-100*time.Second))
+	line(`spark_app,applicationid=%s,appname=ml fact="end",status="COMPLETED",app_id="%s" %d`, a2, a2, ms(-100*time.Second)+1)
+	line(`spark_app_usage,applicationid=%s,appname=ml fact="end",app_id="%s",executors=4i,executor_core_seconds=7200,executor_memory_byte_seconds=%d,cpu_utilisation=0.25 %d`,
+		a2, a2, int64(3600)<<30, ms(-5*time.Second))
+	line(`spark_reconcile,applicationid=%s,appname=ml verdict="exact",text="the stream's totals match Spark's" %d`, a2, ms(-5*time.Second))
+	if err := post(srv.URL+"/write?db=spark", lp.String()); err != nil {
+		t.Fatal(err)
+	}
+
+	q, err := NewQuerier(Config{Influx: influx.Config{URL: srv.URL}, MetricsDB: "spark", Since: since})
+	if err != nil {
+		t.Fatal(err)
+	}
+	s := q.Snapshot(context.Background(), now)
+	if s.QueryErr != "" {
+		t.Fatal(s.QueryErr)
+	}
+	if len(s.Apps) != 2 || s.Apps[0].ID != a1 || s.Apps[1].ID != a2 {
+		t.Fatalf("applications: %+v", s.Apps)
+	}
+	got := s.Apps[0]
+	if got.Name != "etl" || got.Status != StatusRunning || got.Executors != 2 || got.Cores != 8 ||
+		fmt.Sprintf("%.2f", got.Busy) != "0.60" || got.HeapPeak != 2e9 || got.HeapMax != 2<<30 ||
+		got.Job == nil || *got.Job != (Job{3, "RUNNING"}) || got.FailedJobs != 1 {
+		t.Errorf("running application: %+v, job %+v", got, got.Job)
+	}
+	if e := s.Apps[1]; e.Status != StatusEnded || e.Busy != -1 || e.Executors != -1 {
+		t.Errorf("ended application: %+v", e)
+	}
+	if len(s.Verdicts) != 1 {
+		t.Fatalf("verdicts: %+v", s.Verdicts)
+	}
+	v := s.Verdicts[0]
+	if v.App != a2 || v.Name != "ml" || v.Executors != 4 || v.CoreHours != 2 || v.GiBHours != 1 || v.CPUUsed != 0.25 || v.MemoryPeak != -1 || v.Verdict != "exact" {
+		t.Errorf("verdict: %+v", v)
+	}
+
+	// A database not created yet reads as no application, not an error.
+	q, _ = NewQuerier(Config{Influx: influx.Config{URL: srv.URL}, MetricsDB: "nothing", Since: since})
+	if s := q.Snapshot(context.Background(), now); s.QueryErr != "" || len(s.Apps) != 0 {
+		t.Errorf("missing database: %+v", s)
+	}
+}
+
+func post(url, body string) error {
+	resp, err := http.Post(url, "text/plain", strings.NewReader(body))
+	if err != nil {
+		return err
+	}
+	defer resp.Body.Close()
+	if resp.StatusCode/100 != 2 {
+		return fmt.Errorf("%s: %s", url, resp.Status)
+	}
+	return nil
+}
+
+// sparkpulse's own figures come from its /metrics; lines/s once a span of
+// reads is long enough.
+func TestSelfFromMetrics(t *testing.T) {
+	reg := prometheus.NewRegistry()
+	lines := prometheus.NewCounterVec(prometheus.CounterOpts{Name: "sparkpulse_lines_received_total"}, []string{"listener"})
+	dropped := prometheus.NewCounterVec(prometheus.CounterOpts{Name: "sparkpulse_lines_dropped_total"}, []string{"listener", "reason"})
+	queued := prometheus.NewGaugeVec(prometheus.GaugeOpts{Name: "sparkpulse_influxdb_queue_bytes"}, []string{"listener"})
+	outcomes := prometheus.NewCounterVec(prometheus.CounterOpts{Name: "sparkpulse_delta_samples_total"}, []string{"outcome"})
+	reg.MustRegister(lines, dropped, queued, outcomes)
+	lines.WithLabelValues("tcp").Add(1000)
+	lines.WithLabelValues("udp").Add(200)
+	dropped.WithLabelValues("tcp", "nan").Add(3)
+	dropped.WithLabelValues("udp", "nan").Add(2)
+	dropped.WithLabelValues("tcp", "unmapped").Add(0)
+	queued.WithLabelValues("tcp").Set(2048)
+	queued.WithLabelValues("annotate").Set(1024)
+	outcomes.WithLabelValues("first_unknown").Add(7)
+	ts := httptest.NewServer(promhttp.HandlerFor(reg, promhttp.HandlerOpts{}))
+	defer ts.Close()
+
+	q, err := NewQuerier(Config{Influx: influx.Config{URL: "http://127.0.0.1:1"}, MetricsDB: "spark", AdminURL: ts.URL + "/"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	now := time.Now()
+	s, err := q.readSelf(context.Background(), now)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if s.Lines != 1200 || s.QueueBytes != 3072 || s.NoDelta != 7 || len(s.Dropped) != 1 || s.Dropped["nan"] != 5 || s.LinesPerSec != -1 {
+		t.Errorf("first read: %+v", s)
+	}
+	lines.WithLabelValues("tcp").Add(300)
+	if s, _ = q.readSelf(context.Background(), now.Add(5*time.Second)); s.LinesPerSec != -1 {
+		t.Errorf("lines/s after 5 s: %v", s.LinesPerSec)
+	}
+	if s, _ = q.readSelf(context.Background(), now.Add(20*time.Second)); s.LinesPerSec != 15 {
+		t.Errorf("lines/s after 20 s: %v", s.LinesPerSec)
+	}
+
+	ts.Close()
+	if _, err := q.readSelf(context.Background(), now); err == nil || !strings.Contains(err.Error(), ts.URL) {
+		t.Errorf("a closed admin endpoint: %v", err)
+	}
+}
+
+// Not on a terminal, frames follow each other without escape sequences;
+// Run returns nil once its context ends.
+func TestRunPlainFrames(t *testing.T) {
+	ctx, cancel := context.WithCancel(context.Background())
+	var out bytes.Buffer
+	w := &frameWriter{w: &out, frames: 2, done: cancel}
+	err := Run(ctx, Config{Influx: influx.Config{URL: "http://127.0.0.1:1"}, MetricsDB: "spark", Interval: 10 * time.Millisecond}, w)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if strings.Contains(out.String(), "\x1b") {
+		t.Errorf("escape sequences in plain frames: %q", out.String())
+	}
+	if n := strings.Count(out.String(), "sparkpulse watch ·"); n != 2 {
+		t.Errorf("%d frames:\n%s", n, out.String())
+	}
+	if !strings.Contains(out.String(), "InfluxDB not read:") {
+		t.Errorf("unreachable InfluxDB not said:\n%s", out.String())
+	}
+}
+
+// frameWriter ends the view after a number of frames.
+type frameWriter struct {
+	w      *bytes.Buffer
+	frames int
+	done   func()
+}
+
+func (f *frameWriter) Write(p []byte) (int, error) {
+	n, err := f.w.Write(p)
+	if f.frames--; f.frames == 0 {
+		f.done()
+	}
+	return n, err
+}
+
+// On a terminal a frame is drawn from the top, each line clearing the
+// rest of the last frame's.
+func TestDrawInPlace(t *testing.T) {
+	var b strings.Builder
+	w := &b
+	if err := draw(w, []string{"a", "b"}, true, true); err != nil {
+		t.Fatal(err)
+	}
+	if got, want := b.String(), "\x1b[Ha\x1b[K\nb\x1b[K\n\x1b[J"; got != want {
+		t.Errorf("got %q, want %q", got, want)
+	}
+}

@@ -1,0 +1,75 @@
+package sizing
+
+import (
+	"strings"
+	"testing"
+)
+
+// Driver-only time, worked by hand on a 100 s application.
+func TestDriverOnly(t *testing.T) {
+	for _, tc := range []struct {
+		name     string
+		spans    []Span
+		from, to int64
+		want     int64
+	}{
+		// 10–30 and 20–50 overlap: 10–50 counts once (40 s); 70–80 adds 10:
+		// 50 s of stages, 50 s with none.
+		{"overlapping stages count once", []Span{{10, 30}, {20, 50}, {70, 80}}, 0, 100, 50},
+		// A stage inside another adds nothing; two that touch leave no gap.
+		{"nested and touching", []Span{{10, 60}, {20, 30}, {60, 70}}, 0, 100, 40},
+		// A stage submitted before the start, or running past the end (a
+		// running stage read at 95), is clipped: 0–5 and 90–95.
+		{"clipped to the application", []Span{{-5, 5}, {90, 200}}, 0, 95, 85},
+		// Spans out of the range, or ending before they start, cover nothing.
+		{"outside the range", []Span{{-20, -10}, {120, 130}, {50, 40}}, 0, 100, 100},
+		{"no stage at all", nil, 0, 100, 100},
+		{"stages all the time", []Span{{0, 60}, {40, 100}}, 0, 100, 0},
+		{"an empty range", []Span{{0, 10}}, 50, 50, 0},
+	} {
+		if got := DriverOnly(tc.spans, tc.from, tc.to); got != tc.want {
+			t.Errorf("%s: %d, want %d", tc.name, got, tc.want)
+		}
+	}
+}
+
+// Slot occupancy is Σ task run time ÷ executor core-seconds held, and
+// absent whenever the task times are unknown.
+func TestSlotOccupancy(t *testing.T) {
+	s, err := FromProperties(map[string]string{"spark.executor.memory": "4g"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	r := Resources{ExecutorCores: 4, DriverCores: 1}
+	// Two executors of 4 cores for 100 s: 800 core-seconds held; 200 s of
+	// task run time (and only 50 s of CPU: a PySpark job's tasks wait on
+	// their Python workers): the slots were busy 25 % of the time, though
+	// the CPU says 6.25 %.
+	execs := []Executor{
+		{ID: "driver", AliveMs: 100_000},
+		{ID: "1", Cores: 4, AliveMs: 100_000, CPUNs: 30e9, RunMs: 150_000},
+		{ID: "2", Cores: 4, AliveMs: 100_000, CPUNs: 20e9, RunMs: 50_000},
+	}
+	u := Account(s, r, execs, 100_000)
+	if u.SlotOccupancy == nil || *u.SlotOccupancy != 0.25 || u.CPUUtilisation != 0.0625 {
+		t.Fatalf("occupancy %v, CPU %v; want 0.25 and 0.0625", u.SlotOccupancy, u.CPUUtilisation)
+	}
+	// From the stage list instead: 400 s of run time, failed tasks' too.
+	u.TaskTimesFromStages(60e9, 400_000)
+	if u.SlotOccupancy == nil || *u.SlotOccupancy != 0.5 {
+		t.Errorf("from the stages: %v, want 0.5", u.SlotOccupancy)
+	}
+	// Must not: a figure when the task times are unknown.
+	u.TaskTimesUnknown("set aside")
+	if u.SlotOccupancy != nil {
+		t.Errorf("unknown task times: occupancy %v", *u.SlotOccupancy)
+	}
+	noStream := []Executor{{ID: "1", Cores: 4, AliveMs: 100_000}}
+	if u := Account(s, r, noStream, 100_000); u.SlotOccupancy != nil || !strings.Contains(strings.Join(u.Notes, ";"), noTaskCPU) {
+		t.Errorf("no task counters: occupancy %v, notes %q", u.SlotOccupancy, u.Notes)
+	}
+	// Nor when no core was held: no executor ever ran.
+	if u := Account(s, r, []Executor{{ID: "driver", AliveMs: 100_000}}, 100_000); u.SlotOccupancy != nil {
+		t.Errorf("no executor: occupancy %v", *u.SlotOccupancy)
+	}
+}
