@@ -642,3 +642,12 @@ func metric(t *testing.T, admin int, name, label string) float64 {
 	}
 	return sum
 }
+
+// TestMain removes the binary the tests built, if they did.
+func TestMain(m *testing.M) {
+	code := m.Run()
+	if buildOnce.bin != "" {
+		os.RemoveAll(filepath.Dir(buildOnce.bin))
+	}
+	os.Exit(code)
+}

@@ -11,7 +11,6 @@ import (
 	"net/http"
 	"os"
 	"os/exec"
-	"path/filepath"
 	"runtime"
 	"slices"
 	"strconv"
@@ -207,9 +206,9 @@ func TestHostileInput(t *testing.T) {
 // close.
 func TestTenThousandIdleConnections(t *testing.T) {
 	srv := influxtest.Start(t)
-	bin := filepath.Join(t.TempDir(), "sparkpulse")
-	if out, err := exec.Command("go", "build", "-o", bin, ".").CombinedOutput(); err != nil {
-		t.Fatalf("go build: %v\n%s", err, out)
+	bin, err := binary()
+	if err != nil {
+		t.Fatal(err)
 	}
 	port, admin := influxtest.FreePort(t), influxtest.FreePort(t)
 	conf := writeFile(t, "sparkpulse.toml", fmt.Sprintf(`

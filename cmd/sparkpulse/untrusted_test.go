@@ -87,12 +87,14 @@ func (r *restRecorder) ServeHTTP(w http.ResponseWriter, req *http.Request) {
 	}
 }
 
-// binary is sparkpulse built once for the tests that run it as a process.
+// binary is sparkpulse built once for the tests that run it as a process
+// (TestMain removes it).
 var binary = sync.OnceValues(func() (string, error) {
 	dir, err := os.MkdirTemp("", "sparkpulse-bin")
 	if err != nil {
 		return "", err
 	}
+	binaryDir.Store(&dir)
 	bin := filepath.Join(dir, "sparkpulse")
 	if out, err := exec.Command("go", "build", "-o", bin, ".").CombinedOutput(); err != nil {
 		return "", fmt.Errorf("go build: %v\n%s", err, out)
@@ -433,4 +435,16 @@ func waitFor(t *testing.T, p *proc, what string, ok func(map[string]float64) boo
 			t.Fatalf("%s: not within 30 s\n%s", what, p.logs.String())
 		}
 	}
+}
+
+// binaryDir is where binary built sparkpulse, once it has.
+var binaryDir atomic.Pointer[string]
+
+// TestMain removes the binary the tests built, if they did.
+func TestMain(m *testing.M) {
+	code := m.Run()
+	if dir := binaryDir.Load(); dir != nil {
+		os.RemoveAll(*dir)
+	}
+	os.Exit(code)
 }
