@@ -448,14 +448,7 @@ func TestLostApplicationClosedOut(t *testing.T) {
 	sink := newMemSink()
 	p := newPoller(t, Config{Sources: []string{serve(t, s.srv)}, Sink: sink, Now: s.clk.Now})
 	p.PollOnce(context.Background())
-	s.srv.Intercept(func(w http.ResponseWriter, r *http.Request) bool {
-		http.Error(w, "gone", http.StatusBadGateway)
-		return true
-	})
-	for _, sec := range []float64{40, 60, 100, 200, 800} {
-		s.clk.Set(at(sec))
-		p.PollOnce(context.Background())
-	}
+	loseSource(p, s)
 	if st := p.Stats(); st.ClosedOut != 1 || st.Lost != 0 {
 		t.Errorf("stats %+v", st)
 	}
@@ -690,5 +683,18 @@ func TestHostilePeakNames(t *testing.T) {
 	equalLines(t, "peak fields", got, want)
 	if n, want := p.Stats().Invalid, uint64(len(peaks)-maxPeaks); n != want {
 		t.Errorf("Invalid = %d, want %d (5 malformed names, %d past the cap)", n, want, 101-maxPeaks)
+	}
+}
+
+// loseSource makes the script's UI fail from now on and polls on until the
+// poller has lost the application and closed it out (800 s).
+func loseSource(p *Poller, s *script) {
+	s.srv.Intercept(func(w http.ResponseWriter, r *http.Request) bool {
+		http.Error(w, "gone", http.StatusBadGateway)
+		return true
+	})
+	for _, sec := range []float64{40, 60, 100, 200, 800} {
+		s.clk.Set(at(sec))
+		p.PollOnce(context.Background())
 	}
 }

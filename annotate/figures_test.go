@@ -3,7 +3,6 @@ package annotate
 import (
 	"context"
 	"fmt"
-	"net/http"
 	"path/filepath"
 	"strings"
 	"testing"
@@ -280,14 +279,7 @@ func TestUsageDriverLost(t *testing.T) {
 	sink := newMemSink()
 	p := newPoller(t, Config{Sources: []string{serve(t, s.srv)}, Sink: sink, Now: s.clk.Now})
 	p.PollOnce(context.Background())
-	s.srv.Intercept(func(w http.ResponseWriter, r *http.Request) bool {
-		http.Error(w, "gone", http.StatusBadGateway)
-		return true
-	})
-	for _, sec := range []float64{40, 60, 100, 200, 800} {
-		s.clk.Set(at(sec))
-		p.PollOnce(context.Background())
-	}
+	loseSource(p, s)
 	// Last seen at 30 s: stage 0 had run since 5 s (up to the read), so
 	// 5 s with no stage; no task counters without the stream.
 	u := sink.latestOf(MeasurementUsage)

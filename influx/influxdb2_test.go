@@ -362,19 +362,7 @@ func TestManualDBRPRealInfluxDB2(t *testing.T) {
 
 	write(t, config2(srv), "archive", "m,host=a value=1.5 1000\n")
 	// The 1.x write API finds the bucket through the mapping.
-	req, err := http.NewRequest(http.MethodPost, srv.URL+"/write?db=legacy&rp=week&precision=ns", strings.NewReader("m,host=b value=2.5 2000\n"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	req.Header.Set("Authorization", "Token "+srv.Token)
-	resp, err := http.DefaultClient.Do(req)
-	if err != nil {
-		t.Fatal(err)
-	}
-	resp.Body.Close()
-	if resp.StatusCode != http.StatusNoContent {
-		t.Fatalf("/write?db=legacy&rp=week: %s", resp.Status)
-	}
+	srv.Write(t, "/write?db=legacy&rp=week&precision=ns", "m,host=b value=2.5 2000\n")
 
 	for _, q := range []string{`SELECT value FROM m`, `SELECT value FROM "legacy"."week"."m"`} {
 		if got := values2(t, srv, "legacy", q); got != "1000 1.5, 2000 2.5" {

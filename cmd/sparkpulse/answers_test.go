@@ -30,13 +30,7 @@ import (
 //
 // The genuine application's points and facts arrive as ever.
 func TestForgedAnswers(t *testing.T) {
-	if testing.Short() {
-		t.Skip("runs a real sparkpulse")
-	}
-	bin, err := binary()
-	if err != nil {
-		t.Fatal(err)
-	}
+	bin := sparkpulseBinary(t, "runs a real sparkpulse")
 	srv := influxtest.Start(t)
 	tcpPort, admin := influxtest.FreePort(t), influxtest.FreePort(t)
 	tcpAddr := fmt.Sprintf("127.0.0.1:%d", tcpPort)

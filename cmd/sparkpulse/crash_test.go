@@ -97,13 +97,7 @@ func (s *statusRecorder) WriteHeader(code int) {
 // fact: every job that ended and every application that ended has its
 // end fact, its accounting and its reconciliation once (journal.go).
 func TestFactsSurviveKills(t *testing.T) {
-	if testing.Short() {
-		t.Skip("kills a real sparkpulse many times")
-	}
-	bin, err := binary()
-	if err != nil {
-		t.Fatal(err)
-	}
+	bin := sparkpulseBinary(t, "kills a real sparkpulse many times")
 	srv := influxtest.Start(t)
 	target, _ := url.Parse(srv.URL)
 	recorder := &writeRecorder{proxy: httputil.NewSingleHostReverseProxy(target), db: "facts", writes: map[string][]string{}}

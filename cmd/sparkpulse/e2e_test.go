@@ -3,7 +3,6 @@ package main
 import (
 	"context"
 	"fmt"
-	"io"
 	"net"
 	"net/http"
 	"net/http/httptest"
@@ -104,21 +103,7 @@ func (s *testService) dropped(n int, reason string) uint64 {
 // the lines on before it closes its side.
 func sendTCP(t *testing.T, addr, payload string) {
 	t.Helper()
-	c, err := net.Dial("tcp", addr)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer c.Close()
-	if _, err := c.Write([]byte(payload)); err != nil {
-		t.Fatal(err)
-	}
-	if err := c.(*net.TCPConn).CloseWrite(); err != nil {
-		t.Fatal(err)
-	}
-	c.SetReadDeadline(time.Now().Add(30 * time.Second))
-	if _, err := io.Copy(io.Discard, c); err != nil {
-		t.Fatalf("waiting for sparkpulse to close the connection: %v", err)
-	}
+	sendFrom(t, "", addr, payload)
 }
 
 func sendUDP(t *testing.T, addr string, lines ...string) {

@@ -23,13 +23,7 @@ import (
 // aside is said, and its reconciliation is above_spark; the second is
 // untouched: exact, as without them.
 func TestForgedNumbers(t *testing.T) {
-	if testing.Short() {
-		t.Skip("runs a real sparkpulse")
-	}
-	bin, err := binary()
-	if err != nil {
-		t.Fatal(err)
-	}
+	bin := sparkpulseBinary(t, "runs a real sparkpulse")
 	srv := influxtest.Start(t)
 	end := time.Now().Truncate(time.Second)
 	const rounds = 60
@@ -166,13 +160,7 @@ func relayReason(t *testing.T, label string) relay.Reason {
 // backlog delivered, the application is accounted once, from the whole
 // stream (exact), not given up on as no_stream after a few seconds.
 func TestAccountingAcrossInfluxDBRestart(t *testing.T) {
-	if testing.Short() {
-		t.Skip("runs a real sparkpulse")
-	}
-	bin, err := binary()
-	if err != nil {
-		t.Fatal(err)
-	}
+	bin := sparkpulseBinary(t, "runs a real sparkpulse")
 	srv := influxtest.Start(t)
 	end := time.Now().Truncate(time.Second)
 	const rounds = 30

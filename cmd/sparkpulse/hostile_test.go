@@ -206,10 +206,7 @@ func TestHostileInput(t *testing.T) {
 // close.
 func TestTenThousandIdleConnections(t *testing.T) {
 	srv := influxtest.Start(t)
-	bin, err := binary()
-	if err != nil {
-		t.Fatal(err)
-	}
+	bin := sparkpulseBinary(t, "")
 	port, admin := influxtest.FreePort(t), influxtest.FreePort(t)
 	conf := writeFile(t, "sparkpulse.toml", fmt.Sprintf(`
 [influxdb]

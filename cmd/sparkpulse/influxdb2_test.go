@@ -70,7 +70,7 @@ func TestDashboardsOnRealDataInfluxDB2(t *testing.T) {
 	// health dashboard's refusal and error panels have data too.
 	conflict := fmt.Sprintf(`compilationTime.p98,applicationid=x value="conflict" %d`, start.UnixNano())
 	writeLine(t, srv1, "spark", conflict)
-	writeLine2(t, srv2, "spark", conflict)
+	srv2.Write(t, "/api/v2/write?org="+url.QueryEscape(srv2.Org)+"&bucket=spark", conflict)
 
 	dashboardWorkload(t, start, end, rounds, `bucket = "spark"`, func(conf string) *testService { return startSparkpulse2(t, srv2, tee.URL, conf) })
 	tee.Close()
@@ -115,24 +115,6 @@ func TestDashboardsOnRealDataInfluxDB2(t *testing.T) {
 	t.Logf("%d queries compared, %d with data; %d answers differed", cmp.queries, cmp.withData, cmp.differed)
 	if cmp.queries < 50 || cmp.withData == 0 {
 		t.Errorf("%d queries compared, %d with data", cmp.queries, cmp.withData)
-	}
-}
-
-// writeLine2 writes a line to a 2.x bucket.
-func writeLine2(t *testing.T, srv *influxtest.Server2, bucket, line string) {
-	t.Helper()
-	req, err := http.NewRequest(http.MethodPost, srv.URL+"/api/v2/write?org="+url.QueryEscape(srv.Org)+"&bucket="+url.QueryEscape(bucket), strings.NewReader(line))
-	if err != nil {
-		t.Fatal(err)
-	}
-	req.Header.Set("Authorization", "Token "+srv.Token)
-	resp, err := http.DefaultClient.Do(req)
-	if err != nil {
-		t.Fatal(err)
-	}
-	resp.Body.Close()
-	if resp.StatusCode != http.StatusNoContent {
-		t.Fatalf("write %q: %s", line, resp.Status)
 	}
 }
 

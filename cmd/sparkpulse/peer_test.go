@@ -65,7 +65,10 @@ func TestCheckPeer(t *testing.T) {
 // waits until sparkpulse has taken every line.
 func sendFrom(t *testing.T, from, addr, payload string) {
 	t.Helper()
-	d := net.Dialer{LocalAddr: &net.TCPAddr{IP: net.ParseIP(from)}}
+	var d net.Dialer
+	if from != "" {
+		d.LocalAddr = &net.TCPAddr{IP: net.ParseIP(from)}
+	}
 	c, err := d.Dial("tcp", addr)
 	if err != nil {
 		t.Fatal(err)

@@ -87,9 +87,22 @@ func (r *restRecorder) ServeHTTP(w http.ResponseWriter, req *http.Request) {
 	}
 }
 
-// binary is sparkpulse built once for the tests that run it as a process
-// (TestMain removes it).
-var binary = sync.OnceValues(func() (string, error) {
+// sparkpulseBinary is sparkpulse built for the tests that run it as a
+// process, once for them all (TestMain removes it); with -short they are
+// skipped, saying why they are long.
+func sparkpulseBinary(t *testing.T, why string) string {
+	t.Helper()
+	if testing.Short() && why != "" {
+		t.Skip(why)
+	}
+	bin, err := buildBinary()
+	if err != nil {
+		t.Fatal(err)
+	}
+	return bin
+}
+
+var buildBinary = sync.OnceValues(func() (string, error) {
 	dir, err := os.MkdirTemp("", "sparkpulse-bin")
 	if err != nil {
 		return "", err
@@ -156,13 +169,7 @@ func (p *proc) status(name string) int64 {
 // bounded, no request is steered, and the genuine application's points,
 // deltas and annotations arrive exactly.
 func TestUntrustedInput(t *testing.T) {
-	if testing.Short() {
-		t.Skip("floods a real sparkpulse")
-	}
-	bin, err := binary()
-	if err != nil {
-		t.Fatal(err)
-	}
+	bin := sparkpulseBinary(t, "floods a real sparkpulse")
 	srv := influxtest.Start(t)
 	tcpPort, udpPort, admin := influxtest.FreePort(t), influxtest.FreePort(t), influxtest.FreePort(t)
 	tcpAddr := fmt.Sprintf("127.0.0.1:%d", tcpPort)

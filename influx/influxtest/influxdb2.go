@@ -390,6 +390,25 @@ func (s *Server2) Query(tb testing.TB, db, q string) []Series {
 // TryQuery is Query returning the error instead of failing the test.
 func (s *Server2) TryQuery(db, q string) ([]Series, error) { return s.v1.TryQuery(db, q) }
 
+// Write posts line protocol to path (/api/v2/write?…, or the 1.x /write?…)
+// with the operator token, and fails the test unless it is taken (204).
+func (s *Server2) Write(tb testing.TB, path, lines string) {
+	tb.Helper()
+	req, err := http.NewRequest(http.MethodPost, s.URL+path, strings.NewReader(lines))
+	if err != nil {
+		tb.Fatal(err)
+	}
+	req.Header.Set("Authorization", "Token "+s.Token)
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		tb.Fatal(err)
+	}
+	resp.Body.Close()
+	if resp.StatusCode != http.StatusNoContent {
+		tb.Fatalf("write %q to %s: %s", lines, path, resp.Status)
+	}
+}
+
 // InfluxQL is a *Server for code that takes one to run InfluxQL, such as
 // grafanatest: its Query and TryQuery go to this server's /query with the
 // token (see InfluxQLVia).
