@@ -10,6 +10,7 @@ import (
 	"hash/crc32"
 	"io"
 	"os"
+	"slices"
 	"sync"
 	"time"
 
@@ -154,6 +155,10 @@ func (p *Poller) Recover(d Durability) (int, error) {
 	return len(records), nil
 }
 
+// settleDelay is how long a start waits before it looks again for the
+// journal's points InfluxDB did not seem to hold.
+const settleDelay = time.Second
+
 // unstored keeps the n points of lines that InfluxDB does not hold; all of
 // them when it cannot tell, and then false.
 func (p *Poller) unstored(d Durability, lines []byte, n int) ([]byte, int, bool) {
@@ -173,6 +178,20 @@ func (p *Poller) unstored(d Durability, lines []byte, n int) ([]byte, int, bool)
 	if err != nil || len(stored) != n {
 		p.log.Warn("could not tell which of the journal's points InfluxDB holds: all are sent again, with the same values", zap.Error(err))
 		return lines, n, false
+	}
+	// A request the last run had sent when it was killed may be taken
+	// after this start first looks: those InfluxDB seemed not to hold are
+	// looked for once more, a moment later, before they are sent again.
+	if slices.Contains(stored, false) {
+		time.Sleep(settleDelay)
+		ctx, cancel := context.WithTimeout(context.Background(), p.cfg.Timeout)
+		again, err := d.Stored(ctx, lines)
+		cancel()
+		if err == nil && len(again) == n {
+			for i := range stored {
+				stored[i] = stored[i] || again[i]
+			}
+		}
 	}
 	parts := bytes.SplitAfter(lines, []byte("\n"))
 	if len(parts) != n+1 { // texts are collapsed to one line: a point per line
