@@ -11,7 +11,7 @@ $(error no version: see the message of scripts/release.sh version above)
 endif
 export GO
 
-.PHONY: all build run test check check-deploy fuzz bench bench-load deps clean release release-check
+.PHONY: all build run test check check-deploy fuzz bench bench-load bench-schema deps clean release release-check
 
 all: build
 
@@ -75,6 +75,14 @@ bench:
 bench-load:
 	scripts/deps.sh
 	$(GO) run ./bench $(BENCHFLAGS)
+
+# The built-in mapping's two schemas, wide and cern, side by side on the
+# same streams, each into an influxd of its own (bench/README.md; about
+# 10 minutes). BENCHFLAGS="-base DIR" adds the relay benchmarks of an
+# earlier checkout.
+bench-schema:
+	scripts/deps.sh
+	$(GO) run ./bench -only schema -repeat 4 $(BENCHFLAGS)
 
 clean:
 	rm -rf bin .run dist

@@ -81,7 +81,8 @@ func screen(st *appState, stream map[string]ProcessTotals, endMs int64, final bo
 		a := setAside{process: id}
 		// Counters.
 		bad := func(format string, v ...any) { a.why = append(a.why, fmt.Sprintf(format, v...)) }
-		for _, c := range StreamCounters {
+		for _, m := range StreamCounters {
+			c := StreamKey(m)
 			if v, ok := t.Sums[c]; ok && (v < 0 || math.IsNaN(v) || math.IsInf(v, 0) || v >= 0x1p63) {
 				bad("%s %g is no counter's sum", c, v)
 			}
@@ -123,7 +124,8 @@ func screen(st *appState, stream map[string]ProcessTotals, endMs int64, final bo
 		}
 		// Gauges.
 		cloned := false
-		for _, g := range StreamGauges {
+		for _, m := range StreamGauges {
+			g := StreamKey(m)
 			v, ok := t.Peak[g]
 			if !ok {
 				continue

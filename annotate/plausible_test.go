@@ -128,7 +128,8 @@ func TestScreen(t *testing.T) {
 					}
 					continue
 				}
-				for _, g := range StreamGauges {
+				for _, m := range StreamGauges {
+					g := StreamKey(m)
 					if _, ok := kept[a.process].Peak[g]; !ok && stream[a.process].Peak[g] != 0 {
 						got = append(got, a.process+":"+g)
 						if _, ok := kept[a.process].Mean[g]; ok {
@@ -308,7 +309,8 @@ func realStream(t *testing.T, dir, file string) (map[string]map[string]ProcessTo
 		for dec.Next() {
 			m, _ := dec.Measurement()
 			meas := string(m)
-			counter, gauge := slices.Contains(StreamCounters, meas), slices.Contains(StreamGauges, meas)
+			is := func(m spark.Metric) bool { return StreamKey(m) == meas }
+			counter, gauge := slices.ContainsFunc(StreamCounters, is), slices.ContainsFunc(StreamGauges, is)
 			var app, process string
 			for {
 				k, v, err := dec.NextTag()

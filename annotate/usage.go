@@ -14,6 +14,7 @@ import (
 	"go.uber.org/zap"
 
 	"github.com/sparkpulse/sparkpulse/sizing"
+	"github.com/sparkpulse/sparkpulse/spark"
 	"github.com/sparkpulse/sparkpulse/sparkapi"
 	"github.com/sparkpulse/sparkpulse/timespent"
 )
@@ -47,10 +48,10 @@ type Stream interface {
 
 // ProcessTotals is what the stream says of one process.
 type ProcessTotals struct {
-	Sums       map[string]float64 // StreamCounters measurement → Σ delta
-	NoDelta    map[string]int     // StreamCounters measurement → samples stored without a delta
-	Peak, Mean map[string]float64 // StreamGauges measurement → max, mean of value
-	Samples    map[string]float64 // StreamGauges measurement → samples the mean is of; absent: weighed alike
+	Sums       map[string]float64 // StreamKey of a StreamCounters metric → Σ delta
+	NoDelta    map[string]int     // StreamKey of a StreamCounters metric → samples stored without a delta
+	Peak, Mean map[string]float64 // StreamKey of a StreamGauges metric → max, mean of its value
+	Samples    map[string]float64 // StreamKey of a StreamGauges metric → samples the mean is of; absent: weighed alike
 }
 
 // streamChunk bounds the time range of each read of the stream: an
@@ -119,13 +120,19 @@ func cloneTotals(src map[string]ProcessTotals) map[string]ProcessTotals {
 	return out
 }
 
-// StreamCounters are the measurements (of the built-in mapping, and of the
-// CERN templates) whose deltas the accounting and reconciliation sum.
-var StreamCounters = []string{"succeededTasks.count", "cpuTime.count", "runTime.count", "jvmGCTime.count",
-	"bytesRead.count", "shuffleTotalBytesRead.count", "shuffleBytesWritten.count", "ch.cern.CgroupMetrics.CPUTimeNanosec"}
+// StreamCounters are the counters whose deltas the accounting and
+// reconciliation sum.
+var StreamCounters = []spark.Metric{spark.SucceededTasks, spark.CPUTime, spark.RunTime, spark.JVMGCTime,
+	spark.BytesRead, spark.ShuffleRead, spark.ShuffleWritten, spark.CgroupCPU}
 
 // StreamGauges are the gauges whose peak and mean the accounting reads.
-var StreamGauges = []string{"ProcessTreeJVMRSSMemory", "ProcessTreePythonRSSMemory", "ProcessTreeOtherRSSMemory", "JVMHeapMemory"}
+var StreamGauges = []spark.Metric{spark.JVMRSSMemory, spark.PythonRSSMemory, spark.OtherRSSMemory, spark.JVMHeapMemory}
+
+// StreamKey is m's key in ProcessTotals' maps, whatever shape the stream
+// is stored in: its measurement in the CERN shape ("cpuTime.count",
+// "ch.cern.CgroupMetrics.CPUTimeNanosec"), for a gauge of ExecutorMetrics
+// also its name in Spark's peakMemoryMetrics.
+func StreamKey(m spark.Metric) string { return spark.SchemaCERN.Measurement(m) }
 
 const (
 	// MeasurementUsage has an application's accounting.
@@ -260,7 +267,8 @@ func sizingExecutors(st *appState, stream map[string]ProcessTotals, endMs int64)
 			if peaks == nil {
 				peaks = map[string]int64{}
 			}
-			for _, g := range StreamGauges {
+			for _, m := range StreamGauges {
+				g := StreamKey(m)
 				if v, ok := t.Peak[g]; ok {
 					peaks[g] = max(peaks[g], int64(v))
 				}
@@ -277,7 +285,8 @@ func sizingExecutors(st *appState, stream map[string]ProcessTotals, endMs int64)
 			continue
 		}
 		peaks := map[string]int64{}
-		for _, g := range StreamGauges {
+		for _, m := range StreamGauges {
+			g := StreamKey(m)
 			if v, ok := stream[id].Peak[g]; ok {
 				peaks[g] = int64(v)
 			}

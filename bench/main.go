@@ -12,12 +12,18 @@
 //   - UDP (P4): datagrams of one line each at a fixed rate into the binary,
 //     writing into influxd and into a sink that discards the writes;
 //   - a soak (P5): the binary under churning applications and executors,
-//     its CPU per line and its resident memory over time.
+//     its CPU per line and its resident memory over time;
+//   - only when -only names it, schema: the built-in mapping's wide and
+//     cern shapes side by side on the same streams (simulated, and the
+//     recordings of real Spark), each into an influxd of its own — the
+//     CPU per value of influxd and of sparkpulse, the series, the bytes,
+//     and that both store every value (bench/README.md).
 //
 // Every contender writes into its own database of one influxd, in turn;
 // the harness, the senders, sparkpulse and influxd share the machine.
 //
-//	go run ./bench [-rounds 20] [-udp-rate 200000] [-udp-time 10s] [-soak 10m] [-only hot,influxdb,writers,udp,soak] [-profile F]
+//	go run ./bench [-rounds 20] [-udp-rate 200000] [-udp-time 10s] [-soak 10m] [-only hot,influxdb,writers,udp,soak,schema] [-profile F]
+//	go run ./bench -only schema [-repeat 4] [-rounds 20] [-index inmem|tsi1] [-wide-batch-size N] [-base DIR] [-conn-count 5]
 package main
 
 import (
@@ -51,19 +57,29 @@ import (
 )
 
 var (
-	rounds   = flag.Int("rounds", 20, "rounds of reports of the simulated cluster (8 apps × 50 executors, ~80 000 lines each) for the InfluxDB runs")
-	udpRate  = flag.Int("udp-rate", 200_000, "UDP datagrams per second")
-	udpTime  = flag.Duration("udp-time", 10*time.Second, "how long UDP is sent")
-	soakTime = flag.Duration("soak", 10*time.Minute, "how long the soak runs; 0 skips it")
-	benchFor = flag.String("benchtime", "20000000x", "go test -benchtime for the relay benchmarks")
-	profile  = flag.String("profile", "", "write CPU profiles of sparkpulse to this file (its first InfluxDB run, 8 s) and to this file with .udp-influxdb, .udp-null and .soak appended")
-	only     = flag.String("only", "", "run only these parts, comma-separated: hot (P1, P2), influxdb (P3), compression, writers, udp (P4), soak (P5)")
-	repeat   = flag.Int("repeat", 3, "runs of each contender into InfluxDB, interleaved; figures are given as ranges over them")
+	rounds    = flag.Int("rounds", 20, "rounds of reports of the simulated cluster (8 apps × 50 executors, ~80 000 lines each) for the InfluxDB runs")
+	udpRate   = flag.Int("udp-rate", 200_000, "UDP datagrams per second")
+	udpTime   = flag.Duration("udp-time", 10*time.Second, "how long UDP is sent")
+	soakTime  = flag.Duration("soak", 10*time.Minute, "how long the soak runs; 0 skips it")
+	benchFor  = flag.String("benchtime", "20000000x", "go test -benchtime for the relay benchmarks")
+	profile   = flag.String("profile", "", "write CPU profiles of sparkpulse to this file (its first InfluxDB run, 8 s) and to this file with .udp-influxdb, .udp-null and .soak appended")
+	only      = flag.String("only", "", "run only these parts, comma-separated: hot (P1, P2), influxdb (P3), compression, writers, udp (P4), soak (P5), schema (only when named)")
+	repeat    = flag.Int("repeat", 3, "runs of each contender into InfluxDB, interleaved; figures are given as ranges over them")
+	base      = flag.String("base", "", "schema: a checkout of an earlier commit (git worktree add) whose relay BenchmarkConn is run beside this tree's")
+	connCount = flag.Int("conn-count", 5, "schema: go test -count for the relay BenchmarkConn; 0 skips it")
+	index     = flag.String("index", "inmem", "schema: influxd's index-version, inmem (its default) or tsi1")
+	wideBatch = flag.Int("wide-batch-size", 0, "schema: batch-size (points per write) of the wide block; 0 keeps sparkpulse's default")
 )
+
+// optIn are the parts that run only when -only names them.
+var optIn = []string{"schema"}
 
 // part reports whether a part is to run.
 func part(name string) bool {
-	return *only == "" || slices.Contains(strings.Split(*only, ","), name)
+	if *only == "" {
+		return !slices.Contains(optIn, name)
+	}
+	return slices.Contains(strings.Split(*only, ","), name)
 }
 
 func main() {
@@ -112,7 +128,12 @@ func run() error {
 		}
 	}
 	if part("soak") && *soakTime > 0 {
-		return soak(bin, dir)
+		if err := soak(bin, dir); err != nil {
+			return err
+		}
+	}
+	if part("schema") {
+		return schemas(bin, dir)
 	}
 	return nil
 }

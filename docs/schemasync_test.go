@@ -26,9 +26,8 @@ import (
 
 // Index rows of schema.md that are not annotation measurements.
 const (
-	sparkMappingRow = "*"            // `<metric>`: the built-in Spark mapping
-	ownMetricsRow   = "sparkpulse_*" // `sparkpulse_<metric>`: [internal]
-	processRow      = "process_*"    // `process_<metric>`: [internal]
+	ownMetricsRow = "sparkpulse_*" // `sparkpulse_<metric>`: [internal]
+	processRow    = "process_*"    // `process_<metric>`: [internal]
 )
 
 func TestDocsSchema(t *testing.T) {
@@ -52,7 +51,7 @@ func TestDocsSchema(t *testing.T) {
 		codeM[m] = true
 	}
 	for m := range docs {
-		if m != sparkMappingRow && m != ownMetricsRow && m != processRow {
+		if m != ownMetricsRow && m != processRow {
 			docsM[m] = true
 		}
 	}
@@ -79,27 +78,7 @@ func TestDocsSchema(t *testing.T) {
 		reportNames(t, m+" fields", "schema.md's index", s.fields, d.fields)
 	}
 
-	// The built-in Spark mapping: its tag keys, the field, and the
-	// fields the deltas add.
-	if d := docs[sparkMappingRow]; d == nil {
-		t.Error("schema.md's index has no row for the built-in Spark mapping (`<metric>`)")
-	} else {
-		tags, err := byteVars("../spark", "spark.go", func(name string) bool { return strings.HasPrefix(name, "key") })
-		if err != nil {
-			t.Fatal(err)
-		}
-		fields, err := byteVars("../relay", "relay.go", func(name string) bool {
-			return name == "valueField" || name == "fieldDelta" || name == "fieldRate"
-		})
-		if err != nil {
-			t.Fatal(err)
-		}
-		if len(tags) < 8 || len(fields) != 3 {
-			t.Fatalf("Spark mapping: tags %v, fields %v read from the code", tags.sorted(), fields.sorted())
-		}
-		reportNames(t, "Spark mapping tags", "schema.md's index", tags, d.tags)
-		reportNames(t, "Spark mapping fields", "schema.md's index", fields, d.fields)
-	}
+	checkSparkMapping(t, f)
 
 	// sparkpulse's own metrics, as [internal] writes them.
 	own := ownMetricsSchema(t)

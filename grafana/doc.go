@@ -8,6 +8,22 @@
 // InfluxDB 1.8, on 2.x through its DBRP mappings and on 3.x through its
 // InfluxQL API.
 //
+// # Schemas
+//
+// The dashboards that read Spark's metrics are generated for each schema
+// of the built-in mapping (spark.Schema), as its [[graphite]] block wrote
+// them: dashboards/ holds the default schema's set, the one provisioned,
+// with the health dashboard (sparkpulse's own metrics, stored alike in
+// both); dashboards-cern/ the CERN schema's, with their own uids and
+// titles (Dir). Every stream metric is read where spark.Schema says for a
+// metric of its catalogue. Metrics whose name carries a scheme or a
+// collector are one measurement each in the CERN shape and one field each
+// in the wide one, matched by a regular expression, and so are the JVM's
+// memory pools in the wide shape (the CERN shape's tag pool); InfluxQL
+// takes no arithmetic on a regular expression of fields, so the wide
+// panels read their ingest-time rate fields (<metric>_rate), per second,
+// and name their series with Grafana's renameByRegex transformation.
+//
 // # Data source
 //
 // Every panel, target, query variable and annotation reads the data source
@@ -47,8 +63,9 @@
 //     facts written once (package annotate); the executors table reads each
 //     executor's latest snapshot, last() per process.
 //
-// Counter panels use the ingest-time delta field: sum("delta") per
-// $__interval, divided by the interval, is an exact rate for any interval
-// and any number of executors, restarts included, and sum("delta") over
-// the time range is an exact total, executors that have gone included.
+// Counter panels use the ingest-time delta field (delta, or
+// <metric>_delta in the wide shape): its sum per $__interval, divided by
+// the interval, is an exact rate for any interval and any number of
+// executors, restarts included, and its sum over the time range is an
+// exact total, executors that have gone included.
 package grafana

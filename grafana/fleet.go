@@ -7,6 +7,8 @@ import (
 	"github.com/grafana/grafana-foundation-sdk/go/common"
 	"github.com/grafana/grafana-foundation-sdk/go/dashboard"
 	"github.com/grafana/grafana-foundation-sdk/go/table"
+
+	"github.com/sparkpulse/sparkpulse/spark"
 )
 
 const fleetDashboard = "sparkpulse-fleet"
@@ -20,11 +22,13 @@ const usageEnded = `$timeFilter AND ("fact" = 'end' OR "fact" = 'lost')`
 // given against what it used, and what right-sizing would save. It reads
 // the spark_app_usage facts package annotate writes when an application
 // ends; no variable filters them (user and queue tags are not on every
-// point, rule 1), they are columns.
-func Fleet() *dashboard.DashboardBuilder {
-	d := dashboard.NewDashboardBuilder("Spark fleet (sparkpulse)").
-		Uid(fleetDashboard).
-		Description("Every Spark application that ended in the time range: the cores and memory it held, what it used, and what the sizing rules' recommendations would save. From the accounting sparkpulse writes when an application ends (needs [annotate] and the metrics of [[graphite]]).").
+// point, rule 1), they are columns. Its last panels read the stream of
+// schema sc.
+func Fleet(sc spark.Schema) *dashboard.DashboardBuilder {
+	v := ingestDeltas(sc)
+	d := dashboard.NewDashboardBuilder(v.title("Spark fleet (sparkpulse)")).
+		Uid(v.uid(fleetDashboard)).
+		Description(v.description("Every Spark application that ended in the time range: the cores and memory it held, what it used, and what the sizing rules' recommendations would save. From the accounting sparkpulse writes when an application ends (needs [annotate] and the metrics of [[graphite]]).")).
 		Tags([]string{"spark", "sparkpulse"}).
 		Editable().
 		Tooltip(dashboard.DashboardCursorSyncCrosshair).
@@ -145,8 +149,8 @@ func Fleet() *dashboard.DashboardBuilder {
 		query("", fmt.Sprintf(`SELECT sum("executor_memory_byte_seconds") / 3600 / %d FROM "spark_app_usage" WHERE %s GROUP BY time($__interval) fill(0)`, gib, usageEnded), "held"),
 		query("", fmt.Sprintf(`SELECT sum("mean_rss_byte_seconds") / 3600 / %d FROM "spark_app_usage" WHERE %s GROUP BY time($__interval) fill(0)`, gib, usageEnded), "mean resident")))
 	d.WithPanel(series("Task CPU across the cluster", "short", "CPU time of every executor's tasks per second of wall clock, all applications: the cores busy with tasks."+coresNote+deltaNoteText,
-		query("", ingestDeltas.rate(m("cpuTime.count"), nsCores, nil, ""), "task CPU")))
+		query("", v.rateOf(spark.CPUTime, nsCores, nil, ""), "task CPU")))
 	d.WithPanel(series("Container CPU across the cluster (cgroup plugin)", "short", "CPU time of the executors' containers, Python workers included, where the CERN SparkPlugins' CgroupMetrics is on (spark.plugins=ch.cern.CgroupMetrics)."+coresNote+deltaNoteText,
-		query("", ingestDeltas.rate(m("ch.cern.CgroupMetrics.CPUTimeNanosec"), nsCores, nil, ""), "container CPU")))
+		query("", v.rateOf(spark.CgroupCPU, nsCores, nil, ""), "container CPU")))
 	return d
 }

@@ -4,20 +4,42 @@ import (
 	"bytes"
 	"encoding/json"
 	"fmt"
+	"path"
 
 	"github.com/grafana/grafana-foundation-sdk/go/dashboard"
+
+	"github.com/sparkpulse/sparkpulse/spark"
 )
 
+// Dir is the folder, under grafana/, of the dashboards that read the
+// stream of schema sc: the default schema's, which the provisioning
+// files load, with the health dashboard in dashboards/; another schema's
+// in dashboards-<schema>/, with distinct uids and titles, so that both
+// sets can be imported into one Grafana.
+func Dir(sc spark.Schema) string {
+	if sc == spark.DefaultSchema {
+		return "dashboards"
+	}
+	return "dashboards-" + sc.String()
+}
+
 // Files returns every dashboard as the JSON file provisioning loads, by
-// file name.
+// its path under grafana/ (Dir).
 func Files() (map[string][]byte, error) {
+	builders := map[string]*dashboard.DashboardBuilder{
+		path.Join(Dir(spark.DefaultSchema), "health.json"): Health(),
+	}
+	for _, name := range spark.Schemas {
+		sc, err := spark.ParseSchema(name)
+		if err != nil {
+			return nil, err
+		}
+		builders[path.Join(Dir(sc), "spark.json")] = Spark(sc)
+		builders[path.Join(Dir(sc), "spark-query-time.json")] = SparkQueryTime(sc)
+		builders[path.Join(Dir(sc), "fleet.json")] = Fleet(sc)
+	}
 	out := map[string][]byte{}
-	for name, b := range map[string]*dashboard.DashboardBuilder{
-		"spark.json":            Spark(),
-		"spark-query-time.json": SparkQueryTime(),
-		"health.json":           Health(),
-		"fleet.json":            Fleet(),
-	} {
+	for name, b := range builders {
 		d, err := b.Build()
 		if err != nil {
 			return nil, fmt.Errorf("grafana: %s: %w", name, err)

@@ -7,6 +7,8 @@ import (
 	"github.com/grafana/grafana-foundation-sdk/go/common"
 	"github.com/grafana/grafana-foundation-sdk/go/dashboard"
 	"github.com/grafana/grafana-foundation-sdk/go/table"
+
+	"github.com/sparkpulse/sparkpulse/spark"
 )
 
 const healthDashboard = "sparkpulse-health"
@@ -31,15 +33,17 @@ func Health() *dashboard.DashboardBuilder {
 		WithVariable(period("Metrics interval", "[internal] interval (10 s by default): the smallest interval of the panels."))
 
 	h := []string{byHost}
+	// sparkpulse's own metrics are stored alike in every schema (own).
+	v := ingestDeltas(spark.DefaultSchema)
 	counterRate := func(measurement string, s scale, groupBy string, conds ...string) string {
-		return ingestDeltas.rate(m(measurement), s, append(h, conds...), groupBy)
+		return v.rate(own(measurement), s, append(h, conds...), groupBy)
 	}
 	d.WithRow(dashboard.NewRowBuilder("Overview"))
 	for _, s := range []struct{ title, unit, desc, q string }{
-		{"Lines received", "short", "Graphite lines received in the selected range, all listeners.", ingestDeltas.total("sparkpulse_lines_received_total", h...)},
-		{"Lines dropped", "short", "Lines that did not become points (see the reasons below).", ingestDeltas.total("sparkpulse_lines_dropped_total", h...)},
-		{"Points written", "short", "Points InfluxDB accepted, metrics, annotations and own metrics.", ingestDeltas.total("sparkpulse_influxdb_points_written_total", h...)},
-		{"Write errors", "short", "Failed write requests to InfluxDB (retried unless InfluxDB refused the points).", ingestDeltas.total("sparkpulse_influxdb_write_errors_total", h...)},
+		{"Lines received", "short", "Graphite lines received in the selected range, all listeners.", v.total(own("sparkpulse_lines_received_total"), h...)},
+		{"Lines dropped", "short", "Lines that did not become points (see the reasons below).", v.total(own("sparkpulse_lines_dropped_total"), h...)},
+		{"Points written", "short", "Points InfluxDB accepted, metrics, annotations and own metrics.", v.total(own("sparkpulse_influxdb_points_written_total"), h...)},
+		{"Write errors", "short", "Failed write requests to InfluxDB (retried unless InfluxDB refused the points).", v.total(own("sparkpulse_influxdb_write_errors_total"), h...)},
 		{"Oldest queued point", "s", "Age of the oldest point waiting to be written: grows while InfluxDB is down or slow.",
 			fmt.Sprintf(`SELECT max("last") FROM (SELECT last("value") FROM "sparkpulse_influxdb_queue_oldest_age_seconds" WHERE %s GROUP BY "listener")`, where(h...))},
 		{"Cumulative series tracked", "short", "Series whose last value the delta stage keeps.",
@@ -54,7 +58,7 @@ func Health() *dashboard.DashboardBuilder {
 	d.WithPanel(series("Lines dropped per second, by reason", "short", "nan: Spark's NaN ratios (expected); fields, value, timestamp: malformed lines; too_long: over max-line-length; cut: a last line without its newline when the sender closed (a Spark process that died mid-report); mapping, time_key, key_too_long, encode: what the templates made of the path.",
 		query("", counterRate("sparkpulse_lines_dropped_total", perSecond, `"reason"`), "$tag_reason")))
 	d.WithPanel(series("TCP connections", "short", "Open connections, and connections accepted per second (Spark opens one per report and process).",
-		query("", gaugeQ("max", m("sparkpulse_graphite_connections_active"), h, `"listener"`), "open $tag_listener"),
+		query("", gauge("max", own("sparkpulse_graphite_connections_active"), h, `"listener"`), "open $tag_listener"),
 		query("", counterRate("sparkpulse_graphite_connections_total", perSecond, `"listener"`), "accepted/s $tag_listener")))
 	d.WithPanel(series("Bytes received per second", "Bps", "Graphite bytes received, per listener.",
 		query("", counterRate("sparkpulse_graphite_bytes_received_total", perSecond, `"listener"`), "$tag_listener")))
@@ -73,19 +77,19 @@ func Health() *dashboard.DashboardBuilder {
 	d.WithPanel(series("Write latency", "s", "Mean duration of write requests to InfluxDB, per listener.",
 		query("", fmt.Sprintf(`SELECT sum("sum_delta") / sum("count_delta") FROM "sparkpulse_influxdb_write_duration_seconds" WHERE %s GROUP BY time($__interval), "listener" fill(null)`, where(h...)), "$tag_listener")))
 	d.WithPanel(series("Write queue", "bytes", "Encoded points waiting to be written, per listener; when full, TCP reading slows down.",
-		query("", gaugeQ("max", m("sparkpulse_influxdb_queue_bytes"), h, `"listener"`), "$tag_listener")))
+		query("", gauge("max", own("sparkpulse_influxdb_queue_bytes"), h, `"listener"`), "$tag_listener")))
 	d.WithPanel(series("Retries per second", "short", "Write requests repeated after an error.",
 		query("", counterRate("sparkpulse_influxdb_write_retries_total", perSecond, `"listener"`), "$tag_listener")))
 	d.WithPanel(series("Disk queue", "bytes", "Encoded points waiting in the disk queue under state-dir, per listener, and the largest backlog so far (memory plus disk). Grows while InfluxDB is down or slower than the senders; 0 without state-dir.",
-		query("", gaugeQ("max", m("sparkpulse_influxdb_disk_queue_bytes"), h, `"listener"`), "on disk $tag_listener"),
-		query("", gaugeQ("max", m("sparkpulse_influxdb_backlog_peak_bytes"), h, `"listener"`), "peak backlog $tag_listener")))
+		query("", gauge("max", own("sparkpulse_influxdb_disk_queue_bytes"), h, `"listener"`), "on disk $tag_listener"),
+		query("", gauge("max", own("sparkpulse_influxdb_backlog_peak_bytes"), h, `"listener"`), "peak backlog $tag_listener")))
 	d.WithPanel(series("Spilled to disk and damaged records", "short", "Batches moved to the disk queue because the memory queue was full, and damaged records skipped when the queue was read back, per minute.",
 		query("", counterRate("sparkpulse_influxdb_disk_spilled_batches_total", perMinute, `"listener"`), "spilled $tag_listener"),
 		query("", counterRate("sparkpulse_influxdb_disk_queue_damaged_total", perMinute, `"listener"`), "damaged $tag_listener")))
 
 	d.WithRow(dashboard.NewRowBuilder("Deltas and annotations"))
 	d.WithPanel(series("Cumulative series tracked", "short", "Series whose last value the delta stage keeps (bounded by [deltas] max-series).",
-		query("", gaugeQ("max", m("sparkpulse_delta_series"), h, ""), "series")))
+		query("", gauge("max", own("sparkpulse_delta_series"), h, ""), "series")))
 	d.WithPanel(series("Samples without a plain delta, by outcome", "short", "reset: a counter restarted (delta = value); first_new: a new series (delta = value); first_unknown: first sample after start (no delta); out_of_order; refused (max-series reached); refused_app_quota (the application has max-series-per-app series: a flood of series under one application id).",
 		query("", counterRate("sparkpulse_delta_samples_total", perSecond, `"outcome"`), "$tag_outcome")))
 	d.WithPanel(series("Annotation polling", "short", "Polls of the Spark REST sources, requests, and annotation points written, per second.",
@@ -128,6 +132,6 @@ func Health() *dashboard.DashboardBuilder {
 	d.WithPanel(series("CPU (cores)", "short", "CPU used by sparkpulse."+coresNote,
 		query("", counterRate("process_cpu_seconds_total", perSecond, `"host"`), "$tag_host")))
 	d.WithPanel(series("Resident memory", "bytes", "Resident set size of sparkpulse.",
-		query("", gaugeQ("max", m("process_resident_memory_bytes"), h, `"host"`), "$tag_host")))
+		query("", gauge("max", own("process_resident_memory_bytes"), h, `"host"`), "$tag_host")))
 	return d
 }

@@ -28,9 +28,6 @@ const (
 	// that end in it or after it (they began before its end: factsRange),
 	// and start marks (which have no end).
 	overlaps = `("end_ms" >= ${__from} OR "fact" = 'start')`
-	// appMeasurements have every application: each executor's task
-	// counters (ExecutorSource) and the driver's block manager.
-	appMeasurements = `/^(cpuTime\.count|memory\.maxMem_MB)$/`
 )
 
 // where joins conditions and the time filter.
@@ -50,76 +47,7 @@ const (
 	perMinute scale = ` / $__interval_ms * 60000`
 )
 
-// counters is how a dashboard sums cumulative series: from sparkpulse's
-// ingest-time deltas, exact for any interval and any number of processes,
-// restarts included; or, for receivers whose deltas are off, from each
-// process's raw values differenced at query time, which misses each
-// process's first interval and the work before a counter restart.
-type counters struct {
-	queryTime bool
-	note      string // for panel descriptions
-}
-
-var (
-	ingestDeltas   = counters{note: deltaNoteText}
-	queryTimeRates = counters{queryTime: true}
-)
-
-// rate is the per-interval rate of a cumulative series.
-func (c counters) rate(from string, s scale, conds []string, groupBy string) string {
-	var q string
-	if c.queryTime {
-		q = fmt.Sprintf(`SELECT sum("d")%s FROM (SELECT non_negative_difference(last("value")) AS "d" FROM %s WHERE %s GROUP BY time($__interval), "process") WHERE $timeFilter GROUP BY time($__interval)`,
-			s, from, where(conds...))
-	} else {
-		q = fmt.Sprintf(`SELECT sum("delta")%s FROM %s WHERE %s GROUP BY time($__interval)`, s, from, where(conds...))
-	}
-	if groupBy != "" {
-		q += ", " + groupBy
-	}
-	return q + " fill(0)"
-}
-
-// total is a cumulative series' increase over the selected time range,
-// executors that have gone included.
-func (c counters) total(measurement string, conds ...string) string {
-	if c.queryTime {
-		return fmt.Sprintf(`SELECT sum("d") FROM (SELECT non_negative_difference("value") AS "d" FROM %q WHERE %s GROUP BY "process")`, measurement, where(conds...))
-	}
-	return fmt.Sprintf(`SELECT sum("delta") FROM %q WHERE %s`, measurement, where(conds...))
-}
-
-// title, uid and description tell the query-time variant apart.
-func (c counters) title(s string) string {
-	if c.queryTime {
-		return s[:len(s)-1] + ", query-time rates)"
-	}
-	return s
-}
-
-func (c counters) uid(s string) string {
-	if c.queryTime {
-		return s + "-query-time"
-	}
-	return s
-}
-
-func (c counters) description(s string) string {
-	if c.queryTime {
-		return "The Spark performance dashboard for receivers with [deltas] off: counters are differenced at query time, per process; each process's first interval and the work before a counter restart are not counted."
-	}
-	return s
-}
-
-// gaugeQ is a gauge's mean per interval.
-func gaugeQ(agg, from string, conds []string, groupBy string) string {
-	q := fmt.Sprintf(`SELECT %s("value") FROM %s WHERE %s GROUP BY time($__interval)`, agg, from, where(conds...))
-	if groupBy != "" {
-		q += ", " + groupBy
-	}
-	return q + " fill(null)"
-}
-
+// m quotes an identifier.
 func m(name string) string { return fmt.Sprintf("%q", name) }
 
 // panel is a panel before it is placed on the grid.

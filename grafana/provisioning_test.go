@@ -4,9 +4,12 @@ import (
 	"os"
 	"path/filepath"
 	"slices"
+	"strings"
 	"testing"
 
 	"go.yaml.in/yaml/v3"
+
+	"github.com/sparkpulse/sparkpulse/spark"
 )
 
 func readYAML(t *testing.T, path string, out any) {
@@ -26,7 +29,8 @@ var provisioningFiles = []string{"provisioning/datasources/influxdb.yaml", "prov
 
 // The provisioning files give the data source the uid and the name the
 // dashboards' data source variable selects by default, and the compose
-// stack mounts the dashboards where the provider reads them.
+// stack mounts the default schema's dashboards where the provider reads
+// them.
 func TestProvisioning(t *testing.T) {
 	for _, f := range provisioningFiles {
 		var ds struct {
@@ -55,13 +59,62 @@ func TestProvisioning(t *testing.T) {
 	readYAML(t, "provisioning/dashboards/sparkpulse.yaml", &prov)
 	var compose struct {
 		Services map[string]struct {
-			Volumes []string `yaml:"volumes"`
+			Environment map[string]string `yaml:"environment"`
+			Volumes     []string          `yaml:"volumes"`
 		} `yaml:"services"`
 	}
-	readYAML(t, filepath.Join("..", "docker-compose.yml"), &compose)
-	mounts := compose.Services["grafana"].Volumes
-	if len(prov.Providers) != 1 || !slices.Contains(mounts, "./grafana/dashboards:"+prov.Providers[0].Options.Path+":ro") ||
-		!slices.Contains(mounts, "./grafana/provisioning:/etc/grafana/provisioning:ro") {
-		t.Errorf("provider %+v, grafana mounts %q", prov, mounts)
+	composeFile := filepath.Join("..", "docker-compose.yml")
+	readYAML(t, composeFile, &compose)
+	grafana := compose.Services["grafana"]
+	if len(prov.Providers) != 1 {
+		t.Fatalf("providers %+v", prov)
+	}
+	// mountedUnder returns where a volume line mounts the set of schema sc,
+	// if it is under the provider's path.
+	under := prov.Providers[0].Options.Path + "/"
+	mountedUnder := func(volume string, sc spark.Schema) (string, bool) {
+		target, ok := strings.CutPrefix(volume, "./grafana/"+Dir(sc)+":")
+		target, ro := strings.CutSuffix(target, ":ro")
+		return target, ok && ro && strings.HasPrefix(target, under)
+	}
+	// The default set is provisioned, the home dashboard its spark.json;
+	// the other sets are not, and the compose file shows the line that
+	// mounts each where the provider reads it.
+	var defaultSet string
+	for _, v := range grafana.Volumes {
+		if target, ok := mountedUnder(v, spark.DefaultSchema); ok {
+			defaultSet = target
+		}
+	}
+	if defaultSet == "" || !slices.Contains(grafana.Volumes, "./grafana/provisioning:/etc/grafana/provisioning:ro") ||
+		grafana.Environment["GF_DASHBOARDS_DEFAULT_HOME_DASHBOARD_PATH"] != defaultSet+"/spark.json" {
+		t.Errorf("provider %+v, grafana mounts %q, environment %v", prov, grafana.Volumes, grafana.Environment)
+	}
+	b, err := os.ReadFile(composeFile)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, name := range spark.Schemas {
+		sc, _ := spark.ParseSchema(name)
+		if sc == spark.DefaultSchema {
+			continue
+		}
+		for _, v := range grafana.Volumes {
+			if strings.Contains(v, "/"+Dir(sc)+":") {
+				t.Errorf("%s mounts the %s set: %s", composeFile, sc, v)
+			}
+		}
+		shown := false
+		for _, line := range strings.Split(string(b), "\n") {
+			if v, ok := strings.CutPrefix(strings.TrimSpace(line), "# - "); ok {
+				_, shown = mountedUnder(v, sc)
+				if shown {
+					break
+				}
+			}
+		}
+		if !shown {
+			t.Errorf("%s shows no line that mounts grafana/%s under %s", composeFile, Dir(sc), under)
+		}
 	}
 }

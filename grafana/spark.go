@@ -7,6 +7,8 @@ import (
 	"github.com/grafana/grafana-foundation-sdk/go/common"
 	"github.com/grafana/grafana-foundation-sdk/go/dashboard"
 	"github.com/grafana/grafana-foundation-sdk/go/table"
+
+	"github.com/sparkpulse/sparkpulse/spark"
 )
 
 // Notes shared by panel descriptions.
@@ -24,20 +26,23 @@ const (
 	sparkDashboard = "sparkpulse-spark"
 )
 
-// Spark returns the Spark performance dashboard: what the CERN Spark
-// dashboard shows, computed from ingest-time deltas, with job, stage and
-// SQL annotations and per-executor drill-down rows.
-func Spark() *dashboard.DashboardBuilder { return spark(ingestDeltas) }
+// Spark returns the Spark performance dashboard for the stream of schema
+// sc: what the CERN Spark dashboard shows, computed from ingest-time
+// deltas, with job, stage and SQL annotations and per-executor drill-down
+// rows.
+func Spark(sc spark.Schema) *dashboard.DashboardBuilder { return sparkDash(ingestDeltas(sc)) }
 
 // SparkQueryTime returns the same dashboard for receivers whose
 // ingest-time deltas are off (several receivers with no source affinity
 // between them): every counter is differenced at query time instead.
-func SparkQueryTime() *dashboard.DashboardBuilder { return spark(queryTimeRates) }
+func SparkQueryTime(sc spark.Schema) *dashboard.DashboardBuilder {
+	return sparkDash(queryTimeRates(sc))
+}
 
-func spark(c counters) *dashboard.DashboardBuilder {
-	d := dashboard.NewDashboardBuilder(c.title("Spark performance (sparkpulse)")).
-		Uid(c.uid(sparkDashboard)).
-		Description(c.description("CPU, memory, I/O and time of Spark applications, from the metrics sparkpulse receives from Spark's GraphiteSink, with jobs, stages and SQL executions from Spark's REST API as annotations.")).
+func sparkDash(v variant) *dashboard.DashboardBuilder {
+	d := dashboard.NewDashboardBuilder(v.title("Spark performance (sparkpulse)")).
+		Uid(v.uid(sparkDashboard)).
+		Description(v.description("CPU, memory, I/O and time of Spark applications, from the metrics sparkpulse receives from Spark's GraphiteSink, with jobs, stages and SQL executions from Spark's REST API as annotations.")).
 		Tags([]string{"spark", "sparkpulse"}).
 		Editable().
 		Tooltip(dashboard.DashboardCursorSyncCrosshair).
@@ -51,21 +56,21 @@ func spark(c counters) *dashboard.DashboardBuilder {
 		// local-<ms> sort by their numbers; Kubernetes' spark-<hex>
 		// carry no time.
 		WithVariable(queryVar("app", "Application",
-			fmt.Sprintf(`SHOW TAG VALUES FROM %s WITH KEY = "applicationid" WHERE %s`, appMeasurements, timeFilter)).
+			fmt.Sprintf(`SHOW TAG VALUES FROM %s WITH KEY = "applicationid" WHERE %s`, v.appMeasurements(), timeFilter)).
 			Sort(dashboard.VariableSortNaturalDesc).
 			Description("Spark application id (spark.app.id, or spark.metrics.namespace) of the applications that reported in the time range, newest first (Kubernetes' spark-<hex> ids carry no time: pick by Name).")).
 		WithVariable(queryVar("appname", "Name",
 			fmt.Sprintf(`SHOW TAG VALUES FROM "spark_app" WITH KEY = "appname" WHERE %s AND %s`, byApp, factsRange)).
 			Description("The application's name, as Spark's REST API reports it (needs [annotate]).")).
 		WithVariable(all(queryVar("process", "Process",
-			fmt.Sprintf(`SHOW TAG VALUES FROM %s WITH KEY = "process" WHERE %s`, appMeasurements, where(byApp))), ".*").
+			fmt.Sprintf(`SHOW TAG VALUES FROM %s WITH KEY = "process" WHERE %s`, v.appMeasurements(), where(byApp))), ".*").
 			Sort(dashboard.VariableSortNumericalAsc).
 			Description("The driver and executor ids the panels show.")).
 		WithVariable(fileSystems()).
-		WithVariable(drillProcesses()).
+		WithVariable(drillProcesses(v)).
 		WithVariable(reportingPeriod()).
 		WithVariable(all(queryVar("query", "Streaming query",
-			fmt.Sprintf(`SHOW TAG VALUES FROM "inputRate-total" WITH KEY = "id" WHERE %s`, where(byApp))), ".*").
+			fmt.Sprintf(`SHOW TAG VALUES FROM %s WITH KEY = "id" WHERE %s`, v.of(spark.StreamInputRate).from, where(byApp))), ".*").
 			Description("Structured streaming queries (their name, or id).")).
 		Annotation(annotation("Jobs", "#5794F2", "spark_job", true)).
 		Annotation(annotation("SQL", "#B877D9", "spark_sql", true)).
@@ -74,26 +79,26 @@ func spark(c counters) *dashboard.DashboardBuilder {
 		Annotation(annotation("Executor removals", "#F2495C", "spark_executor_removal", true)).
 		Annotation(annotation("Task failures", "#FF7383", "spark_task_failure", true))
 
-	summary(d, c)
-	workload(d, c)
+	summary(d, v)
+	workload(d, v)
 	stages(d)
-	io(d, c)
-	memory(d, c)
-	containers(d, c)
-	executors(d, c)
-	jvm(d, c)
-	driver(d, c)
-	streaming(d, c)
-	drillDown(d, c)
+	io(d, v)
+	memory(d, v)
+	containers(d, v)
+	executors(d)
+	jvm(d, v)
+	driver(d, v)
+	streaming(d, v)
+	drillDown(d, v)
 	return d
 }
 
 // drillProcesses chooses the processes that get a drill-down row: the
 // driver by default, those picked more; no All, so that an application of
 // 500 executors does not get 3 000 panels.
-func drillProcesses() *dashboard.QueryVariableBuilder {
+func drillProcesses(v variant) *dashboard.QueryVariableBuilder {
 	return queryVar("drill", "Drill down",
-		fmt.Sprintf(`SHOW TAG VALUES FROM %s WITH KEY = "process" WHERE %s`, appMeasurements, where(byApp))).
+		fmt.Sprintf(`SHOW TAG VALUES FROM %s WITH KEY = "process" WHERE %s`, v.appMeasurements(), where(byApp))).
 		Multi(true).IncludeAll(false).
 		Sort(dashboard.VariableSortNumericalAsc).
 		Current(dashboard.VariableOption{
@@ -176,32 +181,32 @@ func fileSystems() *dashboard.CustomVariableBuilder {
 		Description("Hadoop file system schemes reported by executors (spark.executor.metrics.fileSystemSchemes, default file,hdfs).")
 }
 
-func summary(d *dashboard.DashboardBuilder, c counters) {
+func summary(d *dashboard.DashboardBuilder, v variant) {
 	d.WithRow(dashboard.NewRowBuilder("Summary of the selected time range"))
 	app := []string{byApp, byProcess}
 	for _, s := range []struct{ title, unit, desc, q string }{
-		{"Task run time", "ms", "Wall-clock time of tasks that succeeded." + successOnly + c.note, c.total("runTime.count", app...)},
-		{"Task CPU time", "ns", "CPU time of tasks that succeeded." + successOnly + c.note, c.total("cpuTime.count", app...)},
-		{"Executors' JVM CPU time", "ns", "CPU time of the executor JVMs, measured continuously (tasks, GC, shuffle service threads)." + c.note, c.total("jvmCpuTime", byApp, executorsOnly)},
-		{"Task GC time", "ms", "JVM garbage collection time during tasks." + successOnly + c.note, c.total("jvmGCTime.count", app...)},
-		{"Tasks succeeded", "none", "Tasks that finished successfully on the selected executors." + c.note, c.total("succeededTasks.count", app...)},
-		{"Tasks failed", "none", "Tasks that failed, from the driver." + appStatusNote + c.note, c.total("tasks.failedTasks.count", byApp)},
-		{"Jobs succeeded", "none", "From the driver." + appStatusNote + c.note, c.total("jobs.succeededJobs.count", byApp)},
-		{"Jobs failed", "none", "From the driver." + appStatusNote + c.note, c.total("jobs.failedJobs.count", byApp)},
-		{"Stages failed", "none", "From the driver." + appStatusNote + c.note, c.total("stages.failedStages.count", byApp)},
-		{"Input read", "bytes", "Bytes tasks read from their input (files, tables)." + c.note, c.total("bytesRead.count", app...)},
-		{"Output written", "bytes", "Bytes tasks wrote to their output." + c.note, c.total("bytesWritten.count", app...)},
-		{"Shuffle written", "bytes", "Shuffle bytes written by map tasks." + c.note, c.total("shuffleBytesWritten.count", app...)},
-		{"Shuffle read", "bytes", "Shuffle bytes read by reduce tasks, local and remote." + c.note, c.total("shuffleTotalBytesRead.count", app...)},
-		{"Spilled to disk", "bytes", "Bytes spilled from memory to disk: memory pressure in sorts, joins and aggregations." + c.note, c.total("diskBytesSpilled.count", app...)},
+		{"Task run time", "ms", "Wall-clock time of tasks that succeeded." + successOnly + v.note, v.totalOf(spark.RunTime, app...)},
+		{"Task CPU time", "ns", "CPU time of tasks that succeeded." + successOnly + v.note, v.totalOf(spark.CPUTime, app...)},
+		{"Executors' JVM CPU time", "ns", "CPU time of the executor JVMs, measured continuously (tasks, GC, shuffle service threads)." + v.note, v.totalOf(spark.JVMCPUTime, byApp, executorsOnly)},
+		{"Task GC time", "ms", "JVM garbage collection time during tasks." + successOnly + v.note, v.totalOf(spark.JVMGCTime, app...)},
+		{"Tasks succeeded", "none", "Tasks that finished successfully on the selected executors." + v.note, v.totalOf(spark.SucceededTasks, app...)},
+		{"Tasks failed", "none", "Tasks that failed, from the driver." + appStatusNote + v.note, v.totalOf(spark.FailedTasks, byApp)},
+		{"Jobs succeeded", "none", "From the driver." + appStatusNote + v.note, v.totalOf(spark.SucceededJobs, byApp)},
+		{"Jobs failed", "none", "From the driver." + appStatusNote + v.note, v.totalOf(spark.FailedJobs, byApp)},
+		{"Stages failed", "none", "From the driver." + appStatusNote + v.note, v.totalOf(spark.FailedStages, byApp)},
+		{"Input read", "bytes", "Bytes tasks read from their input (files, tables)." + v.note, v.totalOf(spark.BytesRead, app...)},
+		{"Output written", "bytes", "Bytes tasks wrote to their output." + v.note, v.totalOf(spark.BytesWritten, app...)},
+		{"Shuffle written", "bytes", "Shuffle bytes written by map tasks." + v.note, v.totalOf(spark.ShuffleWritten, app...)},
+		{"Shuffle read", "bytes", "Shuffle bytes read by reduce tasks, local and remote." + v.note, v.totalOf(spark.ShuffleRead, app...)},
+		{"Spilled to disk", "bytes", "Bytes spilled from memory to disk: memory pressure in sorts, joins and aggregations." + v.note, v.totalOf(spark.DiskBytesSpilled, app...)},
 		{"Active tasks (latest)", "none", "Tasks running at the end of the selected range, summed over the selected executors.",
-			fmt.Sprintf(`SELECT sum("last") FROM (SELECT last("value") FROM "threadpool.activeTasks" WHERE %s GROUP BY "process")`, where(app...))},
+			latestPerProcess("sum", v.of(spark.ActiveTasks), app...)},
 		{"Executors reporting", "none", "Executors that reported within the selected range.",
-			fmt.Sprintf(`SELECT count("last") FROM (SELECT last("value") FROM "JVMHeapMemory" WHERE %s GROUP BY "process")`, where(byApp, executorsOnly))},
+			latestPerProcess("count", v.of(spark.JVMHeapMemory), byApp, executorsOnly)},
 		{"Heap used (latest, mean of processes)", "percentunit", "JVM heap used over maximum at the end of the range, averaged over the selected processes." + jvmSourceNote,
-			fmt.Sprintf(`SELECT mean("last") FROM (SELECT last("value") FROM "heap.usage" WHERE %s GROUP BY "process")`, where(app...))},
+			latestPerProcess("mean", v.of(spark.HeapUsage), app...)},
 		{"Peak JVM heap", "bytes", "The largest JVM heap any selected process reported in the range." + heartbeatNote,
-			fmt.Sprintf(`SELECT max("value") FROM "JVMHeapMemory" WHERE %s`, where(app...))},
+			fmt.Sprintf(`SELECT max(%s) FROM %s WHERE %s`, m(v.of(spark.JVMHeapMemory).field), v.of(spark.JVMHeapMemory).from, where(app...))},
 		{"Task slots busy", "percentunit", "Slot occupancy: the executors' task run time over the core-seconds they held, as Sparklens measures it; not CPU, which leaves out Python workers, GC and I/O waits. From the accounting, at the application's end or in its latest estimate while it runs (needs [annotate] and the stream)." + usageNote,
 			fmt.Sprintf(`SELECT last("slot_occupancy") FROM "spark_app_usage" WHERE %s`, where(byApp))},
 		{"Driver-only time", "ms", "Wall clock with no stage attempt running: the executors held could run nothing while the driver planned, listed files, collected results or ran the program's own code. From the accounting, at the application's end or in its latest estimate; absent when Spark no longer lists every stage (spark.ui.retainedStages)." + usageNote,
@@ -211,131 +216,134 @@ func summary(d *dashboard.DashboardBuilder, c counters) {
 	}
 }
 
-func workload(d *dashboard.DashboardBuilder, c counters) {
+func workload(d *dashboard.DashboardBuilder, v variant) {
 	d.WithRow(dashboard.NewRowBuilder("Workload"))
 	app := []string{byApp, byProcess}
 	d.WithPanel(stacked(series("Active tasks", "short", "Tasks running on each executor (the executor thread pool), stacked.",
-		query("", gaugeQ("mean", m("threadpool.activeTasks"), app, `"process"`), "$tag_process"))))
+		query("", v.gaugeOf("mean", spark.ActiveTasks, app, `"process"`), "$tag_process"))))
 	d.WithPanel(series("Task slots: busy and held", "short", "Busy: tasks running on the selected applications' executors, summed (their thread pools' activeTasks, sampled at each report: tasks of any outcome, failing ones too). Held: the cores of their live executors, at each of the accounting's estimates (at an application's first read, then every 30 polls: needs [annotate] and the stream), as no metric of the stream gives them (threadpool.maxPool_size is 2147483647, Spark's task pool being unbounded). The gap is task slots held idle; see also the stat Task slots busy (run time over the core-seconds held).",
-		query("", fmt.Sprintf(`SELECT sum("a") FROM (SELECT mean("value") AS "a" FROM "threadpool.activeTasks" WHERE %s GROUP BY time($__interval), "process") WHERE $timeFilter GROUP BY time($__interval) fill(null)`, where(byApp, executorsOnly)), "busy"),
+		query("", fmt.Sprintf(`SELECT sum("a") FROM (SELECT mean(%s) AS "a" FROM %s WHERE %s GROUP BY time($__interval), "process") WHERE $timeFilter GROUP BY time($__interval) fill(null)`,
+			m(v.of(spark.ActiveTasks).field), v.of(spark.ActiveTasks).from, where(byApp, executorsOnly)), "busy"),
 		query("", fmt.Sprintf(`SELECT sum("h") FROM (SELECT last("cores_held") AS "h" FROM "spark_app_usage" WHERE %s GROUP BY time($__interval), "applicationid" fill(previous)) WHERE $timeFilter GROUP BY time($__interval) fill(null)`, where(byApp)), "held")))
-	d.WithPanel(stacked(series("Task CPU (cores)", "short", "CPU time of tasks per second of wall clock, per executor."+coresNote+successOnly+c.note,
-		query("", c.rate(m("cpuTime.count"), nsCores, app, `"process"`), "$tag_process"))))
-	d.WithPanel(stacked(series("Executor JVM CPU (cores)", "short", "CPU used by each executor JVM, measured continuously: smoother than task CPU, and includes GC and shuffle threads."+coresNote+c.note,
-		query("", c.rate(m("jvmCpuTime"), nsCores, []string{byApp, executorsOnly}, `"process"`), "$tag_process"))))
-	d.WithPanel(series("Driver JVM CPU (cores)", "short", "CPU used by the driver JVM (scheduling, planning, collecting results)."+coresNote+c.note,
-		query("", c.rate(m("jvmCpuTime"), nsCores, []string{byApp, driverOnly}, ""), "driver")))
-	components := []struct{ measurement, alias string }{
-		{"runTime.count", "run time"}, {"cpuTime.count", "CPU time"}, {"jvmGCTime.count", "GC time"},
-		{"deserializeTime.count", "deserialize time"}, {"deserializeCpuTime.count", "deserialize CPU time"},
-		{"resultSerializationTime.count", "result serialization time"}, {"shuffleFetchWaitTime.count", "shuffle fetch wait time"},
-		{"shuffleWriteTime.count", "shuffle write time"},
+	d.WithPanel(stacked(series("Task CPU (cores)", "short", "CPU time of tasks per second of wall clock, per executor."+coresNote+successOnly+v.note,
+		query("", v.rateOf(spark.CPUTime, nsCores, app, `"process"`), "$tag_process"))))
+	d.WithPanel(stacked(series("Executor JVM CPU (cores)", "short", "CPU used by each executor JVM, measured continuously: smoother than task CPU, and includes GC and shuffle threads."+coresNote+v.note,
+		query("", v.rateOf(spark.JVMCPUTime, nsCores, []string{byApp, executorsOnly}, `"process"`), "$tag_process"))))
+	d.WithPanel(series("Driver JVM CPU (cores)", "short", "CPU used by the driver JVM (scheduling, planning, collecting results)."+coresNote+v.note,
+		query("", v.rateOf(spark.JVMCPUTime, nsCores, []string{byApp, driverOnly}, ""), "driver")))
+	components := []struct {
+		metric spark.Metric
+		s      scale // nanoseconds or milliseconds
+		alias  string
+	}{
+		{spark.RunTime, msCores, "run time"}, {spark.CPUTime, nsCores, "CPU time"}, {spark.JVMGCTime, msCores, "GC time"},
+		{spark.DeserializeTime, msCores, "deserialize time"}, {spark.DeserializeCPUTime, nsCores, "deserialize CPU time"},
+		{spark.ResultSerializationTime, msCores, "result serialization time"}, {spark.ShuffleFetchWaitTime, msCores, "shuffle fetch wait time"},
+		{spark.ShuffleWriteTime, nsCores, "shuffle write time"},
 	}
 	var comp []*influxQLBuilder
 	for _, x := range components {
-		s := msCores
-		if x.measurement == "cpuTime.count" || x.measurement == "deserializeCpuTime.count" || x.measurement == "shuffleWriteTime.count" {
-			s = nsCores
-		}
-		comp = append(comp, query("", c.rate(m(x.measurement), s, app, ""), x.alias))
+		comp = append(comp, query("", v.rateOf(x.metric, x.s, app, ""), x.alias))
 	}
 	d.WithPanel(series("Task time components (cores)", "short",
-		"Where task time goes, summed over the selected executors: run time against its CPU, GC, (de)serialization and shuffle parts. Run time not covered by the parts is mostly I/O and waiting."+coresNote+successOnly+c.note,
+		"Where task time goes, summed over the selected executors: run time against its CPU, GC, (de)serialization and shuffle parts. Run time not covered by the parts is mostly I/O and waiting."+coresNote+successOnly+v.note,
 		comp...).Span(24))
-	d.WithPanel(stacked(series("Task run time (cores)", "short", "Wall-clock time of tasks per second, per executor: roughly the average number of busy task slots."+coresNote+successOnly+c.note,
-		query("", c.rate(m("runTime.count"), msCores, app, `"process"`), "$tag_process"))))
-	d.WithPanel(series("Task GC time (cores)", "short", "Garbage collection time during tasks, per executor. High against run time means memory pressure."+coresNote+successOnly+c.note,
-		query("", c.rate(m("jvmGCTime.count"), msCores, app, `"process"`), "$tag_process")))
-	d.WithPanel(series("Shuffle write time (cores)", "short", "Time tasks spent writing shuffle files, per executor."+coresNote+successOnly+c.note,
-		query("", c.rate(m("shuffleWriteTime.count"), nsCores, app, `"process"`), "$tag_process")))
-	d.WithPanel(stacked(series("Tasks completed per second", "short", "Tasks that succeeded per second, per executor."+c.note,
-		query("", c.rate(m("succeededTasks.count"), perSecond, app, `"process"`), "$tag_process"))))
+	d.WithPanel(stacked(series("Task run time (cores)", "short", "Wall-clock time of tasks per second, per executor: roughly the average number of busy task slots."+coresNote+successOnly+v.note,
+		query("", v.rateOf(spark.RunTime, msCores, app, `"process"`), "$tag_process"))))
+	d.WithPanel(series("Task GC time (cores)", "short", "Garbage collection time during tasks, per executor. High against run time means memory pressure."+coresNote+successOnly+v.note,
+		query("", v.rateOf(spark.JVMGCTime, msCores, app, `"process"`), "$tag_process")))
+	d.WithPanel(series("Shuffle write time (cores)", "short", "Time tasks spent writing shuffle files, per executor."+coresNote+successOnly+v.note,
+		query("", v.rateOf(spark.ShuffleWriteTime, nsCores, app, `"process"`), "$tag_process")))
+	d.WithPanel(stacked(series("Tasks completed per second", "short", "Tasks that succeeded per second, per executor."+v.note,
+		query("", v.rateOf(spark.SucceededTasks, perSecond, app, `"process"`), "$tag_process"))))
 }
 
-func io(d *dashboard.DashboardBuilder, c counters) {
+func io(d *dashboard.DashboardBuilder, v variant) {
 	d.WithRow(dashboard.NewRowBuilder("I/O and shuffle"))
 	app := []string{byApp, byProcess}
-	d.WithPanel(stacked(series("Input read", "Bps", "Bytes per second tasks read from their input, per executor."+successOnly+c.note,
-		query("", c.rate(m("bytesRead.count"), perSecond, app, `"process"`), "$tag_process"))))
-	d.WithPanel(stacked(series("Output written", "Bps", "Bytes per second tasks wrote to their output, per executor."+successOnly+c.note,
-		query("", c.rate(m("bytesWritten.count"), perSecond, app, `"process"`), "$tag_process"))))
-	d.WithPanel(series("Records read and written", "short", "Records per second read from input and written to output, all selected executors."+c.note,
-		query("", c.rate(m("recordsRead.count"), perSecond, app, ""), "records read"),
-		query("", c.rate(m("recordsWritten.count"), perSecond, app, ""), "records written"),
-		query("", c.rate(m("shuffleRecordsRead.count"), perSecond, app, ""), "shuffle records read"),
-		query("", c.rate(m("shuffleRecordsWritten.count"), perSecond, app, ""), "shuffle records written")))
-	d.WithPanel(series("File system read ($fs)", "Bps", "Bytes per second read through Hadoop file systems (JVM-wide statistics, tasks of any outcome), per scheme and executor. Add schemes such as s3a with spark.executor.metrics.fileSystemSchemes."+c.note,
-		query("", c.rate(`/^filesystem\.$fs\.read_bytes$/`, perSecond, app, `"process"`), "$m $tag_process")))
-	d.WithPanel(series("File system written ($fs)", "Bps", "Bytes per second written through Hadoop file systems, per scheme and executor."+c.note,
-		query("", c.rate(`/^filesystem\.$fs\.write_bytes$/`, perSecond, app, `"process"`), "$m $tag_process")))
-	d.WithPanel(series("File system operations ($fs)", "ops", "Read, large read and write operations per second, per scheme, all selected executors."+c.note,
-		query("", c.rate(`/^filesystem\.$fs\.(read|largeRead|write)_ops$/`, perSecond, app, ""), "$m")))
-	d.WithPanel(stacked(series("Shuffle read", "Bps", "Shuffle bytes per second read by reduce tasks, per executor."+successOnly+c.note,
-		query("", c.rate(m("shuffleTotalBytesRead.count"), perSecond, app, `"process"`), "$tag_process"))))
-	d.WithPanel(stacked(series("Shuffle written", "Bps", "Shuffle bytes per second written by map tasks, per executor."+successOnly+c.note,
-		query("", c.rate(m("shuffleBytesWritten.count"), perSecond, app, `"process"`), "$tag_process"))))
-	d.WithPanel(series("Shuffle read: remote and local", "Bps", "Where shuffle data came from, all selected executors; remote reads spilled to disk when too large for memory."+c.note,
-		query("", c.rate(m("shuffleRemoteBytesRead.count"), perSecond, app, ""), "remote"),
-		query("", c.rate(m("shuffleLocalBytesRead.count"), perSecond, app, ""), "local"),
-		query("", c.rate(m("shuffleRemoteBytesReadToDisk.count"), perSecond, app, ""), "remote, to disk")))
-	d.WithPanel(series("Shuffle fetch wait and remote requests (cores)", "short", "Time tasks waited for shuffle blocks, and time in remote shuffle requests, all selected executors."+coresNote+c.note,
-		query("", c.rate(m("shuffleFetchWaitTime.count"), msCores, app, ""), "fetch wait"),
-		query("", c.rate(m("shuffleRemoteReqsDuration.count"), msCores, app, ""), "remote requests")))
-	d.WithPanel(series("Spill", "Bps", "Bytes per second spilled from memory (deserialized size) and to disk (serialized size), all selected executors."+c.note,
-		query("", c.rate(m("memoryBytesSpilled.count"), perSecond, app, ""), "memory"),
-		query("", c.rate(m("diskBytesSpilled.count"), perSecond, app, ""), "disk")).Span(24))
+	d.WithPanel(stacked(series("Input read", "Bps", "Bytes per second tasks read from their input, per executor."+successOnly+v.note,
+		query("", v.rateOf(spark.BytesRead, perSecond, app, `"process"`), "$tag_process"))))
+	d.WithPanel(stacked(series("Output written", "Bps", "Bytes per second tasks wrote to their output, per executor."+successOnly+v.note,
+		query("", v.rateOf(spark.BytesWritten, perSecond, app, `"process"`), "$tag_process"))))
+	d.WithPanel(series("Records read and written", "short", "Records per second read from input and written to output, all selected executors."+v.note,
+		query("", v.rateOf(spark.RecordsRead, perSecond, app, ""), "records read"),
+		query("", v.rateOf(spark.RecordsWritten, perSecond, app, ""), "records written"),
+		query("", v.rateOf(spark.ShuffleRecordsRead, perSecond, app, ""), "shuffle records read"),
+		query("", v.rateOf(spark.ShuffleRecordsWritten, perSecond, app, ""), "shuffle records written")))
+	fs := func(pattern string) family {
+		return family{of: spark.BytesRead.Source, pattern: `filesystem\.$fs\.` + pattern}
+	}
+	d.WithPanel(v.fieldLegends(series("File system read ($fs)", "Bps", "Bytes per second read through Hadoop file systems (JVM-wide statistics, tasks of any outcome), per scheme and executor. Add schemes such as s3a with spark.executor.metrics.fileSystemSchemes."+v.note,
+		v.familyRate(fs(`read_bytes`), perSecond, app, `"process"`, " $tag_process"))))
+	d.WithPanel(v.fieldLegends(series("File system written ($fs)", "Bps", "Bytes per second written through Hadoop file systems, per scheme and executor."+v.note,
+		v.familyRate(fs(`write_bytes`), perSecond, app, `"process"`, " $tag_process"))))
+	d.WithPanel(v.fieldLegends(series("File system operations ($fs)", "ops", "Read, large read and write operations per second, per scheme, all selected executors."+v.note,
+		v.familyRate(fs(`(read|largeRead|write)_ops`), perSecond, app, "", ""))))
+	d.WithPanel(stacked(series("Shuffle read", "Bps", "Shuffle bytes per second read by reduce tasks, per executor."+successOnly+v.note,
+		query("", v.rateOf(spark.ShuffleRead, perSecond, app, `"process"`), "$tag_process"))))
+	d.WithPanel(stacked(series("Shuffle written", "Bps", "Shuffle bytes per second written by map tasks, per executor."+successOnly+v.note,
+		query("", v.rateOf(spark.ShuffleWritten, perSecond, app, `"process"`), "$tag_process"))))
+	d.WithPanel(series("Shuffle read: remote and local", "Bps", "Where shuffle data came from, all selected executors; remote reads spilled to disk when too large for memory."+v.note,
+		query("", v.rateOf(spark.ShuffleRemoteBytesRead, perSecond, app, ""), "remote"),
+		query("", v.rateOf(spark.ShuffleLocalBytesRead, perSecond, app, ""), "local"),
+		query("", v.rateOf(spark.ShuffleRemoteBytesReadToDisk, perSecond, app, ""), "remote, to disk")))
+	d.WithPanel(series("Shuffle fetch wait and remote requests (cores)", "short", "Time tasks waited for shuffle blocks, and time in remote shuffle requests, all selected executors."+coresNote+v.note,
+		query("", v.rateOf(spark.ShuffleFetchWaitTime, msCores, app, ""), "fetch wait"),
+		query("", v.rateOf(spark.ShuffleRemoteReqsDuration, msCores, app, ""), "remote requests")))
+	d.WithPanel(series("Spill", "Bps", "Bytes per second spilled from memory (deserialized size) and to disk (serialized size), all selected executors."+v.note,
+		query("", v.rateOf(spark.MemoryBytesSpilled, perSecond, app, ""), "memory"),
+		query("", v.rateOf(spark.DiskBytesSpilled, perSecond, app, ""), "disk")).Span(24))
 }
 
-func memory(d *dashboard.DashboardBuilder, c counters) {
+func memory(d *dashboard.DashboardBuilder, v variant) {
 	d.WithRow(dashboard.NewRowBuilder("Memory (ExecutorMetrics, Spark 3+)"))
 	app := []string{byApp, byProcess}
-	gauge := func(title, measurement, desc string) {
-		d.WithPanel(series(title, "bytes", desc+heartbeatNote, query("", gaugeQ("max", m(measurement), app, `"process"`), "$tag_process")))
+	gauge := func(title string, mt spark.Metric, desc string) {
+		d.WithPanel(series(title, "bytes", desc+heartbeatNote, query("", v.gaugeOf("max", mt, app, `"process"`), "$tag_process")))
 	}
-	gauge("JVM heap", "JVMHeapMemory", "Heap used by each process's JVM.")
-	gauge("JVM off-heap", "JVMOffHeapMemory", "Non-heap memory used by each JVM (metaspace, code cache, …).")
-	gauge("Execution memory (on-heap)", "OnHeapExecutionMemory", "Memory used by shuffles, joins, sorts and aggregations.")
-	gauge("Storage memory (on-heap)", "OnHeapStorageMemory", "Memory used by cached data and broadcast variables.")
+	gauge("JVM heap", spark.JVMHeapMemory, "Heap used by each process's JVM.")
+	gauge("JVM off-heap", spark.JVMOffHeapMemory, "Non-heap memory used by each JVM (metaspace, code cache, …).")
+	gauge("Execution memory (on-heap)", spark.OnHeapExecutionMemory, "Memory used by shuffles, joins, sorts and aggregations.")
+	gauge("Storage memory (on-heap)", spark.OnHeapStorageMemory, "Memory used by cached data and broadcast variables.")
 	d.WithPanel(series("Off-heap execution and storage", "bytes", "Off-heap memory (spark.memory.offHeap.enabled) for execution and storage."+heartbeatNote,
-		query("", gaugeQ("max", m("OffHeapExecutionMemory"), app, `"process"`), "execution $tag_process"),
-		query("", gaugeQ("max", m("OffHeapStorageMemory"), app, `"process"`), "storage $tag_process")))
+		query("", v.gaugeOf("max", spark.OffHeapExecutionMemory, app, `"process"`), "execution $tag_process"),
+		query("", v.gaugeOf("max", spark.OffHeapStorageMemory, app, `"process"`), "storage $tag_process")))
 	d.WithPanel(series("Unified memory", "bytes", "Execution plus storage memory, on and off heap."+heartbeatNote,
-		query("", gaugeQ("max", m("OnHeapUnifiedMemory"), app, `"process"`), "on-heap $tag_process"),
-		query("", gaugeQ("max", m("OffHeapUnifiedMemory"), app, `"process"`), "off-heap $tag_process")))
-	gauge("Resident memory: JVM", "ProcessTreeJVMRSSMemory", "Resident set size of the JVM process: what a container memory limit counts."+processTree)
-	gauge("Resident memory: Python workers", "ProcessTreePythonRSSMemory", "Resident set size of the PySpark worker processes (Python UDFs, pandas): outside the JVM heap, and a common cause of containers killed for memory."+processTree)
-	gauge("Resident memory: other processes", "ProcessTreeOtherRSSMemory", "Resident set size of other child processes (pipes, R)."+processTree)
+		query("", v.gaugeOf("max", spark.OnHeapUnifiedMemory, app, `"process"`), "on-heap $tag_process"),
+		query("", v.gaugeOf("max", spark.OffHeapUnifiedMemory, app, `"process"`), "off-heap $tag_process")))
+	gauge("Resident memory: JVM", spark.JVMRSSMemory, "Resident set size of the JVM process: what a container memory limit counts."+processTree)
+	gauge("Resident memory: Python workers", spark.PythonRSSMemory, "Resident set size of the PySpark worker processes (Python UDFs, pandas): outside the JVM heap, and a common cause of containers killed for memory."+processTree)
+	gauge("Resident memory: other processes", spark.OtherRSSMemory, "Resident set size of other child processes (pipes, R)."+processTree)
 	d.WithPanel(series("Direct and mapped buffers", "bytes", "JVM direct and memory-mapped buffer pools (Netty, shuffle)."+heartbeatNote,
-		query("", gaugeQ("max", m("DirectPoolMemory"), app, `"process"`), "direct $tag_process"),
-		query("", gaugeQ("max", m("MappedPoolMemory"), app, `"process"`), "mapped $tag_process")))
-	d.WithPanel(series("GC time share", "percentunit", "Share of wall-clock time each JVM spent in garbage collection (minor and major)."+c.note,
-		query("", c.rate(m("TotalGCTime"), msCores, app, `"process"`), "$tag_process")))
-	d.WithPanel(series("Garbage collections per minute", "short", "Minor (young) and major (old) collections per minute, per process."+c.note,
-		query("", c.rate(m("MinorGCCount"), perMinute, app, `"process"`), "minor $tag_process"),
-		query("", c.rate(m("MajorGCCount"), perMinute, app, `"process"`), "major $tag_process")))
+		query("", v.gaugeOf("max", spark.DirectPoolMemory, app, `"process"`), "direct $tag_process"),
+		query("", v.gaugeOf("max", spark.MappedPoolMemory, app, `"process"`), "mapped $tag_process")))
+	d.WithPanel(series("GC time share", "percentunit", "Share of wall-clock time each JVM spent in garbage collection (minor and major)."+v.note,
+		query("", v.rateOf(spark.TotalGCTime, msCores, app, `"process"`), "$tag_process")))
+	d.WithPanel(series("Garbage collections per minute", "short", "Minor (young) and major (old) collections per minute, per process."+v.note,
+		query("", v.rateOf(spark.MinorGCCount, perMinute, app, `"process"`), "minor $tag_process"),
+		query("", v.rateOf(spark.MajorGCCount, perMinute, app, `"process"`), "major $tag_process")))
 }
 
 // containers is the CERN SparkPlugins' cgroup metrics: what each
 // executor's container used, Python workers and other children included.
 // The row is collapsed: it has data only where the plugin runs.
-func containers(d *dashboard.DashboardBuilder, c counters) {
+func containers(d *dashboard.DashboardBuilder, v variant) {
 	app := []string{byApp, byProcess}
-	const cg = "ch.cern.CgroupMetrics."
 	const needs = " Needs spark.plugins=ch.cern.CgroupMetrics (CERN SparkPlugins; containers with cgroups, e.g. on Kubernetes)."
 	row := dashboard.NewRowBuilder("Containers (CERN SparkPlugins cgroup metrics)").Collapsed(true)
 	for _, b := range []panel{
-		stacked(series("Container CPU (cores)", "short", "CPU time of each executor's container per second of wall clock: the JVM and its children, Python workers included."+coresNote+needs+c.note,
-			query("", c.rate(m(cg+"CPUTimeNanosec"), nsCores, app, `"process"`), "$tag_process"))),
-		series("Container, JVM and task CPU (cores)", "short", "The containers' CPU against the executor JVMs' and the tasks', all selected executors: what the containers use above the JVMs is Python workers and other children, which task CPU never counts."+coresNote+needs+c.note,
-			query("", c.rate(m(cg+"CPUTimeNanosec"), nsCores, app, ""), "containers"),
-			query("", c.rate(m("jvmCpuTime"), nsCores, []string{byApp, executorsOnly}, ""), "executor JVMs"),
-			query("", c.rate(m("cpuTime.count"), nsCores, app, ""), "tasks")),
+		stacked(series("Container CPU (cores)", "short", "CPU time of each executor's container per second of wall clock: the JVM and its children, Python workers included."+coresNote+needs+v.note,
+			query("", v.rateOf(spark.CgroupCPU, nsCores, app, `"process"`), "$tag_process"))),
+		series("Container, JVM and task CPU (cores)", "short", "The containers' CPU against the executor JVMs' and the tasks', all selected executors: what the containers use above the JVMs is Python workers and other children, which task CPU never counts."+coresNote+needs+v.note,
+			query("", v.rateOf(spark.CgroupCPU, nsCores, app, ""), "containers"),
+			query("", v.rateOf(spark.JVMCPUTime, nsCores, []string{byApp, executorsOnly}, ""), "executor JVMs"),
+			query("", v.rateOf(spark.CPUTime, nsCores, app, ""), "tasks")),
 		series("Container memory", "bytes", "Resident and page-cache memory of each executor's container, as its cgroup counts them (the limit counts both)."+needs,
-			query("", gaugeQ("max", m(cg+"MemoryRss"), app, `"process"`), "RSS $tag_process"),
-			query("", gaugeQ("max", m(cg+"MemoryCache"), app, `"process"`), "cache $tag_process")),
-		series("Container network", "Bps", "Bytes per second the containers received and sent, all selected executors."+needs+c.note,
-			query("", c.rate(m(cg+"NetworkBytesIn"), perSecond, app, ""), "received"),
-			query("", c.rate(m(cg+"NetworkBytesOut"), perSecond, app, ""), "sent")),
+			query("", v.gaugeOf("max", spark.CgroupMemoryRSS, app, `"process"`), "RSS $tag_process"),
+			query("", v.gaugeOf("max", spark.CgroupMemoryCache, app, `"process"`), "cache $tag_process")),
+		series("Container network", "Bps", "Bytes per second the containers received and sent, all selected executors."+needs+v.note,
+			query("", v.rateOf(spark.CgroupNetworkIn, perSecond, app, ""), "received"),
+			query("", v.rateOf(spark.CgroupNetworkOut, perSecond, app, ""), "sent")),
 	} {
 		row.WithPanel(b)
 	}
@@ -345,7 +353,7 @@ func containers(d *dashboard.DashboardBuilder, c counters) {
 // executors is the table of the application's driver and executors from
 // the REST API: where each ran, how it ended and the peaks of its memory
 // areas, the largest resident memory first.
-func executors(d *dashboard.DashboardBuilder, c counters) {
+func executors(d *dashboard.DashboardBuilder) {
 	d.WithRow(dashboard.NewRowBuilder("Executors (Spark REST API)"))
 	cols := []column{
 		{field: "executor_id", name: "Executor"}, {field: "host", name: "Host"}, {field: "status", name: "Status"}, {field: "cores", name: "Cores", unit: "none"},
@@ -381,107 +389,122 @@ func executors(d *dashboard.DashboardBuilder, c counters) {
 	d.WithPanel(advice)
 }
 
-func jvm(d *dashboard.DashboardBuilder, c counters) {
+func jvm(d *dashboard.DashboardBuilder, v variant) {
 	d.WithRow(dashboard.NewRowBuilder("JVM (JvmSource)"))
 	app := []string{byApp, byProcess}
 	d.WithPanel(series("Heap used", "bytes", "JVM heap used per process."+jvmSourceNote,
-		query("", gaugeQ("max", m("heap.used"), app, `"process"`), "$tag_process")))
+		query("", v.gaugeOf("max", spark.HeapUsed, app, `"process"`), "$tag_process")))
 	d.WithPanel(series("Non-heap used", "bytes", "JVM non-heap memory used per process."+jvmSourceNote,
-		query("", gaugeQ("max", m("non-heap.used"), app, `"process"`), "$tag_process")))
+		query("", v.gaugeOf("max", spark.NonHeapUsed, app, `"process"`), "$tag_process")))
 	d.WithPanel(series("Total JVM memory used, executors", "bytes", "Heap plus non-heap per executor."+jvmSourceNote,
-		query("", gaugeQ("max", m("total.used"), []string{byApp, executorsOnly}, `"process"`), "$tag_process")))
+		query("", v.gaugeOf("max", spark.TotalUsed, []string{byApp, executorsOnly}, `"process"`), "$tag_process")))
 	d.WithPanel(series("Total JVM memory used, driver", "bytes", "Heap plus non-heap of the driver: watch it when results are collected to the driver."+jvmSourceNote,
-		query("", gaugeQ("max", m("total.used"), []string{byApp, driverOnly}, ""), "driver")))
-	d.WithPanel(series("Memory pools", "bytes", "Memory used per JVM pool, the largest among the selected processes."+jvmSourceNote,
-		query("", gaugeQ("max", m("pools.used"), app, `"pool"`), "$tag_pool")))
-	d.WithPanel(series("GC time share per collector", "percentunit", "Share of wall-clock time in each garbage collector, per process."+jvmSourceNote+c.note,
-		query("", c.rate(`/^[^.]+\.time$/`, msCores, append(app, `"namespace" = 'jvm'`), `"process"`), "$m $tag_process")))
+		query("", v.gaugeOf("max", spark.TotalUsed, []string{byApp, driverOnly}, ""), "driver")))
+	d.WithPanel(v.poolLegends("max", spark.PoolUsed, series("Memory pools", "bytes", "Memory used per JVM pool, the largest among the selected processes."+jvmSourceNote,
+		v.pools("max", spark.PoolUsed, app))))
+	// A collector's name is in its metrics' names ([^.]+.time). Its time in
+	// ms per second is a share of the wall clock only where the query can
+	// divide it: not over the wide shape's regular expression of fields.
+	collectors := family{of: spark.HeapUsed.Source, pattern: `[^.]+\.time`, namespaced: true}
+	if v.sc == spark.SchemaWide {
+		d.WithPanel(v.fieldLegends(series("GC time per collector", "ms", "Milliseconds each garbage collector ran per second of wall clock (1000: all the time), per process."+jvmSourceNote+v.note,
+			v.familyRate(collectors, perSecond, app, `"process"`, " $tag_process"))))
+	} else {
+		d.WithPanel(series("GC time share per collector", "percentunit", "Share of wall-clock time in each garbage collector, per process."+jvmSourceNote+v.note,
+			v.familyRate(collectors, msCores, app, `"process"`, " $tag_process")))
+	}
 }
 
-func driver(d *dashboard.DashboardBuilder, c counters) {
+func driver(d *dashboard.DashboardBuilder, v variant) {
 	d.WithRow(dashboard.NewRowBuilder("Driver and scheduler"))
 	a := []string{byApp}
 	d.WithPanel(series("Jobs and stages now", "short", "Active jobs and running, waiting and failed stages, from the driver's DAGScheduler.",
-		query("", gaugeQ("max", m("job.activeJobs"), a, ""), "active jobs"),
-		query("", gaugeQ("max", m("stage.runningStages"), a, ""), "running stages"),
-		query("", gaugeQ("max", m("stage.waitingStages"), a, ""), "waiting stages"),
-		query("", gaugeQ("max", m("stage.failedStages"), a, ""), "failed stages")))
-	d.WithPanel(series("Jobs submitted per minute", "short", "Jobs submitted to the DAGScheduler per minute."+c.note,
-		query("", c.rate(m("job.allJobs"), perMinute, a, ""), "jobs")))
-	d.WithPanel(series("Tasks per second: completed, failed, killed", "short", "All tasks of the application as the driver counts them."+appStatusNote+c.note,
-		query("", c.rate(m("tasks.completedTasks.count"), perSecond, a, ""), "completed"),
-		query("", c.rate(m("tasks.failedTasks.count"), perSecond, a, ""), "failed"),
-		query("", c.rate(m("tasks.killedTasks.count"), perSecond, a, ""), "killed")))
-	d.WithPanel(series("Jobs and stages per minute: finished", "short", "Jobs and stages that ended per minute."+appStatusNote+c.note,
-		query("", c.rate(m("jobs.succeededJobs.count"), perMinute, a, ""), "jobs succeeded"),
-		query("", c.rate(m("jobs.failedJobs.count"), perMinute, a, ""), "jobs failed"),
-		query("", c.rate(m("stages.completedStages.count"), perMinute, a, ""), "stages completed"),
-		query("", c.rate(m("stages.failedStages.count"), perMinute, a, ""), "stages failed"),
-		query("", c.rate(m("stages.skippedStages.count"), perMinute, a, ""), "stages skipped")))
-	d.WithPanel(series("Listener bus: events posted and dropped", "short", "Events per second posted to the driver's listener bus, and events dropped by each queue: dropped events mean the UI, event log or dynamic allocation miss information."+c.note,
-		query("", c.rate(m("numEventsPosted.count"), perSecond, a, ""), "posted"),
-		query("", c.rate(`/^queue\..+\.numDroppedEvents\.count$/`, perSecond, a, ""), "dropped: $m")))
+		query("", v.gaugeOf("max", spark.SchedulerActiveJobs, a, ""), "active jobs"),
+		query("", v.gaugeOf("max", spark.SchedulerRunningStages, a, ""), "running stages"),
+		query("", v.gaugeOf("max", spark.SchedulerWaitingStages, a, ""), "waiting stages"),
+		query("", v.gaugeOf("max", spark.SchedulerFailedStages, a, ""), "failed stages")))
+	d.WithPanel(series("Jobs submitted per minute", "short", "Jobs submitted to the DAGScheduler per minute."+v.note,
+		query("", v.rateOf(spark.SchedulerAllJobs, perMinute, a, ""), "jobs")))
+	d.WithPanel(series("Tasks per second: completed, failed, killed", "short", "All tasks of the application as the driver counts them."+appStatusNote+v.note,
+		query("", v.rateOf(spark.CompletedTasks, perSecond, a, ""), "completed"),
+		query("", v.rateOf(spark.FailedTasks, perSecond, a, ""), "failed"),
+		query("", v.rateOf(spark.KilledTasks, perSecond, a, ""), "killed")))
+	d.WithPanel(series("Jobs and stages per minute: finished", "short", "Jobs and stages that ended per minute."+appStatusNote+v.note,
+		query("", v.rateOf(spark.SucceededJobs, perMinute, a, ""), "jobs succeeded"),
+		query("", v.rateOf(spark.FailedJobs, perMinute, a, ""), "jobs failed"),
+		query("", v.rateOf(spark.CompletedStages, perMinute, a, ""), "stages completed"),
+		query("", v.rateOf(spark.FailedStages, perMinute, a, ""), "stages failed"),
+		query("", v.rateOf(spark.SkippedStages, perMinute, a, ""), "stages skipped")))
+	d.WithPanel(series("Listener bus: events posted and dropped", "short", "Events per second posted to the driver's listener bus, and events dropped by each queue: dropped events mean the UI, event log or dynamic allocation miss information."+v.note,
+		append([]*influxQLBuilder{query("", v.rateOf(spark.EventsPosted, perSecond, a, ""), "posted")},
+			v.listenerBus(func(c col, by, alias string) *influxQLBuilder {
+				return query("", v.rate(c, perSecond, a, by), "dropped: "+alias)
+			}, queueDropped)...)...))
 	d.WithPanel(series("Listener bus queue sizes", "short", "Events waiting in each listener bus queue (capacity spark.scheduler.listenerbus.eventqueue.capacity, 10000).",
-		query("", gaugeQ("max", `/^queue\..+\.size$/`, a, ""), "$m")))
+		v.listenerBus(func(c col, by, alias string) *influxQLBuilder {
+			return query("", gauge("max", c, a, by), alias)
+		}, queueSize)...))
 	d.WithPanel(series("Listener processing time, p99", "ms", "99th percentile of the time each listener and queue takes per event (Dropwizard timers, exponentially decaying reservoir).",
-		query("", gaugeQ("max", `/^(listenerProcessingTime\..+|queue\..+\.listenerProcessingTime)\.p99$/`, a, ""), "$m")))
+		v.listenerBus(func(c col, by, alias string) *influxQLBuilder {
+			return query("", gauge("max", c, a, by), alias)
+		}, listenerTimeP99, queueListenerTimeP99)...))
 	d.WithPanel(series("DAGScheduler event processing time", "ms", "Time the DAGScheduler takes per event: mean and 99th percentile.",
-		query("", gaugeQ("max", m("messageProcessingTime.mean"), a, ""), "mean"),
-		query("", gaugeQ("max", m("messageProcessingTime.p99"), a, ""), "p99")))
+		query("", v.gaugeOf("max", spark.SchedulerEventTimeMean, a, ""), "mean"),
+		query("", v.gaugeOf("max", spark.SchedulerEventTimeP99, a, ""), "p99")))
 	d.WithPanel(series("Block manager memory", "mbytes", "Storage memory and disk used by all block managers of the application, as the driver sums them.",
-		query("", gaugeQ("max", m("memory.memUsed_MB"), a, ""), "memory used"),
-		query("", gaugeQ("max", m("memory.remainingMem_MB"), a, ""), "memory remaining"),
-		query("", gaugeQ("max", m("disk.diskSpaceUsed_MB"), a, ""), "disk used")))
+		query("", v.gaugeOf("max", spark.BlockMemoryUsed, a, ""), "memory used"),
+		query("", v.gaugeOf("max", spark.BlockMemoryRemaining, a, ""), "memory remaining"),
+		query("", v.gaugeOf("max", spark.BlockDiskUsed, a, ""), "disk used")))
 	d.WithPanel(series("Dynamic allocation", "short", "Executors the application has, wants, and is adding or removing."+dynAllocNote,
-		query("", gaugeQ("max", m("executors.numberAllExecutors"), a, ""), "executors"),
-		query("", gaugeQ("max", m("executors.numberTargetExecutors"), a, ""), "target"),
-		query("", gaugeQ("max", m("executors.numberExecutorsToAdd"), a, ""), "to add"),
-		query("", gaugeQ("max", m("executors.numberExecutorsPendingToRemove"), a, ""), "pending removal")))
+		query("", v.gaugeOf("max", spark.AllExecutors, a, ""), "executors"),
+		query("", v.gaugeOf("max", spark.TargetExecutors, a, ""), "target"),
+		query("", v.gaugeOf("max", spark.ExecutorsToAdd, a, ""), "to add"),
+		query("", v.gaugeOf("max", spark.ExecutorsPendingToRemove, a, ""), "pending removal")))
 	d.WithPanel(series("Duration of the last finished job", "ms", "How long the latest job took, as the driver reports it."+appStatusNote,
-		query("", gaugeQ("max", m("jobDuration"), a, ""), "job duration")))
+		query("", v.gaugeOf("max", spark.JobDuration, a, ""), "job duration")))
 	d.WithPanel(series("Code generation time", "ms", "Whole-stage code generation compile time (mean and p99), driver and executors.",
-		query("", gaugeQ("max", m("compilationTime.mean"), []string{byApp, byProcess}, ""), "mean"),
-		query("", gaugeQ("max", m("compilationTime.p99"), []string{byApp, byProcess}, ""), "p99")))
+		query("", v.gaugeOf("max", spark.CompilationTimeMean, []string{byApp, byProcess}, ""), "mean"),
+		query("", v.gaugeOf("max", spark.CompilationTimeP99, []string{byApp, byProcess}, ""), "p99")))
 }
 
-func streaming(d *dashboard.DashboardBuilder, c counters) {
+func streaming(d *dashboard.DashboardBuilder, v variant) {
 	d.WithRow(dashboard.NewRowBuilder("Structured streaming"))
 	q := []string{byApp, `"id" =~ /^$query$/`}
 	d.WithPanel(series("Input and processing rate", "short", "Rows per second received and processed by each query in its last trigger: processing lower than input means the query falls behind."+streamingNote,
-		query("", gaugeQ("mean", m("inputRate-total"), q, `"id"`), "input $tag_id"),
-		query("", gaugeQ("mean", m("processingRate-total"), q, `"id"`), "processed $tag_id")))
+		query("", v.gaugeOf("mean", spark.StreamInputRate, q, `"id"`), "input $tag_id"),
+		query("", v.gaugeOf("mean", spark.StreamProcessingRate, q, `"id"`), "processed $tag_id")))
 	d.WithPanel(series("Trigger latency", "ms", "Duration of each query's last trigger."+streamingNote,
-		query("", gaugeQ("max", m("latency"), q, `"id"`), "$tag_id")))
+		query("", v.gaugeOf("max", spark.StreamLatency, q, `"id"`), "$tag_id")))
 	d.WithPanel(series("State rows", "short", "Rows kept in each query's state store."+streamingNote,
-		query("", gaugeQ("max", m("states-rowsTotal"), q, `"id"`), "$tag_id")))
+		query("", v.gaugeOf("max", spark.StreamStateRows, q, `"id"`), "$tag_id")))
 	d.WithPanel(series("State memory", "bytes", "Memory used by each query's state store."+streamingNote,
-		query("", gaugeQ("max", m("states-usedBytes"), q, `"id"`), "$tag_id")))
+		query("", v.gaugeOf("max", spark.StreamStateBytes, q, `"id"`), "$tag_id")))
 }
 
 // drillDown is a row repeated for every process of the drill variable.
-func drillDown(d *dashboard.DashboardBuilder, c counters) {
+func drillDown(d *dashboard.DashboardBuilder, v variant) {
 	one := []string{byApp, `"process" =~ /^$drill$/`}
 	p := func(b panel) panel { return b }
 	row := dashboard.NewRowBuilder("Process $drill").Repeat("drill").Collapsed(true)
 	for _, b := range []panel{
 		p(series("Active tasks", "short", "Tasks running on this executor.",
-			query("", gaugeQ("mean", m("threadpool.activeTasks"), one, ""), "active tasks")).Span(8)),
-		p(series("CPU (cores): tasks and JVM", "short", "Task CPU (success-only, at task end) against the JVM's CPU (continuous)."+coresNote+c.note,
-			query("", c.rate(m("cpuTime.count"), nsCores, one, ""), "task CPU"),
-			query("", c.rate(m("jvmCpuTime"), nsCores, one, ""), "JVM CPU")).Span(8)),
+			query("", v.gaugeOf("mean", spark.ActiveTasks, one, ""), "active tasks")).Span(8)),
+		p(series("CPU (cores): tasks and JVM", "short", "Task CPU (success-only, at task end) against the JVM's CPU (continuous)."+coresNote+v.note,
+			query("", v.rateOf(spark.CPUTime, nsCores, one, ""), "task CPU"),
+			query("", v.rateOf(spark.JVMCPUTime, nsCores, one, ""), "JVM CPU")).Span(8)),
 		p(series("Memory: heap, execution, resident", "bytes", "The JVM heap against execution memory and the resident size of the JVM and its Python workers."+heartbeatNote+processTree,
-			query("", gaugeQ("max", m("JVMHeapMemory"), one, ""), "JVM heap"),
-			query("", gaugeQ("max", m("OnHeapExecutionMemory"), one, ""), "execution"),
-			query("", gaugeQ("max", m("ProcessTreeJVMRSSMemory"), one, ""), "JVM RSS"),
-			query("", gaugeQ("max", m("ProcessTreePythonRSSMemory"), one, ""), "Python RSS")).Span(8)),
-		p(series("GC time share", "percentunit", "Share of wall-clock time in garbage collection."+c.note,
-			query("", c.rate(m("TotalGCTime"), msCores, one, ""), "GC")).Span(8)),
-		p(series("Shuffle read and written", "Bps", "Shuffle bytes per second."+c.note,
-			query("", c.rate(m("shuffleTotalBytesRead.count"), perSecond, one, ""), "read"),
-			query("", c.rate(m("shuffleBytesWritten.count"), perSecond, one, ""), "written")).Span(8)),
-		p(series("Input and output", "Bps", "Bytes per second tasks read and wrote."+c.note,
-			query("", c.rate(m("bytesRead.count"), perSecond, one, ""), "input"),
-			query("", c.rate(m("bytesWritten.count"), perSecond, one, ""), "output")).Span(8)),
+			query("", v.gaugeOf("max", spark.JVMHeapMemory, one, ""), "JVM heap"),
+			query("", v.gaugeOf("max", spark.OnHeapExecutionMemory, one, ""), "execution"),
+			query("", v.gaugeOf("max", spark.JVMRSSMemory, one, ""), "JVM RSS"),
+			query("", v.gaugeOf("max", spark.PythonRSSMemory, one, ""), "Python RSS")).Span(8)),
+		p(series("GC time share", "percentunit", "Share of wall-clock time in garbage collection."+v.note,
+			query("", v.rateOf(spark.TotalGCTime, msCores, one, ""), "GC")).Span(8)),
+		p(series("Shuffle read and written", "Bps", "Shuffle bytes per second."+v.note,
+			query("", v.rateOf(spark.ShuffleRead, perSecond, one, ""), "read"),
+			query("", v.rateOf(spark.ShuffleWritten, perSecond, one, ""), "written")).Span(8)),
+		p(series("Input and output", "Bps", "Bytes per second tasks read and wrote."+v.note,
+			query("", v.rateOf(spark.BytesRead, perSecond, one, ""), "input"),
+			query("", v.rateOf(spark.BytesWritten, perSecond, one, ""), "output")).Span(8)),
 	} {
 		row.WithPanel(b)
 	}

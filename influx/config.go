@@ -25,7 +25,12 @@ type Config struct {
 	TLS  *tls.Config // nil = Go's default
 	Gzip Gzip        // compress write requests; zero: GzipAuto
 
-	BatchSize       int           // points per write request
+	BatchSize int // points per write request
+	// BatchBytes bounds a write request's bytes as well: 5 000 points of
+	// the wide schema, each a process's report of one Spark source with
+	// tens of values, would make requests of several MiB, which cost
+	// InfluxDB more per value than requests of about one (bench/README.md).
+	BatchBytes      int
 	BatchTimeout    time.Duration // a partial batch is sent this long after its first point
 	MaxInFlight     int           // concurrent write requests
 	RequestTimeout  time.Duration // per request
@@ -60,6 +65,7 @@ type Target struct {
 const (
 	DefaultURL             = "http://127.0.0.1:8086"
 	DefaultBatchSize       = 5000
+	DefaultBatchBytes      = 1 << 20
 	DefaultBatchTimeout    = time.Second
 	DefaultMaxInFlight     = 2
 	DefaultRequestTimeout  = 10 * time.Second
@@ -77,6 +83,7 @@ func (c Config) WithDefaults() Config {
 		}
 	}
 	def(&c.BatchSize, DefaultBatchSize)
+	def(&c.BatchBytes, DefaultBatchBytes)
 	def(&c.MaxInFlight, DefaultMaxInFlight)
 	defDur := func(v *time.Duration, d time.Duration) {
 		if *v == 0 {

@@ -2,10 +2,12 @@
 // through the v2 write API (/api/v2/write; on 1.x the bucket is "db/rp" or
 // "db"), checks a target at start-up, and runs InfluxQL queries.
 //
-// A [Writer] has three stages. Its batcher ([Writer.Append]) copies blocks
-// of complete, already encoded lines into batches of Config.BatchSize
-// points (a partial batch is sealed Config.BatchTimeout after its first
-// point); the sealed batches wait in a [queue.Queue], in memory and, with
+// A [Writer] has three stages. Its batcher ([Writer.AppendLines]) copies
+// blocks of complete, already encoded lines, with where each ends
+// ([queue.Lines], recorded by the encoder), into batches of
+// Config.BatchSize points (a partial batch is sealed Config.BatchTimeout
+// after its first point); batches are cut and refused lines picked out by
+// those ends, never by looking for newlines again. The sealed batches wait in a [queue.Queue], in memory and, with
 // Config.Queue.Dir, on disk; Config.MaxInFlight senders take them, POST
 // them and acknowledge them. Requests go through influxdb-client-go's HTTP
 // service (token, user agent, TLS, timeout), whose raw answer gives the
@@ -13,7 +15,8 @@
 //
 // The contract:
 //
-//   - Append copies its input and returns; when the queue is full it waits
+//   - AppendLines (and Append, for producers that keep no line ends: the
+//     annotator's and the self-metrics' few points) copies its input and returns; when the queue is full it waits
 //     for room (a slow or absent InfluxDB slows a TCP reader down instead
 //     of growing memory), or, for a reader that cannot wait, returns false
 //     and keeps nothing.

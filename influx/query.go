@@ -43,19 +43,40 @@ type Series struct {
 
 // Query runs one InfluxQL statement against db (a 1.x database, or a 2.x
 // or 3.x bucket through its DBRP mapping) and returns the series of its
-// answer. Numbers are json.Number.
+// answer. Numbers are json.Number. It opens a connection for the one
+// statement: a reader that asks again and again keeps a Querier.
 func Query(ctx context.Context, cfg Config, db, q string) ([]Series, error) {
+	qr, err := NewQuerier(cfg)
+	if err != nil {
+		return nil, err
+	}
+	defer qr.Close()
+	return qr.Query(ctx, db, q)
+}
+
+// Querier runs InfluxQL statements over one HTTP client, whose
+// connections its statements share. It is safe for concurrent use.
+type Querier struct{ c *checker }
+
+// NewQuerier returns a Querier of the server cfg names.
+func NewQuerier(cfg Config) (*Querier, error) {
 	if err := cfg.Validate(); err != nil {
 		return nil, fmt.Errorf("influx: %w", err)
 	}
-	c := newChecker(cfg)
-	defer c.client.close()
-	series, err := c.series(ctx, db, q)
+	return &Querier{c: newChecker(cfg)}, nil
+}
+
+// Query is the package's Query, over q's connections.
+func (q *Querier) Query(ctx context.Context, db, statement string) ([]Series, error) {
+	series, err := q.c.series(ctx, db, statement)
 	if err != nil {
-		return nil, fmt.Errorf("influx: %s at %s: %w", q, c.url, err)
+		return nil, fmt.Errorf("influx: %s at %s: %w", statement, q.c.url, err)
 	}
 	return series, nil
 }
+
+// Close releases the Querier's idle connections.
+func (q *Querier) Close() { q.c.client.close() }
 
 // series runs one InfluxQL statement with POST /query (1.x refuses CREATE
 // over GET) and returns the series of its first result.

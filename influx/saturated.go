@@ -1,7 +1,6 @@
 package influx
 
 import (
-	"bytes"
 	"context"
 	"fmt"
 	"time"
@@ -28,41 +27,35 @@ type tagValues struct {
 
 const tagValuesTTL = time.Minute
 
-// withoutNewValues returns the lines of data (n lines of b) that add no
-// value to f's saturated tag, counting the others as refused.
-func (w *Writer) withoutNewValues(b *queue.Batch, data []byte, n int, f failure) ([]byte, int, error) {
+// withoutNewValues returns the lines (of b) that add no value to f's
+// saturated tag, counting the others as refused.
+func (w *Writer) withoutNewValues(b *queue.Batch, lines queue.Lines, f failure) (queue.Lines, error) {
 	if f.measurement == "" || f.tag == "" {
-		return nil, 0, fmt.Errorf("influx: max-values-per-tag without a measurement and tag: %s", f.text)
+		return queue.Lines{}, fmt.Errorf("influx: max-values-per-tag without a measurement and tag: %s", f.text)
 	}
 	values, err := w.saturatedValues(f.measurement, f.tag)
 	if err != nil {
 		w.dropLog.Warn("cannot read a saturated tag's values; retrying the batch", zap.String("measurement", f.measurement),
 			zap.String("tag", f.tag), zap.Error(err))
-		return nil, 0, err
+		return queue.Lines{}, err
 	}
-	var kept []byte
-	keptN, dropped := 0, 0
-	for rest := data; len(rest) > 0; {
-		end := bytes.IndexByte(rest, '\n') + 1
-		if end == 0 {
-			end = len(rest)
-		}
-		line := rest[:end]
-		rest = rest[end:]
+	var kept queue.Lines
+	dropped := 0
+	for i := range lines.Len() {
+		line := lines.Line(i)
 		if v, ok := tagOf(line, f.measurement, f.tag); ok {
 			if _, exists := values[v]; !exists {
 				dropped++
 				continue
 			}
 		}
-		kept = append(kept, line...)
-		keptN++
+		kept.Append(line)
 	}
 	b.Remaining.Add(-int64(dropped))
 	w.drop(f.reason, dropped)
 	w.dropLog.Warn("InfluxDB's max-values-per-tag is reached: points that would add a value are refused, the others sent again",
-		zap.String("measurement", f.measurement), zap.String("tag", f.tag), zap.Int("refused", dropped), zap.Int("kept", keptN))
-	return kept, keptN, nil
+		zap.String("measurement", f.measurement), zap.String("tag", f.tag), zap.Int("refused", dropped), zap.Int("kept", kept.Len()))
+	return kept, nil
 }
 
 // tagOf returns the value of tag in a line of measurement, if it has one.

@@ -5,6 +5,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"github.com/influxdata/line-protocol/v2/lineprotocol"
 	"math/rand/v2"
 	"net/http"
 	"regexp"
@@ -51,10 +52,11 @@ const firstBackoff = time.Second
 // refused, and splitting it when InfluxDB refuses it as a whole. It returns
 // false when Close gave up, or when a write fails while the queue drains
 // into its disk queue, which keeps b.
-func (w *Writer) deliver(b *queue.Batch, data []byte, n int) bool {
-	if data, n = w.withoutFullSeries(b, data, n); n == 0 {
+func (w *Writer) deliver(b *queue.Batch, lines queue.Lines) bool {
+	if lines = w.withoutFullSeries(b, lines); lines.Len() == 0 {
 		return true
 	}
+	n, data := lines.Len(), lines.Data
 	for attempt := 0; ; attempt++ {
 		start := time.Now()
 		a, err := w.post(data)
@@ -87,35 +89,37 @@ func (w *Writer) deliver(b *queue.Batch, data []byte, n int) bool {
 			return true
 		case actSaturated:
 			w.observe(n, took, ferr)
-			kept, keptN, err := w.withoutNewValues(b, data, n, f)
+			kept, err := w.withoutNewValues(b, lines, f)
 			if err != nil {
 				break // the tag's values could not be read: retried below
 			}
-			return keptN == 0 || w.deliver(b, kept, keptN)
+			return kept.Len() == 0 || w.deliver(b, kept)
 		case actSeriesFull:
 			w.observe(n, took, ferr)
-			cut := lineEnd(data, n/2)
-			if n == 1 || f.dropped >= n || cut >= len(data) {
-				w.refuseSeries(b, data, n, f) // all of them new
+			if n == 1 || f.dropped >= n {
+				w.refuseSeries(b, lines, f) // all of them new
 				return true
 			}
-			return w.deliver(b, data[:cut], n/2) && w.deliver(b, data[cut:], n-n/2)
+			head, tail := lines.Cut(n / 2)
+			return w.deliver(b, head) && w.deliver(b, tail)
 		case actDropLines:
 			w.observe(n, took, ferr)
-			rest, restN := w.withoutLines(b, data, f)
-			return restN == 0 || w.deliver(b, rest, restN)
+			rest := w.withoutLines(b, lines, f)
+			return rest.Len() == 0 || w.deliver(b, rest)
 		case actSplit:
 			w.observe(n, took, ferr)
 			if n == 1 {
+				if fields, ok := splitFields(lines.Line(0)); ok {
+					// A point of many metrics (a wide one): only the field
+					// the server will not take is to be lost, not the rest.
+					b.Remaining.Add(int64(fields.Len() - 1))
+					return w.deliver(b, fields)
+				}
 				w.refused(b, data, f)
 				return true
 			}
-			cut := lineEnd(data, n/2)
-			if cut >= len(data) { // fewer lines than counted: nothing left to split
-				w.refused(b, data, f)
-				return true
-			}
-			return w.deliver(b, data[:cut], n/2) && w.deliver(b, data[cut:], n-n/2)
+			head, tail := lines.Cut(n / 2)
+			return w.deliver(b, head) && w.deliver(b, tail)
 		}
 
 		select {
@@ -190,26 +194,90 @@ func (w *Writer) refused(b *queue.Batch, data []byte, f failure) {
 		zap.Int("status", f.status), zap.String("error", f.text), zap.String("line", line))
 }
 
-// withoutLines returns data (a request) without the lines f names, which
+// withoutLines returns lines (a request) without those f names, which
 // are counted and logged as refused.
-func (w *Writer) withoutLines(b *queue.Batch, data []byte, f failure) ([]byte, int) {
-	var rest []byte
-	restN, k := 0, 0
-	for i := 1; len(data) > 0; i++ {
-		end := bytes.IndexByte(data, '\n') + 1
-		if end == 0 {
-			end = len(data)
-		}
-		if k < len(f.lines) && f.lines[k] == i {
-			w.refused(b, data[:end], f)
+func (w *Writer) withoutLines(b *queue.Batch, lines queue.Lines, f failure) queue.Lines {
+	var rest queue.Lines
+	k := 0
+	for i := range lines.Len() {
+		if k < len(f.lines) && f.lines[k] == i+1 {
 			k++
+			if fields, ok := splitFields(lines.Line(i)); ok {
+				// Sent again a field a point, as in deliver.
+				b.Remaining.Add(int64(fields.Len() - 1))
+				rest.AppendLines(fields)
+				continue
+			}
+			w.refused(b, lines.Line(i), f)
 		} else {
-			rest = append(rest, data[:end]...)
-			restN++
+			rest.Append(lines.Line(i))
 		}
-		data = data[end:]
 	}
-	return rest, restN
+	return rest
+}
+
+// splitFields is a line of several fields as one point per field, with
+// its series and time, or false for a line of one field (or one that does
+// not parse). A refused line is split so that the server refuses the one
+// field it will not take — a type it holds otherwise, a table's column
+// limit — and stores the others.
+func splitFields(line []byte) (queue.Lines, bool) {
+	dec := lineprotocol.NewDecoderWithBytes(line)
+	if !dec.Next() {
+		return queue.Lines{}, false
+	}
+	m, err := dec.Measurement()
+	if err != nil {
+		return queue.Lines{}, false
+	}
+	type kv struct{ k, v []byte }
+	var tags []kv
+	for {
+		k, v, err := dec.NextTag()
+		if err != nil {
+			return queue.Lines{}, false
+		}
+		if k == nil {
+			break
+		}
+		tags = append(tags, kv{bytes.Clone(k), bytes.Clone(v)}) // the decoder may reuse its memory
+	}
+	type field struct {
+		k []byte
+		v lineprotocol.Value
+	}
+	var fields []field
+	for {
+		k, v, err := dec.NextField()
+		if err != nil {
+			return queue.Lines{}, false
+		}
+		if k == nil {
+			break
+		}
+		fields = append(fields, field{bytes.Clone(k), lineprotocol.MustNewValue(v.Interface())})
+	}
+	ts, err := dec.Time(lineprotocol.Nanosecond, time.Time{})
+	if err != nil || len(fields) < 2 {
+		return queue.Lines{}, false
+	}
+	var out queue.Lines
+	var enc lineprotocol.Encoder
+	enc.SetPrecision(lineprotocol.Nanosecond)
+	for _, f := range fields {
+		enc.Reset()
+		enc.StartLineRaw(m)
+		for _, t := range tags {
+			enc.AddTagRaw(t.k, t.v)
+		}
+		enc.AddFieldRaw(f.k, f.v)
+		enc.EndLine(ts) // a zero time writes none
+		if enc.Err() != nil {
+			return queue.Lines{}, false
+		}
+		out.Append(enc.Bytes())
+	}
+	return out, true
 }
 
 // backoff is the wait before retry number attempt+1: 1s doubling up to max,

@@ -51,17 +51,16 @@ func seriesKey(line []byte) []byte {
 
 func seriesHash(line []byte) uint64 { return maphash.Bytes(seriesSeed, seriesKey(line)) }
 
-// refuseSeries counts data's n lines (all of new series) as refused and
-// remembers their series.
-func (w *Writer) refuseSeries(b *queue.Batch, data []byte, n int, f failure) {
+// refuseSeries counts lines (all of new series) as refused and remembers
+// their series.
+func (w *Writer) refuseSeries(b *queue.Batch, lines queue.Lines, f failure) {
+	n := lines.Len()
 	w.full.mu.Lock()
 	if w.full.keys == nil || time.Since(w.full.since) > fullSeriesTTL {
 		w.full.keys, w.full.since = map[uint64]struct{}{}, time.Now()
 	}
-	for rest := data; len(rest) > 0 && len(w.full.keys) < fullSeriesMax; {
-		end := lineEnd(rest, 1)
-		w.full.keys[seriesHash(rest[:end])] = struct{}{}
-		rest = rest[end:]
+	for i := 0; i < n && len(w.full.keys) < fullSeriesMax; i++ {
+		w.full.keys[seriesHash(lines.Line(i))] = struct{}{}
 	}
 	w.full.mu.Unlock()
 	b.Remaining.Add(-int64(n))
@@ -70,36 +69,32 @@ func (w *Writer) refuseSeries(b *queue.Batch, data []byte, n int, f failure) {
 		zap.Int("refused", n), zap.String("error", f.text))
 }
 
-// withoutFullSeries returns data (n lines of b) without the lines of series
-// InfluxDB refused as new at max-series-per-database, counting those as
-// refused.
-func (w *Writer) withoutFullSeries(b *queue.Batch, data []byte, n int) ([]byte, int) {
+// withoutFullSeries returns lines (of b) without those of series InfluxDB
+// refused as new at max-series-per-database, counting those as refused.
+func (w *Writer) withoutFullSeries(b *queue.Batch, lines queue.Lines) queue.Lines {
 	w.full.mu.Lock()
 	defer w.full.mu.Unlock()
 	if len(w.full.keys) == 0 {
-		return data, n
+		return lines
 	}
 	if time.Since(w.full.since) > fullSeriesTTL {
 		w.full.keys = nil
-		return data, n
+		return lines
 	}
-	var kept []byte
-	keptN, dropped := 0, 0
-	for rest := data; len(rest) > 0; {
-		end := lineEnd(rest, 1)
-		line := rest[:end]
-		rest = rest[end:]
+	var kept queue.Lines
+	dropped := 0
+	for i := range lines.Len() {
+		line := lines.Line(i)
 		if _, ok := w.full.keys[seriesHash(line)]; ok {
 			dropped++
 			continue
 		}
-		kept = append(kept, line...)
-		keptN++
+		kept.Append(line)
 	}
 	if dropped == 0 {
-		return data, n
+		return lines
 	}
 	b.Remaining.Add(-int64(dropped))
 	w.drop(DropMaxSeries, dropped)
-	return kept, keptN
+	return kept
 }

@@ -1,7 +1,6 @@
 package influx
 
 import (
-	"bytes"
 	"context"
 	"errors"
 	"fmt"
@@ -34,8 +33,7 @@ type Writer struct {
 
 	// The batcher: the batch being filled.
 	mu       sync.Mutex
-	cur      []byte
-	curPts   int
+	cur      queue.Lines // the batch being filled; its Len() is its points
 	curFirst time.Time
 	timer    *time.Timer // seals a partial batch BatchTimeout after its first point
 	closing  bool
@@ -113,11 +111,9 @@ func NewWriter(cfg Config, t Target) (*Writer, error) {
 }
 
 // Append copies n complete lines, each ending in '\n', into the current
-// batch. When the queue has no room it waits (wait) — a TCP reader then
-// slows its sender down — or returns false and keeps nothing, for a reader
-// that cannot wait (UDP). After Close the lines are dropped, counted under
-// "writer closed", and Append returns true: there is nothing for the
-// caller to count.
+// batch: AppendLines for producers that keep no ends, such as the
+// annotator's few points per poll; their lines are found once here, and n
+// is what they are counted as when they are dropped.
 func (w *Writer) Append(lines []byte, n int, wait bool) bool {
 	if n <= 0 || len(lines) == 0 {
 		return true
@@ -126,7 +122,24 @@ func (w *Writer) Append(lines []byte, n int, wait bool) bool {
 		// A caller bug must not glue two points together.
 		lines = append(lines[:len(lines):len(lines)], '\n')
 	}
-	err := w.q.Reserve(len(lines), false)
+	return w.appendLines(queue.Scan(lines), n, wait)
+}
+
+// AppendLines copies complete lines into the current batch. When the
+// queue has no room it waits (wait) — a TCP reader then slows its sender
+// down — or returns false and keeps nothing, for a reader that cannot wait
+// (UDP). After Close the lines are dropped, counted under DropWriterClosed:
+// true then means there is nothing left for the caller to count.
+func (w *Writer) AppendLines(l queue.Lines, wait bool) bool {
+	return w.appendLines(l, l.Len(), wait)
+}
+
+func (w *Writer) appendLines(l queue.Lines, n int, wait bool) bool {
+	if l.Len() == 0 {
+		return true
+	}
+	size := len(l.Data)
+	err := w.q.Reserve(size, false)
 	if errors.Is(err, queue.ErrFull) {
 		// With nothing sealed to send, the senders would idle while the
 		// partial batch waits for its timer. With batches waiting, it is
@@ -138,7 +151,7 @@ func (w *Writer) Append(lines []byte, n int, wait bool) bool {
 		if !wait {
 			return false
 		}
-		err = w.q.Reserve(len(lines), true)
+		err = w.q.Reserve(size, true)
 	}
 	if err != nil {
 		w.drop(DropWriterClosed, n)
@@ -147,20 +160,19 @@ func (w *Writer) Append(lines []byte, n int, wait bool) bool {
 	}
 	w.mu.Lock()
 	defer w.mu.Unlock()
-	for n > 0 && len(lines) > 0 {
-		room := w.cfg.BatchSize - w.curPts
-		take, cut := n, len(lines)
-		if n > room {
-			take, cut = room, lineEnd(lines, room)
-		}
-		if w.curPts == 0 {
+	for l.Len() > 0 {
+		if w.cur.Len() == 0 {
 			w.start()
 		}
-		w.cur = append(w.cur, lines[:cut]...)
-		w.curPts += take
-		lines, n = lines[cut:], n-take
-		if w.curPts >= w.cfg.BatchSize {
-			w.seal()
+		k := min(l.Len(), w.cfg.BatchSize-w.cur.Len(), l.Within(w.cfg.BatchBytes-len(w.cur.Data)))
+		if k == 0 && w.cur.Len() == 0 {
+			k = 1 // a line larger than BatchBytes goes alone
+		}
+		var take queue.Lines
+		take, l = l.Cut(k)
+		w.cur.AppendLines(take)
+		if l.Len() > 0 || w.cur.Len() >= w.cfg.BatchSize || len(w.cur.Data) >= w.cfg.BatchBytes {
+			w.seal() // full: what is left goes to the next batch
 		}
 	}
 	if w.closing {
@@ -193,20 +205,6 @@ func (w *Writer) Idle(ctx context.Context) error {
 	return nil
 }
 
-// lineEnd is the offset just after the k-th newline of b (k ≥ 1), or len(b)
-// when b has fewer lines than the caller said.
-func lineEnd(b []byte, k int) int {
-	off := 0
-	for range k {
-		i := bytes.IndexByte(b[off:], '\n')
-		if i < 0 {
-			return len(b)
-		}
-		off += i + 1
-	}
-	return off
-}
-
 // start begins a batch in memory the queue recycles, and arms its timer.
 // Called with mu held.
 func (w *Writer) start() {
@@ -225,18 +223,18 @@ func (w *Writer) start() {
 func (w *Writer) onTimer() {
 	w.mu.Lock()
 	defer w.mu.Unlock()
-	if w.curPts > 0 && time.Since(w.curFirst) >= w.cfg.BatchTimeout {
+	if w.cur.Len() > 0 && time.Since(w.curFirst) >= w.cfg.BatchTimeout {
 		w.seal()
 	}
 }
 
 // seal hands the current batch to the queue. Called with mu held.
 func (w *Writer) seal() {
-	if w.curPts == 0 {
+	if w.cur.Len() == 0 {
 		return
 	}
-	w.q.Put(&queue.Batch{Data: w.cur, Points: w.curPts, First: w.curFirst})
-	w.cur, w.curPts = nil, 0
+	w.q.Put(&queue.Batch{Data: w.cur.Data, Ends: w.cur.Ends, Points: w.cur.Len(), First: w.curFirst})
+	w.cur = queue.Lines{}
 	if w.timer != nil {
 		w.timer.Stop()
 	}
@@ -250,7 +248,7 @@ func (w *Writer) sendLoop() {
 		if !ok {
 			return
 		}
-		if !w.deliver(b, b.Data, b.Points) {
+		if !w.deliver(b, b.Lines()) {
 			w.q.Release(b) // Close gave up, or the queue keeps b on disk
 			return
 		}
@@ -325,7 +323,7 @@ func (w *Writer) Stats() Stats {
 	}
 	oldest := qs.Oldest
 	w.mu.Lock()
-	if w.curPts > 0 {
+	if w.cur.Len() > 0 {
 		s.QueuedBatches++
 		if oldest.IsZero() || w.curFirst.Before(oldest) {
 			oldest = w.curFirst

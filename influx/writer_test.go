@@ -59,11 +59,10 @@ func TestBatchesBySize(t *testing.T) {
 	f := &fakeInflux{}
 	w := newTestWriter(t, f, Config{Token: "user:pw", Gzip: GzipOn, BatchSize: 100, BatchTimeout: time.Hour})
 	all := lines(0, 250)
-	for off, i := 0, 0; i < 250; i += 30 { // blocks of 30 lines cross batch boundaries
-		n := min(30, 250-i)
-		end := off + lineEnd(all[off:], n)
-		w.Append(all[off:end], n, true)
-		off = end
+	for rest := queue.Scan(all); rest.Len() > 0; { // blocks of 30 lines cross batch boundaries
+		var block queue.Lines
+		block, rest = rest.Cut(min(30, rest.Len()))
+		w.AppendLines(block, true)
 	}
 	closeOK(t, w)
 
@@ -536,4 +535,91 @@ func TestTokenNeverLogged(t *testing.T) {
 			t.Errorf("Check: %v", err)
 		}
 	})
+}
+
+// A refused line of several fields (a wide point: a process's report of
+// one Spark source) is sent again a field a point, so that only the field
+// the server will not take is lost: InfluxDB 3 refusing a new column past
+// its table's limit, or a field of another type, must not take the
+// source's other metrics with it.
+func TestRefusedWidePointKeepsItsOtherFields(t *testing.T) {
+	for _, c := range []struct {
+		name   string
+		answer func(line int, l string) string
+	}{
+		{"the line named (InfluxDB 3.0–3.4.1)", func(line int, l string) string {
+			return fmt.Sprintf(`{"error":"parsing failed for write_lp endpoint","data":{"original_line":%q,"line_number":%d,"error_message":"invalid column type for column 'bad', expected iox::column_type::field::float, got iox::column_type::field::integer"}}`, l, line)
+		}},
+		{"the request refused whole (InfluxDB 2.x, 3.4.2+)", func(int, string) string {
+			return `{"code":"invalid","message":"write buffer error: line protocol parse failed: column limit reached"}`
+		}},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			synctest.Test(t, func(t *testing.T) {
+				f := &fakeInflux{respond: func(r *request, n int) (int, http.Header, string) {
+					for i, l := range r.lines {
+						if strings.Contains(l, "bad=") {
+							return http.StatusBadRequest, nil, c.answer(i+1, l)
+						}
+					}
+					return http.StatusNoContent, nil, ""
+				}}
+				log, _ := observed()
+				w := newBubbleWriter(t, f, Config{BatchSize: 20, Logger: log})
+				block := "jvm,applicationid=app-1,process=3 heap.used=9 1795300000000000000\n" +
+					"executor,applicationid=app-1,process=3 cpuTime.count=5,bad=1i,runTime.count=7,x\\ y=\"a,b c\" 1795300000000000000\n"
+				w.Append([]byte(block), 2, true)
+				closeOK(t, w)
+				stored := f.storedLines()
+				slices.Sort(stored)
+				want := []string{
+					"executor,applicationid=app-1,process=3 cpuTime.count=5 1795300000000000000",
+					"executor,applicationid=app-1,process=3 runTime.count=7 1795300000000000000",
+					"executor,applicationid=app-1,process=3 x\\ y=\"a,b c\" 1795300000000000000",
+					"jvm,applicationid=app-1,process=3 heap.used=9 1795300000000000000",
+				}
+				if !slices.Equal(stored, want) {
+					t.Errorf("stored\n%s\nwant\n%s", strings.Join(stored, "\n"), strings.Join(want, "\n"))
+				}
+				st := w.Stats()
+				dropped := 0
+				for _, n := range st.PointsDropped {
+					dropped += int(n)
+				}
+				if dropped != 1 || st.PointsWritten != 4 {
+					t.Errorf("stats %+v: want the one field refused and 4 points written", st)
+				}
+			})
+		})
+	}
+}
+
+// A batch is also cut by its bytes: points of many values (the wide
+// schema's) make requests of about BatchBytes, not of BatchSize points;
+// a line larger than BatchBytes goes alone.
+func TestBatchesByBytes(t *testing.T) {
+	f := &fakeInflux{}
+	w := newTestWriter(t, f, Config{BatchSize: 1000, BatchBytes: 1000, BatchTimeout: time.Hour})
+	var block []byte
+	for i := range 30 {
+		block = fmt.Appendf(block, "m,i=%02d %s 1\n", i, strings.Repeat("f=1,", 20)+"g=2") // 100 bytes
+	}
+	big := "m,i=big " + strings.Repeat("f=1,", 400) + "g=2 1\n"
+	w.Append(block, 30, true)
+	w.Append([]byte(big), 1, true)
+	closeOK(t, w)
+	var sizes []int
+	for _, r := range f.requests() {
+		n := 0
+		for _, l := range r.lines {
+			n += len(l) + 1
+		}
+		sizes = append(sizes, n)
+		if n > 1000 && len(r.lines) > 1 {
+			t.Errorf("a request of %d lines and %d bytes", len(r.lines), n)
+		}
+	}
+	if len(sizes) != 4 || len(f.storedLines()) != 31 {
+		t.Errorf("requests of %v bytes, %d lines stored: want 3 of 1000 and the large line alone", sizes, len(f.storedLines()))
+	}
 }

@@ -17,6 +17,7 @@ import (
 
 	"github.com/sparkpulse/sparkpulse/annotate"
 	"github.com/sparkpulse/sparkpulse/influx"
+	"github.com/sparkpulse/sparkpulse/spark"
 )
 
 // Config says where a Querier reads.
@@ -26,6 +27,8 @@ type Config struct {
 	// database), AnnotationsDB the annotations ([annotate]'s); either
 	// defaults to the other.
 	MetricsDB, AnnotationsDB string
+	// Schemas are the shapes MetricsDB may hold; nil: both.
+	Schemas []spark.Schema
 	// AdminURL is sparkpulse's admin endpoint (http://host:port); "" leaves
 	// its figures out.
 	AdminURL string
@@ -44,6 +47,7 @@ const busyWindow = time.Minute
 type Querier struct {
 	cfg  Config
 	http *http.Client
+	db   *influx.Querier // one client for the statements of every frame
 
 	seen []linesSeen // the last minute's reads of the lines received, for lines/s
 }
@@ -72,8 +76,15 @@ func NewQuerier(cfg Config) (*Querier, error) {
 		return nil, fmt.Errorf("live: %w", err)
 	}
 	cfg.Interval = cmp.Or(cfg.Interval, DefaultInterval)
+	if len(cfg.Schemas) == 0 {
+		cfg.Schemas = []spark.Schema{spark.SchemaWide, spark.SchemaCERN}
+	}
 	cfg.AdminURL = strings.TrimSuffix(cfg.AdminURL, "/")
-	return &Querier{cfg: cfg, http: &http.Client{Timeout: 5 * time.Second}}, nil
+	db, err := influx.NewQuerier(cfg.Influx)
+	if err != nil {
+		return nil, fmt.Errorf("live: %w", err)
+	}
+	return &Querier{cfg: cfg, http: &http.Client{Timeout: 5 * time.Second}, db: db}, nil
 }
 
 // Snapshot reads one frame's data at now.
@@ -100,7 +111,7 @@ func (q *Querier) Snapshot(ctx context.Context, now time.Time) Snapshot {
 // readInflux reads the applications and verdicts.
 func (q *Querier) readInflux(ctx context.Context, s *Snapshot) error {
 	since := fmt.Sprintf("time >= %dms", q.cfg.Since.UnixMilli())
-	ann, met := q.cfg.AnnotationsDB, q.cfg.MetricsDB
+	ann := q.cfg.AnnotationsDB
 
 	// The latest fact of each application: start (running), end or lost.
 	appFacts, err := q.query(ctx, ann, fmt.Sprintf(`SELECT "status", "app_id" FROM %s WHERE %s GROUP BY "applicationid", "appname" ORDER BY time DESC LIMIT 1`,
@@ -187,8 +198,8 @@ func (q *Querier) readInflux(ctx context.Context, s *Snapshot) error {
 	}
 	window := s.At.Sub(from)
 	if window >= time.Second {
-		busy, err := q.query(ctx, met, fmt.Sprintf(`SELECT sum("delta") FROM %s WHERE time >= %dms AND time <= %dms GROUP BY "applicationid"`,
-			influx.QuoteIdent("runTime.count"), from.UnixMilli(), s.At.UnixMilli()))
+		busy, err := q.stream(ctx, "sum", spark.RunTime, true, fmt.Sprintf(`time >= %dms AND time <= %dms GROUP BY "applicationid"`,
+			from.UnixMilli(), s.At.UnixMilli()))
 		if err != nil {
 			return err
 		}
@@ -201,7 +212,7 @@ func (q *Querier) readInflux(ctx context.Context, s *Snapshot) error {
 			if a := apps[sr.Tags["applicationid"]]; a != nil {
 				for _, row := range rows(sr) {
 					if ms, ok := row.num("sum"); ok {
-						a.Busy, a.BusyWindow = ms/1000/window.Seconds(), window
+						a.Busy, a.BusyWindow = max(a.Busy, 0)+ms/1000/window.Seconds(), window
 					}
 				}
 			}
@@ -210,14 +221,12 @@ func (q *Querier) readInflux(ctx context.Context, s *Snapshot) error {
 
 	// Heap: each executor's peak against its limit; the application
 	// shows the executor nearest its limit.
-	notDriver := ` AND "process" != 'driver'`
-	peaks, err := q.query(ctx, met, fmt.Sprintf(`SELECT max("value") FROM %s WHERE %s%s GROUP BY "applicationid", "process"`,
-		influx.QuoteIdent("JVMHeapMemory"), since, notDriver))
+	executors := since + ` AND "process" != 'driver' GROUP BY "applicationid", "process"`
+	peaks, err := q.stream(ctx, "max", spark.JVMHeapMemory, false, executors)
 	if err != nil {
 		return err
 	}
-	limits, err := q.query(ctx, met, fmt.Sprintf(`SELECT last("value") FROM %s WHERE %s%s GROUP BY "applicationid", "process"`,
-		influx.QuoteIdent("heap.max"), since, notDriver))
+	limits, err := q.stream(ctx, "last", spark.HeapMax, false, executors)
 	if err != nil {
 		return err
 	}
@@ -225,7 +234,8 @@ func (q *Querier) readInflux(ctx context.Context, s *Snapshot) error {
 	for _, sr := range limits {
 		for _, row := range rows(sr) {
 			if v, ok := row.num("last"); ok {
-				limit[[2]string{sr.Tags["applicationid"], sr.Tags["process"]}] = v
+				k := [2]string{sr.Tags["applicationid"], sr.Tags["process"]}
+				limit[k] = max(limit[k], v)
 			}
 		}
 	}
@@ -314,10 +324,31 @@ func (q *Querier) readVerdicts(ctx context.Context, s *Snapshot, since string) e
 	return nil
 }
 
+// stream reads one metric of the metrics stream with one aggregate (the
+// column is named after it) of its value, or of its delta, in each shape
+// the database may hold: the series of every shape, for the caller to add
+// up.
+func (q *Querier) stream(ctx context.Context, fn string, m spark.Metric, delta bool, where string) ([]influx.Series, error) {
+	var out []influx.Series
+	for _, sc := range q.cfg.Schemas {
+		field := sc.Field(m)
+		if delta {
+			field = sc.DeltaField(m)
+		}
+		series, err := q.query(ctx, q.cfg.MetricsDB, fmt.Sprintf(`SELECT %s(%s) AS %s FROM %s WHERE %s`,
+			fn, influx.QuoteIdent(field), influx.QuoteIdent(fn), influx.QuoteIdent(sc.Measurement(m)), where))
+		if err != nil {
+			return nil, err
+		}
+		out = append(out, series...)
+	}
+	return out, nil
+}
+
 // query runs one InfluxQL statement; a database that does not exist yet
 // reads as empty.
 func (q *Querier) query(ctx context.Context, db, stmt string) ([]influx.Series, error) {
-	series, err := influx.Query(ctx, q.cfg.Influx, db, stmt)
+	series, err := q.db.Query(ctx, db, stmt)
 	if err != nil && strings.Contains(err.Error(), "database not found") {
 		return nil, nil
 	}

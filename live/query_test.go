@@ -15,19 +15,55 @@ import (
 
 	"github.com/sparkpulse/sparkpulse/influx"
 	"github.com/sparkpulse/sparkpulse/influx/influxtest"
+	"github.com/sparkpulse/sparkpulse/spark"
 )
 
 // The querier reads applications, executors, busy cores, heap peaks, jobs
-// and verdicts from a real InfluxDB, only those dated from Since on.
+// and verdicts from a real InfluxDB, only those dated from Since on, with
+// the metrics stream in either shape, or in both (a database written
+// before and after a change of schema).
 func TestQuerierReadsInfluxDB(t *testing.T) {
 	srv := influxtest.Start(t)
-	srv.Exec(t, "CREATE DATABASE spark")
+	wide, cern := spark.SchemaWide, spark.SchemaCERN
+	for _, tc := range []struct {
+		name    string
+		written []spark.Schema // the stream's points take these shapes in turn
+		read    []spark.Schema // Config.Schemas
+	}{
+		{"wide", []spark.Schema{wide}, nil},
+		{"cern", []spark.Schema{cern}, []spark.Schema{cern}},
+		{"both", []spark.Schema{cern, wide}, nil},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			db := "spark_" + tc.name
+			srv.Exec(t, "CREATE DATABASE "+db)
+			querierReadsInfluxDB(t, srv.URL, db, tc.written, tc.read)
+		})
+	}
+}
+
+func querierReadsInfluxDB(t *testing.T, url, db string, written, read []spark.Schema) {
 	now := time.Now().Truncate(time.Second)
 	since := now.Add(-2 * time.Minute)
 	ms := func(d time.Duration) int64 { return now.Add(d).UnixNano() }
 	const a1, a2, old = "app-20260302140000-0001", "app-20260302140000-0002", "app-20260302130000-0009"
 	var lp strings.Builder
 	line := func(format string, a ...any) { fmt.Fprintf(&lp, format+"\n", a...) }
+	points := 0
+	// stream writes a point of the metrics stream; delta < 0: none.
+	stream := func(m spark.Metric, process string, value, delta float64, at time.Duration) {
+		sc := written[points%len(written)]
+		points++
+		tags := fmt.Sprintf("applicationid=%s,process=%s", a1, process)
+		if ns := sc.Namespace(m); ns != "" {
+			tags = "applicationid=" + a1 + ",namespace=" + ns + ",process=" + process
+		}
+		fields := fmt.Sprintf("%s=%g", sc.Field(m), value)
+		if delta >= 0 {
+			fields += fmt.Sprintf(",%s=%g", sc.DeltaField(m), delta)
+		}
+		line("%s,%s %s %d", sc.Measurement(m), tags, fields, ms(at))
+	}
 	// An application of an earlier run: not shown.
 	line(`spark_app,applicationid=%s,appname=old fact="start",status="RUNNING",app_id="%s" %d`, old, old, ms(-time.Hour))
 	// a1: running, 2 live executors of 4 cores and one removed, job 3 running after job 2 failed.
@@ -39,26 +75,26 @@ func TestQuerierReadsInfluxDB(t *testing.T) {
 	line(`spark_job,applicationid=%s fact="end",job_id=2i,status="FAILED" %d`, a1, ms(-60*time.Second)+1)
 	line(`spark_job,applicationid=%s fact="start",job_id=3i,status="RUNNING" %d`, a1, ms(-30*time.Second))
 	// 36 s of task time in the last minute over two executors: 0.6 cores busy.
-	line(`runTime.count,applicationid=%s,process=1 value=50000,delta=20000 %d`, a1, ms(-40*time.Second))
-	line(`runTime.count,applicationid=%s,process=2 value=50000,delta=16000 %d`, a1, ms(-10*time.Second))
-	line(`runTime.count,applicationid=%s,process=2 value=34000,delta=99000 %d`, a1, ms(-100*time.Second)) // before the window
+	stream(spark.RunTime, "1", 50000, 20000, -40*time.Second)
+	stream(spark.RunTime, "2", 50000, 16000, -10*time.Second)
+	stream(spark.RunTime, "2", 34000, 99000, -100*time.Second) // before the window
 	// Heap: executor 2 is nearer its limit than executor 1 with a larger peak.
-	line(`JVMHeapMemory,applicationid=%s,process=1 value=3000000000 %d`, a1, ms(-30*time.Second))
-	line(`heap.max,applicationid=%s,process=1 value=8589934592 %d`, a1, ms(-30*time.Second))
-	line(`JVMHeapMemory,applicationid=%s,process=2 value=2000000000 %d`, a1, ms(-30*time.Second))
-	line(`heap.max,applicationid=%s,process=2 value=2147483648 %d`, a1, ms(-30*time.Second))
-	line(`JVMHeapMemory,applicationid=%s,process=driver value=4000000000 %d`, a1, ms(-30*time.Second))
+	stream(spark.JVMHeapMemory, "1", 3000000000, -1, -30*time.Second)
+	stream(spark.HeapMax, "1", 8589934592, -1, -30*time.Second)
+	stream(spark.JVMHeapMemory, "2", 2000000000, -1, -30*time.Second)
+	stream(spark.HeapMax, "2", 2147483648, -1, -30*time.Second)
+	stream(spark.JVMHeapMemory, "driver", 4000000000, -1, -30*time.Second)
 	// a2: ended, accounted and reconciled.
 	line(`spark_app,applicationid=%s,appname=ml fact="start",status="RUNNING",app_id="%s" %d`, a2, a2, ms(-100*time.Second))
 	line(`spark_app,applicationid=%s,appname=ml fact="end",status="COMPLETED",app_id="%s" %d`, a2, a2, ms(-100*time.Second)+1)
 	line(`spark_app_usage,applicationid=%s,appname=ml fact="end",app_id="%s",executors=4i,executor_core_seconds=7200,executor_memory_byte_seconds=%d,cpu_utilisation=0.25 %d`,
 		a2, a2, int64(3600)<<30, ms(-5*time.Second))
 	line(`spark_reconcile,applicationid=%s,appname=ml verdict="exact",text="the stream's totals match Spark's" %d`, a2, ms(-5*time.Second))
-	if err := post(srv.URL+"/write?db=spark", lp.String()); err != nil {
+	if err := post(url+"/write?db="+db, lp.String()); err != nil {
 		t.Fatal(err)
 	}
 
-	q, err := NewQuerier(Config{Influx: influx.Config{URL: srv.URL}, MetricsDB: "spark", Since: since})
+	q, err := NewQuerier(Config{Influx: influx.Config{URL: url}, MetricsDB: db, Schemas: read, Since: since})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -87,7 +123,7 @@ func TestQuerierReadsInfluxDB(t *testing.T) {
 	}
 
 	// A database not created yet reads as no application, not an error.
-	q, _ = NewQuerier(Config{Influx: influx.Config{URL: srv.URL}, MetricsDB: "nothing", Since: since})
+	q, _ = NewQuerier(Config{Influx: influx.Config{URL: url}, MetricsDB: "nothing", Since: since})
 	if s := q.Snapshot(context.Background(), now); s.QueryErr != "" || len(s.Apps) != 0 {
 		t.Errorf("missing database: %+v", s)
 	}

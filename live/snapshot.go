@@ -6,7 +6,7 @@
 // InfluxDB (spark_app, spark_job, spark_executor), their busy cores and
 // heap peaks from the metrics stream (runTime.count's deltas,
 // JVMHeapMemory against heap.max, as the built-in Spark mapping names
-// them), the accounting and reconciliation of those that ended
+// them, in the shapes Config.Schemas says it holds), the accounting and reconciliation of those that ended
 // (spark_app_usage, spark_reconcile), and sparkpulse's own figures from
 // its admin endpoint's /metrics. Only data dated from Since on is read, so
 // that rows of an earlier run do not show. Render draws a Snapshot as at

@@ -43,10 +43,12 @@ import (
 	"go.uber.org/zap"
 )
 
-// Batch is a run of complete lines of line protocol, each ending in '\n'.
+// Batch is a run of complete lines of line protocol, each ending in '\n',
+// and where each ends (see Lines).
 type Batch struct {
 	Data   []byte
-	Points int
+	Ends   []int32   // Lines' Ends, from 0
+	Points int       // the points it counts: its lines, or fewer for a record kept on disk after part of it was delivered
 	First  time.Time // when its first point was taken
 	// Remaining counts its points neither delivered nor refused yet. A
 	// sender that delivers a batch in parts takes them off; Close keeps a
@@ -56,6 +58,9 @@ type Batch struct {
 
 	fromDisk bool
 }
+
+// Lines is the batch's lines.
+func (b *Batch) Lines() Lines { return Lines{Data: b.Data, Ends: b.Ends} }
 
 // Config bounds a Queue. Zero values select the defaults.
 type Config struct {
@@ -138,6 +143,7 @@ type Queue struct {
 	out      []*Batch  // memory batches handed out and not acknowledged
 	bytes    int       // reserved: batches being filled, waiting and out
 	free     [][]byte  // memory of done batches, for later ones
+	freeEnds [][]int32 // and of their line ends
 	freeCap  int       // bytes of the buffers in free
 	lastSize int       // bytes of the last batch put, to size the next
 	disk     *diskQueue
@@ -226,9 +232,15 @@ func (q *Queue) Put(b *Batch) {
 
 // Buffer returns memory for a new batch: that of a done batch about as
 // large as the last one put, or a new buffer of about that size.
-func (q *Queue) Buffer() []byte {
+func (q *Queue) Buffer() Lines {
 	q.mu.Lock()
 	defer q.mu.Unlock()
+	var ends []int32
+	if n := len(q.freeEnds); n > 0 {
+		ends = q.freeEnds[n-1][:0]
+		q.freeEnds[n-1] = nil
+		q.freeEnds = q.freeEnds[:n-1]
+	}
 	size := min(max(q.lastSize+q.lastSize/8, 4<<10), q.cfg.MaxBytes)
 	for len(q.free) > 0 {
 		buf := q.free[len(q.free)-1]
@@ -238,10 +250,10 @@ func (q *Queue) Buffer() []byte {
 		// One from a time of much smaller or larger batches is let go; a
 		// slightly small one grows in the rare case it falls short.
 		if c := cap(buf); c >= q.lastSize-q.lastSize/8 && c <= 4*size {
-			return buf[:0]
+			return Lines{Data: buf[:0], Ends: ends}
 		}
 	}
-	return make([]byte, 0, size)
+	return Lines{Data: make([]byte, 0, size), Ends: ends}
 }
 
 // minFree done batches are always kept for reuse: enough for the batches
@@ -257,8 +269,11 @@ func (q *Queue) recycle(b *Batch) {
 	if c := cap(b.Data); !b.fromDisk && (len(q.free) < minFree || q.bytes+q.freeCap+c <= q.cfg.MaxBytes) {
 		q.free = append(q.free, b.Data)
 		q.freeCap += c
+		if len(q.freeEnds) < minFree {
+			q.freeEnds = append(q.freeEnds, b.Ends)
+		}
 	}
-	b.Data = nil
+	b.Data, b.Ends = nil, nil
 }
 
 // WaitEmpty returns true once nothing is left to send: no batch waits or
@@ -366,7 +381,8 @@ func (q *Queue) Get() (*Batch, bool) {
 				q.stats.Damaged = d
 			}
 			if ok {
-				b := &Batch{Data: rec.data, Points: rec.points, First: rec.written, fromDisk: true}
+				// A record keeps its bytes only: its lines are found once here.
+				b := &Batch{Data: rec.data, Ends: Scan(rec.data).Ends, Points: rec.points, First: rec.written, fromDisk: true}
 				b.Remaining.Store(int64(rec.points))
 				return b, true
 			}

@@ -167,7 +167,7 @@ func TestCloseKeepsInFlightFirst(t *testing.T) {
 func TestBufferReused(t *testing.T) {
 	q := open(t, Config{MaxBytes: 1 << 30})
 	fill := func(size int) *byte {
-		buf := q.Buffer()
+		buf := q.Buffer().Data
 		buf = append(buf, bytes.Repeat([]byte("x"), size-1)...)
 		buf = append(buf, '\n')
 		p := unsafe.SliceData(buf)

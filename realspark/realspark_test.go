@@ -103,6 +103,7 @@ func runVersion(t *testing.T, version string) {
   protocol = "udp"
   database = %q
   udp-read-buffer = 8388608
+  schema = "cern"              # the TCP block writes the default, wide: checkUDP compares the shapes
 `, udpPort, udpDB))
 	tee := startTee(t, fmt.Sprintf("127.0.0.1:%d", tcpPort), []string{prefix})
 
@@ -317,18 +318,30 @@ func checkInventory(t *testing.T, r *run) {
 	t.Logf("%d lines, %d metric names", len(r.lines), len(got))
 }
 
-// checkUDP: the UDP sink of the main application reached the UDP block:
-// every executor's last task counters are the TCP stream's.
+// checkUDP: the UDP sink of the main application reached the UDP block,
+// which writes the CERN shape where the TCP block writes the wide one:
+// every executor's last task counters, and the sums of their deltas, are
+// the same in both.
 func checkUDP(t *testing.T, r *run) {
-	for _, meas := range []string{"succeededTasks.count", "cpuTime.count", "runTime.count"} {
-		q := fmt.Sprintf(`SELECT last("value") FROM %q WHERE "applicationid" = '%s' GROUP BY "process"`, meas, r.main.id)
-		tcp, udp := lastByProcess(t, r.srv, db, q), lastByProcess(t, r.srv, udpDB, q)
-		if len(tcp) < 2 {
-			t.Fatalf("%s: %d processes over TCP", meas, len(tcp))
+	for _, m := range []spark.Metric{spark.SucceededTasks, spark.CPUTime, spark.RunTime} {
+		query := func(s spark.Schema, agg, field string) string {
+			return fmt.Sprintf(`SELECT %s(%q) FROM %q WHERE "applicationid" = '%s' GROUP BY "process"`,
+				agg, field, s.Measurement(m), r.main.id)
 		}
-		for p, v := range tcp {
-			if udp[p] != v {
-				t.Errorf("%s of %s: %v over UDP, %v over TCP", meas, p, udp[p], v)
+		wide, cern := spark.SchemaWide, spark.SchemaCERN
+		for _, c := range []struct{ agg, tcp, udp string }{
+			{"last", wide.Field(m), cern.Field(m)},
+			{"sum", wide.DeltaField(m), cern.DeltaField(m)},
+		} {
+			tcp := lastByProcess(t, r.srv, db, query(wide, c.agg, c.tcp))
+			udp := lastByProcess(t, r.srv, udpDB, query(cern, c.agg, c.udp))
+			if len(tcp) < 2 {
+				t.Fatalf("%s %s: %d processes over TCP", c.agg, m.Name, len(tcp))
+			}
+			for p, v := range tcp {
+				if udp[p] != v {
+					t.Errorf("%s %s of %s: %v over UDP (cern), %v over TCP (wide)", c.agg, m.Name, p, udp[p], v)
+				}
 			}
 		}
 	}

@@ -14,39 +14,43 @@ import (
 // every later line of the series only parses, looks this up and appends.
 // It is kept small: there can be millions.
 type series struct {
-	// text holds, escaped for line protocol: text[:field] the measurement,
-	// tags and field key with its "="; text[field:delta] ",<delta field>=";
-	// text[delta:rate] ",<rate field>="; then the app tag's value, the
-	// process tag's value (with a PeerCheck only) and, in the last byte,
-	// the process value's length.
-	// The delta parts are empty unless the series is cumulative with a
-	// field other than "value", whose delta fields are always ",delta="
-	// and ",rate=" (most series: kept once, not per series). For a refused
+	// text holds, escaped for line protocol: text[:keyEnd] the series key
+	// (measurement and tags), text[keyEnd:field] " <field key>=", then the
+	// app tag's value, the process tag's value (with a PeerCheck only)
+	// and, in the last byte, the process value's length. For a refused
 	// path (reason non-zero) it says why.
 	text string
 	key  delta.ID // the path's hash
 	// A cumulative series' baseline and when it last had a sample, in
 	// seconds since the cache began; guarded by the key's stripe lock.
-	st                 delta.State
-	seen               uint32
-	appSum             uint32 // appChecksum(app()): a line compares this, not the id
-	field, delta, rate uint16
-	reason             Reason
-	cum                bool // cumulative: the point gets delta and rate fields
+	st            delta.State
+	seen          uint32
+	appSum        uint32 // appChecksum(app()): a line compares this, not the id
+	keyEnd, field uint16
+	reason        Reason
+	flags         uint8
 }
 
-func (s *series) cumulative() bool { return s.cum }
+const (
+	cumulative = 1 << iota // the point gets delta and rate fields
+	named                  // the field is not "value": its delta field is "<field>_delta", not "delta"
+)
 
-// deltaKeys are the delta and rate fields' keys of a point, with their
-// separators.
-func (s *series) deltaKeys() (string, string) {
-	if s.rate == s.field {
-		return ",delta=", ",rate="
+func (s *series) cumulative() bool { return s.flags&cumulative != 0 }
+
+// appendDeltaKey appends the key of a cumulative series' delta or rate
+// field, with its separators: ",delta=" (plain) for the field "value",
+// else ",<field>_delta=" (",<field>" and suffix). They are not kept per
+// series: their text is the field's.
+func (s *series) appendDeltaKey(b []byte, plain, suffix string) []byte {
+	if s.flags&named == 0 {
+		return append(b, plain...)
 	}
-	return s.text[s.field:s.delta], s.text[s.delta:s.rate]
+	b = append(append(b, ','), s.text[s.keyEnd+1:s.field-1]...)
+	return append(b, suffix...)
 }
 
-func (s *series) app() string { return s.text[s.rate : len(s.text)-1-int(s.text[len(s.text)-1])] }
+func (s *series) app() string { return s.text[s.field : len(s.text)-1-int(s.text[len(s.text)-1])] }
 
 // process is the process tag's value, kept with a PeerCheck only.
 func (s *series) process() string {

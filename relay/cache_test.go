@@ -213,10 +213,11 @@ func TestCachedSeriesSameAsFirst(t *testing.T) {
 // bytesPerCachedSeries is the heap held per series by a cache of n Spark
 // executor series (a counter) with their descriptions and, with deltas,
 // their baselines.
-func bytesPerCachedSeries(tb testing.TB, n int, deltas bool) float64 {
-	cfg := Config{Mapper: spark.NewMapper(spark.Options{}), Sink: &nullSink{}, CacheSize: 4 * n}
+func bytesPerCachedSeries(tb testing.TB, n int, deltas bool, schema spark.Schema) float64 {
+	cfg := Config{Mapper: spark.NewMapper(spark.Options{Schema: schema}), Sink: &nullSink{}, CacheSize: 4 * n}
 	if deltas {
 		cfg.Deltas = newDeltas(tb, "spark")
+		cfg.Deltas.MatchField = schema == spark.SchemaWide
 	}
 	r := New(cfg)
 	c := r.NewConn(nil).(*Conn)
@@ -245,12 +246,14 @@ func bytesPerCachedSeries(tb testing.TB, n int, deltas bool) float64 {
 }
 
 func BenchmarkMemoryPerCachedSeries(b *testing.B) {
-	for _, deltas := range []bool{false, true} {
-		b.Run(fmt.Sprint("deltas=", deltas), func(b *testing.B) {
-			for b.Loop() {
-				b.ReportMetric(bytesPerCachedSeries(b, 500_000, deltas), "B/series")
-			}
-		})
+	for _, schema := range []spark.Schema{spark.SchemaCERN, spark.SchemaWide} {
+		for _, deltas := range []bool{false, true} {
+			b.Run(fmt.Sprint(schema, "/deltas=", deltas), func(b *testing.B) {
+				for b.Loop() {
+					b.ReportMetric(bytesPerCachedSeries(b, 500_000, deltas, schema), "B/series")
+				}
+			})
+		}
 	}
 }
 
@@ -260,10 +263,12 @@ func TestMemoryPerCumulativeSeries(t *testing.T) {
 	if testing.Short() {
 		t.Skip("200 000 series")
 	}
-	b := bytesPerCachedSeries(t, 200_000, true)
-	t.Logf("%.1f bytes per cumulative series", b)
-	if b > 200 {
-		t.Errorf("%.1f bytes per cumulative series, want ≤ 200", b)
+	for _, schema := range []spark.Schema{spark.SchemaCERN, spark.SchemaWide} {
+		b := bytesPerCachedSeries(t, 200_000, true, schema)
+		t.Logf("%s: %.1f bytes per cumulative series", schema, b)
+		if b > 200 {
+			t.Errorf("%s: %.1f bytes per cumulative series, want ≤ 200", schema, b)
+		}
 	}
 }
 

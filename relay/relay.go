@@ -44,6 +44,7 @@ import (
 
 	"github.com/sparkpulse/sparkpulse/delta"
 	"github.com/sparkpulse/sparkpulse/graphite"
+	"github.com/sparkpulse/sparkpulse/queue"
 	"github.com/sparkpulse/sparkpulse/templates"
 )
 
@@ -53,11 +54,12 @@ type Mapper interface {
 	Apply(path []byte, r *templates.Result) error
 }
 
-// Sink receives encoded points: n complete lines, each ending in '\n'. The
-// Sink must copy what it keeps. When it has no room it waits (wait), which
-// slows the reader down, or returns false and keeps nothing.
+// Sink receives encoded points: complete lines, each ending in '\n', and
+// where each ends. The Sink must copy what it keeps. When it has no room
+// it waits (wait), which slows the reader down, or returns false and keeps
+// nothing.
 type Sink interface {
-	Append(lines []byte, n int, wait bool) bool
+	AppendLines(lines queue.Lines, wait bool) bool
 }
 
 // Reason is why a line was dropped. The parse reasons come first and share
@@ -163,6 +165,11 @@ type Deltas struct {
 	// AppTag is the tag that names a series' application, for the
 	// tracker's quota per application; "applicationid" when empty.
 	AppTag string
+	// MatchField makes the rules' measurement patterns match the field
+	// instead, unless it is "value": in the built-in mapping's wide schema
+	// the measurement is the Spark source and the field the metric's name,
+	// while a path that is not Spark's is a measurement with a value.
+	MatchField bool
 }
 
 // Relay is a graphite.Handler that encodes points for one Sink.
@@ -272,6 +279,7 @@ type Conn struct {
 	line   graphite.Line
 	result templates.Result
 	out    []byte               // the block's points, in line protocol
+	ends   []int32              // where each of them ends in out
 	points int                  // points in out since the last Flush
 	enc    lineprotocol.Encoder // describes new series
 
@@ -293,9 +301,78 @@ type Conn struct {
 	lastTS int64
 	tsText []byte
 
+	open openPoint // the block's last point, which lines may add fields to
+
 	lines   uint64
 	dropped [NumReasons]uint64
 }
+
+// joins reports whether the current line, of series s with the series key
+// key and time ts, adds a field to the open point rather than starting
+// one: the lines of one report of one process and source share a series
+// key and a time in the wide schema, and come one after another.
+func (c *Conn) joins(s *series, key string, ts int64) bool {
+	o := &c.open
+	return o.end > 0 && ts == o.ts && len(key) == len(o.key) && key == o.key && o.add(s)
+}
+
+// openPoint is the point at the end of a block, and the series whose
+// fields it holds: a series repeated within one report (a forgery, or two
+// reporters) starts a new point rather than repeating a field, which
+// InfluxDB 3 may refuse with the rest of the point.
+type openPoint struct {
+	key    string // the series key, in the series' text
+	ts     int64
+	end    int // where its fields end in the block; 0 when none is open
+	n      int // fields in it
+	gen    uint32
+	fields [openSlots]struct {
+		s   *series
+		gen uint32
+	}
+}
+
+// maxPointFields bounds the fields of a point; openSlots, twice as many
+// and a power of two, keeps their table half empty.
+const (
+	maxPointFields = 128
+	openSlots      = 256
+)
+
+// start opens a point with the field of s.
+func (o *openPoint) start(s *series, key string, ts int64) {
+	o.key, o.ts, o.n = key, ts, 0
+	if o.gen++; o.gen == 0 { // wrapped: forget every slot
+		o.fields = [openSlots]struct {
+			s   *series
+			gen uint32
+		}{}
+		o.gen = 1
+	}
+	o.add(s)
+}
+
+// add records the field of s in the open point, unless the point already
+// has it or is full.
+func (o *openPoint) add(s *series) bool {
+	if o.n >= maxPointFields {
+		return false
+	}
+	for i := uint32(s.key[0]) & (openSlots - 1); ; i = (i + 1) & (openSlots - 1) {
+		f := &o.fields[i]
+		if f.gen != o.gen {
+			f.s, f.gen = s, o.gen
+			o.n++
+			return true
+		}
+		if f.s == s {
+			return false
+		}
+	}
+}
+
+// close forgets the open point: the block it was in has been handed on.
+func (o *openPoint) close() { o.key, o.end = "", 0 }
 
 var (
 	processKey   = []byte("process") // the tag of a Spark process, for PeerCheck
@@ -321,7 +398,9 @@ func (c *Conn) Line(line []byte) {
 func (c *Conn) Process(line []byte) ([]byte, error) {
 	c.now = 0 // each line is its own block
 	c.out = c.out[:0]
+	c.ends = c.ends[:0]
 	c.points = 0
+	c.open.close()
 	reason, why := c.encode(line)
 	if reason != 0 {
 		return nil, c.explain(line, reason, why)
@@ -359,35 +438,44 @@ func (c *Conn) encode(line []byte) (Reason, string) {
 	} else if ts-c.receiveTime() > int64(c.relay.cfg.MaxFuture) {
 		return ReasonFuture, ""
 	}
-	if c.out == nil {
-		c.out = c.relay.block()
-	}
-	b := append(c.out, s.text[:s.field]...)
-	b = appendFloat(b, c.line.Value) // finite: Parse rejects NaN and ±Inf
+	var d delta.Sample
 	if s.cumulative() {
-		d := c.relay.cache.update(s, c.line.Value, ts, c.receiveTime())
+		d = c.relay.cache.update(s, c.line.Value, ts, c.receiveTime())
 		switch d.Outcome {
 		case delta.NotCounter:
 			return ReasonNotCounter, ""
 		case delta.Future: // the tracker's bound is below the relay's
 			return ReasonFuture, ""
 		}
-		if d.HasDelta() {
-			dk, rk := s.deltaKeys()
-			b = append(b, dk...)
-			b = appendFloat(b, d.Delta)
-			if d.HasRate {
-				b = append(b, rk...)
-				b = appendFloat(b, d.Rate)
-			}
+	}
+	if c.out == nil {
+		c.out = c.relay.block()
+	}
+	var b []byte
+	if key := s.text[:s.keyEnd]; c.joins(s, key, ts) {
+		// The open point's series and time: its fields go on, in place
+		// of its time and newline.
+		b = append(append(c.out[:c.open.end], ','), s.text[s.keyEnd+1:s.field]...)
+	} else {
+		c.open.start(s, key, ts)
+		c.points++
+		c.ends = append(c.ends, 0) // set once the point is written
+		b = append(c.out, s.text[:s.field]...)
+	}
+	b = appendFloat(b, c.line.Value) // finite: Parse rejects NaN and ±Inf
+	if s.cumulative() && d.HasDelta() {
+		b = appendFloat(s.appendDeltaKey(b, ",delta=", "_delta="), d.Delta)
+		if d.HasRate {
+			b = appendFloat(s.appendDeltaKey(b, ",rate=", "_rate="), d.Rate)
 		}
 	}
+	c.open.end = len(b)
 	if ts != c.lastTS || len(c.tsText) == 0 {
 		c.lastTS, c.tsText = ts, strconv.AppendInt(append(c.tsText[:0], ' '), ts, 10)
 	}
 	b = append(b, c.tsText...)
 	c.out = append(b, '\n')
-	c.points++
+	c.ends[len(c.ends)-1] = int32(len(c.out))
 	if s.appSum != c.lastApp && c.apps < maxAppsPerBlock {
 		c.lastApp = s.appSum
 		if s.appSum != 0 && c.relay.cfg.OnApp != nil {
@@ -460,25 +548,30 @@ func (c *Conn) describe(path []byte) *series {
 	for _, t := range r.Tags {
 		e.AddTagRaw(t.Key, t.Value)
 	}
+	keyEnd := len(e.Bytes())
 	e.AddFieldRaw(r.Field, zero)
 	field := len(e.Bytes()) - 1
-	dfield, rfield := field, field
 	s := &series{}
 	if ds := c.relay.cfg.Deltas; ds != nil {
-		if cumulative, _ := ds.Rules.Match(path, r.Measurement); cumulative {
+		name := r.Measurement
+		if ds.MatchField && !bytes.Equal(r.Field, valueField) {
+			name = r.Field // a Spark metric; a path that is not Spark's keeps its measurement
+		}
+		if cum, _ := ds.Rules.Match(path, name); cum {
+			// Encoded to check them; a line writes them from the field.
 			dk, rk := c.deltaFields(r.Field)
 			e.AddFieldRaw(dk, zero)
-			dfield = len(e.Bytes()) - 1
 			e.AddFieldRaw(rk, zero)
-			rfield = len(e.Bytes()) - 1
-			s.st, s.cum = delta.Unknown(), true
+			s.st, s.flags = delta.Unknown(), s.flags|cumulative
+			if !bytes.Equal(r.Field, valueField) {
+				s.flags |= named
+			}
 		}
 	}
 	if err := e.Err(); err != nil {
 		e.ClearErr()
 		return refuse(ReasonEncode, err)
 	}
-	// lp is "<text>0" or, for a cumulative series, "<text>0<delta>0<rate>0".
 	lp := e.Bytes()
 	if len(app) == 0 || len(proc) > 255 {
 		proc = nil // checked by application and process, or not at all
@@ -486,27 +579,15 @@ func (c *Conn) describe(path []byte) *series {
 	if len(lp)+len(app)+len(proc) > maxText {
 		return refuse(ReasonKeyTooLong, fmt.Errorf("point of %d bytes before its value is too long", len(lp)))
 	}
-	named := rfield > field && !bytes.Equal(r.Field, valueField)
 	var text strings.Builder
-	size := field + len(app) + len(proc) + 1
-	if named {
-		size += rfield - field - 2
-	}
-	text.Grow(size) // exactly: the string keeps the builder's memory
+	text.Grow(field + len(app) + len(proc) + 1) // exactly: the string keeps the builder's memory
 	text.Write(lp[:field])
 	s.field = uint16(text.Len())
-	if named {
-		text.Write(lp[field+1 : dfield])
-		s.delta = uint16(text.Len())
-		text.Write(lp[dfield+1 : rfield])
-	} else {
-		s.delta = s.field
-	}
-	s.rate = uint16(text.Len())
 	text.Write(app)
 	text.Write(proc)
 	text.WriteByte(byte(len(proc)))
 	s.appSum = appChecksum(app)
+	s.keyEnd = uint16(keyEnd)
 	s.text = text.String()
 	return s
 }
@@ -596,7 +677,7 @@ func (c *Conn) Flush() {
 	c.now, c.apps = 0, 0
 	st := &c.relay.stats
 	if c.points > 0 {
-		if c.relay.cfg.Sink.Append(c.out, c.points, !c.relay.cfg.NonBlocking) {
+		if c.relay.cfg.Sink.AppendLines(queue.Lines{Data: c.out, Ends: c.ends}, !c.relay.cfg.NonBlocking) {
 			st.Points.Add(uint64(c.points))
 		} else {
 			c.dropped[ReasonQueueFull] += uint64(c.points)
@@ -604,9 +685,10 @@ func (c *Conn) Flush() {
 				zap.Int("points", c.points), zap.Error(errQueueFull))
 		}
 		c.relay.release(c.out)
-		c.out = nil
+		c.out, c.ends = nil, c.ends[:0]
 		c.points = 0
 	}
+	c.open.close()
 	if c.lines > 0 {
 		st.Lines.Add(c.lines)
 		c.lines = 0

@@ -4,8 +4,10 @@ import (
 	"bytes"
 	"errors"
 	"fmt"
+	"github.com/sparkpulse/sparkpulse/queue"
 	"net"
 	"net/netip"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -23,9 +25,14 @@ type sink struct {
 	calls  int
 }
 
-func (s *sink) Append(lines []byte, n int, _ bool) bool {
-	s.buf.Write(lines)
-	s.points += n
+// AppendLines keeps the lines, once it has checked that their ends are
+// where the lines end.
+func (s *sink) AppendLines(l queue.Lines, _ bool) bool {
+	if got := queue.Scan(l.Data); !slices.Equal(got.Ends, l.Ends) || len(got.Data) != len(l.Data) {
+		panic(fmt.Sprintf("the relay's line ends %v are not those of its lines, %v", l.Ends, got.Ends))
+	}
+	s.buf.Write(l.Data)
+	s.points += l.Len()
 	s.calls++
 	return true
 }
@@ -33,8 +40,8 @@ func (s *sink) Append(lines []byte, n int, _ bool) bool {
 // nullSink keeps nothing, for benchmarks.
 type nullSink struct{ points int }
 
-func (s *nullSink) Append(_ []byte, n int, _ bool) bool {
-	s.points += n
+func (s *nullSink) AppendLines(l queue.Lines, _ bool) bool {
+	s.points += l.Len()
 	return true
 }
 
@@ -219,6 +226,7 @@ func BenchmarkConn(b *testing.B) {
 		{"spark+deltas", spark.NewMapper(spark.Options{}), "", true, false},
 		{"spark+deltas+admission", spark.NewMapper(spark.Options{}), "", true, true},
 		{"cern-templates", mustCompile(b, simulate.CERNTemplates...), "spark.prod", false, false},
+		{"wide+deltas", spark.NewMapper(spark.Options{Schema: spark.SchemaWide}), "", true, false},
 	} {
 		b.Run(bc.name, func(b *testing.B) {
 			lines := simulated(b, bc.prefix, 20)
@@ -230,6 +238,7 @@ func BenchmarkConn(b *testing.B) {
 			cfg := Config{Mapper: bc.mapper, Sink: ns}
 			if bc.deltas {
 				cfg.Deltas = newDeltas(b, "spark")
+				cfg.Deltas.MatchField = strings.HasPrefix(bc.name, "wide")
 			}
 			nominated := 0
 			if bc.admission {
@@ -345,7 +354,7 @@ func TestOnApp(t *testing.T) {
 // fullSink has no room: it waits forever, or refuses.
 type fullSink struct{ calls int }
 
-func (s *fullSink) Append(_ []byte, _ int, wait bool) bool {
+func (s *fullSink) AppendLines(_ queue.Lines, wait bool) bool {
 	if wait {
 		panic("a non-blocking relay waited")
 	}

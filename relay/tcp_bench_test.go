@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"fmt"
+	"github.com/sparkpulse/sparkpulse/queue"
 	"net"
 	"sync"
 	"sync/atomic"
@@ -17,8 +18,8 @@ import (
 // countingSink counts what concurrent connections hand on.
 type countingSink struct{ points atomic.Int64 }
 
-func (s *countingSink) Append(_ []byte, n int, _ bool) bool {
-	s.points.Add(int64(n))
+func (s *countingSink) AppendLines(l queue.Lines, _ bool) bool {
+	s.points.Add(int64(l.Len()))
 	return true
 }
 

@@ -4,7 +4,8 @@
 //
 // # Contract
 //
-// The field is always "value". Measurement names keep their dots. Tag values
+// This is the CERN shape (Options.Schema SchemaCERN); the wide shape is
+// described at the end. The field is always "value". Measurement names keep their dots. Tag values
 // and measurements are contiguous runs of the path (dots included), except
 // the six pools.* measurements below. NS is spark.metrics.namespace (the app
 // id by default, or e.g. the app name), EXECID is "driver" or an executor id
@@ -74,4 +75,27 @@
 // applications and daemons, everything before the application or DAEMON part
 // is the prefix. The shapes are tried in the order of the table, so a daemon
 // word inside a prefix does not hide the driver/executor form.
+//
+// # The wide shape
+//
+// With Options.Schema SchemaWide, a path of the table above maps to the
+// same tags but namespace, with the source as the measurement and the
+// metric as the field: SRC (or "plugin.CLASS", "spark.streaming",
+// "StreamingMetrics", "applicationMaster", "application", DAEMON) is the
+// measurement and METRIC the field, e.g.
+//
+//	application_1717000000000_0042.3.executor.cpuTime.count
+//	  -> executor applicationid=application_1717000000000_0042,process=3 field cpuTime.count
+//
+// CLASS is the plugin's part up to its first part that starts with an
+// upper-case letter (a Java class name), or all but the last part. The
+// JVM's memory pools are fields (pools.POOL.ATTR, no pool tag): a small
+// set the garbage collector fixes, so that a process's JVM is one series.
+// The LiveListenerBus's listenerProcessingTime.LISTENER.STAT and
+// queue.QUEUE.METRIC, whose listeners and queues an application adds,
+// become the fields listenerProcessingTime.STAT and queue.METRIC with the
+// tags listener and queue, for the timer statistics and queue metrics
+// Spark has. A path of no documented form maps as in the CERN shape. The relay
+// writes the lines of one report of one process and source, which share a
+// series and a time, as one point.
 package spark

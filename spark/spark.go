@@ -18,18 +18,22 @@ type Options struct {
 	Prefixes []string
 	// GlobalTags are a block's global `tags`, applied via Result.Finish.
 	GlobalTags []templates.Tag
+	// Schema is the shape of the points (see Schema); the zero value is
+	// the CERN shape.
+	Schema Schema
 }
 
 // Mapper maps Spark Graphite paths. It is safe for concurrent use.
 type Mapper struct {
 	prefixes   [][]byte // longest first, so "spark.prod" wins over "spark"
 	globalTags []templates.Tag
+	wide       bool
 }
 
 // NewMapper returns a Mapper for o. Leading and trailing dots of prefixes
 // are ignored, and so are empty prefixes.
 func NewMapper(o Options) *Mapper {
-	m := &Mapper{globalTags: slices.Clone(o.GlobalTags)}
+	m := &Mapper{globalTags: slices.Clone(o.GlobalTags), wide: o.Schema == SchemaWide}
 	for _, p := range o.Prefixes {
 		if p = strings.Trim(p, "."); p != "" {
 			m.prefixes = append(m.prefixes, []byte(p))
@@ -47,9 +51,11 @@ var (
 	keyAppStart      = []byte("appstart")
 	keyApplicationID = []byte("applicationid")
 	keyID            = []byte("id")
+	keyListener      = []byte("listener")
 	keyNamespace     = []byte("namespace")
 	keyPool          = []byte("pool")
 	keyProcess       = []byte("process")
+	keyQueue         = []byte("queue")
 	keyUsername      = []byte("username")
 )
 
@@ -84,7 +90,7 @@ func (m *Mapper) Apply(path []byte, r *templates.Result) error {
 			break
 		}
 	}
-	if !classify(path, off, user, r) {
+	if !classify(path, off, user, m.wide, r) {
 		r.Measurement = path // like InfluxDB's template without a measurement
 	}
 	r.Finish(m.globalTags)
@@ -95,7 +101,7 @@ func (m *Mapper) Apply(path []byte, r *templates.Result) error {
 // the walk; the first applicationMaster, application and daemon parts are
 // remembered and tried afterwards in that order, so that a prefix or an
 // app name containing such a word does not hide the driver/executor form.
-func classify(path []byte, off int, user []byte, r *templates.Result) bool {
+func classify(path []byte, off int, user []byte, wide bool, r *templates.Result) bool {
 	var (
 		prevS, prevE   = -1, -1 // the part before the current one
 		prev2S, prev2E = -1, -1 // and the one before that
@@ -111,7 +117,7 @@ func classify(path []byte, off int, user []byte, r *templates.Result) bool {
 		if !last {
 			p := path[s:e]
 			// EXECID is never the first part, and NS must not be empty.
-			if idx >= 1 && prevE > off && isExecID(p) && component(path, off, user, prevS, prevE, s, e, r) {
+			if idx >= 1 && prevE > off && isExecID(p) && component(path, off, user, prevS, prevE, s, e, wide, r) {
 				return true
 			}
 			switch string(p) {
@@ -139,9 +145,8 @@ func classify(path []byte, off int, user []byte, r *templates.Result) bool {
 	// [P.]NS.applicationMaster.METRIC
 	if amS >= 0 && amNSE > off && amE+1 < len(path) {
 		ns, username := splitNS(path, off, user, amNSS, amNSE)
-		r.Measurement = path[amE+1:]
+		source(r, wide, path[amS:amE], path[amE+1:])
 		addTag(r, keyApplicationID, ns)
-		addTag(r, keyNamespace, path[amS:amE])
 		addTag(r, keyUsername, username)
 		return true
 	}
@@ -150,10 +155,9 @@ func classify(path []byte, off int, user []byte, r *templates.Result) bool {
 	// last part, prev the last.
 	if appE >= 0 && prev2S-1 > appE+1 && prevE > prevS && isMillis(path[prev2S:prev2E]) {
 		appS := appE - len("application")
-		r.Measurement = path[prevS:prevE]
+		source(r, wide, path[appS:appE], path[prevS:prevE])
 		addTag(r, keyAppName, path[appE+1:prev2S-1])
 		addTag(r, keyAppStart, path[prev2S:prev2E])
-		addTag(r, keyNamespace, path[appS:appE])
 		if appS > 0 {
 			addTag(r, keyUsername, path[:appS-1])
 		}
@@ -165,11 +169,10 @@ func classify(path []byte, off int, user []byte, r *templates.Result) bool {
 		ns := path[dS:dE]
 		rest := path[dE+1:]
 		var pool []byte
-		if string(ns) == "jvm" {
+		if string(ns) == "jvm" && !wide {
 			rest, pool = splitPool(rest)
 		}
-		r.Measurement = rest
-		addTag(r, keyNamespace, ns)
+		source(r, wide, ns, rest)
 		addTag(r, keyPool, pool)
 		if dS > 0 {
 			addTag(r, keyUsername, path[:dS-1])
@@ -182,7 +185,7 @@ func classify(path []byte, off int, user []byte, r *templates.Result) bool {
 // component maps the driver/executor form once an EXECID candidate
 // path[xS:xE] has been found; path[nsS:nsE] is the part before it. It
 // reports false when no known source follows.
-func component(path []byte, off int, user []byte, nsS, nsE, xS, xE int, r *templates.Result) bool {
+func component(path []byte, off int, user []byte, nsS, nsE, xS, xE int, wide bool, r *templates.Result) bool {
 	srcS := xE + 1
 	srcE := partEnd(path, srcS)
 	if srcE+1 >= len(path) {
@@ -196,8 +199,10 @@ func component(path []byte, off int, user []byte, nsS, nsE, xS, xE int, r *templ
 		"CodeGenerator", "HiveExternalCatalog", "plugin", "AccumulatorSource":
 		ns, meas = src, rest
 	case "jvm":
-		ns = src
-		meas, pool = splitPool(rest)
+		ns, meas = src, rest
+		if !wide { // wide: the pools are fields of the process's one jvm point
+			meas, pool = splitPool(rest)
+		}
 	case "spark":
 		// An app named spark.streaming.… using DStreams is likelier than a
 		// query name containing the DStreams marker, so try DStreams first.
@@ -221,14 +226,32 @@ func component(path []byte, off int, user []byte, nsS, nsE, xS, xE int, r *templ
 	}
 
 	appID, username := splitNS(path, off, user, nsS, nsE)
-	r.Measurement = meas
+	var extraKey, extra []byte // the wide shape's identity within a source
+	if !wide {
+		r.Measurement = meas
+	} else {
+		r.Measurement, r.Field = ns, meas
+		switch string(ns) {
+		case "plugin":
+			if class := pluginClass(meas); class != nil {
+				r.Measurement, r.Field = path[srcS:srcE+1+len(class)], meas[len(class)+1:]
+			}
+		case "LiveListenerBus":
+			r.Field, extraKey, extra = busIdentity(meas)
+		}
+	}
 	// A local slice, so the appends need not reload r.Tags; appID, ns and
 	// the process are never empty here.
 	tags := append(r.Tags, templates.Tag{Key: keyApplicationID, Value: appID})
 	if len(id) > 0 {
 		tags = append(tags, templates.Tag{Key: keyID, Value: id})
 	}
-	tags = append(tags, templates.Tag{Key: keyNamespace, Value: ns})
+	if len(extra) > 0 {
+		tags = append(tags, templates.Tag{Key: extraKey, Value: extra})
+	}
+	if !wide {
+		tags = append(tags, templates.Tag{Key: keyNamespace, Value: ns})
+	}
 	if len(pool) > 0 {
 		tags = append(tags, templates.Tag{Key: keyPool, Value: pool})
 	}
@@ -239,6 +262,81 @@ func component(path []byte, off int, user []byte, nsS, nsE, xS, xE int, r *templ
 	r.Tags = tags
 	return true
 }
+
+// source sets the measurement of a metric of source ns: the metric in
+// the CERN shape, with the namespace tag, or the source with the metric as
+// the field in the wide one.
+func source(r *templates.Result, wide bool, ns, metric []byte) {
+	if wide {
+		r.Measurement, r.Field = ns, metric
+		return
+	}
+	r.Measurement = metric
+	addTag(r, keyNamespace, ns)
+}
+
+// pluginClass is the class part of a plugin's CLASS.METRIC: up to the
+// first part that starts with an upper-case letter, as Java class names
+// do and package names do not, or all but the last part when none does;
+// nil for a single part.
+func pluginClass(meas []byte) []byte {
+	for s := 0; s < len(meas); {
+		e := partEnd(meas, s)
+		if e == len(meas) {
+			break
+		}
+		if c := meas[s]; c >= 'A' && c <= 'Z' {
+			return meas[:e]
+		}
+		s = e + 1
+	}
+	if k := bytes.LastIndexByte(meas, '.'); k > 0 {
+		return meas[:k]
+	}
+	return nil
+}
+
+// busIdentity splits the LiveListenerBus metrics that name a listener or
+// a queue, so that every listener and queue adds series rather than
+// columns: listenerProcessingTime.CLASS.STAT becomes the field
+// listenerProcessingTime.STAT with the tag listener=CLASS, and
+// queue.QUEUE.METRIC the field queue.METRIC with queue=QUEUE, for the
+// metrics and timer statistics Spark has. Anything else stays a field of
+// its own.
+func busIdentity(meas []byte) (field, key, value []byte) {
+	if t, ok := bytes.CutPrefix(meas, []byte("listenerProcessingTime.")); ok {
+		if k := bytes.LastIndexByte(t, '.'); k > 0 {
+			if f, ok := busFields[string(t[k+1:])]; ok {
+				return f, keyListener, t[:k]
+			}
+		}
+	} else if t, ok := bytes.CutPrefix(meas, []byte("queue.")); ok {
+		if k := bytes.IndexByte(t, '.'); k > 0 {
+			if f, ok := queueFields[string(t[k+1:])]; ok {
+				return f, keyQueue, t[:k]
+			}
+		}
+	}
+	return meas, nil, nil
+}
+
+// timerStats are the parts a Dropwizard timer is reported in.
+var timerStats = []string{"count", "max", "mean", "min", "stddev", "p50", "p75", "p95", "p98", "p99", "p999",
+	"m1_rate", "m5_rate", "m15_rate", "mean_rate"}
+
+// busFields and queueFields map what follows the listener or the queue to
+// the field's name.
+var busFields, queueFields = func() (bus, queue map[string][]byte) {
+	bus, queue = map[string][]byte{}, map[string][]byte{}
+	for _, st := range timerStats {
+		bus[st] = []byte("listenerProcessingTime." + st)
+		queue["listenerProcessingTime."+st] = []byte("queue.listenerProcessingTime." + st)
+	}
+	for _, m := range []string{"size", "numDroppedEvents.count"} {
+		queue[m] = []byte("queue." + m)
+	}
+	return bus, queue
+}()
 
 // dstreams matches APPNAME.StreamingMetrics.streaming.METRIC where APPNAME
 // starts with the part path[srcS:srcE]. ns is nil without a match.

@@ -473,9 +473,16 @@ func FuzzApply(f *testing.F) {
 		"spark.prod.", "application..1717170000123.cores", "x.applicationMaster."} {
 		f.Add(p)
 	}
+	for _, c := range wideExamples {
+		f.Add(c.path)
+	}
 	m := NewMapper(Options{Prefixes: []string{"spark.prod", "lucatest"}})
-	var r templates.Result
+	wide := NewMapper(Options{Prefixes: []string{"spark.prod", "lucatest"}, Schema: SchemaWide})
+	var r, w templates.Result
 	f.Fuzz(func(t *testing.T, s string) {
+		if err := wide.Apply([]byte(s), &w); err == nil {
+			checkWide(t, s, &w)
+		}
 		path := []byte(s)
 		err := m.Apply(path, &r)
 		if len(path) == 0 {
@@ -508,6 +515,34 @@ func FuzzApply(f *testing.F) {
 			}
 		}
 	})
+}
+
+// checkWide checks a wide result: a measurement and tags from the path,
+// and a field from the path or one of the mapping's own names.
+func checkWide(t *testing.T, s string, w *templates.Result) {
+	t.Helper()
+	path := []byte(s)
+	if len(w.Measurement) == 0 || !bytes.Contains(path, w.Measurement) {
+		t.Fatalf("%q: wide measurement %q", s, w.Measurement)
+	}
+	own := string(w.Field) == "value"
+	for _, f := range busFields {
+		own = own || bytes.Equal(f, w.Field)
+	}
+	for _, f := range queueFields {
+		own = own || bytes.Equal(f, w.Field)
+	}
+	if len(w.Field) == 0 || !bytes.Contains(path, w.Field) && !own {
+		t.Fatalf("%q: wide field %q", s, w.Field)
+	}
+	for i, tag := range w.Tags {
+		if len(tag.Value) == 0 || !bytes.Contains(path, tag.Value) || string(tag.Key) == "namespace" {
+			t.Fatalf("%q: wide tag %s=%q", s, tag.Key, tag.Value)
+		}
+		if i > 0 && bytes.Compare(w.Tags[i-1].Key, tag.Key) >= 0 {
+			t.Fatalf("%q: wide tags not sorted and unique: %s", s, format(w))
+		}
+	}
 }
 
 func isPoolsMeasurement(b []byte) bool {
@@ -543,6 +578,7 @@ func BenchmarkApply(b *testing.B) {
 	}{
 		{"default", Options{Prefixes: []string{"spark.prod"}}},
 		{"global-tag", Options{Prefixes: []string{"spark.prod"}, GlobalTags: []templates.Tag{{Key: []byte("cluster"), Value: []byte("prod")}}}},
+		{"wide", Options{Prefixes: []string{"spark.prod"}, Schema: SchemaWide}},
 	} {
 		b.Run(bc.name, func(b *testing.B) {
 			m := NewMapper(bc.opts)
@@ -560,14 +596,16 @@ func BenchmarkApply(b *testing.B) {
 }
 
 func TestApplyDoesNotAllocate(t *testing.T) {
-	m := NewMapper(Options{Prefixes: []string{"spark.prod"}})
-	var r templates.Result
-	allocs := testing.AllocsPerRun(100, func() {
-		for _, p := range benchPaths {
-			_ = m.Apply(p, &r)
+	for _, s := range []Schema{SchemaCERN, SchemaWide} {
+		m := NewMapper(Options{Prefixes: []string{"spark.prod"}, Schema: s})
+		var r templates.Result
+		allocs := testing.AllocsPerRun(100, func() {
+			for _, p := range benchPaths {
+				_ = m.Apply(p, &r)
+			}
+		})
+		if allocs != 0 {
+			t.Fatalf("%s: Apply allocates %.1f times per mix", s, allocs)
 		}
-	})
-	if allocs != 0 {
-		t.Fatalf("Apply allocates %.1f times per mix", allocs)
 	}
 }

@@ -155,12 +155,8 @@ state-dir = %q
 		t.Errorf("%d executors of the inventor written, want at most 4096", len(res[0].Values))
 	}
 	// The genuine application as ever: every line, and its facts.
-	stored := 0
-	for _, s := range srv.Query(t, "answers", fmt.Sprintf(`SELECT count("value") FROM /.*/ WHERE "applicationid" = '%s'`, genuine)) {
-		stored += int(toFloat(t, s.Values[0][1]))
-	}
-	if stored == 0 || stored > lines {
-		t.Errorf("%d points of the genuine application stored, %d lines sent", stored, lines)
+	if stored := storedValues(t, srv, "answers", fmt.Sprintf(`"applicationid" = '%s'`, genuine)); stored == 0 || stored > uint64(lines) {
+		t.Errorf("%d values of the genuine application stored, %d lines sent", stored, lines)
 	}
 	if res := srv.Query(t, "answers", fmt.Sprintf(`SELECT count("status") FROM "spark_app" WHERE "applicationid" = '%s'`, genuine)); len(res) == 0 {
 		t.Error("no annotation of the genuine application")

@@ -5,11 +5,13 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"slices"
 	"strings"
 	"time"
 
 	"github.com/sparkpulse/sparkpulse/delta"
 	"github.com/sparkpulse/sparkpulse/influx"
+	"github.com/sparkpulse/sparkpulse/spark"
 )
 
 // cmdCheck validates the settings run would start with and says what each
@@ -78,7 +80,7 @@ func describeTargets(w io.Writer, plan *Plan) error {
 		default:
 			fmt.Fprintf(w, "target %s: %s: OK\n", c.target.Bucket, c.res.String())
 		}
-		for _, warn := range c.res.Warnings {
+		for _, warn := range slices.Concat(c.res.Warnings, schemaWarnings(plan, c.target, c.res)) {
 			fmt.Fprintf(w, "warning: %s\n", warn)
 		}
 	}
@@ -179,13 +181,88 @@ func describeListener(w io.Writer, l *Listener, base influx.Config) {
 		}
 		return
 	}
-	fmt.Fprintln(w, "  built-in Spark mapping (no templates configured)")
+	shape := "a measurement per metric, field \"value\""
+	if l.Schema == spark.SchemaWide {
+		shape = "a measurement per Spark source, a field per metric"
+	}
+	fmt.Fprintf(w, "  built-in Spark mapping (no templates configured), schema %q: %s\n", l.Schema, shape)
 	if p := l.Config.SparkPrefixes; len(p) > 0 {
 		fmt.Fprintf(w, "  known GraphiteSink prefixes: %q\n", p)
 	}
 	if t := l.Config.Tags; len(t) > 0 {
 		fmt.Fprintf(w, "  global tags: %q\n", t)
 	}
+}
+
+// schemaCost is what the built-in mapping makes of a Spark application's
+// metrics in a schema: the series a driver and an executor each add, the
+// tables (measurements), and the columns of the widest table (time, tags,
+// fields and the deltas' fields). The figures are the largest of the
+// recordings of real Spark in testdata/spark-real, as TestSchemaCosts
+// counts them; every further listener class, queue, streaming query or
+// plugin adds to them.
+type schemaCost struct {
+	driverSeries, executorSeries, tables, maxColumns int
+}
+
+var schemaCosts = map[spark.Schema]schemaCost{
+	spark.SchemaCERN: {driverSeries: 374, executorSeries: 194, tables: 402, maxColumns: 8},
+	spark.SchemaWide: {driverSeries: 22, executorSeries: 7, tables: 16, maxColumns: 148},
+}
+
+// The limits of InfluxDB that a schema decides whether a target reaches.
+const (
+	maxSeries1x     = 1_000_000 // max-series-per-database's default, inmem index only
+	maxTables3      = 500       // per database: InfluxDB 3 Cloud Dedicated and Clustered, by default
+	maxColumns3     = 250       // per table: the same
+	maxTables3Core  = 2000      // across all databases: InfluxDB 3 Core
+	maxColumns3Core = 500       // per table: InfluxDB 3 Core
+
+	// A listener's processing time is a Dropwizard timer of 15 values,
+	// each a table of its own in the cern shape.
+	tablesPerListener = 15
+)
+
+// schemaWarnings are the limits of the server res describes that the
+// built-in mapping's blocks writing to t run into, each naming the block
+// and the remedy. run may log them as check prints them.
+func schemaWarnings(p *Plan, t influx.Target, res influx.CheckResult) []string {
+	var out []string
+	core := strings.Contains(res.Build, "Core")
+	wide := schemaCosts[spark.SchemaWide]
+	for _, l := range p.Listeners {
+		if l.Templates != nil || l.Target != t {
+			continue
+		}
+		block := fmt.Sprintf("[[graphite]] #%d (%s)", l.Index, p.at(blockKey("graphite", l.Index, "schema")))
+		c := schemaCosts[l.Schema]
+		switch {
+		case res.Major == 1 && l.Schema == spark.SchemaCERN:
+			out = append(out, fmt.Sprintf("%s: schema \"cern\" makes %d series per executor, %d per driver: the inmem index's "+
+				"max-series-per-database (a million by default; the server does not tell its own) is reached after about %d executors kept; "+
+				"use schema = \"wide\" (%d per executor)",
+				block, c.executorSeries, c.driverSeries, maxSeries1x/c.executorSeries/100*100, wide.executorSeries))
+		case res.Major == 3 && l.Schema == spark.SchemaCERN:
+			limit := fmt.Sprintf("InfluxDB 3 Cloud Dedicated and Clustered allow %d per database by default", maxTables3)
+			if core {
+				limit = fmt.Sprintf("InfluxDB 3 Core allows %d across its databases", maxTables3Core)
+			}
+			out = append(out, fmt.Sprintf("%s: schema \"cern\" makes a table per metric: %d for a Spark application, %d more per listener it adds; "+
+				"%s, sparkpulse's other tables included; use schema = \"wide\" (%d tables)",
+				block, c.tables, tablesPerListener, limit, wide.tables))
+		case res.Major == 3:
+			limit, product := maxColumns3, "InfluxDB 3 Cloud Dedicated and Clustered allow by default"
+			if core {
+				limit, product = maxColumns3Core, "InfluxDB 3 Core allows"
+			}
+			// A global tag is a column of every table.
+			if n := c.maxColumns + len(l.Config.Tags); n > limit {
+				out = append(out, fmt.Sprintf("%s: schema %q makes up to %d columns in a table with its %d global tags, more than the %d %s; set fewer tags",
+					block, l.Schema, n, len(l.Config.Tags), limit, product))
+			}
+		}
+	}
+	return out
 }
 
 func onOff(b bool) string {

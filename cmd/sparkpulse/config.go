@@ -167,6 +167,10 @@ type GraphiteConfig struct {
 	// strips into the username tag (only needed when the prefix is used
 	// together with a custom spark.metrics.namespace).
 	SparkPrefixes []string `toml:"spark-prefixes"`
+	// Schema is the built-in Spark mapping's shape: "wide" (the default,
+	// a measurement per Spark source) or "cern" (a measurement per
+	// metric, for the CERN dashboards). See spark.Schema.
+	Schema string `toml:"schema"`
 	// CheckPeer drops a TCP connection's points of a Spark process unless
 	// they come from the IP address Spark's REST API lists for it (needs
 	// [annotate]; see docs/security.md). Default false.

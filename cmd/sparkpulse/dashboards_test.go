@@ -16,6 +16,7 @@ import (
 	"github.com/sparkpulse/sparkpulse/grafana/grafanatest"
 	"github.com/sparkpulse/sparkpulse/influx/influxtest"
 	"github.com/sparkpulse/sparkpulse/simulate"
+	"github.com/sparkpulse/sparkpulse/spark"
 )
 
 // Every panel, variable and annotation query of every committed dashboard
@@ -25,56 +26,108 @@ import (
 // one every 4 minutes, 15 minutes of reports from the
 // simulator (Spark's full metric set in the reporter's format), their jobs,
 // stages and SQL executions polled from the simulated REST API, and
-// sparkpulse's own metrics. Variables are resolved from their own queries
-// and substituted as Grafana does; a query that fails, or returns no data
-// for every application, fails the test.
+// sparkpulse's own metrics. The workload is written once per schema, each
+// by a [[graphite]] block of that schema to a database of its own, and
+// each schema's dashboards (grafana.Dir) run against its database.
+// Variables are resolved from their own queries and substituted as Grafana
+// does; a query that fails, or returns no data for every application,
+// fails the test.
 func TestDashboardsOnRealData(t *testing.T) {
 	srv := influxtest.Start(t)
 	end := time.Now().Truncate(time.Second)
 	const rounds = 90
 	start := end.Add(-rounds * 10 * time.Second)
 
-	// A field of another type makes InfluxDB refuse some points, so the
-	// health dashboard's refusal and error panels have data too.
-	srv.Exec(t, `CREATE DATABASE "spark"`)
-	writeLine(t, srv, "spark", fmt.Sprintf(`compilationTime.p98,applicationid=x value="conflict" %d`, start.UnixNano()))
-	dashboardWorkload(t, start, end, rounds, `database = "spark"`, func(conf string) *testService { return startSparkpulse(t, srv, conf) })
-
-	files, _ := filepath.Glob("../../grafana/dashboards/*.json")
-	if len(files) < 2 {
-		t.Fatalf("dashboards: %v", files)
+	for _, sc := range dashboardSchemas(t) {
+		db := dashboardDB(sc)
+		srv.Exec(t, fmt.Sprintf(`CREATE DATABASE %q`, db))
+		writeLine(t, srv, db, typeConflict(sc, start))
+		dashboardWorkload(t, start, end, rounds, dashboardTarget("database", sc), func(conf string) *testService { return startSparkpulse(t, srv, conf) })
 	}
 	// sparkpulse's own metrics are stamped with the wall clock, after the
 	// replayed reports.
 	to := time.Now()
-	for _, f := range files {
-		t.Run(filepath.Base(f), func(t *testing.T) { checkDashboard(t, srv, f, start, to) })
-	}
-
-	// The InfluxQL examples of the README and docs/ work on the same data.
-	vars := []grafana.Variable{{Name: "app"}}
-	vals := grafana.Values{Selected: map[string][]string{"app": {simulate.AppID(start, 1)}}}
 	examples := docExamples(t)
-	for _, ex := range examples {
-		text, err := grafana.Interpolate(ex.query, vars, vals, start, to, time.Minute)
-		if err != nil {
-			t.Fatal(err)
-		}
-		res, err := srv.TryQuery("spark", text)
-		if err != nil || !grafanatest.HasData(res, false) {
-			t.Errorf("%s example %q: %v, %d series", ex.file, text, err, len(res))
-		}
-	}
-	if len(examples) < 2 {
-		t.Errorf("%d InfluxQL examples found in the README and docs/", len(examples))
+	for _, sc := range dashboardSchemas(t) {
+		t.Run(sc.String(), func(t *testing.T) {
+			began, db := time.Now(), dashboardDB(sc)
+			queries, runs := 0, 0
+			for _, f := range dashboardFiles(t, sc) {
+				t.Run(filepath.Base(f), func(t *testing.T) {
+					q, r := checkDashboard(t, srv, db, f, start, to)
+					queries, runs = queries+q, runs+r
+				})
+			}
+			// The InfluxQL examples of the README and docs/ of this schema
+			// work on the same data.
+			ran := runExamples(t, srv, db, sc, examples, start, to)
+			t.Logf("schema %s: %d dashboard queries (%d runs, for each application and repeat) and %d documentation examples on database %s in %s",
+				sc, queries, runs, ran, db, time.Since(began).Round(time.Millisecond))
+		})
 	}
 }
 
-// docExample is a fenced sql block of the README or a page of docs/.
-type docExample struct{ file, query string }
+// dashboardSchemas are the schemas whose dashboards are checked: every
+// schema a [[graphite]] block may name.
+func dashboardSchemas(t *testing.T) []spark.Schema {
+	t.Helper()
+	var out []spark.Schema
+	for _, name := range spark.Schemas {
+		sc, err := spark.ParseSchema(name)
+		if err != nil {
+			t.Fatal(err)
+		}
+		out = append(out, sc)
+	}
+	return out
+}
+
+// dashboardDB is the database (or bucket) sc's workload is written to: the
+// one the provisioned data source reads for the default schema.
+func dashboardDB(sc spark.Schema) string {
+	if sc == spark.DefaultSchema {
+		return "spark"
+	}
+	return "spark_" + sc.String()
+}
+
+// dashboardTarget is the [[graphite]] block's target (key: database or
+// bucket) and schema for sc.
+func dashboardTarget(key string, sc spark.Schema) string {
+	return fmt.Sprintf("%s = %q\n  schema = %q", key, dashboardDB(sc), sc)
+}
+
+// dashboardFiles are the committed dashboards of sc's set.
+func dashboardFiles(t *testing.T, sc spark.Schema) []string {
+	t.Helper()
+	files, _ := filepath.Glob(filepath.Join("../../grafana", grafana.Dir(sc), "*.json"))
+	if len(files) < 3 {
+		t.Fatalf("the %s dashboards: %v", sc, files)
+	}
+	return files
+}
+
+// typeConflict is a point whose field has another type than the workload's
+// for the same field, so that InfluxDB refuses some of the workload's
+// points and the health dashboard's refusal and error panels have data.
+// Its source is one no dashboard reads: a refused wide point takes the
+// source's other metrics of its report with it.
+func typeConflict(sc spark.Schema, at time.Time) string {
+	mt := spark.Metric{Source: "HiveExternalCatalog", Name: "fileCacheHits.count"}
+	return fmt.Sprintf(`%s,applicationid=x %s="conflict" %d`, sc.Measurement(mt), sc.Field(mt), at.UnixNano())
+}
+
+// docExample is an InfluxQL statement of a fenced sql block of the README
+// or a page of docs/, and the schema it reads: a comment line that starts
+// with a schema's name ("-- cern") marks the statements after it, the
+// default schema's otherwise.
+type docExample struct {
+	file, query string
+	schema      spark.Schema
+}
 
 // docExamples returns every InfluxQL example the documentation shows, so
-// that each is run against real data.
+// that each is run against real data of its schema.
 func docExamples(t *testing.T) []docExample {
 	t.Helper()
 	files, err := filepath.Glob("../../docs/*.md")
@@ -88,11 +141,57 @@ func docExamples(t *testing.T) []docExample {
 			t.Fatal(err)
 		}
 		for _, block := range strings.Split(string(b), "```sql\n")[1:] {
-			q, _, _ := strings.Cut(block, "```")
-			out = append(out, docExample{strings.TrimPrefix(f, "../../"), strings.TrimSpace(q)})
+			block, _, _ = strings.Cut(block, "```")
+			sc := spark.DefaultSchema
+			for _, line := range strings.Split(block, "\n") {
+				line = strings.TrimSpace(line)
+				if c, ok := strings.CutPrefix(line, "--"); ok {
+					if w := strings.Fields(c); len(w) > 0 && strings.TrimSuffix(w[0], ":") != "" {
+						if s, err := spark.ParseSchema(strings.TrimSuffix(w[0], ":")); err == nil {
+							sc = s
+						}
+					}
+					continue
+				}
+				if line != "" {
+					out = append(out, docExample{strings.TrimPrefix(f, "../../"), line, sc})
+				}
+			}
 		}
 	}
 	return out
+}
+
+// runExamples runs sc's examples against db, for the second application,
+// and returns how many ran; each must return data.
+func runExamples(t *testing.T, srv *influxtest.Server, db string, sc spark.Schema, examples []docExample, from, to time.Time) int {
+	t.Helper()
+	vars := []grafana.Variable{{Name: "app"}}
+	vals := grafana.Values{Selected: map[string][]string{"app": {simulate.AppID(from, 1)}}}
+	ran := 0
+	for _, ex := range examples {
+		if ex.schema != sc {
+			continue
+		}
+		text, err := grafana.Interpolate(ex.query, vars, vals, from, to, time.Minute)
+		if err != nil {
+			t.Fatal(err)
+		}
+		ran++
+		res, err := srv.TryQuery(db, text)
+		if err != nil || !grafanatest.HasData(res, false) {
+			t.Errorf("%s example of the %s schema %q: %v, %d series", ex.file, sc, text, err, len(res))
+		}
+	}
+	// The README's two, and an example of each other schema.
+	want := 1
+	if sc == spark.DefaultSchema {
+		want = 2
+	}
+	if ran < want {
+		t.Errorf("%d InfluxQL examples of the %s schema found in the README and docs/", ran, sc)
+	}
+	return ran
 }
 
 func writeLine(t *testing.T, srv *influxtest.Server, db, line string) {
@@ -107,12 +206,16 @@ func writeLine(t *testing.T, srv *influxtest.Server, db, line string) {
 	}
 }
 
-func checkDashboard(t *testing.T, srv *influxtest.Server, file string, from, to time.Time) {
-	for _, r := range grafanatest.Run(t, srv, "spark", file, from, to) {
+// checkDashboard runs the dashboard in file against db and returns how
+// many queries it has, and how many times they ran.
+func checkDashboard(t *testing.T, srv *influxtest.Server, db, file string, from, to time.Time) (queries, runs int) {
+	for _, r := range grafanatest.Run(t, srv, db, file, from, to) {
 		if r.WithData == 0 {
 			t.Errorf("%s: no data for any application: %s", r.Where, r.Text)
 		}
+		queries, runs = queries+1, runs+r.Runs
 	}
+	return queries, runs
 }
 
 // dashboardWorkload runs the dashboards' workload through a sparkpulse

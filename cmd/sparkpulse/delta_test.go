@@ -3,11 +3,14 @@ package main
 import (
 	"bytes"
 	"fmt"
+	"os/exec"
 	"strconv"
 	"strings"
 	"testing"
 
+	"github.com/sparkpulse/sparkpulse/influx"
 	"github.com/sparkpulse/sparkpulse/influx/influxtest"
+	"github.com/sparkpulse/sparkpulse/spark"
 )
 
 // TestDeltaSums drives Dropwizard's real GraphiteReporter as a driver and
@@ -15,13 +18,21 @@ import (
 // before report 2 (its counters begin again at zero) and sparkpulse itself
 // is restarted after report 2, keeping its baselines in state-dir. The sum
 // of the delta field of each series over the run must equal the true
-// increase of the counter exactly, and rate must be delta per second.
+// increase of the counter exactly, and rate must be delta per second, in
+// either shape of the built-in mapping.
 //
 // The client's counters are documented in TestSparkReporter: at report r,
 // executor n adds n·1e9 + r·1000 to cpuTime and n·100 + r to runTime.
 func TestDeltaSums(t *testing.T) {
 	reporter := sparkReporter(t)
 	srv := influxtest.Start(t)
+	forEachSchema(t, func(t *testing.T, sc spark.Schema, setting string) {
+		deltaSums(t, reporter, srv, sc, setting)
+	})
+}
+
+func deltaSums(t *testing.T, reporter func(args ...string) *exec.Cmd, srv *influxtest.Server, sc spark.Schema, setting string) {
+	db := "deltas_" + sc.String()
 	const (
 		app       = "app-20261122101500-0002"
 		executors = 3
@@ -37,8 +48,9 @@ state-dir = %q
   first-sample-grace = "0s"  # every series starts with sparkpulse: its first sample is all new work
 [[graphite]]
   bind-address = "127.0.0.1:0"
-  database = "deltas"
-`, t.TempDir())
+  database = %q
+  %s
+`, t.TempDir(), db, setting)
 
 	// The reporter sends its reports back to back, each over its own
 	// connection, and sparkpulse reads connections in parallel: two reports
@@ -66,11 +78,11 @@ state-dir = %q
 	runReports(restartAt, reports) // a new sparkpulse, reports 3, 4, 5
 
 	for _, m := range []struct {
-		name string
-		inc  func(n, r int) int64
+		spark.Metric
+		inc func(n, r int) int64
 	}{
-		{"cpuTime.count", func(n, r int) int64 { return int64(n)*1_000_000_000 + int64(r)*1000 }},
-		{"runTime.count", func(n, r int) int64 { return int64(n)*100 + int64(r) }},
+		{spark.CPUTime, func(n, r int) int64 { return int64(n)*1_000_000_000 + int64(r)*1000 }},
+		{spark.RunTime, func(n, r int) int64 { return int64(n)*100 + int64(r) }},
 	} {
 		var want []string
 		for n := 1; n <= executors; n++ {
@@ -78,25 +90,28 @@ state-dir = %q
 			for r := range reports {
 				total += m.inc(n, r)
 			}
-			want = append(want, fmt.Sprintf("%s process=%d: %d points, deltas summing to %d", m.name, n, reports, total))
+			want = append(want, fmt.Sprintf("%s process=%d: %d points, deltas summing to %d", m.Name, n, reports, total))
 		}
 		var got []string
-		q := fmt.Sprintf(`SELECT count("value"), count("delta"), sum("delta") FROM %q WHERE "process" != 'driver' GROUP BY "process"`, m.name)
-		for _, s := range srv.Query(t, "deltas", q) {
+		value, delta := influx.QuoteIdent(sc.Field(m.Metric)), influx.QuoteIdent(sc.DeltaField(m.Metric))
+		q := fmt.Sprintf(`SELECT count(%s), count(%s), sum(%s) FROM %s WHERE "process" != 'driver' GROUP BY "process"`,
+			value, delta, delta, influx.QuoteIdent(sc.Measurement(m.Metric)))
+		for _, s := range srv.Query(t, db, q) {
 			points, deltas := int64(toFloat(t, s.Values[0][1])), int64(toFloat(t, s.Values[0][2]))
-			got = append(got, fmt.Sprintf("%s process=%s: %d points, deltas summing to %d", m.name, s.Tags["process"],
+			got = append(got, fmt.Sprintf("%s process=%s: %d points, deltas summing to %d", m.Name, s.Tags["process"],
 				points, int64(toFloat(t, s.Values[0][3]))))
 			// A point without a delta must be a sample taken out of order.
 			if missing := uint64(points - deltas); missing > outOfOrder {
-				t.Errorf("%s process=%s: %d points without a delta, %d samples out of order", m.name, s.Tags["process"], missing, outOfOrder)
+				t.Errorf("%s process=%s: %d points without a delta, %d samples out of order", m.Name, s.Tags["process"], missing, outOfOrder)
 			}
 		}
-		equalLines(t, m.name, got, want)
+		equalLines(t, m.Name, got, want)
 	}
 
 	// rate = delta per second between the two reports (10 s apart), and
 	// the reset report carries the value since the restart.
-	res := srv.Query(t, "deltas", `SELECT "value", "delta", "rate" FROM "cpuTime.count" WHERE "process" = '2'`)
+	res := srv.Query(t, db, fmt.Sprintf(`SELECT %s, %s, %s FROM %s WHERE "process" = '2'`, influx.QuoteIdent(sc.Field(spark.CPUTime)),
+		influx.QuoteIdent(sc.DeltaField(spark.CPUTime)), influx.QuoteIdent(sc.RateField(spark.CPUTime)), influx.QuoteIdent(sc.Measurement(spark.CPUTime))))
 	if len(res) != 1 || len(res[0].Values) != reports {
 		t.Fatalf("executor 2 cpuTime.count: %v", res)
 	}

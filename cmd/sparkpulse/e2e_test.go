@@ -16,6 +16,7 @@ import (
 
 	"github.com/sparkpulse/sparkpulse/influx/influxtest"
 	"github.com/sparkpulse/sparkpulse/relay"
+	"github.com/sparkpulse/sparkpulse/spark"
 )
 
 // testService runs the whole service in-process, as `sparkpulse run` would,
@@ -57,6 +58,19 @@ func startService(t *testing.T, conf string, o flagOverrides, getenv func(string
 	ts := &testService{pipeline: p, t: t}
 	t.Cleanup(func() { ts.stop() })
 	return ts
+}
+
+// forEachSchema runs test as a subtest in each shape of the built-in
+// mapping, with the [[graphite]] setting that selects it (none for the
+// default).
+func forEachSchema(t *testing.T, test func(t *testing.T, sc spark.Schema, setting string)) {
+	for _, sc := range []spark.Schema{spark.SchemaWide, spark.SchemaCERN} {
+		setting := fmt.Sprintf("schema = %q", sc)
+		if sc == spark.DefaultSchema {
+			setting = ""
+		}
+		t.Run(sc.String(), func(t *testing.T) { test(t, sc, setting) })
+	}
 }
 
 // addr is the bound address of the n-th listener (from 0).
@@ -157,8 +171,9 @@ func equalLines(t *testing.T, what string, got, want []string) {
 }
 
 // TestEndToEnd sends lines over TCP (templates) and UDP (built-in Spark
-// mapping) to an in-process sparkpulse and reads the points back from a
-// real InfluxDB 1.8.10 with InfluxQL.
+// mapping, in the default wide shape and in the CERN one) to an
+// in-process sparkpulse and reads the points back from a real InfluxDB
+// 1.8.10 with InfluxQL.
 func TestEndToEnd(t *testing.T) {
 	srv := influxtest.Start(t)
 	svc := startSparkpulse(t, srv, `
@@ -175,6 +190,12 @@ func TestEndToEnd(t *testing.T) {
   bind-address = "127.0.0.1:0"
   protocol = "udp"
   database = "e2e_udp"
+
+[[graphite]]
+  bind-address = "127.0.0.1:0"
+  protocol = "udp"
+  database = "e2e_cern"
+  schema = "cern"
 `)
 	sendTCP(t, svc.addr(0), "servers.web01.cpu.load.avg 1.5 1795300000\r\n"+
 		"disk.sda 10 1795300001\n"+
@@ -190,10 +211,13 @@ func TestEndToEnd(t *testing.T) {
 		t.Fatalf("/healthz: %v %v", health, err)
 	}
 	health.Body.Close()
-	sendUDP(t, svc.addr(1),
+	datagrams := []string{
 		"app-20261122101500-0001.3.executor.cpuTime.count 81234 1795300000\n",
 		"app-20261122101500-0001.driver.jvm.pools.G1-Eden-Space.used 42 1795300000",
-		"spark.prod.app-20261122101500-0001.1.JVMCPU.jvmCpuTime 5 1795300000\nlocal-1717171000000.driver.executor.cpuTime.count 9 1795300000\n")
+		"spark.prod.app-20261122101500-0001.1.JVMCPU.jvmCpuTime 5 1795300000\nlocal-1717171000000.driver.executor.cpuTime.count 9 1795300000\n",
+	}
+	sendUDP(t, svc.addr(1), datagrams...)
+	sendUDP(t, svc.addr(2), datagrams...)
 	svc.stop()
 
 	equalLines(t, "tcp points", dump(t, srv, "e2e_tcp"), []string{
@@ -201,6 +225,12 @@ func TestEndToEnd(t *testing.T) {
 		"disk_sda,dc=east value=10 1795300001000000000",
 	})
 	equalLines(t, "udp points", dump(t, srv, "e2e_udp"), []string{
+		"JVMCPU,applicationid=app-20261122101500-0001,process=1,username=spark.prod jvmCpuTime=5 1795300000000000000",
+		"executor,applicationid=app-20261122101500-0001,process=3 cpuTime.count=81234 1795300000000000000",
+		"executor,applicationid=local-1717171000000,process=driver cpuTime.count=9 1795300000000000000",
+		"jvm,applicationid=app-20261122101500-0001,process=driver pools.G1-Eden-Space.used=42 1795300000000000000",
+	})
+	equalLines(t, "udp points, cern schema", dump(t, srv, "e2e_cern"), []string{
 		"cpuTime.count,applicationid=app-20261122101500-0001,namespace=executor,process=3 value=81234 1795300000000000000",
 		"cpuTime.count,applicationid=local-1717171000000,namespace=executor,process=driver value=9 1795300000000000000",
 		"jvmCpuTime,applicationid=app-20261122101500-0001,namespace=JVMCPU,process=1,username=spark.prod value=5 1795300000000000000",
@@ -214,8 +244,10 @@ func TestEndToEnd(t *testing.T) {
 	if got := svc.blocks[0].srv.Stats().LinesTooLong.Load(); got != 1 {
 		t.Errorf("tcp lines too long = %d, want 1", got)
 	}
-	if got := svc.blocks[1].relay.Stats().Points.Load(); got != 4 {
-		t.Errorf("udp points = %d, want 4", got)
+	for b := 1; b <= 2; b++ {
+		if got := svc.blocks[b].relay.Stats().Points.Load(); got != 4 {
+			t.Errorf("udp block %d: points = %d, want 4", b, got)
+		}
 	}
 
 	// The same counters, as /metrics exposes them.
@@ -228,6 +260,7 @@ func TestEndToEnd(t *testing.T) {
 		`sparkpulse_lines_dropped_total{listener="tcp://127.0.0.1:0#1",reason="cut"} 1`,
 		`sparkpulse_influxdb_points_written_total{listener="tcp://127.0.0.1:0#1"} 2`,
 		`sparkpulse_influxdb_points_written_total{listener="udp://127.0.0.1:0#2"} 4`,
+		`sparkpulse_influxdb_points_written_total{listener="udp://127.0.0.1:0#3"} 4`,
 		`sparkpulse_graphite_datagrams_received_total{listener="udp://127.0.0.1:0#2"} 3`,
 		`sparkpulse_graphite_connections_total{listener="tcp://127.0.0.1:0#1"} 1`,
 	} {

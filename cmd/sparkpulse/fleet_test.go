@@ -14,6 +14,7 @@ import (
 	"github.com/sparkpulse/sparkpulse/influx/influxtest"
 	"github.com/sparkpulse/sparkpulse/simulate"
 	"github.com/sparkpulse/sparkpulse/sizing"
+	"github.com/sparkpulse/sparkpulse/spark"
 	"github.com/sparkpulse/sparkpulse/sparkui"
 )
 
@@ -26,9 +27,17 @@ import (
 // cluster gave them to the second, reconcile the stream with Spark's
 // totals exactly where every report arrived and name the executors whose
 // last report did not, and right-size them; `report --fleet` must rank
-// and total them.
+// and total them. The same in either shape of the built-in mapping.
 func TestFleetRealInfluxDB(t *testing.T) {
 	srv := influxtest.Start(t)
+	forEachSchema(t, func(t *testing.T, sc spark.Schema, setting string) {
+		fleetRealInfluxDB(t, srv, "spark_"+sc.String(), setting)
+	})
+}
+
+// fleetRealInfluxDB is TestFleetRealInfluxDB in database db, whose
+// [[graphite]] block, and the config of the reports, have setting.
+func fleetRealInfluxDB(t *testing.T, srv *influxtest.Server, db, setting string) {
 	end := time.Now().Truncate(time.Second)
 	const rounds = 60
 	start := end.Add(-rounds * 10 * time.Second)
@@ -42,8 +51,9 @@ func TestFleetRealInfluxDB(t *testing.T) {
   first-sample-grace = "0s"  # sparkpulse is up before the applications: every first sample is new work
 [[graphite]]
   bind-address = "127.0.0.1:0"
-  database = "spark"
-`, ui.URL)
+  database = %q
+  %s
+`, ui.URL, db, setting)
 	svc := startSparkpulse(t, srv, conf)
 	// The fourth sends its metrics under its name
 	// (spark.metrics.namespace=${spark.app.name}): joined all the same.
@@ -99,7 +109,7 @@ func TestFleetRealInfluxDB(t *testing.T) {
 
 	rows := func(q string) map[string]map[string]any {
 		out := map[string]map[string]any{}
-		for _, s := range srv.Query(t, "spark", q) {
+		for _, s := range srv.Query(t, db, q) {
 			for _, v := range s.Values {
 				r := map[string]any{}
 				for i, c := range s.Columns {
@@ -178,7 +188,7 @@ func TestFleetRealInfluxDB(t *testing.T) {
 
 	// report --fleet: every application, the idle one first, and totals
 	// that are the sum of the rows.
-	cfg := writeFile(t, "report.toml", fmt.Sprintf("[influxdb]\n  url = %q\n[[graphite]]\n  database = \"spark\"\n", srv.URL))
+	cfg := writeFile(t, "report.toml", fmt.Sprintf("[influxdb]\n  url = %q\n[[graphite]]\n  database = %q\n  %s\n", srv.URL, db, setting))
 	var out, errOut strings.Builder
 	if err := cmdReport(context.Background(), []string{"--config", cfg, "--fleet", "--since", "1d", "--json"}, noEnv, &out, &errOut); err != nil {
 		t.Fatalf("report --fleet: %v\n%s", err, errOut.String())
@@ -204,7 +214,7 @@ func TestFleetRealInfluxDB(t *testing.T) {
 	// One advisor: report APP_ID recommends what spark_sizing holds and
 	// the fleet lists, setting for setting, from the same code.
 	stored := map[string][]string{}
-	for _, sr := range srv.Query(t, "spark", `SELECT "property", "value", "rule" FROM "spark_sizing" WHERE "kind" = 'setting' GROUP BY "applicationid"`) {
+	for _, sr := range srv.Query(t, db, `SELECT "property", "value", "rule" FROM "spark_sizing" WHERE "kind" = 'setting' GROUP BY "applicationid"`) {
 		for _, v := range sr.Values {
 			stored[sr.Tags["applicationid"]] = append(stored[sr.Tags["applicationid"]], fmt.Sprintf("%v=%v (%v)", v[1], v[2], v[3]))
 		}
@@ -257,7 +267,8 @@ func TestFleetRealInfluxDB(t *testing.T) {
 // through sparkpulse into a real InfluxDB, and are reconciled with the
 // History Server's totals (every task). Where no task failed the totals
 // match exactly; where some did, the tasks match and every other total of
-// the stream is at most Spark's, short by the failed tasks' metrics.
+// the stream is at most Spark's, short by the failed tasks' metrics. The
+// same in either shape of the built-in mapping.
 func TestReconcileSparkEventLogs(t *testing.T) {
 	model := &sparkui.Model{}
 	if n, err := model.ReplayDir("../../testdata/spark-events"); err != nil || n < 20 {
@@ -277,16 +288,26 @@ func TestReconcileSparkEventLogs(t *testing.T) {
 			}
 		}
 	}
+	forEachSchema(t, func(t *testing.T, sc spark.Schema, setting string) {
+		reconcileSparkEventLogs(t, srv, shs.URL, "spark_"+sc.String(), setting, lines.String(), reported)
+	})
+}
+
+// reconcileSparkEventLogs sends lines, the executors' reports of the
+// applications reported, to a sparkpulse writing to db with setting, then
+// reconciles them with the History Server at shs.
+func reconcileSparkEventLogs(t *testing.T, srv *influxtest.Server, shs, db, setting, lines string, reported map[string]bool) {
 	// The reports go in first, as they would while the applications ran;
 	// then a sparkpulse that annotates finds them ended.
-	ingest := startSparkpulse(t, srv, `
+	ingest := startSparkpulse(t, srv, fmt.Sprintf(`
 [deltas]
   first-sample-grace = "0s"
 [[graphite]]
   bind-address = "127.0.0.1:0"
-  database = "spark"
-`)
-	sendTCP(t, ingest.addr(0), lines.String())
+  database = %q
+  %s
+`, db, setting))
+	sendTCP(t, ingest.addr(0), lines)
 	ingest.stop()
 	svc := startSparkpulse(t, srv, fmt.Sprintf(`
 [annotate]
@@ -296,13 +317,14 @@ func TestReconcileSparkEventLogs(t *testing.T) {
   usage-delay = "1ms"
 [[graphite]]
   bind-address = "127.0.0.1:0"
-  database = "spark"
-`, shs.URL))
+  database = %q
+  %s
+`, shs, db, setting))
 	svc.annotator.PollOnce(context.Background()) // with the first poll, or after it
 	svc.flush()
 
 	verdicts := map[string]int{}
-	for _, s := range srv.Query(t, "spark", `SELECT "applicationid", "verdict", "failed_tasks", "diff_tasks", "diff_cpu_time_ns", "diff_run_time_ms", "diff_gc_time_ms", "diff_input_bytes", "diff_shuffle_read_bytes", "diff_shuffle_write_bytes", "text" FROM "spark_reconcile" WHERE time > 0`) {
+	for _, s := range srv.Query(t, db, `SELECT "applicationid", "verdict", "failed_tasks", "diff_tasks", "diff_cpu_time_ns", "diff_run_time_ms", "diff_gc_time_ms", "diff_input_bytes", "diff_shuffle_read_bytes", "diff_shuffle_write_bytes", "text" FROM "spark_reconcile" WHERE time > 0`) {
 		for _, v := range s.Values {
 			r := map[string]any{}
 			for i, c := range s.Columns {

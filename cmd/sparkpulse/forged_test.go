@@ -138,7 +138,7 @@ func TestForgedNumbers(t *testing.T) {
 		t.Errorf("the other application: reconciled %v (%v), CPU from %v, %v set aside", or["verdict"], or["text"], o["cpu_from"], o["set_aside_count"])
 	}
 	// Nothing of 2037 is stored.
-	if late := srv.Query(t, "spark", fmt.Sprintf(`SELECT count("value") FROM "cpuTime.count" WHERE time > '%s'`, end.Add(time.Hour).UTC().Format(time.RFC3339))); len(late) != 0 {
+	if late := srv.Query(t, "spark", fmt.Sprintf(`SELECT count("cpuTime.count") FROM "executor" WHERE time > '%s'`, end.Add(time.Hour).UTC().Format(time.RFC3339))); len(late) != 0 {
 		t.Errorf("points dated ahead stored: %v", late)
 	}
 }

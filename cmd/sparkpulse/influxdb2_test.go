@@ -16,10 +16,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/sparkpulse/sparkpulse/grafana"
-	"github.com/sparkpulse/sparkpulse/grafana/grafanatest"
 	"github.com/sparkpulse/sparkpulse/influx/influxtest"
-	"github.com/sparkpulse/sparkpulse/simulate"
 )
 
 // Tests of the whole service against a real InfluxDB 2.x (influxd 2.7.12,
@@ -42,23 +39,23 @@ func startSparkpulse2(t *testing.T, srv *influxtest.Server2, influxURL, conf str
 // TestOutagesLoseNothing against 2.x: Spark-shaped traffic streams into
 // sparkpulse while influxd 2.x is killed (SIGKILL) and restarted twice, and
 // sparkpulse is stopped and started again during the second outage: every
-// point sparkpulse accepted is in the bucket at the end, once.
+// value sparkpulse accepted is in the bucket at the end, once.
 func TestOutagesLoseNothingInfluxDB2(t *testing.T) {
 	srv := influxtest.Start2(t)
 	outagesLoseNothing(t, srv, `bucket = "spark"`, func(conf string) *testService { return startSparkpulse2(t, srv, srv.URL, conf) })
 }
 
 // TestDashboardsOnRealData against 2.x, compared with 1.8: the workload of
-// TestDashboardsOnRealData goes through sparkpulse to InfluxDB 2.x, and a
-// proxy in front of it sends every write request to an InfluxDB 1.8 as
-// well, so both hold the same points. Every panel, variable and annotation
-// query of every committed dashboard then runs as Grafana would (with
-// the token, through the bucket's automatic DBRP mapping) against 2.x, and
-// each answer must equal 1.8's to the same query.
+// TestDashboardsOnRealData goes through sparkpulse to InfluxDB 2.x, once per
+// schema into a bucket of its own, and a proxy in front of it sends every
+// write request to an InfluxDB 1.8 as well, so both hold the same points.
+// Every panel, variable and annotation query of each schema's committed
+// dashboards then runs as Grafana would (with the token, through the
+// bucket's automatic DBRP mapping) against 2.x, and each answer must equal
+// 1.8's to the same query.
 func TestDashboardsOnRealDataInfluxDB2(t *testing.T) {
 	srv1 := influxtest.Start(t)
 	srv2 := influxtest.Start2(t)
-	srv1.Exec(t, `CREATE DATABASE "spark"`)
 	end := time.Now().Truncate(time.Second)
 	const rounds = 90
 	start := end.Add(-rounds * 10 * time.Second)
@@ -66,13 +63,17 @@ func TestDashboardsOnRealDataInfluxDB2(t *testing.T) {
 	tee := newWriteTee(t, srv1.URL, srv2.URL)
 	defer tee.Close()
 
-	// A field of another type makes InfluxDB refuse some points, so the
-	// health dashboard's refusal and error panels have data too.
-	conflict := fmt.Sprintf(`compilationTime.p98,applicationid=x value="conflict" %d`, start.UnixNano())
-	writeLine(t, srv1, "spark", conflict)
-	srv2.Write(t, "/api/v2/write?org="+url.QueryEscape(srv2.Org)+"&bucket=spark", conflict)
-
-	dashboardWorkload(t, start, end, rounds, `bucket = "spark"`, func(conf string) *testService { return startSparkpulse2(t, srv2, tee.URL, conf) })
+	for _, sc := range dashboardSchemas(t) {
+		db := dashboardDB(sc)
+		srv1.Exec(t, fmt.Sprintf(`CREATE DATABASE %q`, db))
+		if db != srv2.Bucket {
+			srv2.CreateBucket(t, db, 0)
+		}
+		conflict := typeConflict(sc, start)
+		writeLine(t, srv1, db, conflict)
+		srv2.Write(t, "/api/v2/write?org="+url.QueryEscape(srv2.Org)+"&bucket="+url.QueryEscape(db), conflict)
+		dashboardWorkload(t, start, end, rounds, dashboardTarget("bucket", sc), func(conf string) *testService { return startSparkpulse2(t, srv2, tee.URL, conf) })
+	}
 	tee.Close()
 	t.Logf("%d write requests sent to both servers", tee.writes.Load())
 	if tee.writes.Load() == 0 {
@@ -81,37 +82,27 @@ func TestDashboardsOnRealDataInfluxDB2(t *testing.T) {
 
 	cmp := &compareQueries{t: t, url1: srv1.URL, rt2: srv2.TokenTransport()}
 	both := influxtest.InfluxQLVia(srv2.URL, cmp)
-	files, _ := filepath.Glob("../../grafana/dashboards/*.json")
-	if len(files) < 2 {
-		t.Fatalf("dashboards: %v", files)
-	}
 	to := time.Now()
-	for _, f := range files {
-		t.Run(filepath.Base(f), func(t *testing.T) {
-			cmp.t = t
-			defer func() { cmp.t = nil }()
-			for _, r := range grafanatest.Run(t, both, "spark", f, start, to) {
-				if r.WithData == 0 {
-					t.Errorf("%s: no data for any application on 2.x: %s", r.Where, r.Text)
-				}
+	examples := docExamples(t)
+	for _, sc := range dashboardSchemas(t) {
+		t.Run(sc.String(), func(t *testing.T) {
+			began, db := time.Now(), dashboardDB(sc)
+			compared := cmp.queries
+			for _, f := range dashboardFiles(t, sc) {
+				t.Run(filepath.Base(f), func(t *testing.T) {
+					cmp.t = t
+					defer func() { cmp.t = nil }()
+					checkDashboard(t, both, db, f, start, to)
+				})
 			}
+			// The documentation's InfluxQL examples, likewise.
+			cmp.t = t
+			runExamples(t, both, db, sc, examples, start, to)
+			cmp.t = nil
+			t.Logf("schema %s: %d queries compared on bucket %s in %s", sc, cmp.queries-compared, db, time.Since(began).Round(time.Millisecond))
 		})
 	}
 	cmp.t = t
-
-	// The documentation's InfluxQL examples, likewise.
-	vars := []grafana.Variable{{Name: "app"}}
-	vals := grafana.Values{Selected: map[string][]string{"app": {simulate.AppID(start, 1)}}}
-	for _, ex := range docExamples(t) {
-		text, err := grafana.Interpolate(ex.query, vars, vals, start, to, time.Minute)
-		if err != nil {
-			t.Fatal(err)
-		}
-		res, err := both.TryQuery("spark", text)
-		if err != nil || !grafanatest.HasData(res, false) {
-			t.Errorf("%s example %q on 2.x: %v, %d series", ex.file, text, err, len(res))
-		}
-	}
 	t.Logf("%d queries compared, %d with data; %d answers differed", cmp.queries, cmp.withData, cmp.differed)
 	if cmp.queries < 50 || cmp.withData == 0 {
 		t.Errorf("%d queries compared, %d with data", cmp.queries, cmp.withData)

@@ -47,7 +47,7 @@ func TestCheckPeer(t *testing.T) {
 	svc.flush()
 
 	var got []string
-	for _, s := range srv.Query(t, "spark", `SELECT "value" FROM "heap.used" GROUP BY "process"`) {
+	for _, s := range srv.Query(t, "spark", `SELECT "heap.used" FROM "jvm" GROUP BY "process"`) {
 		for _, v := range s.Values {
 			got = append(got, fmt.Sprintf("%s=%v", s.Tags["process"], v[1]))
 		}

@@ -27,6 +27,7 @@ import (
 	"github.com/sparkpulse/sparkpulse/queue"
 	"github.com/sparkpulse/sparkpulse/relay"
 	"github.com/sparkpulse/sparkpulse/selfmetrics"
+	"github.com/sparkpulse/sparkpulse/spark"
 )
 
 // pipeline is sparkpulse started from a Plan. For each [[graphite]] block
@@ -148,7 +149,7 @@ func (p *pipeline) checkTargets(ctx context.Context) error {
 			return c.err
 		}
 		p.log.Info("InfluxDB target ready", zap.String("url", url), zap.String("bucket", c.target.Bucket), zap.String("server", c.res.String()))
-		for _, w := range c.res.Warnings {
+		for _, w := range append(c.res.Warnings, schemaWarnings(p.plan, c.target, c.res)...) {
 			p.log.Warn(w, zap.String("url", url), zap.String("bucket", c.target.Bucket))
 		}
 	}
@@ -225,7 +226,8 @@ func (p *pipeline) openBlock(l *Listener) (*block, error) {
 		NonBlocking: l.Config.Protocol == "udp",
 	}
 	if p.deltas != nil {
-		rc.Deltas = &relay.Deltas{Rules: p.plan.Deltas.Rules, Tracker: p.deltas.tracker, Bucket: l.Target.Bucket}
+		rc.Deltas = &relay.Deltas{Rules: p.plan.Deltas.Rules, Tracker: p.deltas.tracker, Bucket: l.Target.Bucket,
+			MatchField: l.Templates == nil && l.Schema == spark.SchemaWide}
 		if a := p.plan.Annotate; a != nil {
 			rc.Deltas.AppTag = a.AppIDTag
 		}

@@ -59,7 +59,9 @@ type Listener struct {
 	// Templates is the block's template engine; nil when it runs the
 	// built-in Spark mapping.
 	Templates *templates.Engine
-	Target    influx.Target
+	// Schema is the built-in mapping's shape; meaningless with Templates.
+	Schema spark.Schema
+	Target influx.Target
 }
 
 // Name identifies the listener in logs and metrics, e.g. "tcp://:2003".
@@ -374,6 +376,8 @@ func (g GraphiteConfig) compile(p *Plan, index int) (*Listener, error) {
 			key = "tags"
 		case strings.HasPrefix(err.Error(), "spark-prefixes"):
 			key = "spark-prefixes"
+		case strings.HasPrefix(err.Error(), "schema"):
+			key = "schema"
 		}
 		e.fail(key, "%w", err)
 	}
@@ -385,15 +389,23 @@ func (g GraphiteConfig) compile(p *Plan, index int) (*Listener, error) {
 func (l *Listener) compileMapper() error {
 	g := l.Config
 	if len(g.Templates) == 0 {
+		schema, err := spark.ParseSchema(g.Schema)
+		if err != nil {
+			return fmt.Errorf("schema: %w", err)
+		}
 		tags, err := templates.ParseTags(g.Tags)
 		if err != nil {
 			return fmt.Errorf("tags: %w", err)
 		}
-		l.Mapper = spark.NewMapper(spark.Options{Prefixes: g.SparkPrefixes, GlobalTags: tags})
+		l.Schema = schema
+		l.Mapper = spark.NewMapper(spark.Options{Prefixes: g.SparkPrefixes, GlobalTags: tags, Schema: schema})
 		return nil
 	}
 	if len(g.SparkPrefixes) > 0 {
 		return errors.New("spark-prefixes applies to the built-in Spark mapping only; this block has templates")
+	}
+	if g.Schema != "" {
+		return errors.New("schema applies to the built-in Spark mapping only; this block has templates, which set the shape themselves")
 	}
 	eng, err := templates.Compile(g.Templates, g.Separator, g.Tags)
 	if err != nil {

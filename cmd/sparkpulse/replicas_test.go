@@ -214,7 +214,7 @@ func TestReplicasWithAffinity(t *testing.T) {
 	// Every delta is value − the previous value of the series; a point
 	// without one is the series' first, or a moved executor's first after
 	// the move.
-	res := srv.Query(t, "spark", `SELECT "value", "delta" FROM "cpuTime.count" WHERE "process" != 'driver' GROUP BY "process"`)
+	res := srv.Query(t, "spark", `SELECT "cpuTime.count", "cpuTime.count_delta" FROM "executor" WHERE "process" != 'driver' GROUP BY "process"`)
 	if len(res) != c.Processes()-1 {
 		t.Fatalf("%d executors in InfluxDB, want %d", len(res), c.Processes()-1)
 	}

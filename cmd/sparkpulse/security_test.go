@@ -74,7 +74,7 @@ func TestTLSWithCustomCA(t *testing.T) {
 	waitN(t, listings, 2, "two polls of the UI")
 	svc.stop()
 
-	if m := dump(t, srv, "metrics"); len(m) != 1 || !strings.HasPrefix(m[0], "job.allJobs,applicationid="+app) {
+	if m := dump(t, srv, "metrics"); len(m) != 1 || !strings.HasPrefix(m[0], "DAGScheduler,applicationid="+app) {
 		t.Errorf("metrics over HTTPS: %q", m)
 	}
 	if a := dump(t, srv, "annotations"); len(a) != 4 || !strings.HasPrefix(a[2], "spark_job,applicationid="+app) {
@@ -233,7 +233,7 @@ func TestSecretsStayHidden(t *testing.T) {
 			t.Errorf("the log lacks %q:\n%s", want, logs.String())
 		}
 	}
-	if n := queryAuth(t, srv, "admin", "SECRET-influx", "metrics", `SELECT count(*) FROM "job.allJobs"`); n != 1 {
+	if n := queryAuth(t, srv, "admin", "SECRET-influx", "metrics", `SELECT count("job.allJobs") FROM "DAGScheduler"`); n != 1 {
 		t.Errorf("%d points stored, want 1", n)
 	}
 

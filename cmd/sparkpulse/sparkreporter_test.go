@@ -121,13 +121,8 @@ func TestSparkReporter(t *testing.T) {
 			if got := svc.dropped(0, "inf"); got != uint64(inf) {
 				t.Errorf("dropped inf = %d, want %d", got, inf)
 			}
-			points := srv.Query(t, db, `SELECT count("value") FROM /.*/`)
-			stored := 0
-			for _, s := range points {
-				stored += int(toFloat(t, s.Values[0][1]))
-			}
-			if want := sent - nan - inf; stored != want {
-				t.Errorf("InfluxDB holds %d points, want %d (every line but NaN and Infinity)", stored, want)
+			if stored, want := storedValues(t, srv, db, ""), uint64(sent-nan-inf); stored != want {
+				t.Errorf("InfluxDB holds %d values, want %d (every line but NaN and Infinity)", stored, want)
 			}
 
 			// Exact series and values of the task counters, per executor.
@@ -139,12 +134,12 @@ func TestSparkReporter(t *testing.T) {
 					ts := int64(start+r*period+n) * 1e9
 					want = append(want, fmt.Sprintf("%d %d", ts, cpu))
 				}
-				q := fmt.Sprintf(`SELECT "value" FROM "cpuTime.count" WHERE "process" = '%d' GROUP BY *`, n)
+				q := fmt.Sprintf(`SELECT "cpuTime.count" FROM "executor" WHERE "process" = '%d' GROUP BY *`, n)
 				res := srv.Query(t, db, q)
 				if len(res) != 1 {
 					t.Fatalf("%s: %d series, want 1", q, len(res))
 				}
-				wantTags := fmt.Sprintf("map[applicationid:%s namespace:executor process:%d username:spark.prod]", app, n)
+				wantTags := fmt.Sprintf("map[applicationid:%s process:%d username:spark.prod]", app, n)
 				if got := fmt.Sprint(res[0].Tags); got != wantTags {
 					t.Errorf("executor %d cpuTime.count tags %s, want %s", n, got, wantTags)
 				}
@@ -155,23 +150,25 @@ func TestSparkReporter(t *testing.T) {
 				equalLines(t, fmt.Sprintf("executor %d cpuTime.count", n), got, want)
 			}
 
-			// JVM pools become one measurement with a pool tag; the streaming
-			// query name keeps its dot in the id tag.
-			checkSeries(t, srv, db, `SELECT last("value") FROM "pools.used" GROUP BY *`, []string{
-				"pools.used applicationid=" + app + " namespace=jvm pool=G1-Eden-Space process=1 username=spark.prod: 2000",
-				"pools.used applicationid=" + app + " namespace=jvm pool=G1-Eden-Space process=2 username=spark.prod: 3000",
-				"pools.used applicationid=" + app + " namespace=jvm pool=G1-Eden-Space process=3 username=spark.prod: 4000",
-				"pools.used applicationid=" + app + " namespace=jvm pool=G1-Eden-Space process=driver username=spark.prod: 1000",
+			// A JVM pool is a field of the process's jvm point; the
+			// streaming query name keeps its dot in the id tag.
+			checkSeries(t, srv, db, `SELECT last("pools.G1-Eden-Space.used") FROM "jvm" GROUP BY *`, []string{
+				"jvm applicationid=" + app + " process=1 username=spark.prod: 2000",
+				"jvm applicationid=" + app + " process=2 username=spark.prod: 3000",
+				"jvm applicationid=" + app + " process=3 username=spark.prod: 4000",
+				"jvm applicationid=" + app + " process=driver username=spark.prod: 1000",
 			})
-			checkSeries(t, srv, db, `SELECT last("value") FROM "inputRate-total" GROUP BY *`, []string{
-				"inputRate-total applicationid=" + app + " id=orders.agg namespace=spark.streaming process=driver username=spark.prod: 1532.4",
+			checkSeries(t, srv, db, `SELECT last("inputRate-total") FROM "spark.streaming" GROUP BY *`, []string{
+				"spark.streaming applicationid=" + app + " id=orders.agg process=driver username=spark.prod: 1532.4",
 			})
-			checkSeries(t, srv, db, `SELECT count("value") FROM "messageProcessingTime.count", "compilationTime.p99" GROUP BY "process"`, []string{
-				"compilationTime.p99 process=1: 4",
-				"compilationTime.p99 process=2: 4",
-				"compilationTime.p99 process=3: 4",
-				"compilationTime.p99 process=driver: 4",
-				"messageProcessingTime.count process=driver: 4",
+			checkSeries(t, srv, db, `SELECT count("compilationTime.p99") FROM "CodeGenerator" GROUP BY "process"`, []string{
+				"CodeGenerator process=1: 4",
+				"CodeGenerator process=2: 4",
+				"CodeGenerator process=3: 4",
+				"CodeGenerator process=driver: 4",
+			})
+			checkSeries(t, srv, db, `SELECT count("messageProcessingTime.count") FROM "DAGScheduler" GROUP BY "process"`, []string{
+				"DAGScheduler process=driver: 4",
 			})
 		})
 	}

@@ -10,31 +10,73 @@ import (
 
 	"github.com/sparkpulse/sparkpulse/annotate"
 	"github.com/sparkpulse/sparkpulse/influx"
+	"github.com/sparkpulse/sparkpulse/spark"
 )
 
 // influxStream reads the metrics stream back from InfluxDB for the
 // annotator's accounting: the databases of the [[graphite]] blocks, where
-// the metrics went.
+// the metrics went, each in the shapes its blocks write.
 type influxStream struct {
 	cfg     influx.Config
-	dbs     []string
+	querier *influx.Querier // one client: the accounting asks every poll
+	dbs     []streamDB
 	writers func() []*influx.Writer // the blocks' writers, for Delivered
+}
+
+// streamDB is a database of the stream and the shapes it is read in.
+type streamDB struct {
+	name    string
+	schemas []spark.Schema
 }
 
 // newStream is the stream of plan's [[graphite]] blocks, or nil (no
 // accounting from the stream) without one.
 func newStream(plan *Plan, writers func() []*influx.Writer) annotate.Stream {
-	s := &influxStream{cfg: plan.Influx, writers: writers}
-	for _, l := range plan.Listeners {
-		db, _, _ := strings.Cut(l.Target.Bucket, "/")
-		if !slices.Contains(s.dbs, db) {
-			s.dbs = append(s.dbs, db)
-		}
-	}
-	if len(s.dbs) == 0 {
+	dbs := streamDBs(plan)
+	if len(dbs) == 0 {
 		return nil
 	}
-	return s
+	q, err := influx.NewQuerier(plan.Influx)
+	if err != nil {
+		return nil // the plan's InfluxDB settings were validated: not reached
+	}
+	return &influxStream{cfg: plan.Influx, querier: q, dbs: dbs, writers: writers}
+}
+
+// streamDBs are the databases plan's [[graphite]] blocks write, in the
+// blocks' order, each with the shapes it may hold: a block with templates
+// writes the CERN shape (a measurement per metric, field value); a block
+// that names its schema, that one; a block that names none, both. The
+// default became wide after sparkpulse wrote CERN-shaped points under the
+// same configuration, so such a database may hold either, or both for an
+// application that ran across the upgrade; reading a shape a database
+// does not hold costs one empty answer, cheaper than a detection that
+// would have to be made per application and time range.
+func streamDBs(plan *Plan) []streamDB {
+	var dbs []streamDB
+	for _, l := range plan.Listeners {
+		name, _, _ := strings.Cut(l.Target.Bucket, "/")
+		i := slices.IndexFunc(dbs, func(d streamDB) bool { return d.name == name })
+		if i < 0 {
+			dbs = append(dbs, streamDB{name: name})
+			i = len(dbs) - 1
+		}
+		var schemas []spark.Schema
+		switch {
+		case l.Templates != nil:
+			schemas = []spark.Schema{spark.SchemaCERN}
+		case l.Config.Schema != "":
+			schemas = []spark.Schema{l.Schema}
+		default:
+			schemas = []spark.Schema{spark.SchemaWide, spark.SchemaCERN}
+		}
+		for _, sc := range schemas {
+			if !slices.Contains(dbs[i].schemas, sc) {
+				dbs[i].schemas = append(dbs[i].schemas, sc)
+			}
+		}
+	}
+	return dbs
 }
 
 // Delivered reports whether every point the blocks received before until
@@ -48,64 +90,145 @@ func (s *influxStream) Delivered(until time.Time) bool {
 	return true
 }
 
-// Totals runs two InfluxQL statements per database: the sums of the
-// counters' deltas and the peak and mean of the gauges, by process. Where
-// several databases hold the application, their sums add up and their
-// peaks are the larger.
+// Totals runs one InfluxQL statement per database and shape: the sums of
+// the counters' deltas and the peak and mean of the gauges, by process.
+// The shapes of a database hold different points (one block's, or before
+// and after a change of schema), so their sums add up and their means are
+// weighed by their samples. Where several databases hold the application,
+// their sums add up and their peaks are the larger.
 func (s *influxStream) Totals(ctx context.Context, app string, from, to time.Time) (map[string]annotate.ProcessTotals, error) {
 	where := fmt.Sprintf(`WHERE "applicationid" = %s AND time >= %dms AND time < %dms GROUP BY "process"`,
 		influx.QuoteString(app), from.UnixMilli(), to.UnixMilli())
 	out := map[string]annotate.ProcessTotals{}
-	get := func(p string) annotate.ProcessTotals {
-		t, ok := out[p]
-		if !ok {
-			t = annotate.ProcessTotals{Sums: map[string]float64{}, NoDelta: map[string]int{}, Peak: map[string]float64{}, Mean: map[string]float64{}, Samples: map[string]float64{}}
-			out[p] = t
-		}
-		return t
-	}
 	for _, db := range s.dbs {
-		sums, err := influx.Query(ctx, s.cfg, db, `SELECT sum("delta"), count("delta"), count("value") FROM `+identList(annotate.StreamCounters)+" "+where)
-		if err != nil {
-			return nil, s.readError(db, err)
+		inDB := map[string]annotate.ProcessTotals{}
+		for _, sc := range db.schemas {
+			q := newTotalsQuery(sc)
+			series, err := s.querier.Query(ctx, db.name, q.statement(where))
+			if err != nil {
+				return nil, s.readError(db.name, err)
+			}
+			q.add(inDB, series)
 		}
-		for _, sr := range sums {
-			p := sr.Tags["process"]
-			if p == "" {
+		for p, t := range inDB {
+			o, ok := out[p]
+			if !ok {
+				out[p] = t
 				continue
 			}
-			t := get(p)
-			if v, ok := influx.Number(firstValue(sr, 1)); ok {
-				t.Sums[sr.Name] += v
+			for k, v := range t.Sums {
+				o.Sums[k] += v
 			}
-			withDelta, _ := influx.Number(firstValue(sr, 2))
-			if samples, ok := influx.Number(firstValue(sr, 3)); ok && samples > withDelta {
-				t.NoDelta[sr.Name] += int(samples - withDelta)
+			for k, v := range t.NoDelta {
+				o.NoDelta[k] += v
 			}
-		}
-		gauges, err := influx.Query(ctx, s.cfg, db, `SELECT max("value"), mean("value"), count("value") FROM `+identList(annotate.StreamGauges)+" "+where)
-		if err != nil {
-			return nil, s.readError(db, err)
-		}
-		for _, sr := range gauges {
-			p := sr.Tags["process"]
-			if p == "" {
-				continue
+			for k, v := range t.Peak {
+				o.Peak[k] = max(o.Peak[k], v)
 			}
-			t := get(p)
-			if v, ok := influx.Number(firstValue(sr, 1)); ok {
-				t.Peak[sr.Name] = max(t.Peak[sr.Name], v)
-			}
-			if v, ok := influx.Number(firstValue(sr, 2)); ok {
+			for k, v := range t.Mean {
 				// One database per process is the usual case; where two
 				// hold it, the mean of the one with more samples.
-				if n, _ := influx.Number(firstValue(sr, 3)); n > t.Samples[sr.Name] {
-					t.Mean[sr.Name], t.Samples[sr.Name] = v, n
+				if n := t.Samples[k]; n > o.Samples[k] {
+					o.Mean[k], o.Samples[k] = v, n
 				}
 			}
 		}
 	}
 	return out, nil
+}
+
+// totalsQuery is the statement that reads the stream's totals in one
+// shape: an aggregate per column, each column once, and where each
+// metric's aggregates are.
+type totalsQuery struct {
+	schema  spark.Schema
+	from    []string       // measurements
+	columns []string       // aggregates, from column 1 on (0 is time)
+	index   map[string]int // aggregate → column
+	at      map[spark.Metric][3]int
+}
+
+// newTotalsQuery lays out the statement of schema: for a counter the sum
+// and count of its delta and the count of its value, for a gauge the max,
+// mean and count of its value.
+func newTotalsQuery(schema spark.Schema) *totalsQuery {
+	q := &totalsQuery{schema: schema, index: map[string]int{}, at: map[spark.Metric][3]int{}}
+	col := func(fn, field string) int {
+		expr := fn + "(" + influx.QuoteIdent(field) + ")"
+		if i, ok := q.index[expr]; ok {
+			return i
+		}
+		q.columns = append(q.columns, expr)
+		q.index[expr] = len(q.columns)
+		return len(q.columns)
+	}
+	measurement := func(m spark.Metric) {
+		if name := schema.Measurement(m); !slices.Contains(q.from, name) {
+			q.from = append(q.from, name)
+		}
+	}
+	for _, m := range annotate.StreamCounters {
+		measurement(m)
+		q.at[m] = [3]int{col("sum", schema.DeltaField(m)), col("count", schema.DeltaField(m)), col("count", schema.Field(m))}
+	}
+	for _, m := range annotate.StreamGauges {
+		measurement(m)
+		q.at[m] = [3]int{col("max", schema.Field(m)), col("mean", schema.Field(m)), col("count", schema.Field(m))}
+	}
+	return q
+}
+
+func (q *totalsQuery) statement(where string) string {
+	return "SELECT " + strings.Join(q.columns, ", ") + " FROM " + identList(q.from) + " " + where
+}
+
+// add adds the answer's series to out: sums and samples without a delta
+// add up, peaks are the larger, means are weighed by their samples.
+func (q *totalsQuery) add(out map[string]annotate.ProcessTotals, series []influx.Series) {
+	for _, sr := range series {
+		p := sr.Tags["process"]
+		if p == "" {
+			continue
+		}
+		t, ok := out[p]
+		if !ok {
+			t = annotate.ProcessTotals{Sums: map[string]float64{}, NoDelta: map[string]int{}, Peak: map[string]float64{}, Mean: map[string]float64{}, Samples: map[string]float64{}}
+			out[p] = t
+		}
+		for _, m := range annotate.StreamCounters {
+			if q.schema.Measurement(m) != sr.Name {
+				continue
+			}
+			at, key := q.at[m], annotate.StreamKey(m)
+			if v, ok := influx.Number(firstValue(sr, at[0])); ok {
+				t.Sums[key] += v
+			}
+			withDelta, _ := influx.Number(firstValue(sr, at[1]))
+			if samples, ok := influx.Number(firstValue(sr, at[2])); ok && samples > withDelta {
+				t.NoDelta[key] += int(samples - withDelta)
+			}
+		}
+		for _, m := range annotate.StreamGauges {
+			if q.schema.Measurement(m) != sr.Name {
+				continue
+			}
+			at, key := q.at[m], annotate.StreamKey(m)
+			n, _ := influx.Number(firstValue(sr, at[2]))
+			if n <= 0 {
+				continue
+			}
+			if v, ok := influx.Number(firstValue(sr, at[0])); ok {
+				if old, seen := t.Peak[key]; !seen || v > old {
+					t.Peak[key] = v
+				}
+			}
+			if v, ok := influx.Number(firstValue(sr, at[1])); ok {
+				had := t.Samples[key]
+				t.Mean[key] = (t.Mean[key]*had + v*n) / (had + n)
+				t.Samples[key] = had + n
+			}
+		}
+	}
 }
 
 // firstValue is column col of a series' first row, nil if it has none.

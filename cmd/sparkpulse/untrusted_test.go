@@ -414,16 +414,11 @@ state-dir = %q
 
 	// The genuine application's data is all there, its deltas exact.
 	app := rest.genuine
-	count := srv.Query(t, "untrusted", fmt.Sprintf(`SELECT count("value") FROM /.*/ WHERE "applicationid" = '%s'`, app))
-	stored := 0
-	for _, s := range count {
-		stored += int(toFloat(t, s.Values[0][1]))
-	}
-	if stored != genuineLines {
-		t.Errorf("%d points of the genuine application stored, %d lines sent", stored, genuineLines)
+	if stored := storedValues(t, srv, "untrusted", fmt.Sprintf(`"applicationid" = '%s'`, app)); stored != uint64(genuineLines) {
+		t.Errorf("%d values of the genuine application stored, %d lines sent", stored, genuineLines)
 	}
 	for _, s := range srv.Query(t, "untrusted", fmt.Sprintf(
-		`SELECT sum("delta"), max("value") - min("value") FROM "cpuTime.count" WHERE "applicationid" = '%s' GROUP BY "process"`, app)) {
+		`SELECT sum("cpuTime.count_delta"), max("cpuTime.count") - min("cpuTime.count") FROM "executor" WHERE "applicationid" = '%s' GROUP BY "process"`, app)) {
 		if got, want := toFloat(t, s.Values[0][1]), toFloat(t, s.Values[0][2]); got != want {
 			t.Errorf("process %s: deltas sum to %v, the counter grew by %v", s.Tags["process"], got, want)
 		}

@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/sparkpulse/sparkpulse/live"
+	"github.com/sparkpulse/sparkpulse/spark"
 )
 
 // watchOptions are what `sparkpulse watch` reads: InfluxDB as report reads
@@ -35,6 +36,12 @@ func runWatch(ctx context.Context, o watchOptions, stdout io.Writer) error {
 	if admin != "" && !strings.Contains(admin, "://") {
 		admin = "http://" + admin
 	}
-	return live.Run(ctx, live.Config{Influx: o.Plan.Influx, MetricsDB: metrics, AnnotationsDB: annotations,
+	var schemas []spark.Schema // the shapes the blocks writing metrics write; none: both
+	for _, d := range streamDBs(o.Plan) {
+		if d.name == metrics {
+			schemas = d.schemas
+		}
+	}
+	return live.Run(ctx, live.Config{Influx: o.Plan.Influx, MetricsDB: metrics, AnnotationsDB: annotations, Schemas: schemas,
 		AdminURL: admin, Interval: o.Interval}, stdout)
 }

@@ -1,0 +1,87 @@
+package main
+
+import (
+	"context"
+	"fmt"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/sparkpulse/sparkpulse/influx/influxtest"
+)
+
+// The accounting reads each database in the shapes its blocks write: a
+// block that names no schema in both, as its database may hold points
+// of either (written before and after the default became wide), which
+// add up; a block that names one in that one only.
+func TestStreamReadsEachBlocksShapes(t *testing.T) {
+	srv := influxtest.Start(t)
+	const app = "app-20261125100000-0001"
+	t0 := time.Now().Add(-time.Hour).Truncate(time.Second)
+	at := func(s int) int64 { return t0.Add(time.Duration(s) * time.Second).UnixNano() }
+	srv.Exec(t, `CREATE DATABASE "mixed"`)
+	srv.Exec(t, `CREATE DATABASE "cern"`)
+	for _, l := range []string{
+		// Before the change of schema: the CERN shape.
+		fmt.Sprintf(`cpuTime.count,applicationid=%s,namespace=executor,process=1 value=100,delta=100 %d`, app, at(0)),
+		fmt.Sprintf(`cpuTime.count,applicationid=%s,namespace=executor,process=1 value=150 %d`, app, at(10)), // no delta
+		fmt.Sprintf(`JVMHeapMemory,applicationid=%s,namespace=ExecutorMetrics,process=1 value=10 %d`, app, at(0)),
+		fmt.Sprintf(`JVMHeapMemory,applicationid=%s,namespace=ExecutorMetrics,process=1 value=20 %d`, app, at(10)),
+		// After it: the wide one.
+		fmt.Sprintf(`executor,applicationid=%s,process=1 cpuTime.count=300,cpuTime.count_delta=150,runTime.count=5,runTime.count_delta=5 %d`, app, at(20)),
+		fmt.Sprintf(`ExecutorMetrics,applicationid=%s,process=1 JVMHeapMemory=40,ProcessTreeJVMRSSMemory=1000 %d`, app, at(20)),
+		fmt.Sprintf(`plugin.ch.cern.CgroupMetrics,applicationid=%s,process=1 CPUTimeNanosec=9,CPUTimeNanosec_delta=9 %d`, app, at(20)),
+		// Outside the window read.
+		fmt.Sprintf(`executor,applicationid=%s,process=1 cpuTime.count=900,cpuTime.count_delta=600 %d`, app, at(100)),
+	} {
+		writeLine(t, srv, "mixed", l)
+	}
+	writeLine(t, srv, "cern", fmt.Sprintf(`succeededTasks.count,applicationid=%s,namespace=executor,process=1 value=7,delta=7 %d`, app, at(0)))
+	// Not the shape the block writes: not read.
+	writeLine(t, srv, "cern", fmt.Sprintf(`executor,applicationid=%s,process=1 succeededTasks.count=1000,succeededTasks.count_delta=1000 %d`, app, at(0)))
+
+	plan, err := loadPlan(&flagOverrides{config: writeFile(t, "sparkpulse.toml", `
+[[graphite]]
+  bind-address = "127.0.0.1:0"
+  database = "mixed"
+[[graphite]]
+  bind-address = "127.0.0.1:0"
+  database = "cern"
+  schema = "cern"
+`), influxURL: srv.URL}, noEnv)
+	if err != nil {
+		t.Fatal(err)
+	}
+	totals, err := newStream(plan, nil).Totals(context.Background(), app, t0, t0.Add(time.Minute))
+	if err != nil {
+		t.Fatal(err)
+	}
+	p := totals["1"]
+	var got []string
+	for _, k := range []string{"cpuTime.count", "runTime.count", "succeededTasks.count", "ch.cern.CgroupMetrics.CPUTimeNanosec"} {
+		got = append(got, fmt.Sprintf("sum %s %v, %d without delta", k, p.Sums[k], p.NoDelta[k]))
+	}
+	for _, k := range []string{"JVMHeapMemory", "ProcessTreeJVMRSSMemory"} {
+		got = append(got, fmt.Sprintf("%s peak %v, mean %.6g of %v", k, p.Peak[k], p.Mean[k], p.Samples[k]))
+	}
+	equalLines(t, "process 1", got, []string{
+		"sum cpuTime.count 250, 1 without delta",
+		"sum runTime.count 5, 0 without delta",
+		"sum succeededTasks.count 7, 0 without delta",
+		"sum ch.cern.CgroupMetrics.CPUTimeNanosec 9, 0 without delta",
+		"JVMHeapMemory peak 40, mean 23.3333 of 3", // the samples of both shapes
+		"ProcessTreeJVMRSSMemory peak 1000, mean 1000 of 1",
+	})
+	if len(totals) != 1 {
+		t.Errorf("processes %v, want 1 only", totals)
+	}
+
+	// Each database is read in the shapes its blocks write.
+	var dbs []string
+	for _, d := range streamDBs(plan) {
+		dbs = append(dbs, fmt.Sprint(d.name, d.schemas))
+	}
+	if got := strings.Join(dbs, " "); got != "mixed[wide cern] cern[cern]" {
+		t.Errorf("databases read: %s", got)
+	}
+}

@@ -1,0 +1,200 @@
+package relay
+
+import (
+	"bufio"
+	"compress/gzip"
+	"fmt"
+	"os"
+	"path/filepath"
+	"slices"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/influxdata/line-protocol/v2/lineprotocol"
+	"github.com/sparkpulse/sparkpulse/delta"
+	"github.com/sparkpulse/sparkpulse/spark"
+)
+
+// The recorded stream of each real Spark run, encoded in both schemas the
+// way the service does (blocks of lines, each a Flush), carries the same
+// values: every value, delta and rate of the CERN shape is in the wide
+// one under its metric's name, and nothing else is. The wide shape holds
+// them in a twentieth of the points and less than half the bytes.
+func TestRealSparkShapes(t *testing.T) {
+	dirs, _ := filepath.Glob(filepath.Join("..", "testdata", "spark-real", "*", "graphite.txt.gz"))
+	if len(dirs) < 2 {
+		t.Fatalf("recorded real Spark streams: %v", dirs)
+	}
+	for _, f := range dirs {
+		dir := filepath.Dir(f)
+		t.Run(filepath.Base(dir), func(t *testing.T) {
+			var meta struct{ Prefix string }
+			readJSON(t, filepath.Join(dir, "recording.json"), &meta)
+			lines := readGzipLines(t, f)
+			var values [2]map[string]float64
+			var points, size [2]int
+			for i, schema := range []spark.Schema{spark.SchemaCERN, spark.SchemaWide} {
+				rules, err := delta.CompileRules(spark.DeltaRules())
+				if err != nil {
+					t.Fatal(err)
+				}
+				s := &sink{}
+				conn := New(Config{
+					Mapper: spark.NewMapper(spark.Options{Prefixes: []string{meta.Prefix}, Schema: schema}),
+					Sink:   s,
+					Deltas: &Deltas{Rules: rules, Tracker: delta.New(delta.Settings{FirstSampleGrace: delta.NoGrace}, time.Now()),
+						Bucket: "spark", MatchField: schema == spark.SchemaWide},
+				}).NewConn(nil)
+				for k, l := range lines {
+					conn.Line(l)
+					if k%1000 == 999 { // a 64 KiB read holds about 1000 lines
+						conn.Flush()
+					}
+				}
+				conn.Flush()
+				values[i], points[i] = decodeValues(t, s.buf.Bytes(), schema)
+				size[i] = s.buf.Len()
+			}
+			if len(values[0]) != len(values[1]) {
+				t.Errorf("%d values in the CERN shape, %d in the wide one", len(values[0]), len(values[1]))
+			}
+			var diff []string
+			for k, v := range values[0] {
+				if w, ok := values[1][k]; !ok || w != v {
+					diff = append(diff, fmt.Sprintf("%s: cern %v, wide %v (%v)", k, v, w, ok))
+				}
+			}
+			slices.Sort(diff)
+			if len(diff) > 0 {
+				t.Errorf("%d values differ, e.g. %s", len(diff), diff[:min(5, len(diff))])
+			}
+			t.Logf("%d lines, %d values: %d points, %d bytes (cern); %d points, %d bytes (wide)",
+				len(lines), len(values[0]), points[0], size[0], points[1], size[1])
+			if points[1]*15 > points[0] || size[1]*2 > size[0] {
+				t.Errorf("wide: %d points of %d bytes, cern: %d of %d: want ≥ 15× fewer points and ≤ half the bytes", points[1], size[1], points[0], size[0])
+			}
+		})
+	}
+}
+
+// decodeValues reads line protocol into "metric|tags|field time" → value,
+// in terms both shapes share: the CERN shape's namespace tag and field
+// names (value, delta, rate) become the wide shape's measurement and
+// field names, and the CERN shape's pool tag part of the field's name.
+// LiveListenerBus's identity tags are put back into the metric's name.
+func decodeValues(t *testing.T, lp []byte, schema spark.Schema) (map[string]float64, int) {
+	t.Helper()
+	out := map[string]float64{}
+	dec := lineprotocol.NewDecoderWithBytes(lp)
+	points := 0
+	for dec.Next() {
+		points++
+		m, err := dec.Measurement()
+		if err != nil {
+			t.Fatal(err)
+		}
+		meas := string(m)
+		var tags []string
+		ns, listener, queue, pool := "", "", "", ""
+		for {
+			k, v, err := dec.NextTag()
+			if err != nil {
+				t.Fatal(err)
+			}
+			if k == nil {
+				break
+			}
+			switch string(k) {
+			case "namespace":
+				ns = string(v)
+			case "listener":
+				listener = string(v)
+			case "queue":
+				queue = string(v)
+			case "pool": // the CERN shape's; a part of the field's name in the wide one
+				pool = string(v)
+			default:
+				tags = append(tags, string(k)+"="+string(v))
+			}
+		}
+		type field struct {
+			key string
+			v   float64
+		}
+		var fields []field
+		for {
+			k, v, err := dec.NextField()
+			if err != nil {
+				t.Fatal(err)
+			}
+			if k == nil {
+				break
+			}
+			fields = append(fields, field{string(k), v.FloatV()})
+		}
+		ts, err := dec.Time(lineprotocol.Nanosecond, time.Time{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, f := range fields {
+			metric, suffix := meas, ""
+			if schema == spark.SchemaCERN {
+				if ns != "" {
+					metric = ns + "." + meas
+				}
+				if f.key != "value" {
+					suffix = "_" + f.key
+				}
+				if pool != "" {
+					metric = strings.Replace(metric, "pools.", "pools."+pool+".", 1)
+				}
+			} else {
+				name := f.key
+				for _, s := range []string{"_delta", "_rate"} {
+					if n, ok := strings.CutSuffix(name, s); ok {
+						name, suffix = n, s
+					}
+				}
+				if name != "value" {
+					metric = meas + "." + name
+				}
+				if listener != "" {
+					metric = strings.Replace(metric, "listenerProcessingTime.", "listenerProcessingTime."+listener+".", 1)
+				}
+				if queue != "" {
+					metric = strings.Replace(metric, "queue.", "queue."+queue+".", 1)
+				}
+			}
+			// A series repeated at one time (daemons' jvm metrics carry no
+			// process) keeps its last value, as InfluxDB does.
+			out[fmt.Sprintf("%s%s|%s|%d", metric, suffix, strings.Join(tags, ","), ts.UnixNano())] = f.v
+		}
+	}
+	if err := dec.Err(); err != nil {
+		t.Fatal(err)
+	}
+	return out, points
+}
+
+func readGzipLines(t *testing.T, name string) [][]byte {
+	t.Helper()
+	f, err := os.Open(name)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer f.Close()
+	zr, err := gzip.NewReader(f)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var lines [][]byte
+	sc := bufio.NewScanner(zr)
+	for sc.Scan() {
+		lines = append(lines, slices.Clone(sc.Bytes()))
+	}
+	if err := sc.Err(); err != nil {
+		t.Fatal(err)
+	}
+	return lines
+}
