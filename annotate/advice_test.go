@@ -1,11 +1,13 @@
 package annotate
 
 import (
+	"maps"
 	"path/filepath"
 	"slices"
 	"strings"
 	"testing"
 
+	"github.com/sparkpulse/sparkpulse/accounting"
 	"github.com/sparkpulse/sparkpulse/sizing"
 	"github.com/sparkpulse/sparkpulse/sparkapi"
 )
@@ -30,10 +32,11 @@ func TestAdviceOfRealSpark(t *testing.T) {
 					// Recorded from the live UI before the end: its last report.
 					st.end = last[st.metricsKey]
 				}
-				a, u, _, err := assess(st, st.end, true)
+				a, res, err := assess(st, st.end, true)
 				if err != nil {
 					t.Fatal(err)
 				}
+				u := res.Usage
 				heap := map[string]bool{}
 				for _, fd := range a.Findings {
 					switch fd.Rule {
@@ -46,7 +49,7 @@ func TestAdviceOfRealSpark(t *testing.T) {
 					}
 				}
 				var oom []string
-				for _, id := range sortedKeys(st.executors, compareExecutorIDs) {
+				for _, id := range slices.SortedFunc(maps.Keys(st.executors), accounting.CompareExecutorIDs) {
 					x := st.executors[id].Executor
 					if sizing.RemoveKind(x.RemoveReason) == sizing.RemovedHeapOOM {
 						oom = append(oom, id)
@@ -140,10 +143,10 @@ func recordedApp(t *testing.T, dir string) *appState {
 	}
 	var stages []sparkapi.Stage
 	readJSONFile(t, filepath.Join(dir, "stages.json"), &stages)
-	var totals stageTotals
+	var totals accounting.StageTotals
 	for _, s := range stages {
 		st.putStage(s)
-		totals.add(&s)
+		totals.Add(&s)
 	}
 	st.stageTotals = &totals
 	var jobs []sparkapi.Job

@@ -38,13 +38,19 @@ type StageRead struct {
 // failed tasks: at most 3 requests each, FailedTasksPerStage failed tasks.
 func ReadStages(ctx context.Context, cfg Config, app Application, top int) ([]StageRead, error) {
 	cfg = cfg.WithDefaults()
-	p := &Poller{cfg: cfg, client: newHTTPClient(cfg.Transport)}
+	client := newClient(cfg)
+	// Values no Spark writes are read as absent (zeroed by the client);
+	// there is no poller here to count them.
+	get := func(ctx context.Context, url string, out any) error {
+		_, err := client.Get(ctx, url, out)
+		return err
+	}
 	root := app.Source + "/api/v1/applications/" + url.PathEscape(app.ID)
 	if app.AttemptID != "" {
 		root += "/" + url.PathEscape(app.AttemptID)
 	}
 	var list []sparkapi.Stage
-	if err := p.get(ctx, root+"/stages?details=false", &list); err != nil {
+	if err := get(ctx, root+"/stages?details=false", &list); err != nil {
 		return nil, err
 	}
 	out := make([]StageRead, len(list))
@@ -68,7 +74,7 @@ func ReadStages(ctx context.Context, cfg Config, app Application, top int) ([]St
 		}
 		d := &stageDetails{why: detailsRead}
 		base := root + "/stages/" + strconv.Itoa(s.StageID) + "/" + strconv.Itoa(s.AttemptID)
-		if err := p.readDetails(ctx, base, d, long[i], failed); err != nil {
+		if err := readDetails(ctx, get, base, d, long[i], failed, cfg.FailedTasksPerStage); err != nil {
 			return nil, err
 		}
 		s.Summary, s.Slowest, s.Failed = d.summary, d.slowest, d.failed

@@ -5,10 +5,13 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"maps"
 	"net/url"
+	"slices"
 	"strings"
 	"time"
 
+	"github.com/sparkpulse/sparkpulse/accounting"
 	"github.com/sparkpulse/sparkpulse/sizing"
 	"github.com/sparkpulse/sparkpulse/sparkapi"
 )
@@ -27,49 +30,39 @@ type Assessment struct {
 	Final bool
 }
 
-// assess runs the accounting and every sizing rule on what st holds of
-// its attempt up to endMs, with the stream's totals screened first
-// (plausible.go). withStream says whether a stream was configured, for
-// the reconciliation that lost task time may come from.
-func assess(st *appState, endMs int64, withStream bool) (sizing.Advice, sizing.Usage, []setAside, error) {
-	s, r, err := settingsOf(st.properties)
+// assess runs the accounting (package accounting: the stream's totals
+// screened first, then the usage and, once it has completed, the
+// reconciliation) and every sizing rule on what st holds of its attempt up
+// to endMs. withStream says whether a stream was configured, for the
+// reconciliation that lost task time may come from.
+func assess(st *appState, endMs int64, withStream bool) (sizing.Advice, accounting.Result, error) {
+	res, err := accounting.Account(st.attempt(withStream), endMs)
 	if err != nil {
-		return sizing.Advice{}, sizing.Usage{}, nil, err
+		return sizing.Advice{}, accounting.Result{}, err
 	}
-	stream, aside := screen(st, st.stream, endMs, st.completed)
-	execs := sizingExecutors(st, stream, endMs)
-	a := sizing.Advise(s, execs)
-	u := sizing.Account(s, r, execs, endMs-st.key.start)
-	setAsideIn(&u, aside, st.stageTotals)
-	if st.stageTotals != nil {
-		u.SpilledBytes = st.stageTotals.memSpill
-	}
-	if st.completed {
-		st.stageTotals.figures(&u, st.key.start, endMs)
-		var rec *Reconciliation
-		if withStream && st.streamErr == "" && st.stageTotals != nil {
-			r := reconcile(executorList(st), *st.stageTotals, st.stream, aside)
-			rec = &r
-		}
-		lostTasks(&u, st.stageTotals, failedTaskRunMs(st, st.stageTotals), rec)
-	} else {
-		// Running: the stages held so far, as the estimate reads them.
-		currentStages(st).figures(&u, st.key.start, endMs)
-	}
-	u.Outcome, u.OutcomeReason = outcome(st)
-	sizing.RightSize(&a, s, r, u, execs, failureReasons(st))
-	return a, u, aside, nil
+	a := sizing.Advise(res.Settings, res.Executors)
+	sizing.RightSize(&a, res.Settings, res.Resources, res.Usage, res.Executors, res.FailureReasons)
+	return a, res, nil
 }
 
-// settingsOf reads from an application's Spark properties the executor
-// and application settings the accounting and the rules take.
-func settingsOf(props map[string]string) (sizing.Settings, sizing.Resources, error) {
-	s, err := sizing.FromProperties(props)
-	if err != nil {
-		return s, sizing.Resources{}, err
+// attempt is what the accounting reads of st: Spark's answers as held,
+// and the stream's totals read after the end (withStream: a stream is
+// configured, so that one read without error is reconciled).
+func (st *appState) attempt(withStream bool) *accounting.Attempt {
+	a := &accounting.Attempt{StartMs: st.key.start, Completed: st.completed, Properties: st.properties,
+		Executors: executorList(st), StageTotals: st.stageTotals, Stream: st.stream, StreamRead: withStream && st.streamErr == ""}
+	for _, id := range slices.SortedFunc(maps.Keys(st.jobs), cmp.Compare[int]) {
+		a.Jobs = append(a.Jobs, st.jobs[id].Job)
 	}
-	r, err := sizing.ResourcesFromProperties(props)
-	return s, r, err
+	for _, k := range slices.SortedFunc(maps.Keys(st.stages), compareStageKeys) {
+		s := st.stages[k]
+		x := accounting.Stage{Stage: s.Stage, DetailsRead: s.details != nil}
+		if s.details != nil {
+			x.FailedTasks = s.details.failed
+		}
+		a.Stages = append(a.Stages, x)
+	}
+	return a
 }
 
 // Assess reads application appID from the sources of cfg, in order, as
@@ -132,7 +125,8 @@ func (p *Poller) assess(ctx context.Context, src *source, appID string) (Assessm
 			st.stream = totals
 		}
 	}
-	a, u, _, err := assess(st, end, p.cfg.Stream != nil)
+	a, res, err := assess(st, end, p.cfg.Stream != nil)
+	u := res.Usage
 	if err != nil {
 		return Assessment{}, fmt.Errorf("application %s: %w", appID, err)
 	}
@@ -141,8 +135,8 @@ func (p *Poller) assess(ctx context.Context, src *source, appID string) (Assessm
 	if st.completed && st.end > 0 {
 		out.End = time.UnixMilli(st.end)
 	}
-	for _, id := range sortedKeys(st.executors, compareExecutorIDs) {
-		out.Executors = append(out.Executors, executorSizing(&st.executors[id].Executor))
+	for _, id := range slices.SortedFunc(maps.Keys(st.executors), accounting.CompareExecutorIDs) {
+		out.Executors = append(out.Executors, accounting.ExecutorSizing(&st.executors[id].Executor))
 	}
 	if st.streamErr != "" {
 		u.Notes = append(u.Notes, "metrics stream not read: "+st.streamErr)
@@ -154,7 +148,7 @@ func (p *Poller) assess(ctx context.Context, src *source, appID string) (Assessm
 // first.
 func executorList(st *appState) []sparkapi.Executor {
 	var execs []sparkapi.Executor
-	for _, id := range sortedKeys(st.executors, compareExecutorIDs) {
+	for _, id := range slices.SortedFunc(maps.Keys(st.executors), accounting.CompareExecutorIDs) {
 		execs = append(execs, st.executors[id].Executor)
 	}
 	return execs

@@ -188,8 +188,7 @@ func (p *Poller) admit() {
 // application it does not know, and an answer about another application
 // is no answer about this one; anything else is given a second poll.
 func unproven(s *source, err error) bool {
-	var fe *fetchError
-	wrong := errors.As(err, &fe) && fe.kind == kindWrongApp
+	wrong := errorKind(err) == kindWrongApp
 	return s.appID != "" && !s.listed && (isNotFound(err) || wrong || s.failures >= 2)
 }
 

@@ -4,8 +4,10 @@ import (
 	"context"
 	"fmt"
 	"io"
+	"maps"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 
@@ -130,10 +132,10 @@ func TestJournalAcrossACrash(t *testing.T) {
 // pointText is a point's tags and fields, for comparing two writes.
 func pointText(p point) string {
 	var b strings.Builder
-	for _, k := range sortedKeys(p.tags, strings.Compare) {
+	for _, k := range slices.SortedFunc(maps.Keys(p.tags), strings.Compare) {
 		b.WriteString(k + "=" + p.tags[k] + " ")
 	}
-	for _, k := range sortedKeys(p.fields, strings.Compare) {
+	for _, k := range slices.SortedFunc(maps.Keys(p.fields), strings.Compare) {
 		b.WriteString(k + "=" + strings.TrimSpace(strings.ReplaceAll(fmtAny(p.fields[k]), "\n", " ")) + " ")
 	}
 	return b.String()

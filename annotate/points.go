@@ -2,9 +2,9 @@ package annotate
 
 import (
 	"bytes"
-	"cmp"
 	"fmt"
 	"hash/fnv"
+	"maps"
 	"net"
 	"regexp"
 	"slices"
@@ -17,6 +17,7 @@ import (
 	"github.com/influxdata/line-protocol/v2/lineprotocol"
 	"go.uber.org/zap"
 
+	"github.com/sparkpulse/sparkpulse/accounting"
 	"github.com/sparkpulse/sparkpulse/sizing"
 	"github.com/sparkpulse/sparkpulse/timespent"
 )
@@ -69,15 +70,16 @@ type points struct {
 // are now. With closeOut, running items are written as lost, status
 // UNKNOWN. It returns the number of points written.
 func (p *Poller) emit(st *appState, now time.Time, closeOut bool) int {
+	nowMs := now.UnixMilli()
+	acc := p.accounts(st, nowMs, closeOut) // worked out first: the encoder only encodes
 	w := &points{p: p, st: st, nowMs: p.cfg.Now().UnixMilli(), snaps: map[string]snapshot{}}
 	w.enc.SetPrecision(lineprotocol.Nanosecond)
-	nowMs := now.UnixMilli()
 	l := st.links()
 	w.app(nowMs, closeOut)
-	for _, id := range sortedKeys(st.jobs, func(a, b int) int { return a - b }) {
+	for _, id := range slices.SortedFunc(maps.Keys(st.jobs), func(a, b int) int { return a - b }) {
 		w.job(st.jobs[id], l, nowMs, closeOut)
 	}
-	for _, k := range sortedKeys(st.stages, func(a, b stageKey) int {
+	for _, k := range slices.SortedFunc(maps.Keys(st.stages), func(a, b stageKey) int {
 		if a.id != b.id {
 			return a.id - b.id
 		}
@@ -86,20 +88,20 @@ func (p *Poller) emit(st *appState, now time.Time, closeOut bool) int {
 		w.stage(k, st.stages[k], l, nowMs, closeOut)
 		w.stageProgressPoint(k, st.stages[k])
 	}
-	for _, id := range sortedKeys(st.sql, func(a, b int64) int { return int(a - b) }) {
+	for _, id := range slices.SortedFunc(maps.Keys(st.sql), func(a, b int64) int { return int(a - b) }) {
 		w.sql(st.sql[id], nowMs, closeOut)
 	}
-	for _, id := range sortedKeys(st.executors, compareExecutorIDs) {
+	for _, id := range slices.SortedFunc(maps.Keys(st.executors), accounting.CompareExecutorIDs) {
 		w.executor(st.executors[id], now, closeOut)
 	}
-	if st.completed && st.accounted && st.properties != nil && st.end > 0 && len(st.executors) > 0 {
-		w.sizing()
+	if acc.final != nil {
+		w.sizing(acc.final)
 	}
-	if st.estimate != nil {
-		w.usageEstimate()
+	if acc.estimate != nil {
+		w.usageEstimate(*acc.estimate, acc.estimateMs)
 	}
-	if closeOut && !st.completed && st.properties != nil && len(st.executors) > 0 {
-		w.usageLost(nowMs)
+	if acc.lost != nil {
+		w.usageLost(*acc.lost, nowMs)
 	}
 	if j := p.journal; j != nil && (w.n > 0 || len(w.facts) > 0 || len(w.snaps) > 0) {
 		// Durable before it is handed on (journal.go).
@@ -475,19 +477,16 @@ func (w *points) executor(x *executorItem, now time.Time, closeOut bool) {
 	w.end()
 }
 
-// sizing writes the advice for a completed attempt's executors, at its
-// end: the limits, then the findings and the recommended settings, the
-// n-th point n ns after the end's millisecond.
-func (w *points) sizing() {
+// sizing writes a completed attempt's accounting and reconciliation and
+// the advice for its executors (f, worked out by accounts), at its end:
+// the limits, then the findings and the recommended settings, the n-th
+// point n ns after the end's millisecond.
+func (w *points) sizing(f *assessed) {
 	st := w.st
-	a, u, aside, err := assess(st, st.end, w.p.cfg.Stream != nil)
-	if err != nil {
-		w.p.log.Warn("no sizing advice", zap.String("application", st.key.String()), zap.Error(err))
-		return
-	}
-	w.usage(u, a, phaseEnd, st.end*1_000_000)
+	a := f.advice
+	w.usage(f.result.Usage, a, phaseEnd, st.end*1_000_000)
 	if w.p.cfg.Stream != nil {
-		w.reconcile(aside)
+		w.reconcile(f.result.Reconciliation)
 	}
 	i := 0
 	next := func(kind string) bool {
@@ -495,50 +494,50 @@ func (w *points) sizing() {
 		if !w.begin(MeasurementSizing, st.end*1_000_000+int64(i-1)) {
 			return false
 		}
-		w.str("kind", kind)
+		w.str(SizingKind, kind)
 		return true
 	}
 	done := func() {
-		w.str("attempt_id", w.text(st.attemptID))
+		w.str(FieldAttemptID, w.text(st.attemptID))
 		w.end()
 	}
 	if !next("limits") {
 		return // written before: advice is written whole, once
 	}
 	s := a.Settings
-	w.int("heap_bytes", s.Heap)
-	w.int("unified_bytes", s.Unified())
-	w.int("overhead_bytes", s.Overhead)
-	w.int("pyspark_bytes", s.PySpark)
-	w.int("off_heap_bytes", s.OffHeap)
-	w.int("container_bytes", s.Container())
-	w.int("executors", int64(len(a.Executors)))
+	w.int(SizingHeapBytes, s.Heap)
+	w.int(SizingUnifiedBytes, s.Unified())
+	w.int(SizingOverheadBytes, s.Overhead)
+	w.int(SizingPySparkBytes, s.PySpark)
+	w.int(SizingOffHeapBytes, s.OffHeap)
+	w.int(SizingContainerBytes, s.Container())
+	w.int(SizingExecutors, int64(len(a.Executors)))
 	summary := fmt.Sprintf("heap %s, overhead %s, container %s: %d findings, %d settings to change",
 		sizing.Bytes(s.Heap), sizing.Bytes(s.Overhead), sizing.Bytes(s.Container()), len(a.Findings), len(a.Recommendations))
-	w.str("text", joinText(append([]string{summary}, a.Notes...)...))
+	w.str(FieldText, joinText(append([]string{summary}, a.Notes...)...))
 	done()
 	for _, f := range a.Findings {
 		if !next("finding") {
 			continue
 		}
-		w.str("rule", f.Rule)
-		w.str("executor", w.text(f.Executor))
-		w.str("text", w.reason(f.Text))
+		w.str(SizingRule, f.Rule)
+		w.str(SizingExecutor, w.text(f.Executor))
+		w.str(FieldText, w.reason(f.Text))
 		done()
 	}
 	for _, r := range a.Recommendations {
 		if !next("setting") {
 			continue
 		}
-		w.str("property", r.Property)
-		w.str("value", r.ValueString())
-		w.str("current", r.CurrentString())
-		w.str("rule", r.Rule)
-		w.str("reason", w.reason(r.Reason))
-		w.str("risk", r.Risk)
-		w.float("saving_core_seconds", r.SavingCoreSeconds)
-		w.float("saving_byte_seconds", r.SavingByteSeconds)
-		w.str("text", fmt.Sprintf("--conf %s=%s", r.Property, r.ValueString()))
+		w.str(SizingProperty, r.Property)
+		w.str(SizingValue, r.ValueString())
+		w.str(SizingCurrent, r.CurrentString())
+		w.str(SizingRule, r.Rule)
+		w.str(SizingReason, w.reason(r.Reason))
+		w.str(SizingRisk, r.Risk)
+		w.float(SizingSavingCoreSeconds, r.SavingCoreSeconds)
+		w.float(SizingSavingByteSeconds, r.SavingByteSeconds)
+		w.str(FieldText, fmt.Sprintf("--conf %s=%s", r.Property, r.ValueString()))
 		done()
 	}
 }
@@ -555,17 +554,6 @@ func executorSub(id string) int64 {
 	h := fnv.New32a()
 	h.Write([]byte(id))
 	return int64(h.Sum32()%999_999) + 1
-}
-
-// compareExecutorIDs orders the driver first, then executors by number.
-func compareExecutorIDs(a, b string) int {
-	rank := func(id string) int {
-		if id == "driver" {
-			return 0
-		}
-		return 1
-	}
-	return cmp.Or(rank(a)-rank(b), len(a)-len(b), strings.Compare(a, b))
 }
 
 // begin starts the fact of measurement at ts, the application's tags
@@ -600,9 +588,9 @@ func (w *points) full() bool {
 func (w *points) startLine(measurement string) {
 	w.enc.Reset()
 	w.enc.StartLine(measurement)
-	w.enc.AddTag("applicationid", tagValue(w.st.tagKey()))
+	w.enc.AddTag(TagApplicationID, tagValue(w.st.tagKey()))
 	if name := tagValue(w.st.name); name != "" {
-		w.enc.AddTag("appname", name)
+		w.enc.AddTag(TagAppName, name)
 	}
 }
 
@@ -638,7 +626,7 @@ var peakNameRE = regexp.MustCompile(`^[A-Za-z][A-Za-z0-9]{0,63}$`)
 // peaks writes a process's or stage's peak executor metrics as peak_<name>.
 func (w *points) peaks(m map[string]int64) {
 	n := 0
-	for _, k := range sortedKeys(m, strings.Compare) {
+	for _, k := range slices.SortedFunc(maps.Keys(m), strings.Compare) {
 		if n == maxPeaks || !peakNameRE.MatchString(k) {
 			w.p.stats.invalid.Add(1)
 			continue
@@ -798,13 +786,4 @@ func jobList(prefix string, ids []int) string {
 		return ""
 	}
 	return prefix + intList(ids)
-}
-
-func sortedKeys[K comparable, V any](m map[K]V, cmp func(a, b K) int) []K {
-	keys := make([]K, 0, len(m))
-	for k := range m {
-		keys = append(keys, k)
-	}
-	slices.SortFunc(keys, cmp)
-	return keys
 }

@@ -82,10 +82,10 @@ type Config struct {
 // Defaults.
 const (
 	DefaultInterval         = 10 * time.Second
-	DefaultTimeout          = 5 * time.Second
+	DefaultTimeout          = sparkapi.DefaultTimeout
 	DefaultLookback         = time.Hour
 	DefaultMaxText          = 200
-	DefaultMaxResponseBytes = 16 << 20
+	DefaultMaxResponseBytes = sparkapi.DefaultMaxResponseBytes
 	DefaultMaxApps          = 256
 	DefaultNewAppsPerPoll   = 8
 
@@ -151,7 +151,7 @@ func newSource(name, base, appID string) *source {
 // New, then call Run, or PollOnce from tests.
 type Poller struct {
 	cfg       Config
-	client    *http.Client
+	client    *sparkapi.Client
 	log       *zap.Logger
 	static    []*source
 	templates []template
@@ -176,13 +176,13 @@ type Poller struct {
 }
 
 type counters struct {
-	requests, bytes, polls, points atomic.Uint64
-	closedOut                      atomic.Uint64
-	invalid                        atomic.Uint64
-	invalidLogged                  atomic.Int64 // unix s of the last log of impossible values
-	cappedExecutors                atomic.Uint64
-	secondSource                   atomic.Uint64
-	deferred                       atomic.Uint64
+	polls, points   atomic.Uint64
+	closedOut       atomic.Uint64
+	invalid         atomic.Uint64
+	invalidLogged   atomic.Int64 // unix s of the last log of impossible values
+	cappedExecutors atomic.Uint64
+	secondSource    atomic.Uint64
+	deferred        atomic.Uint64
 	// Stage attempts that ended, by what became of their details.
 	detailsRead, detailsShort, detailsBudget, detailsUnavailable atomic.Uint64
 }
@@ -284,7 +284,7 @@ func New(cfg Config) (*Poller, error) {
 	}
 	p := &Poller{
 		cfg:      cfg,
-		client:   newHTTPClient(cfg.Transport),
+		client:   newClient(cfg),
 		perApp:   map[string][]*source{},
 		retired:  map[string]time.Time{},
 		nominees: map[string]int{},
@@ -557,7 +557,7 @@ func (p *Poller) list(ctx context.Context, s *source, now time.Time) ([]sparkapi
 			return nil, err
 		}
 		if app.ID != s.appID {
-			return nil, &fetchError{kind: kindWrongApp, url: u, err: fmt.Errorf("answered for application %q: refused", trim(app.ID, 100))}
+			return nil, &sparkapi.Error{Kind: kindWrongApp, URL: u, Err: fmt.Errorf("answered for application %q: refused", trim(app.ID, 100))}
 		}
 		return []sparkapi.Application{app}, nil
 	}
@@ -688,11 +688,7 @@ func (p *Poller) closeOutOrphans(now time.Time) {
 }
 
 func (p *Poller) countError(s *source, err error) {
-	kind := kindNetwork
-	var fe *fetchError
-	if errors.As(err, &fe) {
-		kind = fe.kind
-	}
+	kind := errorKind(err)
 	p.mu.Lock()
 	p.errors[[2]string{s.name, kind}]++
 	p.mu.Unlock()
@@ -732,7 +728,7 @@ type Stats struct {
 // exactly; a source being polled is counted as it was when last idle.
 func (p *Poller) Stats() Stats {
 	st := Stats{
-		Requests: p.stats.requests.Load(), Bytes: p.stats.bytes.Load(), Polls: p.stats.polls.Load(),
+		Requests: p.client.Requests(), Bytes: p.client.Bytes(), Polls: p.stats.polls.Load(),
 		Points: p.stats.points.Load(), ClosedOut: p.stats.closedOut.Load(), Invalid: p.stats.invalid.Load(), Errors: map[string]map[string]uint64{},
 		Capped:       map[string]uint64{"executors": p.stats.cappedExecutors.Load(), "points": p.stats.deferred.Load()},
 		SecondSource: p.stats.secondSource.Load(),

@@ -4,6 +4,7 @@ import (
 	"cmp"
 	"context"
 	"fmt"
+	"maps"
 	"regexp"
 	"slices"
 	"strconv"
@@ -55,7 +56,7 @@ func (p *Poller) syncStageDetails(ctx context.Context, st *appState) error {
 	budget := p.cfg.StageDetailsRequests
 	// Stages with failed tasks first, then the longest: when the budget
 	// runs out, what is left without details matters least.
-	keys := sortedKeys(st.stages, compareStageKeys)
+	keys := slices.SortedFunc(maps.Keys(st.stages), compareStageKeys)
 	slices.SortStableFunc(keys, func(a, b stageKey) int {
 		x, y := st.stages[a], st.stages[b]
 		failed := func(s *stageItem) int {
@@ -101,7 +102,7 @@ func (p *Poller) syncStageDetails(ctx context.Context, st *appState) error {
 		}
 		budget -= need
 		base := st.url + "/stages/" + strconv.Itoa(k.id) + "/" + strconv.Itoa(k.attempt)
-		if err := p.readDetails(ctx, base, d, long, s.NumFailedTasks > 0); err != nil {
+		if err := readDetails(ctx, p.get, base, d, long, s.NumFailedTasks > 0, p.cfg.FailedTasksPerStage); err != nil {
 			return err
 		}
 		if d.why == detailsUnavailable {
@@ -212,11 +213,11 @@ func (w *points) stageProgressPoint(k stageKey, s *stageItem) {
 // readDetails reads into d the task distribution and slowest task (with
 // long) and the failed tasks (with failed) of the stage attempt at base.
 // A source that does not answer costs the stage its details; only the end
-// of ctx is an error.
-func (p *Poller) readDetails(ctx context.Context, base string, d *stageDetails, long, failed bool) error {
+// of ctx is an error. At most maxFailed failed tasks are read.
+func readDetails(ctx context.Context, get getFunc, base string, d *stageDetails, long, failed bool, maxFailed int) error {
 	if long {
 		var sum sparkapi.TaskSummary
-		if err := p.get(ctx, base+"/taskSummary?quantiles="+summaryQuantiles, &sum); err != nil {
+		if err := get(ctx, base+"/taskSummary?quantiles="+summaryQuantiles, &sum); err != nil {
 			if ctx.Err() != nil {
 				return ctx.Err()
 			}
@@ -225,7 +226,7 @@ func (p *Poller) readDetails(ctx context.Context, base string, d *stageDetails, 
 			d.summary = &sum
 		}
 		var slowest []sparkapi.TaskData
-		if err := p.get(ctx, base+"/taskList?sortBy=-runtime&length=1", &slowest); err == nil && len(slowest) == 1 {
+		if err := get(ctx, base+"/taskList?sortBy=-runtime&length=1", &slowest); err == nil && len(slowest) == 1 {
 			d.slowest = &slowest[0]
 		} else if ctx.Err() != nil {
 			return ctx.Err()
@@ -233,13 +234,13 @@ func (p *Poller) readDetails(ctx context.Context, base string, d *stageDetails, 
 	}
 	if failed {
 		var tasks []sparkapi.TaskData
-		err := p.get(ctx, base+"/taskList?status=failed&length="+strconv.Itoa(p.cfg.FailedTasksPerStage), &tasks)
+		err := get(ctx, base+"/taskList?status=failed&length="+strconv.Itoa(maxFailed), &tasks)
 		if ctx.Err() != nil {
 			return ctx.Err()
 		}
 		if err == nil {
 			for _, t := range tasks {
-				if t.Status != "SUCCESS" && t.Status != "RUNNING" && len(d.failed) < p.cfg.FailedTasksPerStage {
+				if t.Status != "SUCCESS" && t.Status != "RUNNING" && len(d.failed) < maxFailed {
 					d.failed = append(d.failed, t)
 				}
 			}

@@ -7,6 +7,7 @@ import (
 	"strconv"
 	"time"
 
+	"github.com/sparkpulse/sparkpulse/accounting"
 	"github.com/sparkpulse/sparkpulse/sparkapi"
 )
 
@@ -95,7 +96,7 @@ type appState struct {
 	estimate     *usageRead               // a running estimate's read: written, then cleared
 	acc          map[string]ProcessTotals // the running estimates' stream up to accTo, read once (estimateStream)
 	accTo        time.Time
-	stageTotals  *stageTotals // over every stage attempt, from the full read after the end
+	stageTotals  *accounting.StageTotals // over every stage attempt, from the full read after the end
 }
 
 func newAppState(key appKey) *appState {
@@ -293,11 +294,11 @@ func (p *Poller) syncStages(ctx context.Context, st *appState, full bool) error 
 			return err
 		}
 		keep := map[stageKey]bool{}
-		var t stageTotals
+		var t accounting.StageTotals
 		for _, s := range list {
 			st.putStage(s)
 			keep[stageKey{s.StageID, s.AttemptID}] = true
-			t.add(&s)
+			t.Add(&s)
 		}
 		if st.completed {
 			st.stageTotals = &t // the whole list Spark kept, for the accounting

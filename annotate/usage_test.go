@@ -4,14 +4,12 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"maps"
-	"math"
 	"strings"
 	"sync"
 	"testing"
 	"time"
 
-	"github.com/sparkpulse/sparkpulse/sparkapi"
+	"github.com/sparkpulse/sparkpulse/accounting"
 	"github.com/sparkpulse/sparkpulse/sparkui"
 )
 
@@ -43,7 +41,7 @@ func (f *fakeStream) Totals(_ context.Context, app string, from, to time.Time) (
 	out := map[string]ProcessTotals{}
 	for _, d := range f.dated {
 		if !d.at.Before(from) && d.at.Before(to) {
-			mergeTotals(out, d.totals)
+			accounting.MergeTotals(out, d.totals)
 		}
 	}
 	return out, nil
@@ -156,7 +154,7 @@ func TestAccountingWithoutTheStream(t *testing.T) {
 		t.Errorf("usage %+v", usage)
 	}
 	rec := sink.latestOf(MeasurementReconcile)
-	if rec == nil || rec.fields["verdict"] != ReconcileNoStream {
+	if rec == nil || rec.fields["verdict"] != accounting.ReconcileNoStream {
 		t.Errorf("reconcile %+v", rec)
 	}
 }
@@ -189,51 +187,6 @@ func TestAccountingThroughAnOutage(t *testing.T) {
 	}
 	if rec := sink.stored(MeasurementReconcile, reconcileRow); len(rec) != 1 || !strings.Contains(rec[0], " short short=2 ") {
 		t.Errorf("reconcile %q", rec)
-	}
-}
-
-func TestReconcileVerdicts(t *testing.T) {
-	x := func(id string, tasks int) sparkapi.Executor {
-		return sparkapi.Executor{ID: id, CompletedTasks: tasks, TotalGCTime: 10}
-	}
-	sums := func(tasks float64) ProcessTotals {
-		return ProcessTotals{Sums: map[string]float64{"succeededTasks.count": tasks, "jvmGCTime.count": 10}}
-	}
-	for _, tc := range []struct {
-		name    string
-		execs   []sparkapi.Executor
-		stages  stageTotals
-		stream  map[string]ProcessTotals
-		verdict string
-	}{
-		{"exact", []sparkapi.Executor{x("1", 5)}, stageTotals{}, map[string]ProcessTotals{"1": sums(5)}, ReconcileExact},
-		{"short", []sparkapi.Executor{x("1", 5), x("2", 5)}, stageTotals{}, map[string]ProcessTotals{"1": sums(5), "2": sums(4)}, ReconcileShort},
-		// Tasks match; Spark's CPU counts a failed task's too.
-		{"failed tasks", []sparkapi.Executor{x("1", 5)}, stageTotals{cpuNs: 10, failed: 1}, map[string]ProcessTotals{"1": sums(5)}, ReconcileFailedTasks},
-		// Short, but the stream stored reports without a delta.
-		{"no delta", []sparkapi.Executor{x("1", 5)}, stageTotals{}, map[string]ProcessTotals{"1": {Sums: map[string]float64{"succeededTasks.count": 3, "jvmGCTime.count": 10},
-			NoDelta: map[string]int{"succeededTasks.count": 1}}}, ReconcileNoDelta},
-		// More in the stream than Spark lists: an executor Spark dropped.
-		{"unlisted", []sparkapi.Executor{x("1", 5)}, stageTotals{}, map[string]ProcessTotals{"1": sums(5), "7": sums(3)}, ReconcileDiffers},
-		// Stages 0-2 of 0-4 dropped (spark.ui.retainedStages): Spark's CPU
-		// and run time lack theirs and are not compared; the rest is exact.
-		{"stages dropped", []sparkapi.Executor{x("1", 5)}, stagesFrom(t, 3, 4), map[string]ProcessTotals{"1": sums(5)}, ReconcileExact},
-		// All stages listed: the CPU difference counts.
-		{"stages kept", []sparkapi.Executor{x("1", 5)}, stagesFrom(t, 0, 4), map[string]ProcessTotals{"1": sums(5)}, ReconcileDiffers},
-	} {
-		r := reconcile(tc.execs, tc.stages, tc.stream, nil)
-		if r.Verdict != tc.verdict {
-			t.Errorf("%s: %s (%s), want %s", tc.name, r.Verdict, r.Text, tc.verdict)
-		}
-	}
-	if d := (ReconciledMetric{Stream: 0, Spark: 0}).Diff(); d != 0 {
-		t.Errorf("0/0: %v", d)
-	}
-	if d := (ReconciledMetric{Stream: 5, Spark: 0}).Diff(); d != 1 {
-		t.Errorf("5/0: %v", d)
-	}
-	if d := (ReconciledMetric{Stream: 9, Spark: 10}).Diff(); math.Abs(d+0.1) > 1e-12 {
-		t.Errorf("9/10: %v", d)
 	}
 }
 
@@ -275,52 +228,6 @@ func (s *memSink) latestOf(measurement string) *point {
 		}
 	}
 	return nil
-}
-
-// An executor the driver released while the application ran is marked so
-// for the idle-timeout rule; one removed otherwise, or at the end, is not.
-func TestSizingExecutorsReleased(t *testing.T) {
-	exec := func(id string, removed time.Time, reason string) *executorItem {
-		return &executorItem{sparkapi.Executor{ID: id, AddTime: sparkapi.OptDate(at(0)), RemoveTime: sparkapi.OptDate(removed), RemoveReason: reason}}
-	}
-	st := &appState{executors: map[string]*executorItem{
-		"1": exec("1", at(100), "Executor killed by driver."),
-		"2": exec("2", at(100), "Container killed by YARN for exceeding physical memory limits."),
-		"3": exec("3", at(600), "Executor killed by driver."),
-		"4": exec("4", time.Time{}, ""),
-	}}
-	got := map[string]bool{}
-	for _, e := range sizingExecutors(st, nil, ms(at(600))) {
-		got[e.ID] = e.Released
-	}
-	if want := map[string]bool{"1": true, "2": false, "3": false, "4": false}; !maps.Equal(got, want) {
-		t.Errorf("released %v, want %v", got, want)
-	}
-}
-
-// stagesFrom lists stages from..to, each with 7 ms of CPU.
-func stagesFrom(t *testing.T, from, to int) stageTotals {
-	t.Helper()
-	var st stageTotals
-	for id := from; id <= to; id++ {
-		st.add(&sparkapi.Stage{StageID: id, ExecutorCPUTime: 7_000_000})
-	}
-	return st
-}
-
-// Spark lists every stage id from 0 to the largest, skipped ones too, so
-// that a gap means stages it dropped: true of the real runs' stage lists
-// (testdata/spark-real, see package realspark).
-func TestStageIDsOfRealSpark(t *testing.T) {
-	for f, list := range realSparkJSON[[]sparkapi.Stage](t, "*/stages.json", 4) {
-		var st stageTotals
-		for i := range list {
-			st.add(&list[i])
-		}
-		if st.dropped() != 0 || len(st.ids) < 5 {
-			t.Errorf("%s: %d stage ids up to %d: %d dropped", f, len(st.ids), st.maxID, st.dropped())
-		}
-	}
 }
 
 // Impossible numbers in Spark's answers are read as absent, counted, and

@@ -5,8 +5,6 @@ import (
 	"math"
 	"testing"
 	"time"
-
-	"github.com/sparkpulse/sparkpulse/sparkapi"
 )
 
 // runTime is a process's totals of one report: its run time delta and a
@@ -84,28 +82,6 @@ func TestStreamChunks(t *testing.T) {
 	for i, w := range f.asked {
 		if w[1].Sub(w[0]) > streamChunk || (i > 0 && !w[0].Equal(f.asked[i-1][1])) {
 			t.Errorf("read %d: %v to %v", i, w[0], w[1])
-		}
-	}
-}
-
-// The cores an application holds at a time: its executors added by then
-// and not yet removed, the driver's left out.
-func TestCoresHeld(t *testing.T) {
-	st := newAppState(appKey{"app-1", 1})
-	add := func(id string, cores int, added, removed int64) {
-		x := sparkapi.Executor{ID: id, TotalCores: cores, AddTime: sparkapi.OptDate(time.UnixMilli(added))}
-		if removed > 0 {
-			x.RemoveTime = sparkapi.OptDate(time.UnixMilli(removed))
-		}
-		st.executors[id] = &executorItem{x}
-	}
-	add("driver", 2, 1, 0)
-	add("1", 4, 1_000, 100_000)
-	add("2", 2, 50_000, 0)
-	add("3", 8, 200_000, 0)
-	for ms, want := range map[int64]int{500: 0, 1_000: 4, 50_000: 6, 99_999: 6, 100_000: 2, 150_000: 2, 200_000: 10} {
-		if got := coresHeld(st, ms); got != want {
-			t.Errorf("at %d ms: %d cores, want %d", ms, got, want)
 		}
 	}
 }

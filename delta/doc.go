@@ -12,10 +12,11 @@
 // sample ([Tracker.Update] returns the [Outcome]) and counts them:
 //
 //  1. A series is what the caller keeps one State for. Saved state names
-//     it by an [ID], the 128-bit [Hash] of a key the caller builds (relay:
-//     the target bucket and the point's text up to its value); the hash
-//     is stable across processes and versions, as saved state depends on
-//     it.
+//     it by an [ID], [Tracker.ID] of a key the caller builds (relay: the
+//     target bucket and the point's text up to its value): xxh3's 128-bit
+//     hash with the tracker's [Seed], chosen at random when no state was
+//     saved and kept in the state file, so that IDs are stable across
+//     restarts and versions yet no sender can predict them.
 //  2. Normal sample: value ≥ the previous value and timestamp after the
 //     previous one: delta = value − previous, rate = delta ÷ (ts − previous
 //     ts, in seconds). Outcome Delta.
@@ -38,7 +39,9 @@
 //     (default 15 min) may be dropped by the caller, which says so with
 //     [Tracker.Forget]; it is new again if it comes back (relay drops such
 //     series after between IdleTTL and IdleTTL plus a minute). Counted in
-//     Stats.Evicted.
+//     Stats.Evicted. A caller letting series go asks [Tracker.Expire]
+//     which to keep: it forgets the idle ones, and reports the live ones
+//     the caller has no room for as lost (rule 8).
 //  8. While MaxSeries series have a baseline (default 1 000 000), a new
 //     series gets none: no delta. Outcome Refused. So does a new series
 //     of an application that has MaxSeriesPerApp of them (default
@@ -70,9 +73,16 @@
 // it was received.
 //
 // [Tracker.Save] and [Tracker.Load] keep the states across restarts, in a
-// checksummed binary file; [Tracker.Restore] hands a loaded state to its
-// series when it is first seen. A file saved longer than IdleTTL ago is
-// refused ([ErrStale]), and so are entries idle for longer than IdleTTL.
+// checksummed binary file that holds the Seed; [Tracker.Restore] hands a
+// loaded state to its series when it is first seen. A file saved longer
+// than IdleTTL ago is refused ([ErrStale]), and so are entries idle for
+// longer than IdleTTL, and a file of an older format ([ErrOldFormat]).
+//
+// [OpenState] keeps that file in a directory (state-dir): it returns the
+// tracker with the last run's baselines and a [Store] whose Save replaces
+// the file atomically. A missing, stale, damaged or older file starts the
+// tracker without baselines, with a warning: one interval of deltas is
+// lost, never a wrong one.
 //
 // # Which series are cumulative
 //

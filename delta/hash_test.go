@@ -2,102 +2,80 @@ package delta
 
 import (
 	"fmt"
-	"math/bits"
 	"strings"
 	"testing"
 )
 
-// TestHashGolden pins Hash: IDs are saved, so any change here breaks every
-// saved state and needs a new state version.
+var (
+	key200 = strings.Repeat("spark.app-20240101-0001.17.executor.cpuTime.count;", 4)
+	key300 = strings.Repeat("spark.app-20240101-0001.17.executor.cpuTime.count;", 6)
+)
+
+// TestHashGolden pins Hash: IDs are saved with their seed, so any change
+// here breaks every saved state and needs a new state version. The keys
+// cover xxh3's length classes (0, 1–3, 4–8, 9–16, 17–128, 129–240, more);
+// seed 0 gives XXH3_128bits' reference values, high half first.
 func TestHashGolden(t *testing.T) {
 	for _, tc := range []struct {
+		seed Seed
 		key  string
 		want ID
 	}{
-		{"", ID{0x69f77b35a5ce7f1d, 0x69b95f68391e8bc}},
-		{"a", ID{0xc8201e23297344f1, 0xfd3ffc4ed34e13e7}},
-		{"abc", ID{0xc81e772d71849226, 0x8a145f15f2c0daf5}},
-		{"abcdefg", ID{0xf8492b6715ad7878, 0xc07d601d3cee80af}},
-		{"abcdefgh", ID{0xaf83a23d7323c443, 0x265daf70e09e6853}},
-		{"abcdefghijklmno", ID{0xc20eadc529b5f29d, 0x5a75ab59c1627b0f}},
-		{"abcdefghijklmnop", ID{0xa03bbce4347cb843, 0xbb21173344862274}},
-		{"spark\x00spark_executor,app_id=app-20240101120000-0001,executor_id=17\x00cpuTime", ID{0x6166f571a35f280d, 0x362315a5925c8813}},
+		{0, "", ID{0x99aa06d3014798d8, 0x6001c324468d497f}},
+		{0, "a", ID{0xa96faf705af16834, 0xe6c632b61e964e1f}},
+		{0, "abc", ID{0x6b05ab6733a6185, 0x78af5f94892f3950}},
+		{0, "abcdefg", ID{0x2aafd83869a59c31, 0x3fe798c0edaa6dc6}},
+		{0, "abcdefghijklmnop", ID{0x1f58fc809b1b8c4b, 0x3e8e153ff12f6330}},
+		{0, "spark\x00spark_executor,app_id=app-20240101120000-0001,executor_id=17\x00cpuTime", ID{0xba9e16ed168e85a2, 0x11fe1a4544af7984}},
+		{0, key200, ID{0x29ae776ee728b36, 0x4579d471d109aa6f}},
+		{0, key300, ID{0xa85fd23891baf773, 0xf842f414ec187ea9}},
+		{0x5eed5eed5eed5eed, "", ID{0x327a5d49219ede82, 0xffe32a3e48b706a4}},
+		{0x5eed5eed5eed5eed, "a", ID{0x485aaba98fde9f7c, 0x6802732163c8830b}},
+		{0x5eed5eed5eed5eed, "abc", ID{0x38190e0f807c7dc1, 0x6c90bbf5dedb23ed}},
+		{0x5eed5eed5eed5eed, "abcdefg", ID{0x69d8f61a15018dbd, 0xb6dd3f4a223a8873}},
+		{0x5eed5eed5eed5eed, "abcdefghijklmnop", ID{0x186cc854f76958e9, 0xaee49b6a72c0d870}},
+		{0x5eed5eed5eed5eed, "spark\x00spark_executor,app_id=app-20240101120000-0001,executor_id=17\x00cpuTime", ID{0xa4a2a971d251fde5, 0x5963a2d175f447e8}},
+		{0x5eed5eed5eed5eed, key200, ID{0x1c79782fa2d9d0f9, 0x13ae72227aff489}},
+		{0x5eed5eed5eed5eed, key300, ID{0xf4cc19232dfa12f1, 0xeceae5f86c3b77ef}},
 	} {
-		if got := Hash([]byte(tc.key)); got != tc.want {
-			t.Errorf("Hash(%q) = %#x, want %#x", tc.key, got, tc.want)
+		if got := tc.seed.Hash([]byte(tc.key)); got != tc.want {
+			t.Errorf("Seed(%#x).Hash(%.20q) = %#x, want %#x", uint64(tc.seed), tc.key, got, tc.want)
 		}
 	}
 }
 
-// TestHashAvalanche: flipping any input bit flips about half of the 128
-// output bits, for every length class (blocks, 8-byte word, 1–7 byte tail).
-func TestHashAvalanche(t *testing.T) {
-	base := []byte(strings.Repeat("spark.app-20240101-0001.17.executor.cpuTime.count;", 3))
-	for n := 1; n <= 100; n++ {
-		key := base[:n]
-		h0 := Hash(key)
-		total := 0
-		for bit := range n * 8 {
-			c := append([]byte(nil), key...)
-			c[bit/8] ^= 1 << (bit % 8)
-			h := Hash(c)
-			d := bits.OnesCount64(h[0]^h0[0]) + bits.OnesCount64(h[1]^h0[1])
-			if d < 24 {
-				t.Errorf("len %d bit %d: only %d output bits changed", n, bit, d)
-			}
-			total += d
-		}
-		if avg := float64(total) / float64(n*8); avg < 60 || avg > 68 {
-			t.Errorf("len %d: %.1f output bits change on average, want ≈64", n, avg)
-		}
+// TestSeeds: another seed gives other IDs, and New picks a new seed.
+func TestSeeds(t *testing.T) {
+	k := []byte("spark\x00executor,applicationid=app-1 cpuTime.count=")
+	a, b := New(Settings{}, t0), New(Settings{}, t0)
+	if a.ID(k) == b.ID(k) || Seed(1).Hash(k) == Seed(2).Hash(k) {
+		t.Errorf("two seeds gave the same ID")
+	}
+	if a.ID(k) != a.seed.Hash(k) {
+		t.Errorf("Tracker.ID is not its seed's hash")
 	}
 }
 
-// TestHashNoCollisions hashes a million Spark-like keys that differ in
-// little (executor id, metric name, a zero byte vs the padding) and checks
-// that not even a 64-bit half collides.
-func TestHashNoCollisions(t *testing.T) {
-	if testing.Short() {
-		t.Skip("1e6 keys")
-	}
-	metrics := []string{"cpuTime", "runTime", "jvmGCTime", "bytesRead", "bytesWritten", "recordsRead", "shuffleFetchWaitTime", "succeededTasks", "a", ""}
-	seen0 := make(map[uint64]string, 1<<20)
-	seen1 := make(map[uint64]string, 1<<20)
-	var key []byte
-	for app := range 1000 {
-		for exec := range 100 {
-			for _, m := range metrics {
-				key = fmt.Appendf(key[:0], "spark\x00spark_executor,app_id=app-%04d,executor_id=%d\x00%s", app, exec, m)
-				h := Hash(key)
-				if k, ok := seen0[h[0]]; ok {
-					t.Fatalf("Hash(%q)[0] == Hash(%q)[0]", key, k)
-				}
-				if k, ok := seen1[h[1]]; ok {
-					t.Fatalf("Hash(%q)[1] == Hash(%q)[1]", key, k)
-				}
-				seen0[h[0]], seen1[h[1]] = string(key), string(key)
-			}
+// Hashing allocates nothing, whatever the key's length (a seeded hash of
+// more than 240 bytes derives its secret on the stack).
+func TestHashAllocs(t *testing.T) {
+	for _, k := range []string{"a", key200, key300, strings.Repeat(key300, 10)} {
+		key := []byte(k)
+		if n := testing.AllocsPerRun(100, func() { _ = Seed(0x5eed).Hash(key) }); n != 0 {
+			t.Errorf("%d-byte key: %.0f allocations", len(key), n)
 		}
-	}
-	// Zero bytes and padding are told apart by the length.
-	ids := map[ID]int{}
-	for n := range 40 {
-		ids[Hash(make([]byte, n))] = n
-	}
-	if len(ids) != 40 {
-		t.Errorf("all-zero keys of 40 lengths gave %d IDs", len(ids))
 	}
 }
 
 func BenchmarkHash(b *testing.B) {
-	for _, n := range []int{16, 50, 100, 200} {
-		key := []byte(strings.Repeat("spark_executor,app_id=app-20240101-0001,executor_id=17,", 4)[:n])
+	for _, n := range []int{16, 50, 100, 200, 300} {
+		key := []byte(key300[:n])
 		b.Run(fmt.Sprint(n), func(b *testing.B) {
 			b.SetBytes(int64(n))
 			b.ReportAllocs()
 			var sink ID
 			for b.Loop() {
-				sink = Hash(key)
+				sink = Seed(0x5eed).Hash(key)
 			}
 			_ = sink
 		})

@@ -16,8 +16,9 @@ import (
 // The state file, all integers little-endian:
 //
 //	magic   [8]byte "SPDELTA\x00"
-//	version uint32  1
+//	version uint32  3
 //	saved   int64   save time, unix ns
+//	seed    uint64  the Seed the IDs are hashed with
 //	chunks: count uint32 (> 0), then count × entry; a count of 0 ends them
 //	entry:  id0, id1 uint64, value float64 bits, ts, seen int64 (40 bytes)
 //	total   uint64  number of entries
@@ -25,14 +26,17 @@ import (
 //
 // Entries come in chunks of at most chunkSize, so that Save never copies
 // the whole table: a single count up front would need them all. The
-// version says how IDs are made: in version 2, by this package's Hash of
-// the bucket, a 0 byte and the point's text up to its value as relay
-// encodes it (version 1 hashed another key; its files are refused, which
-// costs one interval of deltas once).
+// version says how IDs are made: in version 3, by xxh3's 128-bit hash,
+// seeded with the file's seed, of the bucket, a 0 byte and the point's
+// text up to its value as relay encodes it. Versions 1 and 2 made them
+// another way (version 2 with an unseeded hash of the same key): their
+// files are refused ([ErrOldFormat]), which costs one interval of deltas
+// once.
 const (
 	stateMagic   = "SPDELTA\x00"
-	stateVersion = 2
-	headerSize   = 8 + 4 + 8
+	stateVersion = 3
+	headerSize   = 8 + 4 + 8 // magic, version, saved: the same in every version
+	seedSize     = 8
 	entrySize    = 40
 	chunkSize    = 4096
 )
@@ -41,7 +45,12 @@ const (
 // than IdleTTL ago.
 var ErrStale = errors.New("delta: saved state is stale")
 
-// Save writes the states that series yields, as of now (unix ns), to w.
+// ErrOldFormat is wrapped by the error Load returns for a state an older
+// version of sparkpulse saved: its IDs are not this version's.
+var ErrOldFormat = errors.New("delta: saved state is of an older format")
+
+// Save writes the states that series yields, as of now (unix ns), to w,
+// with the tracker's Seed: series must yield IDs made by [Tracker.ID].
 // The caller's iterator reads each state safely; updates may run
 // meanwhile.
 func (t *Tracker) Save(w io.Writer, now int64, series iter.Seq2[ID, State]) error {
@@ -53,6 +62,7 @@ func (t *Tracker) Save(w io.Writer, now int64, series iter.Seq2[ID, State]) erro
 	buf = append(buf, stateMagic...)
 	buf = binary.LittleEndian.AppendUint32(buf, stateVersion)
 	buf = binary.LittleEndian.AppendUint64(buf, uint64(now))
+	buf = binary.LittleEndian.AppendUint64(buf, uint64(t.seed))
 	if _, err := out.Write(buf); err != nil {
 		return fmt.Errorf("delta: save state: %w", err)
 	}
@@ -131,11 +141,13 @@ func (s *stateReader) read(n int, what string, index int64) ([]byte, error) {
 
 // Load reads the states that a Save wrote to r, as of now (unix ns), and
 // returns how many it keeps for Restore. It keeps nothing and returns an
-// error if the file is not a complete, intact state of this version, or if
-// it was saved longer than IdleTTL before now (ErrStale: its series would
-// all be idle). Otherwise it skips series idle for longer than IdleTTL and
-// keeps at most MaxSeries. A restored series has a baseline: its next
-// sample yields a delta (rule 5).
+// error if the file is not a complete, intact state of this version
+// (ErrOldFormat for an older version's), or if it was saved longer than
+// IdleTTL before now (ErrStale: its series would all be idle). Otherwise it
+// skips series idle for longer than IdleTTL, keeps at most MaxSeries, and
+// the tracker takes the file's Seed, so that [Tracker.ID] gives the IDs
+// the last run saved. A restored series has a baseline: its next sample
+// yields a delta (rule 5). Load comes before the tracker's IDs are used.
 func (t *Tracker) Load(r io.Reader, now int64) (int, error) {
 	s := &stateReader{r: bufio.NewReaderSize(r, 64<<10), crc: crc32.NewIEEE()}
 	h, err := s.read(headerSize, "the header", -1)
@@ -145,11 +157,21 @@ func (t *Tracker) Load(r io.Reader, now int64) (int, error) {
 	if string(h[:8]) != stateMagic {
 		return 0, fmt.Errorf("delta: load state: bad magic %q, not a sparkpulse delta state file", h[:8])
 	}
-	if v := binary.LittleEndian.Uint32(h[8:]); v != stateVersion {
+	v := binary.LittleEndian.Uint32(h[8:])
+	if v >= 1 && v < stateVersion {
+		return 0, fmt.Errorf("%w: version %d, this version reads %d (series IDs are made another way)", ErrOldFormat, v, stateVersion)
+	}
+	if v != stateVersion {
 		return 0, fmt.Errorf("delta: load state: unsupported version %d (want %d)", v, stateVersion)
 	}
 	saved := int64(binary.LittleEndian.Uint64(h[12:]))
 	s.crc.Write(h)
+	b, err := s.read(seedSize, "the seed", -1)
+	if err != nil {
+		return 0, err
+	}
+	s.crc.Write(b)
+	seed := Seed(binary.LittleEndian.Uint64(b))
 	// A stale file is still read to the end: a damaged one should be
 	// reported as damaged, not as stale.
 	stale := now-saved > t.idleTTL
@@ -185,7 +207,7 @@ func (t *Tracker) Load(r io.Reader, now int64) (int, error) {
 			recs[id] = st
 		}
 	}
-	b, err := s.read(8, "the entry total", -1)
+	b, err = s.read(8, "the entry total", -1)
 	if err != nil {
 		return 0, err
 	}
@@ -211,7 +233,7 @@ func (t *Tracker) Load(r io.Reader, now int64) (int, error) {
 	}
 
 	t.mu.Lock()
-	t.restored = recs
+	t.restored, t.seed = recs, seed
 	t.mu.Unlock()
 	return len(recs), nil
 }

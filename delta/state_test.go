@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"hash/crc32"
 	"maps"
+	"os"
 	"strings"
 	"testing"
 	"time"
@@ -91,7 +92,7 @@ func TestLoadFilters(t *testing.T) {
 	// Entries carry the save time as their last sight: a file of one entry
 	// seen at 99 s, edited from the one above.
 	idle := bytes.Clone(file)
-	binary.LittleEndian.PutUint64(idle[headerSize+4+32:], uint64(at(99)))
+	binary.LittleEndian.PutUint64(idle[headerSize+seedSize+4+32:], uint64(at(99)))
 	idle = withCRC(idle)
 
 	tr := New(set, t0)
@@ -165,12 +166,15 @@ func TestLoadCorrupt(t *testing.T) {
 	}{
 		{"empty", nil, "truncated at byte 0, in the header"},
 		{"not a state file", []byte("# sparkpulse config\n[delta]\nrules = 1\n"), `bad magic "# sparkp"`},
-		{"version 1", edit(func(b []byte) []byte { b[8] = 1; return b }), "unsupported version 1 (want 2)"},
-		{"flipped bit", edit(func(b []byte) []byte { b[headerSize+4+20] ^= 0x10; return b }), "checksum mismatch"},
+		{"version 4", edit(func(b []byte) []byte { b[8] = 4; return b }), "unsupported version 4 (want 3)"},
+		{"version 0", edit(func(b []byte) []byte { b[8] = 0; return b }), "unsupported version 0 (want 3)"},
+		{"flipped bit", edit(func(b []byte) []byte { b[headerSize+seedSize+4+20] ^= 0x10; return b }), "checksum mismatch"},
+		{"flipped seed bit", edit(func(b []byte) []byte { b[headerSize+3] ^= 0x10; return b }), "checksum mismatch"},
 		{"bad checksum", edit(func(b []byte) []byte { b[len(b)-1] ^= 1; return b }), "checksum mismatch"},
 		{"trailing data", append(append([]byte(nil), good...), 0), "data after the checksum"},
 		{"total disagrees", edit(func(b []byte) []byte { b[len(b)-12]++; return withCRC(b) }), "4 entries, total says 5"},
-		{"entry cut", good[:headerSize+4+entrySize+7], "truncated at byte 71, in entry 1"},
+		{"no seed", good[:headerSize+5], "truncated at byte 25, in the seed"},
+		{"entry cut", good[:headerSize+seedSize+4+entrySize+7], "truncated at byte 79, in entry 1"},
 		{"no checksum", good[:len(good)-4], "truncated at byte"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
@@ -190,6 +194,67 @@ func TestLoadCorrupt(t *testing.T) {
 		if n, err := tr.Load(bytes.NewReader(good[:i]), at(1)); err == nil || n != 0 || len(tr.restored) != 0 {
 			t.Fatalf("file cut at %d: %d, %v", i, n, err)
 		}
+	}
+}
+
+// TestLoadOldFormat: a state an older version saved (testdata holds one
+// of version 2, written by it) is refused as such, and keeps nothing.
+func TestLoadOldFormat(t *testing.T) {
+	v2, err := os.ReadFile("testdata/version2.state")
+	if err != nil {
+		t.Fatal(err)
+	}
+	v1 := bytes.Clone(v2)
+	v1[8] = 1
+	for _, file := range [][]byte{v2, v1} {
+		tr := New(Settings{}, t0)
+		seed := tr.seed
+		n, err := tr.Load(bytes.NewReader(file), at(11))
+		if !errors.Is(err, ErrOldFormat) || n != 0 || len(tr.restored) != 0 || tr.seed != seed {
+			t.Errorf("version %d: Load = %d, %v, kept %d; want ErrOldFormat and nothing", file[8], n, err, len(tr.restored))
+		}
+		if err != nil && !strings.Contains(err.Error(), fmt.Sprintf("version %d, this version reads 3", file[8])) {
+			t.Errorf("error %q does not name the versions", err)
+		}
+	}
+}
+
+// TestSeedSaved: the state keeps the seed its IDs were made with, so that
+// the next run makes the same IDs; a damaged or stale file leaves the
+// tracker's own.
+func TestSeedSaved(t *testing.T) {
+	k := []byte("spark\x00executor,applicationid=app-1 cpuTime.count=")
+	old := New(Settings{FirstSampleGrace: NoGrace}, t0)
+	st := Unknown()
+	old.Update(&st, "", 1, at(0), at(0))
+	file := saved(t, old, book{}, at(0))
+	var buf bytes.Buffer
+	if err := old.Save(&buf, at(0), func(yield func(ID, State) bool) { yield(old.ID(k), st) }); err != nil {
+		t.Fatal(err)
+	}
+	tr := New(Settings{}, t0)
+	if tr.ID(k) == old.ID(k) {
+		t.Fatal("two trackers share a seed")
+	}
+	if n, err := tr.Load(&buf, at(1)); n != 1 || err != nil {
+		t.Fatalf("Load = %d, %v", n, err)
+	}
+	if tr.ID(k) != old.ID(k) {
+		t.Error("the loaded tracker makes other IDs than the one that saved")
+	}
+	got := Unknown()
+	if !tr.Restore(tr.ID(k), "", &got, at(1)) || got != st {
+		t.Errorf("restored %v, want %v", got, st)
+	}
+
+	tr = New(Settings{IdleTTL: time.Minute}, t0)
+	own := tr.seed
+	if _, err := tr.Load(bytes.NewReader(file), at(3600)); !errors.Is(err, ErrStale) || tr.seed != own {
+		t.Errorf("stale file: %v, seed %#x (own %#x)", err, tr.seed, own)
+	}
+	file[len(file)-1] ^= 1
+	if _, err := tr.Load(bytes.NewReader(file), at(1)); err == nil || tr.seed != own {
+		t.Errorf("damaged file: %v, seed %#x (own %#x)", err, tr.seed, own)
 	}
 }
 
@@ -248,7 +313,7 @@ func FuzzLoad(f *testing.F) {
 		b.update(tr, k, 1, at(0), at(0))
 	}
 	f.Add(saved(f, tr, b, at(0)))
-	f.Add([]byte(stateMagic + "\x02\x00\x00\x00"))
+	f.Add([]byte(stateMagic + "\x03\x00\x00\x00"))
 	f.Fuzz(func(t *testing.T, file []byte) {
 		tr := New(Settings{IdleTTL: time.Hour, MaxSeries: 2}, t0)
 		n, err := tr.Load(bytes.NewReader(file), at(0))

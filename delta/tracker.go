@@ -166,6 +166,7 @@ type Tracker struct {
 	lastLost atomic.Int64
 
 	maxPerApp int
+	seed      Seed // IDs' hash seed: random, or the saved state's (Load)
 
 	mu       sync.Mutex
 	perApp   map[string]int // series with a baseline, by application
@@ -185,8 +186,14 @@ func New(s Settings, start time.Time) *Tracker {
 		maxCount:  int64(s.MaxSeries),
 		maxPerApp: s.MaxSeriesPerApp,
 		perApp:    map[string]int{},
+		seed:      NewSeed(),
 	}
 }
+
+// ID returns the ID a series key is saved under: its hash with the
+// tracker's Seed, chosen at random by New, or the one of the state Load
+// read.
+func (t *Tracker) ID(key []byte) ID { return t.seed.Hash(key) }
 
 // IdleTTL is how long an idle series keeps its baseline (rule 7).
 func (t *Tracker) IdleTTL() time.Duration { return time.Duration(t.idleTTL) }
@@ -303,6 +310,27 @@ func (t *Tracker) Forget(app string) {
 		delete(t.perApp, app)
 	}
 	t.mu.Unlock()
+}
+
+// Expire decides the fate of st, the state of a series of app that its
+// caller is letting go, idle (no sample received) for idle at now; room
+// says whether the caller has room to keep it. It returns true when the
+// caller keeps the series: it has a baseline, idle for no longer than
+// IdleTTL, and there is room. Otherwise the baseline goes: forgotten if
+// idle for longer than IdleTTL (rule 7, as by Forget), lost if there was
+// no room (rule 8, as by Lost); a state with no baseline just goes.
+func (t *Tracker) Expire(st State, app string, idle time.Duration, room bool, now int64) bool {
+	switch {
+	case !st.Known():
+		return false
+	case int64(idle) > t.idleTTL:
+		t.Forget(app)
+		return false
+	case !room:
+		t.Lost(now)
+		return false
+	}
+	return true
 }
 
 // Restore gives st, the state of a series of app seen at now for the

@@ -15,7 +15,9 @@ var t0 = time.Unix(1_700_000_000, 0)
 // at returns t0 + s seconds in unix ns.
 func at(s float64) int64 { return t0.UnixNano() + int64(s*1e9) }
 
-func id(key string) ID { return Hash([]byte(key)) }
+// id is a test key's ID. Saved state takes IDs as they come: the tests
+// make them all with one seed.
+func id(key string) ID { return Seed(1).Hash([]byte(key)) }
 
 // book keeps the series' states, as the caller of a Tracker does.
 type book map[string]*State
@@ -253,6 +255,37 @@ func TestLost(t *testing.T) {
 	}
 	if got := b.update(tr, "b", 5, at(71), at(71)); !sameSample(got, firstNew(5)) {
 		t.Errorf("IdleTTL after the loss: %+v", got)
+	}
+}
+
+// TestExpire: a caller letting a series go keeps it while it is live and
+// there is room; an idle one is forgotten (rule 7), one there is no room
+// for is lost (rule 8), one without a baseline just goes.
+func TestExpire(t *testing.T) {
+	tr, b := New(Settings{FirstSampleGrace: NoGrace, IdleTTL: time.Minute, MaxSeriesPerApp: 2}, t0), book{}
+	b.update(tr, "app1/a", 1, at(0), at(0))
+	b.update(tr, "app1/b", 1, at(0), at(0))
+	if !tr.Expire(*b["app1/a"], "app1", time.Minute, true, at(60)) || tr.Len() != 2 {
+		t.Fatalf("idle exactly IdleTTL, with room: not kept (Len %d)", tr.Len())
+	}
+	if tr.Expire(Unknown(), "app1", 0, true, at(60)) || tr.Len() != 2 {
+		t.Fatalf("no baseline: kept, or counted (Len %d)", tr.Len())
+	}
+	if tr.Expire(*b["app1/a"], "app1", time.Minute+time.Second, true, at(61)) {
+		t.Fatal("idle beyond IdleTTL: kept")
+	}
+	if tr.Len() != 1 || tr.Stats().Evicted.Load() != 1 {
+		t.Fatalf("forgotten: Len %d, evicted %d", tr.Len(), tr.Stats().Evicted.Load())
+	}
+	// Its application's quota has room again.
+	if got := b.update(tr, "app1/c", 3, at(62), at(62)); !sameSample(got, firstNew(3)) {
+		t.Errorf("a new series of the application: %+v", got)
+	}
+	if tr.Expire(*b["app1/b"], "app1", time.Second, false, at(62)) {
+		t.Fatal("no room: kept")
+	}
+	if got := b.update(tr, "d", 5, at(63), at(63)); got.Outcome != FirstUnknown {
+		t.Errorf("first sample after a lost baseline: %+v", got)
 	}
 }
 

@@ -7,6 +7,7 @@ import (
 	"go/token"
 	"os"
 	"path/filepath"
+	"slices"
 	"strconv"
 	"strings"
 	"testing"
@@ -22,7 +23,9 @@ type measurementSchema struct {
 //
 // The encoder is a value with methods begin and startLine, which start a
 // point of a Measurement… constant, int, str, float and bool, which add a
-// field, and enc.AddTag and enc.AddField. The source is walked in order,
+// field, and enc.AddTag and enc.AddField; names are string literals or
+// the package's string constants (names.go declares those the dashboards
+// and reports read), alone or summed. The source is walked in order,
 // as the encoder runs: a field belongs to the point begun last, calls to
 // other encoder methods and to local closures are followed (a closure's
 // string and bool arguments bound, so that `name+"_p50"` and `if p95`
@@ -341,5 +344,51 @@ func writeFile(t *testing.T, path, content string) {
 	t.Helper()
 	if err := os.WriteFile(path, []byte(content), 0o644); err != nil {
 		t.Fatal(err)
+	}
+}
+
+// TestAnnotateSchemaNames: a field or tag named by a constant (declared
+// in another file, as annotate's names.go declares them) or by a
+// constant prefix is read as its text, and reported when the docs lack
+// it; a name the walk cannot read is an error.
+func TestAnnotateSchemaNames(t *testing.T) {
+	encoder := "package a\n\ntype points struct{ enc enc }\ntype enc struct{}\n\n" +
+		"func (enc) StartLine(string)        {}\nfunc (enc) AddTag(string, string)    {}\nfunc (enc) AddField(string, any)     {}\n" +
+		"func (w *points) begin(m string, ts int64) bool { w.startLine(m); return true }\n" +
+		"func (w *points) startLine(m string) { w.enc.StartLine(m); w.enc.AddTag(TagKey, \"x\") }\n" +
+		"func (w *points) str(k, v string)     { w.enc.AddField(k, v) }\n" +
+		"func (w *points) int(k string, v int64) { w.enc.AddField(k, v) }\n" +
+		"func (w *points) float(k string, v float64) { w.enc.AddField(k, v) }\n" +
+		"func (w *points) bool(k string, v bool) { w.enc.AddField(k, v) }\n"
+	names := "package a\n\nconst (\n\tMeasurementThing = \"thing\"\n\tTagKey = \"key\"\n\tThingCount = \"count\"\n\tThingDiffPrefix = \"diff_\"\n)\n"
+	schemaOf := func(write string) (map[string]*measurementSchema, error) {
+		t.Helper()
+		dir := t.TempDir()
+		writeFile(t, filepath.Join(dir, "encoder.go"), encoder)
+		writeFile(t, filepath.Join(dir, "names.go"), names)
+		writeFile(t, filepath.Join(dir, "write.go"), "package a\n\n"+write)
+		return annotateSchema(dir)
+	}
+	got, err := schemaOf("func (w *points) thing(xs []string) {\n\tif !w.begin(MeasurementThing, 0) {\n\t\treturn\n\t}\n" +
+		"\tw.int(ThingCount, 1)\n\tw.str(\"text\", \"t\")\n\tfor _, x := range xs {\n\t\tw.float(ThingDiffPrefix+x, 1)\n\t}\n}\n")
+	if err != nil {
+		t.Fatal(err)
+	}
+	s := got["thing"]
+	if s == nil {
+		t.Fatalf("no measurement thing read: %v", got)
+	}
+	if want := []string{"count", "diff_*", "text"}; !slices.Equal(s.fields.sorted(), want) {
+		t.Errorf("fields %v, want %v", s.fields.sorted(), want)
+	}
+	if want := []string{"key"}; !slices.Equal(s.tags.sorted(), want) {
+		t.Errorf("tags %v, want %v", s.tags.sorted(), want)
+	}
+	undocumented, _ := compareNames(s.fields, nameSet{"text": true, docName("diff_<X>"): true})
+	if !slices.Equal(undocumented, []string{"count"}) {
+		t.Errorf("undocumented %v, want [count]", undocumented)
+	}
+	if _, err := schemaOf("func (w *points) thing(k string) {\n\tif !w.begin(MeasurementThing, 0) {\n\t\treturn\n\t}\n\tw.int(fieldName(k), 1)\n}\n\nfunc fieldName(k string) string { return k }\n"); err == nil {
+		t.Error("a field named by a call: not reported")
 	}
 }

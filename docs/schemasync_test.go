@@ -19,6 +19,7 @@ import (
 	"github.com/influxdata/line-protocol/v2/lineprotocol"
 	"github.com/prometheus/client_golang/prometheus"
 
+	"github.com/sparkpulse/sparkpulse/accounting"
 	"github.com/sparkpulse/sparkpulse/annotate"
 	"github.com/sparkpulse/sparkpulse/selfmetrics"
 	"github.com/sparkpulse/sparkpulse/sparkui"
@@ -288,6 +289,6 @@ func TestDocsSchemaFixtures(t *testing.T) {
 // emptyStream is a metrics stream with nothing in it.
 type emptyStream struct{}
 
-func (emptyStream) Totals(context.Context, string, time.Time, time.Time) (map[string]annotate.ProcessTotals, error) {
-	return map[string]annotate.ProcessTotals{}, nil
+func (emptyStream) Totals(context.Context, string, time.Time, time.Time) (map[string]accounting.ProcessTotals, error) {
+	return map[string]accounting.ProcessTotals{}, nil
 }

@@ -8,6 +8,7 @@ import (
 	"github.com/grafana/grafana-foundation-sdk/go/dashboard"
 	"github.com/grafana/grafana-foundation-sdk/go/table"
 
+	"github.com/sparkpulse/sparkpulse/annotate"
 	"github.com/sparkpulse/sparkpulse/spark"
 )
 
@@ -105,7 +106,17 @@ func Health() *dashboard.DashboardBuilder {
 
 	d.WithRow(dashboard.NewRowBuilder("Reconciliation: the stream against Spark's totals"))
 	d.WithPanel(single("Tasks missing from the stream", "short", "Over the applications that ended in the range: the successful tasks Spark counts less those the executors' reports carried. Above 0, some executors' last reports never arrived (killed, lost, or sent while sparkpulse could not take them): the table names them.",
-		`SELECT sum("spark_tasks") - sum("stream_tasks") FROM "spark_reconcile" WHERE $timeFilter`))
+		fmt.Sprintf(`SELECT sum(%s) - sum(%s) FROM %s WHERE $timeFilter`,
+			m(annotate.ReconcileSpark(annotate.TotalTasks)), m(annotate.ReconcileStream(annotate.TotalTasks)), m(annotate.MeasurementReconcile))))
+	// The table's columns, and the names it shows.
+	recCols := []struct{ field, name string }{{annotate.TagApplicationID, "Application"}, {annotate.TagAppName, "Name"}, {annotate.ReconcileVerdict, "Verdict"},
+		{annotate.ReconcileShortExecutors, "Executors short"}, {annotate.ReconcileDiff(annotate.TotalTasks), "Tasks"}, {annotate.ReconcileDiff(annotate.TotalCPUTimeNs), "CPU time"},
+		{annotate.ReconcileDiff(annotate.TotalRunTimeMs), "Run time"}, {annotate.ReconcileDiff(annotate.TotalGCTimeMs), "GC time"}, {annotate.ReconcileDiff(annotate.TotalInputBytes), "Input"},
+		{annotate.ReconcileDiff(annotate.TotalShuffleReadBytes), "Shuffle read"}, {annotate.ReconcileDiff(annotate.TotalShuffleWriteBytes), "Shuffle write"}, {annotate.FieldText, "Why"}}
+	var recFields []string
+	for _, c := range recCols {
+		recFields = append(recFields, c.field)
+	}
 	rec := table.NewPanelBuilder().
 		Title("Applications that ended in the range: the stream against Spark").
 		Description("For each application, the totals of its executors' reports as sparkpulse stored them (the sums of the ingest-time deltas) against Spark's own (its REST API's executor and stage lists), as (stream − Spark) / Spark. exact: every total matches; short: the executors named lost their last reports; failed_tasks: the tasks match, and the rest differ by the metrics of failed or killed tasks, which Spark counts and the executors' counters do not; differs: see the text; no_stream: InfluxDB could not be read.").
@@ -114,14 +125,11 @@ func Health() *dashboard.DashboardBuilder {
 		Height(8).
 		Footer(common.NewTableFooterOptionsBuilder().Show(false).Reducer([]string{})).
 		WithTarget(&influxQLBuilder{InfluxQL{RefID: "A", RawQuery: true, ResultFormat: "table",
-			Query: `SELECT "applicationid", "appname", "verdict", "short_executors", "diff_tasks", "diff_cpu_time_ns", "diff_run_time_ms", "diff_gc_time_ms", "diff_input_bytes", "diff_shuffle_read_bytes", "diff_shuffle_write_bytes", "text" FROM "spark_reconcile" WHERE $timeFilter`}}).
+			Query: "SELECT " + fieldList(recFields...) + " FROM " + m(annotate.MeasurementReconcile) + " WHERE $timeFilter"}}).
 		OverrideByName("Time", []dashboard.DynamicConfigValue{{Id: "displayName", Value: "Ended"}})
-	for _, c := range []struct{ field, name string }{{"applicationid", "Application"}, {"appname", "Name"}, {"verdict", "Verdict"},
-		{"short_executors", "Executors short"}, {"diff_tasks", "Tasks"}, {"diff_cpu_time_ns", "CPU time"}, {"diff_run_time_ms", "Run time"},
-		{"diff_gc_time_ms", "GC time"}, {"diff_input_bytes", "Input"}, {"diff_shuffle_read_bytes", "Shuffle read"},
-		{"diff_shuffle_write_bytes", "Shuffle write"}, {"text", "Why"}} {
+	for _, c := range recCols {
 		props := []dashboard.DynamicConfigValue{{Id: "displayName", Value: c.name}}
-		if strings.HasPrefix(c.field, "diff_") {
+		if strings.HasPrefix(c.field, annotate.ReconcileDiffPrefix) {
 			props = append(props, dashboard.DynamicConfigValue{Id: "unit", Value: "percentunit"})
 		}
 		rec.OverrideByName(c.field, props)

@@ -182,3 +182,13 @@ func (v Variable) ApplyRegex(results []string) ([]string, error) {
 	}
 	return out, nil
 }
+
+// fieldList is the SELECT list of the fields or tags names, each quoted
+// as an InfluxQL identifier: "a", "b".
+func fieldList(names ...string) string {
+	quoted := make([]string, len(names))
+	for i, n := range names {
+		quoted[i] = m(n)
+	}
+	return strings.Join(quoted, ", ")
+}

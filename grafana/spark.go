@@ -8,6 +8,7 @@ import (
 	"github.com/grafana/grafana-foundation-sdk/go/dashboard"
 	"github.com/grafana/grafana-foundation-sdk/go/table"
 
+	"github.com/sparkpulse/sparkpulse/annotate"
 	"github.com/sparkpulse/sparkpulse/spark"
 )
 
@@ -208,9 +209,9 @@ func summary(d *dashboard.DashboardBuilder, v variant) {
 		{"Peak JVM heap", "bytes", "The largest JVM heap any selected process reported in the range." + heartbeatNote,
 			fmt.Sprintf(`SELECT max(%s) FROM %s WHERE %s`, m(v.of(spark.JVMHeapMemory).field), v.of(spark.JVMHeapMemory).from, where(app...))},
 		{"Task slots busy", "percentunit", "Slot occupancy: the executors' task run time over the core-seconds they held, as Sparklens measures it; not CPU, which leaves out Python workers, GC and I/O waits. From the accounting, at the application's end or in its latest estimate while it runs (needs [annotate] and the stream)." + usageNote,
-			fmt.Sprintf(`SELECT last("slot_occupancy") FROM "spark_app_usage" WHERE %s`, where(byApp))},
+			fmt.Sprintf(`SELECT last(%s) FROM %s WHERE %s`, m(annotate.UsageSlotOccupancy), m(annotate.MeasurementUsage), where(byApp))},
 		{"Driver-only time", "ms", "Wall clock with no stage attempt running: the executors held could run nothing while the driver planned, listed files, collected results or ran the program's own code. From the accounting, at the application's end or in its latest estimate; absent when Spark no longer lists every stage (spark.ui.retainedStages)." + usageNote,
-			fmt.Sprintf(`SELECT last("driver_only_ms") FROM "spark_app_usage" WHERE %s`, where(byApp))},
+			fmt.Sprintf(`SELECT last(%s) FROM %s WHERE %s`, m(annotate.UsageDriverOnlyMs), m(annotate.MeasurementUsage), where(byApp))},
 	} {
 		d.WithPanel(single(s.title, s.unit, s.desc, s.q))
 	}
@@ -224,7 +225,8 @@ func workload(d *dashboard.DashboardBuilder, v variant) {
 	d.WithPanel(series("Task slots: busy and held", "short", "Busy: tasks running on the selected applications' executors, summed (their thread pools' activeTasks, sampled at each report: tasks of any outcome, failing ones too). Held: the cores of their live executors, at each of the accounting's estimates (at an application's first read, then every 30 polls: needs [annotate] and the stream), as no metric of the stream gives them (threadpool.maxPool_size is 2147483647, Spark's task pool being unbounded). The gap is task slots held idle; see also the stat Task slots busy (run time over the core-seconds held).",
 		query("", fmt.Sprintf(`SELECT sum("a") FROM (SELECT mean(%s) AS "a" FROM %s WHERE %s GROUP BY time($__interval), "process") WHERE $timeFilter GROUP BY time($__interval) fill(null)`,
 			m(v.of(spark.ActiveTasks).field), v.of(spark.ActiveTasks).from, where(byApp, executorsOnly)), "busy"),
-		query("", fmt.Sprintf(`SELECT sum("h") FROM (SELECT last("cores_held") AS "h" FROM "spark_app_usage" WHERE %s GROUP BY time($__interval), "applicationid" fill(previous)) WHERE $timeFilter GROUP BY time($__interval) fill(null)`, where(byApp)), "held")))
+		query("", fmt.Sprintf(`SELECT sum("h") FROM (SELECT last(%s) AS "h" FROM %s WHERE %s GROUP BY time($__interval), %s fill(previous)) WHERE $timeFilter GROUP BY time($__interval) fill(null)`,
+			m(annotate.UsageCoresHeld), m(annotate.MeasurementUsage), where(byApp), m(annotate.TagApplicationID)), "held")))
 	d.WithPanel(stacked(series("Task CPU (cores)", "short", "CPU time of tasks per second of wall clock, per executor."+coresNote+successOnly+v.note,
 		query("", v.rateOf(spark.CPUTime, nsCores, app, `"process"`), "$tag_process"))))
 	d.WithPanel(stacked(series("Executor JVM CPU (cores)", "short", "CPU used by each executor JVM, measured continuously: smoother than task CPU, and includes GC and shuffle threads."+coresNote+v.note,
@@ -384,7 +386,8 @@ func executors(d *dashboard.DashboardBuilder) {
 		Height(8).
 		Footer(common.NewTableFooterOptionsBuilder().Show(false).Reducer([]string{})).
 		WithTarget(&influxQLBuilder{InfluxQL{RefID: "A", RawQuery: true, ResultFormat: "table",
-			Query: fmt.Sprintf(`SELECT "kind", "rule", "executor", "text", "reason" FROM "spark_sizing" WHERE %s AND %s`, byApp, factsRange)}}).
+			Query: fmt.Sprintf(`SELECT %s FROM %s WHERE %s AND %s`, fieldList(annotate.SizingKind, annotate.SizingRule, annotate.SizingExecutor, annotate.FieldText, annotate.SizingReason),
+				m(annotate.MeasurementSizing), byApp, factsRange)}}).
 		OverrideByName("Time", []dashboard.DynamicConfigValue{{Id: "custom.hidden", Value: true}})
 	d.WithPanel(advice)
 }

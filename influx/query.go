@@ -129,6 +129,16 @@ func QuoteIdent(s string) string {
 	return `"` + strings.NewReplacer(`\`, `\\`, `"`, `\"`).Replace(s) + `"`
 }
 
+// QuoteIdents quotes identifiers and joins them with ", ", for a SELECT's
+// fields or a FROM's measurements.
+func QuoteIdents(names ...string) string {
+	q := make([]string, len(names))
+	for i, n := range names {
+		q[i] = QuoteIdent(n)
+	}
+	return strings.Join(q, ", ")
+}
+
 // QuoteString quotes an InfluxQL string literal, such as a tag value.
 func QuoteString(s string) string {
 	return `'` + strings.NewReplacer(`\`, `\\`, `'`, `\'`).Replace(s) + `'`
@@ -149,4 +159,25 @@ func truncate(s string, n int) string {
 		return s
 	}
 	return s[:n] + "…"
+}
+
+// TagValues reads the values a tag of a measurement has (SHOW TAG
+// VALUES): what a writer needs when InfluxDB 1.x refuses a batch at
+// max-values-per-tag (saturated.go).
+func (q *Querier) TagValues(ctx context.Context, db, measurement, tag string) (map[string]struct{}, error) {
+	series, err := q.Query(ctx, db, fmt.Sprintf("SHOW TAG VALUES FROM %s WITH KEY = %s", QuoteIdent(measurement), QuoteIdent(tag)))
+	if err != nil {
+		return nil, err
+	}
+	values := map[string]struct{}{}
+	for _, s := range series {
+		for _, row := range s.Values {
+			if len(row) == 2 {
+				if v, ok := row[1].(string); ok {
+					values[v] = struct{}{}
+				}
+			}
+		}
+	}
+	return values, nil
 }

@@ -15,7 +15,7 @@ import (
 // (100 000 by default), a batch with a point that would add one more is
 // answered "partial write: max-values-per-tag limit exceeded … dropped=1"
 // and InfluxDB 1.8 stores none of its points. So the tag's existing values
-// are read once (SHOW TAG VALUES, kept a minute) and the batch is sent
+// are read once (Querier.TagValues, kept a minute) and the batch is sent
 // again without the points that would add a value, which are counted as
 // refused: points of existing series, genuine data among them, are kept.
 
@@ -93,21 +93,9 @@ func (w *Writer) saturatedValues(measurement, tag string) (map[string]struct{}, 
 	}
 	ctx, cancel := context.WithTimeout(w.ctx, w.cfg.RequestTimeout)
 	defer cancel()
-	c := newChecker(w.cfg)
-	defer c.client.close()
-	series, err := c.series(ctx, db, fmt.Sprintf("SHOW TAG VALUES FROM %s WITH KEY = %s", QuoteIdent(measurement), QuoteIdent(tag)))
+	values, err := w.reader.TagValues(ctx, db, measurement, tag)
 	if err != nil {
 		return nil, err
-	}
-	values := map[string]struct{}{}
-	for _, s := range series {
-		for _, row := range s.Values {
-			if len(row) == 2 {
-				if v, ok := row[1].(string); ok {
-					values[v] = struct{}{}
-				}
-			}
-		}
 	}
 	clear(w.saturated) // one tag at a time is kept
 	w.saturated[key] = tagValues{read: time.Now(), values: values}

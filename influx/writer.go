@@ -43,6 +43,7 @@ type Writer struct {
 
 	satMu     sync.Mutex
 	saturated map[string]tagValues // see saturated.go
+	reader    *Querier             // reads a saturated tag's values, over one client
 	full      fullSeries           // see seriesfull.go
 
 	statsMu sync.Mutex
@@ -102,6 +103,7 @@ func NewWriter(cfg Config, t Target) (*Writer, error) {
 			zap.String("dir", qc.Dir), zap.Int64("bytes", b), zap.Time("oldest", oldest))
 	}
 	w.client = newClient(cfg)
+	w.reader = &Querier{c: newChecker(cfg)}
 	w.writeURL = w.client.writeURL(org, t.Bucket)
 	w.ctx, w.cancel = context.WithCancel(context.Background())
 	for range cfg.MaxInFlight {
@@ -289,6 +291,7 @@ func (w *Writer) close(ctx context.Context) error {
 	}
 	w.cancel()
 	w.client.close()
+	w.reader.Close()
 
 	left, err := w.q.Close()
 	if err != nil {

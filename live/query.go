@@ -282,12 +282,15 @@ func nearer(peak, lim, peak0, lim0 float64) bool {
 // readVerdicts reads the latest accounting and reconciliations.
 func (q *Querier) readVerdicts(ctx context.Context, s *Snapshot, since string) error {
 	ann := q.cfg.AnnotationsDB
-	usage, err := q.query(ctx, ann, fmt.Sprintf(`SELECT "applicationid", "appname", "app_id", "executors", "executor_core_seconds", "executor_memory_byte_seconds", "cpu_utilisation", "memory_utilisation" FROM %s WHERE %s AND "fact" = 'end' ORDER BY time DESC LIMIT %d`,
-		influx.QuoteIdent(annotate.MeasurementUsage), since, maxVerdicts))
+	usage, err := q.query(ctx, ann, fmt.Sprintf(`SELECT %s FROM %s WHERE %s AND %s = 'end' ORDER BY time DESC LIMIT %d`,
+		influx.QuoteIdents(annotate.TagApplicationID, annotate.TagAppName, annotate.FieldAppID, annotate.UsageExecutors, annotate.UsageExecutorCoreSeconds,
+			annotate.UsageExecutorMemoryByteSeconds, annotate.UsageCPUUtilisation, annotate.UsageMemoryUtilisation),
+		influx.QuoteIdent(annotate.MeasurementUsage), since, influx.QuoteIdent(annotate.FieldFact), maxVerdicts))
 	if err != nil {
 		return err
 	}
-	rec, err := q.query(ctx, ann, fmt.Sprintf(`SELECT "applicationid", "verdict", "text" FROM %s WHERE %s ORDER BY time DESC LIMIT %d`,
+	rec, err := q.query(ctx, ann, fmt.Sprintf(`SELECT %s FROM %s WHERE %s ORDER BY time DESC LIMIT %d`,
+		influx.QuoteIdents(annotate.TagApplicationID, annotate.ReconcileVerdict, annotate.FieldText),
 		influx.QuoteIdent(annotate.MeasurementReconcile), since, 4*maxVerdicts))
 	if err != nil {
 		return err
@@ -296,26 +299,26 @@ func (q *Querier) readVerdicts(ctx context.Context, s *Snapshot, since string) e
 	byApp := map[string]recon{}
 	for _, sr := range rec {
 		for _, row := range rows(sr) {
-			if _, seen := byApp[row.str("applicationid")]; !seen {
-				byApp[row.str("applicationid")] = recon{row.str("verdict"), row.str("text")}
+			if _, seen := byApp[row.str(annotate.TagApplicationID)]; !seen {
+				byApp[row.str(annotate.TagApplicationID)] = recon{row.str(annotate.ReconcileVerdict), row.str(annotate.FieldText)}
 			}
 		}
 	}
 	for _, sr := range usage {
 		for _, row := range rows(sr) {
-			key := row.str("applicationid")
+			key := row.str(annotate.TagApplicationID)
 			r := byApp[key]
-			v := Verdict{Ended: row.time(), App: cmp.Or(row.str("app_id"), key), Name: row.str("appname"), Verdict: r.verdict, Detail: r.text,
+			v := Verdict{Ended: row.time(), App: cmp.Or(row.str(annotate.FieldAppID), key), Name: row.str(annotate.TagAppName), Verdict: r.verdict, Detail: r.text,
 				CPUUsed: -1, MemoryPeak: -1}
-			n, _ := row.num("executors")
+			n, _ := row.num(annotate.UsageExecutors)
 			v.Executors = int(n)
-			cs, _ := row.num("executor_core_seconds")
-			bs, _ := row.num("executor_memory_byte_seconds")
+			cs, _ := row.num(annotate.UsageExecutorCoreSeconds)
+			bs, _ := row.num(annotate.UsageExecutorMemoryByteSeconds)
 			v.CoreHours, v.GiBHours = cs/3600, bs/3600/(1<<30)
-			if u, ok := row.num("cpu_utilisation"); ok {
+			if u, ok := row.num(annotate.UsageCPUUtilisation); ok {
 				v.CPUUsed = u
 			}
-			if u, ok := row.num("memory_utilisation"); ok {
+			if u, ok := row.num(annotate.UsageMemoryUtilisation); ok {
 				v.MemoryPeak = u
 			}
 			s.Verdicts = append(s.Verdicts, v)

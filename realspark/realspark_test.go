@@ -7,6 +7,7 @@ import (
 	"flag"
 	"fmt"
 	"math"
+	"net"
 	"net/http"
 	"os"
 	"os/exec"
@@ -18,7 +19,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/sparkpulse/sparkpulse/annotate"
+	"github.com/sparkpulse/sparkpulse/accounting"
 	"github.com/sparkpulse/sparkpulse/grafana/grafanatest"
 	"github.com/sparkpulse/sparkpulse/influx/influxtest"
 	"github.com/sparkpulse/sparkpulse/sizing"
@@ -72,9 +73,9 @@ func runVersion(t *testing.T, version string) {
 	r := &run{version: version, srv: influxtest.Start(t), from: time.Now().Add(-time.Minute)}
 	r.hs = historyServer(t, home, work, events)
 
-	tcpPort, udpPort, admin, udpAdmin, uiPort := freePort(t), freeUDPPort(t), freePort(t), freePort(t), freePort(t)
+	uiPort := freePort(t) // Spark's: it cannot say which port it bound
 	ui := fmt.Sprintf("http://127.0.0.1:%d", uiPort)
-	sp := startSparkpulse(t, r.srv.URL, admin, fmt.Sprintf(`
+	sp := startSparkpulse(t, r.srv.URL, fmt.Sprintf(`
 [internal]
   interval = "2s"
 [deltas]
@@ -85,27 +86,31 @@ func runVersion(t *testing.T, version string) {
   usage-delay = "3s"
   stage-details-min-duration = "-1s"
 [[graphite]]
-  bind-address = "127.0.0.1:%d"
+  bind-address = "127.0.0.1:0"
   protocol = "tcp"
   database = %q
   spark-prefixes = [%q]
-`, ui, r.hs, tcpPort, db, prefix))
+`, ui, r.hs, db, prefix))
 	// The main application's second sink, over UDP, goes to a sparkpulse
 	// of its own: the accounting sums an application's metrics over every
 	// block's database, and one application sends to one sink.
-	udp := startSparkpulse(t, r.srv.URL, udpAdmin, fmt.Sprintf(`
+	udp := startSparkpulse(t, r.srv.URL, fmt.Sprintf(`
 [internal]
   enabled = false
 [deltas]
   first-sample-grace = "0s"
 [[graphite]]
-  bind-address = "127.0.0.1:%d"
+  bind-address = "127.0.0.1:0"
   protocol = "udp"
   database = %q
   udp-read-buffer = 8388608
   schema = "cern"              # the TCP block writes the default, wide: checkUDP compares the shapes
-`, udpPort, udpDB))
-	tee := startTee(t, fmt.Sprintf("127.0.0.1:%d", tcpPort), []string{prefix})
+`, udpDB))
+	_, udpPort, err := net.SplitHostPort(udp.graphite(t, 0))
+	if err != nil {
+		t.Fatal(err)
+	}
+	tee := startTee(t, sp.graphite(t, 0), []string{prefix})
 
 	conf := func(extra map[string]string) map[string]string {
 		c := map[string]string{
@@ -145,7 +150,7 @@ func runVersion(t *testing.T, version string) {
 			// A second sink, over UDP, to the UDP listener.
 			"spark.metrics.conf.*.sink.udp.class":    "org.apache.spark.metrics.sink.GraphiteSink",
 			"spark.metrics.conf.*.sink.udp.host":     "127.0.0.1",
-			"spark.metrics.conf.*.sink.udp.port":     strconv.Itoa(udpPort),
+			"spark.metrics.conf.*.sink.udp.port":     udpPort,
 			"spark.metrics.conf.*.sink.udp.protocol": "udp",
 			"spark.metrics.conf.*.sink.udp.period":   "1",
 			"spark.metrics.conf.*.sink.udp.unit":     "seconds",
@@ -193,7 +198,7 @@ func runVersion(t *testing.T, version string) {
 	// sparkpulse drops each such line, counted.
 	var cut int
 	r.lines, cut = tee.taken()
-	if got := metric(t, admin, "sparkpulse_lines_dropped_total", `reason="cut"`); got != float64(cut) {
+	if got := metric(t, sp.bound.Admin, "sparkpulse_lines_dropped_total", `reason="cut"`); got != float64(cut) {
 		t.Errorf("sparkpulse counted %v cut lines, the proxy saw %d", got, cut)
 	}
 	t.Logf("%d reports ended in a cut line", cut)
@@ -394,11 +399,11 @@ func checkReconcile(t *testing.T, r *run) {
 		}
 		switch {
 		case a == r.main:
-			if row["verdict"] != annotate.ReconcileExact {
+			if row["verdict"] != accounting.ReconcileExact {
 				t.Errorf("%s: verdict %v, want exact: %v", a.name, row["verdict"], row["text"])
 			}
 		case len(short) > 0:
-			if row["verdict"] != annotate.ReconcileShort {
+			if row["verdict"] != accounting.ReconcileShort {
 				t.Errorf("%s: verdict %v, want short: %v", a.name, row["verdict"], row["text"])
 			}
 		default:
@@ -746,8 +751,7 @@ func checkPython(t *testing.T, r *run) {
 // checkHistory: a sparkpulse reading only the History Server, over the
 // same event logs, writes the same facts.
 func checkHistory(t *testing.T, r *run) {
-	admin := freePort(t)
-	sp := startSparkpulse(t, r.srv.URL, admin, fmt.Sprintf(`
+	sp := startSparkpulse(t, r.srv.URL, fmt.Sprintf(`
 [internal]
   enabled = false
 [annotate]
@@ -756,9 +760,9 @@ func checkHistory(t *testing.T, r *run) {
   usage-delay = "1s"
   stage-details-min-duration = "-1s"
 [[graphite]]
-  bind-address = "127.0.0.1:%d"
+  bind-address = "127.0.0.1:0"
   database = %q
-`, r.hs, freePort(t), hsDB))
+`, r.hs, hsDB))
 	for _, a := range []*application{r.main, r.bad} {
 		want := writtenFacts(t, r.srv, db, r.keyOf(a))
 		eventually(t, 2*time.Minute, "History Server facts of "+a.id, func() error {

@@ -466,6 +466,14 @@ type sparkpulseProc struct {
 	cmd    *exec.Cmd
 	logs   *lockedBuffer
 	exited chan struct{}
+	bound  boundAddrs
+}
+
+// boundAddrs is what run --ready-file writes: the addresses sparkpulse
+// bound, its ports 0 replaced by those the kernel gave.
+type boundAddrs struct {
+	Graphite []struct{ Protocol, Address string }
+	Admin    string
 }
 
 var buildOnce struct {
@@ -496,17 +504,20 @@ func binary(t *testing.T) string {
 }
 
 // startSparkpulse runs the binary with conf after an [influxdb] section
-// for influxURL and an [admin] one on port admin, and waits until it is
-// ready.
-func startSparkpulse(t *testing.T, influxURL string, admin int, conf string) *sparkpulseProc {
+// for influxURL and an [admin] one on port 0, and waits until it is ready:
+// p.bound holds the addresses it bound (conf's listeners take port 0
+// too), read from run --ready-file, so that no port is picked beforehand
+// for another process to take.
+func startSparkpulse(t *testing.T, influxURL string, conf string) *sparkpulseProc {
 	t.Helper()
-	conf = fmt.Sprintf("[influxdb]\n  url = %q\n  create-database = true\n[admin]\n  bind-address = \"127.0.0.1:%d\"\n", influxURL, admin) + conf
-	path := filepath.Join(t.TempDir(), "sparkpulse.toml")
+	conf = fmt.Sprintf("[influxdb]\n  url = %q\n  create-database = true\n[admin]\n  bind-address = \"127.0.0.1:0\"\n", influxURL) + conf
+	dir := t.TempDir()
+	path, readyFile := filepath.Join(dir, "sparkpulse.toml"), filepath.Join(dir, "ready.json")
 	if err := os.WriteFile(path, []byte(conf), 0o644); err != nil {
 		t.Fatal(err)
 	}
 	p := &sparkpulseProc{logs: &lockedBuffer{}, exited: make(chan struct{})}
-	p.cmd = exec.Command(binary(t), "run", "--config", path)
+	p.cmd = exec.Command(binary(t), "run", "--config", path, "--ready-file", readyFile)
 	p.cmd.Stdout, p.cmd.Stderr = p.logs, p.logs
 	if err := p.cmd.Start(); err != nil {
 		t.Fatal(err)
@@ -519,24 +530,34 @@ func startSparkpulse(t *testing.T, influxURL string, admin int, conf string) *sp
 			t.Logf("sparkpulse log:\n%s", tail(p.logs.String(), 8000))
 		}
 	})
-	ready := fmt.Sprintf("http://127.0.0.1:%d/readyz", admin)
+	// The file is renamed into place whole once every listener serves;
+	// sparkpulse is another process, so its existence is polled.
 	deadline := time.Now().Add(60 * time.Second)
-	for tick := time.NewTicker(50 * time.Millisecond); ; <-tick.C {
+	for tick := time.NewTicker(20 * time.Millisecond); ; <-tick.C {
+		if data, err := os.ReadFile(readyFile); err == nil {
+			if err := json.Unmarshal(data, &p.bound); err != nil {
+				t.Fatalf("%s: %v", readyFile, err)
+			}
+			return p
+		}
 		select {
 		case <-p.exited:
 			t.Fatalf("sparkpulse exited at start:\n%s", p.logs.String())
 		default:
 		}
-		if resp, err := http.Get(ready); err == nil {
-			resp.Body.Close()
-			if resp.StatusCode == http.StatusOK {
-				return p
-			}
-		}
 		if time.Now().After(deadline) {
 			t.Fatalf("sparkpulse not ready:\n%s", p.logs.String())
 		}
 	}
+}
+
+// graphite is the address bound by the n-th [[graphite]] block, from 0.
+func (p *sparkpulseProc) graphite(t *testing.T, n int) string {
+	t.Helper()
+	if n >= len(p.bound.Graphite) {
+		t.Fatalf("%d listeners bound, want at least %d", len(p.bound.Graphite), n+1)
+	}
+	return p.bound.Graphite[n].Address
 }
 
 // stop sends SIGTERM and expects a clean exit, which delivers every point.
@@ -554,17 +575,6 @@ func (p *sparkpulseProc) stop(t *testing.T) {
 }
 
 var freePort = influxtest.FreePort
-
-// freeUDPPort returns a UDP port on 127.0.0.1 that was free a moment ago.
-func freeUDPPort(t *testing.T) int {
-	t.Helper()
-	c, err := net.ListenPacket("udp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer c.Close()
-	return c.LocalAddr().(*net.UDPAddr).Port
-}
 
 // eventually polls f every 250 ms until it returns nil, for at most d;
 // then the last error fails the test. sparkpulse and Spark are other
@@ -620,9 +630,9 @@ func TestOtherAddressWarning(t *testing.T) {
 
 // metric sums the samples of a counter in sparkpulse's /metrics whose
 // labels contain label (e.g. `reason="cut"`).
-func metric(t *testing.T, admin int, name, label string) float64 {
+func metric(t *testing.T, admin, name, label string) float64 {
 	t.Helper()
-	resp, err := http.Get(fmt.Sprintf("http://127.0.0.1:%d/metrics", admin))
+	resp, err := http.Get("http://" + admin + "/metrics")
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -16,19 +16,27 @@ import (
 type series struct {
 	// text holds, escaped for line protocol: text[:keyEnd] the series key
 	// (measurement and tags), text[keyEnd:field] " <field key>=", then the
-	// app tag's value, the process tag's value (with a PeerCheck only)
-	// and, in the last byte, the process value's length. For a refused
-	// path (reason non-zero) it says why.
+	// app tag's value (Config.AppTag) unless the key holds it as it is
+	// (appAt), the process tag's value (with a PeerCheck only) and, in the
+	// last byte, the process value's length. For a refused path (reason
+	// non-zero) it says why.
 	text string
 	key  delta.ID // the path's hash
 	// A cumulative series' baseline and when it last had a sample, in
 	// seconds since the cache began; guarded by the key's stripe lock.
+	// The cache only stores them: what a baseline becomes, and when it
+	// expires, is the tracker's to say.
 	st            delta.State
 	seen          uint32
 	appSum        uint32 // appChecksum(app()): a line compares this, not the id
 	keyEnd, field uint16
-	reason        Reason
-	flags         uint8
+	// appAt, when not 0, is where the app tag's value begins in the key,
+	// which holds it as it is (escaping changed nothing): it runs to the
+	// next ',' or the key's end. Most ids need no escaping, and a copy
+	// would cost every series their length.
+	appAt  uint16
+	reason Reason
+	flags  uint8
 }
 
 const (
@@ -50,7 +58,17 @@ func (s *series) appendDeltaKey(b []byte, plain, suffix string) []byte {
 	return append(b, suffix...)
 }
 
-func (s *series) app() string { return s.text[s.field : len(s.text)-1-int(s.text[len(s.text)-1])] }
+// app is the series' application: the value of the app tag, "" for none.
+func (s *series) app() string {
+	if s.appAt != 0 {
+		v := s.text[s.appAt:s.keyEnd]
+		if i := strings.IndexByte(v, ','); i >= 0 {
+			return v[:i]
+		}
+		return v
+	}
+	return s.text[s.field : len(s.text)-1-int(s.text[len(s.text)-1])]
+}
 
 // process is the process tag's value, kept with a PeerCheck only.
 func (s *series) process() string {
@@ -84,7 +102,9 @@ const (
 	cacheTTL = int64(60e9)
 )
 
-// seriesCache maps path hashes to series. Lookups take no lock and write
+// seriesCache maps path hashes to series. A path's hash is keyed by a
+// random seed of the cache's own, so that a sender cannot craft paths that
+// collide with another application's. Lookups take no lock and write
 // no shared memory, so connections on different cores do not contend:
 // each shard's tables are open-addressed arrays of atomic pointers,
 // written under the shard's mutex and published whole when they grow.
@@ -98,7 +118,7 @@ type seriesCache struct {
 	perGen  int   // series per shard generation
 	start   int64 // unix ns; series' seen counts seconds from it
 	tracker *delta.Tracker
-	appKey  string // ",<app tag>=": where a series' application is in its text
+	seed    delta.Seed // of path hashes
 	shards  [cacheShards]cacheShard
 	stripes [numStripes]stripe
 }
@@ -207,13 +227,16 @@ func (t *table) all(yield func(*series) bool) {
 
 // newSeriesCache holds up to about size series, from now (unix ns); with
 // a tracker, the baselines of cumulative series follow its rules.
-func newSeriesCache(size int, tracker *delta.Tracker, appTag string, now int64) *seriesCache {
-	c := &seriesCache{perGen: max(size/2/cacheShards, 1), start: now, tracker: tracker, appKey: "," + appTag + "="}
+func newSeriesCache(size int, tracker *delta.Tracker, now int64) *seriesCache {
+	c := &seriesCache{perGen: max(size/2/cacheShards, 1), start: now, tracker: tracker, seed: delta.NewSeed()}
 	for i := range c.shards {
 		c.shards[i].cur.Store(newTable(firstTableBuckets))
 	}
 	return c
 }
+
+// id is the hash of a path, the key of its series.
+func (c *seriesCache) id(path []byte) delta.ID { return c.seed.Hash(path) }
 
 func (c *seriesCache) shard(h delta.ID) *cacheShard {
 	return &c.shards[h[0]>>58] // the top 6 bits; the tables index by the low ones
@@ -287,58 +310,28 @@ func (sh *cacheShard) store(s *series) {
 	cur.store(s)
 }
 
-// retire lets a dropped generation go. Its cumulative series that had a
-// sample within the tracker's IdleTTL keep their baseline: they move to
-// the new current generation, unless it was retired for being full,
-// beyond half of it (the tracker is told that live baselines were lost).
-// The others are forgotten (rule 7). Called with the shard's mu held.
+// retire lets a dropped generation go. The tracker decides what becomes
+// of each of its cumulative series' baselines ([delta.Tracker.Expire]):
+// one it keeps moves to the new current generation; there is room for it
+// unless the generation was retired for being full and the new one holds
+// half of it already. Called with the shard's mu held.
 func (c *seriesCache) retire(sh *cacheShard, dropped, cur *table, full bool, now int64) {
 	old := sh.old.Load() // holds every series used since dropped was current
-	ttl := int64(c.tracker.IdleTTL() / time.Second)
 	nowSec := c.sec(now)
-	lost := false
 	for e := range dropped.all {
 		if !e.cumulative() || old.find(e.key) != nil {
 			continue
 		}
 		mu := c.stripe(e.key)
 		mu.Lock()
-		known, seen := e.st.Known(), int64(e.seen)
+		st, seen := e.st, int64(e.seen)
 		mu.Unlock()
-		switch {
-		case !known:
-		case nowSec-seen > ttl:
-			c.tracker.Forget(c.appOf(e))
-		case full && cur.n >= c.perGen/2:
-			lost = true
-		default:
+		room := !full || cur.n < c.perGen/2
+		if c.tracker.Expire(st, e.app(), time.Duration(nowSec-seen)*time.Second, room, now) {
 			sh.store(e)
 			cur = sh.cur.Load()
 		}
 	}
-	if lost {
-		c.tracker.Lost(now)
-	}
-}
-
-// appOf is a series' application: the value of the app tag in its text,
-// as escaped there; "" when it has none.
-func (c *seriesCache) appOf(s *series) string {
-	tags := s.text[:s.field]
-	i := strings.Index(tags, c.appKey)
-	if i < 0 {
-		return ""
-	}
-	v := tags[i+len(c.appKey):]
-	for j := 0; j < len(v); j++ {
-		switch v[j] {
-		case '\\':
-			j++
-		case ',', ' ':
-			return v[:j]
-		}
-	}
-	return v
 }
 
 // sec is now in seconds since the cache began.
@@ -350,7 +343,7 @@ func (c *seriesCache) update(s *series, value float64, ts, now int64) delta.Samp
 	mu.Lock()
 	app := ""
 	if !s.st.Known() {
-		app = c.appOf(s) // for the quota: only a first sample needs it
+		app = s.app() // for the quota: only a first sample needs it
 	}
 	d := c.tracker.Update(&s.st, app, value, ts, now)
 	s.seen = uint32(c.sec(now))

@@ -15,7 +15,7 @@ import (
 
 const sec = int64(1e9)
 
-func id(path string) delta.ID { return delta.Hash([]byte(path)) }
+func id(path string) delta.ID { return delta.Seed(1).Hash([]byte(path)) }
 
 // A table finds every series it holds and no other, when their probe
 // sequences run through full buckets, wrap around the table's end, and
@@ -71,7 +71,7 @@ func TestSeriesCache(t *testing.T) {
 		}
 		return s.text
 	}
-	c := newSeriesCache(2*cacheShards*4, nil, "applicationid", 0) // 4 entries per shard generation
+	c := newSeriesCache(2*cacheShards*4, nil, 0) // 4 entries per shard generation
 	ha, hb := id("a"), id("b")
 	c.put(ha, &series{text: "a"}, 0)
 	if got(c, ha, 0) != "a" || got(c, hb, 0) != "(none)" {
@@ -108,13 +108,13 @@ func TestSeriesCache(t *testing.T) {
 
 	// An insert a TTL later retires the generation; one more drops a if
 	// it was not used in between.
-	c2 := newSeriesCache(1<<20, nil, "applicationid", 0)
+	c2 := newSeriesCache(1<<20, nil, 0)
 	c2.put(ha, &series{text: "a"}, 10*sec)
 	c2.put(another(), &series{}, 10*sec+cacheTTL)
 	if got(c2, ha, 10*sec+cacheTTL) != "a" {
 		t.Fatal("a was dropped after one TTL")
 	}
-	c3 := newSeriesCache(1<<20, nil, "applicationid", 0)
+	c3 := newSeriesCache(1<<20, nil, 0)
 	c3.put(ha, &series{text: "a"}, 10*sec)
 	c3.put(another(), &series{}, 10*sec+cacheTTL)
 	c3.put(another(), &series{}, 10*sec+2*cacheTTL)
@@ -123,7 +123,7 @@ func TestSeriesCache(t *testing.T) {
 	}
 
 	// Tables grow: 100 000 series, all found, none twice.
-	c4 := newSeriesCache(1<<20, nil, "applicationid", 0)
+	c4 := newSeriesCache(1<<20, nil, 0)
 	for i := range 100_000 {
 		c4.put(id(fmt.Sprint(i)), &series{text: fmt.Sprint(i)}, 0)
 	}
@@ -140,7 +140,7 @@ func TestSeriesCache(t *testing.T) {
 // Readers on other goroutines find every series while tables grow and
 // generations turn over (run with -race).
 func TestSeriesCacheConcurrent(t *testing.T) {
-	c := newSeriesCache(cacheShards*2*500, nil, "applicationid", 0)
+	c := newSeriesCache(cacheShards*2*500, nil, 0)
 	const n = 20_000
 	ids := make([]delta.ID, n)
 	for i := range ids {
@@ -278,7 +278,7 @@ func TestMemoryPerCumulativeSeries(t *testing.T) {
 // "miss" looks up paths the cache does not hold.
 func BenchmarkCacheGet(b *testing.B) {
 	const n = 650_000
-	c := newSeriesCache(4*n, nil, "applicationid", 0)
+	c := newSeriesCache(4*n, nil, 0)
 	ids := make([]delta.ID, n)
 	for i := range ids {
 		ids[i] = id(fmt.Sprint("app-20261122101500-0001.", i, ".executor.cpuTime.count"))
@@ -325,7 +325,7 @@ func clockedRelay(t *testing.T, idleTTL time.Duration, cacheSize int) (*Relay, *
 func sameShard(c *seriesCache, path string, n int) []string {
 	var same []string
 	for i := 0; len(same) < n; i++ {
-		if p := fmt.Sprintf("x%d.count", i); c.shard(id(p)) == c.shard(id(path)) {
+		if p := fmt.Sprintf("x%d.count", i); c.shard(c.id([]byte(p))) == c.shard(c.id([]byte(path))) {
 			same = append(same, p)
 		}
 	}
@@ -422,4 +422,76 @@ func newDeltasWith(t *testing.T, tr *delta.Tracker) *Deltas {
 	d := newDeltas(t, "spark")
 	d.Tracker = tr
 	return d
+}
+
+// A series keeps its application, the value of Config.AppTag, with or
+// without OnApp: read from the key when escaping left it as it was, kept
+// beside it otherwise; the tracker's quota and OnApp get the raw value.
+func TestSeriesApp(t *testing.T) {
+	for _, tc := range []struct {
+		tag, path, app string
+		copied         bool
+	}{
+		{"", "app-1.ns.cpu.count", "app-1", false},
+		{"", "app-2.ns.cpu", "app-2", false},
+		{"ns", "app-3.executor.cpu.count", "executor", false}, // the last tag: runs to the key's end
+		{"", `a\,b=c.ns.cpu.count`, `a\,b=c`, true},
+		{"", "a=b.ns.cpu.count", "a=b", true},
+		{"other", "app-4.ns.cpu.count", "", false},
+	} {
+		for _, onApp := range []bool{false, true} {
+			var nominated []string
+			cfg := Config{Mapper: mustCompile(t, "applicationid.ns.measurement*"), Sink: &sink{}, AppTag: tc.tag,
+				Deltas: newDeltas(t, "db", delta.Rule{Source: "test", Cumulative: true, Path: []string{"**.count"}})}
+			if onApp {
+				cfg.OnApp = func(a string) { nominated = append(nominated, a) }
+			}
+			r := New(cfg)
+			send(r, tc.path+" 1 1795300000")
+			s := r.cache.get(r.cache.id([]byte(tc.path)), 0)
+			if s == nil || s.reason != 0 {
+				t.Fatalf("%s: not cached: %+v", tc.path, s)
+			}
+			if got := s.app(); got != tc.app || (s.appAt == 0) != (tc.copied || tc.app == "") {
+				t.Errorf("%s, tag %q: app %q (at %d), want %q (copied %v)", tc.path, tc.tag, got, s.appAt, tc.app, tc.copied)
+			}
+			if onApp && tc.app != "" && (len(nominated) != 1 || nominated[0] != tc.app) {
+				t.Errorf("%s: OnApp got %q, want %q", tc.path, nominated, tc.app)
+			}
+		}
+	}
+}
+
+// An application's series forgotten when idle free its quota: the
+// tracker is told which application each belonged to.
+func TestIdleSeriesFreeQuota(t *testing.T) {
+	now := fixedNow
+	tr := delta.New(delta.Settings{FirstSampleGrace: delta.NoGrace, IdleTTL: time.Minute, MaxSeriesPerApp: 1}, now)
+	s := &sink{}
+	r := New(Config{Mapper: mustCompile(t, "applicationid.measurement*"), Sink: s, Now: func() time.Time { return now },
+		Deltas: newDeltasWith(t, tr)})
+	r.cfg.Deltas.Rules = mustRules(t, "**.count")
+	send(r, "app-1.a.count 1 1795300000")
+	same := sameShard(r.cache, "app-1.a.count", 3)
+	for _, p := range same { // each retires a generation of the shard
+		now = now.Add(61 * time.Second)
+		send(r, fmt.Sprintf("%s 1 %d", p, now.Unix()))
+	}
+	if tr.Stats().Evicted.Load() == 0 {
+		t.Fatal("nothing forgotten")
+	}
+	s.buf.Reset()
+	send(r, fmt.Sprintf("app-1.b.count 7 %d", now.Unix()))
+	if got := s.buf.String(); !strings.Contains(got, "delta=7") {
+		t.Errorf("a new series of the application after its old one was forgotten: %q (refused by quota %d)", got, tr.Stats().RefusedQuota.Load())
+	}
+}
+
+func mustRules(t *testing.T, path string) *delta.Rules {
+	t.Helper()
+	r, err := delta.CompileRules([]delta.Rule{{Source: "test", Cumulative: true, Path: []string{path}}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return r
 }

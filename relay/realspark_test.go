@@ -1,8 +1,6 @@
 package relay
 
 import (
-	"bufio"
-	"compress/gzip"
 	"encoding/json"
 	"os"
 	"path/filepath"
@@ -22,15 +20,10 @@ import (
 // each executor's succeededTasks add up to Spark's count of its tasks, for
 // every executor whose last report arrived, and never exceed it.
 func TestRealSparkDeltas(t *testing.T) {
-	dirs, _ := filepath.Glob(filepath.Join("..", "testdata", "spark-real", "*", "graphite.txt.gz"))
-	if len(dirs) < 2 {
-		t.Fatalf("recorded real Spark streams: %v", dirs)
-	}
-	for _, f := range dirs {
-		dir := filepath.Dir(f)
+	for _, rec := range recordings(t) {
+		dir := rec.dir
 		t.Run(filepath.Base(dir), func(t *testing.T) {
-			var meta struct{ Prefix string }
-			readJSON(t, filepath.Join(dir, "recording.json"), &meta)
+			meta := rec
 			rules, err := delta.CompileRules(spark.DeltaRules())
 			if err != nil {
 				t.Fatal(err)
@@ -41,23 +34,13 @@ func TestRealSparkDeltas(t *testing.T) {
 			}).NewConn(nil).(*Conn)
 
 			sums := map[string]map[string]int64{} // applicationid → process → Σ delta
-			file, err := os.Open(f)
-			if err != nil {
-				t.Fatal(err)
-			}
-			defer file.Close()
-			zr, err := gzip.NewReader(file)
-			if err != nil {
-				t.Fatal(err)
-			}
-			sc := bufio.NewScanner(zr)
-			for sc.Scan() {
-				lp, err := conn.Process(sc.Bytes())
+			for _, line := range readGzipLines(t, filepath.Join(dir, "graphite.txt.gz")) {
+				lp, err := conn.Process(line)
 				if err != nil {
 					// Only a ratio gauge of 0/0 or x/0 (a pool's usage with
 					// no maximum) is dropped.
-					if f := strings.Fields(sc.Text()); len(f) != 3 || f[1] != "NaN" && f[1] != "Infinity" && f[1] != "-Infinity" {
-						t.Errorf("%q: %v", sc.Text(), err)
+					if f := strings.Fields(string(line)); len(f) != 3 || f[1] != "NaN" && f[1] != "Infinity" && f[1] != "-Infinity" {
+						t.Errorf("%q: %v", line, err)
 					}
 					continue
 				}
@@ -69,9 +52,6 @@ func TestRealSparkDeltas(t *testing.T) {
 					sums[app] = map[string]int64{}
 				}
 				sums[app][process] += d
-			}
-			if err := sc.Err(); err != nil {
-				t.Fatal(err)
 			}
 
 			for _, name := range []string{"main", "failures"} {

@@ -122,13 +122,16 @@ type Config struct {
 	Log *zap.Logger
 	// Deltas, when not nil, adds delta and rate fields to cumulative series.
 	Deltas *Deltas
+	// AppTag is the tag that names a point's application
+	// ("applicationid" when empty): for OnApp, PeerCheck and the delta
+	// tracker's quota per application. A series keeps its value.
+	AppTag string
 	// OnApp, when set, is called with the value of the tag AppTag of the
 	// points a connection encodes whenever it differs from the previous one
 	// on that connection, at most maxAppsPerBlock times per block; Spark
 	// sends one application per connection, so that is about once per
 	// connection.
-	OnApp  func(app string)
-	AppTag string
+	OnApp func(app string)
 	// NonBlocking makes a block the Sink has no room for a counted drop
 	// (queue_full) instead of a wait: for UDP, whose senders cannot be
 	// slowed down, so that the reader keeps draining the socket.
@@ -156,15 +159,14 @@ type Config struct {
 const DefaultCacheSize = 1_000_000
 
 // Deltas is the delta stage of a Relay. The baselines live in the Relay's
-// series cache; the Tracker, which Relays may share, holds the rules and
-// the counts. Bucket is part of the identity a baseline is saved under.
+// series cache; the Tracker, which Relays may share, holds the rules, the
+// counts and the hash seed of saved IDs. Bucket is part of the identity a
+// baseline is saved under. A series' application, for the tracker's quota
+// per application, is its Config.AppTag value.
 type Deltas struct {
 	Rules   *delta.Rules
 	Tracker *delta.Tracker
 	Bucket  string
-	// AppTag is the tag that names a series' application, for the
-	// tracker's quota per application; "applicationid" when empty.
-	AppTag string
 	// MatchField makes the rules' measurement patterns match the field
 	// instead, unless it is "value": in the built-in mapping's wide schema
 	// the measurement is the Spark source and the field the metric's name,
@@ -175,7 +177,7 @@ type Deltas struct {
 // Relay is a graphite.Handler that encodes points for one Sink.
 type Relay struct {
 	cfg    Config
-	appTag []byte // nil unless OnApp is set
+	appTag []byte // Config.AppTag
 	cache  *seriesCache
 	idle   chan *Conn // closed Conns, for reuse
 	stats  Stats
@@ -201,20 +203,15 @@ func New(cfg Config) *Relay {
 	if cfg.MaxFuture <= 0 {
 		cfg.MaxFuture = delta.DefaultMaxFuture
 	}
+	if cfg.AppTag == "" {
+		cfg.AppTag = "applicationid"
+	}
 	var tracker *delta.Tracker
-	appTag := "applicationid"
 	if cfg.Deltas != nil {
 		tracker = cfg.Deltas.Tracker
-		if cfg.Deltas.AppTag != "" {
-			appTag = cfg.Deltas.AppTag
-		}
 	}
-	r := &Relay{cfg: cfg, cache: newSeriesCache(cfg.CacheSize, tracker, appTag, cfg.Now().UnixNano()),
-		idle: make(chan *Conn, maxIdleConns)}
-	if (cfg.OnApp != nil || cfg.PeerCheck != nil) && cfg.AppTag != "" {
-		r.appTag = []byte(cfg.AppTag)
-	}
-	return r
+	return &Relay{cfg: cfg, cache: newSeriesCache(cfg.CacheSize, tracker, cfg.Now().UnixNano()),
+		appTag: []byte(cfg.AppTag), idle: make(chan *Conn, maxIdleConns)}
 }
 
 // Stats returns the Relay's live counters.
@@ -415,7 +412,7 @@ func (c *Conn) encode(line []byte) (Reason, string) {
 	if pr := graphite.Parse(line, &c.line); pr != graphite.OK {
 		return Reason(pr), ""
 	}
-	h := delta.Hash(c.line.Path)
+	h := c.relay.cache.id(c.line.Path)
 	s := c.relay.cache.get(h, c.receiveTime())
 	if s == nil {
 		s = c.firstSight(h)
@@ -497,7 +494,7 @@ func (c *Conn) firstSight(h delta.ID) *series {
 	if ds := c.relay.cfg.Deltas; ds != nil && s.cumulative() {
 		mu := c.relay.cache.stripe(h)
 		mu.Lock()
-		ds.Tracker.Restore(c.stateID(ds.Bucket, s.text[:s.field]), c.relay.cache.appOf(s), &s.st, c.receiveTime())
+		ds.Tracker.Restore(c.stateID(ds.Tracker, ds.Bucket, s.text[:s.field]), s.app(), &s.st, c.receiveTime())
 		mu.Unlock()
 	}
 	return s
@@ -525,7 +522,7 @@ func (c *Conn) describe(path []byte) *series {
 		if bytes.Equal(t.Key, timeKey) {
 			return refuse(ReasonTimeKey, errNoKey)
 		}
-		if c.relay.appTag != nil && bytes.Equal(t.Key, c.relay.appTag) {
+		if bytes.Equal(t.Key, c.relay.appTag) {
 			app = t.Value
 		}
 		if c.relay.cfg.PeerCheck != nil && bytes.Equal(t.Key, processKey) {
@@ -545,8 +542,13 @@ func (c *Conn) describe(path []byte) *series {
 	e := &c.enc
 	e.Reset()
 	e.StartLineRaw(r.Measurement)
+	appAt := 0 // where the app value is in the key, when escaping left it as it was
 	for _, t := range r.Tags {
+		n := len(e.Bytes())
 		e.AddTagRaw(t.Key, t.Value)
+		if len(app) > 0 && bytes.Equal(t.Key, c.relay.appTag) && len(e.Bytes())-n == 2+len(t.Key)+len(t.Value) {
+			appAt = len(e.Bytes()) - len(t.Value)
+		}
 	}
 	keyEnd := len(e.Bytes())
 	e.AddFieldRaw(r.Field, zero)
@@ -579,6 +581,10 @@ func (c *Conn) describe(path []byte) *series {
 	if len(lp)+len(app)+len(proc) > maxText {
 		return refuse(ReasonKeyTooLong, fmt.Errorf("point of %d bytes before its value is too long", len(lp)))
 	}
+	s.appSum = appChecksum(app)
+	if appAt != 0 {
+		s.appAt, app = uint16(appAt), nil // read from the key: no copy
+	}
 	var text strings.Builder
 	text.Grow(field + len(app) + len(proc) + 1) // exactly: the string keeps the builder's memory
 	text.Write(lp[:field])
@@ -586,7 +592,6 @@ func (c *Conn) describe(path []byte) *series {
 	text.Write(app)
 	text.Write(proc)
 	text.WriteByte(byte(len(proc)))
-	s.appSum = appChecksum(app)
 	s.keyEnd = uint16(keyEnd)
 	s.text = text.String()
 	return s
@@ -632,13 +637,14 @@ func (c *Conn) receiveTime() int64 {
 	return c.now
 }
 
-// stateID names a cumulative series' baseline in saved state: the hash of
-// the bucket, a 0 byte and the point's text up to its value (escaped
-// measurement, tags and field key), which no two series share.
-func (c *Conn) stateID(bucket, text string) delta.ID {
+// stateID names a cumulative series' baseline in saved state: the
+// tracker's hash of the bucket, a 0 byte and the point's text up to its
+// value (escaped measurement, tags and field key), which no two series
+// share.
+func (c *Conn) stateID(tr *delta.Tracker, bucket, text string) delta.ID {
 	k := append(append(append(c.key[:0], bucket...), 0), text...)
 	c.key = k
-	return delta.Hash(k)
+	return tr.ID(k)
 }
 
 // States yields the baseline of every cumulative series the Relay keeps,
@@ -650,7 +656,7 @@ func (r *Relay) States(yield func(delta.ID, delta.State) bool) {
 	var key []byte
 	r.cache.states(func(s *series, st delta.State) bool {
 		key = append(append(append(key[:0], r.cfg.Deltas.Bucket...), 0), s.text[:s.field]...)
-		return yield(delta.Hash(key), st)
+		return yield(r.cfg.Deltas.Tracker.ID(key), st)
 	})
 }
 

@@ -243,9 +243,8 @@ func BenchmarkConn(b *testing.B) {
 			nominated := 0
 			if bc.admission {
 				cfg.AppTag, cfg.OnApp = "applicationid", func(string) { nominated++ }
-				cfg.Deltas.AppTag = "applicationid"
 			} else if bc.deltas {
-				cfg.Deltas.AppTag = "-" // no tag of that name: no application, no quota
+				cfg.AppTag = "-" // no tag of that name: no application, no quota
 			}
 			c := New(cfg).NewConn(nil)
 			perRound := len(lines) / 20

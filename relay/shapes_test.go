@@ -22,16 +22,9 @@ import (
 // one under its metric's name, and nothing else is. The wide shape holds
 // them in a twentieth of the points and less than half the bytes.
 func TestRealSparkShapes(t *testing.T) {
-	dirs, _ := filepath.Glob(filepath.Join("..", "testdata", "spark-real", "*", "graphite.txt.gz"))
-	if len(dirs) < 2 {
-		t.Fatalf("recorded real Spark streams: %v", dirs)
-	}
-	for _, f := range dirs {
-		dir := filepath.Dir(f)
-		t.Run(filepath.Base(dir), func(t *testing.T) {
-			var meta struct{ Prefix string }
-			readJSON(t, filepath.Join(dir, "recording.json"), &meta)
-			lines := readGzipLines(t, f)
+	for _, meta := range recordings(t) {
+		t.Run(filepath.Base(meta.dir), func(t *testing.T) {
+			lines := readGzipLines(t, filepath.Join(meta.dir, "graphite.txt.gz"))
 			var values [2]map[string]float64
 			var points, size [2]int
 			for i, schema := range []spark.Schema{spark.SchemaCERN, spark.SchemaWide} {
@@ -175,6 +168,29 @@ func decodeValues(t *testing.T, lp []byte, schema spark.Schema) (map[string]floa
 		t.Fatal(err)
 	}
 	return out, points
+}
+
+// recording is a real Spark run's recorded stream (testdata/spark-real,
+// see package realspark): its folder and the GraphiteSink prefix it used.
+type recording struct {
+	dir    string
+	Prefix string
+}
+
+// recordings are the recorded runs, one per Spark version.
+func recordings(t *testing.T) []recording {
+	t.Helper()
+	files, _ := filepath.Glob(filepath.Join("..", "testdata", "spark-real", "*", "graphite.txt.gz"))
+	if len(files) < 2 {
+		t.Fatalf("recorded real Spark streams: %v", files)
+	}
+	var out []recording
+	for _, f := range files {
+		r := recording{dir: filepath.Dir(f)}
+		readJSON(t, filepath.Join(r.dir, "recording.json"), &r)
+		out = append(out, r)
+	}
+	return out
 }
 
 func readGzipLines(t *testing.T, name string) [][]byte {

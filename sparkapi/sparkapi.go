@@ -1,7 +1,18 @@
-// Package sparkapi is the JSON of Apache Spark's monitoring REST API
-// (/api/v1), written once: package annotate decodes Spark's answers into
-// these types and package sparkui, the fake Spark of the tests and demos,
-// encodes its answers from them.
+// Package sparkapi is Apache Spark's monitoring REST API (/api/v1) on
+// sparkpulse's side: its JSON, written once, and the client that reads it.
+// Package sparkui, the fake Spark of the tests and demos, encodes its
+// answers from these types; [Client] (client.go) GETs an answer and
+// decodes it into them, for package annotate's poller and its on-demand
+// reads (sparkpulse report).
+//
+// The client follows no redirect, bounds every answer
+// (MaxResponseBytes) and decodes lists an element at a time, zeroes what
+// no Spark writes ([Check], check.go) and says which values those were,
+// and fails with an [*Error] whose Kind (network, http_status, decode) is
+// the label sparkpulse counts failures under; an error quotes no more of
+// an answer than a short snippet of printable ASCII. It counts its
+// requests and the bytes it read; counting failures per source, logging
+// and retrying are the caller's.
 //
 // Field names and types are Spark's (core/src/main/scala/org/apache/spark/
 // status/api/v1/api.scala, Spark 3.x and 4.x). An optional field that Spark

@@ -4,7 +4,6 @@ import (
 	"fmt"
 	"net/http"
 	"net/http/httptest"
-	"os/exec"
 	"strings"
 	"sync/atomic"
 	"syscall"
@@ -32,10 +31,8 @@ import (
 func TestForgedAnswers(t *testing.T) {
 	bin := sparkpulseBinary(t, "runs a real sparkpulse")
 	srv := influxtest.Start(t)
-	tcpPort, admin := influxtest.FreePort(t), influxtest.FreePort(t)
-	tcpAddr := fmt.Sprintf("127.0.0.1:%d", tcpPort)
 	start := time.Now().Add(-time.Hour).Truncate(time.Second)
-	cluster := simulate.NewCluster(simulate.Config{Addr: tcpAddr, Apps: 1, Executors: 2, Period: 10 * time.Second, Seed: 13, Confirm: true}, start)
+	var cluster atomic.Pointer[simulate.Cluster] // made once sparkpulse's address is known
 	genuine := simulate.AppID(start, 1)
 	const impostor, absurd, inventor = "application_1700000000000_0666", "application_1700000000000_0777", "application_1700000000000_0888"
 
@@ -51,16 +48,16 @@ func TestForgedAnswers(t *testing.T) {
 	ui := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		id, rest, _ := strings.Cut(strings.TrimPrefix(r.URL.Path, "/proxy/"), "/")
 		r.URL.Path = "/" + rest
-		switch id {
-		case genuine:
-			cluster.UI.ServeHTTP(w, r)
-		case impostor:
+		switch c := cluster.Load(); {
+		case c != nil && id == genuine:
+			c.UI.ServeHTTP(w, r)
+		case c != nil && id == impostor:
 			impostorAsked.Add(1)
 			r.URL.Path = strings.ReplaceAll(r.URL.Path, impostor, genuine)
-			cluster.UI.ServeHTTP(w, r)
-		case absurd:
+			c.UI.ServeHTTP(w, r)
+		case id == absurd:
 			absurdUI.ServeHTTP(w, r)
-		case inventor:
+		case id == inventor:
 			if strings.HasSuffix(r.URL.Path, "/allexecutors") {
 				inventorUI.Update(func(m *sparkui.Model) {
 					a := m.Apps[0].Attempts[0]
@@ -83,7 +80,7 @@ state-dir = %q
   url = %q
   create-database = true
 [admin]
-  bind-address = "127.0.0.1:%d"
+  bind-address = "127.0.0.1:0"
 [internal]
   enabled = false
 [annotate]
@@ -91,16 +88,19 @@ state-dir = %q
   interval = "1s"
   database = "answers"
 [[graphite]]
-  bind-address = %q
+  bind-address = "127.0.0.1:0"
   database = "answers"
-`, t.TempDir(), srv.URL, admin, ui.URL, tcpAddr))
-	p := startBinary(t, bin, conf, admin)
+`, t.TempDir(), srv.URL, ui.URL))
+	p := startBinary(t, bin, conf)
 	defer p.cmd.Process.Kill()
+	tcpAddr := p.bound.graphiteAddr(t, 0)
+	c := simulate.NewCluster(simulate.Config{Addr: tcpAddr, Apps: 1, Executors: 2, Period: 10 * time.Second, Seed: 13, Confirm: true}, start)
+	cluster.Store(c)
 	baseRSS := p.status("VmRSS")
 
 	// Each application reports: the genuine one as Spark does, the three
 	// others one line each, which puts their ids forward for {app_id}.
-	lines, err := cluster.Replay(t.Context(), start, 3)
+	lines, err := c.Replay(t.Context(), start, 3)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -160,30 +160,6 @@ state-dir = %q
 	}
 	if res := srv.Query(t, "answers", fmt.Sprintf(`SELECT count("status") FROM "spark_app" WHERE "applicationid" = '%s'`, genuine)); len(res) == 0 {
 		t.Error("no annotation of the genuine application")
-	}
-}
-
-// startBinary runs sparkpulse with conf and waits until it is ready.
-func startBinary(t *testing.T, bin, conf string, admin int) *proc {
-	t.Helper()
-	p := &proc{t: t, admin: fmt.Sprintf("127.0.0.1:%d", admin), logs: &lockedBuffer{}}
-	p.cmd = exec.Command(bin, "run", "--config", conf)
-	p.cmd.Stderr = p.logs
-	if err := p.cmd.Start(); err != nil {
-		t.Fatal(err)
-	}
-	deadline := time.Now().Add(30 * time.Second)
-	for tick := time.NewTicker(20 * time.Millisecond); ; <-tick.C { // another process: its readiness is polled
-		if resp, err := http.Get("http://" + p.admin + "/readyz"); err == nil {
-			resp.Body.Close()
-			if resp.StatusCode == 200 {
-				return p
-			}
-		}
-		if time.Now().After(deadline) {
-			p.cmd.Process.Kill()
-			t.Fatalf("sparkpulse did not start:\n%s", p.logs.String())
-		}
 	}
 }
 

@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/sparkpulse/sparkpulse/delta"
+	"github.com/sparkpulse/sparkpulse/human"
 	"github.com/sparkpulse/sparkpulse/influx"
 	"github.com/sparkpulse/sparkpulse/spark"
 )
@@ -32,9 +33,9 @@ func cmdCheck(o *flagOverrides, getenv func(string) string, stdout io.Writer) er
 		fmt.Fprint(stdout, " (token set)")
 	}
 	fmt.Fprintf(stdout, "; gzip %s (%s), %s in flight, queue %s in memory",
-		in.Gzip, onOff(in.Gzip.Enabled(in.URL)), plural(in.MaxInFlight, "request"), humanBytes(int64(in.Queue.MaxBytes)))
+		in.Gzip, onOff(in.Gzip.Enabled(in.URL)), human.Count(in.MaxInFlight, "request"), human.Bytes(int64(in.Queue.MaxBytes)))
 	if plan.StateDir != "" {
-		fmt.Fprintf(stdout, " and up to %s on disk per writer", humanBytes(in.Queue.MaxDiskBytes))
+		fmt.Fprintf(stdout, " and up to %s on disk per writer", human.Bytes(in.Queue.MaxDiskBytes))
 	}
 	fmt.Fprintln(stdout)
 	if plan.AdminAddr != "" {
@@ -143,7 +144,7 @@ func describeDeltas(w io.Writer, d *DeltaPlan) {
 		grace = "none"
 	}
 	fmt.Fprintf(w, "deltas: %s, then %s; first-sample-grace %s, idle-ttl %s, max-series %d, %d per application\n",
-		plural(len(d.UserRules), "[[delta]] rule"), plural(d.Rules.Len()-len(d.UserRules), "built-in Spark rule"), grace, formatDuration(s.IdleTTL), s.MaxSeries, s.MaxSeriesPerApp)
+		human.Count(len(d.UserRules), "[[delta]] rule"), human.Count(d.Rules.Len()-len(d.UserRules), "built-in Spark rule"), grace, formatDuration(s.IdleTTL), s.MaxSeries, s.MaxSeriesPerApp)
 	for _, r := range d.UserRules {
 		kind := "cumulative"
 		if !r.Cumulative {
@@ -171,7 +172,7 @@ func describeAnnotate(w io.Writer, a *AnnotatePlan) {
 func describeListener(w io.Writer, l *Listener, base influx.Config) {
 	wc := l.Writer(base).WithDefaults()
 	fmt.Fprintf(w, "[[graphite]] #%d: %s → bucket %q, batches of %s or %s\n",
-		l.Index, l.Name(), l.Target.Bucket, plural(wc.BatchSize, "point"), formatDuration(wc.BatchTimeout))
+		l.Index, l.Name(), l.Target.Bucket, human.Count(wc.BatchSize, "point"), formatDuration(wc.BatchTimeout))
 	if l.Templates != nil {
 		for _, d := range l.Templates.Describe() {
 			fmt.Fprintf(w, "  %s\n", d)

@@ -190,6 +190,7 @@ func fixedValues(v ...string) cobra.CompletionFunc {
 
 func newRunCmd(getenv func(string) string) *cobra.Command {
 	var o flagOverrides
+	var readyFile string
 	cmd := &cobra.Command{
 		Use:   "run",
 		Short: "Receive Graphite metrics and write them to InfluxDB",
@@ -200,12 +201,13 @@ read to their end and what is buffered is delivered. A second one stops at
 once (exit status 130), saying what was abandoned.`,
 		Args: noArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
-			return cmdRun(cmd.Context(), &o, getenv, cmd.ErrOrStderr())
+			return cmdRun(cmd.Context(), &o, readyFile, getenv, cmd.ErrOrStderr())
 		},
 	}
 	addConfigFlag(cmd, &o)
 	addInfluxFlags(cmd, &o)
 	addServiceFlags(cmd, &o)
+	cmd.Flags().StringVar(&readyFile, "ready-file", "", "once every listener serves, write the addresses bound to `FILE` as JSON (for port 0)")
 	return cmd
 }
 

@@ -10,12 +10,14 @@ import (
 	"net/http"
 	"net/http/httptest"
 	"net/url"
+	"path/filepath"
 	"regexp"
 	"strings"
 	"sync"
 	"testing"
 
 	"github.com/sparkpulse/sparkpulse/influx/influxtest"
+	"github.com/sparkpulse/sparkpulse/report"
 )
 
 // runMainCLI runs the program as main does, printing included.
@@ -180,7 +182,7 @@ func TestReportFleetFlags(t *testing.T) {
 	if !strings.Contains(f.auth[0], "s3cret") {
 		t.Errorf("Authorization %q: the token from %s is not sent", f.auth[0], envToken)
 	}
-	var r fleetReport
+	var r report.Fleet
 	if err := json.Unmarshal(out.Bytes(), &r); err != nil || r.Database != "prod" || r.Applications == nil {
 		t.Errorf("%v: %s", err, out.String())
 	}
@@ -287,21 +289,31 @@ func (w *logWatch) String() string {
 	return w.buf.String()
 }
 
-// startRun runs `sparkpulse run` with a config whose admin endpoint and
-// TCP listener are on free ports, InfluxDB unreachable; it returns once
-// the admin endpoint serves.
+// startRun runs `sparkpulse run` with its admin endpoint and TCP listener
+// on port 0, InfluxDB unreachable; it returns once they serve, with the
+// addresses bound and conf, a config naming them as a client reads it.
 func startRun(t *testing.T, ctx context.Context, logs *logWatch) (conf, admin, listener string, done chan error) {
 	t.Helper()
-	admin = fmt.Sprintf("127.0.0.1:%d", influxtest.FreePort(t))
-	listener = fmt.Sprintf("127.0.0.1:%d", influxtest.FreePort(t))
-	conf = writeFile(t, "run.toml", fmt.Sprintf("[influxdb]\nurl = \"http://127.0.0.1:1\"\n[admin]\nbind-address = %q\n[internal]\nenabled = false\n[[graphite]]\nbind-address = %q\n", admin, listener))
+	runConf := writeFile(t, "run.toml", "[influxdb]\nurl = \"http://127.0.0.1:1\"\n[admin]\nbind-address = \"127.0.0.1:0\"\n[internal]\nenabled = false\n[[graphite]]\nbind-address = \"127.0.0.1:0\"\n")
+	readyFile := filepath.Join(t.TempDir(), "ready.json")
 	done = make(chan error, 1)
-	go func() { done <- run(ctx, []string{"run", "--config", conf}, noEnv, nil, io.Discard, logs) }()
-	select {
-	case <-logs.waits["admin endpoint"]:
-	case err := <-done:
-		t.Fatalf("run ended: %v\n%s", err, logs.String())
+	ended := make(chan struct{})
+	go func() {
+		err := run(ctx, []string{"run", "--config", runConf, "--ready-file", readyFile}, noEnv, nil, io.Discard, logs)
+		done <- err // buffered: there once ended is closed
+		close(ended)
+	}()
+	bound, err := waitReadyFile(readyFile, ended)
+	if err != nil {
+		select {
+		case <-ended:
+			err = fmt.Errorf("%v: %v", err, <-done)
+		default:
+		}
+		t.Fatalf("run: %v\n%s", err, logs.String())
 	}
+	admin, listener = bound.Admin, bound.graphiteAddr(t, 0)
+	conf = writeFile(t, "client.toml", fmt.Sprintf("[admin]\nbind-address = %q\n", admin))
 	return conf, admin, listener, done
 }
 

@@ -111,14 +111,13 @@ func TestFactsSurviveKills(t *testing.T) {
 	ui := httptest.NewServer(cluster.UI)
 	defer ui.Close()
 	stateDir := t.TempDir()
-	admin := influxtest.FreePort(t)
 	conf := writeFile(t, "sparkpulse.toml", fmt.Sprintf(`
 state-dir = %q
 [influxdb]
   url = %q
   create-database = true
 [admin]
-  bind-address = "127.0.0.1:%d"
+  bind-address = "127.0.0.1:0"
 [internal]
   enabled = false
 [annotate]
@@ -130,10 +129,10 @@ state-dir = %q
 [[graphite]]
   bind-address = "127.0.0.1:0"
   database = "metrics"
-`, stateDir, influx.URL, admin, ui.URL))
+`, stateDir, influx.URL, ui.URL))
 
 	run := func() (*exec.Cmd, *lockedBuffer) {
-		p := startBinary(t, bin, conf, admin)
+		p := startBinary(t, bin, conf)
 		return p.cmd, p.logs
 	}
 

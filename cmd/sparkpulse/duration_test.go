@@ -76,20 +76,3 @@ func TestDurationInConfig(t *testing.T) {
 		t.Errorf("batch-timeout %v, want 1 day", got)
 	}
 }
-
-func TestHumanWords(t *testing.T) {
-	for _, tc := range []struct{ got, want string }{
-		{plural(1, "application"), "1 application"},
-		{plural(0, "application"), "0 applications"},
-		{plural(4, "application"), "4 applications"},
-		{humanBytes(64 << 20), "64 MiB"},
-		{humanBytes(429496729), "409.6 MiB"},
-		{humanBytes(1 << 30), "1 GiB"},
-		{humanBytes(3 << 29), "1.5 GiB"},
-		{humanBytes(512), "512 B"},
-	} {
-		if tc.got != tc.want {
-			t.Errorf("got %q, want %q", tc.got, tc.want)
-		}
-	}
-}

@@ -10,6 +10,8 @@ import (
 	"sync"
 
 	"github.com/pelletier/go-toml/v2"
+
+	"github.com/sparkpulse/sparkpulse/human"
 )
 
 // The environment can set every key of the config file, over the file and
@@ -178,7 +180,7 @@ func (c *Config) applyEnv(getenv func(string) string, defaults bool) error {
 				}
 			}
 			if len(targets) == 0 || targets[0] >= blocks.Len() {
-				why := "the config file has " + plural(blocks.Len(), "block")
+				why := "the config file has " + human.Count(blocks.Len(), "block")
 				if defaults {
 					why = "without a config file, block 1 is the default listeners"
 				}

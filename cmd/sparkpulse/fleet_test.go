@@ -12,6 +12,7 @@ import (
 	"time"
 
 	"github.com/sparkpulse/sparkpulse/influx/influxtest"
+	"github.com/sparkpulse/sparkpulse/report"
 	"github.com/sparkpulse/sparkpulse/simulate"
 	"github.com/sparkpulse/sparkpulse/sizing"
 	"github.com/sparkpulse/sparkpulse/spark"
@@ -193,7 +194,7 @@ func fleetRealInfluxDB(t *testing.T, srv *influxtest.Server, db, setting string)
 	if err := cmdReport(context.Background(), []string{"--config", cfg, "--fleet", "--since", "1d", "--json"}, noEnv, &out, &errOut); err != nil {
 		t.Fatalf("report --fleet: %v\n%s", err, errOut.String())
 	}
-	var fr fleetReport
+	var fr report.Fleet
 	if err := json.Unmarshal([]byte(out.String()), &fr); err != nil {
 		t.Fatalf("%v: %s", err, out.String())
 	}
@@ -386,7 +387,7 @@ func TestFleetRunning(t *testing.T) {
 	if err := cmdReport(context.Background(), []string{"--config", cfg, "--fleet", "--since", "1h", "--json"}, noEnv, &out, &errOut); err != nil {
 		t.Fatalf("%v\n%s", err, errOut.String())
 	}
-	var r fleetReport
+	var r report.Fleet
 	if err := json.Unmarshal([]byte(out.String()), &r); err != nil {
 		t.Fatal(err)
 	}

@@ -29,14 +29,12 @@ func TestForgedNumbers(t *testing.T) {
 	const rounds = 60
 	start := end.Add(-rounds * 10 * time.Second)
 	ui, cluster := lateHistoryServer(t)
-	tcpPort, admin := influxtest.FreePort(t), influxtest.FreePort(t)
-	tcpAddr := fmt.Sprintf("127.0.0.1:%d", tcpPort)
 	conf := writeFile(t, "sparkpulse.toml", fmt.Sprintf(`
 [influxdb]
   url = %q
   create-database = true
 [admin]
-  bind-address = "127.0.0.1:%d"
+  bind-address = "127.0.0.1:0"
 [internal]
   enabled = false
 [annotate]
@@ -46,11 +44,12 @@ func TestForgedNumbers(t *testing.T) {
 [deltas]
   first-sample-grace = "0s"
 [[graphite]]
-  bind-address = %q
+  bind-address = "127.0.0.1:0"
   database = "spark"
-`, srv.URL, admin, ui.URL, tcpAddr))
-	p := startBinary(t, bin, conf, admin)
+`, srv.URL, ui.URL))
+	p := startBinary(t, bin, conf)
 	defer p.cmd.Process.Kill()
+	tcpAddr := p.bound.graphiteAddr(t, 0)
 	c := simulate.NewCluster(simulate.Config{Addr: tcpAddr, Apps: 2, Executors: 3, Period: 10 * time.Second, Seed: 3, Confirm: true}, start)
 	cluster.Store(c)
 	victim, other := simulate.AppID(start, 1), simulate.AppID(start, 2)
@@ -86,7 +85,7 @@ func TestForgedNumbers(t *testing.T) {
 		}
 	}
 	m := p.metrics()
-	listener := "tcp://" + tcpAddr
+	const listener = "tcp://127.0.0.1:0#1"
 	if f, n := m[`sparkpulse_lines_dropped_total{listener="`+listener+`",reason="future"}`], m[`sparkpulse_lines_dropped_total{listener="`+listener+`",reason="not_counter"}`]; f != 6 || n != 2 {
 		t.Errorf("dropped %v future, %v not_counter; want 6 and 2", f, n)
 	}
@@ -166,15 +165,13 @@ func TestAccountingAcrossInfluxDBRestart(t *testing.T) {
 	const rounds = 30
 	start := end.Add(-rounds * 10 * time.Second)
 	ui, cluster := lateHistoryServer(t)
-	tcpPort, admin := influxtest.FreePort(t), influxtest.FreePort(t)
-	tcpAddr := fmt.Sprintf("127.0.0.1:%d", tcpPort)
 	conf := writeFile(t, "sparkpulse.toml", fmt.Sprintf(`
 state-dir = %q
 [influxdb]
   url = %q
   create-database = true
 [admin]
-  bind-address = "127.0.0.1:%d"
+  bind-address = "127.0.0.1:0"
 [internal]
   enabled = false
 [annotate]
@@ -184,11 +181,12 @@ state-dir = %q
 [deltas]
   first-sample-grace = "0s"
 [[graphite]]
-  bind-address = %q
+  bind-address = "127.0.0.1:0"
   database = "spark"
-`, t.TempDir(), srv.URL, admin, ui.URL, tcpAddr))
-	p := startBinary(t, bin, conf, admin)
+`, t.TempDir(), srv.URL, ui.URL))
+	p := startBinary(t, bin, conf)
 	defer p.cmd.Process.Kill()
+	tcpAddr := p.bound.graphiteAddr(t, 0)
 	c := simulate.NewCluster(simulate.Config{Addr: tcpAddr, Apps: 1, Executors: 2, Period: 10 * time.Second, Seed: 4, Confirm: true}, start)
 	cluster.Store(c)
 	app := simulate.AppID(start, 1)
@@ -199,7 +197,7 @@ state-dir = %q
 	// InfluxDB goes once some of the stream is in, the rest maybe not:
 	// the accounting waits for the writers' backlog too.
 	waitFor(t, p, "some of the stream delivered", func(m map[string]float64) bool {
-		return m[`sparkpulse_influxdb_points_written_total{listener="tcp://`+tcpAddr+`"}`] > 0
+		return m[`sparkpulse_influxdb_points_written_total{listener="tcp://127.0.0.1:0#1"}`] > 0
 	})
 	srv.Kill()
 	deadline := time.Now().Add(30 * time.Second)

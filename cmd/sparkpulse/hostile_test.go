@@ -1,7 +1,6 @@
 package main
 
 import (
-	"bytes"
 	"encoding/hex"
 	"errors"
 	"fmt"
@@ -10,7 +9,6 @@ import (
 	"net"
 	"net/http"
 	"os"
-	"os/exec"
 	"runtime"
 	"slices"
 	"strconv"
@@ -207,28 +205,23 @@ func TestHostileInput(t *testing.T) {
 func TestTenThousandIdleConnections(t *testing.T) {
 	srv := influxtest.Start(t)
 	bin := sparkpulseBinary(t, "")
-	port, admin := influxtest.FreePort(t), influxtest.FreePort(t)
 	conf := writeFile(t, "sparkpulse.toml", fmt.Sprintf(`
 [influxdb]
   url = %q
   create-database = true
 [admin]
-  bind-address = "127.0.0.1:%d"
+  bind-address = "127.0.0.1:0"
 [internal]
   enabled = false
 [[graphite]]
-  bind-address = "127.0.0.1:%d"
+  bind-address = "127.0.0.1:0"
   database = "idle"
   max-connections = 10100   # above the default 4096: what 10 000 idle ones cost
-`, srv.URL, admin, port))
-	var logs bytes.Buffer
-	cmd := exec.Command(bin, "run", "--config", conf)
-	cmd.Stderr = &logs
-	if err := cmd.Start(); err != nil {
-		t.Fatal(err)
-	}
+`, srv.URL))
+	p := startBinary(t, bin, conf)
+	cmd, logs := p.cmd, p.logs
 	defer cmd.Process.Kill()
-	addr := fmt.Sprintf("127.0.0.1:%d", port)
+	addr, admin := p.bound.graphiteAddr(t, 0), p.admin
 	// metric reads a value from /metrics once it satisfies ok (sparkpulse
 	// is another process: its state is polled), failing after 20 s.
 	metric := func(name string, ok func(float64) bool) float64 {
@@ -236,7 +229,7 @@ func TestTenThousandIdleConnections(t *testing.T) {
 		deadline := time.Now().Add(20 * time.Second)
 		var last string
 		for tick := time.NewTicker(50 * time.Millisecond); ; <-tick.C {
-			resp, err := http.Get(fmt.Sprintf("http://127.0.0.1:%d/metrics", admin))
+			resp, err := http.Get("http://" + admin + "/metrics")
 			if err == nil {
 				body, _ := io.ReadAll(resp.Body)
 				resp.Body.Close()
@@ -271,7 +264,7 @@ func TestTenThousandIdleConnections(t *testing.T) {
 	baseG := metric("go_goroutines", always)
 	baseRSS := rss()
 	// No socket is opened that the config did not ask for.
-	want := []string{fmt.Sprintf("tcp 127.0.0.1:%d", admin), fmt.Sprintf("tcp 127.0.0.1:%d", port)}
+	want := []string{"tcp " + admin, "tcp " + addr}
 	slices.Sort(want)
 	if got := listening(t, cmd.Process.Pid); !slices.Equal(got, want) {
 		t.Errorf("listening sockets %q, want %q", got, want)
@@ -286,7 +279,7 @@ func TestTenThousandIdleConnections(t *testing.T) {
 		}
 		conns = append(conns, c)
 	}
-	metric(`sparkpulse_graphite_connections_active{listener="tcp://`+addr+`"}`, func(v float64) bool { return v == n })
+	metric(`sparkpulse_graphite_connections_active{listener="tcp://127.0.0.1:0#1"}`, func(v float64) bool { return v == n })
 	sendTCP(t, addr, "while.idle 1 1795300000\n")
 	loaded := rss()
 	gor := metric("go_goroutines", always)

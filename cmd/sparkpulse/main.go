@@ -20,8 +20,10 @@ package main
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"io"
+	"io/fs"
 	"os"
 	"os/signal"
 	"runtime/debug"
@@ -31,6 +33,7 @@ import (
 
 	"go.uber.org/zap"
 
+	"github.com/sparkpulse/sparkpulse/human"
 	"github.com/sparkpulse/sparkpulse/simulate"
 )
 
@@ -89,10 +92,21 @@ func versionString() string {
 	return "dev"
 }
 
-func cmdRun(ctx context.Context, o *flagOverrides, getenv func(string) string, stderr io.Writer) error {
+// cmdRun runs the service until ctx ends. With readyFile, once every
+// listener serves (/readyz answers ready) it writes there the addresses
+// bound (see writeReadyFile), removing a file left by an earlier run first
+// and this one when it returns: a parent that starts sparkpulse with port 0
+// learns its ports without racing for them.
+func cmdRun(ctx context.Context, o *flagOverrides, readyFile string, getenv func(string) string, stderr io.Writer) error {
 	plan, err := loadPlan(o, getenv)
 	if err != nil {
 		return err
+	}
+	if readyFile != "" {
+		if err := os.Remove(readyFile); err != nil && !errors.Is(err, fs.ErrNotExist) {
+			return fmt.Errorf("--ready-file: %w", err)
+		}
+		defer os.Remove(readyFile)
 	}
 	log, err := newLogger(plan.Log, stderr)
 	if err != nil {
@@ -105,6 +119,14 @@ func cmdRun(ctx context.Context, o *flagOverrides, getenv func(string) string, s
 	p, err := startPipeline(ctx, plan, log)
 	if err != nil {
 		return explainMissing(err, plan)
+	}
+	if readyFile != "" {
+		if err := writeReadyFile(readyFile, p.Bound()); err != nil {
+			log.Error("stopping: the ready file could not be written", zap.Error(err))
+			shutdownCtx, cancel := context.WithTimeout(context.Background(), shutdownTimeout)
+			defer cancel()
+			return errors.Join(err, p.Shutdown(shutdownCtx))
+		}
 	}
 	<-ctx.Done()
 	log.Info("shutting down; a second SIGINT or SIGTERM stops at once", zap.String("timeout", formatDuration(shutdownTimeout)))
@@ -145,14 +167,14 @@ func cmdSimulate(ctx context.Context, cfg simulate.Config, rounds int, stdout io
 	if cfg.UDP {
 		proto = "UDP"
 	}
-	what := fmt.Sprintf("%s × (driver + %s)", plural(cfg.Apps, "app"), plural(cfg.Executors, "executor"))
+	what := fmt.Sprintf("%s × (driver + %s)", human.Count(cfg.Apps, "app"), human.Count(cfg.Executors, "executor"))
 	if rounds > 0 {
-		fmt.Fprintf(stdout, "sending %s of %s as fast as possible → %s %s\n", plural(rounds, "round"), what, proto, cfg.Addr)
+		fmt.Fprintf(stdout, "sending %s of %s as fast as possible → %s %s\n", human.Count(rounds, "round"), what, proto, cfg.Addr)
 		start := time.Now()
 		c := simulate.NewCluster(cfg, start.Add(-time.Duration(rounds)*cfg.Period))
 		lines, err := c.Replay(ctx, start.Add(-time.Duration(rounds)*cfg.Period), rounds)
 		took := time.Since(start)
-		fmt.Fprintf(stdout, "sent %s in %s: %.0f lines/s\n", plural(lines, "line"), took.Round(time.Millisecond), float64(lines)/took.Seconds())
+		fmt.Fprintf(stdout, "sent %s in %s: %.0f lines/s\n", human.Count(lines, "line"), took.Round(time.Millisecond), float64(lines)/took.Seconds())
 		return err
 	}
 	fmt.Fprintf(stdout, "simulating %s every %s → %s %s\n", what, formatDuration(cfg.Period), proto, cfg.Addr)
@@ -160,9 +182,9 @@ func cmdSimulate(ctx context.Context, cfg simulate.Config, rounds int, stdout io
 		fmt.Fprintf(stdout, "Spark REST API of the simulated applications: http://%s/api/v1/applications\n", cfg.UIAddr)
 	}
 	return simulate.Run(ctx, cfg, func(lines, failed int) {
-		fmt.Fprintf(stdout, "%s sent %s", time.Now().Format(time.TimeOnly), plural(lines, "line"))
+		fmt.Fprintf(stdout, "%s sent %s", time.Now().Format(time.TimeOnly), human.Count(lines, "line"))
 		if failed > 0 {
-			fmt.Fprintf(stdout, ", %s failed (is sparkpulse listening on %s?)", plural(failed, "report"), cfg.Addr)
+			fmt.Fprintf(stdout, ", %s failed (is sparkpulse listening on %s?)", human.Count(failed, "report"), cfg.Addr)
 		}
 		fmt.Fprintln(stdout)
 	})

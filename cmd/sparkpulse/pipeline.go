@@ -2,6 +2,7 @@ package main
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
@@ -123,6 +124,55 @@ func startPipeline(ctx context.Context, plan *Plan, log *zap.Logger) (_ *pipelin
 // Ready is closed once every listener serves.
 func (p *pipeline) Ready() <-chan struct{} { return p.ready }
 
+// boundAddrs are the addresses the pipeline bound, what run --ready-file
+// writes: they differ from the configured ones where a port is 0.
+type boundAddrs struct {
+	Graphite []boundListener `json:"graphite"`        // in the order of the enabled [[graphite]] blocks
+	Admin    string          `json:"admin,omitempty"` // absent when the admin endpoint is off
+}
+
+type boundListener struct {
+	Protocol string `json:"protocol"` // tcp or udp
+	Address  string `json:"address"`  // host:port
+}
+
+// Bound returns the addresses of the listeners and of the admin endpoint.
+func (p *pipeline) Bound() boundAddrs {
+	a := boundAddrs{Graphite: []boundListener{}}
+	for _, b := range p.blocks {
+		a.Graphite = append(a.Graphite, boundListener{Protocol: b.Config.Protocol, Address: b.srv.Addr().String()})
+	}
+	if p.adminLn != nil {
+		a.Admin = p.adminLn.Addr().String()
+	}
+	return a
+}
+
+// writeReadyFile writes a as JSON to path atomically (a file beside it,
+// renamed over it), so that a reader sees either no file or all of it.
+func writeReadyFile(path string, a boundAddrs) error {
+	data, err := json.Marshal(a)
+	if err != nil {
+		return err
+	}
+	tmp, err := os.CreateTemp(filepath.Dir(path), "."+filepath.Base(path)+".*")
+	if err != nil {
+		return fmt.Errorf("--ready-file: %w", err)
+	}
+	_, err = tmp.Write(append(data, '\n'))
+	if cerr := tmp.Close(); err == nil {
+		err = cerr
+	}
+	if err == nil {
+		err = os.Rename(tmp.Name(), path)
+	}
+	if err != nil {
+		os.Remove(tmp.Name())
+		return fmt.Errorf("--ready-file: %w", err)
+	}
+	return nil
+}
+
 func (p *pipeline) logWarnings() {
 	for _, w := range p.plan.Warnings {
 		p.log.Warn(w)
@@ -225,15 +275,15 @@ func (p *pipeline) openBlock(l *Listener) (*block, error) {
 		// rather than stop the reader draining the socket.
 		NonBlocking: l.Config.Protocol == "udp",
 	}
+	if a := p.plan.Annotate; a != nil {
+		rc.AppTag = a.AppIDTag
+	}
 	if p.deltas != nil {
 		rc.Deltas = &relay.Deltas{Rules: p.plan.Deltas.Rules, Tracker: p.deltas.tracker, Bucket: l.Target.Bucket,
 			MatchField: l.Templates == nil && l.Schema == spark.SchemaWide}
-		if a := p.plan.Annotate; a != nil {
-			rc.Deltas.AppTag = a.AppIDTag
-		}
 	}
 	if p.annotator != nil {
-		rc.OnApp, rc.AppTag = p.annotator.SeeApp, p.plan.Annotate.AppIDTag
+		rc.OnApp = p.annotator.SeeApp
 		if l.Config.CheckPeer {
 			rc.PeerCheck = p.annotator.PeerAllowed
 		}

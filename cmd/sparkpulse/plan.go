@@ -14,6 +14,7 @@ import (
 	"github.com/sparkpulse/sparkpulse/annotate"
 	"github.com/sparkpulse/sparkpulse/delta"
 	"github.com/sparkpulse/sparkpulse/graphite"
+	"github.com/sparkpulse/sparkpulse/human"
 	"github.com/sparkpulse/sparkpulse/influx"
 	"github.com/sparkpulse/sparkpulse/queue"
 	"github.com/sparkpulse/sparkpulse/relay"
@@ -240,10 +241,10 @@ func (c *Config) prepareInflux(p *Plan, getenv func(string) string) error {
 		e.add(err)
 	}
 	if q := p.Influx.Queue; q.MaxBytes > 0 && q.MaxBytes < queue.SaneMaxBytes {
-		e.fail("max-queue-bytes", "max-queue-bytes %d (%s): must be at least %d (%s)", q.MaxBytes, humanBytes(int64(q.MaxBytes)), queue.SaneMaxBytes, humanBytes(int64(queue.SaneMaxBytes)))
+		e.fail("max-queue-bytes", "max-queue-bytes %d (%s): must be at least %d (%s)", q.MaxBytes, human.Bytes(int64(q.MaxBytes)), queue.SaneMaxBytes, human.Bytes(int64(queue.SaneMaxBytes)))
 	}
 	if q := p.Influx.Queue; q.MaxDiskBytes > 0 && q.MaxDiskBytes < queue.SaneMaxDiskBytes {
-		e.fail("max-disk-queue-bytes", "max-disk-queue-bytes %d (%s): must be at least %d (%s)", q.MaxDiskBytes, humanBytes(q.MaxDiskBytes), queue.SaneMaxDiskBytes, humanBytes(int64(queue.SaneMaxDiskBytes)))
+		e.fail("max-disk-queue-bytes", "max-disk-queue-bytes %d (%s): must be at least %d (%s)", q.MaxDiskBytes, human.Bytes(q.MaxDiskBytes), queue.SaneMaxDiskBytes, human.Bytes(int64(queue.SaneMaxDiskBytes)))
 	}
 	if (in.TLSCert == "") != (in.TLSKey == "") {
 		key := "tls-key"

@@ -4,8 +4,6 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
-	"github.com/sparkpulse/sparkpulse/annotate"
-	"github.com/sparkpulse/sparkpulse/sparkapi"
 	"net"
 	"net/http/httptest"
 	"os"
@@ -304,27 +302,4 @@ func closedURL(t *testing.T) string {
 	}
 	defer l.Close()
 	return "http://" + l.Addr().String()
-}
-
-// A task lost with its executor is classed with why the executor went,
-// as its removal reads: memory (container_oom) is told from a kill.
-func TestWhereTimeWentLostExecutors(t *testing.T) {
-	lost := func(exec string) sparkapi.TaskData {
-		return sparkapi.TaskData{ExecutorID: exec, Status: "FAILED",
-			ErrorMessage: "ExecutorLostFailure (executor " + exec + " exited caused by one of the running tasks) Reason: lost"}
-	}
-	read := []annotate.StageRead{{Stage: sparkapi.Stage{StageID: 3, Status: "FAILED", NumFailedTasks: 3},
-		Failed: []sparkapi.TaskData{lost("1"), lost("1"), lost("2")}}}
-	var as annotate.Assessment
-	as.Application.Executors = []sizing.Executor{
-		{ID: "1", RemoveReason: "Container killed by YARN for exceeding physical memory limits. 4.5 GB of 4.5 GB physical memory used."},
-		{ID: "2"},
-	}
-	var got []string
-	for _, f := range whereTimeWent(read, as).Failures {
-		got = append(got, fmt.Sprintf("%s %s %d", f.Class, f.Kind, f.Tasks))
-	}
-	if want := []string{"ExecutorLostFailure (container_oom) executor_lost 2", "ExecutorLostFailure executor_lost 1"}; !slices.Equal(got, want) {
-		t.Errorf("failures %q, want %q", got, want)
-	}
 }

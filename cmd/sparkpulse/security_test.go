@@ -12,6 +12,7 @@ import (
 	"net/http/httptest"
 	"net/url"
 	"os"
+	"path/filepath"
 	"strings"
 	"sync"
 	"testing"
@@ -147,8 +148,6 @@ func TestSecretsStayHidden(t *testing.T) {
 	if err := os.Chmod(pwFile, 0o644); err != nil {
 		t.Fatal(err)
 	}
-	adminAddr := fmt.Sprintf("127.0.0.1:%d", influxtest.FreePort(t))
-	graphiteAddr := fmt.Sprintf("127.0.0.1:%d", influxtest.FreePort(t))
 	conf := func(token string) string {
 		return fmt.Sprintf(`
 [influxdb]
@@ -156,7 +155,7 @@ func TestSecretsStayHidden(t *testing.T) {
   token = %q
   create-database = true
 [admin]
-  bind-address = %q
+  bind-address = "127.0.0.1:0"
 [log]
   level = "debug"
   format = "json"
@@ -168,9 +167,9 @@ func TestSecretsStayHidden(t *testing.T) {
   username = "spark"
   password-file = %q
 [[graphite]]
-  bind-address = %q
+  bind-address = "127.0.0.1:0"
   database = "metrics"
-`, srv.URL, token, adminAddr, ui.URL, pwFile, graphiteAddr)
+`, srv.URL, token, ui.URL, pwFile)
 	}
 	path := writeFile(t, "sparkpulse.toml", conf("admin:SECRET-influx"))
 	if err := os.Chmod(path, 0o644); err != nil {
@@ -191,23 +190,20 @@ func TestSecretsStayHidden(t *testing.T) {
 	var logs lockedBuffer
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
-	done := make(chan error, 1)
-	go func() { done <- run(ctx, []string{"run", "--config", path}, noEnv, nil, io.Discard, &logs) }()
-	var conn net.Conn
-	for deadline := time.Now().Add(30 * time.Second); conn == nil; {
-		c, err := net.Dial("tcp", graphiteAddr)
-		switch {
-		case err == nil:
-			conn = c
-		case time.Now().After(deadline):
-			t.Fatalf("sparkpulse did not listen: %v\n%s", err, logs.String())
-		default:
-			select {
-			case err := <-done:
-				t.Fatalf("sparkpulse stopped: %v\n%s", err, logs.String())
-			case <-time.After(20 * time.Millisecond):
-			}
-		}
+	done, ended := make(chan error, 1), make(chan struct{})
+	readyFile := filepath.Join(t.TempDir(), "ready.json")
+	go func() {
+		done <- run(ctx, []string{"run", "--config", path, "--ready-file", readyFile}, noEnv, nil, io.Discard, &logs)
+		close(ended)
+	}()
+	bound, err := waitReadyFile(readyFile, ended)
+	if err != nil {
+		t.Fatalf("sparkpulse did not start: %v\n%s", err, logs.String())
+	}
+	adminAddr := bound.Admin
+	conn, err := net.Dial("tcp", bound.graphiteAddr(t, 0))
+	if err != nil {
+		t.Fatal(err)
 	}
 	fmt.Fprintf(conn, "%s.driver.DAGScheduler.job.allJobs 1 %s\n", app, T)
 	conn.Close()

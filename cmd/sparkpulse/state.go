@@ -1,9 +1,7 @@
 package main
 
 import (
-	"bufio"
 	"context"
-	"errors"
 	"fmt"
 	"io"
 	"os"
@@ -18,42 +16,22 @@ import (
 	"github.com/sparkpulse/sparkpulse/delta"
 	"github.com/sparkpulse/sparkpulse/influx"
 	"github.com/sparkpulse/sparkpulse/relay"
+	"github.com/sparkpulse/sparkpulse/statefile"
 )
 
 // deltaState is the delta tracker the relays share, and the baselines
-// they keep, saved in state-dir across restarts.
+// they keep, saved in state-dir across restarts (delta.OpenState).
 type deltaState struct {
 	tracker *delta.Tracker
+	store   *delta.Store
 	relays  []*relay.Relay // whose baselines are saved
-	dir     string         // "" keeps nothing
-	log     *zap.Logger
 }
 
-const stateFile = "delta.state"
-
 // openDeltaState starts a tracker with the baselines saved at the last
-// shutdown. A missing, stale or damaged file is not an error: sparkpulse
-// starts with no baselines, which costs one interval of deltas.
+// shutdown.
 func openDeltaState(plan *Plan, log *zap.Logger) *deltaState {
-	s := &deltaState{tracker: delta.New(plan.Deltas.Settings, time.Now()), dir: plan.StateDir, log: log}
-	if s.dir == "" {
-		log.Info("no state-dir: delta baselines are not kept across restarts")
-		return s
-	}
-	path := filepath.Join(s.dir, stateFile)
-	var n int
-	found, err := readState(s.dir, stateFile, func(r io.Reader) (err error) {
-		n, err = s.tracker.Load(r, time.Now().UnixNano())
-		return err
-	})
-	if err != nil {
-		log.Warn("ignoring delta state; starting without baselines", zap.String("file", path), zap.Error(err))
-		return s
-	}
-	if !found {
-		return s
-	}
-	log.Info("read the delta baselines of the last run", zap.String("file", path), zap.Int("series", n))
+	s := &deltaState{}
+	s.tracker, s.store = delta.OpenState(plan.StateDir, plan.Deltas.Settings, log)
 	return s
 }
 
@@ -68,68 +46,13 @@ func (s *deltaState) states(yield func(delta.ID, delta.State) bool) {
 	}
 }
 
-// save writes the baselines for the next start, atomically. A nil state
-// (deltas off) saves nothing.
+// save writes the baselines for the next start. A nil state (deltas off)
+// saves nothing.
 func (s *deltaState) save() error {
-	if s == nil || s.dir == "" {
+	if s == nil {
 		return nil
 	}
-	err := s.write()
-	if err != nil {
-		s.log.Error("delta baselines not saved; the next start loses one interval of deltas", zap.Error(err))
-		return err
-	}
-	s.log.Info("saved delta baselines", zap.String("file", filepath.Join(s.dir, stateFile)), zap.Int("series", s.tracker.Len()))
-	return nil
-}
-
-func (s *deltaState) write() error {
-	return writeState(s.dir, stateFile, func(w io.Writer) error { return s.tracker.Save(w, time.Now().UnixNano(), s.states) })
-}
-
-// writeState replaces the file name in dir with what write writes: under
-// a fresh temporary name (never through a planted link), synced, then
-// renamed into place.
-func writeState(dir, name string, write func(io.Writer) error) error {
-	if err := os.MkdirAll(dir, 0o750); err != nil {
-		return fmt.Errorf("state-dir: %w", err)
-	}
-	tmp, err := os.CreateTemp(dir, name+".*")
-	if err != nil {
-		return fmt.Errorf("saving %s: %w", name, err)
-	}
-	defer os.Remove(tmp.Name()) // a no-op after the rename
-	bw := bufio.NewWriter(tmp)
-	err = write(bw)
-	if err == nil {
-		err = bw.Flush()
-	}
-	if err == nil {
-		err = tmp.Sync()
-	}
-	if cerr := tmp.Close(); err == nil {
-		err = cerr
-	}
-	if err == nil {
-		err = os.Rename(tmp.Name(), filepath.Join(dir, name))
-	}
-	if err != nil {
-		return fmt.Errorf("saving %s to %s: %w", name, tmp.Name(), err)
-	}
-	return nil
-}
-
-// readState calls read with the file name in dir; false when there is none.
-func readState(dir, name string, read func(io.Reader) error) (bool, error) {
-	f, err := os.Open(filepath.Join(dir, name))
-	if errors.Is(err, os.ErrNotExist) {
-		return false, nil
-	}
-	if err != nil {
-		return false, err
-	}
-	defer f.Close()
-	return true, read(bufio.NewReader(f))
+	return s.store.Save(s.states)
 }
 
 // factsFile keeps which annotation facts were written, so that a restart
@@ -149,7 +72,7 @@ func (p *pipeline) loadFacts() error {
 	if dir == "" {
 		return nil
 	}
-	found, err := readState(dir, factsFile, p.annotator.LoadFacts)
+	found, err := statefile.Read(dir, factsFile, p.annotator.LoadFacts)
 	switch {
 	case err != nil:
 		p.log.Warn("ignoring the annotation facts of the last run; facts of applications still listed are written again",
@@ -162,7 +85,7 @@ func (p *pipeline) loadFacts() error {
 	}
 	n, err := p.annotator.Recover(annotate.Durability{
 		Journal: filepath.Join(dir, journalFile),
-		Save:    func(write func(io.Writer) error) error { return writeState(dir, factsFile, write) },
+		Save:    func(write func(io.Writer) error) error { return statefile.Replace(dir, factsFile, write) },
 		Stored:  p.storedPoints,
 	})
 	if n > 0 {

@@ -79,7 +79,7 @@ func TestStreamReadsEachBlocksShapes(t *testing.T) {
 	// Each database is read in the shapes its blocks write.
 	var dbs []string
 	for _, d := range streamDBs(plan) {
-		dbs = append(dbs, fmt.Sprint(d.name, d.schemas))
+		dbs = append(dbs, fmt.Sprint(d.Name, d.Schemas))
 	}
 	if got := strings.Join(dbs, " "); got != "mixed[wide cern] cern[cern]" {
 		t.Errorf("databases read: %s", got)

@@ -115,10 +115,12 @@ var buildBinary = sync.OnceValues(func() (string, error) {
 	return bin, nil
 })
 
-// proc is sparkpulse running as a process, with its admin endpoint.
+// proc is sparkpulse running as a process, with the addresses it bound
+// and its admin endpoint's.
 type proc struct {
 	t     *testing.T
 	cmd   *exec.Cmd
+	bound boundAddrs
 	admin string
 	logs  *lockedBuffer
 }
@@ -171,10 +173,9 @@ func (p *proc) status(name string) int64 {
 func TestUntrustedInput(t *testing.T) {
 	bin := sparkpulseBinary(t, "floods a real sparkpulse")
 	srv := influxtest.Start(t)
-	tcpPort, udpPort, admin := influxtest.FreePort(t), influxtest.FreePort(t), influxtest.FreePort(t)
-	tcpAddr := fmt.Sprintf("127.0.0.1:%d", tcpPort)
+	const tcpListener = "tcp://127.0.0.1:0#1" // the name of the first block, bound to a free port
 	start := time.Now().Add(-2 * time.Hour).Truncate(time.Second)
-	cluster := simulate.NewCluster(simulate.Config{Addr: tcpAddr, Apps: 1, Executors: 3, Period: 10 * time.Second, Seed: 11}, start)
+	cluster := simulate.NewCluster(simulate.Config{Apps: 1, Executors: 3, Period: 10 * time.Second, Seed: 11}, start)
 	rest := &restRecorder{cluster: cluster, genuine: simulate.AppID(start, 1)}
 	ui := httptest.NewServer(rest)
 	defer ui.Close()
@@ -183,7 +184,7 @@ func TestUntrustedInput(t *testing.T) {
 	victim := filepath.Join(t.TempDir(), "victim")
 	os.WriteFile(victim, []byte("precious"), 0o600)
 	// Row 10: links planted in the TCP block's disk queue directory.
-	qdir := queueDir(stateDir, "tcp://"+tcpAddr, influx.Target{Bucket: "untrusted"})
+	qdir := queueDir(stateDir, tcpListener, influx.Target{Bucket: "untrusted"})
 	os.MkdirAll(qdir, 0o700)
 	for _, n := range []string{"head", "head.tmp", "0000001099511627776.seg"} {
 		os.Symlink(victim, filepath.Join(qdir, n))
@@ -195,46 +196,31 @@ state-dir = %q
   url = %q
   create-database = true
 [admin]
-  bind-address = "127.0.0.1:%d"
+  bind-address = "127.0.0.1:0"
 [internal]
   enabled = false
 [deltas]
   max-series = 200000
   max-series-per-app = 50000
 [annotate]
-  urls = ["%[4]s/proxy/{app_id}", "http://{app_id}-driver-svc.invalid:4040", "%[4]s/redirect",
-          "%[4]s/huge1", "%[4]s/huge2", "%[4]s/huge3", "%[4]s/huge4"]
+  urls = ["%[3]s/proxy/{app_id}", "http://{app_id}-driver-svc.invalid:4040", "%[3]s/redirect",
+          "%[3]s/huge1", "%[3]s/huge2", "%[3]s/huge3", "%[3]s/huge4"]
   username = "spark"
   interval = "1s"
   timeout = "2s"
   max-apps = 32
   database = "untrusted"
 [[graphite]]
-  bind-address = "127.0.0.1:%[5]d"
+  bind-address = "127.0.0.1:0"
   database = "untrusted"
 [[graphite]]
-  bind-address = "127.0.0.1:%[6]d"
+  bind-address = "127.0.0.1:0"
   protocol = "udp"
   database = "untrusted"
-`, stateDir, srv.URL, admin, ui.URL, tcpPort, udpPort))
-	p := &proc{t: t, admin: fmt.Sprintf("127.0.0.1:%d", admin), logs: &lockedBuffer{}}
-	p.cmd = exec.Command(bin, "run", "--config", conf)
-	p.cmd.Env = append(os.Environ(), "SPARKPULSE_ANNOTATE_PASSWORD=s3cret-pw")
-	p.cmd.Stderr = p.logs
-	if err := p.cmd.Start(); err != nil {
-		t.Fatal(err)
-	}
+`, stateDir, srv.URL, ui.URL))
+	p := startBinary(t, bin, conf, "SPARKPULSE_ANNOTATE_PASSWORD=s3cret-pw")
 	defer p.cmd.Process.Kill()
-	deadline := time.Now().Add(30 * time.Second)
-	for tick := time.NewTicker(20 * time.Millisecond); ; <-tick.C { // another process: its readiness is polled
-		if resp, err := http.Get("http://" + p.admin + "/readyz"); err == nil && resp.StatusCode == 200 {
-			resp.Body.Close()
-			break
-		}
-		if time.Now().After(deadline) {
-			t.Fatalf("sparkpulse did not start:\n%s", p.logs.String())
-		}
-	}
+	tcpAddr, udpAddr := p.bound.graphiteAddr(t, 0), p.bound.graphiteAddr(t, 1)
 	baseG := p.metrics()["go_goroutines"]
 	baseRSS := p.status("VmRSS")
 
@@ -274,7 +260,7 @@ state-dir = %q
 	for i := range 100 {
 		dgrams = append(dgrams, fmt.Sprintf("application_1700000000001_%d.driver.jvm.heap.used 1 %d", i, start.Unix()))
 	}
-	sendUDP(t, fmt.Sprintf("127.0.0.1:%d", udpPort), dgrams...)
+	sendUDP(t, udpAddr, dgrams...)
 	// Rows 4 and 5: ids that would change a URL's meaning.
 	sendTCP(t, tcpAddr, strings.Join([]string{
 		fmt.Sprintf("...driver.jvm.heap.used 1 %d", start.Unix()),
@@ -345,9 +331,9 @@ state-dir = %q
 	m = p.metrics()
 	rss := p.status("VmRSS")
 	t.Logf("8 000 connections holding partial lines: %v open, accept paused %v times, %v dropped, RSS %d MiB (%d before), %v goroutines",
-		m[`sparkpulse_graphite_connections_active{listener="`+"tcp://"+tcpAddr+`"}`],
-		m[`sparkpulse_graphite_accept_paused_total{listener="tcp://`+tcpAddr+`"}`],
-		m[`sparkpulse_graphite_connections_dropped_total{listener="tcp://`+tcpAddr+`"}`], rss>>20, baseRSS>>20, m["go_goroutines"])
+		m[`sparkpulse_graphite_connections_active{listener="`+tcpListener+`"}`],
+		m[`sparkpulse_graphite_accept_paused_total{listener="`+tcpListener+`"}`],
+		m[`sparkpulse_graphite_connections_dropped_total{listener="`+tcpListener+`"}`], rss>>20, baseRSS>>20, m["go_goroutines"])
 	if m["go_goroutines"] > baseG+4096+60 {
 		t.Errorf("%v goroutines with max-connections 4096", m["go_goroutines"])
 	}
@@ -375,7 +361,7 @@ state-dir = %q
 		`sparkpulse_annotate_apps_refused_total{reason="host_label"}`,
 		`sparkpulse_annotate_apps_refused_total{reason="retired"}`,
 		`sparkpulse_delta_samples_total{outcome="refused_app_quota"}`,
-		`sparkpulse_graphite_connections_dropped_total{listener="tcp://` + tcpAddr + `"}`,
+		`sparkpulse_graphite_connections_dropped_total{listener="` + tcpListener + `"}`,
 		`sparkpulse_annotate_errors_total{kind="http_status",source="` + ui.URL + `/redirect"}`,
 		`sparkpulse_annotate_errors_total{kind="decode",source="` + ui.URL + `/huge1"}`,
 	} {

@@ -38,8 +38,8 @@ func runWatch(ctx context.Context, o watchOptions, stdout io.Writer) error {
 	}
 	var schemas []spark.Schema // the shapes the blocks writing metrics write; none: both
 	for _, d := range streamDBs(o.Plan) {
-		if d.name == metrics {
-			schemas = d.schemas
+		if d.Name == metrics {
+			schemas = d.Schemas
 		}
 	}
 	return live.Run(ctx, live.Config{Influx: o.Plan.Influx, MetricsDB: metrics, AnnotationsDB: annotations, Schemas: schemas,

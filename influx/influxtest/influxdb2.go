@@ -211,7 +211,7 @@ func (s *Server2) waitReady() error {
 			resp.Body.Close()
 			if resp.StatusCode == http.StatusOK && derr == nil && h.Status == "pass" {
 				s.Version = h.Version
-				return nil
+				return checkOwn(s.cmd.Process.Pid, s.HTTPAddr)
 			}
 		}
 		select {

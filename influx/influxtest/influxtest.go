@@ -1,6 +1,9 @@
 // Package influxtest runs a real InfluxDB 1.x server (influxd) for
 // integration tests, on free loopback ports with its data in a temporary
-// directory, and reads it back with InfluxQL.
+// directory, and reads it back with InfluxQL. influxd cannot bind port 0
+// and say which port it got: it is given ports free a moment before, and
+// started again on others when one was taken in between, so a test does
+// not depend on what else runs on the machine.
 //
 // The binary is $INFLUXD, else $(go env GOPATH)/bin/influxd, else influxd on
 // PATH. When it is missing or does not start, the test is skipped with the
@@ -112,22 +115,86 @@ func Launch(dir string, opts ...Option) (*Server, error) {
 	return launchRetrying(dir, func(sub string) (*Server, error) { return start(sub, bin, o) })
 }
 
-// launchRetrying runs launch in dir/0, dir/1 and dir/2 until one
-// succeeds: a free port can be taken by someone else before influxd binds
-// it; then influxd exits at once and other ports are tried.
+// launchRetrying runs launch in dir/0, dir/1, … until it succeeds or
+// fails otherwise than on a port taken: influxd cannot say which port it
+// bound, so it is given one that was free a moment ago, which another
+// process can take before influxd binds it; then influxd exits at once
+// ("address already in use") and is started again on other ports. Any
+// other failure is returned at once.
 func launchRetrying[S any](dir string, launch func(sub string) (S, error)) (S, error) {
 	var s S
 	var err error
-	for try := range 3 {
+	for try := range launchTries {
 		sub := filepath.Join(dir, strconv.Itoa(try))
 		if err = os.MkdirAll(sub, 0o755); err != nil {
 			return s, err
 		}
-		if s, err = launch(sub); err == nil {
-			return s, nil
+		if s, err = launch(sub); err == nil || !portTaken(err) {
+			return s, err
 		}
 	}
 	return s, err
+}
+
+// launchTries bounds the starts on ports taken in between.
+const launchTries = 5
+
+// portTaken reports whether a launch failed because a port it was given
+// was taken: influxd's log, in the error, says so, or the port answered
+// but influxd did not hold it.
+func portTaken(err error) bool {
+	return errors.Is(err, errNotOurs) || strings.Contains(err.Error(), "address already in use")
+}
+
+// errNotOurs: the port answered, but another process serves it.
+var errNotOurs = errors.New("the port answered, but influxd does not listen on it: another process took it")
+
+// listensOn reports whether process pid holds a listening TCP socket on
+// port, from /proc (Linux); ok is false where /proc cannot say. It tells
+// influxd's own answer from that of another server that took its port.
+func listensOn(pid, port int) (listens, ok bool) {
+	fds, err := os.ReadDir(fmt.Sprintf("/proc/%d/fd", pid))
+	if err != nil {
+		return false, false
+	}
+	inodes := map[string]bool{}
+	for _, fd := range fds {
+		if l, err := os.Readlink(fmt.Sprintf("/proc/%d/fd/%s", pid, fd.Name())); err == nil {
+			if in, ok := strings.CutPrefix(l, "socket:["); ok {
+				inodes[strings.TrimSuffix(in, "]")] = true
+			}
+		}
+	}
+	for _, table := range []string{"tcp", "tcp6"} {
+		b, err := os.ReadFile(fmt.Sprintf("/proc/%d/net/%s", pid, table))
+		if err != nil {
+			return false, false
+		}
+		for _, l := range strings.Split(string(b), "\n")[1:] {
+			// sl local_address rem_address st tx:rx tr:when retrnsmt uid timeout inode
+			f := strings.Fields(l)
+			if len(f) < 10 || f[3] != "0A" || !inodes[f[9]] { // 0A: LISTEN
+				continue
+			}
+			if _, hexPort, found := strings.Cut(f[1], ":"); found {
+				if p, err := strconv.ParseUint(hexPort, 16, 16); err == nil && int(p) == port {
+					return true, true
+				}
+			}
+		}
+	}
+	return false, true
+}
+
+// checkOwn returns errNotOurs when process pid is known not to listen on
+// the port of addr (host:port).
+func checkOwn(pid int, addr string) error {
+	_, p, _ := net.SplitHostPort(addr)
+	port, _ := strconv.Atoi(p)
+	if listens, ok := listensOn(pid, port); ok && !listens {
+		return errNotOurs
+	}
+	return nil
 }
 
 // unavailable skips the test, or fails it when CI is set, saying how to
@@ -285,7 +352,7 @@ func (s *Server) waitReady() error {
 		if err == nil {
 			resp.Body.Close()
 			if resp.StatusCode == http.StatusNoContent {
-				return nil
+				return checkOwn(s.cmd.Process.Pid, s.HTTPAddr)
 			}
 		}
 		select {
@@ -390,7 +457,11 @@ func (s *Server) query(db, q string) ([]Series, error) {
 	return out, nil
 }
 
-// FreePort returns a TCP port on 127.0.0.1 that was free a moment ago.
+// FreePort returns a TCP port on 127.0.0.1 that was free a moment ago, for
+// a server that cannot bind port 0 and say which port it got. Another
+// process can take it before the server binds it: the caller retries on
+// "address already in use", as Start does. sparkpulse itself is started
+// with port 0 and run --ready-file instead.
 func FreePort(tb testing.TB) int {
 	tb.Helper()
 	p, err := freePort()

@@ -1,4 +1,4 @@
-package annotate
+package accounting
 
 import (
 	"fmt"
@@ -52,35 +52,34 @@ const plausibilitySlackMs = 60_000
 // ("4.6 GB of 4.4 GB physical memory used").
 const rssSlack = 0.10
 
-// setAside is a process whose figures the screen refused.
-type setAside struct {
-	process  string
-	counters bool     // all its counters; else only the gauges named
-	aboveSpk bool     // a counter above Spark's own total (the reconciliation's verdict)
-	why      []string // one per figure, e.g. "cpu_time_ns 1e+13 > 8.3e+10, Spark's total"
+// SetAside is a process whose figures the screen refused.
+type SetAside struct {
+	Process    string
+	Counters   bool     // all its counters; else only the gauges named
+	AboveSpark bool     // a counter above Spark's own total (the reconciliation's verdict)
+	Why        []string // one per figure, e.g. "cpu_time_ns 1e+13 > 8.3e+10, Spark's total"
 }
 
-func (a setAside) String() string {
-	return fmt.Sprintf("process %s: %s", a.process, strings.Join(a.why, ", "))
+func (a SetAside) String() string {
+	return fmt.Sprintf("process %s: %s", a.Process, strings.Join(a.Why, ", "))
 }
 
-// screen returns the stream figures that may be used, as a new map (the
-// stream is kept as read), and what it set aside. final: the application
-// has ended and its executor list was read after the end, so Spark's
-// totals bound the counters.
-func screen(st *appState, stream map[string]ProcessTotals, endMs int64, final bool) (map[string]ProcessTotals, []setAside) {
-	bounds := boundsOf(st.properties)
+// Screen returns the stream figures that may be used, as a new map (the
+// stream is kept as read), and what it set aside, given the application's
+// Spark properties and its executors as Spark lists them. final: the
+// application has ended and its executor list was read after the end, so
+// Spark's totals bound the counters.
+func Screen(props map[string]string, execs []sparkapi.Executor, stream map[string]ProcessTotals, endMs int64, final bool) (map[string]ProcessTotals, []SetAside) {
+	bounds := boundsOf(props)
+	listed := byID(execs)
 	kept := make(map[string]ProcessTotals, len(stream))
-	var aside []setAside
-	for _, id := range sortedKeys(stream, compareExecutorIDs) {
+	var aside []SetAside
+	for _, id := range slices.SortedFunc(maps.Keys(stream), CompareExecutorIDs) {
 		t := stream[id]
-		x := (*sparkapi.Executor)(nil)
-		if e, ok := st.executors[id]; ok {
-			x = &e.Executor
-		}
-		a := setAside{process: id}
+		x := listed[id] // nil if Spark does not list it
+		a := SetAside{Process: id}
 		// Counters.
-		bad := func(format string, v ...any) { a.why = append(a.why, fmt.Sprintf(format, v...)) }
+		bad := func(format string, v ...any) { a.Why = append(a.Why, fmt.Sprintf(format, v...)) }
 		for _, m := range StreamCounters {
 			c := StreamKey(m)
 			if v, ok := t.Sums[c]; ok && (v < 0 || math.IsNaN(v) || math.IsInf(v, 0) || v >= 0x1p63) {
@@ -106,7 +105,7 @@ func screen(st *appState, stream map[string]ProcessTotals, endMs int64, final bo
 			above := func(name, counter string, spark float64) {
 				if v := t.Sums[counter]; v > spark*(1+reconcileTolerance)+1 {
 					bad("%s %.6g > %.6g, Spark's total", name, v, spark)
-					a.aboveSpk = true
+					a.AboveSpark = true
 				}
 			}
 			above("tasks", "succeededTasks.count", float64(x.CompletedTasks))
@@ -118,8 +117,8 @@ func screen(st *appState, stream map[string]ProcessTotals, endMs int64, final bo
 			above("shuffle_write_bytes", "shuffleBytesWritten.count", float64(x.TotalShuffleWrite))
 		}
 		k := t
-		if len(a.why) > 0 {
-			a.counters = true
+		if len(a.Why) > 0 {
+			a.Counters = true
 			k.Sums = nil
 		}
 		// Gauges.
@@ -138,14 +137,14 @@ func screen(st *appState, stream map[string]ProcessTotals, endMs int64, final bo
 			if why == "" {
 				continue
 			}
-			a.why = append(a.why, why)
+			a.Why = append(a.Why, why)
 			if !cloned { // the stream's maps stay as read
 				k.Peak, k.Mean, cloned = maps.Clone(k.Peak), maps.Clone(k.Mean), true
 			}
 			delete(k.Peak, g)
 			delete(k.Mean, g)
 		}
-		if len(a.why) > 0 {
+		if len(a.Why) > 0 {
 			aside = append(aside, a)
 		}
 		kept[id] = k
@@ -165,7 +164,7 @@ type memoryBounds struct {
 }
 
 func boundsOf(props map[string]string) memoryBounds {
-	s, r, err := settingsOf(props)
+	s, r, err := Settings(props)
 	if err != nil {
 		return memoryBounds{}
 	}
@@ -200,4 +199,15 @@ func (b memoryBounds) check(id, g string, v float64, spark int64) string {
 		return fmt.Sprintf("%s peak %s > %s it could hold", g, sizing.Bytes(int64(v)), sizing.Bytes(bound))
 	}
 	return ""
+}
+
+// Settings reads from an application's Spark properties the executor
+// and application settings the accounting and the rules take.
+func Settings(props map[string]string) (sizing.Settings, sizing.Resources, error) {
+	s, err := sizing.FromProperties(props)
+	if err != nil {
+		return s, sizing.Resources{}, err
+	}
+	r, err := sizing.ResourcesFromProperties(props)
+	return s, r, err
 }

@@ -1,4 +1,4 @@
-package main
+package report
 
 import (
 	"cmp"
@@ -14,11 +14,12 @@ import (
 	"time"
 
 	"github.com/sparkpulse/sparkpulse/annotate"
+	"github.com/sparkpulse/sparkpulse/human"
 	"github.com/sparkpulse/sparkpulse/influx"
 )
 
-// fleetApp is one application's accounting, as the fleet report reads it.
-type fleetApp struct {
+// FleetApp is one application's accounting, as the fleet report reads it.
+type FleetApp struct {
 	Application       string   `json:"application"`
 	MetricsKey        string   `json:"metrics_key"` // the applicationid its metrics carry: its id, or its spark.metrics.namespace
 	Name              string   `json:"name"`
@@ -49,8 +50,8 @@ type fleetApp struct {
 	LostTaskHours *float64 `json:"lost_task_hours"`   // run time of failed and killed tasks
 }
 
-// runningApp is a running application's accounting over the range.
-type runningApp struct {
+// RunningApp is a running application's accounting over the range.
+type RunningApp struct {
 	Application   string   `json:"application"`
 	Name          string   `json:"name"`
 	User          string   `json:"user"`
@@ -60,17 +61,17 @@ type runningApp struct {
 	CPU           *float64 `json:"cpu_utilisation"`
 }
 
-// fleetReport is `report --fleet`: the applications, most idle core-hours
+// Fleet is `report --fleet`: the applications, most idle core-hours
 // first, and their totals.
-type fleetReport struct {
+type Fleet struct {
 	Since        string     `json:"since"`
 	SinceText    string     `json:"-"` // as a person writes it: 7d, 36h
 	Database     string     `json:"database"`
-	Applications []fleetApp `json:"applications"`
+	Applications []FleetApp `json:"applications"`
 	// Running are the applications still running (a streaming query, a
 	// long job) with an estimate in the range: what they held and ran in
 	// it, the difference of their cumulative estimates.
-	Running []runningApp `json:"running"`
+	Running []RunningApp `json:"running"`
 	Totals  struct {
 		Applications    int     `json:"applications"`
 		CoreHours       float64 `json:"core_hours"`
@@ -90,7 +91,7 @@ const gibHour = 3600 * (1 << 30)
 
 // appendFleetApps appends the applications of one series of
 // spark_app_usage rows.
-func appendFleetApps(apps []fleetApp, s influx.Series) []fleetApp {
+func appendFleetApps(apps []FleetApp, s influx.Series) []FleetApp {
 	col := map[string]int{}
 	for i, c := range s.Columns {
 		col[c] = i
@@ -105,37 +106,37 @@ func appendFleetApps(apps []fleetApp, s influx.Series) []fleetApp {
 		num := func(k string) (float64, bool) { return influx.Number(get(k)) }
 		f := func(k string) float64 { v, _ := num(k); return v }
 		str := func(k string) string { v, _ := get(k).(string); return v }
-		a := fleetApp{Application: cmp.Or(str("app_id"), str("applicationid")), MetricsKey: str("applicationid"), Name: str("appname"), User: str("user"), Queue: str("queue"),
-			Ended: str("time"), DurationMs: int64(f("duration_ms")), Executors: int64(f("executors")),
-			CoreHours: f("executor_core_seconds") / 3600, GiBHours: f("executor_memory_byte_seconds") / gibHour,
-			GCShare: f("gc_share"), FailedTasks: int64(f("failed_tasks")),
-			SavingCoreHours: f("saving_core_seconds") / 3600, SavingGiBHours: f("saving_byte_seconds") / gibHour,
-			Recommended: str("recommended"), Outcome: str("outcome"), DriverHeld: str("driver_held"),
-			DriverCoreHours: f("driver_core_seconds") / 3600, DriverGiBHours: f("driver_memory_byte_seconds") / gibHour}
-		if v, ok := num("slot_occupancy"); ok {
+		a := FleetApp{Application: cmp.Or(str(annotate.FieldAppID), str(annotate.TagApplicationID)), MetricsKey: str(annotate.TagApplicationID), Name: str(annotate.TagAppName), User: str(annotate.TagUser), Queue: str(annotate.TagQueue),
+			Ended: str("time"), DurationMs: int64(f(annotate.UsageDurationMs)), Executors: int64(f(annotate.UsageExecutors)),
+			CoreHours: f(annotate.UsageExecutorCoreSeconds) / 3600, GiBHours: f(annotate.UsageExecutorMemoryByteSeconds) / gibHour,
+			GCShare: f(annotate.UsageGCShare), FailedTasks: int64(f(annotate.UsageFailedTasks)),
+			SavingCoreHours: f(annotate.UsageSavingCoreSeconds) / 3600, SavingGiBHours: f(annotate.UsageSavingByteSeconds) / gibHour,
+			Recommended: str(annotate.UsageRecommended), Outcome: str(annotate.UsageOutcome), DriverHeld: str(annotate.UsageDriverHeld),
+			DriverCoreHours: f(annotate.UsageDriverCoreSeconds) / 3600, DriverGiBHours: f(annotate.UsageDriverMemoryByteSeconds) / gibHour}
+		if v, ok := num(annotate.UsageSlotOccupancy); ok {
 			a.SlotOccupancy = &v
 		}
-		if v, ok := num("driver_only_ms"); ok && a.DurationMs > 0 {
+		if v, ok := num(annotate.UsageDriverOnlyMs); ok && a.DurationMs > 0 {
 			share := v / float64(a.DurationMs)
 			a.DriverOnly = &share
 		}
-		if v, ok := num("lost_task_seconds"); ok {
+		if v, ok := num(annotate.UsageLostTaskSeconds); ok {
 			h := v / 3600
 			a.LostTaskHours = &h
 		}
-		if v, ok := num("cpu_utilisation"); ok {
+		if v, ok := num(annotate.UsageCPUUtilisation); ok {
 			a.CPUUtilisation = &v
 		}
 		// Idle is task slots no task ran in, as Sparklens counts them, not
 		// CPU left unused: task CPU leaves out Python workers, GC and I/O
 		// waits, so a busy PySpark or I/O-bound job would read as idle.
-		if run, ok := num("busy_slot_seconds"); ok {
-			a.IdleCoreHours = max(0, f("executor_core_seconds")-run) / 3600
+		if run, ok := num(annotate.UsageBusySlotSeconds); ok {
+			a.IdleCoreHours = max(0, f(annotate.UsageExecutorCoreSeconds)-run) / 3600
 		}
-		if v, ok := num("memory_utilisation"); ok {
+		if v, ok := num(annotate.UsageMemoryUtilisation); ok {
 			a.MemoryUtilisation = &v
 		}
-		if v, ok := num("mean_memory_utilisation"); ok {
+		if v, ok := num(annotate.UsageMeanMemoryUtilisation); ok {
 			a.UnusedGiBHours = a.GiBHours * (1 - v)
 		}
 		apps = append(apps, a)
@@ -144,8 +145,8 @@ func appendFleetApps(apps []fleetApp, s influx.Series) []fleetApp {
 }
 
 // rank orders the applications, most idle core-hours first, and sums them.
-func (r *fleetReport) rank() {
-	slices.SortStableFunc(r.Applications, func(a, b fleetApp) int {
+func (r *Fleet) rank() {
+	slices.SortStableFunc(r.Applications, func(a, b FleetApp) int {
 		return cmp.Or(cmp.Compare(b.IdleCoreHours, a.IdleCoreHours), cmp.Compare(b.GiBHours, a.GiBHours), strings.Compare(a.Application, b.Application))
 	})
 	t := &r.Totals
@@ -168,23 +169,48 @@ func (r *fleetReport) rank() {
 	}
 }
 
-// reportFleet reads the spark_app_usage facts of the applications that
-// ended in the last since, where the annotator writes them.
-func reportFleet(ctx context.Context, plan *Plan, since time.Duration, asJSON bool, stdout io.Writer) error {
-	target := plan.defaultTarget()
-	if plan.Annotate != nil {
-		target = plan.Annotate.Target
+// FleetQuery says what `report --fleet` reads: the accounting of the
+// applications that ended in the last Since, in Database at the InfluxDB
+// Influx names.
+type FleetQuery struct {
+	Influx    influx.Config
+	Database  string        // where the annotator writes spark_app_usage
+	Since     time.Duration // how far back
+	SinceText string        // Since as a person writes it: 7d, 36h
+}
+
+// WriteFleet reads the spark_app_usage facts of the applications that
+// ended in the last q.Since, where the annotator writes them, and the
+// estimates of those still running, and prints them to w, most idle
+// core-hours first: as text, or as JSON (a Fleet).
+func WriteFleet(ctx context.Context, q FleetQuery, asJSON bool, w io.Writer) error {
+	r, err := ReadFleet(ctx, q)
+	if err != nil {
+		return err
 	}
-	db, _, _ := strings.Cut(target.Bucket, "/")
-	if db == "" {
-		return fmt.Errorf("%w: no database to read: give a [[graphite]] block or [annotate] database", errUsage)
+	if asJSON {
+		enc := json.NewEncoder(w)
+		enc.SetIndent("", "  ")
+		return enc.Encode(r)
 	}
-	q := fmt.Sprintf(`SELECT "applicationid", "app_id", "appname", "user", "queue", "duration_ms", "executors", "executor_core_seconds", `+
-		`"executor_memory_byte_seconds", "cpu_utilisation", "busy_slot_seconds", "memory_utilisation", "mean_memory_utilisation", "gc_share", "failed_tasks", `+
-		`"saving_core_seconds", "saving_byte_seconds", "recommended", "driver_core_seconds", "driver_memory_byte_seconds", "driver_held", `+
-		`"outcome", "slot_occupancy", "driver_only_ms", "lost_task_seconds" FROM %q WHERE time >= now() - %dm AND ("fact" = 'end' OR "fact" = 'lost')`,
-		annotate.MeasurementUsage, int64(since/time.Minute))
-	series, err := influx.Query(ctx, plan.Influx, db, q)
+	printFleet(w, r)
+	return nil
+}
+
+// fleetFields are the columns of spark_app_usage the fleet report reads.
+var fleetFields = []string{annotate.TagApplicationID, annotate.FieldAppID, annotate.TagAppName, annotate.TagUser, annotate.TagQueue,
+	annotate.UsageDurationMs, annotate.UsageExecutors, annotate.UsageExecutorCoreSeconds, annotate.UsageExecutorMemoryByteSeconds,
+	annotate.UsageCPUUtilisation, annotate.UsageBusySlotSeconds, annotate.UsageMemoryUtilisation, annotate.UsageMeanMemoryUtilisation,
+	annotate.UsageGCShare, annotate.UsageFailedTasks, annotate.UsageSavingCoreSeconds, annotate.UsageSavingByteSeconds,
+	annotate.UsageRecommended, annotate.UsageDriverCoreSeconds, annotate.UsageDriverMemoryByteSeconds, annotate.UsageDriverHeld,
+	annotate.UsageOutcome, annotate.UsageSlotOccupancy, annotate.UsageDriverOnlyMs, annotate.UsageLostTaskSeconds}
+
+// ReadFleet reads and ranks what WriteFleet prints.
+func ReadFleet(ctx context.Context, fq FleetQuery) (Fleet, error) {
+	db, since := fq.Database, fq.Since
+	q := fmt.Sprintf(`SELECT %s FROM %s WHERE time >= now() - %dm AND (%[4]s = 'end' OR %[4]s = 'lost')`,
+		influx.QuoteIdents(fleetFields...), influx.QuoteIdent(annotate.MeasurementUsage), int64(since/time.Minute), influx.QuoteIdent(annotate.FieldFact))
+	series, err := influx.Query(ctx, fq.Influx, db, q)
 	if err != nil {
 		// The statement is ours, not the reader's: say what was read where.
 		if inner := errors.Unwrap(err); inner != nil {
@@ -194,43 +220,37 @@ func reportFleet(ctx context.Context, plan *Plan, since time.Duration, asJSON bo
 		if strings.Contains(err.Error(), "database not found") {
 			hint = "; give the database run writes to with --database (or --bucket), or in the config file"
 		}
-		return fmt.Errorf("reading the accounting (%s) from database %q at %s: %w%s",
-			annotate.MeasurementUsage, db, influx.RedactURL(plan.Influx.WithDefaults().URL), err, hint)
+		return Fleet{}, fmt.Errorf("reading the accounting (%s) from database %q at %s: %w%s",
+			annotate.MeasurementUsage, db, influx.RedactURL(fq.Influx.WithDefaults().URL), err, hint)
 	}
-	r := fleetReport{Since: since.String(), SinceText: formatDuration(since), Database: db, Applications: []fleetApp{}, Running: []runningApp{}}
+	r := Fleet{Since: since.String(), SinceText: fq.SinceText, Database: db, Applications: []FleetApp{}, Running: []RunningApp{}}
 	for _, s := range series {
 		r.Applications = appendFleetApps(r.Applications, s)
 	}
-	if r.Running, err = readRunning(ctx, plan, db, since, r.Applications); err != nil {
-		return err
+	if r.Running, err = readRunning(ctx, fq.Influx, db, since, r.Applications); err != nil {
+		return Fleet{}, err
 	}
 	r.rank()
-	if asJSON {
-		enc := json.NewEncoder(stdout)
-		enc.SetIndent("", "  ")
-		return enc.Encode(r)
-	}
-	printFleet(stdout, r)
-	return nil
+	return r, nil
 }
 
 // runningFields are the cumulative figures of a running application's
 // estimates whose difference over the range is what it held and ran in it.
-var runningFields = []string{"executor_core_seconds", "executor_memory_byte_seconds", "busy_slot_seconds", "cpu_used_seconds"}
+var runningFields = []string{annotate.UsageExecutorCoreSeconds, annotate.UsageExecutorMemoryByteSeconds, annotate.UsageBusySlotSeconds, annotate.UsageCPUUsedSeconds}
 
 // readRunning reads the applications with an estimate in the range that
 // did not end in it: their latest estimate, less their last estimate of
 // the hour before the range (none: it started in the range). Both reads
 // are bounded in time.
-func readRunning(ctx context.Context, plan *Plan, db string, since time.Duration, ended []fleetApp) ([]runningApp, error) {
+func readRunning(ctx context.Context, cfg influx.Config, db string, since time.Duration, ended []FleetApp) ([]RunningApp, error) {
 	var sel []string
-	for _, f := range runningFields {
+	for _, f := range slices.Concat(runningFields, []string{annotate.FieldAppID, annotate.TagAppName, annotate.TagUser}) {
 		sel = append(sel, fmt.Sprintf("last(%s) AS %s", influx.QuoteIdent(f), influx.QuoteIdent(f)))
 	}
 	read := func(where string) (map[string]map[string]any, error) {
-		q := fmt.Sprintf(`SELECT %s, last("app_id") AS "app_id", last("appname") AS "appname", last("user") AS "user" FROM %q WHERE "fact" = 'estimate' AND %s GROUP BY "applicationid"`,
-			strings.Join(sel, ", "), annotate.MeasurementUsage, where)
-		series, err := influx.Query(ctx, plan.Influx, db, q)
+		q := fmt.Sprintf(`SELECT %s FROM %s WHERE %s = 'estimate' AND %s GROUP BY %s`,
+			strings.Join(sel, ", "), influx.QuoteIdent(annotate.MeasurementUsage), influx.QuoteIdent(annotate.FieldFact), where, influx.QuoteIdent(annotate.TagApplicationID))
+		series, err := influx.Query(ctx, cfg, db, q)
 		if err != nil {
 			if inner := errors.Unwrap(err); inner != nil {
 				err = inner
@@ -248,7 +268,7 @@ func readRunning(ctx context.Context, plan *Plan, db string, since time.Duration
 					row[c] = s.Values[0][i]
 				}
 			}
-			out[s.Tags["applicationid"]] = row
+			out[s.Tags[annotate.TagApplicationID]] = row
 		}
 		return out, nil
 	}
@@ -265,7 +285,7 @@ func readRunning(ctx context.Context, plan *Plan, db string, since time.Duration
 	for _, a := range ended {
 		done[a.MetricsKey] = true
 	}
-	out := []runningApp{}
+	out := []RunningApp{}
 	for _, key := range slices.Sorted(maps.Keys(now)) {
 		if done[key] {
 			continue
@@ -277,15 +297,15 @@ func readRunning(ctx context.Context, plan *Plan, db string, since time.Duration
 			return max(v-b, 0)
 		}
 		str := func(k string) string { v, _ := row[k].(string); return v }
-		a := runningApp{Application: cmp.Or(str("app_id"), key), Name: str("appname"), User: str("user"),
-			CoreHours: diff("executor_core_seconds") / 3600, GiBHours: diff("executor_memory_byte_seconds") / gibHour}
-		if held := diff("executor_core_seconds"); held > 0 {
-			if _, ok := influx.Number(row["busy_slot_seconds"]); ok {
-				v := diff("busy_slot_seconds") / held
+		a := RunningApp{Application: cmp.Or(str(annotate.FieldAppID), key), Name: str(annotate.TagAppName), User: str(annotate.TagUser),
+			CoreHours: diff(annotate.UsageExecutorCoreSeconds) / 3600, GiBHours: diff(annotate.UsageExecutorMemoryByteSeconds) / gibHour}
+		if held := diff(annotate.UsageExecutorCoreSeconds); held > 0 {
+			if _, ok := influx.Number(row[annotate.UsageBusySlotSeconds]); ok {
+				v := diff(annotate.UsageBusySlotSeconds) / held
 				a.SlotOccupancy = &v
 			}
-			if _, ok := influx.Number(row["cpu_used_seconds"]); ok {
-				v := diff("cpu_used_seconds") / held
+			if _, ok := influx.Number(row[annotate.UsageCPUUsedSeconds]); ok {
+				v := diff(annotate.UsageCPUUsedSeconds) / held
 				a.CPU = &v
 			}
 		}
@@ -294,9 +314,9 @@ func readRunning(ctx context.Context, plan *Plan, db string, since time.Duration
 	return out, nil
 }
 
-func printFleet(w io.Writer, r fleetReport) {
+func printFleet(w io.Writer, r Fleet) {
 	t := r.Totals
-	fmt.Fprintf(w, "%s ended in the last %s (database %s)", plural(t.Applications, "application"), r.SinceText, r.Database)
+	fmt.Fprintf(w, "%s ended in the last %s (database %s)", human.Count(t.Applications, "application"), r.SinceText, r.Database)
 	if t.Lost > 0 {
 		fmt.Fprintf(w, ", %d of them lost while running (closed out with what they held until last seen)", t.Lost)
 	}
@@ -338,7 +358,7 @@ func printFleet(w io.Writer, r fleetReport) {
 }
 
 // printRunning prints the running applications' share of the range.
-func printRunning(w io.Writer, r fleetReport) {
+func printRunning(w io.Writer, r Fleet) {
 	if len(r.Running) == 0 {
 		return
 	}
@@ -352,12 +372,12 @@ func printRunning(w io.Writer, r fleetReport) {
 		gib += a.GiBHours
 	}
 	tw.Flush()
-	fmt.Fprintf(w, "\nrunning: %s held %.1f core-hours, %.1f GiB-hours in the range (not in the totals above)\n", plural(len(r.Running), "application"), cores, gib)
+	fmt.Fprintf(w, "\nrunning: %s held %.1f core-hours, %.1f GiB-hours in the range (not in the totals above)\n", human.Count(len(r.Running), "application"), cores, gib)
 }
 
 // driverHours is the driver side's core-hours, "-" for a client-mode
 // driver the cluster did not hold.
-func driverHours(a fleetApp) string {
+func driverHours(a FleetApp) string {
 	if a.DriverHeld == "outside" {
 		return "-"
 	}

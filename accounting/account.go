@@ -1,0 +1,132 @@
+package accounting
+
+import (
+	"fmt"
+	"time"
+
+	"github.com/sparkpulse/sparkpulse/sizing"
+	"github.com/sparkpulse/sparkpulse/sparkapi"
+)
+
+// Attempt is what Spark's REST API said of one application attempt, and
+// the stream's totals of its processes, as the accounting reads them.
+type Attempt struct {
+	StartMs    int64             // the attempt's start, epoch ms
+	Completed  bool              // Spark lists it as completed
+	Properties map[string]string // the environment's Spark properties
+	Executors  []sparkapi.Executor
+	Jobs       []sparkapi.Job // by id
+	Stages     []Stage        // the stage attempts held, by id and attempt
+	// StageTotals sums Spark's whole stage list as read after the end; nil
+	// while the attempt runs, or when the list was not read.
+	StageTotals *StageTotals
+	// Stream is the stream's totals of its processes, by process, as read
+	// (not screened); nil without one.
+	Stream map[string]ProcessTotals
+	// StreamRead: a metrics stream is configured and was read for the
+	// attempt, so a completed attempt is reconciled.
+	StreamRead bool
+}
+
+// Stage is a stage attempt as Spark lists it, with the failed tasks read
+// of it once it ended.
+type Stage struct {
+	sparkapi.Stage
+	DetailsRead bool                // its details were read (or tried)
+	FailedTasks []sparkapi.TaskData // its failed tasks, as read with the details
+}
+
+// Result is the accounting of an attempt up to a time, and what package
+// sizing's advisor takes to advise on it.
+type Result struct {
+	Settings  sizing.Settings  // the executors' settings, from the properties
+	Resources sizing.Resources // the application's, from the properties
+	// Executors are the attempt's processes as the advisor reads them:
+	// Spark's figures with the screened stream's.
+	Executors []sizing.Executor
+	Usage     sizing.Usage // the figures of spark_app_usage
+	SetAside  []SetAside   // what the screen refused of the stream
+	// Reconciliation is the stream's totals against Spark's: for a
+	// completed attempt whose stream and whole stage list were read; nil
+	// otherwise.
+	Reconciliation *Reconciliation
+	FailureReasons []string // the attempt's stage failure reasons, for the advisor
+}
+
+// Account works out the accounting of attempt a up to endMs (its end, or
+// the time of the read while it runs), with the stream's totals screened
+// first (Screen): the usage, what was set aside, and, once it has
+// completed, the reconciliation and the lost task time. It fails only
+// when the properties cannot be read as settings.
+func Account(a *Attempt, endMs int64) (Result, error) {
+	s, r, err := Settings(a.Properties)
+	if err != nil {
+		return Result{}, err
+	}
+	stream, aside := Screen(a.Properties, a.Executors, a.Stream, endMs, a.Completed)
+	execs := SizingExecutors(a.Executors, stream, endMs)
+	u := sizing.Account(s, r, execs, endMs-a.StartMs)
+	SetAsideIn(&u, aside, a.StageTotals)
+	if a.StageTotals != nil {
+		u.SpilledBytes = a.StageTotals.MemSpill
+	}
+	var rec *Reconciliation
+	if a.Completed {
+		a.StageTotals.Figures(&u, a.StartMs, endMs)
+		if a.StreamRead && a.StageTotals != nil {
+			r := Reconcile(a.Executors, *a.StageTotals, a.Stream, aside)
+			rec = &r
+		}
+		LostTasks(&u, a.StageTotals, FailedTaskRunMs(a.Stages, a.StageTotals), rec)
+	} else {
+		// Running: the stages held so far, as the estimate reads them.
+		currentStages(a.Stages).Figures(&u, a.StartMs, endMs)
+	}
+	u.Outcome, u.OutcomeReason = outcome(a)
+	return Result{Settings: s, Resources: r, Executors: execs, Usage: u, SetAside: aside,
+		Reconciliation: rec, FailureReasons: FailureReasons(a.Stages)}, nil
+}
+
+// Estimate is a running attempt's usage so far, at atMs, from stream, the
+// stream's totals read up to then: the stages held so far, and the cores
+// held at atMs.
+func Estimate(a *Attempt, stream map[string]ProcessTotals, atMs int64) (sizing.Usage, error) {
+	s, r, err := Settings(a.Properties)
+	if err != nil {
+		return sizing.Usage{}, err
+	}
+	stream, aside := Screen(a.Properties, a.Executors, stream, atMs, false)
+	execs := SizingExecutors(a.Executors, stream, atMs)
+	u := sizing.Account(s, r, execs, atMs-a.StartMs)
+	SetAsideIn(&u, aside, nil)
+	currentStages(a.Stages).Figures(&u, a.StartMs, atMs)
+	u.Outcome, u.OutcomeReason = outcome(a)
+	u.CoresHeld = CoresHeld(a.Executors, atMs)
+	return u, nil
+}
+
+// Lost is the usage of an attempt closed out after its source lost it
+// while it ran (at lostAt): what it held up to when it was last seen
+// (lastSeenMs), without the stream, with outcome driver_lost.
+func Lost(a *Attempt, lastSeenMs int64, lostAt time.Time) (sizing.Usage, error) {
+	s, r, err := Settings(a.Properties)
+	if err != nil {
+		return sizing.Usage{}, err
+	}
+	u := sizing.Account(s, r, SizingExecutors(a.Executors, nil, lastSeenMs), lastSeenMs-a.StartMs)
+	u.TaskTimesUnknown("the metrics stream is not read for an application closed out while it ran")
+	currentStages(a.Stages).Figures(&u, a.StartMs, lastSeenMs)
+	u.Outcome = sizing.OutcomeDriverLost
+	u.OutcomeReason = fmt.Sprintf("no source has shown it since %s, while it ran: its end was never seen (the driver crashed or was killed, or ended where no History Server shows it)",
+		lostAt.UTC().Format(time.RFC3339))
+	return u, nil
+}
+
+// byID indexes executors by id.
+func byID(execs []sparkapi.Executor) map[string]*sparkapi.Executor {
+	m := make(map[string]*sparkapi.Executor, len(execs))
+	for i := range execs {
+		m[execs[i].ID] = &execs[i]
+	}
+	return m
+}

@@ -1,0 +1,62 @@
+package accounting
+
+import (
+	"encoding/json"
+	"os"
+	"path/filepath"
+	"testing"
+	"time"
+
+	"github.com/sparkpulse/sparkpulse/sparkapi"
+)
+
+var t0 = time.Date(2026, 11, 22, 10, 0, 0, 0, time.UTC)
+
+func at(s float64) time.Time { return t0.Add(time.Duration(s * float64(time.Second))) }
+
+func ms(t time.Time) int64 { return t.UnixMilli() }
+
+// stageAt is a stage attempt run from sub to done seconds after t0 (done
+// < 0: still running).
+func stageAt(id, attempt int, status string, sub, done float64) sparkapi.Stage {
+	s := sparkapi.Stage{StageID: id, AttemptID: attempt, Status: status, SubmissionTime: sparkapi.OptDate(at(sub))}
+	if done >= 0 {
+		s.CompletionTime = sparkapi.OptDate(at(done))
+	}
+	return s
+}
+
+// realSparkJSON decodes, by file, each recorded real Spark answer under
+// testdata/spark-real/<version>/ whose path matches glob (see package
+// realspark), failing with fewer than least of them.
+func realSparkJSON[T any](t *testing.T, glob string, least int) map[string]T {
+	t.Helper()
+	files, _ := filepath.Glob(filepath.Join("..", "testdata", "spark-real", "*", glob))
+	if len(files) < least {
+		t.Fatalf("recorded real Spark %s: %v", glob, files)
+	}
+	out := map[string]T{}
+	for _, f := range files {
+		b, err := os.ReadFile(f)
+		if err != nil {
+			t.Fatal(err)
+		}
+		var v T
+		if err := json.Unmarshal(b, &v); err != nil {
+			t.Fatalf("%s: %v", f, err)
+		}
+		out[f] = v
+	}
+	return out
+}
+
+func readJSONFile(t *testing.T, path string, v any) {
+	t.Helper()
+	b, err := os.ReadFile(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := json.Unmarshal(b, v); err != nil {
+		t.Fatalf("%s: %v", path, err)
+	}
+}

@@ -1,0 +1,69 @@
+package accounting
+
+import (
+	"github.com/sparkpulse/sparkpulse/spark"
+)
+
+// ProcessTotals is what the stream says of one process.
+type ProcessTotals struct {
+	Sums       map[string]float64 // StreamKey of a StreamCounters metric → Σ delta
+	NoDelta    map[string]int     // StreamKey of a StreamCounters metric → samples stored without a delta
+	Peak, Mean map[string]float64 // StreamKey of a StreamGauges metric → max, mean of its value
+	Samples    map[string]float64 // StreamKey of a StreamGauges metric → samples the mean is of; absent: weighed alike
+}
+
+// MergeTotals adds src, read over a window that does not overlap dst's,
+// to dst: sums and samples without a delta add up, peaks are the larger,
+// means are weighed by their samples.
+func MergeTotals(dst, src map[string]ProcessTotals) {
+	for proc, s := range src {
+		d, ok := dst[proc]
+		if !ok {
+			d = ProcessTotals{Sums: map[string]float64{}, NoDelta: map[string]int{}, Peak: map[string]float64{}, Mean: map[string]float64{}, Samples: map[string]float64{}}
+		}
+		for k, v := range s.Sums {
+			d.Sums[k] += v
+		}
+		for k, v := range s.NoDelta {
+			d.NoDelta[k] += v
+		}
+		for k, v := range s.Peak {
+			if old, ok := d.Peak[k]; !ok || v > old {
+				d.Peak[k] = v
+			}
+		}
+		for k, v := range s.Mean {
+			n, m := s.Samples[k], d.Samples[k]
+			if n <= 0 {
+				n = 1
+			}
+			if _, ok := d.Mean[k]; !ok {
+				m = 0
+			}
+			d.Mean[k] = (d.Mean[k]*m + v*n) / (m + n)
+			d.Samples[k] = m + n
+		}
+		dst[proc] = d
+	}
+}
+
+// CloneTotals is a copy of src, its maps new.
+func CloneTotals(src map[string]ProcessTotals) map[string]ProcessTotals {
+	out := map[string]ProcessTotals{}
+	MergeTotals(out, src)
+	return out
+}
+
+// StreamCounters are the counters whose deltas the accounting and
+// reconciliation sum.
+var StreamCounters = []spark.Metric{spark.SucceededTasks, spark.CPUTime, spark.RunTime, spark.JVMGCTime,
+	spark.BytesRead, spark.ShuffleRead, spark.ShuffleWritten, spark.CgroupCPU}
+
+// StreamGauges are the gauges whose peak and mean the accounting reads.
+var StreamGauges = []spark.Metric{spark.JVMRSSMemory, spark.PythonRSSMemory, spark.OtherRSSMemory, spark.JVMHeapMemory}
+
+// StreamKey is m's key in ProcessTotals' maps, whatever shape the stream
+// is stored in: its measurement in the CERN shape ("cpuTime.count",
+// "ch.cern.CgroupMetrics.CPUTimeNanosec"), for a gauge of ExecutorMetrics
+// also its name in Spark's peakMemoryMetrics.
+func StreamKey(m spark.Metric) string { return spark.SchemaCERN.Measurement(m) }

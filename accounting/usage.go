@@ -1,0 +1,331 @@
+package accounting
+
+import (
+	"cmp"
+	"fmt"
+	"maps"
+	"math"
+	"slices"
+	"strconv"
+	"strings"
+
+	"github.com/sparkpulse/sparkpulse/sizing"
+	"github.com/sparkpulse/sparkpulse/sparkapi"
+)
+
+// SizingExecutors is what package sizing needs of the attempt's
+// processes (xs: as Spark lists them, the driver first), with the
+// stream's figures; alive up to endMs for those still running.
+func SizingExecutors(xs []sparkapi.Executor, stream map[string]ProcessTotals, endMs int64) []sizing.Executor {
+	var execs []sizing.Executor
+	listed := byID(xs)
+	for _, id := range slices.SortedFunc(maps.Keys(listed), CompareExecutorIDs) {
+		x := listed[id]
+		e := ExecutorSizing(x)
+		added, removed := optMS(x.AddTime), optMS(x.RemoveTime)
+		e.Released = removed > 0 && removed < endMs && sizing.RemoveKind(x.RemoveReason) == sizing.RemovedReleased
+		if removed == 0 || removed > endMs {
+			removed = endMs
+		}
+		if added > 0 && removed > added {
+			e.AliveMs = removed - added
+		}
+		if t, ok := stream[id]; ok {
+			e.CPUNs, e.RunMs = int64(t.Sums["cpuTime.count"]), int64(t.Sums["runTime.count"])
+			e.CgroupCPUNs = int64(t.Sums["ch.cern.CgroupMetrics.CPUTimeNanosec"])
+			e.MeanRSS = int64(t.Mean["ProcessTreeJVMRSSMemory"] + t.Mean["ProcessTreePythonRSSMemory"] + t.Mean["ProcessTreeOtherRSSMemory"])
+			// The larger of Spark's peak (heartbeats) and the stream's
+			// (reports); a copy, as the REST answer's map is kept.
+			peaks := maps.Clone(e.Peaks)
+			if peaks == nil {
+				peaks = map[string]int64{}
+			}
+			for _, m := range StreamGauges {
+				g := StreamKey(m)
+				if v, ok := t.Peak[g]; ok {
+					peaks[g] = max(peaks[g], int64(v))
+				}
+			}
+			e.Peaks = peaks
+		}
+		execs = append(execs, e)
+	}
+	// Processes only the stream knows: executors Spark no longer lists
+	// (past spark.ui.retainedDeadExecutors). Their memory peaks count for
+	// the advice; what they held and ran is not known, and not guessed.
+	for _, id := range slices.SortedFunc(maps.Keys(stream), CompareExecutorIDs) {
+		if _, ok := listed[id]; ok || id == "driver" {
+			continue
+		}
+		peaks := map[string]int64{}
+		for _, m := range StreamGauges {
+			g := StreamKey(m)
+			if v, ok := stream[id].Peak[g]; ok {
+				peaks[g] = int64(v)
+			}
+		}
+		if len(peaks) > 0 {
+			execs = append(execs, sizing.Executor{ID: id, Peaks: peaks})
+		}
+	}
+	return execs
+}
+
+// ExecutorSizing is what package sizing needs of an executor.
+func ExecutorSizing(x *sparkapi.Executor) sizing.Executor {
+	return sizing.Executor{ID: x.ID, Peaks: x.PeakMemoryMetrics, TaskTimeMs: x.TotalDuration, GCTimeMs: x.TotalGCTime, RemoveReason: x.RemoveReason,
+		Cores: x.TotalCores} // the executor's own: spark.executor.cores may be unset (standalone takes all a worker has)
+}
+
+// FailureReasons are the attempt's job and stage failure reasons.
+func FailureReasons(stages []Stage) []string {
+	var out []string
+	for _, s := range stages {
+		if s.FailureReason != "" {
+			out = append(out, s.FailureReason)
+		}
+	}
+	return out
+}
+
+// CoresHeld is the cores of the attempt's executors alive at ms: the task
+// slots the Spark dashboard sets the busy ones against.
+func CoresHeld(execs []sparkapi.Executor, ms int64) int {
+	n := 0
+	for _, x := range execs {
+		added, removed := optMS(x.AddTime), optMS(x.RemoveTime)
+		if x.ID != "driver" && added > 0 && added <= ms && (removed == 0 || removed > ms) {
+			n += x.TotalCores
+		}
+	}
+	return n
+}
+
+// SetAsideIn records in u what the screen set aside. Where executors'
+// counters were, the task times come from Spark's stage list when it is
+// whole, else they are unknown: a sum without those executors would
+// understate them.
+func SetAsideIn(u *sizing.Usage, aside []SetAside, stages *StageTotals) {
+	counters := 0
+	for _, a := range aside {
+		u.SetAside = append(u.SetAside, a.String())
+		if a.Counters {
+			counters++
+		}
+	}
+	switch {
+	case counters == 0:
+	case stages != nil && stages.Dropped() == 0:
+		u.TaskTimesFromStages(stages.CPUNs, stages.RunMs)
+	default:
+		u.TaskTimesUnknown(fmt.Sprintf("the stream's counters of %d processes were set aside", counters))
+	}
+}
+
+// LostTasks sets the run time of the task attempts that failed or were
+// killed, at the end. What Spark's numbers hold (core, AppStatusListener
+// and Executor):
+//
+//   - a stage attempt's executorRunTime is the sum of the metrics of every
+//     task end event of the attempt that carried metrics (onTaskEnd adds
+//     LiveTask.updateMetrics' delta to LiveStage.metrics whatever the end
+//     reason): successful tasks, tasks that failed with an exception and
+//     killed tasks (a speculative copy that lost, a task of a cancelled
+//     job), whose run time the executor reports on failure
+//     (collectAccumulatorsAndResetStatusOnFailure);
+//   - tasks that failed on a fetch failure or a commit denial, and tasks
+//     whose executor was lost, carry no metrics (no accumulator updates:
+//     the task end's metrics are null) and are in no total;
+//   - the executors' runTime counter (ExecutorSource, in the stream) is
+//     added to only when a task succeeds;
+//   - taskList gives each failed task with its own metrics.
+//
+// So the figure is, by the first source that holds every such task: the
+// failed tasks' run time as taskList gave them (fromTasks, when every
+// stage attempt with failed tasks had all of them read, and none was
+// killed: killed tasks are not read); else Spark's stage total less the
+// stream's, when the stream holds every successful task (the
+// reconciliation's verdict is exact or failed_tasks). Without failed or
+// killed tasks it is 0. Never counted, as no number tells them apart: the
+// successful tasks of a job that failed (whether their work was lost
+// depends on what the program did next: a later job reuses their shuffle
+// output), the tasks run again for shuffle output lost with an executor
+// (successful tasks of a later attempt), and the failed tasks without
+// metrics above. The figure is a lower bound of the compute failures cost.
+func LostTasks(u *sizing.Usage, t *StageTotals, fromTasks *int64, rec *Reconciliation) {
+	const unknown = "lost task time unknown: "
+	var lostMs float64
+	switch {
+	case t == nil:
+		u.Notes = append(u.Notes, unknown+"Spark's stage list was not read")
+		return
+	case t.Dropped() > 0:
+		u.Notes = append(u.Notes, unknown+"Spark no longer lists every stage (spark.ui.retainedStages)")
+		return
+	case t.Failed+t.Killed == 0:
+	case fromTasks != nil:
+		lostMs = float64(*fromTasks)
+	case rec == nil:
+		u.Notes = append(u.Notes, fmt.Sprintf(unknown+"%d failed or killed tasks, not all read, and no metrics stream to tell their run time from the successful tasks'", t.Failed+t.Killed))
+		return
+	case rec.Verdict != ReconcileExact && rec.Verdict != ReconcileFailedTasks:
+		u.Notes = append(u.Notes, fmt.Sprintf(unknown+"%d failed or killed tasks, not all read, and the stream's successful tasks do not match Spark's (%s)", t.Failed+t.Killed, rec.Verdict))
+		return
+	default:
+		for _, m := range rec.Metrics {
+			if m.Name == "run_time_ms" {
+				lostMs = max(0, math.Round(m.Spark-m.Stream))
+			}
+		}
+	}
+	v := lostMs / 1000
+	u.LostTaskSeconds = &v
+}
+
+// FailedTaskRunMs sums the run time of the failed tasks read of the
+// attempt's stage attempts (their details: Stage.FailedTasks), when they are every failed or killed task
+// of its stage list t: every stage attempt with failed tasks had all of
+// them read, and none had killed tasks; nil otherwise.
+func FailedTaskRunMs(stages []Stage, t *StageTotals) *int64 {
+	if t == nil {
+		return nil
+	}
+	var sum int64
+	failed := 0
+	for _, s := range stages {
+		if s.NumFailedTasks+s.NumKilledTasks == 0 {
+			continue
+		}
+		if s.NumKilledTasks > 0 || !s.DetailsRead || len(s.FailedTasks) < s.NumFailedTasks {
+			return nil
+		}
+		failed += s.NumFailedTasks
+		for _, task := range s.FailedTasks {
+			if task.TaskMetrics != nil {
+				sum = addSat(sum, max(task.TaskMetrics.ExecutorRunTime, 0))
+			}
+		}
+	}
+	if failed != t.Failed+t.Killed {
+		return nil // stages with failures that sparkpulse no longer holds
+	}
+	return &sum
+}
+
+// Outcome decides how an application attempt ended from what Spark's
+// REST API says of it (see sizing's Outcome constants): whether it
+// completed, and its jobs, the last to end deciding; a failed job's reason
+// is the first line of its first failed stage attempt's.
+func Outcome(completed bool, jobs []sparkapi.Job, stages []sparkapi.Stage) (outcome, reason string) {
+	ss := make([]*sparkapi.Stage, len(stages))
+	for i := range stages {
+		ss[i] = &stages[i]
+	}
+	js := make([]*sparkapi.Job, len(jobs))
+	for i := range jobs {
+		js[i] = &jobs[i]
+	}
+	return decideOutcome(completed, js, ss)
+}
+
+// outcome is Outcome of the attempt.
+func outcome(a *Attempt) (string, string) {
+	js := make([]*sparkapi.Job, 0, len(a.Jobs))
+	for i := range a.Jobs {
+		js = append(js, &a.Jobs[i])
+	}
+	ss := make([]*sparkapi.Stage, 0, len(a.Stages))
+	for i := range a.Stages {
+		ss = append(ss, &a.Stages[i].Stage)
+	}
+	return decideOutcome(a.Completed, js, ss)
+}
+
+func decideOutcome(completed bool, jobs []*sparkapi.Job, stages []*sparkapi.Stage) (string, string) {
+	if !completed {
+		return sizing.OutcomeRunning, "the attempt has not completed"
+	}
+	// The last job to end: a program that does not catch a job's failure
+	// ends with it; one that caught it went on to run more.
+	var last *sparkapi.Job
+	endOf := func(j *sparkapi.Job) int64 { return max(optMS(j.CompletionTime), optMS(j.SubmissionTime)) }
+	for _, j := range jobs {
+		if last == nil || cmp.Or(cmp.Compare(endOf(j), endOf(last)), cmp.Compare(j.JobID, last.JobID)) > 0 {
+			last = j
+		}
+	}
+	if last == nil {
+		return sizing.OutcomeUnknown, "no job listed: Spark records no exit status, and an application without jobs gives no evidence"
+	}
+	var failedBefore []int
+	for _, j := range jobs {
+		if j != last && j.Status == "FAILED" {
+			failedBefore = append(failedBefore, j.JobID)
+		}
+	}
+	switch last.Status {
+	case "SUCCEEDED":
+		r := fmt.Sprintf("its last job, %d, succeeded", last.JobID)
+		if len(failedBefore) > 0 {
+			slices.Sort(failedBefore)
+			r += "; job " + intList(failedBefore) + " failed before it"
+		}
+		return sizing.OutcomeSucceeded, r
+	case "FAILED":
+		r := fmt.Sprintf("its last job, %d, failed", last.JobID)
+		if why := stageFailure(stages, last.StageIDs); why != "" {
+			r += ": " + why
+		}
+		return sizing.OutcomeFailed, r
+	}
+	return sizing.OutcomeUnknown, fmt.Sprintf("its last job, %d, was still %s when the application ended", last.JobID, last.Status)
+}
+
+// stageFailure is the first line of the failure reason of the first
+// failed attempt among the stages ids, "" if none failed.
+func stageFailure(stages []*sparkapi.Stage, ids []int) string {
+	var best *sparkapi.Stage
+	for _, s := range stages {
+		if s.Status == "FAILED" && slices.Contains(ids, s.StageID) &&
+			(best == nil || cmp.Or(cmp.Compare(s.StageID, best.StageID), cmp.Compare(s.AttemptID, best.AttemptID)) < 0) {
+			best = s
+		}
+	}
+	if best == nil {
+		return ""
+	}
+	return firstLine(best.FailureReason)
+}
+
+// CompareExecutorIDs orders the driver first, then executors by number.
+func CompareExecutorIDs(a, b string) int {
+	rank := func(id string) int {
+		if id == "driver" {
+			return 0
+		}
+		return 1
+	}
+	return cmp.Or(rank(a)-rank(b), len(a)-len(b), strings.Compare(a, b))
+}
+
+// optMS is an optional date in epoch ms, 0 when absent.
+func optMS(d *sparkapi.Date) int64 { return d.Ms() }
+
+func firstLine(s string) string {
+	s = strings.TrimSpace(s)
+	if i := strings.IndexByte(s, '\n'); i >= 0 {
+		s = s[:i]
+	}
+	return strings.TrimSpace(s)
+}
+
+func intList(ids []int) string {
+	var b strings.Builder
+	for i, id := range ids {
+		if i > 0 {
+			b.WriteByte(',')
+		}
+		b.WriteString(strconv.Itoa(id))
+	}
+	return b.String()
+}

@@ -1,0 +1,52 @@
+package accounting
+
+import (
+	"maps"
+	"testing"
+	"time"
+
+	"github.com/sparkpulse/sparkpulse/sparkapi"
+)
+
+// An executor the driver released while the application ran is marked so
+// for the idle-timeout rule; one removed otherwise, or at the end, is not.
+func TestSizingExecutorsReleased(t *testing.T) {
+	exec := func(id string, removed time.Time, reason string) sparkapi.Executor {
+		return sparkapi.Executor{ID: id, AddTime: sparkapi.OptDate(at(0)), RemoveTime: sparkapi.OptDate(removed), RemoveReason: reason}
+	}
+	execs := []sparkapi.Executor{
+		exec("1", at(100), "Executor killed by driver."),
+		exec("2", at(100), "Container killed by YARN for exceeding physical memory limits."),
+		exec("3", at(600), "Executor killed by driver."),
+		exec("4", time.Time{}, ""),
+	}
+	got := map[string]bool{}
+	for _, e := range SizingExecutors(execs, nil, ms(at(600))) {
+		got[e.ID] = e.Released
+	}
+	if want := map[string]bool{"1": true, "2": false, "3": false, "4": false}; !maps.Equal(got, want) {
+		t.Errorf("released %v, want %v", got, want)
+	}
+}
+
+// The cores an application holds at a time: its executors added by then
+// and not yet removed, the driver's left out.
+func TestCoresHeld(t *testing.T) {
+	var execs []sparkapi.Executor
+	add := func(id string, cores int, added, removed int64) {
+		x := sparkapi.Executor{ID: id, TotalCores: cores, AddTime: sparkapi.OptDate(time.UnixMilli(added))}
+		if removed > 0 {
+			x.RemoveTime = sparkapi.OptDate(time.UnixMilli(removed))
+		}
+		execs = append(execs, x)
+	}
+	add("driver", 2, 1, 0)
+	add("1", 4, 1_000, 100_000)
+	add("2", 2, 50_000, 0)
+	add("3", 8, 200_000, 0)
+	for ms, want := range map[int64]int{500: 0, 1_000: 4, 50_000: 6, 99_999: 6, 100_000: 2, 150_000: 2, 200_000: 10} {
+		if got := CoresHeld(execs, ms); got != want {
+			t.Errorf("at %d ms: %d cores, want %d", ms, got, want)
+		}
+	}
+}

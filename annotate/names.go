@@ -1,0 +1,252 @@
+package annotate
+
+// The names of what the annotator writes about an application's
+// accounting: its measurements, tags and fields, declared once for the
+// encoder that writes them and for the dashboards, reports and live view
+// that read them back (docs/schema.md lists them; docs/sizing.md says how
+// each figure is worked out).
+
+const (
+	// MeasurementUsage has an application's accounting.
+	MeasurementUsage = "spark_app_usage"
+	// MeasurementReconcile compares the stream's totals with Spark's.
+	MeasurementReconcile = "spark_reconcile"
+)
+
+// Tags.
+const (
+	// TagApplicationID is on every annotation point: the key the
+	// application's metrics carry (its id, or what spark.metrics.namespace
+	// makes of it).
+	TagApplicationID = "applicationid"
+	// TagAppName is the application's name, where it has one.
+	TagAppName = "appname"
+	// TagUser is the submitting user (sparkUser), on spark_app_usage.
+	TagUser = "user"
+	// TagQueue is the YARN queue or Kubernetes namespace, where set, on
+	// spark_app_usage.
+	TagQueue = "queue"
+)
+
+// Fields the facts of several measurements have.
+const (
+	// FieldFact is the fact a point is: start, end, lost, or (for
+	// spark_app_usage) estimate.
+	FieldFact = "fact"
+	// FieldAppID is the application's id, which the tag applicationid
+	// may not be (spark.metrics.namespace).
+	FieldAppID = "app_id"
+	// FieldTitle is the fact's title, as a Grafana annotation shows it.
+	FieldTitle = "title"
+	// FieldText is the fact's text.
+	FieldText = "text"
+	// FieldAttemptID is the application attempt's id, where it has one.
+	FieldAttemptID = "attempt_id"
+)
+
+// Fields of spark_app_usage: what the application was given and used,
+// each as docs/sizing.md defines it (package accounting works them out),
+// and what the recommendations would save. Besides FieldFact (end,
+// estimate, lost), FieldAppID, FieldTitle, FieldText and FieldAttemptID.
+const (
+	// UsageDurationMs is the application's run time.
+	UsageDurationMs = "duration_ms"
+	// UsageExecutors is the number of executors it had.
+	UsageExecutors = "executors"
+	// UsageExecutorCores is the cores of each executor.
+	UsageExecutorCores = "executor_cores"
+	// UsageContainerBytes is an executor's container: heap, overhead,
+	// PySpark and off-heap memory.
+	UsageContainerBytes = "container_bytes"
+	// UsageExecutorCoreSeconds is executor cores × the time each executor
+	// lived: what the cluster held for them.
+	UsageExecutorCoreSeconds = "executor_core_seconds"
+	// UsageExecutorMemoryByteSeconds is executor containers × the time
+	// each executor lived.
+	UsageExecutorMemoryByteSeconds = "executor_memory_byte_seconds"
+	// UsageDriverCoreSeconds is what the cluster held for the driver, in
+	// core-seconds (see UsageDriverHeld).
+	UsageDriverCoreSeconds = "driver_core_seconds"
+	// UsageDriverMemoryByteSeconds is likewise in byte-seconds.
+	UsageDriverMemoryByteSeconds = "driver_memory_byte_seconds"
+	// UsageDriverHeld is what the driver figures count: driver, the
+	// driver's container in cluster mode; yarn_am, YARN's application
+	// master in client mode; outside, a client-mode driver outside the
+	// cluster, counted as nothing.
+	UsageDriverHeld = "driver_held"
+	// UsageCoresHeld is, in an estimate, the cores of the application's
+	// live executors at the read.
+	UsageCoresHeld = "cores_held"
+	// UsageTaskCPUSeconds is the CPU time of the executors' tasks.
+	UsageTaskCPUSeconds = "task_cpu_seconds"
+	// UsageTaskRunSeconds is the run time of the executors' tasks.
+	UsageTaskRunSeconds = "task_run_seconds"
+	// UsageBusySlotSeconds is Σ task run time × spark.task.cpus: the
+	// core-seconds tasks held.
+	UsageBusySlotSeconds = "busy_slot_seconds"
+	// UsageCPUUsedSeconds is the CPU time used: the containers' where the
+	// cgroup plugin reports it, else the tasks'.
+	UsageCPUUsedSeconds = "cpu_used_seconds"
+	// UsageCPUUtilisation is UsageCPUUsedSeconds over the core-seconds
+	// held.
+	UsageCPUUtilisation = "cpu_utilisation"
+	// UsageCPUFrom is where the CPU figures come from: container, tasks,
+	// stages.
+	UsageCPUFrom = "cpu_from"
+	// UsageContainerCPUSeconds is the CPU time of the executors'
+	// containers (cgroup plugin).
+	UsageContainerCPUSeconds = "container_cpu_seconds"
+	// UsageGCSeconds is the executors' GC time.
+	UsageGCSeconds = "gc_seconds"
+	// UsageGCShare is the GC time over the tasks' time.
+	UsageGCShare = "gc_share"
+	// UsagePeakRSSBytes is the executors' peak resident memory.
+	UsagePeakRSSBytes = "peak_rss_bytes"
+	// UsageMemoryUtilisation is UsagePeakRSSBytes over the container.
+	UsageMemoryUtilisation = "memory_utilisation"
+	// UsageMeanRSSBytes is the executors' mean resident memory.
+	UsageMeanRSSBytes = "mean_rss_bytes"
+	// UsageMeanMemoryUtilisation is UsageMeanRSSBytes over the container.
+	UsageMeanMemoryUtilisation = "mean_memory_utilisation"
+	// UsageMeanRSSByteSeconds is the mean resident memory × the time each
+	// executor lived: what the containers would have needed.
+	UsageMeanRSSByteSeconds = "mean_rss_byte_seconds"
+	// UsagePeakPythonRSSBytes is the Python workers' peak resident memory.
+	UsagePeakPythonRSSBytes = "peak_python_rss_bytes"
+	// UsageMemorySpilledBytes is, at the end, the bytes spilled from
+	// memory.
+	UsageMemorySpilledBytes = "memory_spilled_bytes"
+	// UsageDiskSpilledBytes is, at the end, the bytes spilled to disk.
+	UsageDiskSpilledBytes = "disk_spilled_bytes"
+	// UsageFailedTasks is, at the end, the failed tasks.
+	UsageFailedTasks = "failed_tasks"
+	// UsageKilledTasks is, at the end, the killed tasks.
+	UsageKilledTasks = "killed_tasks"
+	// UsageShuffleFetchWaitMs is, at the end, the time tasks waited for
+	// shuffle fetches.
+	UsageShuffleFetchWaitMs = "shuffle_fetch_wait_ms"
+	// UsageSlotOccupancy is busy slot-seconds ÷ core-seconds held.
+	UsageSlotOccupancy = "slot_occupancy"
+	// UsageDriverOnlyMs is the wall clock with no stage attempt running
+	// (when Spark lists every stage).
+	UsageDriverOnlyMs = "driver_only_ms"
+	// UsageFailedStageAttempts is the stage attempts that failed (when
+	// Spark lists every stage).
+	UsageFailedStageAttempts = "failed_stage_attempts"
+	// UsageLostTaskSeconds is the run time of failed and killed tasks,
+	// when it can be told.
+	UsageLostTaskSeconds = "lost_task_seconds"
+	// UsageOutcome is how the application ended: succeeded, failed,
+	// running, unknown, driver_lost.
+	UsageOutcome = "outcome"
+	// UsageOutcomeReason says why.
+	UsageOutcomeReason = "outcome_reason"
+	// UsageFindings is the number of the sizing rules' findings.
+	UsageFindings = "findings"
+	// UsageRecommendations is the number of settings recommended.
+	UsageRecommendations = "recommendations"
+	// UsageSavingCoreSeconds is what the recommendations would save, in
+	// core-seconds.
+	UsageSavingCoreSeconds = "saving_core_seconds"
+	// UsageSavingByteSeconds is likewise in byte-seconds.
+	UsageSavingByteSeconds = "saving_byte_seconds"
+	// UsageRecommended is the recommended --conf settings.
+	UsageRecommended = "recommended"
+	// UsageSetAsideCount is the number of the stream's figures that could
+	// not be true and were not used.
+	UsageSetAsideCount = "set_aside_count"
+	// UsageSetAside names them.
+	UsageSetAside = "set_aside"
+	// UsageNotes is what else the accounting has to say.
+	UsageNotes = "notes"
+)
+
+// Fields of spark_reconcile: the stream's totals against Spark's own.
+// Besides FieldAppID, FieldTitle, FieldText and FieldAttemptID, a
+// ReconcileStream, ReconcileSpark and ReconcileDiff field for each total
+// compared.
+const (
+	// ReconcileVerdict is the verdict: above_spark, exact, short,
+	// no_delta, failed_tasks, differs, no_stream (package accounting's
+	// Reconcile… constants).
+	ReconcileVerdict = "verdict"
+	// ReconcileAboveCount is the number of executors whose counters exceed
+	// Spark's.
+	ReconcileAboveCount = "above_count"
+	// ReconcileAboveExecutors names them.
+	ReconcileAboveExecutors = "above_executors"
+	// ReconcileShortCount is the number of executors whose last reports
+	// fell short.
+	ReconcileShortCount = "short_count"
+	// ReconcileShortExecutors names them.
+	ReconcileShortExecutors = "short_executors"
+	// ReconcileUnlistedProcesses is the number of processes in the stream
+	// that Spark does not list.
+	ReconcileUnlistedProcesses = "unlisted_processes"
+	// ReconcileStagesDropped is the number of stages Spark no longer lists.
+	ReconcileStagesDropped = "stages_dropped"
+	// ReconcileFailedTasks is the failed tasks, whose metrics Spark counts
+	// and the executors' counters do not.
+	ReconcileFailedTasks = "failed_tasks"
+
+	// ReconcileStreamPrefix, ReconcileSparkPrefix and ReconcileDiffPrefix
+	// start the fields of a total compared: the stream's, Spark's, and
+	// (stream − Spark) / Spark.
+	ReconcileStreamPrefix = "stream_"
+	ReconcileSparkPrefix  = "spark_"
+	ReconcileDiffPrefix   = "diff_"
+)
+
+// A total spark_reconcile compares (the names of package accounting's
+// reconciliation metrics).
+const (
+	TotalTasks             = "tasks"
+	TotalCPUTimeNs         = "cpu_time_ns"
+	TotalRunTimeMs         = "run_time_ms"
+	TotalGCTimeMs          = "gc_time_ms"
+	TotalInputBytes        = "input_bytes"
+	TotalShuffleReadBytes  = "shuffle_read_bytes"
+	TotalShuffleWriteBytes = "shuffle_write_bytes"
+)
+
+// ReconcileStream is the field of the stream's figure of a total.
+func ReconcileStream(total string) string { return ReconcileStreamPrefix + total }
+
+// ReconcileSpark is the field of Spark's figure of a total.
+func ReconcileSpark(total string) string { return ReconcileSparkPrefix + total }
+
+// ReconcileDiff is the field of a total's difference, (stream − Spark) /
+// Spark.
+func ReconcileDiff(total string) string { return ReconcileDiffPrefix + total }
+
+// Fields of spark_sizing (MeasurementSizing): a point of kind limits, then
+// one per finding and one per recommended setting, each with FieldText
+// and FieldAttemptID.
+const (
+	// SizingKind is limits, finding or setting.
+	SizingKind = "kind"
+
+	// Limits: the executors' memory settings and container.
+	SizingHeapBytes      = "heap_bytes"
+	SizingUnifiedBytes   = "unified_bytes"
+	SizingOverheadBytes  = "overhead_bytes"
+	SizingPySparkBytes   = "pyspark_bytes"
+	SizingOffHeapBytes   = "off_heap_bytes"
+	SizingContainerBytes = "container_bytes"
+	SizingExecutors      = "executors"
+
+	// SizingRule is the rule of a finding or setting (docs/sizing.md).
+	SizingRule = "rule"
+	// SizingExecutor is the executor a finding is about; none for all.
+	SizingExecutor = "executor"
+
+	// Settings: the property, its recommended and current values, why,
+	// the risk, and what it would save.
+	SizingProperty          = "property"
+	SizingValue             = "value"
+	SizingCurrent           = "current"
+	SizingReason            = "reason"
+	SizingRisk              = "risk"
+	SizingSavingCoreSeconds = "saving_core_seconds"
+	SizingSavingByteSeconds = "saving_byte_seconds"
+)

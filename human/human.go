@@ -1,0 +1,43 @@
+// Package human writes counts and sizes as a person reads them, for the
+// text sparkpulse prints: "1 application", "2 applications", "64 MiB",
+// "1.5 GiB". One source, so that `check`, `report` and the other commands
+// word them alike.
+package human
+
+import (
+	"strconv"
+	"strings"
+)
+
+// Count writes a count with its noun: "1 application", "2 applications".
+// The noun's plural is the noun and "s" unless given.
+func Count(n int, noun string, plural ...string) string {
+	word := noun
+	if n != 1 {
+		word = noun + "s"
+		if len(plural) > 0 {
+			word = plural[0]
+		}
+	}
+	return strconv.Itoa(n) + " " + word
+}
+
+// Bytes writes a size in binary units, exactly when it is a whole number
+// of them ("64 MiB"), else with one decimal ("1.5 GiB").
+func Bytes(n int64) string {
+	if n < 0 {
+		return "-" + Bytes(-n)
+	}
+	units := []string{"B", "KiB", "MiB", "GiB", "TiB", "PiB", "EiB"}
+	i, f := 0, float64(n)
+	for f >= 1024 && i < len(units)-1 {
+		f /= 1024
+		i++
+	}
+	if i == 0 {
+		return strconv.FormatInt(n, 10) + " B"
+	}
+	s := strconv.FormatFloat(f, 'f', 1, 64)
+	s = strings.TrimSuffix(s, ".0")
+	return s + " " + units[i]
+}

@@ -1,0 +1,21 @@
+// Package report reads, computes and prints what `sparkpulse report`
+// shows, as text or JSON, to an io.Writer.
+//
+// WriteApp is one application: annotate.Assess's accounting and sizing
+// advice (the same rules as spark_app_usage and spark_sizing, from Spark's
+// REST API and the metrics stream its annotate.Config names), its
+// executors' peaks against their limits, and where its time went
+// (package timespent, on its slowest stages and failed tasks, a task lost
+// with its executor classed with why the executor went).
+//
+// WriteFleet is every application that ended in a range, from the
+// spark_app_usage facts the annotator writes (end and lost), ranked by
+// idle core-hours (task slots no task ran in), then GiB-hours, then id,
+// with their totals, plus the applications still running: the difference
+// of their cumulative estimates over the range, outside the totals. Every
+// read is bounded in time; a read that fails names the database and the
+// server, with its credentials redacted, never the statement.
+//
+// The JSON of both has stable field names for scripts, and lists that are
+// never null.
+package report

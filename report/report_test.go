@@ -1,0 +1,96 @@
+package report
+
+import (
+	"bytes"
+	"encoding/json"
+	"fmt"
+	"slices"
+	"strconv"
+	"strings"
+	"testing"
+
+	"github.com/sparkpulse/sparkpulse/annotate"
+	"github.com/sparkpulse/sparkpulse/human"
+	"github.com/sparkpulse/sparkpulse/influx"
+	"github.com/sparkpulse/sparkpulse/sizing"
+	"github.com/sparkpulse/sparkpulse/sparkapi"
+)
+
+// A task lost with its executor is classed with why the executor went,
+// as its removal reads: memory (container_oom) is told from a kill.
+func TestWhereTimeWentLostExecutors(t *testing.T) {
+	lost := func(exec string) sparkapi.TaskData {
+		return sparkapi.TaskData{ExecutorID: exec, Status: "FAILED",
+			ErrorMessage: "ExecutorLostFailure (executor " + exec + " exited caused by one of the running tasks) Reason: lost"}
+	}
+	read := []annotate.StageRead{{Stage: sparkapi.Stage{StageID: 3, Status: "FAILED", NumFailedTasks: 3},
+		Failed: []sparkapi.TaskData{lost("1"), lost("1"), lost("2")}}}
+	var as annotate.Assessment
+	as.Application.Executors = []sizing.Executor{
+		{ID: "1", RemoveReason: "Container killed by YARN for exceeding physical memory limits. 4.5 GB of 4.5 GB physical memory used."},
+		{ID: "2"},
+	}
+	var got []string
+	for _, f := range whereTimeWent(read, as).Failures {
+		got = append(got, fmt.Sprintf("%s %s %d", f.Class, f.Kind, f.Tasks))
+	}
+	if want := []string{"ExecutorLostFailure (container_oom) executor_lost 2", "ExecutorLostFailure executor_lost 1"}; !slices.Equal(got, want) {
+		t.Errorf("failures %q, want %q", got, want)
+	}
+}
+
+// spark_app_usage rows become applications ranked by idle core-hours,
+// then GiB-hours, then id; the totals add them up, a lost one counted,
+// and the text says so.
+func TestFleetRankAndText(t *testing.T) {
+	n := func(f float64) json.Number { return json.Number(strconv.FormatFloat(f, 'g', -1, 64)) } // as InfluxDB's answers are read
+	s := influx.Series{Name: annotate.MeasurementUsage,
+		Columns: []string{"time", "applicationid", "app_id", "appname", "user", "duration_ms", "executors", "executor_core_seconds",
+			"executor_memory_byte_seconds", "busy_slot_seconds", "mean_memory_utilisation", "outcome", "recommended", "lost_task_seconds"},
+		Values: [][]any{
+			{"2026-11-25T10:00:00Z", "ns.a", "app-a", "a", "ann", n(3600000), n(2), n(7200), n(2 * gibHour), n(7200), n(0.5), "succeeded", "", nil},
+			{"2026-11-25T11:00:00Z", "app-b", nil, "b", "bob", n(1800000), n(4), n(14400), n(4 * gibHour), n(3600), nil, "driver_lost", "--conf spark.executor.cores=2", n(1800)},
+		}}
+	r := Fleet{SinceText: "7d", Database: "spark", Applications: appendFleetApps(nil, s)}
+	r.rank()
+	var ids []string
+	for _, a := range r.Applications {
+		ids = append(ids, a.Application)
+	}
+	if want := []string{"app-b", "app-a"}; !slices.Equal(ids, want) {
+		t.Errorf("order %q, want %q (most idle first)", ids, want)
+	}
+	a := r.Applications[1]
+	if a.MetricsKey != "ns.a" || a.IdleCoreHours != 0 || a.UnusedGiBHours != 1 {
+		t.Errorf("app-a: %+v", a)
+	}
+	tot := r.Totals
+	if tot.Applications != 2 || tot.CoreHours != 6 || tot.IdleCoreHours != 3 || tot.Lost != 1 || tot.LostTaskHours != 0.5 {
+		t.Errorf("totals %+v", tot)
+	}
+	var out bytes.Buffer
+	printFleet(&out, r)
+	for _, want := range []string{
+		"2 applications ended in the last 7d (database spark), 1 of them lost while running",
+		"lost to failed and killed tasks: 0.5 task-hours",
+		"  app-b: --conf spark.executor.cores=2",
+	} {
+		if !strings.Contains(out.String(), want) {
+			t.Errorf("no %q in:\n%s", want, out.String())
+		}
+	}
+}
+
+// Hours read as a person reads them; savings and costs as the fleet
+// counts them.
+func TestHoursAndSaving(t *testing.T) {
+	got := []string{hours(36000), hours(720), hours(0),
+		saving(sizing.Setting{SavingCoreSeconds: 7200, SavingByteSeconds: -gibHour / 2})}
+	want := []string{"10.0", "0.2", "0.0", "; saves 2.0 core-hours; costs 0.5 GiB-hours"}
+	if !slices.Equal(got, want) {
+		t.Errorf("got %q, want %q", got, want)
+	}
+	if s := fmt.Sprint(human.Count(1, "executor"), ", ", human.Count(2, "executor"), ", ", human.Bytes(3<<29)); s != "1 executor, 2 executors, 1.5 GiB" {
+		t.Errorf("%s", s)
+	}
+}

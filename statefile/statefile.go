@@ -1,0 +1,64 @@
+// Package statefile reads and replaces the files sparkpulse keeps in its
+// state-dir across restarts (the delta baselines, the annotation facts).
+//
+// Replace never leaves a file half written: what it writes goes to a fresh
+// temporary file in the same directory (created anew, so never through a
+// link planted under the file's name), is flushed and synced to disk, and
+// only then renamed over the file. A reader sees the old file or the new
+// one, whole, even after a crash or a power loss. Read tells a missing
+// file (none saved yet) from one that cannot be opened.
+package statefile
+
+import (
+	"bufio"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"path/filepath"
+)
+
+// Replace replaces the file name in dir with what write writes: under a
+// fresh temporary name (never through a planted link), synced, then
+// renamed into place. It creates dir (mode 0750) if needed.
+func Replace(dir, name string, write func(io.Writer) error) error {
+	if err := os.MkdirAll(dir, 0o750); err != nil {
+		return fmt.Errorf("state-dir: %w", err)
+	}
+	tmp, err := os.CreateTemp(dir, name+".*")
+	if err != nil {
+		return fmt.Errorf("saving %s: %w", name, err)
+	}
+	defer os.Remove(tmp.Name()) // a no-op after the rename
+	bw := bufio.NewWriter(tmp)
+	err = write(bw)
+	if err == nil {
+		err = bw.Flush()
+	}
+	if err == nil {
+		err = tmp.Sync()
+	}
+	if cerr := tmp.Close(); err == nil {
+		err = cerr
+	}
+	if err == nil {
+		err = os.Rename(tmp.Name(), filepath.Join(dir, name))
+	}
+	if err != nil {
+		return fmt.Errorf("saving %s to %s: %w", name, tmp.Name(), err)
+	}
+	return nil
+}
+
+// Read calls read with the file name in dir; false when there is none.
+func Read(dir, name string, read func(io.Reader) error) (bool, error) {
+	f, err := os.Open(filepath.Join(dir, name))
+	if errors.Is(err, os.ErrNotExist) {
+		return false, nil
+	}
+	if err != nil {
+		return false, err
+	}
+	defer f.Close()
+	return true, read(bufio.NewReader(f))
+}
