@@ -300,8 +300,14 @@ func (t *Tracker) take(app string) bool {
 // Forget says that the caller dropped a series of app that had a baseline,
 // idle for longer than IdleTTL (rule 7).
 func (t *Tracker) Forget(app string) {
-	t.count.Add(-1)
 	t.stats.Evicted.Add(1)
+	t.release(app)
+}
+
+// release stops counting a series of app that the caller dropped, in the
+// total and in its application's quota.
+func (t *Tracker) release(app string) {
+	t.count.Add(-1)
 	if app == "" {
 		return
 	}
@@ -327,6 +333,7 @@ func (t *Tracker) Expire(st State, app string, idle time.Duration, room bool, no
 		t.Forget(app)
 		return false
 	case !room:
+		t.release(app) // it goes from the cache: no longer counted against the limits
 		t.Lost(now)
 		return false
 	}

@@ -284,6 +284,14 @@ func TestExpire(t *testing.T) {
 	if tr.Expire(*b["app1/b"], "app1", time.Second, false, at(62)) {
 		t.Fatal("no room: kept")
 	}
+	// A baseline lost for want of room no longer counts either: the
+	// application's quota (2) has room for another series.
+	if tr.Len() != 1 || tr.Stats().Evicted.Load() != 1 {
+		t.Fatalf("lost: Len %d, evicted %d", tr.Len(), tr.Stats().Evicted.Load())
+	}
+	if got := b.update(tr, "app1/e", 3, at(62), at(62)); got.Outcome == Refused || got.Outcome == RefusedQuota {
+		t.Errorf("a new series after a lost one, within the quota: %+v", got)
+	}
 	if got := b.update(tr, "d", 5, at(63), at(63)); got.Outcome != FirstUnknown {
 		t.Errorf("first sample after a lost baseline: %+v", got)
 	}
