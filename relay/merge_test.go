@@ -2,6 +2,7 @@ package relay
 
 import (
 	"fmt"
+	"github.com/influxdata/line-protocol/v2/lineprotocol"
 	"strings"
 	"testing"
 	"time"
@@ -14,7 +15,7 @@ func wideConn(t testing.TB, s Sink) *Conn {
 	d := newDeltas(t, "db")
 	d.MatchField = true
 	return New(Config{Mapper: spark.NewMapper(spark.Options{Schema: spark.SchemaWide}), Sink: s, Deltas: d,
-		Now: func() time.Time { return fixedNow }}).NewConn(nil).(*Conn)
+		JoinReports: true, Now: func() time.Time { return fixedNow }}).NewConn(nil).(*Conn)
 }
 
 // A report's lines of one process and source, with one time, are one
@@ -59,6 +60,29 @@ func TestWidePoints(t *testing.T) {
 			app + ".driver.LiveListenerBus.listenerProcessingTime.org.apache.spark.status.AppStatusListener.count 3 1795300000",
 		}, nil, "LiveListenerBus,applicationid=" + app + ",listener=org.apache.spark.HeartbeatReceiver,process=driver listenerProcessingTime.count=1,listenerProcessingTime.count_delta=1,listenerProcessingTime.max=2 1795300000000000000\n" +
 			"LiveListenerBus,applicationid=" + app + ",listener=org.apache.spark.status.AppStatusListener,process=driver listenerProcessingTime.count=3,listenerProcessingTime.count_delta=3 1795300000000000000\n"},
+		{"a source's gauges and counters, runs apart: one point", []string{
+			app + ".3.JVMCPU.jvmCpuTime 5 1795300000",
+			app + ".3.executor.threadpool.activeTasks 4 1795300000",
+			app + ".3.jvm.heap.used 9 1795300000",
+			app + ".3.executor.cpuTime.count 100 1795300000",
+			app + ".3.executor.runTime.count 7 1795300000",
+		}, nil, "JVMCPU,applicationid=" + app + ",process=3 jvmCpuTime=5,jvmCpuTime_delta=5 1795300000000000000\n" +
+			"executor,applicationid=" + app + ",process=3 threadpool.activeTasks=4,cpuTime.count=100,cpuTime.count_delta=100,runTime.count=7,runTime.count_delta=7 1795300000000000000\n" +
+			"jvm,applicationid=" + app + ",process=3 heap.used=9 1795300000000000000\n"},
+		{"runs apart at another time: kept apart", []string{
+			app + ".3.executor.threadpool.activeTasks 4 1795300000",
+			app + ".3.jvm.heap.used 9 1795300000",
+			app + ".3.executor.cpuTime.count 100 1795300001",
+		}, nil, "executor,applicationid=" + app + ",process=3 threadpool.activeTasks=4 1795300000000000000\n" +
+			"jvm,applicationid=" + app + ",process=3 heap.used=9 1795300000000000000\n" +
+			"executor,applicationid=" + app + ",process=3 cpuTime.count=100,cpuTime.count_delta=100 1795300001000000000\n"},
+		{"runs apart that repeat a series: kept apart", []string{
+			app + ".3.executor.threadpool.activeTasks 4 1795300000",
+			app + ".3.jvm.heap.used 9 1795300000",
+			app + ".3.executor.threadpool.activeTasks 5 1795300000",
+		}, nil, "executor,applicationid=" + app + ",process=3 threadpool.activeTasks=4 1795300000000000000\n" +
+			"jvm,applicationid=" + app + ",process=3 heap.used=9 1795300000000000000\n" +
+			"executor,applicationid=" + app + ",process=3 threadpool.activeTasks=5 1795300000000000000\n"},
 		{"a series repeated within the report", []string{
 			app + ".3.executor.threadpool.activeTasks 1 1795300000",
 			app + ".3.executor.threadpool.maxPool_size 8 1795300000",
@@ -171,4 +195,90 @@ func TestWideDeltaRuleOnField(t *testing.T) {
 	if strings.Contains(s.buf.String(), "delta") {
 		t.Errorf("the source matched: %q", s.buf.String())
 	}
+}
+
+// FuzzWideBlock: a block of lines encoded in the wide schema, with the
+// runs of one series and time joined, is valid line protocol and stores
+// what the same lines encoded one point each store: the same values under
+// the same series, fields and times, a repeated line's last value kept.
+func FuzzWideBlock(f *testing.F) {
+	const app = "app-20261122101500-0001"
+	f.Add(app+".3.executor.threadpool.activeTasks 4 1795300000\n"+app+".3.jvm.heap.used 9 1795300000\n"+app+".3.executor.cpuTime.count 100 1795300000", uint8(0))
+	f.Add(app+".3.executor.a 1 1795300000\n"+app+".3.jvm.b 2 1795300000\n"+app+".3.executor.a 3 1795300000\n"+app+".3.executor.c 4 1795300000", uint8(1))
+	f.Add(app+".driver.LiveListenerBus.queue.x.size 1 1795300000\nnot.spark 2 1795300000\n"+app+".driver.LiveListenerBus.queue.y.size 3 1795300000", uint8(2))
+	mapper := spark.NewMapper(spark.Options{Schema: spark.SchemaWide})
+	f.Fuzz(func(t *testing.T, block string, flushAt uint8) {
+		lines := strings.Split(block, "\n")
+		s := &sink{}
+		c := New(Config{Mapper: mapper, Sink: s, JoinReports: true, Now: func() time.Time { return fixedNow }}).NewConn(nil)
+		one := New(Config{Mapper: mapper, Now: func() time.Time { return fixedNow }}).NewConn(nil).(*Conn)
+		var each []byte
+		for i, l := range lines {
+			c.Line([]byte(l))
+			if i == int(flushAt) {
+				c.Flush()
+			}
+			if lp, err := one.Process([]byte(l)); err == nil {
+				each = append(each, lp...)
+			}
+		}
+		c.Flush()
+		got, want := storedValues(t, s.buf.Bytes()), storedValues(t, each)
+		if len(got) != len(want) {
+			t.Fatalf("%d values stored from the block, %d from the lines one by one:\n%s\n%s", len(got), len(want), s.buf.Bytes(), each)
+		}
+		for k, v := range want {
+			if g, ok := got[k]; !ok || g != v && !(g != g && v != v) {
+				t.Fatalf("%s: %v from the block, %v from the lines:\n%s\n%s", k, g, v, s.buf.Bytes(), each)
+			}
+		}
+	})
+}
+
+// storedValues decodes line protocol into what InfluxDB would keep: for
+// each series, field and time, the last value written.
+func storedValues(t *testing.T, lp []byte) map[string]float64 {
+	t.Helper()
+	out := map[string]float64{}
+	dec := lineprotocol.NewDecoderWithBytes(lp)
+	for dec.Next() {
+		m, err := dec.Measurement()
+		if err != nil {
+			t.Fatalf("%v in %q", err, lp)
+		}
+		key := string(m)
+		for {
+			k, v, err := dec.NextTag()
+			if err != nil {
+				t.Fatalf("%v in %q", err, lp)
+			}
+			if k == nil {
+				break
+			}
+			key += "," + string(k) + "=" + string(v)
+		}
+		var fields []string
+		var values []float64
+		for {
+			k, v, err := dec.NextField()
+			if err != nil {
+				t.Fatalf("%v in %q", err, lp)
+			}
+			if k == nil {
+				break
+			}
+			fields, values = append(fields, string(k)), append(values, v.FloatV())
+		}
+		ts, err := dec.Time(lineprotocol.Nanosecond, time.Time{})
+		if err != nil {
+			t.Fatalf("%v in %q", err, lp)
+		}
+		for i, fk := range fields {
+			out[fmt.Sprintf("%s %s %d", key, fk, ts.UnixNano())] = values[i]
+		}
+	}
+	if err := dec.Err(); err != nil {
+		t.Fatalf("%v in %q", err, lp)
+	}
+	return out
 }

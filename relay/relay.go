@@ -18,6 +18,11 @@
 // first few per second are logged. Nothing a line contains stops the
 // connection or the lines after it.
 //
+// Lines of one series and time that come one after another are one
+// point: in the wide schema, a run of a Spark report's lines of one
+// process and source. With JoinReports the runs of one series and time in
+// a block are also joined when it is handed on (join.go).
+//
 // With Deltas configured, a point of a cumulative series (chosen by the
 // rules on its Graphite path or measurement) also gets a field with the
 // increase since the series' previous sample, and one with that increase
@@ -143,6 +148,12 @@ type Config struct {
 	// Spark sends one process's report per connection, so about once per
 	// connection. Points without both tags, and UDP's, are not checked.
 	PeerCheck func(app, process string, peer netip.Addr) bool
+	// JoinReports, for the built-in mapping's wide schema, also joins the
+	// points of one series and time that a block holds apart: Spark's
+	// reporter sends a report's gauges, counters, histograms, meters and
+	// timers in separate groups, so a source with metrics of several kinds
+	// (the executor source's gauges and counters) comes back in runs.
+	JoinReports bool
 	// MaxFuture is how far after its receive time a line may be dated;
 	// later lines are dropped (ReasonFuture): a forged line dated years
 	// ahead would otherwise sit in every graph and hold the series' deltas
@@ -300,6 +311,13 @@ type Conn struct {
 
 	open openPoint // the block's last point, which lines may add fields to
 
+	// With JoinReports: the block's points, the series of their fields in
+	// order, and whether two of them share a series and a time (join.go).
+	pts     []blockPoint
+	fseries []*series
+	rejoin  bool
+	join    joinScratch
+
 	lines   uint64
 	dropped [NumReasons]uint64
 }
@@ -398,6 +416,7 @@ func (c *Conn) Process(line []byte) ([]byte, error) {
 	c.ends = c.ends[:0]
 	c.points = 0
 	c.open.close()
+	c.forgetPoints()
 	reason, why := c.encode(line)
 	if reason != 0 {
 		return nil, c.explain(line, reason, why)
@@ -457,6 +476,9 @@ func (c *Conn) encode(line []byte) (Reason, string) {
 		c.open.start(s, key, ts)
 		c.points++
 		c.ends = append(c.ends, 0) // set once the point is written
+		if c.relay.cfg.JoinReports {
+			c.notePoint(key, ts, len(c.out), int(s.keyEnd)+1)
+		}
 		b = append(c.out, s.text[:s.field]...)
 	}
 	b = appendFloat(b, c.line.Value) // finite: Parse rejects NaN and ±Inf
@@ -467,6 +489,9 @@ func (c *Conn) encode(line []byte) (Reason, string) {
 		}
 	}
 	c.open.end = len(b)
+	if c.relay.cfg.JoinReports {
+		c.noteField(s, len(b))
+	}
 	if ts != c.lastTS || len(c.tsText) == 0 {
 		c.lastTS, c.tsText = ts, strconv.AppendInt(append(c.tsText[:0], ' '), ts, 10)
 	}
@@ -683,7 +708,12 @@ func (c *Conn) Flush() {
 	c.now, c.apps = 0, 0
 	st := &c.relay.stats
 	if c.points > 0 {
-		if c.relay.cfg.Sink.AppendLines(queue.Lines{Data: c.out, Ends: c.ends}, !c.relay.cfg.NonBlocking) {
+		lines := queue.Lines{Data: c.out, Ends: c.ends}
+		if c.rejoin {
+			lines = c.joined()
+			c.points = lines.Len()
+		}
+		if c.relay.cfg.Sink.AppendLines(lines, !c.relay.cfg.NonBlocking) {
 			st.Points.Add(uint64(c.points))
 		} else {
 			c.dropped[ReasonQueueFull] += uint64(c.points)
@@ -691,10 +721,14 @@ func (c *Conn) Flush() {
 				zap.Int("points", c.points), zap.Error(errQueueFull))
 		}
 		c.relay.release(c.out)
+		if c.rejoin {
+			c.relay.release(lines.Data)
+		}
 		c.out, c.ends = nil, c.ends[:0]
 		c.points = 0
 	}
 	c.open.close()
+	c.forgetPoints()
 	if c.lines > 0 {
 		st.Lines.Add(c.lines)
 		c.lines = 0

@@ -235,7 +235,7 @@ func BenchmarkConn(b *testing.B) {
 				bytesTotal += len(l) + 1
 			}
 			ns := &nullSink{}
-			cfg := Config{Mapper: bc.mapper, Sink: ns}
+			cfg := Config{Mapper: bc.mapper, Sink: ns, JoinReports: strings.HasPrefix(bc.name, "wide")}
 			if bc.deltas {
 				cfg.Deltas = newDeltas(b, "spark")
 				cfg.Deltas.MatchField = strings.HasPrefix(bc.name, "wide")

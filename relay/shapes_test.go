@@ -34,8 +34,9 @@ func TestRealSparkShapes(t *testing.T) {
 				}
 				s := &sink{}
 				conn := New(Config{
-					Mapper: spark.NewMapper(spark.Options{Prefixes: []string{meta.Prefix}, Schema: schema}),
-					Sink:   s,
+					Mapper:      spark.NewMapper(spark.Options{Prefixes: []string{meta.Prefix}, Schema: schema}),
+					Sink:        s,
+					JoinReports: schema == spark.SchemaWide,
 					Deltas: &Deltas{Rules: rules, Tracker: delta.New(delta.Settings{FirstSampleGrace: delta.NoGrace}, time.Now()),
 						Bucket: "spark", MatchField: schema == spark.SchemaWide},
 				}).NewConn(nil)

@@ -274,6 +274,7 @@ func (p *pipeline) openBlock(l *Listener) (*block, error) {
 		// UDP senders cannot be slowed down: a full queue drops, counted,
 		// rather than stop the reader draining the socket.
 		NonBlocking: l.Config.Protocol == "udp",
+		JoinReports: l.Templates == nil && l.Schema == spark.SchemaWide,
 	}
 	if a := p.plan.Annotate; a != nil {
 		rc.AppTag = a.AppIDTag
