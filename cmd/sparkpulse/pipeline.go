@@ -29,6 +29,7 @@ import (
 	"github.com/sparkpulse/sparkpulse/relay"
 	"github.com/sparkpulse/sparkpulse/selfmetrics"
 	"github.com/sparkpulse/sparkpulse/spark"
+	"github.com/sparkpulse/sparkpulse/statefile"
 )
 
 // pipeline is sparkpulse started from a Plan. For each [[graphite]] block
@@ -155,19 +156,12 @@ func writeReadyFile(path string, a boundAddrs) error {
 	if err != nil {
 		return err
 	}
-	tmp, err := os.CreateTemp(filepath.Dir(path), "."+filepath.Base(path)+".*")
+	// Replaced whole, as the state files are: a reader sees none or all.
+	err = statefile.Replace(filepath.Dir(path), filepath.Base(path), func(w io.Writer) error {
+		_, err := w.Write(append(data, '\n'))
+		return err
+	})
 	if err != nil {
-		return fmt.Errorf("--ready-file: %w", err)
-	}
-	_, err = tmp.Write(append(data, '\n'))
-	if cerr := tmp.Close(); err == nil {
-		err = cerr
-	}
-	if err == nil {
-		err = os.Rename(tmp.Name(), path)
-	}
-	if err != nil {
-		os.Remove(tmp.Name())
 		return fmt.Errorf("--ready-file: %w", err)
 	}
 	return nil
