@@ -2,6 +2,7 @@ package accounting
 
 import (
 	"encoding/json"
+	"github.com/sparkpulse/sparkpulse/realspark/recorded"
 	"os"
 	"path/filepath"
 	"testing"
@@ -27,25 +28,13 @@ func stageAt(id, attempt int, status string, sub, done float64) sparkapi.Stage {
 }
 
 // realSparkJSON decodes, by file, each recorded real Spark answer under
-// testdata/spark-real/<version>/ whose path matches glob (see package
-// realspark), failing with fewer than least of them.
+// testdata/spark-real/<version>/ whose path matches glob (package
+// recorded), failing with fewer than least of them.
 func realSparkJSON[T any](t *testing.T, glob string, least int) map[string]T {
 	t.Helper()
-	files, _ := filepath.Glob(filepath.Join("..", "testdata", "spark-real", "*", glob))
-	if len(files) < least {
-		t.Fatalf("recorded real Spark %s: %v", glob, files)
-	}
-	out := map[string]T{}
-	for _, f := range files {
-		b, err := os.ReadFile(f)
-		if err != nil {
-			t.Fatal(err)
-		}
-		var v T
-		if err := json.Unmarshal(b, &v); err != nil {
-			t.Fatalf("%s: %v", f, err)
-		}
-		out[f] = v
+	out, err := recorded.JSON[T](filepath.Join("..", "testdata", "spark-real"), glob, least)
+	if err != nil {
+		t.Fatal(err)
 	}
 	return out
 }

@@ -2,9 +2,8 @@ package annotate
 
 import (
 	"context"
-	"encoding/json"
 	"fmt"
-	"os"
+	"github.com/sparkpulse/sparkpulse/realspark/recorded"
 	"path/filepath"
 	"strings"
 	"testing"
@@ -150,25 +149,13 @@ func TestTaskErrorOfRealSpark(t *testing.T) {
 }
 
 // realSparkJSON decodes, by file, each recorded real Spark answer under
-// testdata/spark-real/<version>/ whose path matches glob (see package
-// realspark), failing with fewer than least of them.
+// testdata/spark-real/<version>/ whose path matches glob (package
+// recorded), failing with fewer than least of them.
 func realSparkJSON[T any](t *testing.T, glob string, least int) map[string]T {
 	t.Helper()
-	files, _ := filepath.Glob(filepath.Join("..", "testdata", "spark-real", "*", glob))
-	if len(files) < least {
-		t.Fatalf("recorded real Spark %s: %v", glob, files)
-	}
-	out := map[string]T{}
-	for _, f := range files {
-		b, err := os.ReadFile(f)
-		if err != nil {
-			t.Fatal(err)
-		}
-		var v T
-		if err := json.Unmarshal(b, &v); err != nil {
-			t.Fatalf("%s: %v", f, err)
-		}
-		out[f] = v
+	out, err := recorded.JSON[T](filepath.Join("..", "testdata", "spark-real"), glob, least)
+	if err != nil {
+		t.Fatal(err)
 	}
 	return out
 }

@@ -21,7 +21,7 @@ import (
 // every executor whose last report arrived, and never exceed it.
 func TestRealSparkDeltas(t *testing.T) {
 	for _, rec := range recordings(t) {
-		dir := rec.dir
+		dir := rec.Dir
 		t.Run(filepath.Base(dir), func(t *testing.T) {
 			meta := rec
 			rules, err := delta.CompileRules(spark.DeltaRules())
@@ -34,7 +34,7 @@ func TestRealSparkDeltas(t *testing.T) {
 			}).NewConn(nil).(*Conn)
 
 			sums := map[string]map[string]int64{} // applicationid → process → Σ delta
-			for _, line := range readGzipLines(t, filepath.Join(dir, "graphite.txt.gz")) {
+			for _, line := range recordedLines(t, rec) {
 				lp, err := conn.Process(line)
 				if err != nil {
 					// Only a ratio gauge of 0/0 or x/0 (a pool's usage with

@@ -1,10 +1,8 @@
 package relay
 
 import (
-	"bufio"
-	"compress/gzip"
 	"fmt"
-	"os"
+	"github.com/sparkpulse/sparkpulse/realspark/recorded"
 	"path/filepath"
 	"slices"
 	"strings"
@@ -23,8 +21,8 @@ import (
 // them in a twentieth of the points and less than half the bytes.
 func TestRealSparkShapes(t *testing.T) {
 	for _, meta := range recordings(t) {
-		t.Run(filepath.Base(meta.dir), func(t *testing.T) {
-			lines := readGzipLines(t, filepath.Join(meta.dir, "graphite.txt.gz"))
+		t.Run(filepath.Base(meta.Dir), func(t *testing.T) {
+			lines := recordedLines(t, meta)
 			var values [2]map[string]float64
 			var points, size [2]int
 			for i, schema := range []spark.Schema{spark.SchemaCERN, spark.SchemaWide} {
@@ -171,46 +169,22 @@ func decodeValues(t *testing.T, lp []byte, schema spark.Schema) (map[string]floa
 	return out, points
 }
 
-// recording is a real Spark run's recorded stream (testdata/spark-real,
-// see package realspark): its folder and the GraphiteSink prefix it used.
-type recording struct {
-	dir    string
-	Prefix string
-}
-
-// recordings are the recorded runs, one per Spark version.
-func recordings(t *testing.T) []recording {
+// recordings are the recorded real Spark runs (package recorded), one per
+// Spark version.
+func recordings(t *testing.T) []recorded.Run {
 	t.Helper()
-	files, _ := filepath.Glob(filepath.Join("..", "testdata", "spark-real", "*", "graphite.txt.gz"))
-	if len(files) < 2 {
-		t.Fatalf("recorded real Spark streams: %v", files)
-	}
-	var out []recording
-	for _, f := range files {
-		r := recording{dir: filepath.Dir(f)}
-		readJSON(t, filepath.Join(r.dir, "recording.json"), &r)
-		out = append(out, r)
-	}
-	return out
-}
-
-func readGzipLines(t *testing.T, name string) [][]byte {
-	t.Helper()
-	f, err := os.Open(name)
+	runs, err := recorded.Runs(filepath.Join("..", "testdata", "spark-real"))
 	if err != nil {
 		t.Fatal(err)
 	}
-	defer f.Close()
-	zr, err := gzip.NewReader(f)
+	return runs
+}
+
+// recordedLines are a run's Graphite lines.
+func recordedLines(t *testing.T, r recorded.Run) [][]byte {
+	t.Helper()
+	lines, err := r.Lines()
 	if err != nil {
-		t.Fatal(err)
-	}
-	var lines [][]byte
-	sc := bufio.NewScanner(zr)
-	for sc.Scan() {
-		lines = append(lines, slices.Clone(sc.Bytes()))
-	}
-	if err := sc.Err(); err != nil {
 		t.Fatal(err)
 	}
 	return lines

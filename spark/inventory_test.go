@@ -1,10 +1,7 @@
 package spark
 
 import (
-	"bufio"
-	"compress/gzip"
-	"encoding/json"
-	"os"
+	"github.com/sparkpulse/sparkpulse/realspark/recorded"
 	"path/filepath"
 	"slices"
 	"strings"
@@ -17,12 +14,13 @@ import (
 // package realspark), one folder per Spark version.
 func recordings(t *testing.T) []string {
 	t.Helper()
-	dirs, _ := filepath.Glob(filepath.Join("..", "testdata", "spark-real", "*", "graphite.txt.gz"))
-	if len(dirs) < 2 {
-		t.Fatalf("recorded real Spark streams: %v", dirs)
+	runs, err := recorded.Runs(filepath.Join("..", "testdata", "spark-real"))
+	if err != nil {
+		t.Fatal(err)
 	}
-	for i := range dirs {
-		dirs[i] = filepath.Dir(dirs[i])
+	var dirs []string
+	for _, r := range runs {
+		dirs = append(dirs, r.Dir)
 	}
 	return dirs
 }
@@ -31,31 +29,22 @@ func recordings(t *testing.T) []string {
 // prefix the run used.
 func readRecording(t *testing.T, dir string) (lines []string, prefix string) {
 	t.Helper()
-	var meta struct{ Prefix string }
-	b, err := os.ReadFile(filepath.Join(dir, "recording.json"))
+	runs, err := recorded.Runs(filepath.Dir(dir))
 	if err != nil {
 		t.Fatal(err)
 	}
-	if err := json.Unmarshal(b, &meta); err != nil {
-		t.Fatal(err)
+	i := slices.IndexFunc(runs, func(r recorded.Run) bool { return r.Dir == dir })
+	if i < 0 {
+		t.Fatalf("%s: no recorded run", dir)
 	}
-	f, err := os.Open(filepath.Join(dir, "graphite.txt.gz"))
+	raw, err := runs[i].Lines()
 	if err != nil {
 		t.Fatal(err)
 	}
-	defer f.Close()
-	zr, err := gzip.NewReader(f)
-	if err != nil {
-		t.Fatal(err)
+	for _, l := range raw {
+		lines = append(lines, string(l))
 	}
-	sc := bufio.NewScanner(zr)
-	for sc.Scan() {
-		lines = append(lines, sc.Text())
-	}
-	if err := sc.Err(); err != nil {
-		t.Fatal(err)
-	}
-	return lines, meta.Prefix
+	return lines, runs[i].Prefix
 }
 
 // Every path a real Spark sent maps to a documented measurement, none to

@@ -1,13 +1,10 @@
 package main
 
 import (
-	"bufio"
-	"compress/gzip"
-	"encoding/json"
 	"fmt"
+	"github.com/sparkpulse/sparkpulse/realspark/recorded"
 	"net/http"
 	"net/http/httptest"
-	"os"
 	"path/filepath"
 	"slices"
 	"strings"
@@ -155,32 +152,23 @@ func costOf(t *testing.T, m *spark.Mapper, rules *delta.Rules, s spark.Schema, p
 // the GraphiteSink prefix it used.
 func readSparkRecording(t *testing.T, dir string) (paths []string, prefix string) {
 	t.Helper()
-	var meta struct{ Prefix string }
-	b, err := os.ReadFile(filepath.Join(dir, "recording.json"))
+	runs, err := recorded.Runs(filepath.Dir(dir))
 	if err != nil {
 		t.Fatal(err)
 	}
-	if err := json.Unmarshal(b, &meta); err != nil {
-		t.Fatal(err)
+	i := slices.IndexFunc(runs, func(r recorded.Run) bool { return filepath.Clean(r.Dir) == filepath.Clean(dir) })
+	if i < 0 {
+		t.Fatalf("%s: no recorded run", dir)
 	}
-	f, err := os.Open(filepath.Join(dir, "graphite.txt.gz"))
+	lines, err := runs[i].Lines()
 	if err != nil {
 		t.Fatal(err)
 	}
-	defer f.Close()
-	zr, err := gzip.NewReader(f)
-	if err != nil {
-		t.Fatal(err)
-	}
-	sc := bufio.NewScanner(zr)
-	for sc.Scan() {
-		p, _, _ := strings.Cut(sc.Text(), " ")
+	for _, l := range lines {
+		p, _, _ := strings.Cut(string(l), " ")
 		paths = append(paths, p)
 	}
-	if err := sc.Err(); err != nil {
-		t.Fatal(err)
-	}
-	return paths, meta.Prefix
+	return paths, runs[i].Prefix
 }
 
 // influxdb3 is a stand-in for an InfluxDB 3 server of the build given,
