@@ -6,9 +6,9 @@ import (
 	"maps"
 	"math"
 	"slices"
-	"strconv"
 	"strings"
 
+	"github.com/sparkpulse/sparkpulse/human"
 	"github.com/sparkpulse/sparkpulse/sizing"
 	"github.com/sparkpulse/sparkpulse/sparkapi"
 )
@@ -268,7 +268,7 @@ func decideOutcome(completed bool, jobs []*sparkapi.Job, stages []*sparkapi.Stag
 		r := fmt.Sprintf("its last job, %d, succeeded", last.JobID)
 		if len(failedBefore) > 0 {
 			slices.Sort(failedBefore)
-			r += "; job " + intList(failedBefore) + " failed before it"
+			r += "; job " + human.IDs(failedBefore) + " failed before it"
 		}
 		return sizing.OutcomeSucceeded, r
 	case "FAILED":
@@ -317,15 +317,4 @@ func firstLine(s string) string {
 		s = s[:i]
 	}
 	return strings.TrimSpace(s)
-}
-
-func intList(ids []int) string {
-	var b strings.Builder
-	for i, id := range ids {
-		if i > 0 {
-			b.WriteByte(',')
-		}
-		b.WriteString(strconv.Itoa(id))
-	}
-	return b.String()
 }

@@ -18,6 +18,7 @@ import (
 	"go.uber.org/zap"
 
 	"github.com/sparkpulse/sparkpulse/accounting"
+	"github.com/sparkpulse/sparkpulse/human"
 	"github.com/sparkpulse/sparkpulse/sizing"
 	"github.com/sparkpulse/sparkpulse/timespent"
 )
@@ -334,8 +335,8 @@ func (w *points) sql(x *sqlItem, nowMs int64, closeOut bool) {
 	slices.Sort(jobs)
 	w.int("end_ms", end)
 	w.int("duration_ms", end-start)
-	w.str("job_ids", intList(jobs))
-	w.str("failed_job_ids", intList(x.FailedJobIDs))
+	w.str("job_ids", human.IDs(jobs))
+	w.str("failed_job_ids", human.IDs(x.FailedJobIDs))
 	w.common(ph, title, joinText(w.text(x.Description), timespent.Duration(end-start), jobList("jobs ", jobs), jobList("failed jobs ", x.FailedJobIDs)))
 	w.end()
 }
@@ -770,20 +771,9 @@ func tasks(n, failed, killed int) string {
 	return s
 }
 
-func intList(ids []int) string {
-	var b strings.Builder
-	for i, id := range ids {
-		if i > 0 {
-			b.WriteByte(',')
-		}
-		b.WriteString(strconv.Itoa(id))
-	}
-	return b.String()
-}
-
 func jobList(prefix string, ids []int) string {
 	if len(ids) == 0 {
 		return ""
 	}
-	return prefix + intList(ids)
+	return prefix + human.IDs(ids)
 }

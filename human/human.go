@@ -1,7 +1,7 @@
-// Package human writes counts and sizes as a person reads them, for the
-// text sparkpulse prints: "1 application", "2 applications", "64 MiB",
-// "1.5 GiB". One source, so that `check`, `report` and the other commands
-// word them alike.
+// Package human writes counts, sizes and lists of ids as a person reads
+// them, for the text sparkpulse prints and writes: "1 application", "2
+// applications", "64 MiB", "1.5 GiB", "3,4,7". One source, so that
+// `check`, `report`, the annotator and the other commands word them alike.
 package human
 
 import (
@@ -40,4 +40,16 @@ func Bytes(n int64) string {
 	s := strconv.FormatFloat(f, 'f', 1, 64)
 	s = strings.TrimSuffix(s, ".0")
 	return s + " " + units[i]
+}
+
+// IDs writes ids as Spark's UI lists jobs and stages: "3,4,7".
+func IDs(ids []int) string {
+	var b strings.Builder
+	for i, id := range ids {
+		if i > 0 {
+			b.WriteByte(',')
+		}
+		b.WriteString(strconv.Itoa(id))
+	}
+	return b.String()
 }

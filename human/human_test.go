@@ -14,6 +14,9 @@ func TestWords(t *testing.T) {
 		{Bytes(3 << 29), "1.5 GiB"},
 		{Bytes(512), "512 B"},
 		{Bytes(-2048), "-2 KiB"},
+		{IDs([]int{3, 4, 7}), "3,4,7"},
+		{IDs([]int{12}), "12"},
+		{IDs(nil), ""},
 	} {
 		if tc.got != tc.want {
 			t.Errorf("got %q, want %q", tc.got, tc.want)

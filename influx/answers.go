@@ -54,8 +54,8 @@ var answerRules = []answerRule{
 	// those lines, send the rest; see lineNumbers.
 	{name: "bad lines by number", status: []int{400, 422}, numbered: true, act: actDropLines},
 	{name: "3.x v3 API partial write", status: []int{400, 422}, words: []string{"partial write of line protocol occurred"}, act: actPartial},
-	{name: "1.x max-values-per-tag", status: []int{400, 422}, words: []string{"max-values-per-tag"}, act: actSaturated},
-	{name: "1.x max-series-per-database", status: []int{400, 422}, words: []string{"max-series-per-database"}, act: actSeriesFull},
+	{name: "1.x max-values-per-tag", status: []int{400, 422}, words: []string{"max-values-per-tag"}, act: actNewSeries},
+	{name: "1.x max-series-per-database", status: []int{400, 422}, words: []string{"max-series-per-database"}, act: actNewSeries},
 	{name: "1.x/2.x partial write", status: []int{400, 422}, words: []string{"partial write"}, act: actPartial},
 	// 3.4.2+ answer server trouble with 400 invalid too.
 	{name: "3.x write buffer trouble", status: []int{400, 422},
@@ -121,12 +121,8 @@ func classify(a answer, err error, lines int) failure {
 		} else {
 			f.dropped = droppedCount(f.text[strings.Index(lower, "partial write"):])
 		}
-	case actSeriesFull:
-		f.reason = DropMaxSeries
-		f.dropped = droppedCount(f.text)
-	case actSaturated:
-		f.reason = DropMaxValuesPerTag
-		f.measurement, f.tag = saturatedTag(f.text)
+	case actNewSeries:
+		f.dropped = droppedCount(f.text) // reasonOf named the limit
 	case actDropLines:
 		f.lines = lineNumbers(e, lines)
 		if len(f.lines) == 0 {

@@ -55,7 +55,7 @@ func loadAnswers(t *testing.T) []writeAnswer {
 
 var actNames = map[action]string{
 	actRetry: "retry", actFix: "fix", actPartial: "partial", actSplit: "split",
-	actDropLines: "drop-lines", actSaturated: "saturated", actSeriesFull: "series-full",
+	actDropLines: "drop-lines", actNewSeries: "new-series",
 }
 
 // TestAnswers: every quoted answer of every server is classified as its
@@ -84,7 +84,7 @@ func TestAnswers(t *testing.T) {
 					t.Errorf("reason %q, want %q (%s)", f.reason, a.Want.Reason, f.text)
 				}
 			}
-			if (f.act == actPartial || f.act == actSeriesFull) && f.dropped != a.Want.Dropped {
+			if (f.act == actPartial || f.act == actNewSeries) && f.dropped != a.Want.Dropped {
 				t.Errorf("dropped %d, want %d", f.dropped, a.Want.Dropped)
 			}
 			if !slices.Equal(f.lines, a.Want.Drop) {

@@ -3,20 +3,24 @@
 // "db"), checks a target at start-up, and runs InfluxQL queries.
 //
 // A [Writer] has three stages. Its batcher ([Writer.AppendLines]) copies
-// blocks of complete, already encoded lines, with where each ends
-// ([queue.Lines], recorded by the encoder), into batches of
+// blocks of complete, already encoded lines, with where each line and its
+// series key end ([queue.Lines], recorded by the encoder), into batches of
 // Config.BatchSize points (a partial batch is sealed Config.BatchTimeout
-// after its first point); batches are cut and refused lines picked out by
-// those ends, never by looking for newlines again. The sealed batches wait in a [queue.Queue], in memory and, with
-// Config.Queue.Dir, on disk; Config.MaxInFlight senders take them, POST
-// them and acknowledge them. Requests go through influxdb-client-go's HTTP
+// after its first point); batches are cut, refused lines picked out and
+// refused series recognised by those spans, never by reading line
+// protocol again (a refused point of several fields is decoded once, by
+// line-protocol's decoder, to be resent a field a point). The sealed
+// batches wait in a [queue.Queue], in memory and, with Config.Queue.Dir,
+// on disk; Config.MaxInFlight senders take them, POST them and give them
+// back done. Nothing on the write path reads from InfluxDB. Requests go through influxdb-client-go's HTTP
 // service (token, user agent, TLS, timeout), whose raw answer gives the
 // status and body that decide what a failure means.
 //
 // The contract:
 //
 //   - AppendLines (and Append, for producers that keep no line ends: the
-//     annotator's and the self-metrics' few points) copies its input and returns; when the queue is full it waits
+//     annotator's and the self-metrics' few points) copies its input and
+//     returns; when the queue is full it waits
 //     for room (a slow or absent InfluxDB slows a TCP reader down instead
 //     of growing memory), or, for a reader that cannot wait, returns false
 //     and keeps nothing.
@@ -35,6 +39,11 @@
 //     name (2.x, 3.4.2+, 413) is split in halves and each half resent, down
 //     to single lines. Only refused lines are lost; they are counted and
 //     logged at most a few times per second.
+//   - InfluxDB 1.x's max-series-per-database and max-values-per-tag store
+//     none of a batch with a point of a new series: the batch is halved
+//     until the others are stored, and the refused series are remembered
+//     for a while and their later points refused without a request
+//     (newseries.go).
 //   - Close sends the partial batch and waits until the queue is empty; when
 //     its context ends first, it cancels what is in flight and reports how
 //     many points were not delivered. With a disk queue, a write that fails

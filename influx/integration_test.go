@@ -248,10 +248,12 @@ func TestAuthRealInfluxDB(t *testing.T) {
 }
 
 // InfluxDB 1.8 answers a batch that would add a value to a tag at
-// max-values-per-tag with "partial write … dropped=1", and stores none of
-// it. The writer sends the batch again without the points that would add
-// a value: the others, new series of other measurements included, are
-// stored, and only the refused points are counted.
+// max-values-per-tag with "partial write … dropped=K" (K: the points that
+// would add one), and stores none of it. The writer halves the batch as
+// for max-series-per-database: the others, new series of other
+// measurements included, are stored, only the refused points are
+// counted, and the refused series' later points are refused without a
+// request. Nothing is read from InfluxDB to decide.
 func TestMaxValuesPerTagLosesTheBatch(t *testing.T) {
 	srv := influxtest.Start(t, influxtest.WithEnv("INFLUXDB_DATA_MAX_VALUES_PER_TAG=10"))
 	srv.Exec(t, `CREATE DATABASE "db"`)
@@ -279,15 +281,40 @@ func TestMaxValuesPerTagLosesTheBatch(t *testing.T) {
 		t.Fatalf("InfluxDB no longer loses the batch (%s): the writer's workaround can go", body)
 	}
 
-	st := write(t, cfg, "db", batch)
-	if st.PointsDropped["max values per tag"] != 2 || st.PointsWritten != 2 {
-		t.Errorf("stats %+v: want the 2 new values refused, the 2 others written", st)
+	cfg.MaxInFlight = 1
+	w, err := influx.NewWriter(cfg, influx.Target{Bucket: "db"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	w.Append([]byte(batch), 4, true)
+	if err := w.Idle(ctxT(t)); err != nil {
+		t.Fatal(err)
+	}
+	// 4 lines, K=2: refused. Halves: new1 other (K=1), then new1 refused
+	// alone and other stored; a5 new2 (K=1), then a5 stored and new2
+	// refused: 5 refusals.
+	st := w.Stats()
+	if st.PointsDropped["max values per tag"] != 2 || st.PointsWritten != 2 || st.WriteErrors["4xx"] != 5 {
+		t.Errorf("stats %+v: want the 2 new values refused, the 2 others written, after 5 refusals", st)
 	}
 	if got := count(t, srv, "db", `SELECT count(value) FROM other`); got != 1 {
 		t.Errorf("other holds %d points, want 1", got)
 	}
 	if got := count(t, srv, "db", `SELECT count(value) FROM m WHERE time > 1`); got != 1 {
 		t.Errorf("m holds %d new points, want a5's", got)
+	}
+
+	// The same series again: the new values are refused without a request.
+	w.Append([]byte(strings.ReplaceAll(batch, " 2\n", " 3\n")), 4, true)
+	if err := w.Close(ctxT(t)); err != nil {
+		t.Fatal(err)
+	}
+	st = w.Stats()
+	if st.PointsDropped["max values per tag"] != 4 || st.PointsWritten != 4 || st.WriteErrors["4xx"] != 5 {
+		t.Errorf("stats %+v: want 2 more refused, 2 more written, no request refused", st)
+	}
+	if got := count(t, srv, "db", `SELECT count(value) FROM m WHERE time > 2`); got != 1 {
+		t.Errorf("m holds %d points at 3, want a5's", got)
 	}
 }
 

@@ -160,24 +160,3 @@ func truncate(s string, n int) string {
 	}
 	return s[:n] + "…"
 }
-
-// TagValues reads the values a tag of a measurement has (SHOW TAG
-// VALUES): what a writer needs when InfluxDB 1.x refuses a batch at
-// max-values-per-tag (saturated.go).
-func (q *Querier) TagValues(ctx context.Context, db, measurement, tag string) (map[string]struct{}, error) {
-	series, err := q.Query(ctx, db, fmt.Sprintf("SHOW TAG VALUES FROM %s WITH KEY = %s", QuoteIdent(measurement), QuoteIdent(tag)))
-	if err != nil {
-		return nil, err
-	}
-	values := map[string]struct{}{}
-	for _, s := range series {
-		for _, row := range s.Values {
-			if len(row) == 2 {
-				if v, ok := row[1].(string); ok {
-					values[v] = struct{}{}
-				}
-			}
-		}
-	}
-	return values, nil
-}

@@ -5,13 +5,12 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"github.com/influxdata/line-protocol/v2/lineprotocol"
 	"math/rand/v2"
 	"net/http"
-	"regexp"
 	"strconv"
 	"time"
 
+	"github.com/influxdata/line-protocol/v2/lineprotocol"
 	"go.uber.org/zap"
 
 	"github.com/sparkpulse/sparkpulse/queue"
@@ -21,13 +20,12 @@ import (
 type action int
 
 const (
-	actRetry      action = iota // same request again after a backoff: the server's trouble
-	actFix                      // likewise, but the request itself was refused: logged as something to fix
-	actPartial                  // InfluxDB stored the rest: count the dropped points, done
-	actSplit                    // refused as a whole over a line: resend each half
-	actDropLines                // refused over lines it names: drop them, resend the rest
-	actSaturated                // 1.x max-values-per-tag: nothing was stored; resend without the new values
-	actSeriesFull               // 1.x max-series-per-database: nothing was stored; resend without the new series
+	actRetry     action = iota // same request again after a backoff: the server's trouble
+	actFix                     // likewise, but the request itself was refused: logged as something to fix
+	actPartial                 // InfluxDB stored the rest: count the dropped points, done
+	actSplit                   // refused as a whole over a line: resend each half
+	actDropLines               // refused over lines it names: drop them, resend the rest
+	actNewSeries               // 1.x max-series-per-database or max-values-per-tag: nothing was stored; resend without the new series
 )
 
 // failure is a classified write error.
@@ -37,13 +35,10 @@ type failure struct {
 	status     int
 	text       string        // the server's message or the network error
 	retryAfter time.Duration // from a Retry-After header, 0 if none
-	dropped    int           // actPartial: points InfluxDB did not store; actSeriesFull: points of new series
+	dropped    int           // actPartial: points InfluxDB did not store; actNewSeries: points of new series
 	reason     string        // PointsDropped key
 	rule       string        // the answerRule that decided
 	lines      []int         // actDropLines: the refused lines, 1-based, ascending
-	// actSaturated: the measurement and tag key whose values are at
-	// InfluxDB 1.x's max-values-per-tag.
-	measurement, tag string
 }
 
 const firstBackoff = time.Second
@@ -53,7 +48,7 @@ const firstBackoff = time.Second
 // false when Close gave up, or when a write fails while the queue drains
 // into its disk queue, which keeps b.
 func (w *Writer) deliver(b *queue.Batch, lines queue.Lines) bool {
-	if lines = w.withoutFullSeries(b, lines); lines.Len() == 0 {
+	if lines = w.withoutRefusedSeries(b, lines); lines.Len() == 0 {
 		return true
 	}
 	n, data := lines.Len(), lines.Data
@@ -87,14 +82,7 @@ func (w *Writer) deliver(b *queue.Batch, lines queue.Lines) bool {
 				zap.Int("status", f.status), zap.String("error", f.text))
 			w.observe(n, took, ferr)
 			return true
-		case actSaturated:
-			w.observe(n, took, ferr)
-			kept, err := w.withoutNewValues(b, lines, f)
-			if err != nil {
-				break // the tag's values could not be read: retried below
-			}
-			return kept.Len() == 0 || w.deliver(b, kept)
-		case actSeriesFull:
+		case actNewSeries:
 			w.observe(n, took, ferr)
 			if n == 1 || f.dropped >= n {
 				w.refuseSeries(b, lines, f) // all of them new
@@ -210,7 +198,7 @@ func (w *Writer) withoutLines(b *queue.Batch, lines queue.Lines, f failure) queu
 			}
 			w.refused(b, lines.Line(i), f)
 		} else {
-			rest.Append(lines.Line(i))
+			rest.AppendLine(lines, i)
 		}
 	}
 	return rest
@@ -270,12 +258,13 @@ func splitFields(line []byte) (queue.Lines, bool) {
 		for _, t := range tags {
 			enc.AddTagRaw(t.k, t.v)
 		}
+		key := len(enc.Bytes())
 		enc.AddFieldRaw(f.k, f.v)
 		enc.EndLine(ts) // a zero time writes none
 		if enc.Err() != nil {
 			return queue.Lines{}, false
 		}
-		out.Append(enc.Bytes())
+		out.Append(enc.Bytes(), key)
 	}
 	return out, true
 }
@@ -329,18 +318,4 @@ func (f failure) err() error {
 		return errors.New(f.text)
 	}
 	return fmt.Errorf("%d: %s", f.status, f.text)
-}
-
-// saturatedRE reads the measurement and tag of InfluxDB 1.x's
-// max-values-per-tag error, quoted as Go quotes strings.
-var saturatedRE = regexp.MustCompile(`measurement=("(?:[^"\\]|\\.)*") tag=("(?:[^"\\]|\\.)*")`)
-
-func saturatedTag(msg string) (measurement, tag string) {
-	m := saturatedRE.FindStringSubmatch(msg)
-	if m == nil {
-		return "", ""
-	}
-	measurement, _ = strconv.Unquote(m[1])
-	tag, _ = strconv.Unquote(m[2])
-	return measurement, tag
 }

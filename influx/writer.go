@@ -41,10 +41,7 @@ type Writer struct {
 	closeOnce sync.Once
 	closeErr  error
 
-	satMu     sync.Mutex
-	saturated map[string]tagValues // see saturated.go
-	reader    *Querier             // reads a saturated tag's values, over one client
-	full      fullSeries           // see seriesfull.go
+	refusedSeries refusedSeries // see newseries.go
 
 	statsMu sync.Mutex
 	stats   Stats
@@ -81,11 +78,10 @@ func NewWriter(cfg Config, t Target) (*Writer, error) {
 		org = cfg.Org
 	}
 	w := &Writer{
-		cfg:       cfg,
-		target:    t,
-		url:       RedactURL(cfg.URL),
-		stats:     Stats{PointsDropped: map[string]uint64{}, WriteErrors: map[string]uint64{}},
-		saturated: map[string]tagValues{},
+		cfg:    cfg,
+		target: t,
+		url:    RedactURL(cfg.URL),
+		stats:  Stats{PointsDropped: map[string]uint64{}, WriteErrors: map[string]uint64{}},
 	}
 	w.log = cfg.Logger.With(zap.String("influxdb", w.url), zap.String("bucket", t.Bucket))
 	w.dropLog = w.log.WithOptions(zap.WrapCore(func(c zapcore.Core) zapcore.Core {
@@ -103,7 +99,6 @@ func NewWriter(cfg Config, t Target) (*Writer, error) {
 			zap.String("dir", qc.Dir), zap.Int64("bytes", b), zap.Time("oldest", oldest))
 	}
 	w.client = newClient(cfg)
-	w.reader = &Querier{c: newChecker(cfg)}
 	w.writeURL = w.client.writeURL(org, t.Bucket)
 	w.ctx, w.cancel = context.WithCancel(context.Background())
 	for range cfg.MaxInFlight {
@@ -114,8 +109,8 @@ func NewWriter(cfg Config, t Target) (*Writer, error) {
 
 // Append copies n complete lines, each ending in '\n', into the current
 // batch: AppendLines for producers that keep no ends, such as the
-// annotator's few points per poll; their lines are found once here, and n
-// is what they are counted as when they are dropped.
+// annotator's few points per poll; their lines and series keys are found
+// once here, and n is what they are counted as when they are dropped.
 func (w *Writer) Append(lines []byte, n int, wait bool) bool {
 	if n <= 0 || len(lines) == 0 {
 		return true
@@ -235,7 +230,7 @@ func (w *Writer) seal() {
 	if w.cur.Len() == 0 {
 		return
 	}
-	w.q.Put(&queue.Batch{Data: w.cur.Data, Ends: w.cur.Ends, Points: w.cur.Len(), First: w.curFirst})
+	w.q.Put(&queue.Batch{Data: w.cur.Data, Ends: w.cur.Ends, Keys: w.cur.Keys, Points: w.cur.Len(), First: w.curFirst})
 	w.cur = queue.Lines{}
 	if w.timer != nil {
 		w.timer.Stop()
@@ -250,11 +245,11 @@ func (w *Writer) sendLoop() {
 		if !ok {
 			return
 		}
-		if !w.deliver(b, b.Lines()) {
-			w.q.Release(b) // Close gave up, or the queue keeps b on disk
+		delivered := w.deliver(b, b.Lines())
+		w.q.Done(b, delivered)
+		if !delivered { // Close gave up, or the queue keeps b on disk
 			return
 		}
-		w.q.Ack(b)
 	}
 }
 
@@ -270,12 +265,11 @@ func (w *Writer) Close(ctx context.Context) error {
 }
 
 func (w *Writer) close(ctx context.Context) error {
-	w.q.Drain() // first: an Append waiting for room returns
+	w.q.Drain() // an Append waiting for room returns; one that has its room seals what it adds
 	w.mu.Lock()
 	w.closing = true
 	w.seal()
 	w.mu.Unlock()
-	w.q.Seal() // only now may an idle sender stop: the last batch is in
 
 	done := make(chan struct{})
 	go func() {
@@ -291,7 +285,6 @@ func (w *Writer) close(ctx context.Context) error {
 	}
 	w.cancel()
 	w.client.close()
-	w.reader.Close()
 
 	left, err := w.q.Close()
 	if err != nil {

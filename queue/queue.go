@@ -3,31 +3,31 @@
 // bounded in bytes, and on disk when memory is full or when the process
 // stops with batches undelivered.
 //
-// The contract, for one producer side and any number of senders:
+// The contract, for any number of producers and senders:
 //
-//   - Reserve(n, wait) accounts n bytes of points before the producer copies
-//     them into a batch. When memory is full it moves the oldest waiting
-//     batches to the disk queue; without one it waits for room (wait) or
-//     returns ErrFull and keeps nothing. This is the only back-pressure:
-//     a TCP reader that waits here slows its sender down, a UDP reader
-//     that cannot wait counts a drop. WaitRoom lets a listener hold back
-//     new connections while memory is nearly full.
-//   - Put adds a sealed batch whose bytes were reserved.
-//   - Get hands out the oldest batch. Disk records are older than anything
-//     in memory: they go first, one at a time, and memory waits until they
-//     are all delivered, so points reach InfluxDB in the order they came.
-//   - Ack says a batch handed out is done (delivered or refused): its
-//     memory is freed for a later batch, or the disk head moves on.
-//     Release says a sender gave up on it at shutdown.
-//   - Drain stops taking new points and disk records; Seal says that no
-//     batch will be Put any more (the writer's last, partial batch may be
-//     Put after Drain). After both, Get returns false once memory is empty
-//     (or waits behind the disk). With a disk queue,
-//     Draining is closed, telling senders to stop retrying: what they hold
-//     is kept on disk by Close instead of holding shutdown up.
-//   - Close, once every sender has returned, moves what is still in memory
-//     to the disk queue (batches in flight first, whole) and reports the
-//     points it could not keep.
+//   - Producers: Reserve(n, wait) accounts n bytes before they are copied
+//     into a batch, and Put queues the sealed batch. Every byte reserved is
+//     Put, so the queue knows when nothing more is coming.
+//   - Senders: Get hands out the oldest batch; Done gives it back, delivered
+//     (or refused: it is freed) or not (a sender giving up at shutdown: it
+//     is kept).
+//   - Owner: Drain stops reservations; Get then returns false once every
+//     reserved byte is Put and handed out. Abort makes Get return false at
+//     once. Close, once the senders have returned, keeps on disk what is
+//     left and reports what it could not keep.
+//
+// Reserve is the only back-pressure. When memory is full it moves the
+// oldest waiting batches to the disk queue; without one it waits for room
+// (wait) or returns ErrFull and keeps nothing: a TCP reader that waits
+// slows its sender down, a UDP reader that cannot wait counts a drop.
+// WaitRoom lets a listener hold back new connections while memory is
+// nearly full. Disk records are older than anything in memory: they are
+// handed out first, one at a time, and memory waits until they are all
+// delivered, so points reach InfluxDB in the order they came. Once
+// draining, disk records stay for the next start, and with a disk queue
+// Draining is closed, telling senders to stop retrying: what they hold is
+// kept on disk by Close (batches in flight in front, whole) instead of
+// holding shutdown up.
 //
 // The disk format and its guarantees are described in disk.go.
 package queue
@@ -48,6 +48,7 @@ import (
 type Batch struct {
 	Data   []byte
 	Ends   []int32   // Lines' Ends, from 0
+	Keys   []int32   // Lines' Keys, from 0
 	Points int       // the points it counts: its lines, or fewer for a record kept on disk after part of it was delivered
 	First  time.Time // when its first point was taken
 	// Remaining counts its points neither delivered nor refused yet. A
@@ -60,7 +61,7 @@ type Batch struct {
 }
 
 // Lines is the batch's lines.
-func (b *Batch) Lines() Lines { return Lines{Data: b.Data, Ends: b.Ends} }
+func (b *Batch) Lines() Lines { return Lines{Data: b.Data, Ends: b.Ends, Keys: b.Keys} }
 
 // Config bounds a Queue. Zero values select the defaults.
 type Config struct {
@@ -142,14 +143,14 @@ type Queue struct {
 	waiting  []*Batch  // sealed, not handed out, oldest first
 	out      []*Batch  // memory batches handed out and not acknowledged
 	bytes    int       // reserved: batches being filled, waiting and out
+	filling  int       // reserved and not Put yet
 	free     [][]byte  // memory of done batches, for later ones
-	freeEnds [][]int32 // and of their line ends
+	freeEnds [][]int32 // and of their line and key ends, in pairs
 	freeCap  int       // bytes of the buffers in free
 	lastSize int       // bytes of the last batch put, to size the next
 	disk     *diskQueue
 	diskBusy bool          // a disk record is handed out
 	draining bool          // Drain was called
-	sealed   bool          // Seal was called: no more Put
 	drainCh  chan struct{} // closed by Drain; nil without a disk queue
 	aborted  bool
 	closed   bool
@@ -206,6 +207,7 @@ func (q *Queue) Reserve(n int, wait bool) error {
 		return ErrClosed
 	}
 	q.bytes += n
+	q.filling += n
 	q.notePeak()
 	return nil
 }
@@ -226,7 +228,12 @@ func (q *Queue) Put(b *Batch) {
 	q.mu.Lock()
 	q.waiting = append(q.waiting, b)
 	q.lastSize = len(b.Data)
-	q.ready.Signal()
+	q.filling = max(q.filling-len(b.Data), 0)
+	if q.filling == 0 && q.draining {
+		q.ready.Broadcast() // an idle sender may stop
+	} else {
+		q.ready.Signal()
+	}
 	q.mu.Unlock()
 }
 
@@ -235,11 +242,11 @@ func (q *Queue) Put(b *Batch) {
 func (q *Queue) Buffer() Lines {
 	q.mu.Lock()
 	defer q.mu.Unlock()
-	var ends []int32
-	if n := len(q.freeEnds); n > 0 {
-		ends = q.freeEnds[n-1][:0]
-		q.freeEnds[n-1] = nil
-		q.freeEnds = q.freeEnds[:n-1]
+	var ends, keys []int32
+	if n := len(q.freeEnds); n >= 2 {
+		ends, keys = q.freeEnds[n-2][:0], q.freeEnds[n-1][:0]
+		q.freeEnds[n-2], q.freeEnds[n-1] = nil, nil
+		q.freeEnds = q.freeEnds[:n-2]
 	}
 	size := min(max(q.lastSize+q.lastSize/8, 4<<10), q.cfg.MaxBytes)
 	for len(q.free) > 0 {
@@ -250,10 +257,10 @@ func (q *Queue) Buffer() Lines {
 		// One from a time of much smaller or larger batches is let go; a
 		// slightly small one grows in the rare case it falls short.
 		if c := cap(buf); c >= q.lastSize-q.lastSize/8 && c <= 4*size {
-			return Lines{Data: buf[:0], Ends: ends}
+			return Lines{Data: buf[:0], Ends: ends, Keys: keys}
 		}
 	}
-	return Lines{Data: make([]byte, 0, size), Ends: ends}
+	return Lines{Data: make([]byte, 0, size), Ends: ends, Keys: keys}
 }
 
 // minFree done batches are always kept for reuse: enough for the batches
@@ -269,11 +276,11 @@ func (q *Queue) recycle(b *Batch) {
 	if c := cap(b.Data); !b.fromDisk && (len(q.free) < minFree || q.bytes+q.freeCap+c <= q.cfg.MaxBytes) {
 		q.free = append(q.free, b.Data)
 		q.freeCap += c
-		if len(q.freeEnds) < minFree {
-			q.freeEnds = append(q.freeEnds, b.Ends)
+		if len(q.freeEnds) < 2*minFree && b.Ends != nil && b.Keys != nil {
+			q.freeEnds = append(q.freeEnds, b.Ends, b.Keys)
 		}
 	}
-	b.Data, b.Ends = nil, nil
+	b.Data, b.Ends, b.Keys = nil, nil, nil
 }
 
 // WaitEmpty returns true once nothing is left to send: no batch waits or
@@ -365,7 +372,7 @@ func (q *Queue) notePeak() {
 }
 
 // Get hands out the oldest batch, waiting for one. It returns false after
-// Abort, and after Drain and Seal once nothing more is to be sent now.
+// Abort, and after Drain once nothing more is to be sent now.
 func (q *Queue) Get() (*Batch, bool) {
 	q.mu.Lock()
 	defer q.mu.Unlock()
@@ -382,7 +389,8 @@ func (q *Queue) Get() (*Batch, bool) {
 			}
 			if ok {
 				// A record keeps its bytes only: its lines are found once here.
-				b := &Batch{Data: rec.data, Ends: Scan(rec.data).Ends, Points: rec.points, First: rec.written, fromDisk: true}
+				l := Scan(rec.data)
+				b := &Batch{Data: rec.data, Ends: l.Ends, Keys: l.Keys, Points: rec.points, First: rec.written, fromDisk: true}
 				b.Remaining.Store(int64(rec.points))
 				return b, true
 			}
@@ -398,7 +406,7 @@ func (q *Queue) Get() (*Batch, bool) {
 			q.out = append(q.out, b)
 			return b, true
 		}
-		if q.draining && q.sealed && !q.diskBusy {
+		if q.draining && q.filling == 0 && !q.diskBusy {
 			// Memory is empty, or must wait behind disk records that are
 			// kept for the next start: Close moves it to disk.
 			return nil, false
@@ -421,10 +429,20 @@ func (q *Queue) memoryReady() bool {
 	return len(q.waiting) > 0 && (q.disk == nil || !q.diskBusy && !q.disk.has())
 }
 
-// Ack says b, handed out by Get, is done with: delivered or refused.
-func (q *Queue) Ack(b *Batch) {
+// Done gives back b, handed out by Get. Delivered (or refused) frees it:
+// its memory is for a later batch, or the disk head moves on. Not
+// delivered, a sender gave up on it at shutdown: a disk record stays on
+// disk, to be delivered after the next start; a memory batch is kept by
+// Close.
+func (q *Queue) Done(b *Batch, delivered bool) {
 	if b.fromDisk {
-		q.disk.ack()
+		if delivered {
+			q.disk.ack()
+		} else {
+			q.disk.release()
+		}
+	} else if !delivered {
+		return
 	}
 	q.mu.Lock()
 	defer q.mu.Unlock()
@@ -440,23 +458,8 @@ func (q *Queue) Ack(b *Batch) {
 	q.room.Broadcast()
 }
 
-// Release gives back a batch handed out by Get that is not done: a
-// sender gave up on it at shutdown. A disk record stays on disk, to be
-// delivered after the next start; a memory batch is kept by Close.
-func (q *Queue) Release(b *Batch) {
-	if !b.fromDisk {
-		return
-	}
-	q.disk.release()
-	q.mu.Lock()
-	q.diskBusy = false
-	q.ready.Broadcast()
-	q.room.Broadcast()
-	q.mu.Unlock()
-}
-
 // Drain stops new reservations and disk deliveries; see the package
-// documentation.
+// documentation. Batches being filled are still Put.
 func (q *Queue) Drain() {
 	q.mu.Lock()
 	defer q.mu.Unlock()
@@ -469,15 +472,6 @@ func (q *Queue) Drain() {
 	}
 	q.room.Broadcast()
 	q.ready.Broadcast()
-}
-
-// Seal says that no batch will be Put any more: once drained, Get may
-// return false when memory is empty.
-func (q *Queue) Seal() {
-	q.mu.Lock()
-	q.sealed = true
-	q.ready.Broadcast()
-	q.mu.Unlock()
 }
 
 // Draining is closed by Drain when the queue has a disk queue, which keeps

@@ -38,8 +38,8 @@ func name(b *Batch) string {
 	return s[bytes.LastIndexByte(b.Data[:len(b.Data)-1], 'x')+1 : len(s)-1]
 }
 
-// Memory only: Reserve refuses or waits when full, and an Ack makes room.
-func TestReserveWaitsForAck(t *testing.T) {
+// Memory only: Reserve refuses or waits when full, and a Done makes room.
+func TestReserveWaitsForDone(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		q := open(t, Config{MaxBytes: 100})
 		put(t, q, "a", 60)
@@ -58,9 +58,9 @@ func TestReserveWaitsForAck(t *testing.T) {
 		if !ok || name(b) != "a" {
 			t.Fatalf("Get: %v", ok)
 		}
-		q.Ack(b)
+		q.Done(b, true)
 		if err := <-reserved; err != nil {
-			t.Fatalf("Reserve after Ack: %v", err)
+			t.Fatalf("Reserve after Done: %v", err)
 		}
 		if st := q.Stats(); st.Bytes != 50 || st.Batches != 0 {
 			t.Errorf("stats %+v: want the 50 bytes reserved and no batch", st)
@@ -80,17 +80,16 @@ func TestSpillOrderAcrossRestart(t *testing.T) {
 		t.Fatalf("stats %+v: want 3 batches spilled, 80 bytes in memory", st)
 	}
 	b, _ := q.Get() // b0, from disk
-	q.Ack(b)
+	q.Done(b, true)
 	b, _ = q.Get() // b1, from disk, in flight at shutdown
 	if name(b) != "b1" {
 		t.Fatalf("second batch %q", name(b))
 	}
 	q.Drain()
-	q.Seal()
 	if err := q.Reserve(1, false); !errors.Is(err, ErrClosed) {
 		t.Errorf("Reserve while draining: %v", err)
 	}
-	q.Release(b) // the sender gives up: b1 stays on disk
+	q.Done(b, false) // the sender gives up: b1 stays on disk
 	if _, ok := q.Get(); ok {
 		t.Fatal("Get handed out memory ahead of the disk backlog while draining")
 	}
@@ -107,7 +106,7 @@ func TestSpillOrderAcrossRestart(t *testing.T) {
 			t.Fatal("Get: nothing")
 		}
 		got = append(got, name(b))
-		q.Ack(b)
+		q.Done(b, true)
 	}
 	if want := "[b1 b2 b3 b4]"; fmt.Sprint(got) != want {
 		t.Errorf("after restart %v, want %s", got, want)
@@ -132,7 +131,7 @@ func TestCloseKeepsInFlightFirst(t *testing.T) {
 			put(t, q, "waiting", 20)
 			sent, _ := q.Get()
 			half, _ := q.Get()
-			q.Ack(sent)
+			q.Done(sent, true)
 			half.Points = 4
 			half.Remaining.Store(2) // two of four delivered
 			q.Drain()
@@ -155,7 +154,7 @@ func TestCloseKeepsInFlightFirst(t *testing.T) {
 				if !ok || name(b) != want {
 					t.Fatalf("after restart: %v, want %s", ok, want)
 				}
-				q.Ack(b)
+				q.Done(b, true)
 			}
 		})
 	}
@@ -176,7 +175,7 @@ func TestBufferReused(t *testing.T) {
 		}
 		q.Put(&Batch{Data: buf, Points: 1})
 		b, _ := q.Get()
-		q.Ack(b) // delivered
+		q.Done(b, true) // delivered
 		return p
 	}
 	// Batches of 90 000 to 110 000 bytes: memory is allocated while the
@@ -232,14 +231,14 @@ func TestPlantedLinksNotFollowed(t *testing.T) {
 		t.Errorf("Reserve with the third segment's name taken by a link: %v, want ErrFull (c stays in memory)", err)
 	}
 	a, _ := q.Get()
-	q.Ack(a)
+	q.Done(a, true)
 	b, _ := q.Get()
-	q.Ack(b)
+	q.Done(b, true)
 	front := fmt.Sprintf("%016d.seg", firstSeq) // a's segment, deleted: where Close puts batches in flight
 	plant(front)
 	c, _ := q.Get() // in flight at Close: put in front
 	q.Drain()
-	q.Release(c)
+	q.Done(c, false)
 	if left, err := q.Close(); err != nil || left.KeptPoints != 1 {
 		t.Fatalf("Close: %+v, %v; want c kept", left, err)
 	}
@@ -278,7 +277,7 @@ func TestLastBatchAfterDrain(t *testing.T) {
 					return
 				}
 				got <- name(b)
-				q.Ack(b)
+				q.Done(b, true)
 			}
 		}()
 		synctest.Wait()                              // the sender waits in Get
@@ -293,7 +292,6 @@ func TestLastBatchAfterDrain(t *testing.T) {
 		default:
 		}
 		q.Put(&Batch{Data: []byte("xxxxx" + "last\n"), Points: 1, First: time.Now()})
-		q.Seal()
 		if a, b := <-got, <-got; a != "last" || b != "end" {
 			t.Errorf("sender got %q then %q, want the last batch then the end", a, b)
 		}

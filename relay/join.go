@@ -30,6 +30,7 @@ type blockPoint struct {
 // joinScratch is the memory joined reuses from block to block.
 type joinScratch struct {
 	ends    []int32
+	keys    []int32
 	done    []bool
 	members []int
 	series  []*series
@@ -77,7 +78,7 @@ func (c *Conn) fieldCount(i int) int {
 // a block buffer of the relay's that the caller releases.
 func (c *Conn) joined() queue.Lines {
 	j := &c.join
-	out, ends := c.relay.block(), j.ends[:0]
+	out, ends, keys := c.relay.block(), j.ends[:0], j.keys[:0]
 	j.done = slices.Grow(j.done[:0], len(c.pts))[:len(c.pts)]
 	clear(j.done)
 	for i := range c.pts {
@@ -94,6 +95,7 @@ func (c *Conn) joined() queue.Lines {
 		if len(members) > 1 && c.repeats(members) {
 			members = members[:1]
 		}
+		keys = append(keys, int32(len(out))+p.fields-1-p.start) // the space before its fields
 		out = append(out, c.out[p.start:p.fieldsEnd]...)
 		for _, k := range members[1:] {
 			out = append(append(out, ','), c.out[c.pts[k].fields:c.pts[k].fieldsEnd]...)
@@ -103,8 +105,8 @@ func (c *Conn) joined() queue.Lines {
 		ends = append(ends, int32(len(out)))
 		j.members = members
 	}
-	j.ends = ends
-	return queue.Lines{Data: out, Ends: ends}
+	j.ends, j.keys = ends, keys
+	return queue.Lines{Data: out, Ends: ends, Keys: keys}
 }
 
 // repeats reports whether a series has a field in two of the points.

@@ -288,6 +288,7 @@ type Conn struct {
 	result templates.Result
 	out    []byte               // the block's points, in line protocol
 	ends   []int32              // where each of them ends in out
+	keys   []int32              // and where its series key ends
 	points int                  // points in out since the last Flush
 	enc    lineprotocol.Encoder // describes new series
 
@@ -413,7 +414,7 @@ func (c *Conn) Line(line []byte) {
 func (c *Conn) Process(line []byte) ([]byte, error) {
 	c.now = 0 // each line is its own block
 	c.out = c.out[:0]
-	c.ends = c.ends[:0]
+	c.ends, c.keys = c.ends[:0], c.keys[:0]
 	c.points = 0
 	c.open.close()
 	c.forgetPoints()
@@ -476,6 +477,7 @@ func (c *Conn) encode(line []byte) (Reason, string) {
 		c.open.start(s, key, ts)
 		c.points++
 		c.ends = append(c.ends, 0) // set once the point is written
+		c.keys = append(c.keys, int32(len(c.out)+int(s.keyEnd)))
 		if c.relay.cfg.JoinReports {
 			c.notePoint(key, ts, len(c.out), int(s.keyEnd)+1)
 		}
@@ -708,7 +710,7 @@ func (c *Conn) Flush() {
 	c.now, c.apps = 0, 0
 	st := &c.relay.stats
 	if c.points > 0 {
-		lines := queue.Lines{Data: c.out, Ends: c.ends}
+		lines := queue.Lines{Data: c.out, Ends: c.ends, Keys: c.keys}
 		if c.rejoin {
 			lines = c.joined()
 			c.points = lines.Len()
@@ -724,7 +726,7 @@ func (c *Conn) Flush() {
 		if c.rejoin {
 			c.relay.release(lines.Data)
 		}
-		c.out, c.ends = nil, c.ends[:0]
+		c.out, c.ends, c.keys = nil, c.ends[:0], c.keys[:0]
 		c.points = 0
 	}
 	c.open.close()

@@ -25,11 +25,13 @@ type sink struct {
 	calls  int
 }
 
-// AppendLines keeps the lines, once it has checked that their ends are
-// where the lines end.
+// AppendLines keeps the lines, once it has checked that their ends and
+// series keys' ends are where the lines have them.
 func (s *sink) AppendLines(l queue.Lines, _ bool) bool {
 	if got := queue.Scan(l.Data); !slices.Equal(got.Ends, l.Ends) || len(got.Data) != len(l.Data) {
 		panic(fmt.Sprintf("the relay's line ends %v are not those of its lines, %v", l.Ends, got.Ends))
+	} else if !slices.Equal(got.Keys, l.Keys) {
+		panic(fmt.Sprintf("the relay's key ends %v are not those of its lines, %v, in %q", l.Keys, got.Keys, l.Data))
 	}
 	s.buf.Write(l.Data)
 	s.points += l.Len()
