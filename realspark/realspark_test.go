@@ -73,7 +73,12 @@ func runVersion(t *testing.T, version string) {
 	r := &run{version: version, srv: influxtest.Start(t), from: time.Now().Add(-time.Minute)}
 	r.hs = historyServer(t, home, work, events)
 
-	uiPort := freePort(t) // Spark's: it cannot say which port it bound
+	// The driver's UI port is in sparkpulse's config, written before Spark
+	// starts: it is one free a moment ago. With spark.port.maxRetries=0
+	// (below) a port taken in between fails the application with Spark's
+	// "Failed to bind SparkUI" instead of moving the UI to the next port,
+	// where sparkpulse would not look.
+	uiPort := freePort(t)
 	ui := fmt.Sprintf("http://127.0.0.1:%d", uiPort)
 	sp := startSparkpulse(t, r.srv.URL, fmt.Sprintf(`
 [internal]
@@ -117,6 +122,7 @@ func runVersion(t *testing.T, version string) {
 			"spark.driver.host":            "127.0.0.1",
 			"spark.driver.bindAddress":     "127.0.0.1",
 			"spark.ui.port":                strconv.Itoa(uiPort),
+			"spark.port.maxRetries":        "0", // the UI on uiPort or nowhere; the other ports are 0
 			"spark.ui.showConsoleProgress": "false",
 			"spark.executor.memory":        "512m",
 			"spark.eventLog.enabled":       "true",

@@ -125,16 +125,32 @@ func checkLoopbackDir(t *testing.T, dir string) {
 	})
 }
 
-// lockedBuffer collects a process's output.
+// lockedBuffer collects a process's output, and tells those who wait for
+// a line that more has come.
 type lockedBuffer struct {
-	mu sync.Mutex
-	b  bytes.Buffer
+	mu      sync.Mutex
+	b       bytes.Buffer
+	written chan struct{} // closed at the next Write
 }
 
 func (b *lockedBuffer) Write(p []byte) (int, error) {
 	b.mu.Lock()
 	defer b.mu.Unlock()
+	if b.written != nil {
+		close(b.written)
+		b.written = nil
+	}
 	return b.b.Write(p)
+}
+
+// next returns the output so far, and a channel closed at the next Write.
+func (b *lockedBuffer) next() (string, <-chan struct{}) {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	if b.written == nil {
+		b.written = make(chan struct{})
+	}
+	return b.b.String(), b.written
 }
 
 func (b *lockedBuffer) String() string {
@@ -143,14 +159,18 @@ func (b *lockedBuffer) String() string {
 	return b.b.String()
 }
 
+// historyBound is the History Server's log line naming the port its UI
+// and REST API bound (Utils.startServiceOnPort), in Spark 3.5 and 4.x.
+var historyBound = regexp.MustCompile(`Successfully started service 'HistoryServerUI' on port (\d+)\.`)
+
 // historyServer runs Spark's History Server over dir until the test ends.
+// It binds port 0, and the port it got is read from its log.
 func historyServer(t *testing.T, home, workDir, dir string) string {
 	t.Helper()
-	port := freePort(t)
 	cmd := exec.Command(filepath.Join(home, "pyspark", "bin", "spark-class"), "org.apache.spark.deploy.history.HistoryServer")
 	cmd.Env = append(sparkEnv(home, workDir), "SPARK_HISTORY_OPTS="+strings.Join([]string{
 		"-Dspark.history.fs.logDirectory=file:" + dir,
-		"-Dspark.history.ui.port=" + strconv.Itoa(port),
+		"-Dspark.history.ui.port=0",
 		"-Dspark.history.fs.update.interval=1s",
 		"-Dspark.ui.showConsoleProgress=false",
 	}, " "))
@@ -170,8 +190,24 @@ func historyServer(t *testing.T, home, workDir, dir string) string {
 			t.Logf("History Server log:\n%s", tail(logs.String(), 4000))
 		}
 	})
-	url := fmt.Sprintf("http://127.0.0.1:%d", port)
-	deadline := time.Now().Add(90 * time.Second)
+	deadline := time.NewTimer(90 * time.Second)
+	defer deadline.Stop()
+	var url string
+	for {
+		out, more := logs.next()
+		if m := historyBound.FindStringSubmatch(out); m != nil {
+			url = "http://127.0.0.1:" + m[1]
+			break
+		}
+		select {
+		case <-more:
+		case <-exited:
+			t.Fatalf("the History Server exited:\n%s", logs.String())
+		case <-deadline.C:
+			t.Fatalf("the History Server did not say which port it bound:\n%s", logs.String())
+		}
+	}
+	// Then its REST API, polled until it answers.
 	for tick := time.NewTicker(100 * time.Millisecond); ; <-tick.C {
 		select {
 		case <-exited:
@@ -184,8 +220,10 @@ func historyServer(t *testing.T, home, workDir, dir string) string {
 				return url
 			}
 		}
-		if time.Now().After(deadline) {
+		select {
+		case <-deadline.C:
 			t.Fatalf("the History Server did not answer at %s:\n%s", url, logs.String())
+		default:
 		}
 	}
 }

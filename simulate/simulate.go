@@ -362,6 +362,12 @@ func (c *Cluster) SendRound(ctx context.Context, now time.Time) (lines, failed i
 	return c.send(ctx, &d, now)
 }
 
+// SetAddr makes the following rounds report to addr (host:port), e.g. a
+// Graphite listener started again on another port. Call it between
+// rounds, not while one is sent: a Cluster is not safe for concurrent
+// use, and SendRound and Replay return only once their round is sent.
+func (c *Cluster) SetAddr(addr string) { c.cfg.Addr = addr }
+
 // Replay sends rounds reports of every process, with report times start,
 // start+Period, …, as fast as the listener takes them; the applications'
 // jobs advance with the report times. It returns the number of lines sent.

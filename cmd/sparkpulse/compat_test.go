@@ -161,29 +161,28 @@ func tomlList(xs []string) string {
 // both get the same bytes, and the two databases must hold the same points.
 func TestCompatWithInfluxDBGraphite(t *testing.T) {
 	var ref, ours strings.Builder
-	ports := make([]int, len(compatScenarios))
-	for i, sc := range compatScenarios {
-		ports[i] = influxtest.FreePort(t)
+	for _, sc := range compatScenarios {
 		block := fmt.Sprintf(`
 [[graphite]]
-  bind-address = "127.0.0.1:%%d"
+  bind-address = "127.0.0.1:0"
   protocol = "tcp"
   database = "%%s_%s"
   separator = %q
   templates = %s
   tags = %s
 `, sc.name, sc.separator, tomlList(sc.templates), tomlList(sc.tags))
-		fmt.Fprintf(&ref, block+"  enabled = true\n  batch-timeout = \"100ms\"\n", ports[i], "ref")
-		fmt.Fprintf(&ours, block, 0, "ours")
+		fmt.Fprintf(&ref, block+"  enabled = true\n  batch-timeout = \"100ms\"\n", "ref")
+		fmt.Fprintf(&ours, block, "ours")
 	}
-	srv := influxtest.Start(t, influxtest.WithConfig(ref.String()))
+	srv := influxtest.Start(t, influxtest.WithGraphite(ref.String()))
+	refAddrs := srv.GraphiteAddrs(t, len(compatScenarios))
 	// The delta stage adds fields InfluxDB's listener does not have; the
 	// promise is about what the templates make of each line.
 	svc := startSparkpulse(t, srv, "[deltas]\n  enabled = false\n"+ours.String())
 
 	for i, sc := range compatScenarios {
 		payload := strings.Join(sc.lines, "\n") + "\n" // InfluxDB drops a last line without newline
-		sendTCP(t, fmt.Sprintf("127.0.0.1:%d", ports[i]), payload)
+		sendTCP(t, refAddrs[i], payload)
 		sendTCP(t, svc.addr(i), payload)
 	}
 	svc.stop()

@@ -106,20 +106,23 @@ func acceptedValues(st *relay.Stats) uint64 {
 // writes with target.
 func outagesLoseNothing(t *testing.T, srv influxProcess, target string, startSvc func(conf string) *testService) {
 	t.Helper()
-	port := influxtest.FreePort(t)
+	// The block binds port 0: each start gets its own port, and the
+	// cluster is pointed at it. Its disk queue is named after the
+	// configured address, so the instance started again finds the queue
+	// the stopped one left.
 	conf := fmt.Sprintf(`
 state-dir = %q
 [influxdb]
   max-queue-bytes = 1048576   # 1 MiB in memory: outages spill to disk
 [[graphite]]
-  bind-address = "127.0.0.1:%d"
+  bind-address = "127.0.0.1:0"
   %s
-`, t.TempDir(), port, target)
+`, t.TempDir(), target)
 	svc := startSvc(conf)
 
 	const rounds = 600
 	start := time.Now().Add(-rounds * 10 * time.Second).Truncate(time.Second)
-	cluster := simulate.NewCluster(simulate.Config{Addr: fmt.Sprintf("127.0.0.1:%d", port), Apps: 2, Executors: 3, Period: 10 * time.Second, Seed: 3}, start)
+	cluster := simulate.NewCluster(simulate.Config{Addr: svc.addr(0), Apps: 2, Executors: 3, Period: 10 * time.Second, Seed: 3}, start)
 	var accepted, refusedReports uint64
 	var peak int64
 	var spilled uint64
@@ -149,7 +152,8 @@ state-dir = %q
 			svc.stopped = true
 			collect(svc)
 			svc = startSvc(conf)
-			t.Logf("round %d: sparkpulse restarted", r)
+			cluster.SetAddr(svc.addr(0))
+			t.Logf("round %d: sparkpulse restarted on %s", r, svc.addr(0))
 		}
 		_, failed := cluster.SendRound(context.Background(), start.Add(time.Duration(r)*10*time.Second))
 		refusedReports += uint64(failed)

@@ -187,7 +187,7 @@ func countStored(t *testing.T, srv *influxtest.Server) uint64 {
 // still ends within the bound, and fails naming the points lost. Its own
 // metrics alone going undelivered is not a failure.
 func TestStopWithInfluxDBDownWithoutStateDir(t *testing.T) {
-	url := fmt.Sprintf("http://127.0.0.1:%d", influxtest.FreePort(t)) // nothing listens
+	url := "http://" + influxtest.RefusingAddr(t) // connections refused
 	const bound = shutdownStall + 2*time.Second
 
 	idle := startForStop(t, url, "")

@@ -1,9 +1,13 @@
 // Package influxtest runs a real InfluxDB 1.x server (influxd) for
 // integration tests, on free loopback ports with its data in a temporary
-// directory, and reads it back with InfluxQL. influxd cannot bind port 0
-// and say which port it got: it is given ports free a moment before, and
-// started again on others when one was taken in between, so a test does
-// not depend on what else runs on the machine.
+// directory, and reads it back with InfluxQL. influxd's HTTP and RPC
+// ports are ports free a moment before (influxd names the ports it bound
+// only at log level info, and it logs at warn unless WithGraphite), and
+// it is started again on others when one was taken in between, so a test does
+// not depend on what else runs on the machine. Its [[graphite]]
+// listeners (WithGraphite) bind port 0 instead, and GraphiteAddrs reads
+// the ports they got from its log. RefusingAddr gives an address that
+// refuses connections for the whole test.
 //
 // The binary is $INFLUXD, else $(go env GOPATH)/bin/influxd, else influxd on
 // PATH. When it is missing or does not start, the test is skipped with the
@@ -51,10 +55,12 @@ type Server struct {
 	bin, confPath string
 	env           []string
 
-	cmd    *exec.Cmd
-	exited chan struct{} // closed when the process has exited
-	log    *syncBuffer
-	client *http.Client // trusts CAFile
+	cmd     *exec.Cmd
+	exited  chan struct{} // closed when the process has exited
+	log     *syncBuffer
+	logFrom int          // where in log the running process's output starts
+	info    bool         // influxd logs at level info (WithGraphite)
+	client  *http.Client // trusts CAFile
 }
 
 // Option changes how Start runs influxd.
@@ -63,6 +69,7 @@ type Option func(*options)
 type options struct {
 	extra, env []string
 	tls        bool
+	logLevel   string // influxd's [logging] level; "" for warn
 }
 
 // WithTLS serves HTTPS only, with a certificate for 127.0.0.1 signed by a
@@ -71,10 +78,22 @@ func WithTLS() Option {
 	return func(o *options) { o.tls = true }
 }
 
-// WithConfig appends TOML to influxd's configuration, e.g. a [[graphite]]
-// block (take its port from FreePort).
+// WithConfig appends TOML to influxd's configuration. For [[graphite]]
+// blocks, use WithGraphite.
 func WithConfig(toml string) Option {
 	return func(o *options) { o.extra = append(o.extra, toml) }
+}
+
+// WithGraphite appends [[graphite]] blocks to influxd's configuration.
+// Their bind-address should be "127.0.0.1:0": GraphiteAddrs returns the
+// addresses they bound, which influxd logs at level info, so influxd logs
+// at that level (graphite lines it cannot parse are logged at that level
+// too).
+func WithGraphite(toml string) Option {
+	return func(o *options) {
+		o.extra = append(o.extra, toml)
+		o.logLevel = "info"
+	}
 }
 
 // WithEnv adds "KEY=value" environment variables, which influxd reads
@@ -260,6 +279,10 @@ func start(dir, bin string, o options) (*Server, error) {
 		s.URL = "https://" + s.HTTPAddr
 		httpsConf = fmt.Sprintf("  https-enabled = true\n  https-certificate = %q\n  https-private-key = %q\n", cert, key)
 	}
+	level := "warn"
+	if o.logLevel != "" {
+		level, s.info = o.logLevel, true
+	}
 	conf := fmt.Sprintf(`reporting-disabled = true
 bind-address = "127.0.0.1:%d"
 
@@ -281,8 +304,8 @@ bind-address = "127.0.0.1:%d"
   pprof-enabled = false
 %s
 [logging]
-  level = "warn"
-`, rpcPort, filepath.Join(dir, "meta"), filepath.Join(dir, "data"), filepath.Join(dir, "wal"), s.HTTPAddr, httpsConf)
+  level = %q
+`, rpcPort, filepath.Join(dir, "meta"), filepath.Join(dir, "data"), filepath.Join(dir, "wal"), s.HTTPAddr, httpsConf, level)
 	conf += strings.Join(o.extra, "\n")
 	confPath := filepath.Join(dir, "influxd.conf")
 	if err := os.WriteFile(confPath, []byte(conf), 0o644); err != nil {
@@ -303,6 +326,7 @@ func (s *Server) launch() error {
 	cmd.Stdout = s.log
 	cmd.Stderr = s.log
 	cmd.Env = append(append(os.Environ(), "INFLUXDB_REPORTING_DISABLED=true"), s.env...)
+	s.logFrom = s.log.Len()
 	if err := cmd.Start(); err != nil {
 		return fmt.Errorf("starting %s: %v", s.bin, err)
 	}
@@ -458,10 +482,15 @@ func (s *Server) query(db, q string) ([]Series, error) {
 }
 
 // FreePort returns a TCP port on 127.0.0.1 that was free a moment ago, for
-// a server that cannot bind port 0 and say which port it got. Another
-// process can take it before the server binds it: the caller retries on
-// "address already in use", as Start does. sparkpulse itself is started
-// with port 0 and run --ready-file instead.
+// a port that must be known before its server starts. Another process can
+// take it before the server binds it: the caller makes that fail loudly,
+// or retries on "address already in use", as Start does. Its one caller is
+// the real-Spark test's driver UI port, which is in sparkpulse's
+// configuration before Spark starts, and which Spark is told not to move
+// from (spark.port.maxRetries=0). Where the server can bind port 0 and
+// say which port it got, it does: sparkpulse (run --ready-file), influxd's
+// [[graphite]] listeners (GraphiteAddrs), Spark's History Server (its
+// log); for an address that refuses connections, use RefusingAddr.
 func FreePort(tb testing.TB) int {
 	tb.Helper()
 	p, err := freePort()
@@ -480,16 +509,40 @@ func freePort() (int, error) {
 	return l.Addr().(*net.TCPAddr).Port, nil
 }
 
-// syncBuffer collects influxd's output from two pipes.
+// syncBuffer collects influxd's output from two pipes, and tells those
+// who wait for a line that more has come.
 type syncBuffer struct {
-	mu sync.Mutex
-	b  bytes.Buffer
+	mu      sync.Mutex
+	b       bytes.Buffer
+	written chan struct{} // closed at the next Write
 }
 
 func (b *syncBuffer) Write(p []byte) (int, error) {
 	b.mu.Lock()
 	defer b.mu.Unlock()
+	if b.written != nil {
+		close(b.written)
+		b.written = nil
+	}
 	return b.b.Write(p)
+}
+
+// Len is the number of bytes written so far.
+func (b *syncBuffer) Len() int {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return b.b.Len()
+}
+
+// From returns what was written from offset on, and a channel closed at
+// the next Write.
+func (b *syncBuffer) From(offset int) (string, <-chan struct{}) {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	if b.written == nil {
+		b.written = make(chan struct{})
+	}
+	return string(b.b.Bytes()[offset:]), b.written
 }
 
 func (b *syncBuffer) String() string {

@@ -1,0 +1,14 @@
+//go:build !unix
+
+package influxtest
+
+import "testing"
+
+// RefusingAddr returns an address on which connections are refused for
+// the whole test. It needs a socket bound without listening, which is
+// done on Unix only: elsewhere the test is skipped.
+func RefusingAddr(tb testing.TB) string {
+	tb.Helper()
+	tb.Skip("influxtest: RefusingAddr binds a socket without listening, on Unix only")
+	return ""
+}
