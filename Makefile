@@ -45,11 +45,14 @@ run: build
 # the container artefacts, the release archives, then short fuzz runs.
 test: deps check check-deploy release-check fuzz
 
-check:
+# The tests that run sparkpulse as a process (cmd/sparkpulse, realspark)
+# take the binary built here, once, from SPARKPULSE_BIN; run alone with
+# go test, each package builds its own.
+check: build
 	@unformatted=$$(gofmt -l $$(git ls-files '*.go' 2>/dev/null || find . -name '*.go')); \
 	  if [ -n "$$unformatted" ]; then echo "gofmt needed:"; echo "$$unformatted"; exit 1; fi
 	$(GO) vet ./...
-	$(GO) test -race -count=1 -timeout 30m ./...
+	SPARKPULSE_BIN="$(abspath $(BIN))" $(GO) test -race -count=1 -timeout 30m ./...
 
 check-deploy:
 	scripts/check-deploy.sh

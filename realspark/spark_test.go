@@ -520,10 +520,15 @@ var buildOnce struct {
 	err error
 }
 
-// binary builds cmd/sparkpulse once per test process.
+// binary is $SPARKPULSE_BIN, the binary `make check` builds once for
+// every package's tests, or cmd/sparkpulse built once per test process.
 func binary(t *testing.T) string {
 	t.Helper()
 	buildOnce.Do(func() {
+		if p := os.Getenv("SPARKPULSE_BIN"); p != "" {
+			buildOnce.bin = p
+			return
+		}
 		dir, err := os.MkdirTemp("", "sparkpulse-bin")
 		if err != nil {
 			buildOnce.err = err
