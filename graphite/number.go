@@ -15,6 +15,10 @@ import (
 // turns a rejected value's 2 allocations and ~100 ns into none and ~25
 // ns, what a sender repeating a bad line costs; a value only strconv's
 // exact paths read, which Spark does not send, costs twice strconv's time.
+// On the service's path (relay's BenchmarkConnRejected: parse, refuse,
+// count) a rejected line costs 61–63 ns and nothing allocated, against
+// 151–190 ns and 2 allocations (56 B) with strconv answering instead of
+// checkFloat (5 alternating runs each).
 func parseFloat(b []byte) (float64, bool) {
 	if v, ok := fastFloat(b); ok {
 		return v, true

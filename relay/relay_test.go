@@ -13,6 +13,7 @@ import (
 	"time"
 
 	"github.com/sparkpulse/sparkpulse/delta"
+	"github.com/sparkpulse/sparkpulse/graphite"
 	"github.com/sparkpulse/sparkpulse/simulate"
 	"github.com/sparkpulse/sparkpulse/spark"
 	"github.com/sparkpulse/sparkpulse/templates"
@@ -270,6 +271,32 @@ func BenchmarkConn(b *testing.B) {
 				b.Fatal("no application id was nominated: the admission path did not run")
 			}
 		})
+	}
+}
+
+// BenchmarkConnRejected measures a line whose value is no number, as a
+// broken or hostile sender repeats it on every line: parsed, refused and
+// counted, nothing encoded. It is what graphite's checkFloat is for (it
+// answers strconv's error without strconv allocating it), measured here
+// on the service's path rather than on the parser alone.
+func BenchmarkConnRejected(b *testing.B) {
+	var lines [][]byte
+	for _, l := range simulated(b, "", 2) {
+		f := bytes.Fields(l)
+		lines = append(lines, fmt.Appendf(nil, "%s %s %s", f[0], "12.5MB", f[2]))
+	}
+	c := New(Config{Mapper: spark.NewMapper(spark.Options{}), Sink: &nullSink{}}).NewConn(nil)
+	b.ReportAllocs()
+	i := 0
+	for b.Loop() {
+		c.Line(lines[i%len(lines)])
+		if i++; i%1000 == 0 {
+			c.Flush()
+		}
+	}
+	c.Flush()
+	if st := c.(*Conn).relay.Stats(); st.Dropped[graphite.ReasonValue].Load() == 0 {
+		b.Fatal("no line was refused")
 	}
 }
 
