@@ -1,7 +1,8 @@
 package influxtest
 
-// A real InfluxDB 2.x server (influxd 2.7) for integration tests, on a free
-// loopback port with its data in a temporary directory, onboarded by API
+// A real InfluxDB 2.x server (influxd 2.7) for integration tests, on a
+// loopback port it picks (port 0; its log names the port it got, at level
+// info) with its data in a temporary directory, onboarded by API
 // (org "spark", bucket "spark", an operator token) and read back with
 // InfluxQL through the 1.x compatibility API (/query).
 //
@@ -53,14 +54,15 @@ type Server2 struct {
 	OrgID, BucketID, UserID  string
 
 	bin  string
-	args []string
+	args []string // --http-bind-address first
 	env  []string
 
-	cmd    *exec.Cmd
-	exited chan struct{} // closed when the process has exited
-	log    *syncBuffer
-	client *http.Client
-	v1     *Server // InfluxQL through /query, with the token
+	cmd     *exec.Cmd
+	exited  chan struct{} // closed when the process has exited
+	log     *syncBuffer
+	logFrom int // where in log the running process's output starts
+	client  *http.Client
+	v1      *Server // InfluxQL through /query, with the token
 }
 
 // Option2 changes how Start2 runs influxd 2.x.
@@ -100,7 +102,7 @@ func Start2(tb testing.TB, opts ...Option2) *Server2 {
 }
 
 // Launch2 is Start2 for programs: influxd 2.x with its data under dir, on a
-// free loopback port, onboarded. The caller stops it with Stop.
+// loopback port it picks, onboarded. The caller stops it with Stop.
 func Launch2(dir string, opts ...Option2) (*Server2, error) {
 	var o options2
 	for _, opt := range opts {
@@ -110,7 +112,10 @@ func Launch2(dir string, opts ...Option2) (*Server2, error) {
 	if err != nil {
 		return nil, err
 	}
-	return launchRetrying(dir, func(sub string) (*Server2, error) { return start2(sub, bin, o) })
+	if err := os.MkdirAll(dir, 0o755); err != nil {
+		return nil, err
+	}
+	return start2(dir, bin, o)
 }
 
 // Binary2Path is where scripts/influxd2.sh puts influxd 2.x:
@@ -133,26 +138,20 @@ func findBinary2() (string, error) {
 }
 
 func start2(dir, bin string, o options2) (*Server2, error) {
-	port, err := freePort()
-	if err != nil {
-		return nil, err
-	}
 	s := &Server2{
-		HTTPAddr: fmt.Sprintf("127.0.0.1:%d", port),
-		Dir:      dir,
-		bin:      bin,
-		env:      o.env,
-		log:      &syncBuffer{},
-		client:   &http.Client{Timeout: 30 * time.Second},
+		Dir:    dir,
+		bin:    bin,
+		env:    o.env,
+		log:    &syncBuffer{},
+		client: &http.Client{Timeout: 30 * time.Second},
 	}
-	s.URL = "http://" + s.HTTPAddr
 	s.args = append([]string{
-		"--http-bind-address=" + s.HTTPAddr,
+		"--http-bind-address=127.0.0.1:0",
 		"--bolt-path=" + filepath.Join(dir, "influxd.bolt"),
 		"--sqlite-path=" + filepath.Join(dir, "influxd.sqlite"), // its default is under $HOME
 		"--engine-path=" + filepath.Join(dir, "engine"),
 		"--reporting-disabled",
-		"--log-level=warn",
+		"--log-level=info", // at which it logs the port it bound
 	}, o.args...)
 	if err := s.launch(); err != nil {
 		return nil, err
@@ -164,7 +163,8 @@ func start2(dir, bin string, o options2) (*Server2, error) {
 	return s, nil
 }
 
-// launch runs influxd and waits until /health passes.
+// launch runs influxd, reads the HTTP address it bound from its log into
+// HTTPAddr and URL, and waits until /health passes.
 func (s *Server2) launch() error {
 	cmd := exec.Command(s.bin, s.args...)
 	cmd.Dir = s.Dir // influxd reads a config.* file from its working directory
@@ -178,6 +178,7 @@ func (s *Server2) launch() error {
 		}
 	}
 	cmd.Env = append(cmd.Env, s.env...)
+	s.logFrom = s.log.Len()
 	if err := cmd.Start(); err != nil {
 		return fmt.Errorf("starting %s: %v", s.bin, err)
 	}
@@ -187,7 +188,13 @@ func (s *Server2) launch() error {
 		close(exited)
 	}()
 	s.cmd, s.exited = cmd, exited
-	if err := s.waitReady(); err != nil {
+	addrs, err := http2Listening.await(s.log, s.logFrom, cmd, exited, 1)
+	if err == nil {
+		s.HTTPAddr = addrs[0]
+		s.URL = "http://" + s.HTTPAddr
+		err = s.waitReady()
+	}
+	if err != nil {
 		s.Stop()
 		return fmt.Errorf("%s did not start: %v\n%s", s.bin, err, s.log.String())
 	}
@@ -211,7 +218,7 @@ func (s *Server2) waitReady() error {
 			resp.Body.Close()
 			if resp.StatusCode == http.StatusOK && derr == nil && h.Status == "pass" {
 				s.Version = h.Version
-				return checkOwn(s.cmd.Process.Pid, s.HTTPAddr)
+				return nil
 			}
 		}
 		select {
@@ -431,12 +438,14 @@ func (s *Server2) Kill() {
 	<-s.exited
 }
 
-// Restart starts influxd again on the same port and data after Kill or
-// Stop; it is onboarded already.
+// Restart starts influxd again on the same HTTP address and data after
+// Kill or Stop; it is onboarded already. As Server.Restart, it fails the
+// test when another process took the port while influxd was down.
 func (s *Server2) Restart(tb testing.TB) {
 	tb.Helper()
+	s.args[0] = "--http-bind-address=" + s.HTTPAddr
 	if err := s.launch(); err != nil {
-		tb.Fatalf("influxtest: restart: %v", err)
+		tb.Fatalf("influxtest: restart on %s: %v", s.HTTPAddr, restartError(err))
 	}
 }
 

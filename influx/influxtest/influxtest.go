@@ -1,13 +1,14 @@
 // Package influxtest runs a real InfluxDB 1.x server (influxd) for
-// integration tests, on free loopback ports with its data in a temporary
-// directory, and reads it back with InfluxQL. influxd's HTTP and RPC
-// ports are ports free a moment before (influxd names the ports it bound
-// only at log level info, and it logs at warn unless WithGraphite), and
-// it is started again on others when one was taken in between, so a test does
-// not depend on what else runs on the machine. Its [[graphite]]
-// listeners (WithGraphite) bind port 0 instead, and GraphiteAddrs reads
-// the ports they got from its log. RefusingAddr gives an address that
-// refuses connections for the whole test.
+// integration tests, on loopback ports it picks with its data in a
+// temporary directory, and reads it back with InfluxQL. influxd binds
+// port 0 for its HTTP and RPC listeners and its [[graphite]] listeners
+// (WithGraphite), so a test does not depend on what else runs on the
+// machine: influxd runs at log level info, at which it names the HTTP and
+// graphite ports it bound, and Start reads the HTTP address from its log
+// (GraphiteAddrs, those of the graphite listeners). Restart comes back on
+// the same HTTP address. InfluxDB 2.x (Start2) is run the same way.
+// RefusingAddr gives an address that refuses connections for the whole
+// test.
 //
 // The binary is $INFLUXD, else $(go env GOPATH)/bin/influxd, else influxd on
 // PATH. When it is missing or does not start, the test is skipped with the
@@ -28,7 +29,6 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
-	"strconv"
 	"strings"
 	"sync"
 	"syscall"
@@ -55,11 +55,13 @@ type Server struct {
 	bin, confPath string
 	env           []string
 
+	scheme             string // http, or https WithTLS
+	confHead, confTail string // influxd.conf around [http]'s bind-address
+
 	cmd     *exec.Cmd
 	exited  chan struct{} // closed when the process has exited
 	log     *syncBuffer
 	logFrom int          // where in log the running process's output starts
-	info    bool         // influxd logs at level info (WithGraphite)
 	client  *http.Client // trusts CAFile
 }
 
@@ -69,7 +71,6 @@ type Option func(*options)
 type options struct {
 	extra, env []string
 	tls        bool
-	logLevel   string // influxd's [logging] level; "" for warn
 }
 
 // WithTLS serves HTTPS only, with a certificate for 127.0.0.1 signed by a
@@ -86,14 +87,10 @@ func WithConfig(toml string) Option {
 
 // WithGraphite appends [[graphite]] blocks to influxd's configuration.
 // Their bind-address should be "127.0.0.1:0": GraphiteAddrs returns the
-// addresses they bound, which influxd logs at level info, so influxd logs
-// at that level (graphite lines it cannot parse are logged at that level
-// too).
+// addresses they bound, which influxd logs (at level info, at which it
+// runs; graphite lines it cannot parse are logged at that level too).
 func WithGraphite(toml string) Option {
-	return func(o *options) {
-		o.extra = append(o.extra, toml)
-		o.logLevel = "info"
-	}
+	return func(o *options) { o.extra = append(o.extra, toml) }
 }
 
 // WithEnv adds "KEY=value" environment variables, which influxd reads
@@ -119,9 +116,9 @@ func Start(tb testing.TB, opts ...Option) *Server {
 	return s
 }
 
-// Launch runs influxd with its data under dir, on free loopback ports, and
-// waits until it answers /ping. The caller stops it with Stop. It is Start
-// for programs, such as load harnesses.
+// Launch runs influxd with its data under dir, on loopback ports it picks,
+// and waits until it answers /ping. The caller stops it with Stop. It is
+// Start for programs, such as load harnesses.
 func Launch(dir string, opts ...Option) (*Server, error) {
 	var o options
 	for _, opt := range opts {
@@ -131,89 +128,10 @@ func Launch(dir string, opts ...Option) (*Server, error) {
 	if err != nil {
 		return nil, err
 	}
-	return launchRetrying(dir, func(sub string) (*Server, error) { return start(sub, bin, o) })
-}
-
-// launchRetrying runs launch in dir/0, dir/1, … until it succeeds or
-// fails otherwise than on a port taken: influxd cannot say which port it
-// bound, so it is given one that was free a moment ago, which another
-// process can take before influxd binds it; then influxd exits at once
-// ("address already in use") and is started again on other ports. Any
-// other failure is returned at once.
-func launchRetrying[S any](dir string, launch func(sub string) (S, error)) (S, error) {
-	var s S
-	var err error
-	for try := range launchTries {
-		sub := filepath.Join(dir, strconv.Itoa(try))
-		if err = os.MkdirAll(sub, 0o755); err != nil {
-			return s, err
-		}
-		if s, err = launch(sub); err == nil || !portTaken(err) {
-			return s, err
-		}
+	if err := os.MkdirAll(dir, 0o755); err != nil {
+		return nil, err
 	}
-	return s, err
-}
-
-// launchTries bounds the starts on ports taken in between.
-const launchTries = 5
-
-// portTaken reports whether a launch failed because a port it was given
-// was taken: influxd's log, in the error, says so, or the port answered
-// but influxd did not hold it.
-func portTaken(err error) bool {
-	return errors.Is(err, errNotOurs) || strings.Contains(err.Error(), "address already in use")
-}
-
-// errNotOurs: the port answered, but another process serves it.
-var errNotOurs = errors.New("the port answered, but influxd does not listen on it: another process took it")
-
-// listensOn reports whether process pid holds a listening TCP socket on
-// port, from /proc (Linux); ok is false where /proc cannot say. It tells
-// influxd's own answer from that of another server that took its port.
-func listensOn(pid, port int) (listens, ok bool) {
-	fds, err := os.ReadDir(fmt.Sprintf("/proc/%d/fd", pid))
-	if err != nil {
-		return false, false
-	}
-	inodes := map[string]bool{}
-	for _, fd := range fds {
-		if l, err := os.Readlink(fmt.Sprintf("/proc/%d/fd/%s", pid, fd.Name())); err == nil {
-			if in, ok := strings.CutPrefix(l, "socket:["); ok {
-				inodes[strings.TrimSuffix(in, "]")] = true
-			}
-		}
-	}
-	for _, table := range []string{"tcp", "tcp6"} {
-		b, err := os.ReadFile(fmt.Sprintf("/proc/%d/net/%s", pid, table))
-		if err != nil {
-			return false, false
-		}
-		for _, l := range strings.Split(string(b), "\n")[1:] {
-			// sl local_address rem_address st tx:rx tr:when retrnsmt uid timeout inode
-			f := strings.Fields(l)
-			if len(f) < 10 || f[3] != "0A" || !inodes[f[9]] { // 0A: LISTEN
-				continue
-			}
-			if _, hexPort, found := strings.Cut(f[1], ":"); found {
-				if p, err := strconv.ParseUint(hexPort, 16, 16); err == nil && int(p) == port {
-					return true, true
-				}
-			}
-		}
-	}
-	return false, true
-}
-
-// checkOwn returns errNotOurs when process pid is known not to listen on
-// the port of addr (host:port).
-func checkOwn(pid int, addr string) error {
-	_, p, _ := net.SplitHostPort(addr)
-	port, _ := strconv.Atoi(p)
-	if listens, ok := listensOn(pid, port); ok && !listens {
-		return errNotOurs
-	}
-	return nil
+	return start(dir, bin, o)
 }
 
 // unavailable skips the test, or fails it when CI is set, saying how to
@@ -255,36 +173,25 @@ func fileExists(p string) bool {
 }
 
 func start(dir, bin string, o options) (*Server, error) {
-	httpPort, err := freePort()
-	if err != nil {
-		return nil, err
-	}
-	rpcPort, err := freePort()
-	if err != nil {
-		return nil, err
-	}
 	s := &Server{
-		HTTPAddr: fmt.Sprintf("127.0.0.1:%d", httpPort),
-		Dir:      dir,
-		log:      &syncBuffer{},
+		Dir:    dir,
+		scheme: "http",
+		log:    &syncBuffer{},
+		client: &http.Client{Timeout: 30 * time.Second},
 	}
-	s.URL = "http://" + s.HTTPAddr
-	s.client = &http.Client{Timeout: 30 * time.Second}
 	httpsConf := ""
 	if o.tls {
 		cert, key, err := makeCert(dir, s)
 		if err != nil {
 			return nil, fmt.Errorf("influxtest: %v", err)
 		}
-		s.URL = "https://" + s.HTTPAddr
+		s.scheme = "https"
 		httpsConf = fmt.Sprintf("  https-enabled = true\n  https-certificate = %q\n  https-private-key = %q\n", cert, key)
 	}
-	level := "warn"
-	if o.logLevel != "" {
-		level, s.info = o.logLevel, true
-	}
-	conf := fmt.Sprintf(`reporting-disabled = true
-bind-address = "127.0.0.1:%d"
+	// The RPC listener (backup and restore) binds port 0 on every start:
+	// no test connects to it. The HTTP listener binds port 0 on the first.
+	s.confHead = fmt.Sprintf(`reporting-disabled = true
+bind-address = "127.0.0.1:0"
 
 [meta]
   dir = %q
@@ -299,29 +206,28 @@ bind-address = "127.0.0.1:%d"
   store-enabled = false
 
 [http]
-  bind-address = %q
-  log-enabled = false
+`, filepath.Join(dir, "meta"), filepath.Join(dir, "data"), filepath.Join(dir, "wal"))
+	s.confTail = fmt.Sprintf(`  log-enabled = false
   pprof-enabled = false
 %s
 [logging]
-  level = %q
-`, rpcPort, filepath.Join(dir, "meta"), filepath.Join(dir, "data"), filepath.Join(dir, "wal"), s.HTTPAddr, httpsConf, level)
-	conf += strings.Join(o.extra, "\n")
-	confPath := filepath.Join(dir, "influxd.conf")
-	if err := os.WriteFile(confPath, []byte(conf), 0o644); err != nil {
-		return nil, err
-	}
-
-	s.bin, s.confPath, s.env = bin, confPath, o.env
-	if err := s.launch(); err != nil {
+  level = "info"
+`, httpsConf) + strings.Join(o.extra, "\n")
+	s.bin, s.confPath, s.env = bin, filepath.Join(dir, "influxd.conf"), o.env
+	if err := s.launch("127.0.0.1:0"); err != nil {
 		return nil, err
 	}
 	return s, nil
 }
 
-// launch runs influxd with the server's configuration and waits until it
-// answers.
-func (s *Server) launch() error {
+// launch writes influxd's configuration with [http] bound to httpAddr,
+// runs influxd, reads the HTTP address it bound from its log into HTTPAddr
+// and URL, and waits until it answers.
+func (s *Server) launch(httpAddr string) error {
+	conf := s.confHead + fmt.Sprintf("  bind-address = %q\n", httpAddr) + s.confTail
+	if err := os.WriteFile(s.confPath, []byte(conf), 0o644); err != nil {
+		return err
+	}
 	cmd := exec.Command(s.bin, "run", "-config", s.confPath)
 	cmd.Stdout = s.log
 	cmd.Stderr = s.log
@@ -336,7 +242,13 @@ func (s *Server) launch() error {
 		close(exited)
 	}()
 	s.cmd, s.exited = cmd, exited
-	if err := s.waitReady(); err != nil {
+	addrs, err := httpListening.await(s.log, s.logFrom, cmd, exited, 1)
+	if err == nil {
+		s.HTTPAddr = addrs[0]
+		s.URL = s.scheme + "://" + s.HTTPAddr
+		err = s.waitReady()
+	}
+	if err != nil {
 		s.Stop()
 		return fmt.Errorf("%s did not start: %v\n%s", s.bin, err, s.log.String())
 	}
@@ -354,16 +266,30 @@ func (s *Server) Kill() {
 	<-s.exited
 }
 
-// Restart starts influxd again on the same ports and data after Kill.
+// Restart starts influxd again on the same HTTP address and data after
+// Kill, as the programs under test have its URL in their configuration.
+// That port is free from Kill on, so another process can take it before
+// influxd binds it again, which nothing can prevent when restarting on a
+// known address: then influxd cannot start, and Restart fails the test
+// saying so.
 func (s *Server) Restart(tb testing.TB) {
 	tb.Helper()
-	if err := s.launch(); err != nil {
-		tb.Fatalf("influxtest: restart: %v", err)
+	if err := s.launch(s.HTTPAddr); err != nil {
+		tb.Fatalf("influxtest: restart on %s: %v", s.HTTPAddr, restartError(err))
 	}
 }
 
-// waitReady polls /ping: influxd is an external process with no readiness
-// signal of its own.
+// restartError says why a restart on a known address failed when another
+// process took the address.
+func restartError(err error) error {
+	if strings.Contains(err.Error(), "address already in use") {
+		return fmt.Errorf("another process took the port while influxd was down: %w", err)
+	}
+	return err
+}
+
+// waitReady polls /ping once influxd listens, for HTTPS set up and the
+// server answering: influxd has no readiness signal beyond its log.
 func (s *Server) waitReady() error {
 	deadline := time.NewTimer(startTimeout)
 	defer deadline.Stop()
@@ -376,7 +302,7 @@ func (s *Server) waitReady() error {
 		if err == nil {
 			resp.Body.Close()
 			if resp.StatusCode == http.StatusNoContent {
-				return checkOwn(s.cmd.Process.Pid, s.HTTPAddr)
+				return nil
 			}
 		}
 		select {
@@ -483,30 +409,22 @@ func (s *Server) query(db, q string) ([]Series, error) {
 
 // FreePort returns a TCP port on 127.0.0.1 that was free a moment ago, for
 // a port that must be known before its server starts. Another process can
-// take it before the server binds it: the caller makes that fail loudly,
-// or retries on "address already in use", as Start does. Its one caller is
-// the real-Spark test's driver UI port, which is in sparkpulse's
-// configuration before Spark starts, and which Spark is told not to move
-// from (spark.port.maxRetries=0). Where the server can bind port 0 and
-// say which port it got, it does: sparkpulse (run --ready-file), influxd's
-// [[graphite]] listeners (GraphiteAddrs), Spark's History Server (its
-// log); for an address that refuses connections, use RefusingAddr.
+// take it before the server binds it: the caller makes that fail loudly.
+// It is kept for its one caller, the real-Spark test's driver UI port,
+// which is in sparkpulse's configuration before Spark starts, and which
+// Spark is told not to move from (spark.port.maxRetries=0). Where the
+// server can bind port 0 and say which port it got, it does: sparkpulse
+// (run --ready-file), influxd 1.x and 2.x (Start, Start2: their log),
+// influxd's [[graphite]] listeners (GraphiteAddrs), Spark's History Server
+// (its log); for an address that refuses connections, use RefusingAddr.
 func FreePort(tb testing.TB) int {
 	tb.Helper()
-	p, err := freePort()
+	l, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
 		tb.Fatalf("influxtest: finding a free port: %v", err)
 	}
-	return p
-}
-
-func freePort() (int, error) {
-	l, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		return 0, err
-	}
 	defer l.Close()
-	return l.Addr().(*net.TCPAddr).Port, nil
+	return l.Addr().(*net.TCPAddr).Port
 }
 
 // syncBuffer collects influxd's output from two pipes, and tells those

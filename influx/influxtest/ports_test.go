@@ -4,69 +4,14 @@ import (
 	"errors"
 	"fmt"
 	"net"
-	"os"
-	"path/filepath"
 	"runtime"
 	"slices"
 	"strconv"
+	"strings"
 	"syscall"
 	"testing"
 	"time"
 )
-
-// listensOn tells a port this process listens on from one another
-// process holds.
-func TestListensOn(t *testing.T) {
-	if runtime.GOOS != "linux" {
-		t.Skip("reads /proc")
-	}
-	ours, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer ours.Close()
-	if err := checkOwn(os.Getpid(), ours.Addr().String()); err != nil {
-		t.Errorf("a port this process listens on: %v", err)
-	}
-	// A connected socket on another port is no listener on it.
-	c, err := net.Dial("tcp", ours.Addr().String())
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer c.Close()
-	if err := checkOwn(os.Getpid(), c.LocalAddr().String()); !errors.Is(err, errNotOurs) {
-		t.Errorf("a port this process only connects from: %v, want errNotOurs", err)
-	}
-}
-
-// A launch is tried again on a port taken, and only then.
-func TestLaunchRetrying(t *testing.T) {
-	dir := t.TempDir()
-	tries := 0
-	_, err := launchRetrying(dir, func(sub string) (int, error) {
-		tries++
-		if filepath.Base(sub) != strconv.Itoa(tries-1) {
-			t.Errorf("try %d in %s", tries, sub)
-		}
-		if tries < 3 {
-			return 0, fmt.Errorf("influxd did not start: influxd exited\nlisten tcp 127.0.0.1:1234: bind: address already in use")
-		}
-		return tries, nil
-	})
-	if err != nil || tries != 3 {
-		t.Errorf("ports taken twice: %d tries, %v", tries, err)
-	}
-	tries = 0
-	_, err = launchRetrying(dir, func(string) (int, error) { tries++; return 0, errNotOurs })
-	if !errors.Is(err, errNotOurs) || tries != launchTries {
-		t.Errorf("a port always taken: %d tries, %v", tries, err)
-	}
-	tries = 0
-	_, err = launchRetrying(dir, func(string) (int, error) { tries++; return 0, errors.New("no such file") })
-	if err == nil || tries != 1 {
-		t.Errorf("another failure: %d tries, %v", tries, err)
-	}
-}
 
 // A connection to RefusingAddr is refused, for as long as the test runs.
 func TestRefusingAddr(t *testing.T) {
@@ -88,19 +33,47 @@ func TestRefusingAddr(t *testing.T) {
 	}
 }
 
-// The bound addresses of influxd's graphite listeners are read from its
-// logfmt log, in order; other services' lines and a line not yet ended
-// are not.
-func TestGraphiteListening(t *testing.T) {
+// The bound addresses of influxd's listeners are read from its logfmt
+// log, in order; other services' lines and a line not yet ended are not.
+func TestListening(t *testing.T) {
 	log := `ts=2026-11-26T01:47:54.829321Z lvl=info msg="Listening on HTTP" log_id=16mOSKJ0000 service=httpd addr=127.0.0.1:45085 https=false
 ts=2026-11-26T01:47:54.829331Z lvl=info msg="Starting graphite service" log_id=16mOSKJ0000 service=graphite addr=127.0.0.1:0 batch_size=5000 batch_timeout=1s
 ts=2026-11-26T01:47:54.829728Z lvl=info msg=Listening log_id=16mOSKJ0000 service=graphite addr=127.0.0.1:0 protocol=tcp addr=127.0.0.1:45127
 ts=2026-11-26T01:47:54.829729Z lvl=info msg=Listening log_id=16mOSKJ0000 service=opentsdb addr=127.0.0.1:4242
 ts=2026-11-26T01:47:54.832552Z lvl=info msg=Listening log_id=16mOSKJ0000 service=graphite addr=127.0.0.1:0 protocol=udp addr=127.0.0.1:45199
+ts=2026-11-26T02:04:55.733575Z lvl=info msg=Listening log_id=16mPQczW000 service=tcp-listener transport=http addr=127.0.0.1:0 port=34007
 ts=2026-11-26T01:47:54.832553Z lvl=info msg=Listening log_id=16mOSKJ0000 service=graphite addr=127.0.0.1:0 protocol=tcp addr=127.0.0.1:4`
-	got := graphiteListening(log)
-	if want := []string{"127.0.0.1:45127", "127.0.0.1:45199"}; !slices.Equal(got, want) {
-		t.Errorf("got %q, want %q", got, want)
+	for _, c := range []struct {
+		name string
+		ll   listenLine
+		want []string
+	}{
+		{"graphite", graphiteListening, []string{"127.0.0.1:45127", "127.0.0.1:45199"}},
+		{"http", httpListening, []string{"127.0.0.1:45085"}},
+		{"http 2.x", http2Listening, []string{"127.0.0.1:34007"}},
+	} {
+		if got := c.ll.find(log); !slices.Equal(got, c.want) {
+			t.Errorf("%s: got %q, want %q", c.name, got, c.want)
+		}
+	}
+}
+
+// influxd comes back on the address Start got, with its data, after Kill.
+func TestRestart(t *testing.T) {
+	srv := Start(t)
+	addr := srv.HTTPAddr
+	if _, port, _ := net.SplitHostPort(addr); port == "0" || port == "" {
+		t.Fatalf("HTTPAddr %q", addr)
+	}
+	srv.Exec(t, "CREATE DATABASE kept")
+	srv.Kill()
+	srv.Restart(t)
+	if srv.HTTPAddr != addr || srv.URL != "http://"+addr {
+		t.Errorf("restarted on %s (%s), want %s", srv.HTTPAddr, srv.URL, addr)
+	}
+	series := srv.Query(t, "", "SHOW DATABASES")
+	if len(series) != 1 || !slices.ContainsFunc(series[0].Values, func(v []any) bool { return fmt.Sprint(v[0]) == "kept" }) {
+		t.Errorf("databases after restart: %v", series)
 	}
 }
 
@@ -145,5 +118,59 @@ func TestGraphiteAddrs(t *testing.T) {
 				t.Fatalf("database %s: %v, %v", db, series, err)
 			}
 		}
+	}
+}
+
+// A restart on a port another process took in between fails, saying so.
+func TestRestartPortTaken(t *testing.T) {
+	srv := Start(t)
+	srv.Kill()
+	l, err := net.Listen("tcp", srv.HTTPAddr)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer l.Close()
+	tb := &fatalTB{TB: t}
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		srv.Restart(tb)
+	}()
+	<-done
+	if !strings.Contains(tb.fatal, "another process took the port while influxd was down") {
+		t.Errorf("restart on a taken port: %q", tb.fatal)
+	}
+}
+
+// fatalTB records Fatalf's message and ends the goroutine, as testing
+// does, without failing the test.
+type fatalTB struct {
+	testing.TB
+	fatal string
+}
+
+func (f *fatalTB) Helper() {}
+
+func (f *fatalTB) Fatalf(format string, args ...any) {
+	f.fatal = fmt.Sprintf(format, args...)
+	runtime.Goexit()
+}
+
+// influxd 2.x comes back on the address Start2 got, onboarded, after Kill.
+func TestRestart2(t *testing.T) {
+	srv := Start2(t)
+	addr := srv.HTTPAddr
+	if _, port, _ := net.SplitHostPort(addr); port == "0" || port == "" {
+		t.Fatalf("HTTPAddr %q", addr)
+	}
+	srv.Kill()
+	srv.Restart(t)
+	if srv.HTTPAddr != addr || srv.URL != "http://"+addr {
+		t.Errorf("restarted on %s (%s), want %s", srv.HTTPAddr, srv.URL, addr)
+	}
+	srv.Write(t, "/api/v2/write?org="+Org2+"&bucket="+Bucket2, "cpu value=1 1700000000000000000")
+	series := srv.Query(t, Bucket2, "SELECT value FROM cpu")
+	if len(series) != 1 || len(series[0].Values) != 1 {
+		t.Errorf("after restart: %v", series)
 	}
 }
