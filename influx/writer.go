@@ -135,7 +135,7 @@ func (w *Writer) appendLines(l queue.Lines, n int, wait bool) bool {
 	if l.Len() == 0 {
 		return true
 	}
-	size := len(l.Data)
+	size := l.Size() // what the batch's copy takes: the queue expects it Put
 	err := w.q.Reserve(size, false)
 	if errors.Is(err, queue.ErrFull) {
 		// With nothing sealed to send, the senders would idle while the

@@ -38,7 +38,7 @@ func Scan(data []byte) Lines {
 		off += i + 1
 		l.Ends = append(l.Ends, int32(off))
 	}
-	l.Data = data[:l.size()]
+	l.Data = data[:l.Size()]
 	return l
 }
 
@@ -59,8 +59,8 @@ func keyLen(line []byte) int {
 // Len is the number of lines.
 func (l Lines) Len() int { return len(l.Ends) }
 
-// size is the bytes of the lines.
-func (l Lines) size() int {
+// Size is the bytes of the lines: what a copy of them takes.
+func (l Lines) Size() int {
 	if len(l.Ends) == 0 {
 		return 0
 	}
@@ -116,7 +116,7 @@ func (l *Lines) AppendLine(m Lines, i int) {
 // AppendLines adds a copy of m's lines to l, as Append does.
 func (l *Lines) AppendLines(m Lines) {
 	shift := int32(len(l.Data)) + l.Base - m.Base
-	l.Data = append(l.Data, m.Data[:m.size()]...)
+	l.Data = append(l.Data, m.Data[:m.Size()]...)
 	for i, e := range m.Ends {
 		l.Ends = append(l.Ends, e+shift)
 		l.Keys = append(l.Keys, m.Keys[i]+shift)
