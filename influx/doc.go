@@ -57,5 +57,6 @@
 // [Check] verifies at start-up that the database (1.x, optionally created)
 // or bucket (2.x) exists. It returns an error wrapping [ErrUnreachable] when
 // InfluxDB cannot be reached, so a caller can start anyway and let the
-// Writer deliver once InfluxDB is up. [Query] runs one InfluxQL statement.
+// Writer deliver once InfluxDB is up. A [Querier] runs InfluxQL
+// statements over one HTTP client.
 package influx

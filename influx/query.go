@@ -41,21 +41,10 @@ type Series struct {
 	Values  [][]any           `json:"values"`
 }
 
-// Query runs one InfluxQL statement against db (a 1.x database, or a 2.x
-// or 3.x bucket through its DBRP mapping) and returns the series of its
-// answer. Numbers are json.Number. It opens a connection for the one
-// statement: a reader that asks again and again keeps a Querier.
-func Query(ctx context.Context, cfg Config, db, q string) ([]Series, error) {
-	qr, err := NewQuerier(cfg)
-	if err != nil {
-		return nil, err
-	}
-	defer qr.Close()
-	return qr.Query(ctx, db, q)
-}
-
-// Querier runs InfluxQL statements over one HTTP client, whose
-// connections its statements share. It is safe for concurrent use.
+// Querier runs InfluxQL statements against a database (a 1.x database,
+// or a 2.x or 3.x bucket through its DBRP mapping) over one HTTP client,
+// whose connections its statements share; numbers in its answers are
+// json.Number. It is safe for concurrent use.
 type Querier struct{ c *checker }
 
 // NewQuerier returns a Querier of the server cfg names.
@@ -66,7 +55,8 @@ func NewQuerier(cfg Config) (*Querier, error) {
 	return &Querier{c: newChecker(cfg)}, nil
 }
 
-// Query is the package's Query, over q's connections.
+// Query runs one InfluxQL statement against db and returns the series of
+// its answer.
 func (q *Querier) Query(ctx context.Context, db, statement string) ([]Series, error) {
 	series, err := q.c.series(ctx, db, statement)
 	if err != nil {

@@ -210,7 +210,12 @@ func ReadFleet(ctx context.Context, fq FleetQuery) (Fleet, error) {
 	db, since := fq.Database, fq.Since
 	q := fmt.Sprintf(`SELECT %s FROM %s WHERE time >= now() - %dm AND (%[4]s = 'end' OR %[4]s = 'lost')`,
 		influx.QuoteIdents(fleetFields...), influx.QuoteIdent(annotate.MeasurementUsage), int64(since/time.Minute), influx.QuoteIdent(annotate.FieldFact))
-	series, err := influx.Query(ctx, fq.Influx, db, q)
+	reader, err := influx.NewQuerier(fq.Influx)
+	if err != nil {
+		return Fleet{}, err
+	}
+	defer reader.Close()
+	series, err := reader.Query(ctx, db, q)
 	if err != nil {
 		// The statement is ours, not the reader's: say what was read where.
 		if inner := errors.Unwrap(err); inner != nil {
@@ -227,7 +232,7 @@ func ReadFleet(ctx context.Context, fq FleetQuery) (Fleet, error) {
 	for _, s := range series {
 		r.Applications = appendFleetApps(r.Applications, s)
 	}
-	if r.Running, err = readRunning(ctx, fq.Influx, db, since, r.Applications); err != nil {
+	if r.Running, err = readRunning(ctx, reader, db, since, r.Applications); err != nil {
 		return Fleet{}, err
 	}
 	r.rank()
@@ -242,7 +247,7 @@ var runningFields = []string{annotate.UsageExecutorCoreSeconds, annotate.UsageEx
 // did not end in it: their latest estimate, less their last estimate of
 // the hour before the range (none: it started in the range). Both reads
 // are bounded in time.
-func readRunning(ctx context.Context, cfg influx.Config, db string, since time.Duration, ended []FleetApp) ([]RunningApp, error) {
+func readRunning(ctx context.Context, reader *influx.Querier, db string, since time.Duration, ended []FleetApp) ([]RunningApp, error) {
 	var sel []string
 	for _, f := range slices.Concat(runningFields, []string{annotate.FieldAppID, annotate.TagAppName, annotate.TagUser}) {
 		sel = append(sel, fmt.Sprintf("last(%s) AS %s", influx.QuoteIdent(f), influx.QuoteIdent(f)))
@@ -250,7 +255,7 @@ func readRunning(ctx context.Context, cfg influx.Config, db string, since time.D
 	read := func(where string) (map[string]map[string]any, error) {
 		q := fmt.Sprintf(`SELECT %s FROM %s WHERE %s = 'estimate' AND %s GROUP BY %s`,
 			strings.Join(sel, ", "), influx.QuoteIdent(annotate.MeasurementUsage), influx.QuoteIdent(annotate.FieldFact), where, influx.QuoteIdent(annotate.TagApplicationID))
-		series, err := influx.Query(ctx, cfg, db, q)
+		series, err := reader.Query(ctx, db, q)
 		if err != nil {
 			if inner := errors.Unwrap(err); inner != nil {
 				err = inner

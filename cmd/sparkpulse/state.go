@@ -116,9 +116,14 @@ func (p *pipeline) saveFacts(delivered bool) error {
 
 // storedPoints says, for each point of lines, whether the annotations'
 // database holds a point at its series and time: one InfluxQL select per
-// point, for the few a crash left in the journal.
+// point, for the few a crash left in the journal, over one connection.
 func (p *pipeline) storedPoints(ctx context.Context, lines []byte) ([]bool, error) {
 	db, _, _ := strings.Cut(p.plan.Annotate.Target.Bucket, "/")
+	reader, err := influx.NewQuerier(p.plan.Influx)
+	if err != nil {
+		return nil, err
+	}
+	defer reader.Close()
 	var out []bool
 	dec := lineprotocol.NewDecoderWithBytes(lines)
 	for dec.Next() {
@@ -150,7 +155,7 @@ func (p *pipeline) storedPoints(ctx context.Context, lines []byte) ([]bool, erro
 		if err != nil {
 			return nil, err
 		}
-		series, err := influx.Query(ctx, p.plan.Influx, db, fmt.Sprintf("SELECT * FROM %s WHERE %stime = %d LIMIT 1",
+		series, err := reader.Query(ctx, db, fmt.Sprintf("SELECT * FROM %s WHERE %stime = %d LIMIT 1",
 			influx.QuoteIdent(string(m)), where, ts.UnixNano()))
 		if err != nil {
 			return nil, err
