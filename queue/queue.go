@@ -13,8 +13,9 @@
 //     is kept).
 //   - Owner: Drain stops reservations; Get then returns false once every
 //     reserved byte is Put and handed out. Abort makes Get return false at
-//     once. Close, once the senders have returned, keeps on disk what is
-//     left and reports what it could not keep.
+//     once. Close, once the senders have returned, waits for what is
+//     reserved to be Put, keeps on disk what is left and reports what it
+//     could not keep.
 //
 // Reserve is the only back-pressure. When memory is full it moves the
 // oldest waiting batches to the disk queue; without one it waits for room
@@ -231,6 +232,7 @@ func (q *Queue) Put(b *Batch) {
 	q.filling = max(q.filling-len(b.Data), 0)
 	if q.filling == 0 && q.draining {
 		q.ready.Broadcast() // an idle sender may stop
+		q.room.Broadcast()  // and Close may go on
 	} else {
 		q.ready.Signal()
 	}
@@ -463,6 +465,11 @@ func (q *Queue) Done(b *Batch, delivered bool) {
 func (q *Queue) Drain() {
 	q.mu.Lock()
 	defer q.mu.Unlock()
+	q.drain()
+}
+
+// drain is Drain, called with mu held.
+func (q *Queue) drain() {
 	if q.draining {
 		return
 	}
@@ -495,14 +502,21 @@ type Leftover struct {
 	LostBatches int
 }
 
-// Close is called once every sender has returned. With a disk queue it
-// keeps there, for the next start, the batches in flight (in front: they
-// are older than anything spilled meanwhile) and those waiting.
+// Close is called once every sender has returned. It drains the queue and
+// waits until the bytes reserved are Put: a producer that had room
+// reserved when the senders stopped still hands in its batch, which is
+// kept with the rest. With a disk queue it keeps there, for the next
+// start, the batches in flight (in front: they are older than anything
+// spilled meanwhile) and those waiting.
 func (q *Queue) Close() (left Leftover, err error) {
 	q.mu.Lock()
 	defer q.mu.Unlock()
 	if q.closed {
 		return left, nil
+	}
+	q.drain()
+	for q.filling > 0 {
+		q.room.Wait() // Put broadcasts when the last reserved byte is in
 	}
 	q.closed = true
 	if q.disk != nil {

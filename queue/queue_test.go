@@ -297,3 +297,50 @@ func TestLastBatchAfterDrain(t *testing.T) {
 		}
 	})
 }
+
+// Close waits for a producer that had room reserved when the senders
+// stopped: its batch, Put after them, is kept on disk with the rest
+// rather than added to a closed queue and lost uncounted.
+func TestCloseWaitsForReservedBytes(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		dir := t.TempDir()
+		q := open(t, Config{Dir: dir})
+		put(t, q, "first", 20)
+		if err := q.Reserve(10, false); err != nil { // a producer about to seal
+			t.Fatal(err)
+		}
+		q.Drain()
+		type closed struct {
+			left Leftover
+			err  error
+		}
+		done := make(chan closed)
+		go func() {
+			left, err := q.Close()
+			done <- closed{left, err}
+		}()
+		synctest.Wait()
+		select {
+		case c := <-done:
+			t.Fatalf("Close returned %+v before the reserved batch was Put", c)
+		default:
+		}
+		q.Put(&Batch{Data: []byte("xxxxx" + "last\n"), Points: 1, First: time.Now()})
+		if c := <-done; c.err != nil || c.left.KeptPoints != 2 || c.left.LostPoints != 0 {
+			t.Fatalf("Close: %+v, %v; want both batches kept", c.left, c.err)
+		}
+		q = open(t, Config{Dir: dir})
+		var got []string
+		for range 2 {
+			b, ok := q.Get()
+			if !ok {
+				t.Fatal("Get: nothing")
+			}
+			got = append(got, name(b))
+			q.Done(b, true)
+		}
+		if fmt.Sprint(got) != "[first last]" {
+			t.Errorf("after restart %v", got)
+		}
+	})
+}

@@ -271,7 +271,8 @@ func (s *Server) Kill() {
 // That port is free from Kill on, so another process can take it before
 // influxd binds it again, which nothing can prevent when restarting on a
 // known address: then influxd cannot start, and Restart fails the test
-// saying so.
+// saying so. Its [[graphite]] listeners bind port 0 again: addresses
+// GraphiteAddrs gave before a Restart are stale after it.
 func (s *Server) Restart(tb testing.TB) {
 	tb.Helper()
 	if err := s.launch(s.HTTPAddr); err != nil {
