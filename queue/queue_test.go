@@ -33,6 +33,21 @@ func put(t *testing.T, q *Queue, name string, size int) *Batch {
 	return b
 }
 
+// deliver takes n batches and says each delivered, returning their names.
+func deliver(t *testing.T, q *Queue, n int) []string {
+	t.Helper()
+	var got []string
+	for range n {
+		b, ok := q.Get()
+		if !ok {
+			t.Fatalf("Get: nothing after %v", got)
+		}
+		got = append(got, name(b))
+		q.Done(b, true)
+	}
+	return got
+}
+
 func name(b *Batch) string {
 	s := string(b.Data)
 	return s[bytes.LastIndexByte(b.Data[:len(b.Data)-1], 'x')+1 : len(s)-1]
@@ -99,16 +114,7 @@ func TestSpillOrderAcrossRestart(t *testing.T) {
 	}
 
 	q = open(t, Config{MaxBytes: 100, Dir: dir})
-	var got []string
-	for range 4 {
-		b, ok := q.Get()
-		if !ok {
-			t.Fatal("Get: nothing")
-		}
-		got = append(got, name(b))
-		q.Done(b, true)
-	}
-	if want := "[b1 b2 b3 b4]"; fmt.Sprint(got) != want {
+	if got, want := deliver(t, q, 4), "[b1 b2 b3 b4]"; fmt.Sprint(got) != want {
 		t.Errorf("after restart %v, want %s", got, want)
 	}
 	if st := q.Stats(); st.DiskBytes != 0 {
@@ -330,16 +336,7 @@ func TestCloseWaitsForReservedBytes(t *testing.T) {
 			t.Fatalf("Close: %+v, %v; want both batches kept", c.left, c.err)
 		}
 		q = open(t, Config{Dir: dir})
-		var got []string
-		for range 2 {
-			b, ok := q.Get()
-			if !ok {
-				t.Fatal("Get: nothing")
-			}
-			got = append(got, name(b))
-			q.Done(b, true)
-		}
-		if fmt.Sprint(got) != "[first last]" {
+		if got := deliver(t, q, 2); fmt.Sprint(got) != "[first last]" {
 			t.Errorf("after restart %v", got)
 		}
 	})
