@@ -2,12 +2,12 @@ package accounting
 
 import (
 	"encoding/json"
-	"github.com/sparkpulse/sparkpulse/realspark/recorded"
 	"os"
 	"path/filepath"
 	"testing"
 	"time"
 
+	"github.com/sparkpulse/sparkpulse/realspark/recorded"
 	"github.com/sparkpulse/sparkpulse/sparkapi"
 )
 

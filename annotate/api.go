@@ -42,10 +42,6 @@ func errorKind(err error) string {
 	return kindNetwork
 }
 
-// isNotFound reports whether err is Spark's 404: an unknown application,
-// job, stage or execution, or an API part that is not there.
-func isNotFound(err error) bool { return sparkapi.IsNotFound(err) }
-
 // newClient makes the client of Spark's REST API that cfg describes.
 func newClient(cfg Config) *sparkapi.Client {
 	return sparkapi.NewClient(sparkapi.ClientConfig{Transport: cfg.Transport, Auth: cfg.Auth, Timeout: cfg.Timeout,

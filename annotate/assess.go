@@ -157,4 +157,4 @@ func executorList(st *appState) []sparkapi.Executor {
 // discard is the sink of an assessment: it writes no points.
 type discard struct{}
 
-func (discard) Append([]byte, int, bool) bool { return true }
+func (discard) Append([]byte, bool) bool { return true }

@@ -10,6 +10,7 @@ import (
 	"strings"
 
 	"github.com/sparkpulse/sparkpulse/spark"
+	"github.com/sparkpulse/sparkpulse/sparkapi"
 )
 
 // Discovery: which application ids fill the {app_id} templates.
@@ -189,7 +190,7 @@ func (p *Poller) admit() {
 // is no answer about this one; anything else is given a second poll.
 func unproven(s *source, err error) bool {
 	wrong := errorKind(err) == kindWrongApp
-	return s.appID != "" && !s.listed && (isNotFound(err) || wrong || s.failures >= 2)
+	return s.appID != "" && !s.listed && (sparkapi.IsNotFound(err) || wrong || s.failures >= 2)
 }
 
 // checkTemplate validates the {app_id} placement of a source URL.

@@ -3,6 +3,7 @@ package annotate
 import (
 	"context"
 	"fmt"
+	"io"
 	"net/http"
 	"runtime"
 	"strings"
@@ -132,26 +133,18 @@ func TestNoRedirects(t *testing.T) {
 	}
 }
 
-// An answer larger than max-response-bytes is a failed request, read no
-// further than the limit.
+// The poller's max-response-bytes reaches its REST client: a larger
+// answer is a failed request, read no further than the limit (the
+// client's own bound is tested in sparkapi).
 func TestResponseLimit(t *testing.T) {
 	s := newScript(sparkui.LiveUI)
-	const huge = 10 << 20
-	src := serve(t, http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		w.Write([]byte("["))
-		item := []byte(`{"id":"` + strings.Repeat("x", 1000) + `","attempts":[]},`)
-		for n := 0; n < huge; n += len(item) {
-			if _, err := w.Write(item); err != nil {
-				return
-			}
-		}
-		w.Write([]byte(`{"id":"x","attempts":[]}]`))
-	}))
-	p := newPoller(t, Config{Sources: []string{src}, Sink: newMemSink(), Now: s.clk.Now, MaxResponseBytes: 1 << 20})
+	const limit = 4 << 10
+	body := "[" + strings.Repeat(`{"id":"x","attempts":[]},`, 4*limit/25) + `{"id":"x","attempts":[]}]`
+	src := serve(t, http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) { io.WriteString(w, body) }))
+	p := newPoller(t, Config{Sources: []string{src}, Sink: newMemSink(), Now: s.clk.Now, MaxResponseBytes: limit})
 	p.PollOnce(context.Background())
-	st := p.Stats()
-	if st.Errors[src]["decode"] != 1 || st.Bytes > 1<<20+1 {
-		t.Errorf("errors %v, %d bytes read; want one decode error after at most 1 MiB", st.Errors, st.Bytes)
+	if st := p.Stats(); st.Errors[src]["decode"] != 1 || st.Bytes > limit+1 {
+		t.Errorf("errors %v, %d bytes read; want one decode error after at most %d bytes", st.Errors, st.Bytes, limit+1)
 	}
 }
 

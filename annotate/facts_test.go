@@ -16,10 +16,10 @@ import (
 // tee hands what a poller writes to several sinks.
 type tee []Sink
 
-func (t tee) Append(lines []byte, n int, wait bool) bool {
+func (t tee) Append(lines []byte, wait bool) bool {
 	ok := true
 	for _, s := range t {
-		ok = s.Append(lines, n, wait) && ok
+		ok = s.Append(lines, wait) && ok
 	}
 	return ok
 }

@@ -148,7 +148,7 @@ func (p *Poller) Recover(d Durability) (int, error) {
 			lines, n, ask = p.unstored(d, lines, n)
 		}
 		again += n
-		if n > 0 && !p.cfg.Sink.Append(lines, n, true) {
+		if n > 0 && !p.cfg.Sink.Append(lines, true) {
 			return len(records), errors.New("annotate: the sink closed while the journal's points were handed to it again")
 		}
 	}

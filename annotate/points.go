@@ -114,7 +114,7 @@ func (p *Poller) emit(st *appState, now time.Time, closeOut bool) int {
 		}
 	}
 	if w.n > 0 {
-		if !p.cfg.Sink.Append(w.batch, w.n, true) {
+		if !p.cfg.Sink.Append(w.batch, true) {
 			return 0 // the sink is closing: nothing was written
 		}
 		p.stats.points.Add(uint64(w.n))

@@ -19,11 +19,11 @@ import (
 	"go.uber.org/zap/zapcore"
 )
 
-// Sink receives encoded points: n complete lines of line protocol. It must
+// Sink receives encoded points: complete lines of line protocol. It must
 // copy what it keeps, and deliver them in the order it receives them: a
 // later write of an item overwrites the earlier one.
 type Sink interface {
-	Append(lines []byte, n int, wait bool) bool
+	Append(lines []byte, wait bool) bool
 }
 
 // Config configures a Poller. Zero durations take the defaults.

@@ -3,12 +3,12 @@ package annotate
 import (
 	"context"
 	"fmt"
-	"github.com/sparkpulse/sparkpulse/realspark/recorded"
 	"path/filepath"
 	"strings"
 	"testing"
 
 	"github.com/sparkpulse/sparkpulse/influx/influxtest"
+	"github.com/sparkpulse/sparkpulse/realspark/recorded"
 	"github.com/sparkpulse/sparkpulse/sparkapi"
 	"github.com/sparkpulse/sparkpulse/sparkui"
 )

@@ -239,7 +239,7 @@ func (p *Poller) syncJobs(ctx context.Context, st *appState, full bool) error {
 	for _, id := range fetch {
 		var j sparkapi.Job
 		err := p.get(ctx, st.url+"/jobs/"+strconv.Itoa(id), &j)
-		if isNotFound(err) {
+		if sparkapi.IsNotFound(err) {
 			delete(st.jobs, id)
 			continue
 		}
@@ -255,7 +255,7 @@ func (p *Poller) syncJobs(ctx context.Context, st *appState, full bool) error {
 		}
 		var j sparkapi.Job
 		err := p.get(ctx, st.url+"/jobs/"+strconv.Itoa(st.maxJob+1), &j)
-		if isNotFound(err) {
+		if sparkapi.IsNotFound(err) {
 			return nil
 		}
 		if err != nil {
@@ -355,7 +355,7 @@ func (p *Poller) syncStages(ctx context.Context, st *appState, full bool) error 
 	for _, id := range ids {
 		var attempts []sparkapi.Stage
 		err := p.get(ctx, st.url+"/stages/"+strconv.Itoa(id)+"?details=false", &attempts)
-		if isNotFound(err) {
+		if sparkapi.IsNotFound(err) {
 			st.goneStages[id] = true
 			continue
 		}
@@ -395,7 +395,7 @@ func (p *Poller) syncSQL(ctx context.Context, st *appState, full bool) error {
 		keep := map[int64]bool{}
 		for {
 			page, err := p.sqlPage(ctx, st, st.sqlNext)
-			if isNotFound(err) {
+			if sparkapi.IsNotFound(err) {
 				st.sqlAbsent = true
 				return nil
 			}
@@ -431,7 +431,7 @@ func (p *Poller) syncSQL(ctx context.Context, st *appState, full bool) error {
 	for _, id := range running {
 		var x sparkapi.SQLExecution
 		err := p.get(ctx, st.url+"/sql/"+strconv.FormatInt(id, 10)+"?"+sqlParams, &x)
-		if isNotFound(err) {
+		if sparkapi.IsNotFound(err) {
 			delete(st.sql, id)
 			continue
 		}
@@ -447,7 +447,7 @@ func (p *Poller) syncSQL(ctx context.Context, st *appState, full bool) error {
 	aligned := o == 0
 	for realign := 0; ; {
 		page, err := p.sqlPage(ctx, st, o)
-		if isNotFound(err) {
+		if sparkapi.IsNotFound(err) {
 			st.sqlAbsent = true
 			return nil
 		}
@@ -525,7 +525,7 @@ func (p *Poller) syncExecutors(ctx context.Context, st *appState, full bool) err
 	}
 	var list []sparkapi.Executor
 	err := p.get(ctx, st.url+"/allexecutors", &list)
-	if isNotFound(err) {
+	if sparkapi.IsNotFound(err) {
 		st.executorsAbsent = true
 		return nil
 	}
@@ -566,7 +566,7 @@ const (
 func (p *Poller) syncEnvironment(ctx context.Context, st *appState) error {
 	var env sparkapi.Environment
 	err := p.get(ctx, st.url+"/environment", &env)
-	if err != nil && !isNotFound(err) {
+	if err != nil && !sparkapi.IsNotFound(err) {
 		return err
 	}
 	st.properties = env.Properties()

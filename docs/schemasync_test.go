@@ -128,7 +128,7 @@ type captureSink struct {
 	lines bytes.Buffer
 }
 
-func (s *captureSink) Append(lines []byte, _ int, _ bool) bool {
+func (s *captureSink) Append(lines []byte, _ bool) bool {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	s.lines.Write(lines)

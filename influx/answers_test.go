@@ -216,7 +216,7 @@ func TestBadLineOnEachServer(t *testing.T) {
 				f.respond = tc.respond(f)
 				w := newBubbleWriter(t, f, Config{BatchSize: n})
 				data, good := batch()
-				w.Append(data, n, true)
+				w.Append(data, true)
 				closeOK(t, w)
 				stored := slices.Compact(slices.Sorted(slices.Values(f.storedLines())))
 				slices.Sort(good)

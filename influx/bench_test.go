@@ -38,7 +38,7 @@ func BenchmarkAppend(b *testing.B) {
 			b.SetBytes(int64(len(block)))
 			b.ReportAllocs()
 			for b.Loop() {
-				w.Append(block, 100, true)
+				w.Append(block, true)
 			}
 			if err := w.Close(context.Background()); err != nil {
 				b.Fatal(err)

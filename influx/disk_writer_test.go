@@ -31,7 +31,7 @@ func TestDiskQueueThroughOutageAndRestart(t *testing.T) {
 		cfg := Config{BatchSize: 10, Queue: queue.Config{MaxBytes: 2 << 10, Dir: dir}, MaxRetryBackoff: time.Second}
 		w := newBubbleWriter(t, f, cfg)
 		for i := 0; i < 500; i += 10 {
-			w.Append(lines(i, 10), 10, true) // never blocks: the overflow spills
+			w.Append(lines(i, 10), true) // never blocks: the overflow spills
 		}
 		synctest.Wait()
 		st := w.Stats()
@@ -55,7 +55,7 @@ func TestDiskQueueThroughOutageAndRestart(t *testing.T) {
 		for w.Stats().DiskBytes > 0 {
 			advance(100 * time.Millisecond)
 		}
-		w.Append(lines(500, 5), 5, true)
+		w.Append(lines(500, 5), true)
 		closeOK(t, w)
 		stored := f.storedLines()
 		want := strings.Split(strings.TrimSuffix(string(lines(0, 505)), "\n"), "\n")
@@ -86,11 +86,11 @@ func TestTryAppendRefusesWhenFull(t *testing.T) {
 		}}
 		line := []byte("m value=1\n")
 		w := newBubbleWriter(t, f, Config{BatchSize: 1, MaxInFlight: 1, Queue: queue.Config{MaxBytes: 25}})
-		if !w.Append(line, 1, false) || !w.Append(line, 1, false) {
+		if !w.Append(line, false) || !w.Append(line, false) {
 			t.Fatal("refused with room left")
 		}
 		synctest.Wait()
-		if w.Append(line, 1, false) {
+		if w.Append(line, false) {
 			t.Fatal("accepted beyond the bound")
 		}
 		close(release)
@@ -113,8 +113,8 @@ func TestWaitRoom(t *testing.T) {
 		}}
 		line := []byte("m value=1\n")
 		w := newBubbleWriter(t, f, Config{BatchSize: 1, MaxInFlight: 1, Queue: queue.Config{MaxBytes: 25}})
-		w.Append(line, 1, true)
-		w.Append(line, 1, true) // 20 bytes: over three quarters of 25
+		w.Append(line, true)
+		w.Append(line, true) // 20 bytes: over three quarters of 25
 		synctest.Wait()
 
 		roomy := make(chan struct{})
@@ -138,7 +138,7 @@ func TestWaitRoom(t *testing.T) {
 
 		d := newBubbleWriter(t, f, Config{BatchSize: 1, MaxInFlight: 1, Queue: queue.Config{MaxBytes: 25, Dir: t.TempDir()}})
 		for range 5 {
-			d.Append(line, 1, true)
+			d.Append(line, true)
 		}
 		d.WaitRoom(nil) // spills rather than blocks
 		closeOK(t, d)

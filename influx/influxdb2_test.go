@@ -219,7 +219,7 @@ func TestMissingBucketRetriedRealInfluxDB2(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	w.Append([]byte("m value=1 1\nm value=2 2\n"), 2, true)
+	w.Append([]byte("m value=1 1\nm value=2 2\n"), true)
 	w.Flush()
 	select {
 	case err := <-refused:
@@ -256,7 +256,7 @@ func TestMissingBucketRetriedRealInfluxDB2(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	w.Append([]byte("m value=3 3\n"), 1, true)
+	w.Append([]byte("m value=3 3\n"), true)
 	w.Flush()
 	select {
 	case <-failed:

@@ -31,7 +31,7 @@ func write(t *testing.T, cfg influx.Config, bucket, text string) influx.Stats {
 	if err != nil {
 		t.Fatal(err)
 	}
-	w.Append([]byte(text), strings.Count(text, "\n"), true)
+	w.Append([]byte(text), true)
 	if err := w.Close(ctxT(t)); err != nil {
 		t.Fatal(err)
 	}
@@ -131,7 +131,7 @@ func TestWriteRealInfluxDB(t *testing.T) {
 	for i := range n {
 		fmt.Fprintf(&b, "cpuTime.count,applicationid=app-1,process=%d value=%d %d\n", i%5, i, t0+int64(i)*1_000_000)
 		if (i+1)%100 == 0 {
-			w.Append([]byte(b.String()), 100, true)
+			w.Append([]byte(b.String()), true)
 			b.Reset()
 		}
 	}
@@ -223,8 +223,8 @@ func TestAuthRealInfluxDB(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	w.Append([]byte("m value=2 2\n"), 1, true)
-	w.Append([]byte("m value=3 3\n"), 1, true)
+	w.Append([]byte("m value=2 2\n"), true)
+	w.Append([]byte("m value=3 3\n"), true)
 	<-failed
 	cctx, cancel := context.WithCancel(context.Background())
 	cancel()
@@ -286,7 +286,7 @@ func TestMaxValuesPerTagLosesTheBatch(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	w.Append([]byte(batch), 4, true)
+	w.Append([]byte(batch), true)
 	if err := w.Idle(ctxT(t)); err != nil {
 		t.Fatal(err)
 	}
@@ -305,7 +305,7 @@ func TestMaxValuesPerTagLosesTheBatch(t *testing.T) {
 	}
 
 	// The same series again: the new values are refused without a request.
-	w.Append([]byte(strings.ReplaceAll(batch, " 2\n", " 3\n")), 4, true)
+	w.Append([]byte(strings.ReplaceAll(batch, " 2\n", " 3\n")), true)
 	if err := w.Close(ctxT(t)); err != nil {
 		t.Fatal(err)
 	}
@@ -354,7 +354,7 @@ func TestMaxSeriesPerDatabase(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	w.Append([]byte(batch), 7, true)
+	w.Append([]byte(batch), true)
 	w.Flush()
 	if err := w.Idle(ctxT(t)); err != nil {
 		t.Fatal(err)
@@ -372,7 +372,7 @@ func TestMaxSeriesPerDatabase(t *testing.T) {
 	}
 
 	// The same series again: the new ones are refused without a request.
-	w.Append([]byte(strings.ReplaceAll(batch, " 2\n", " 3\n")), 7, true)
+	w.Append([]byte(strings.ReplaceAll(batch, " 2\n", " 3\n")), true)
 	if err := w.Close(ctxT(t)); err != nil {
 		t.Fatal(err)
 	}

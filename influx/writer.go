@@ -107,19 +107,19 @@ func NewWriter(cfg Config, t Target) (*Writer, error) {
 	return w, nil
 }
 
-// Append copies n complete lines, each ending in '\n', into the current
+// Append copies complete lines, each ending in '\n', into the current
 // batch: AppendLines for producers that keep no ends, such as the
 // annotator's few points per poll; their lines and series keys are found
-// once here, and n is what they are counted as when they are dropped.
-func (w *Writer) Append(lines []byte, n int, wait bool) bool {
-	if n <= 0 || len(lines) == 0 {
+// once here.
+func (w *Writer) Append(lines []byte, wait bool) bool {
+	if len(lines) == 0 {
 		return true
 	}
 	if lines[len(lines)-1] != '\n' {
 		// A caller bug must not glue two points together.
 		lines = append(lines[:len(lines):len(lines)], '\n')
 	}
-	return w.appendLines(queue.Scan(lines), n, wait)
+	return w.AppendLines(queue.Scan(lines), wait)
 }
 
 // AppendLines copies complete lines into the current batch. When the
@@ -128,10 +128,6 @@ func (w *Writer) Append(lines []byte, n int, wait bool) bool {
 // (UDP). After Close the lines are dropped, counted under DropWriterClosed:
 // true then means there is nothing left for the caller to count.
 func (w *Writer) AppendLines(l queue.Lines, wait bool) bool {
-	return w.appendLines(l, l.Len(), wait)
-}
-
-func (w *Writer) appendLines(l queue.Lines, n int, wait bool) bool {
 	if l.Len() == 0 {
 		return true
 	}
@@ -151,8 +147,8 @@ func (w *Writer) appendLines(l queue.Lines, n int, wait bool) bool {
 		err = w.q.Reserve(size, true)
 	}
 	if err != nil {
-		w.drop(DropWriterClosed, n)
-		w.dropLog.Error("points appended after Close were dropped", zap.Int("points", n))
+		w.drop(DropWriterClosed, l.Len())
+		w.dropLog.Error("points appended after Close were dropped", zap.Int("points", l.Len()))
 		return true
 	}
 	w.mu.Lock()

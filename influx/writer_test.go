@@ -94,9 +94,9 @@ func TestBatchesByTime(t *testing.T) {
 		f := &fakeInflux{}
 		w := newBubbleWriter(t, f, Config{BatchSize: 1000, BatchTimeout: time.Second})
 		start := time.Now()
-		w.Append(lines(0, 3), 3, true)
+		w.Append(lines(0, 3), true)
 		advance(500 * time.Millisecond)
-		w.Append(lines(3, 2), 2, true) // joins the batch; does not restart its clock
+		w.Append(lines(3, 2), true) // joins the batch; does not restart its clock
 		advance(499 * time.Millisecond)
 		synctest.Wait()
 		if n := len(f.requests()); n != 0 {
@@ -113,7 +113,7 @@ func TestBatchesByTime(t *testing.T) {
 		}
 
 		advance(500 * time.Millisecond)
-		w.Append(lines(5, 1), 1, true)
+		w.Append(lines(5, 1), true)
 		advance(time.Second)
 		synctest.Wait()
 		reqs = f.requests()
@@ -140,7 +140,7 @@ func TestRetryAfterHonoured(t *testing.T) {
 			return http.StatusNoContent, nil, ""
 		}}
 		w := newBubbleWriter(t, f, Config{BatchSize: 2})
-		w.Append(lines(0, 2), 2, true)
+		w.Append(lines(0, 2), true)
 		closeOK(t, w)
 
 		reqs := f.requests()
@@ -170,7 +170,7 @@ func TestServerErrorsRetriedAndDeliveredOnce(t *testing.T) {
 			return http.StatusNoContent, nil, ""
 		}}
 		w := newBubbleWriter(t, f, Config{BatchSize: 10, MaxRetryBackoff: 3 * time.Second})
-		w.Append(lines(0, 10), 10, true)
+		w.Append(lines(0, 10), true)
 		closeOK(t, w)
 
 		reqs := f.requests()
@@ -214,7 +214,7 @@ func TestNetworkErrorsRetried(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		w.Append(lines(0, 1), 1, true)
+		w.Append(lines(0, 1), true)
 		closeOK(t, w)
 		if len(calls) != 3 || len(f.storedLines()) != 1 {
 			t.Fatalf("%d attempts, %d stored; want 3, 1", len(calls), len(f.storedLines()))
@@ -256,7 +256,7 @@ func TestPartialWriteCountedNotResent(t *testing.T) {
 				return tc.status, http.Header{"Content-Type": {"application/json"}}, tc.body
 			}}
 			w := newTestWriter(t, f, Config{BatchSize: 10, Logger: log})
-			w.Append(lines(0, 10), 10, true)
+			w.Append(lines(0, 10), true)
 			closeOK(t, w)
 			if n := len(f.requests()); n != 1 {
 				t.Errorf("%d requests, want 1 (a partial write is not resent)", n)
@@ -287,7 +287,7 @@ func TestWholeBatchRefusedIsBisected(t *testing.T) {
 		w := newBubbleWriter(t, f, Config{BatchSize: 20, Logger: log})
 		good := strings.Split(strings.TrimSuffix(string(lines(0, 18)), "\n"), "\n")
 		block := strings.Join(good[:5], "\n") + "\nbad one\n" + strings.Join(good[5:13], "\n") + "\nbad two\n" + strings.Join(good[13:], "\n") + "\n"
-		w.Append([]byte(block), 20, true)
+		w.Append([]byte(block), true)
 		closeOK(t, w)
 
 		stored := f.storedLines()
@@ -320,7 +320,7 @@ func TestRefusedLinesLogRateLimited(t *testing.T) {
 		}}
 		log, logs := observed()
 		w := newBubbleWriter(t, f, Config{BatchSize: 50, Logger: log})
-		w.Append(lines(0, 50), 50, true)
+		w.Append(lines(0, 50), true)
 		closeOK(t, w)
 		if st := w.Stats(); st.PointsDropped["unable to parse"] != 50 {
 			t.Errorf("dropped %v, want 50", st.PointsDropped)
@@ -340,8 +340,8 @@ func TestAppendBlocksWhenQueueFull(t *testing.T) {
 		}}
 		line := []byte("m value=1\n") // 10 bytes
 		w := newBubbleWriter(t, f, Config{BatchSize: 1, MaxInFlight: 1, Queue: queue.Config{MaxBytes: 25}})
-		w.Append(line, 1, true) // in flight, held by the server
-		w.Append(line, 1, true) // queued: 20 of 25 bytes
+		w.Append(line, true) // in flight, held by the server
+		w.Append(line, true) // queued: 20 of 25 bytes
 		synctest.Wait()
 		if st := w.Stats(); st.QueuedBytes != 20 || st.QueuedBatches != 2 {
 			t.Fatalf("queue %d bytes in %d batches, want 20 in 2", st.QueuedBytes, st.QueuedBatches)
@@ -349,7 +349,7 @@ func TestAppendBlocksWhenQueueFull(t *testing.T) {
 
 		appended := make(chan struct{})
 		go func() {
-			w.Append(line, 1, true) // 30 > 25: must wait
+			w.Append(line, true) // 30 > 25: must wait
 			close(appended)
 		}()
 		synctest.Wait()
@@ -377,15 +377,15 @@ func TestAppendBlocksWhenQueueFull(t *testing.T) {
 func TestCloseFlushesPartialBatch(t *testing.T) {
 	f := &fakeInflux{}
 	w := newTestWriter(t, f, Config{BatchSize: 100, BatchTimeout: time.Hour})
-	w.Append(lines(0, 5), 5, true)
-	w.Append(lines(5, 2), 2, true)
+	w.Append(lines(0, 5), true)
+	w.Append(lines(5, 2), true)
 	closeOK(t, w)
 	reqs := f.requests()
 	if len(reqs) != 1 || len(reqs[0].lines) != 7 {
 		t.Fatalf("want one request of 7 lines, got %d requests", len(reqs))
 	}
 	// Appending after Close loses the lines, visibly.
-	w.Append(lines(7, 3), 3, true)
+	w.Append(lines(7, 3), true)
 	if st := w.Stats(); st.PointsDropped["writer closed"] != 3 || st.PointsWritten != 7 {
 		t.Errorf("stats %+v", st)
 	}
@@ -401,7 +401,7 @@ func TestCloseGivesUpAndCountsUndelivered(t *testing.T) {
 			return http.StatusServiceUnavailable, h, b
 		}}
 		w := newBubbleWriter(t, f, Config{BatchSize: 5})
-		w.Append(lines(0, 7), 7, true) // a full batch of 5 and a partial one of 2
+		w.Append(lines(0, 7), true) // a full batch of 5 and a partial one of 2
 		ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 		defer cancel()
 		err := w.Close(ctx)
@@ -431,7 +431,7 @@ func TestCloseWithExpiredContextCancelsInFlight(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		w.Append(lines(0, 10), 10, true) // 4 in flight, 4 queued, 2 being filled
+		w.Append(lines(0, 10), true) // 4 in flight, 4 queued, 2 being filled
 		synctest.Wait()
 		ctx, cancel := context.WithCancel(context.Background())
 		cancel()
@@ -495,8 +495,8 @@ func TestTokenNeverLogged(t *testing.T) {
 		}}
 		log, logs := observed()
 		w := newBubbleWriter(t, f, Config{Token: token, BatchSize: 2, Logger: log})
-		w.Append(lines(0, 2), 2, true)
-		w.Append(lines(2, 2), 2, true)
+		w.Append(lines(0, 2), true)
+		w.Append(lines(2, 2), true)
 		closeOK(t, w)
 		if a := f.requests()[0].auth; a != "Token "+token {
 			t.Fatalf("the token was not sent: %q", a)
@@ -514,7 +514,7 @@ func TestTokenNeverLogged(t *testing.T) {
 		w2 := newBubbleWriter(t, &fakeInflux{respond: func(*request, int) (int, http.Header, string) {
 			return 401, nil, `{"error":"authorization failed"}`
 		}}, Config{Token: token, Logger: log})
-		w2.Append(lines(0, 1), 1, true)
+		w2.Append(lines(0, 1), true)
 		ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
 		defer cancel()
 		if err := w2.Close(ctx); err == nil || strings.Contains(err.Error(), token) {
@@ -568,7 +568,7 @@ func TestRefusedWidePointKeepsItsOtherFields(t *testing.T) {
 				w := newBubbleWriter(t, f, Config{BatchSize: 20, Logger: log})
 				block := "jvm,applicationid=app-1,process=3 heap.used=9 1795300000000000000\n" +
 					"executor,applicationid=app-1,process=3 cpuTime.count=5,bad=1i,runTime.count=7,x\\ y=\"a,b c\" 1795300000000000000\n"
-				w.Append([]byte(block), 2, true)
+				w.Append([]byte(block), true)
 				closeOK(t, w)
 				stored := f.storedLines()
 				slices.Sort(stored)
@@ -605,8 +605,8 @@ func TestBatchesByBytes(t *testing.T) {
 		block = fmt.Appendf(block, "m,i=%02d %s 1\n", i, strings.Repeat("f=1,", 20)+"g=2") // 100 bytes
 	}
 	big := "m,i=big " + strings.Repeat("f=1,", 400) + "g=2 1\n"
-	w.Append(block, 30, true)
-	w.Append([]byte(big), 1, true)
+	w.Append(block, true)
+	w.Append([]byte(big), true)
 	closeOK(t, w)
 	var sizes []int
 	for _, r := range f.requests() {

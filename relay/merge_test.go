@@ -2,10 +2,11 @@ package relay
 
 import (
 	"fmt"
-	"github.com/influxdata/line-protocol/v2/lineprotocol"
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/influxdata/line-protocol/v2/lineprotocol"
 
 	"github.com/sparkpulse/sparkpulse/delta"
 	"github.com/sparkpulse/sparkpulse/spark"

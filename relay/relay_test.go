@@ -4,7 +4,6 @@ import (
 	"bytes"
 	"errors"
 	"fmt"
-	"github.com/sparkpulse/sparkpulse/queue"
 	"net"
 	"net/netip"
 	"slices"
@@ -14,6 +13,7 @@ import (
 
 	"github.com/sparkpulse/sparkpulse/delta"
 	"github.com/sparkpulse/sparkpulse/graphite"
+	"github.com/sparkpulse/sparkpulse/queue"
 	"github.com/sparkpulse/sparkpulse/simulate"
 	"github.com/sparkpulse/sparkpulse/spark"
 	"github.com/sparkpulse/sparkpulse/templates"

@@ -2,7 +2,6 @@ package relay
 
 import (
 	"fmt"
-	"github.com/sparkpulse/sparkpulse/realspark/recorded"
 	"path/filepath"
 	"slices"
 	"strings"
@@ -10,7 +9,9 @@ import (
 	"time"
 
 	"github.com/influxdata/line-protocol/v2/lineprotocol"
+
 	"github.com/sparkpulse/sparkpulse/delta"
+	"github.com/sparkpulse/sparkpulse/realspark/recorded"
 	"github.com/sparkpulse/sparkpulse/spark"
 )
 

@@ -25,9 +25,9 @@ import (
 	dto "github.com/prometheus/client_model/go"
 )
 
-// Sink receives encoded points: n complete lines of line protocol.
+// Sink receives encoded points: complete lines of line protocol.
 type Sink interface {
-	Append(lines []byte, n int, wait bool) bool
+	Append(lines []byte, wait bool) bool
 }
 
 // Reporter turns registry snapshots into points. It is not safe for
@@ -79,7 +79,7 @@ func (r *Reporter) Report(now time.Time) (int, error) {
 		}
 	}
 	if n > 0 {
-		r.sink.Append(r.enc.Bytes(), n, true)
+		r.sink.Append(r.enc.Bytes(), true)
 	}
 	return n, firstErr
 }

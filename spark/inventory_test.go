@@ -1,12 +1,12 @@
 package spark
 
 import (
-	"github.com/sparkpulse/sparkpulse/realspark/recorded"
 	"path/filepath"
 	"slices"
 	"strings"
 	"testing"
 
+	"github.com/sparkpulse/sparkpulse/realspark/recorded"
 	"github.com/sparkpulse/sparkpulse/templates"
 )
 
