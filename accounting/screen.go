@@ -27,11 +27,16 @@ import (
 //     aside: whoever wrote one could write the others.
 //   - Gauges (peaks of memory): within what the process could hold: the
 //     heap used within the heap (-Xmx, spark.executor.memory or
-//     spark.driver.memory); resident memory within the container, plus
-//     10 % for the seconds before YARN's or the kubelet's kill, where one
-//     holds the process to it (spark.master yarn or k8s://). Standalone
-//     and local processes have no such bound, and their resident memory
-//     is not checked. Spark's own peaks are not a bound: real Spark's
+//     spark.driver.memory); resident memory within the container where a
+//     cluster manager holds the process to it: on Kubernetes, plus 10 %
+//     for the moments before the kill; on YARN, twice the limit YARN
+//     enforces (the container rounded up to YARN's allocation increment,
+//     1 GiB unless a kill message states the limit): without cgroups the
+//     NodeManager checks the process tree every 3 s and kills it at once
+//     only over twice its limit, and over the limit once its processes
+//     are a check old (a PySpark worker was seen at 1.4 GB in a 1 GB
+//     container). Standalone and local processes have no such bound, and
+//     their resident memory is not checked. Spark's own peaks are not a bound: real Spark's
 //     stream peaks above them, as Spark keeps peaks only of the polls
 //     made while a stage runs, and the metrics source reports every poll.
 //     Where Spark's peak is above the setting, the JVM got more than the
@@ -48,9 +53,13 @@ import (
 const plausibilitySlackMs = 60_000
 
 // rssSlack is how far above its container a process's resident memory
-// may be seen before the cluster manager kills it: YARN checks every 3 s
-// ("4.6 GB of 4.4 GB physical memory used").
+// may be seen on Kubernetes before the kubelet's kill.
 const rssSlack = 0.10
+
+// yarnIncrement is what YARN rounds a container up to a multiple of, by
+// default (yarn.scheduler.minimum-allocation-mb, the capacity
+// scheduler's increment), where no kill message states the limit.
+const yarnIncrement = 1 << 30
 
 // SetAside is a process whose figures the screen refused.
 type SetAside struct {
@@ -133,7 +142,11 @@ func Screen(props map[string]string, execs []sparkapi.Executor, stream map[strin
 			if x != nil {
 				spark = x.PeakMemoryMetrics[g]
 			}
-			why := bounds.check(id, g, v, spark)
+			var stated int64 // the limit a YARN kill message states
+			if x != nil {
+				stated = sizing.YARNLimit(x.RemoveReason)
+			}
+			why := bounds.check(id, g, v, spark, stated)
 			if why == "" {
 				continue
 			}
@@ -161,6 +174,7 @@ var heapGauges = []string{"JVMHeapMemory", "OnHeapExecutionMemory", "OnHeapStora
 type memoryBounds struct {
 	heap, container             int64 // an executor's
 	driverHeap, driverContainer int64
+	yarn                        bool // YARN's monitor holds the containers (above)
 }
 
 func boundsOf(props map[string]string) memoryBounds {
@@ -168,7 +182,7 @@ func boundsOf(props map[string]string) memoryBounds {
 	if err != nil {
 		return memoryBounds{}
 	}
-	b := memoryBounds{s.Heap, s.Container(), r.DriverHeap, r.DriverContainer()}
+	b := memoryBounds{s.Heap, s.Container(), r.DriverHeap, r.DriverContainer(), r.YARN}
 	if master := props["spark.master"]; !strings.HasPrefix(master, "yarn") && !strings.HasPrefix(master, "k8s://") {
 		b.container, b.driverContainer = 0, 0 // no cluster manager holds the process to it
 	}
@@ -179,13 +193,21 @@ func boundsOf(props map[string]string) memoryBounds {
 }
 
 // check says why process id could not have had a peak v of gauge g, ""
-// when it could; spark is Spark's own peak of it, 0 if none.
-func (b memoryBounds) check(id, g string, v float64, spark int64) string {
+// when it could; spark is Spark's own peak of it, 0 if none; stated the
+// limit a YARN kill message states of the process, 0 if none.
+func (b memoryBounds) check(id, g string, v float64, spark, stated int64) string {
 	heap, container := b.heap, b.container
 	if id == "driver" {
 		heap, container = b.driverHeap, b.driverContainer
 	}
 	bound, slack := container, rssSlack
+	if b.yarn && container > 0 {
+		limit := (container + yarnIncrement - 1) / yarnIncrement * yarnIncrement
+		if stated > 0 {
+			limit = stated
+		}
+		bound, slack = 2*limit, 0
+	}
 	if slices.Contains(heapGauges, g) {
 		bound, slack = heap, reconcileTolerance
 	}

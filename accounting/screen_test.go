@@ -82,9 +82,9 @@ func TestScreen(t *testing.T) {
 			[]string{"1:counters"}, nil, "jvmGCTime.count 1e+300 is no counter's sum"},
 		// The forged gauge of the probe: 60 GiB of resident memory.
 		{"a peak beyond the container", true, func(s map[string]ProcessTotals) { s["1"].Peak["ProcessTreeJVMRSSMemory"] = 60 << 30 },
-			[]string{"1:ProcessTreeJVMRSSMemory"}, nil, "ProcessTreeJVMRSSMemory peak 60.0 GiB > 4.4 GiB it could hold"},
+			[]string{"1:ProcessTreeJVMRSSMemory"}, nil, "ProcessTreeJVMRSSMemory peak 60.0 GiB > 10.0 GiB it could hold"},
 		{"a peak beyond the container, running", false, func(s map[string]ProcessTotals) { s["1"].Peak["ProcessTreeJVMRSSMemory"] = 60 << 30 },
-			[]string{"1:ProcessTreeJVMRSSMemory"}, nil, "> 4.4 GiB it could hold"},
+			[]string{"1:ProcessTreeJVMRSSMemory"}, nil, "> 10.0 GiB it could hold"},
 		// Spark keeps peaks only of polls made while a stage runs: the
 		// stream's may be above them.
 		{"a peak above Spark's, within the container", true, func(s map[string]ProcessTotals) { s["1"].Peak["ProcessTreeJVMRSSMemory"] = 4 << 30 },
@@ -92,8 +92,15 @@ func TestScreen(t *testing.T) {
 		// Executor 2 was killed for its memory: seen at 4.6 GB of 4.4.
 		{"a killed executor's last peak", true, func(s map[string]ProcessTotals) { s["2"].Peak["ProcessTreeJVMRSSMemory"] = 4.6e9 },
 			nil, nil, ""},
-		{"Python's peak beyond the container", true, func(s map[string]ProcessTotals) { s["2"].Peak["ProcessTreePythonRSSMemory"] = 5 << 30 },
-			[]string{"2:ProcessTreePythonRSSMemory"}, nil, "> 4.4 GiB it could hold"},
+		// On YARN a process tree lives over its limit until the
+		// NodeManager's check after next, and over twice it not at all:
+		// YARN's own message once read "1.4 GB of 1 GB". The limit is
+		// the container rounded up to a GiB (4.4 GiB: 5 GiB), or the one
+		// a kill message states (executor 2's 4.4 GB).
+		{"a peak over the container, before YARN's kill", true, func(s map[string]ProcessTotals) { s["1"].Peak["ProcessTreeJVMRSSMemory"] = 9 << 30 },
+			nil, nil, ""},
+		{"Python's peak beyond twice YARN's limit", true, func(s map[string]ProcessTotals) { s["2"].Peak["ProcessTreePythonRSSMemory"] = 9 << 30 },
+			[]string{"2:ProcessTreePythonRSSMemory"}, nil, "> 8.8 GiB it could hold"},
 		{"a heap above the heap", true, func(s map[string]ProcessTotals) { s["2"].Peak["JVMHeapMemory"] = 5 << 30 },
 			[]string{"2:JVMHeapMemory"}, nil, "JVMHeapMemory peak 5.0 GiB > 4.0 GiB it could hold"},
 		{"a negative peak", true, func(s map[string]ProcessTotals) { s["1"].Peak["JVMHeapMemory"] = -1 },
@@ -225,4 +232,29 @@ func recommendedOf(a sizing.Advice) []string {
 		out = append(out, r.Property+"="+r.ValueString())
 	}
 	return out
+}
+
+// Kubernetes holds a container's memory with its cgroup: resident memory
+// is plausible up to the container plus 10 %, where on YARN it may reach
+// twice the limit YARN enforces before the NodeManager's check kills it.
+func TestScreenByClusterManager(t *testing.T) {
+	for _, tc := range []struct {
+		master string
+		rss    float64
+		aside  bool
+	}{
+		{"yarn", 6 << 30, false},                      // 4.4 GiB asked, 5 GiB enforced: twice is 10 GiB
+		{"yarn", 11 << 30, true},                      // over twice
+		{"k8s://https://10.0.0.1:6443", 4.6e9, false}, // 4.3 GiB: within 10 %
+		{"k8s://https://10.0.0.1:6443", 6 << 30, true},
+		{"spark://10.0.0.1:7077", 60 << 30, false}, // standalone: no container
+	} {
+		st, stream := screenApp(), genuine()
+		st.Properties["spark.master"] = tc.master
+		stream["1"].Peak["ProcessTreeJVMRSSMemory"] = tc.rss
+		_, aside := Screen(st.Properties, st.Executors, stream, ms(at(600)), true)
+		if got := len(aside) > 0; got != tc.aside {
+			t.Errorf("%s, resident %.3g: set aside %v, want %v: %v", tc.master, tc.rss, aside, tc.aside, aside)
+		}
+	}
 }

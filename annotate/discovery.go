@@ -2,6 +2,7 @@ package annotate
 
 import (
 	"cmp"
+	"context"
 	"errors"
 	"fmt"
 	"net/url"
@@ -191,6 +192,24 @@ func (p *Poller) admit() {
 func unproven(s *source, err error) bool {
 	wrong := errorKind(err) == kindWrongApp
 	return s.appID != "" && !s.listed && (sparkapi.IsNotFound(err) || wrong || s.failures >= 2)
+}
+
+// yarnVouches reports whether the ResourceManager behind a YARN proxy
+// template's instance that never answered says it runs the application,
+// or is about to. Its proxy answers such an application's requests with
+// a redirect to YARN's own page while it waits for a container
+// (ACCEPTED), and with the driver UI's 404 or a long wait while that UI
+// comes up; neither is a sign of an id that no one runs, which YARN does
+// not know (404).
+func (p *Poller) yarnVouches(ctx context.Context, s *source) bool {
+	if s.rm == "" || s.appID == "" {
+		return false
+	}
+	var a sparkapi.YARNApplication
+	if err := p.get(ctx, s.rm+"/ws/v1/cluster/apps/"+url.PathEscape(s.appID), &a); err != nil {
+		return false
+	}
+	return a.App.ID == s.appID && a.Starting()
 }
 
 // checkTemplate validates the {app_id} placement of a source URL.

@@ -6,6 +6,7 @@ import (
 	"io"
 	"net/http"
 	"runtime"
+	"slices"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -36,7 +37,10 @@ func TestAppIDsRefused(t *testing.T) {
 	if got := p.Stats().Refused; got[refusedShape] != 6 {
 		t.Errorf("refused %v, want 6 for their shape", got)
 	}
-	if want := "/proxy/application_1628109047826_1317105/api/v1/applications/application_1628109047826_1317105"; len(paths) != 1 || paths[0] != want {
+	// The proxy's 404, then its ResourceManager, which would vouch for
+	// an application it runs (TestYARNStartingApplication).
+	if want := []string{"/proxy/application_1628109047826_1317105/api/v1/applications/application_1628109047826_1317105",
+		"/ws/v1/cluster/apps/application_1628109047826_1317105"}; !slices.Equal(paths, want) {
 		t.Errorf("requests %q, want only %q", paths, want)
 	}
 
@@ -318,4 +322,58 @@ func TestConfiguredSourceTakesOver(t *testing.T) {
 	if p.stats.secondSource.Load() == 0 {
 		t.Error("the take-over was not counted")
 	}
+}
+
+// Through a YARN ResourceManager's proxy, an application that YARN says
+// it runs is polled until its UI answers, however its proxy answers
+// before (a redirect while ACCEPTED, the UI's 404 while it comes up); an
+// id that YARN does not know is retired at its first failure.
+func TestYARNStartingApplication(t *testing.T) {
+	const fake = "application_1628109047826_9999999"
+	s := newScript(sparkui.LiveUI)
+	var up atomic.Bool
+	mux := http.NewServeMux()
+	mux.Handle("/proxy/", http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		id, rest, _ := strings.Cut(strings.TrimPrefix(r.URL.Path, "/proxy/"), "/")
+		if id != scriptApp || !up.Load() {
+			http.NotFound(w, r)
+			return
+		}
+		r.URL.Path = "/" + rest
+		s.srv.ServeHTTP(w, r)
+	}))
+	var rmAsked atomic.Int64
+	mux.Handle("/ws/v1/cluster/apps/", http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		rmAsked.Add(1)
+		if id := strings.TrimPrefix(r.URL.Path, "/ws/v1/cluster/apps/"); id != scriptApp {
+			http.NotFound(w, r)
+			return
+		}
+		fmt.Fprintf(w, `{"app":{"id":%q,"state":"RUNNING","queue":"root.default","user":"etl"}}`, scriptApp)
+	}))
+	base := serve(t, mux)
+	sink := newMemSink()
+	p := newPoller(t, Config{Sources: []string{base + "/proxy/{app_id}"}, Sink: sink, Now: s.clk.Now})
+	for i := range 4 {
+		p.SeeApp(scriptApp)
+		p.SeeApp(fake)
+		s.clk.Set(at(10 * float64(i+1)))
+		p.PollOnce(context.Background())
+	}
+	if st := p.Stats(); st.Refused[refusedRetired] == 0 {
+		t.Errorf("the id YARN does not know was not retired: refused %v", st.Refused)
+	}
+	p.mu.Lock()
+	_, polled := p.perApp[scriptApp]
+	p.mu.Unlock()
+	if !polled {
+		t.Fatal("the application YARN runs was retired before its UI answered")
+	}
+	up.Store(true)
+	s.clk.Set(at(50))
+	p.PollOnce(context.Background())
+	if got := sink.stored(MeasurementApp, appRow); len(got) != 1 {
+		t.Errorf("once its UI answered, the application's facts: %q", got)
+	}
+	t.Logf("the ResourceManager was asked %d times", rmAsked.Load())
 }

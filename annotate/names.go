@@ -21,10 +21,14 @@ const (
 	TagApplicationID = "applicationid"
 	// TagAppName is the application's name, where it has one.
 	TagAppName = "appname"
-	// TagUser is the submitting user (sparkUser), on spark_app_usage.
+	// TagUser is the user the application ran for, on spark_app_usage:
+	// YARN's word where its ResourceManager's proxy serves the UI, else
+	// Spark's (sparkUser).
 	TagUser = "user"
-	// TagQueue is the YARN queue or Kubernetes namespace, where set, on
-	// spark_app_usage.
+	// TagQueue is where the application ran, on spark_app_usage: the YARN
+	// queue as YARN's ResourceManager reports it (root.etl) where its
+	// proxy serves the UI, else as spark.yarn.queue asked for it, or the
+	// Kubernetes namespace.
 	TagQueue = "queue"
 )
 
@@ -74,6 +78,14 @@ const (
 	// master in client mode; outside, a client-mode driver outside the
 	// cluster, counted as nothing.
 	UsageDriverHeld = "driver_held"
+	// UsageYARNVcoreSeconds is, at the end of an application whose UI
+	// YARN's ResourceManager proxies, what YARN says it held for the
+	// application's containers (the application master's included), each
+	// from its allocation to its end: YARN's vcoreSeconds.
+	UsageYARNVcoreSeconds = "yarn_vcore_seconds"
+	// UsageYARNMemoryByteSeconds is likewise YARN's memorySeconds, in
+	// byte-seconds: each container at the size YARN rounded it up to.
+	UsageYARNMemoryByteSeconds = "yarn_memory_byte_seconds"
 	// UsageCoresHeld is, in an estimate, the cores of the application's
 	// live executors at the read.
 	UsageCoresHeld = "cores_held"

@@ -455,7 +455,7 @@ func (w *points) executor(x *executorItem, now time.Time, closeOut bool) {
 	}
 	w.str("remove_reason", w.reason(reason))
 	if x.RemoveReason != "" {
-		w.str("remove_kind", sizing.RemoveKind(x.RemoveReason))
+		w.str("remove_kind", w.st.removeKind(x.RemoveReason))
 	}
 	w.peaks(x.PeakMemoryMetrics)
 	w.str("title", w.text(fmt.Sprintf("%s %s", name, status)))
@@ -473,7 +473,7 @@ func (w *points) executor(x *executorItem, now time.Time, closeOut bool) {
 	w.int("added_ms", added)
 	w.int("duration_ms", removed-added)
 	w.str("remove_reason", w.reason(reason))
-	w.str("remove_kind", sizing.RemoveKind(x.RemoveReason))
+	w.str("remove_kind", w.st.removeKind(x.RemoveReason))
 	w.common(phaseEnd, name+" removed", joinText("on "+host, "after "+timespent.Duration(removed-added), peaks, w.reason(reason)))
 	w.end()
 }

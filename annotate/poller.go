@@ -132,6 +132,10 @@ type source struct {
 	name  string // as configured, for logs and metrics
 	base  string // without trailing slash, template filled
 	appID string // template instances: the application they serve
+	// rm is the ResourceManager's base URL of a YARN proxy template's
+	// instance (…/proxy/{app_id}), whose REST API says the application's
+	// queue and user; "" for other sources.
+	rm string
 
 	busy atomic.Bool
 
@@ -143,9 +147,16 @@ type source struct {
 }
 
 func newSource(name, base, appID string) *source {
-	return &source{name: name, base: strings.TrimRight(base, "/"), appID: appID,
+	s := &source{name: name, base: strings.TrimRight(base, "/"), appID: appID,
 		apps: map[appKey]*appState{}, done: map[appKey]int64{}}
+	if rm, ok := strings.CutSuffix(strings.TrimRight(name, "/"), yarnProxy); ok && appID != "" && !strings.Contains(rm, "{app_id}") {
+		s.rm = rm
+	}
+	return s
 }
+
+// yarnProxy ends the path of a YARN ResourceManager's proxy template.
+const yarnProxy = "/proxy/{app_id}"
 
 // Poller polls the sources and writes points to the sink. Create it with
 // New, then call Run, or PollOnce from tests.
@@ -456,6 +467,13 @@ func (p *Poller) pollSource(ctx context.Context, s *source) {
 		s.failures++
 		s.next = now.Add(min(p.cfg.Interval<<min(s.failures, 16), maxBackoff))
 		p.countError(s, err)
+		if !s.listed && errorKind(err) != kindWrongApp && p.yarnVouches(ctx, s) {
+			// A YARN application starting up: its UI answers within
+			// moments. Asked again at the next poll, not retired.
+			s.next = now.Add(p.cfg.Interval)
+			p.log.Debug("YARN application's UI not answering yet", zap.String("url", s.base), zap.Error(err))
+			return
+		}
 		if unproven(s, err) {
 			// An id from the metrics that no source knows: not logged per
 			// id, as a flood of them would flood the log.
@@ -584,7 +602,7 @@ func (p *Poller) claim(s *source, key appKey) *appState {
 		p.stats.secondSource.Add(1)
 		p.log.Info("Spark application taken over by a configured source from an {app_id} template's",
 			zap.String("application", key.String()), zap.String("template", o.name), zap.String("source", s.name))
-		return newAppState(key)
+		return p.newAppStateLocked(key)
 	}
 	if o := p.owners[key]; o != nil && o != s {
 		if p.seconded[key] == nil {
@@ -607,7 +625,23 @@ func (p *Poller) claim(s *source, key appKey) *appState {
 			zap.String("source", s.name), zap.String("url", s.base))
 		return st
 	}
-	return newAppState(key)
+	return p.newAppStateLocked(key)
+}
+
+// newAppStateLocked starts the state of an attempt a source claims. An
+// application that a YARN proxy template serves keeps its
+// ResourceManager, whichever source reads it (a History Server takes it
+// over from the template's instance): YARN's word on its queue, user and
+// what it held is read from there (sync.go, usage.go). Called with mu
+// held.
+func (p *Poller) newAppStateLocked(key appKey) *appState {
+	st := newAppState(key)
+	for _, inst := range p.perApp[key.app] {
+		if inst.rm != "" {
+			st.rm = inst.rm
+		}
+	}
+	return st
 }
 
 // owns reports whether s still syncs key.

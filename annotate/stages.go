@@ -11,7 +11,6 @@ import (
 	"strings"
 	"time"
 
-	"github.com/sparkpulse/sparkpulse/sizing"
 	"github.com/sparkpulse/sparkpulse/sparkapi"
 	"github.com/sparkpulse/sparkpulse/timespent"
 )
@@ -335,7 +334,7 @@ func (w *points) taskFailures(k stageKey, s *stageItem) {
 		// An executor lost under its tasks: why it went, as its removal
 		// says (container_oom, heap_oom, killed …), when Spark said by now.
 		if x, ok := w.st.executors[t.ExecutorID]; ok && kind == TaskExecutorLost && x.RemoveReason != "" {
-			w.str("executor_remove_kind", sizing.RemoveKind(x.RemoveReason))
+			w.str("executor_remove_kind", w.st.removeKind(x.RemoveReason))
 		}
 		w.bool("speculative", t.Speculative)
 		w.int("end_ms", launch+t.Duration)

@@ -8,7 +8,9 @@ import (
 	"time"
 
 	"github.com/sparkpulse/sparkpulse/accounting"
+	"github.com/sparkpulse/sparkpulse/sizing"
 	"github.com/sparkpulse/sparkpulse/sparkapi"
+	"go.uber.org/zap"
 )
 
 // burst is the number of single-item requests beyond which one full list
@@ -53,6 +55,14 @@ type appState struct {
 	attemptID string
 	user      string
 	version   string
+	// YARN's word on where the application ran and for whom, read once
+	// from the ResourceManager whose proxy serves its UI (source.rm).
+	rm                  string
+	yarnRead            bool
+	yarnQueue, yarnUser string
+	// YARN's own accounting of the application, read once after its end
+	// (usage.go): nil until then, or when it could not be read.
+	yarnHeld  *sparkapi.YARNApplication
 	url       string // …/api/v1/applications/{app}[/{attempt}] on the owning source
 	completed bool
 	end       int64 // epoch ms; -1 while running
@@ -105,11 +115,21 @@ func newAppState(key appKey) *appState {
 		executors: map[string]*executorItem{}}
 }
 
+// removeKind is how an executor's removal reads in this application
+// (sizing.Settings.RemoveKind): its properties say whether a SIGTERM is
+// its executors' end out of heap.
+func (st *appState) removeKind(reason string) string {
+	return sizing.Settings{KillOnOOM: sizing.KillOnOOM(st.properties)}.RemoveKind(reason)
+}
+
 // refresh takes what the listing says of the attempt.
 func (st *appState) refresh(s *source, app *sparkapi.Application, att *sparkapi.Attempt) {
 	st.name, st.attemptID = app.Name, att.AttemptID
 	st.user, st.version = att.SparkUser, att.AppSparkVersion
 	st.completed, st.end, st.updated = att.Completed, att.EndMs(), att.LastUpdatedMs()
+	if s.rm != "" {
+		st.rm = s.rm
+	}
 	st.url = s.base + "/api/v1/applications/" + url.PathEscape(app.ID)
 	if att.AttemptID != "" {
 		st.url += "/" + url.PathEscape(att.AttemptID)
@@ -571,5 +591,35 @@ func (p *Poller) syncEnvironment(ctx context.Context, st *appState) error {
 	}
 	st.properties = env.Properties()
 	st.metricsKey = metricsKey(st.key.app, st.properties)
+	p.syncYARN(ctx, st)
 	return nil
+}
+
+// syncYARN reads, once, what YARN's ResourceManager says of an
+// application whose UI its proxy serves: the queue it ran in (the leaf's
+// full path, after YARN's placement rules, which spark.yarn.queue only
+// asks for) and the user it ran for. A failure costs only that: the
+// queue is then spark.yarn.queue's, the user Spark's.
+func (p *Poller) syncYARN(ctx context.Context, st *appState) {
+	if st.rm == "" || st.yarnRead {
+		return
+	}
+	st.yarnRead = true
+	if a := p.yarnApp(ctx, st); a != nil {
+		st.yarnQueue, st.yarnUser = a.App.Queue, a.App.User
+	}
+}
+
+// yarnApp is what YARN's ResourceManager says of the application, nil
+// when it says nothing of it.
+func (p *Poller) yarnApp(ctx context.Context, st *appState) *sparkapi.YARNApplication {
+	var a sparkapi.YARNApplication
+	if err := p.get(ctx, st.rm+"/ws/v1/cluster/apps/"+url.PathEscape(st.key.app), &a); err != nil {
+		p.log.Debug("YARN's ResourceManager did not answer for the application", zap.String("application", st.key.app), zap.Error(err))
+		return nil
+	}
+	if a.App.ID != st.key.app {
+		return nil
+	}
+	return &a
 }

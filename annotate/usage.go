@@ -115,6 +115,13 @@ func (p *Poller) account(ctx context.Context, st *appState, now time.Time) {
 			st.streamErr = fmt.Sprintf("%v (failing for %s)", err, now.Sub(st.streamFailed).Round(time.Second))
 		}
 		st.stream, st.accounted = totals, true
+		// YARN's own figures, final once it has ended the application:
+		// what the cluster held, container starts and rounding included.
+		if st.rm != "" {
+			if a := p.yarnApp(ctx, st); a != nil && a.Ended() {
+				st.yarnHeld = a
+			}
+		}
 	case !st.completed && p.cfg.Stream != nil && (st.syncs == 1 || st.syncs%usageEstimateEvery == usageEstimateEvery-1) && st.properties != nil && st.ambiguous() == "":
 		if totals, err := p.estimateStream(ctx, st, now); err == nil {
 			st.estimate = &usageRead{at: now, stream: totals}
@@ -233,10 +240,10 @@ func (w *points) usage(u sizing.Usage, a sizing.Advice, ph int, ts int64) {
 	if !w.begin(MeasurementUsage, ts) {
 		return
 	}
-	if q := tagValue(queueOf(st.properties)); q != "" {
+	if q := tagValue(cmp.Or(st.yarnQueue, queueOf(st.properties))); q != "" {
 		w.enc.AddTag(TagQueue, q)
 	}
-	if user := tagValue(st.user); user != "" {
+	if user := tagValue(cmp.Or(st.yarnUser, st.user)); user != "" {
 		w.enc.AddTag(TagUser, user)
 	}
 	fact := "estimate"
@@ -254,6 +261,10 @@ func (w *points) usage(u sizing.Usage, a sizing.Advice, ph int, ts int64) {
 	w.float(UsageDriverCoreSeconds, u.DriverCoreSeconds)
 	w.float(UsageDriverMemoryByteSeconds, u.DriverMemoryByteSeconds)
 	w.str(UsageDriverHeld, u.DriverHeld)
+	if y := st.yarnHeld; y != nil && ph >= 0 && y.App.VcoreSeconds >= 0 && y.App.MemorySeconds >= 0 {
+		w.int(UsageYARNVcoreSeconds, y.App.VcoreSeconds)
+		w.float(UsageYARNMemoryByteSeconds, float64(y.App.MemorySeconds)*(1<<20)) // as the other byte-seconds: no overflow
+	}
 	if ph < 0 {
 		// An estimate's, zero included: an application read before its
 		// executors registered holds none yet.

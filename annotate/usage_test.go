@@ -4,8 +4,11 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"io"
+	"net/http"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -255,5 +258,98 @@ func TestImpossibleAnswersNoted(t *testing.T) {
 	}
 	if p.Stats().Invalid == 0 {
 		t.Error("not counted")
+	}
+}
+
+// Read through a YARN ResourceManager's proxy, an application's usage is
+// tagged with the queue and user YARN reports (root.etl, after its
+// placement rules), not those Spark asked for, and its end carries what
+// YARN says it held; the ResourceManager is asked twice, at the first
+// read and after the end. Without an answer from it, spark.yarn.queue
+// stands and YARN's figures are absent.
+func TestYARNQueueAndUser(t *testing.T) {
+	for _, tc := range []struct {
+		name        string
+		answer      string // the ResourceManager's, "" for a 404
+		queue, user string
+		held        string
+	}{
+		{"YARN says", `{"app":{"id":"` + scriptApp + `","user":"etl-svc","queue":"root.etl","state":"FINISHED","memorySeconds":4404019,"vcoreSeconds":4301}}`,
+			"root.etl", "etl-svc", "4301 4.617948626944e+12"},
+		{"another application's answer", `{"app":{"id":"application_1_0002","user":"mallory","queue":"root.x","state":"FINISHED","vcoreSeconds":1}}`, "etl", "etl", "<nil> <nil>"},
+		{"no answer", "", "etl", "etl", "<nil> <nil>"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			srv := sparkui.NewServer(sparkui.LiveUI, accountedApp())
+			clk := &clock{now: at(630)}
+			srv.SetNow(clk.Now)
+			var asked atomic.Int64
+			mux := http.NewServeMux()
+			mux.Handle("/proxy/", http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+				_, rest, _ := strings.Cut(strings.TrimPrefix(r.URL.Path, "/proxy/"), "/")
+				r.URL.Path = "/" + rest
+				srv.ServeHTTP(w, r)
+			}))
+			mux.Handle("/ws/v1/cluster/apps/"+scriptApp, http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+				asked.Add(1)
+				if tc.answer == "" {
+					http.NotFound(w, r)
+					return
+				}
+				w.Header().Set("Content-Type", "application/json")
+				io.WriteString(w, tc.answer)
+			}))
+			sink := newMemSink()
+			p := newPoller(t, Config{Sources: []string{serve(t, mux) + "/proxy/{app_id}"}, Sink: sink, Now: clk.Now, Stream: &fakeStream{totals: accountedStream()}})
+			p.SeeApp(scriptApp)
+			for _, s := range []float64{630, 661, 700} {
+				clk.Set(at(s))
+				p.PollOnce(context.Background())
+			}
+			got := sink.stored(MeasurementUsage, func(p point) string {
+				return fmt.Sprint(p.tags[TagQueue], " ", p.tags[TagUser], " ", p.fields[UsageYARNVcoreSeconds], " ", p.fields[UsageYARNMemoryByteSeconds])
+			})
+			if want := tc.queue + " " + tc.user + " " + tc.held; len(got) != 1 || got[0] != want {
+				t.Errorf("usage %q, want %q", got, want)
+			}
+			if asked.Load() != 2 {
+				t.Errorf("the ResourceManager was asked %d times, want twice", asked.Load())
+			}
+		})
+	}
+}
+
+// A configured History Server that takes an application over from a YARN
+// proxy template's instance still asks the ResourceManager behind the
+// proxy: the usage it writes has YARN's queue, user and figures.
+func TestYARNAfterTakeOver(t *testing.T) {
+	live := sparkui.NewServer(sparkui.LiveUI, accountedApp())
+	hs := sparkui.NewServer(sparkui.HistoryServer, accountedApp())
+	clk := &clock{now: at(630)}
+	live.SetNow(clk.Now)
+	hs.SetNow(clk.Now)
+	mux := http.NewServeMux()
+	mux.Handle("/proxy/", http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		_, rest, _ := strings.Cut(strings.TrimPrefix(r.URL.Path, "/proxy/"), "/")
+		r.URL.Path = "/" + rest
+		live.ServeHTTP(w, r)
+	}))
+	mux.Handle("/hs/", http.StripPrefix("/hs", hs))
+	mux.Handle("/ws/v1/cluster/apps/"+scriptApp, http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		fmt.Fprintf(w, `{"app":{"id":%q,"user":"etl-svc","queue":"root.etl","state":"FINISHED","memorySeconds":10,"vcoreSeconds":3}}`, scriptApp)
+	}))
+	base := serve(t, mux)
+	sink := newMemSink()
+	p := newPoller(t, Config{Sources: []string{base + "/proxy/{app_id}", base + "/hs"}, Sink: sink, Now: clk.Now, Stream: &fakeStream{totals: accountedStream()}})
+	p.SeeApp(scriptApp)
+	for _, s := range []float64{630, 640, 661, 700, 710} {
+		clk.Set(at(s))
+		p.PollOnce(context.Background())
+	}
+	got := sink.stored(MeasurementUsage, func(p point) string {
+		return fmt.Sprint(p.tags[TagQueue], " ", p.tags[TagUser], " ", p.fields[UsageYARNVcoreSeconds])
+	})
+	if want := "root.etl etl-svc 3"; len(got) != 1 || got[0] != want {
+		t.Errorf("usage %q, want %q", got, want)
 	}
 }

@@ -6,6 +6,7 @@ import (
 	"encoding/json"
 	"flag"
 	"fmt"
+	"maps"
 	"math"
 	"net"
 	"net/http"
@@ -62,14 +63,8 @@ type run struct {
 }
 
 func runVersion(t *testing.T, version string) {
-	home := sparkHome(t, version)
-	work := t.TempDir()
-	events := filepath.Join(work, "events")
-	for _, d := range []string{events, filepath.Join(work, "conf")} {
-		if err := os.MkdirAll(d, 0o755); err != nil {
-			t.Fatal(err)
-		}
-	}
+	w := newSparkWork(t, version)
+	home, work, events := w.home, w.dir, w.events
 	r := &run{version: version, srv: influxtest.Start(t), from: time.Now().Add(-time.Minute)}
 	r.hs = historyServer(t, home, work, events)
 
@@ -128,23 +123,9 @@ func runVersion(t *testing.T, version string) {
 			"spark.eventLog.enabled":       "true",
 			"spark.eventLog.dir":           "file:" + events,
 			"spark.sql.shuffle.partitions": "8",
-			// The sink settings README.md recommends, at a 1 s period.
-			"spark.metrics.conf.*.sink.graphite.class":  "org.apache.spark.metrics.sink.GraphiteSink",
-			"spark.metrics.conf.*.sink.graphite.host":   "127.0.0.1",
-			"spark.metrics.conf.*.sink.graphite.port":   tee.port(),
-			"spark.metrics.conf.*.sink.graphite.period": "1",
-			"spark.metrics.conf.*.sink.graphite.unit":   "seconds",
-			"spark.metrics.conf.*.source.jvm.class":     "org.apache.spark.metrics.source.JvmSource",
-			"spark.metrics.appStatusSource.enabled":     "true",
-			"spark.executor.processTreeMetrics.enabled": "true",
-			// ExecutorMetrics gauges are polled at this interval instead
-			// of at each heartbeat (10 s): short-lived Python workers are
-			// seen.
-			"spark.executor.metrics.pollingInterval": "1s",
 		}
-		for k, v := range extra {
-			c[k] = v
-		}
+		maps.Copy(c, sinkConf(tee.port()))
+		maps.Copy(c, extra)
 		return c
 	}
 	const master = "local-cluster[2,1,1024]"
@@ -171,7 +152,7 @@ func runVersion(t *testing.T, version string) {
 			"spark.dynamicAllocation.maxExecutors":            "2",
 		}),
 	})
-	tee.waitReports(t, r.main.id, activeProcesses(r.main), r.main.done)
+	tee.waitReports(t, r.main.id, func() []string { return activeProcesses(r.main) }, r.main.done)
 	r.main.stop()
 
 	r.bad = startApplication(t, home, work, workloadConfig{
@@ -183,22 +164,13 @@ func runVersion(t *testing.T, version string) {
 			"spark.task.maxFailures":                    "2",
 		}),
 	})
-	tee.waitReports(t, failKey, activeProcesses(r.bad), r.bad.done)
+	tee.waitReports(t, failKey, func() []string { return activeProcesses(r.bad) }, r.bad.done)
 	r.bad.stop()
 
 	// The accounting is written once the History Server shows each
 	// application ended and usage-delay has passed.
 	for _, a := range []*application{r.main, r.bad} {
-		eventually(t, 3*time.Minute, "reconciliation of "+a.id, func() error {
-			res, err := r.srv.TryQuery(db, fmt.Sprintf(`SELECT "verdict" FROM "spark_reconcile" WHERE "app_id" = '%s'`, a.id))
-			if err != nil {
-				return err
-			}
-			if len(res) == 0 {
-				return errNotYet
-			}
-			return nil
-		})
+		waitReconciled(t, r.srv, a.id)
 	}
 	// Executors that died in the middle of a report cut its last line:
 	// sparkpulse drops each such line, counted.
@@ -854,19 +826,7 @@ func record(t *testing.T, r *run) {
 	}, "", " ")
 	writeFile(t, filepath.Join(dir, "recording.json"), append(meta, '\n'))
 	for _, a := range []*application{r.main, r.bad} {
-		entries, err := os.ReadDir(filepath.Join(a.out, "rest"))
-		if err != nil {
-			t.Fatal(err)
-		}
-		for _, e := range entries {
-			b, err := os.ReadFile(filepath.Join(a.out, "rest", e.Name()))
-			if err != nil {
-				t.Fatal(err)
-			}
-			writeFile(t, filepath.Join(dir, a.name, e.Name()), b)
-		}
-		b, _ := json.MarshalIndent(map[string]string{"application": a.id, "metrics_key": r.keyOf(a)}, "", " ")
-		writeFile(t, filepath.Join(dir, a.name, "app.json"), append(b, '\n'))
+		a.record(t, filepath.Join(dir, a.name), map[string]any{"application": a.id, "metrics_key": r.keyOf(a)})
 	}
 }
 

@@ -8,12 +8,14 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"maps"
 	"net"
 	"net/http"
 	"os"
 	"os/exec"
 	"path/filepath"
 	"regexp"
+	"slices"
 	"strconv"
 	"strings"
 	"sync"
@@ -74,6 +76,25 @@ func sparkHome(t *testing.T, v string) string {
 		unavailable(t, "java is not on PATH: Spark needs a JDK 17")
 	}
 	return dir
+}
+
+// sparkWork is a run's Spark version (home, as sparkHome returns it), its
+// work folder (with conf/, Spark's empty configuration folder) and its
+// event log folder, which a History Server reads.
+type sparkWork struct{ home, dir, events string }
+
+// newSparkWork makes a run's folders, in a temporary folder of the test,
+// and extra ones below it.
+func newSparkWork(t *testing.T, version string, extra ...string) sparkWork {
+	t.Helper()
+	w := sparkWork{home: sparkHome(t, version), dir: t.TempDir()}
+	w.events = filepath.Join(w.dir, "events")
+	for _, d := range append([]string{"events", "conf"}, extra...) {
+		if err := os.MkdirAll(filepath.Join(w.dir, d), 0o755); err != nil {
+			t.Fatal(err)
+		}
+	}
+	return w
 }
 
 // sparkEnv is the environment of every Spark process: loopback only.
@@ -236,51 +257,92 @@ type application struct {
 	done   int64 // epoch seconds when the jobs were done
 	out    string
 	cmd    *exec.Cmd
-	stdin  io.WriteCloser
-	stdout *bufio.Reader
+	stdin  io.WriteCloser // nil when the driver runs in a container: answers are files
+	stdout *bufio.Reader  // likewise: its lines are in out/said
+	said   int            // lines of out/said read so far
 	stderr *lockedBuffer
 	exited chan struct{}
 }
 
 // workloadConfig is what workload.py reads.
 type workloadConfig struct {
-	Master    string            `json:"master"`
+	Master    string            `json:"master,omitempty"` // set by the script; empty under spark-submit
 	AppName   string            `json:"app_name"`
 	Scenario  string            `json:"scenario"`
 	Out       string            `json:"out"`
 	Executors int               `json:"executors"`
 	Conf      map[string]string `json:"conf"`
+	// Files: the driver speaks through files in Out (workload.py's
+	// Channel), not stdout and stdin.
+	Files bool `json:"files,omitempty"`
 }
 
-// startApplication runs the scenario until its jobs are done and its REST
-// answers are saved; stop ends it.
+// startApplication runs the scenario with python3, which starts Spark
+// itself (cfg.Master), until its jobs are done and its REST answers are
+// saved; stop ends it.
 func startApplication(t *testing.T, home, workDir string, cfg workloadConfig) *application {
+	t.Helper()
+	path := writeWorkload(t, cfg)
+	script, _ := filepath.Abs("testdata/workload.py")
+	a := launch(t, exec.Command("python3", script, path), sparkEnv(home, workDir), cfg)
+	a.started()
+	a.waitDone()
+	return a
+}
+
+// submitApplication runs the scenario with spark-submit and args (the
+// master, the deploy mode, …), every setting of cfg.Conf passed as
+// --conf, and returns at once; started waits until the driver names its
+// application, waitDone for its jobs. The driver speaks through files (cfg.Files):
+// spark-submit gives a Python driver no stdin, and in YARN's cluster mode
+// it runs in a container.
+func submitApplication(t *testing.T, home, workDir string, env []string, args []string, cfg workloadConfig) *application {
+	t.Helper()
+	cfg.Files = true
+	path := writeWorkload(t, cfg)
+	script, _ := filepath.Abs("testdata/workload.py")
+	keys := slices.Sorted(maps.Keys(cfg.Conf))
+	for _, k := range keys {
+		args = append(args, "--conf", k+"="+cfg.Conf[k])
+	}
+	args = append(args, script, path)
+	cmd := exec.Command(filepath.Join(home, "pyspark", "bin", "spark-submit"), args...)
+	return launch(t, cmd, append(sparkEnv(home, workDir), env...), cfg)
+}
+
+func writeWorkload(t *testing.T, cfg workloadConfig) string {
 	t.Helper()
 	b, err := json.Marshal(cfg)
 	if err != nil {
 		t.Fatal(err)
 	}
-	path := filepath.Join(cfg.Out, "workload.json")
 	if err := os.MkdirAll(cfg.Out, 0o755); err != nil {
 		t.Fatal(err)
 	}
+	path := filepath.Join(cfg.Out, "workload.json")
 	if err := os.WriteFile(path, b, 0o644); err != nil {
 		t.Fatal(err)
 	}
-	script, _ := filepath.Abs("testdata/workload.py")
-	a := &application{t: t, name: cfg.Scenario, out: cfg.Out, stderr: &lockedBuffer{}, exited: make(chan struct{})}
-	a.cmd = exec.Command("python3", script, path)
-	a.cmd.Env = sparkEnv(home, workDir)
+	return path
+}
+
+func launch(t *testing.T, cmd *exec.Cmd, env []string, cfg workloadConfig) *application {
+	t.Helper()
+	a := &application{t: t, name: cfg.Scenario, out: cfg.Out, stderr: &lockedBuffer{}, exited: make(chan struct{}), cmd: cmd}
+	a.cmd.Env = env
 	a.cmd.Stderr = a.stderr
 	a.cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
-	if a.stdin, err = a.cmd.StdinPipe(); err != nil {
-		t.Fatal(err)
+	var err error
+	if !cfg.Files {
+		if a.stdin, err = a.cmd.StdinPipe(); err != nil {
+			t.Fatal(err)
+		}
+		out, err := a.cmd.StdoutPipe()
+		if err != nil {
+			t.Fatal(err)
+		}
+		a.stdout = bufio.NewReader(out)
 	}
-	out, err := a.cmd.StdoutPipe()
-	if err != nil {
-		t.Fatal(err)
-	}
-	a.stdout = bufio.NewReader(out)
 	if err := a.cmd.Start(); err != nil {
 		t.Fatal(err)
 	}
@@ -293,18 +355,30 @@ func startApplication(t *testing.T, home, workDir string, cfg workloadConfig) *a
 			t.Logf("%s: driver log:\n%s", cfg.Scenario, tail(a.stderr.String(), 6000))
 		}
 	})
-	// "APP <id> <ui>", then "DONE <epoch seconds>".
-	f := a.expect("APP", 3*time.Minute)
-	a.id, a.ui = f[0], f[1]
-	t.Logf("%s: application %s, UI %s", cfg.Scenario, a.id, a.ui)
-	a.done, _ = strconv.ParseInt(a.expect("DONE", 5*time.Minute)[0], 10, 64)
 	return a
 }
 
-// expect reads the driver's stdout up to a line "<word> …" and returns the
-// rest of its fields; the driver's exit or the timeout fails the test.
+// started waits until the driver names its application and its UI.
+func (a *application) started() {
+	a.t.Helper()
+	f := a.expect("APP", 4*time.Minute)
+	a.id, a.ui = f[0], f[1]
+	a.t.Logf("%s: application %s, UI %s", a.name, a.id, a.ui)
+}
+
+// waitDone waits for the driver's DONE.
+func (a *application) waitDone() {
+	a.t.Helper()
+	a.done, _ = strconv.ParseInt(a.expect("DONE", 6*time.Minute)[0], 10, 64)
+}
+
+// expect reads what the driver says up to a line "<word> …" and returns
+// the rest of its fields; the driver's exit or the timeout fails the test.
 func (a *application) expect(word string, timeout time.Duration) []string {
 	a.t.Helper()
+	if a.stdout == nil {
+		return a.expectFile(word, timeout)
+	}
 	type line struct {
 		s   string
 		err error
@@ -332,19 +406,96 @@ func (a *application) expect(word string, timeout time.Duration) []string {
 	return nil
 }
 
-// stop lets the driver stop its SparkSession and waits for it to exit.
+// expectFile is expect for a driver in a container, which appends its
+// lines to out/said: another process's file, polled.
+func (a *application) expectFile(word string, timeout time.Duration) []string {
+	a.t.Helper()
+	deadline := time.Now().Add(timeout)
+	for tick := time.NewTicker(100 * time.Millisecond); ; <-tick.C {
+		b, _ := os.ReadFile(filepath.Join(a.out, "said"))
+		lines := strings.Split(string(b), "\n")
+		for ; a.said < len(lines)-1; a.said++ { // the last is unfinished
+			if f := strings.Fields(lines[a.said]); len(f) > 0 && f[0] == word {
+				a.said++
+				return f[1:]
+			}
+		}
+		select {
+		case <-a.exited:
+			a.t.Fatalf("%s: spark-submit ended before the driver said %s (exit %v):\n%s", a.name, word, a.cmd.ProcessState, tail(a.stderr.String(), 6000))
+		default:
+		}
+		if time.Now().After(deadline) {
+			a.t.Fatalf("%s: the driver did not say %s in %s:\n%s", a.name, word, timeout, tail(a.stderr.String(), 6000))
+		}
+	}
+}
+
+// answer gives the driver the word it waits for.
+func (a *application) answer(word string) {
+	a.t.Helper()
+	if a.stdin != nil {
+		if _, err := io.WriteString(a.stdin, word+"\n"); err != nil {
+			a.t.Fatalf("%s: %v", a.name, err)
+		}
+		return
+	}
+	if err := os.WriteFile(filepath.Join(a.out, word), nil, 0o644); err != nil {
+		a.t.Fatal(err)
+	}
+}
+
+// stop lets the driver stop its SparkSession and waits for it (or, in
+// cluster mode, spark-submit) to exit.
 func (a *application) stop() {
 	a.t.Helper()
-	io.WriteString(a.stdin, "stop\n")
-	a.stdin.Close()
+	a.answer("stop")
+	if a.stdin != nil {
+		a.stdin.Close()
+	}
 	select {
 	case <-a.exited:
-	case <-time.After(2 * time.Minute):
+	case <-time.After(3 * time.Minute):
 		a.t.Fatalf("%s: the driver did not stop", a.name)
 	}
 	if !a.cmd.ProcessState.Success() {
 		a.t.Fatalf("%s: the driver exited with %v:\n%s", a.name, a.cmd.ProcessState, tail(a.stderr.String(), 6000))
 	}
+}
+
+// record copies the REST answers the driver saved into dir, with
+// app.json: meta, which names the application.
+func (a *application) record(t *testing.T, dir string, meta map[string]any) {
+	t.Helper()
+	entries, err := os.ReadDir(filepath.Join(a.out, "rest"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, e := range entries {
+		b, err := os.ReadFile(filepath.Join(a.out, "rest", e.Name()))
+		if err != nil {
+			t.Fatal(err)
+		}
+		writeFile(t, filepath.Join(dir, e.Name()), b)
+	}
+	b, _ := json.MarshalIndent(meta, "", " ")
+	writeFile(t, filepath.Join(dir, "app.json"), append(b, '\n'))
+}
+
+// waitReconciled waits until sparkpulse has written the reconciliation of
+// application id: its accounting is done.
+func waitReconciled(t *testing.T, srv *influxtest.Server, id string) {
+	t.Helper()
+	eventually(t, 3*time.Minute, "reconciliation of "+id, func() error {
+		res, err := srv.TryQuery(db, fmt.Sprintf(`SELECT "verdict" FROM "spark_reconcile" WHERE "app_id" = '%s'`, id))
+		if err != nil {
+			return err
+		}
+		if len(res) == 0 {
+			return errNotYet
+		}
+		return nil
+	})
 }
 
 // rest decodes a REST answer the driver saved before it stopped.
@@ -455,14 +606,17 @@ func (p *tee) serve(c net.Conn) {
 }
 
 // waitReports waits until each of processes of app has sent a report
-// stamped after the epoch second since.
-func (p *tee) waitReports(t *testing.T, app string, processes []string, since int64) {
+// stamped after the epoch second since. processes is asked again at
+// every report: under dynamic allocation an executor may be released
+// meanwhile, and is then waited for no more.
+func (p *tee) waitReports(t *testing.T, app string, processes func() []string, since int64) {
 	t.Helper()
 	deadline := time.After(60 * time.Second)
 	for {
+		procs := processes()
 		p.mu.Lock()
 		var missing []string
-		for _, proc := range processes {
+		for _, proc := range procs {
 			if p.reports[app+"/"+proc] <= since {
 				missing = append(missing, proc)
 			}
@@ -516,8 +670,9 @@ type boundAddrs struct {
 
 var buildOnce struct {
 	sync.Once
-	bin string
-	err error
+	bin   string
+	built bool // by this test process, in a folder of its own: removed at its end
+	err   error
 }
 
 // binary is $SPARKPULSE_BIN, the binary `make check` builds once for
@@ -534,7 +689,7 @@ func binary(t *testing.T) string {
 			buildOnce.err = err
 			return
 		}
-		buildOnce.bin = filepath.Join(dir, "sparkpulse")
+		buildOnce.bin, buildOnce.built = filepath.Join(dir, "sparkpulse"), true
 		out, err := exec.Command("go", "build", "-o", buildOnce.bin, "../cmd/sparkpulse").CombinedOutput()
 		if err != nil {
 			buildOnce.err = fmt.Errorf("go build: %v\n%s", err, out)
@@ -696,10 +851,11 @@ func metric(t *testing.T, admin, name, label string) float64 {
 	return sum
 }
 
-// TestMain removes the binary the tests built, if they did.
+// TestMain removes the binary the tests built, if they did; never the
+// one SPARKPULSE_BIN names (make's bin/).
 func TestMain(m *testing.M) {
 	code := m.Run()
-	if buildOnce.bin != "" {
+	if buildOnce.built {
 		os.RemoveAll(filepath.Dir(buildOnce.bin))
 	}
 	os.Exit(code)

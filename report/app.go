@@ -53,7 +53,7 @@ func whereTimeWent(read []annotate.StageRead, as annotate.Assessment) timespent.
 	removed := map[string]string{} // executor → how its removal reads
 	for _, x := range as.Application.Executors {
 		if x.RemoveReason != "" {
-			removed[x.ID] = sizing.RemoveKind(x.RemoveReason)
+			removed[x.ID] = as.Advice.Settings.RemoveKind(x.RemoveReason)
 		}
 	}
 	var stages []timespent.Stage

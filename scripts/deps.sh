@@ -5,7 +5,8 @@
 # the compose files and the chart without a cluster) and Debian's Dropwizard Metrics and
 # SLF4J jars for the test that drives Spark's real GraphiteReporter, and the
 # pinned PySpark releases (realspark/testdata/pyspark-versions.txt) for the
-# real-Spark suite, each in .deps/pyspark/<version>.
+# real-Spark suite, each in .deps/pyspark/<version>, and the suite's YARN
+# (Hadoop's MiniYARNCluster and NodeManagers, built with Maven).
 set -euo pipefail
 
 influxd_bin="$(go env GOPATH)/bin/influxd"
@@ -51,6 +52,29 @@ fi
 # cmd/sparkpulse/influxdb2_test.go).
 if [ "${1:-}" = "--test" ]; then
   "$(dirname "$0")/influxd2.sh" >/dev/null
+fi
+
+# The real YARN of the real-Spark suite (realspark/yarncluster): Hadoop's
+# ResourceManager and NodeManagers, pinned in its pom.xml and built with
+# Maven into .deps/yarn, with Maven's repository in .deps/m2 (about a
+# minute the first time, 110 MB). Rebuilt when its sources change.
+if [ "${1:-}" = "--test" ]; then
+  root="$(cd "$(dirname "$0")/.." && pwd)"
+  src="$root/realspark/yarncluster"
+  sum="$(cat "$src/pom.xml" $(find "$src/src" -type f | sort) | sha256sum | cut -d' ' -f1)"
+  if [ "$(cat "$root/.deps/yarn/built-from" 2>/dev/null)" != "$sum" ]; then
+    if ! command -v mvn >/dev/null 2>&1; then
+      echo "deps: installing Maven from Debian…" >&2
+      sudo=""
+      [ "$(id -u)" -ne 0 ] && sudo="sudo"
+      $sudo apt-get update -qq
+      $sudo env DEBIAN_FRONTEND=noninteractive apt-get install -y -qq maven >/dev/null
+    fi
+    echo "deps: building the YARN harness (Hadoop 3.4.1) into .deps/yarn…" >&2
+    rm -rf "$root/.deps/yarn"
+    mvn -q -B -f "$src/pom.xml" -Dmaven.repo.local="$root/.deps/m2" package
+    echo "$sum" > "$root/.deps/yarn/built-from"
+  fi
 fi
 
 # Real Spark: every pinned PySpark release in its own folder, which the

@@ -89,24 +89,40 @@ func RemoveKind(reason string) string {
 	return RemovedOther
 }
 
-// yarnLimitRE reads the limit out of YARN's kill message, as Spark's
-// YarnAllocator quotes it: "5.5 GB of 5.5 GB physical memory used"
-// (TraditionalBinaryPrefix, one decimal).
-var yarnLimitRE = regexp.MustCompile(`[0-9.]+ ?[KMGT]?B of ([0-9.]+) ?([KMGT]?)B physical memory used`)
+// yarnKillRE reads the use and the limit out of YARN's kill message, as
+// Spark's YarnAllocator quotes it: "1.4 GB of 1 GB physical memory used"
+// (TraditionalBinaryPrefix, at most one decimal).
+var yarnKillRE = regexp.MustCompile(`([0-9.]+) ?([KMGT]?)B of ([0-9.]+) ?([KMGT]?)B physical memory used`)
 
 // YARNLimit is the physical-memory limit a YARN kill message states, in
 // bytes; 0 when the reason states none. YARN rounds each container up to
 // a multiple of yarn.scheduler.minimum-allocation-mb, which Spark does
 // not know: the stated limit is the container the executor really had.
 func YARNLimit(reason string) int64 {
-	m := yarnLimitRE.FindStringSubmatch(reason)
+	m := yarnKillRE.FindStringSubmatch(reason)
 	if m == nil {
 		return 0
 	}
-	f, err := strconv.ParseFloat(m[1], 64)
+	return yarnBytes(m[3], m[4])
+}
+
+// YARNUsed is the resident memory of the process tree a YARN kill
+// message states the NodeManager measured when it killed the container,
+// in bytes; 0 when the reason states none. It is a peak no heartbeat may
+// have seen: a lower bound of the true one.
+func YARNUsed(reason string) int64 {
+	m := yarnKillRE.FindStringSubmatch(reason)
+	if m == nil {
+		return 0
+	}
+	return yarnBytes(m[1], m[2])
+}
+
+// yarnBytes reads YARN's "1.4" "G": one decimal of a binary unit.
+func yarnBytes(num, unit string) int64 {
+	f, err := strconv.ParseFloat(num, 64)
 	if err != nil || f <= 0 || f > 1<<20 {
 		return 0
 	}
-	unit := map[string]float64{"": 1, "K": 1 << 10, "M": 1 << 20, "G": 1 << 30, "T": 1 << 40}[m[2]]
-	return int64(f * unit)
+	return int64(f * map[string]float64{"": 1, "K": 1 << 10, "M": 1 << 20, "G": 1 << 30, "T": 1 << 40}[unit])
 }

@@ -50,6 +50,29 @@ func TestRemoveKind(t *testing.T) {
 	}
 }
 
+// Where Spark ends executors out of heap with SIGTERM (YARN), an exit
+// 143 is an executor out of heap; the cluster manager's own kills keep
+// their kinds.
+func TestSettingsRemoveKind(t *testing.T) {
+	yarn, k8s := Settings{KillOnOOM: true}, Settings{}
+	for _, tc := range []struct {
+		s            Settings
+		reason, want string
+	}{
+		{yarn, "Container from a bad node: container_1_0001_01_000004 on host: node-8. Exit status: 143. Possible causes: Unknown executor exit code (143) (died from signal 15?) Diagnostics: [2026-11-20 10:00:00.000]Container killed on request. Exit code is 143", RemovedHeapOOM},
+		{k8s, "The executor with id 5 exited with exit code 143(SIGTERM).", RemovedTerminated},
+		{yarn, "Container container_1_0001_01_000005 on host: node-8 was preempted.", RemovedPreempted},
+		{yarn, "Container marked as failed: container_1_0001_01_000006 on host: node-9. Exit status: -100. Diagnostics: Container released on a *lost* node.", RemovedLost},
+		{yarn, "Container killed by YARN for exceeding physical memory limits. 1.3 GB of 1 GB physical memory used. Consider boosting spark.executor.memoryOverhead.", RemovedContainerOOM},
+		{yarn, "Executor killed by driver.", RemovedReleased},
+		{yarn, "Container from a bad node: container_1_0001_01_000003 on host: node-7. Exit status: 137. Diagnostics: Container killed on request. Exit code is 137", RemovedKilled},
+	} {
+		if got := tc.s.RemoveKind(tc.reason); got != tc.want {
+			t.Errorf("KillOnOOM %v: RemoveKind(%.60q) = %s, want %s", tc.s.KillOnOOM, tc.reason, got, tc.want)
+		}
+	}
+}
+
 func TestYARNLimit(t *testing.T) {
 	for reason, want := range map[string]int64{
 		"Container killed by YARN for exceeding physical memory limits. 5.5 GB of 5.5 GB physical memory used.":  5632 << 20,

@@ -44,11 +44,11 @@
 //   - heap: a heap used to its limit is normal for a JVM, which collects
 //     only when it fills; it is reported only together with garbage
 //     collection taking 10 % of task time or more (where Spark's UI turns
-//     it red), or when an executor exited out of heap (RemoveKind
-//     heap_oom: exit code 52, an OutOfMemoryError), or was terminated
-//     (RemoveKind terminated: SIGTERM, exit 143, which is how a YARN
-//     executor ends after an OutOfMemoryError) with its heap used to 90 %
-//     or more; the advice is 25 % more heap, in steps of 256 MiB.
+//     it red), or when an executor exited out of heap (Settings.RemoveKind
+//     heap_oom: exit code 52, an OutOfMemoryError named, or on YARN an
+//     exit 143, SIGTERM, which is how Spark's -XX:OnOutOfMemoryError='kill
+//     %p' ends a YARN executor out of heap); the advice is 25 % more
+//     heap, in steps of 256 MiB.
 //   - unified: execution and storage memory at 90 % of the unified region
 //     or more means spills to disk and cached blocks evicted; it is
 //     reported without a number, as the fix (more heap, a larger
@@ -88,6 +88,34 @@ type Settings struct {
 	// options select one that collects concurrently (ZGC, Shenandoah);
 	// "" otherwise.
 	ConcurrentGC string
+	// KillOnOOM: the executors end with SIGTERM (exit 143) on an
+	// OutOfMemoryError. Spark starts YARN's executors with
+	// -XX:OnOutOfMemoryError='kill %p' unless their Java options name a
+	// handler of their own (YarnSparkHadoopUtil.addOutOfMemoryErrorArgument).
+	KillOnOOM bool
+}
+
+// KillOnOOM reports whether an application's executors end with SIGTERM
+// on an OutOfMemoryError (Settings.KillOnOOM), from its properties.
+func KillOnOOM(props map[string]string) bool {
+	opts := props["spark.executor.defaultJavaOptions"] + " " + props["spark.executor.extraJavaOptions"]
+	return strings.HasPrefix(strings.TrimSpace(props["spark.master"]), "yarn") && !strings.Contains(opts, "OnOutOfMemoryError")
+}
+
+// RemoveKind classifies a removal reason of these executors: as the
+// package's RemoveKind, except that a SIGTERM is an executor out of heap
+// where that is how they end out of heap (KillOnOOM). On YARN, the
+// cluster manager's own kills (preemption, a lost node, the driver's
+// release, a container over its memory) come with their own words or
+// exit statuses: an exit 143 of the container's process is the JVM's
+// own handler, or a kill by hand, which the reason cannot tell apart
+// and which is far rarer.
+func (s Settings) RemoveKind(reason string) string {
+	k := RemoveKind(reason)
+	if k == RemovedTerminated && s.KillOnOOM {
+		return RemovedHeapOOM
+	}
+	return k
 }
 
 // Unified is the size of the execution and storage region of the heap.
@@ -143,7 +171,9 @@ func FromProperties(props map[string]string) (Settings, error) {
 	}
 	s.MemoryFraction = frac("spark.memory.fraction", s.MemoryFraction)
 	s.StorageFraction = frac("spark.memory.storageFraction", s.StorageFraction)
-	s.ConcurrentGC = concurrentCollector(props["spark.executor.defaultJavaOptions"] + " " + props["spark.executor.extraJavaOptions"])
+	opts := props["spark.executor.defaultJavaOptions"] + " " + props["spark.executor.extraJavaOptions"]
+	s.ConcurrentGC = concurrentCollector(opts)
+	s.KillOnOOM = KillOnOOM(props)
 	return s, err
 }
 
@@ -332,10 +362,15 @@ func Advise(s Settings, execs []Executor) Advice {
 			Heap: p("JVMHeapMemory"), Unified: p("OnHeapExecutionMemory") + p("OnHeapStorageMemory"),
 			Python: p("ProcessTreePythonRSSMemory")}
 		if x.RemoveReason != "" {
-			h.RemoveKind = RemoveKind(x.RemoveReason)
+			h.RemoveKind = s.RemoveKind(x.RemoveReason)
 			h.KilledForMemory = h.RemoveKind == RemovedContainerOOM
 			if h.KilledForMemory {
 				limit = max(limit, YARNLimit(x.RemoveReason))
+				// What YARN measured as it killed the container is a
+				// peak of the process tree too.
+				if used := YARNUsed(x.RemoveReason); used > h.RSS {
+					h.RSS, h.ProcessTreeMetric = used, true
+				}
 			}
 		}
 		h.ContainerUse = ratio(h.RSS, container)
@@ -360,15 +395,12 @@ func Advise(s Settings, execs []Executor) Advice {
 			maxPythonV = max(maxPythonV, x.Peaks["ProcessTreePythonVMemory"])
 		}
 		switch {
+		case h.RemoveKind == RemovedHeapOOM && RemoveKind(x.RemoveReason) == RemovedTerminated:
+			a.find("heap", x.ID, "the executor was terminated (SIGTERM, exit 143), which on YARN is the JVM's -XX:OnOutOfMemoryError='kill %%p' that Spark sets: it ran out of heap (%s): %s",
+				Bytes(s.Heap), oneLine(x.RemoveReason))
+			heapPressure = true
 		case h.RemoveKind == RemovedHeapOOM:
 			a.find("heap", x.ID, "the JVM ran out of heap (%s) and the executor exited: %s", Bytes(s.Heap), oneLine(x.RemoveReason))
-			heapPressure = true
-		case h.RemoveKind == RemovedTerminated && h.HeapUse >= 0.9:
-			// How a YARN executor ends after an OutOfMemoryError
-			// (-XX:OnOutOfMemoryError='kill %p'); without a full heap
-			// the SIGTERM says nothing of memory, and the rule is quiet.
-			a.find("heap", x.ID, "the executor was terminated (SIGTERM) with its heap used to %.0f %% of %s, as the JVM is on YARN after an OutOfMemoryError: %s",
-				100*h.HeapUse, Bytes(s.Heap), oneLine(x.RemoveReason))
 			heapPressure = true
 		case h.GCShare >= 0.10 && h.HeapUse >= 0.9 && s.ConcurrentGC == "":
 			a.find("heap", x.ID, "heap used to %.0f %% of %s while GC took %.0f %% of task time", 100*h.HeapUse, Bytes(s.Heap), 100*h.GCShare)

@@ -75,6 +75,16 @@ func TestFromProperties(t *testing.T) {
 			Settings{Heap: gib, Overhead: 384 * mib, MemoryFraction: 0.6, StorageFraction: 0.5}},
 		{map[string]string{"spark.driver.extraJavaOptions": "-XX:+UseZGC", "spark.executor.extraJavaOptions": "-XX:+UseG1GC -XX:MaxGCPauseMillis=100"},
 			Settings{Heap: gib, Overhead: 384 * mib, MemoryFraction: 0.6, StorageFraction: 0.5}},
+		// On YARN Spark ends executors out of heap with SIGTERM, unless
+		// their Java options name a handler of their own.
+		{map[string]string{"spark.master": "yarn"},
+			Settings{Heap: gib, Overhead: 384 * mib, MemoryFraction: 0.6, StorageFraction: 0.5, KillOnOOM: true}},
+		{map[string]string{"spark.master": "yarn", "spark.executor.extraJavaOptions": "-XX:OnOutOfMemoryError='/opt/dump.sh %p'"},
+			Settings{Heap: gib, Overhead: 384 * mib, MemoryFraction: 0.6, StorageFraction: 0.5}},
+		{map[string]string{"spark.master": "k8s://https://10.0.0.1:6443"},
+			Settings{Heap: gib, Overhead: 384 * mib, MemoryFraction: 0.6, StorageFraction: 0.5}},
+		{map[string]string{"spark.master": "spark://127.0.0.1:7077"},
+			Settings{Heap: gib, Overhead: 384 * mib, MemoryFraction: 0.6, StorageFraction: 0.5}},
 		{map[string]string{"spark.memory.offHeap.enabled": "true", "spark.memory.offHeap.size": "1073741824"},
 			Settings{Heap: gib, Overhead: 384 * mib, OffHeap: gib, MemoryFraction: 0.6, StorageFraction: 0.5}},
 		{map[string]string{"spark.memory.offHeap.enabled": "false", "spark.memory.offHeap.size": "1g"},
@@ -138,6 +148,8 @@ func summary(a Advice) []string {
 // Cases with known answers, worked out by hand in the comments.
 func TestAdvise(t *testing.T) {
 	heap4 := Settings{Heap: 4 * gib, Overhead: gib, OverheadSet: true, MemoryFraction: 0.6, StorageFraction: 0.5}
+	yarnHeap4 := heap4
+	yarnHeap4.KillOnOOM = true
 	for _, c := range []struct {
 		name  string
 		s     Settings
@@ -225,6 +237,24 @@ func TestAdvise(t *testing.T) {
 		},
 		order: []string{"2", "1"},
 	}, {
+		// A PySpark worker over its container, as real YARN killed one
+		// (512m heap, Spark's 384 MiB overhead, rounded up to 1 GiB): no
+		// heartbeat saw the peak, YARN measured 1.4 GB of the tree as it
+		// killed it. Needed: 1.4 GiB + a quarter = 1792 MiB; overhead
+		// 1792 - 512 = 1280 MiB. The limit alone would give 1280 MiB of
+		// container, below what YARN measured.
+		name: "a Python worker killed by YARN, unseen by Spark",
+		s:    Settings{Heap: 512 * mib, Overhead: 384 * mib, MemoryFraction: 0.6},
+		execs: []Executor{
+			{ID: "1", Peaks: peaks(200*mib, 0, 0, 260*mib, 70*mib, 0),
+				RemoveReason: "Container killed by YARN for exceeding physical memory limits. 1.4 GB of 1 GB physical memory used. Consider boosting spark.executor.memoryOverhead."},
+			{ID: "2", Peaks: peaks(200*mib, 0, 0, 260*mib, 70*mib, 0)},
+		},
+		want: []string{
+			"finding container 1: removed for exceeding its memory limit: Container killed by YARN for exceeding physical memory limits. 1.4 GB of 1 GB physical memory used. Consider boosting spark.executor.memoryOverhead.",
+			"set spark.executor.memoryOverhead = 1280m (now 384m)",
+		},
+	}, {
 		// Spark asked for 4g + 409.6 MiB; YARN, rounding to a 1 GiB
 		// minimum allocation, gave 5 GiB and says so when it kills at
 		// it. The container plus a quarter is then 6.25 GiB, not 5.5:
@@ -280,27 +310,28 @@ func TestAdvise(t *testing.T) {
 			"no process-tree metrics: the container and Python rules need spark.executor.processTreeMetrics.enabled=true (Linux)",
 		},
 	}, {
-		// YARN 143 after an OutOfMemoryError: -XX:OnOutOfMemoryError='kill
-		// %p' ends the JVM with SIGTERM. The heap was sampled at 3.8 of 4
-		// GiB: the heap rule fires, 4g + a quarter = 5g.
-		name: "terminated on YARN with a full heap",
-		s:    heap4,
+		// YARN 143: Spark's -XX:OnOutOfMemoryError='kill %p' ends the
+		// JVM with SIGTERM when it runs out of heap, whatever the heap
+		// sampled last (a single huge allocation fails with the heap at
+		// 40 %): the heap rule fires, 4g + a quarter = 5g.
+		name: "terminated on YARN",
+		s:    yarnHeap4,
 		execs: []Executor{
-			{ID: "4", Peaks: peaks(3891 * mib), RemoveReason: "Container from a bad node: container_1_0001_01_000004 on host: node-8. Exit status: 143. Diagnostics: Container killed on request. Exit code is 143"},
+			{ID: "4", Peaks: peaks(1638 * mib), RemoveReason: "Container from a bad node: container_1_0001_01_000004 on host: node-8. Exit status: 143. Diagnostics: Container killed on request. Exit code is 143"},
 		},
 		want: []string{
-			"finding heap 4: the executor was terminated (SIGTERM) with its heap used to 95 % of 4.0 GiB, as the JVM is on YARN after an OutOfMemoryError: Container from a bad node: container_1_0001_01_000004 on host: node-8. Exit status: 143. Diagnostics: Container killed on request. Exit code is 143",
+			"finding heap 4: the executor was terminated (SIGTERM, exit 143), which on YARN is the JVM's -XX:OnOutOfMemoryError='kill %p' that Spark sets: it ran out of heap (4.0 GiB): Container from a bad node: container_1_0001_01_000004 on host: node-8. Exit status: 143. Diagnostics: Container killed on request. Exit code is 143",
 			"set spark.executor.memory = 5g (now 4g)",
 			"no process-tree metrics: the container and Python rules need spark.executor.processTreeMetrics.enabled=true (Linux)",
 		},
 	}, {
-		// The same exit with the heap at 40 %: the SIGTERM alone says
-		// nothing of memory (a node manager's kill reads the same), and
+		// A SIGTERM where Spark sets no such handler (Kubernetes: a pod
+		// deleted) says nothing of memory, even with the heap full, and
 		// it is not a preemption either: no heap advice.
-		name: "terminated on YARN with room in the heap",
+		name: "terminated elsewhere with a full heap",
 		s:    heap4,
 		execs: []Executor{
-			{ID: "4", Peaks: peaks(1638 * mib), RemoveReason: "Container from a bad node: container_1_0001_01_000004 on host: node-8. Exit status: 143. Diagnostics: Container killed on request. Exit code is 143"},
+			{ID: "4", Peaks: peaks(3891 * mib), RemoveReason: "The executor with id 4 exited with exit code 143(SIGTERM)."},
 		},
 		want: []string{
 			"no process-tree metrics: the container and Python rules need spark.executor.processTreeMetrics.enabled=true (Linux)",

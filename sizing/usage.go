@@ -16,9 +16,12 @@ import (
 //     application's end, summed as core-seconds and byte-seconds; the
 //     driver side likewise, for what the cluster holds for it
 //     (Resources.DriverHeld: the driver's container in cluster mode, the
-//     YARN application master's in client mode, else nothing). This is what YARN or
-//     Kubernetes holds for the application, and what a shared cluster
-//     pays for.
+//     YARN application master's in client mode, else nothing). This is
+//     Spark's view of what the cluster holds for the application: a
+//     cluster manager holds a container from its allocation, before the
+//     executor registers, and YARN rounds it up to its allocation
+//     increment (annotate writes YARN's own figures beside these where
+//     its ResourceManager is read).
 //   - Used: the task CPU time, task run time and GC time of the
 //     executors; where the CERN SparkPlugins' cgroup metrics report it
 //     for every executor, the containers' CPU time, which counts Python

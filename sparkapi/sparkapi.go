@@ -306,3 +306,42 @@ func (e *Environment) Properties() map[string]string {
 	}
 	return m
 }
+
+// YARNApplication is the one answer of YARN's ResourceManager REST API
+// that sparkpulse reads, /ws/v1/cluster/apps/{id} (Hadoop's AppInfo), for
+// an application whose UI it reads through the ResourceManager's proxy:
+// where YARN ran it and for whom.
+type YARNApplication struct {
+	App struct {
+		ID    string `json:"id"`
+		User  string `json:"user"`
+		Queue string `json:"queue"` // the leaf queue's full path, root.etl
+		// State is YARN's: NEW, NEW_SAVING, SUBMITTED, ACCEPTED, RUNNING,
+		// FINISHED, FAILED, KILLED.
+		State string `json:"state"`
+		// What YARN held for the application's containers, each from its
+		// allocation to its end, at the size YARN rounded it up to:
+		// MB-seconds (YARN's MB is 2^20 bytes) and vcore-seconds.
+		MemorySeconds int64 `json:"memorySeconds"`
+		VcoreSeconds  int64 `json:"vcoreSeconds"`
+	} `json:"app"`
+}
+
+// Ended reports whether YARN has the application's final figures.
+func (a *YARNApplication) Ended() bool {
+	switch a.App.State {
+	case "FINISHED", "FAILED", "KILLED":
+		return true
+	}
+	return false
+}
+
+// Starting reports whether YARN is running the application or about to:
+// its UI may not answer yet.
+func (a *YARNApplication) Starting() bool {
+	switch a.App.State {
+	case "NEW", "NEW_SAVING", "SUBMITTED", "ACCEPTED", "RUNNING":
+		return true
+	}
+	return false
+}

@@ -91,3 +91,63 @@ func readJSON(path string, v any) error {
 	}
 	return nil
 }
+
+// ClusterApp is an application the suite recorded on a real cluster
+// manager, under testdata/spark-real/<version>/<manager>/<scenario>/: its
+// REST answers and app.json, which names the application and, for every
+// executor the test removed, the kind its removal must read as (package
+// sizing's RemoveKind values), worked out from what the test did.
+type ClusterApp struct {
+	Dir         string // …/<version>/<manager>/<scenario>
+	Manager     string // yarn, standalone
+	Application string
+	// Removed: executor → the kind of its removal, for every executor
+	// removed before the application's end.
+	Removed map[string]string
+	// YARN is what YARN's ResourceManager said of the application, on
+	// YARN.
+	YARN *struct {
+		Queue               string `json:"queue"`
+		User                string `json:"user"`
+		PreemptedContainers int64  `json:"numNonAMContainerPreempted"` // YARN's own names
+	}
+}
+
+// ClusterApps are the applications recorded on real cluster managers
+// under root (testdata/spark-real); an error when fewer than least are.
+func ClusterApps(root string, least int) ([]ClusterApp, error) {
+	files, _ := filepath.Glob(filepath.Join(root, "*", "*", "*", "app.json"))
+	var out []ClusterApp
+	for _, f := range files {
+		dir := filepath.Dir(f)
+		a := ClusterApp{Dir: dir, Manager: filepath.Base(filepath.Dir(dir))}
+		if a.Manager != "yarn" && a.Manager != "standalone" {
+			continue
+		}
+		var meta struct {
+			Application string            `json:"application"`
+			Removed     map[string]string `json:"removed"`
+			YARN        json.RawMessage   `json:"yarn"`
+		}
+		if err := readJSON(f, &meta); err != nil {
+			return nil, err
+		}
+		a.Application, a.Removed = meta.Application, meta.Removed
+		if len(meta.YARN) > 0 {
+			if err := json.Unmarshal(meta.YARN, &a.YARN); err != nil {
+				return nil, fmt.Errorf("%s: %w", f, err)
+			}
+		}
+		out = append(out, a)
+	}
+	if len(out) < least {
+		return nil, fmt.Errorf("recorded real cluster applications under %s: %d, want at least %d", root, len(out), least)
+	}
+	return out, nil
+}
+
+// Read decodes the application's recorded answer name (allexecutors,
+// environment, …) into v.
+func (a ClusterApp) Read(name string, v any) error {
+	return readJSON(filepath.Join(a.Dir, name+".json"), v)
+}

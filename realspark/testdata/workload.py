@@ -15,6 +15,26 @@ Scenarios:
             streaming query
   failures  a job whose Python UDF fails, an executor killed with SIGKILL
             while its tasks run, and executors that run out of heap
+  yarn      on YARN: a node lost while tasks run (the test stops its
+            NodeManager, see LOSE below), then a Python worker over its
+            container, which YARN kills, and executors out of heap
+  dynamic   on YARN with dynamic allocation and the external shuffle
+            service: executors up to the maximum, some preempted (the
+            test submits a second application, see FULL below), all
+            released when idle, then the shuffle read again from the
+            shuffle service
+  small     one short job (the application that preempts)
+  worker    on a standalone cluster: a worker lost while tasks run (the
+            test kills it, see LOSE below)
+
+The test and the driver speak through lines the driver says and words
+the test answers. In client mode the lines go to stdout and the answers
+come on stdin; in YARN's cluster mode, where the driver runs in a
+container, the lines are appended to OUT/said and each answer is a file
+OUT/<word>. The lines: "APP <id> <ui>", "LOSE <executor nodes>" (the
+tasks then wait for the answer "lost", which the test gives once Spark
+lists the lost executors), "FULL" (likewise, answer "preempted"), and
+"DONE <epoch seconds>", after which the driver stops at "stop".
 """
 
 import json
@@ -24,6 +44,7 @@ import sys
 import time
 import urllib.request
 
+from pyspark import TaskContext
 from pyspark.sql import SparkSession
 from pyspark.sql import functions as F
 from pyspark.sql.types import LongType
@@ -36,6 +57,111 @@ def log(msg):
 def rest(ui, path):
     with urllib.request.urlopen(ui + "/api/v1/" + path, timeout=30) as r:
         return json.load(r)
+
+
+class Channel:
+    """The test's side of the conversation (see the module's doc)."""
+
+    def __init__(self, out, files):
+        self.out, self.files = out, files
+
+    def say(self, line):
+        if self.files:
+            with open(os.path.join(self.out, "said"), "a") as f:
+                f.write(line + "\n")
+        else:
+            print(line, flush=True)
+
+    def answer(self, word, timeout=300):
+        if not self.files:
+            got = sys.stdin.readline().strip()
+            if got != word:
+                raise SystemExit("expected %r from the test, got %r" % (word, got))
+            return
+        wait_for_file(os.path.join(self.out, word), timeout)
+
+
+def wait_for_file(path, timeout):
+    deadline = time.time() + timeout
+    while not os.path.exists(path):
+        if time.time() > deadline:
+            raise SystemExit("no %s within %d s" % (path, timeout))
+        time.sleep(0.1)
+
+
+def executors(ui, app_id):
+    return [e for e in rest(ui, "applications/%s/executors" % app_id) if e["id"] != "driver"]
+
+
+def wait_executors(ui, app_id, n, timeout=180):
+    """Waits until n executors are active and returns them."""
+    deadline = time.time() + timeout
+    while True:
+        ex = executors(ui, app_id)
+        if len(ex) >= n:
+            return ex
+        if time.time() > deadline:
+            raise SystemExit("%d executors of %d after %d s" % (len(ex), n, timeout))
+        time.sleep(0.2)
+
+
+def waiting_tasks(flag, seconds=240):
+    """A task function that holds its slot until the file flag exists, so
+    that the test's loss (a node, a worker, a preemption) happens while
+    tasks run and the job ends once Spark has seen it."""
+    def run(it):
+        deadline = time.time() + seconds
+        while not os.path.exists(flag) and time.time() < deadline:
+            time.sleep(0.1)
+        return [sum(1 for _ in it)]
+    return run
+
+
+def lose_while_busy(sc, ui, ch, out, description, where):
+    """Runs a job whose tasks hold their slots; once every executor runs
+    one, says LOSE with where each executor is (where(executor)), waits
+    for the test's "lost" (it has taken a node or a worker away, and Spark
+    lists the executors on it as removed), then lets the tasks end."""
+    flag = os.path.join(out, "lost")
+    result = {}
+
+    def run():
+        sc.setJobDescription(description)
+        result["n"] = sc.parallelize(range(6000), 60).mapPartitions(waiting_tasks(flag)).sum()
+
+    import threading
+    t = threading.Thread(target=run)
+    t.start()
+    deadline = time.time() + 120
+    while True:
+        ex = executors(ui, sc.applicationId)
+        if ex and all(e["activeTasks"] > 0 for e in ex):
+            break
+        if time.time() > deadline:
+            raise SystemExit("the executors did not all run tasks: %r" % ex)
+        time.sleep(0.2)
+    ch.say("LOSE " + json.dumps({e["id"]: where(e) for e in ex}, sort_keys=True))
+    ch.answer("lost")
+    open(flag, "w").close()
+    t.join()
+    if result.get("n") != 6000:
+        raise SystemExit("the job with %s counted %r" % (description, result.get("n")))
+
+
+def heap_out_of_memory(spark):
+    """A 1.5 GB string in a 512 MB heap: java.lang.OutOfMemoryError on the
+    executor, which exits; the task's retry kills another and the job
+    fails (spark.task.maxFailures = 2)."""
+    try:
+        # The length comes from the data, so that the optimizer cannot fold
+        # the string on the driver.
+        spark.range(0, 1, numPartitions=1).selectExpr(
+            "length(repeat('x', CAST(id AS INT) + 1500000000)) AS n").collect()
+        raise SystemExit("the job out of memory succeeded")
+    except Exception as e:  # noqa: BLE001
+        if "SystemExit" in type(e).__name__:
+            raise
+        log("heap job failed as intended")
 
 
 def main_jobs(spark, out):
@@ -173,22 +299,108 @@ def failures_jobs(spark, ui):
     if result.get("n") != 40_000:
         raise SystemExit("the job with the killed executor counted %r" % result.get("n"))
 
-    # A 1.5 GB string in a 512 MB heap: java.lang.OutOfMemoryError, and the
-    # executor exits; the task's retry kills another and the job fails.
     sc.setJobDescription("heap out of memory")
-    try:
-        # The length comes from the data, so that the optimizer cannot fold
-        # the string on the driver.
-        spark.range(0, 1, numPartitions=1).selectExpr(
-            "length(repeat('x', CAST(id AS INT) + 1500000000)) AS n").collect()
-        raise SystemExit("the job out of memory succeeded")
-    except Exception as e:  # noqa: BLE001
-        if "SystemExit" in type(e).__name__:
-            raise
-        log("heap job failed as intended")
+    heap_out_of_memory(spark)
 
     sc.setJobDescription("after the losses")
     spark.range(0, 200_000, numPartitions=4).agg(F.sum("id")).collect()
+
+
+# What a Python worker holds over its container: YARN's limit for the
+# suite's executors (512 MiB heap and 384 MiB overhead, rounded up to
+# 1 GiB) is well below it, with the JVM's own resident memory on top.
+PYTHON_HOG = 1200 * 1024 * 1024
+
+
+def yarn_jobs(spark, ui, ch, out):
+    sc = spark.sparkContext
+
+    sc.setJobDescription("warm up")
+    spark.range(0, 400_000, numPartitions=6).agg(F.sum("id")).collect()
+
+    # A node goes while every executor runs a task.
+    lose_while_busy(sc, ui, ch, out, "a node lost", lambda e: e.get("attributes", {}).get("NM_PORT", ""))
+
+    # The first attempt of partition 0 grows its Python worker past the
+    # container and holds it: YARN's monitor kills the container within
+    # a few of its 3 s checks. The retry is small.
+    sc.setJobDescription("python over its container")
+
+    def hog(it):
+        ctx = TaskContext.get()
+        if ctx.partitionId() == 0 and ctx.attemptNumber() == 0:
+            b = bytearray(PYTHON_HOG)
+            for i in range(0, len(b), 4096):
+                b[i] = 1
+            time.sleep(90)
+        return [sum(1 for _ in it)]
+    if sc.parallelize(range(3000), 3).mapPartitions(hog).sum() != 3000:
+        raise SystemExit("the job over its container counted wrong")
+    log("python job done")
+
+    sc.setJobDescription("heap out of memory")
+    heap_out_of_memory(spark)
+
+    sc.setJobDescription("after the losses")
+    spark.range(0, 200_000, numPartitions=4).agg(F.sum("id")).collect()
+
+
+def dynamic_jobs(spark, ui, ch, out):
+    sc = spark.sparkContext
+    app_id = sc.applicationId
+    most = int(spark.conf.get("spark.dynamicAllocation.maxExecutors"))
+    flag = os.path.join(out, "preempted")
+    # Tasks that hold their slots until the test has seen executors
+    # preempted: dynamic allocation asks for the maximum meanwhile.
+    shuffled = (sc.parallelize(range(20_000), 40).mapPartitions(waiting_tasks(flag))
+                .map(lambda x: (x % 50, x)).reduceByKey(lambda a, b: a + b, 10))
+    result = {}
+
+    def run():
+        sc.setJobDescription("scale up")
+        result["n"] = shuffled.count()
+
+    import threading
+    t = threading.Thread(target=run)
+    t.start()
+    deadline = time.time() + 180
+    while len([e for e in executors(ui, app_id) if e["activeTasks"] > 0]) < most:
+        if time.time() > deadline:
+            raise SystemExit("dynamic allocation did not reach %d busy executors" % most)
+        time.sleep(0.2)
+    ch.say("FULL %d" % most)
+    ch.answer("preempted")
+    open(flag, "w").close()
+    t.join()
+
+    # Idle: dynamic allocation releases every executor
+    # (spark.dynamicAllocation.minExecutors is 0).
+    deadline = time.time() + 120
+    while executors(ui, app_id):
+        if time.time() > deadline:
+            raise SystemExit("executors not released: %r" % executors(ui, app_id))
+        time.sleep(0.2)
+
+    # The shuffle's map output outlived the executors that wrote it: the
+    # NodeManagers' shuffle service serves it to new ones.
+    sc.setJobDescription("shuffle read from the shuffle service")
+    if shuffled.count() != result["n"]:
+        raise SystemExit("the shuffle read again counted wrong")
+
+
+def small_jobs(spark):
+    spark.sparkContext.setJobDescription("a short job")
+    spark.range(0, 100_000, numPartitions=2).agg(F.sum("id")).collect()
+
+
+def worker_jobs(spark, ui, ch, out, n):
+    sc = spark.sparkContext
+    sc.setJobDescription("warm up")
+    spark.range(0, 400_000, numPartitions=n).agg(F.sum("id")).collect()
+
+    lose_while_busy(sc, ui, ch, out, "a worker lost", lambda e: e["hostPort"])
+    sc.setJobDescription("after the loss")
+    spark.range(0, 200_000, numPartitions=2).agg(F.sum("id")).collect()
 
 
 def dump(ui, app_id, out):
@@ -223,29 +435,40 @@ def dump(ui, app_id, out):
 def main():
     with open(sys.argv[1]) as f:
         cfg = json.load(f)
-    b = SparkSession.builder.master(cfg["master"]).appName(cfg["app_name"])
+    # Under spark-submit (YARN, standalone) the master and the settings are
+    # spark-submit's already.
+    b = SparkSession.builder.appName(cfg["app_name"])
+    if cfg.get("master"):
+        b = b.master(cfg["master"])
     for k, v in cfg["conf"].items():
         b = b.config(k, v)
     spark = b.getOrCreate()
     sc = spark.sparkContext
     ui = sc.uiWebUrl.rstrip("/")
-    print("APP %s %s" % (sc.applicationId, ui), flush=True)
+    ch = Channel(cfg["out"], cfg.get("files", False))
+    ch.say("APP %s %s" % (sc.applicationId, ui))
 
-    # local-cluster starts its executors after the session: wait for them,
-    # so that every job has both.
+    # Executors start after the session: wait for them, so that every job
+    # has them all (dynamic allocation starts with one).
     want = int(cfg.get("executors", 2))
-    deadline = time.time() + 120
-    while len([e for e in rest(ui, "applications/%s/executors" % sc.applicationId) if e["id"] != "driver"]) < want:
-        if time.time() > deadline:
-            raise SystemExit("executors did not register")
-        time.sleep(0.2)
+    if want:
+        wait_executors(ui, sc.applicationId, want)
 
-    if cfg["scenario"] == "main":
+    scenario = cfg["scenario"]
+    if scenario == "main":
         main_jobs(spark, cfg["out"])
-    elif cfg["scenario"] == "failures":
+    elif scenario == "failures":
         failures_jobs(spark, ui)
+    elif scenario == "yarn":
+        yarn_jobs(spark, ui, ch, cfg["out"])
+    elif scenario == "dynamic":
+        dynamic_jobs(spark, ui, ch, cfg["out"])
+    elif scenario == "small":
+        small_jobs(spark)
+    elif scenario == "worker":
+        worker_jobs(spark, ui, ch, cfg["out"], want)
     else:
-        raise SystemExit("unknown scenario " + cfg["scenario"])
+        raise SystemExit("unknown scenario " + scenario)
 
     # A job cancelled a moment ago may still be listed as running.
     deadline = time.time() + 60
@@ -254,8 +477,8 @@ def main():
             raise SystemExit("jobs still active: %r" % sc.statusTracker().getActiveJobsIds())
         time.sleep(0.1)
     dump(ui, sc.applicationId, os.path.join(cfg["out"], "rest"))
-    print("DONE %d" % int(time.time()), flush=True)
-    sys.stdin.readline()
+    ch.say("DONE %d" % int(time.time()))
+    ch.answer("stop")
     spark.stop()
 
 

@@ -1,0 +1,279 @@
+package realspark
+
+import (
+	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"regexp"
+	"slices"
+	"sort"
+	"strings"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/sparkpulse/sparkpulse/influx/influxtest"
+	"github.com/sparkpulse/sparkpulse/sizing"
+	"github.com/sparkpulse/sparkpulse/sparkapi"
+)
+
+// standaloneDaemon is a master or worker of Spark's standalone cluster
+// manager, started with spark-class.
+type standaloneDaemon struct {
+	cmd    *exec.Cmd
+	logs   *lockedBuffer
+	exited chan struct{}
+	dir    string // a worker's work dir
+}
+
+// masterURL and workerRegistered are what the master and a worker log
+// once they serve (Master.onStart, Worker.handleRegisterResponse), in
+// Spark 3.5 and 4.x.
+var (
+	masterURL        = regexp.MustCompile(`Starting Spark master at (spark://127\.0\.0\.1:\d+)`)
+	workerRegistered = regexp.MustCompile(`Successfully registered with master`)
+)
+
+// startDaemon runs spark-class class args until the test ends and waits
+// until its log matches ready.
+func startDaemon(t *testing.T, home, workDir, class string, ready *regexp.Regexp, args ...string) (*standaloneDaemon, []string) {
+	t.Helper()
+	d := &standaloneDaemon{logs: &lockedBuffer{}, exited: make(chan struct{})}
+	d.cmd = exec.Command(filepath.Join(home, "pyspark", "bin", "spark-class"), append([]string{class}, args...)...)
+	d.cmd.Env = sparkEnv(home, workDir)
+	d.cmd.Stdout, d.cmd.Stderr = d.logs, d.logs
+	d.cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
+	if err := d.cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	go func() { d.cmd.Wait(); close(d.exited) }()
+	t.Cleanup(func() {
+		syscall.Kill(-d.cmd.Process.Pid, syscall.SIGKILL)
+		<-d.exited
+		checkLoopback(t, class, d.logs.String())
+		if t.Failed() {
+			t.Logf("%s log:\n%s", class, tail(d.logs.String(), 3000))
+		}
+	})
+	deadline := time.NewTimer(2 * time.Minute)
+	defer deadline.Stop()
+	for {
+		out, more := d.logs.next()
+		if m := ready.FindStringSubmatch(out); m != nil {
+			return d, m
+		}
+		select {
+		case <-more:
+		case <-d.exited:
+			t.Fatalf("%s exited:\n%s", class, d.logs.String())
+		case <-deadline.C:
+			t.Fatalf("%s did not start:\n%s", class, d.logs.String())
+		}
+	}
+}
+
+// standaloneRun is one Spark version's run on a standalone cluster.
+type standaloneRun struct {
+	version  string
+	srv      *influxtest.Server
+	hs       string
+	app      *application
+	lost     []string // executors of the worker killed
+	lines    []string
+	workerOf map[string]int // executor → worker
+}
+
+// TestStandalone runs each pinned Spark on a standalone cluster (a master
+// and two workers, as fleets that run their own ran it), kills a worker
+// while its executors run tasks, and checks that the executors lost with
+// it read as Spark reports them, and that the accounting stays exact for
+// the executors whose reports all arrived.
+func TestStandalone(t *testing.T) {
+	// Beside TestYARN, once TestRealSpark is done: both wait on Spark's
+	// and YARN's startups far more than they compute.
+	t.Parallel()
+	for _, v := range versions(t) {
+		t.Run(v, func(t *testing.T) { runStandalone(t, v) })
+	}
+}
+
+func runStandalone(t *testing.T, version string) {
+	w := newSparkWork(t, version)
+	home, work, events := w.home, w.dir, w.events
+	r := &standaloneRun{version: version, srv: influxtest.Start(t), workerOf: map[string]int{}}
+	r.hs = historyServer(t, home, work, events)
+
+	_, m := startDaemon(t, home, work, "org.apache.spark.deploy.master.Master", masterURL,
+		"--host", "127.0.0.1", "--port", "0", "--webui-port", "0")
+	master := m[1]
+	var workers []*standaloneDaemon
+	for i := range 2 {
+		dir := filepath.Join(work, fmt.Sprintf("worker-%d", i))
+		w, _ := startDaemon(t, home, work, "org.apache.spark.deploy.worker.Worker", workerRegistered,
+			"--host", "127.0.0.1", "--port", "0", "--webui-port", "0", "--cores", "2", "--memory", "2g", "--work-dir", dir, master)
+		w.dir = dir
+		workers = append(workers, w)
+	}
+
+	uiPort := freePort(t)
+	ui := fmt.Sprintf("http://127.0.0.1:%d", uiPort)
+	sp := startSparkpulse(t, r.srv.URL, fmt.Sprintf(`
+[internal]
+  enabled = false
+[deltas]
+  first-sample-grace = "0s"
+[annotate]
+  urls = [%q, %q]
+  interval = "1s"
+  usage-delay = "3s"
+[[graphite]]
+  bind-address = "127.0.0.1:0"
+  protocol = "tcp"
+  database = %q
+`, ui, r.hs, db))
+	tee := startTee(t, sp.graphite(t, 0), nil)
+	c := sinkConf(tee.port())
+	for k, v := range map[string]string{
+		"spark.driver.host":            "127.0.0.1",
+		"spark.driver.bindAddress":     "127.0.0.1",
+		"spark.ui.port":                fmt.Sprint(uiPort),
+		"spark.port.maxRetries":        "0",
+		"spark.ui.showConsoleProgress": "false",
+		"spark.executor.memory":        "512m",
+		"spark.executor.cores":         "1",
+		"spark.cores.max":              "4",
+		"spark.eventLog.enabled":       "true",
+		"spark.eventLog.dir":           "file:" + events,
+		"spark.task.maxFailures":       "4",
+	} {
+		c[k] = v
+	}
+	r.app = submitApplication(t, home, work, nil, []string{"--master", master, "--deploy-mode", "client"},
+		workloadConfig{AppName: "sparkpulse standalone", Scenario: "worker", Executors: 4, Out: filepath.Join(work, "app"), Conf: c})
+	r.app.started()
+	r.app.expect("LOSE", 4*time.Minute)
+	// Each executor runs in a folder of its worker's work dir,
+	// <work dir>/<application>/<executor>.
+	for i, w := range workers {
+		entries, _ := os.ReadDir(filepath.Join(w.dir, r.app.id))
+		for _, e := range entries {
+			r.workerOf[e.Name()] = i
+		}
+	}
+	victim := workers[1]
+	for x, i := range r.workerOf {
+		if i == 1 {
+			r.lost = append(r.lost, x)
+		}
+	}
+	sort.Strings(r.lost)
+	if len(r.lost) == 0 {
+		t.Fatalf("no executor on worker 1: %v", r.workerOf)
+	}
+	// The worker's JVM alone, as a machine's loss takes it: its executors
+	// see their worker go.
+	victim.cmd.Process.Signal(syscall.SIGKILL)
+	<-victim.exited
+	t.Logf("worker 1 killed: executors %v on it", r.lost)
+	eventually(t, 3*time.Minute, "executors "+strings.Join(r.lost, ",")+" removed", func() error {
+		var execs []sparkapi.Executor
+		getJSON(t, r.app.ui+"/api/v1/applications/"+r.app.id+"/allexecutors", &execs)
+		for _, x := range execs {
+			if slices.Contains(r.lost, x.ID) && x.RemoveReason == "" {
+				return fmt.Errorf("executor %s still listed as active", x.ID)
+			}
+		}
+		return nil
+	})
+	r.app.answer("lost")
+	r.app.waitDone()
+	tee.waitReports(t, r.app.id, func() []string { return activeProcesses(r.app) }, r.app.done)
+	r.app.stop()
+	waitReconciled(t, r.srv, r.app.id)
+	var cut int
+	r.lines, cut = tee.taken()
+	t.Logf("%d reports ended in a cut line", cut)
+	sp.stop(t)
+	checkLoopbackDir(t, work)
+	if *update {
+		r.record(t)
+	}
+	t.Run("paths", func(t *testing.T) { checkPaths(t, r.lines) })
+	t.Run("removals", func(t *testing.T) { checkStandaloneRemovals(t, r) })
+	t.Run("reconcile", func(t *testing.T) { checkStandaloneReconcile(t, r) })
+}
+
+// checkStandaloneRemovals: the executors of the killed worker are lost,
+// as Spark words it; no other executor went before the end.
+func checkStandaloneRemovals(t *testing.T, r *standaloneRun) {
+	var execs []sparkapi.Executor
+	r.app.rest("allexecutors", &execs)
+	got := map[string]string{}
+	for _, s := range r.srv.Query(t, db, fmt.Sprintf(`SELECT "executor_id", "remove_kind", "remove_reason" FROM "spark_executor_removal" WHERE "applicationid" = '%s'`, r.app.id)) {
+		for _, row := range s.Values {
+			got[fmt.Sprint(row[1])] = fmt.Sprint(row[2])
+		}
+	}
+	for _, x := range execs {
+		if x.ID == "driver" {
+			continue
+		}
+		t.Logf("executor %s (worker %d): %q", x.ID, r.workerOf[x.ID], x.RemoveReason)
+		want := ""
+		if slices.Contains(r.lost, x.ID) {
+			want = sizing.RemovedLost
+		}
+		if got[x.ID] != want {
+			t.Errorf("executor %s removed as %q (%q), want %q", x.ID, got[x.ID], x.RemoveReason, want)
+		}
+	}
+}
+
+// checkStandaloneReconcile: the accounting is exact for every executor
+// whose reports all arrived; those of the killed worker are named short
+// exactly when the stream shows fewer of their tasks than Spark counts.
+func checkStandaloneReconcile(t *testing.T, r *standaloneRun) {
+	var execs []sparkapi.Executor
+	r.app.rest("allexecutors", &execs)
+	streamed := map[string]float64{}
+	for _, l := range r.lines {
+		f := strings.Fields(l)
+		if len(f) != 3 || !strings.HasPrefix(f[0], r.app.id+".") || !strings.HasSuffix(f[0], ".executor.succeededTasks.count") {
+			continue
+		}
+		id := strings.Split(strings.TrimPrefix(f[0], r.app.id+"."), ".")[0]
+		var v float64
+		fmt.Sscan(f[1], &v)
+		streamed[id] = max(streamed[id], v)
+	}
+	var short []string
+	for _, x := range execs {
+		if x.ID != "driver" && float64(x.CompletedTasks) > streamed[x.ID] {
+			short = append(short, x.ID)
+			if !slices.Contains(r.lost, x.ID) {
+				t.Errorf("executor %s, not lost, streamed %v tasks of Spark's %d", x.ID, streamed[x.ID], x.CompletedTasks)
+			}
+		}
+	}
+	sort.Strings(short)
+	row := one(t, r.srv, db, fmt.Sprintf(`SELECT * FROM "spark_reconcile" WHERE "app_id" = '%s'`, r.app.id))
+	t.Logf("verdict %v: %v", row["verdict"], row["text"])
+	gotShort := ""
+	if row["short_executors"] != nil {
+		gotShort = strings.Join(strings.Fields(strings.ReplaceAll(fmt.Sprint(row["short_executors"]), ",", " ")), " ")
+	}
+	if want := strings.Join(short, " "); gotShort != want {
+		t.Errorf("short_executors %q, the stream shows %q short", gotShort, want)
+	}
+}
+
+// record writes the run under testdata/spark-real/<version>/standalone.
+func (r *standaloneRun) record(t *testing.T) {
+	removed := map[string]string{}
+	for _, x := range r.lost {
+		removed[x] = sizing.RemovedLost
+	}
+	r.app.record(t, filepath.Join(repoRoot, "testdata", "spark-real", r.version, "standalone", r.app.name),
+		map[string]any{"application": r.app.id, "metrics_key": r.app.id, "removed": removed})
+}
