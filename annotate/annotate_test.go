@@ -3,6 +3,7 @@ package annotate
 import (
 	"context"
 	"fmt"
+	"net"
 	"net/http"
 	"slices"
 	"strings"
@@ -375,6 +376,110 @@ func TestSourceFailures(t *testing.T) {
 	p.PollOnce(context.Background())
 	if got := sink.stored(MeasurementApp, appRow); len(got) != 2 {
 		t.Errorf("recovered source not written: %q", got)
+	}
+}
+
+// A driver UI port where nothing listens (between two applications) is
+// asked every interval, not with backoff, and logged less and less often:
+// an application that starts while it is refused is read at the next
+// poll, however many polls were refused before.
+func TestRefusedSourceAskedEveryInterval(t *testing.T) {
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	addr := ln.Addr().String()
+	ln.Close() // refused until the application's UI binds it below
+	url := "http://" + addr
+	core, logs := observer.New(zapcore.InfoLevel)
+	sink := newMemSink()
+	clk := &clock{now: at(0)}
+	p := newPoller(t, Config{Sources: []string{url}, Sink: sink, Now: clk.Now, Log: zap.New(core)})
+	for i := 1; i <= 9; i++ {
+		clk.Set(at(float64(10 * i))) // DefaultInterval apart
+		p.PollOnce(context.Background())
+		if got := p.Stats().Errors[url]["network"]; got != uint64(i) {
+			t.Fatalf("poll %d: %d refused polls counted, want every poll asked", i, got)
+		}
+	}
+	var logged []int64
+	for _, e := range logs.FilterMessage("Spark REST source failed").All() {
+		logged = append(logged, e.ContextMap()["failures"].(int64))
+		if d := e.ContextMap()["retry_in"].(time.Duration); d != DefaultInterval {
+			t.Errorf("retry_in %s, want the interval", d)
+		}
+	}
+	// 1, 2, 4 and 8 (the poller's own sampler may drop the 4th entry
+	// within a second).
+	if len(logged) < 3 || !slices.Equal(logged[:3], []int64{1, 2, 4}) || len(logged) == 4 && logged[3] != 8 || len(logged) > 4 {
+		t.Errorf("failures logged %v, want 1, 2, 4, 8", logged)
+	}
+
+	// The application starts: its UI is read at the next poll.
+	ln, err = net.Listen("tcp", addr)
+	if err != nil {
+		t.Skipf("the port was taken meanwhile: %v", err)
+	}
+	ui := sparkui.NewServer(sparkui.LiveUI, liveApp("app-20261122100130-0002", "short", at(90)))
+	ui.SetNow(clk.Now)
+	srv := &http.Server{Handler: ui}
+	go srv.Serve(ln)
+	t.Cleanup(func() { srv.Close() })
+	clk.Set(at(100))
+	p.PollOnce(context.Background())
+	if got := sink.stored(MeasurementApp, appRow); len(got) != 1 || !strings.Contains(got[0], "app-20261122100130-0002") {
+		t.Errorf("the application's facts after its UI came up: %q", got)
+	}
+}
+
+// A configured source backing off from failures is asked at the next
+// round when the metrics name an application for the first time, once
+// per application; without a new name it keeps its backoff.
+func TestNewApplicationWakesFailingSource(t *testing.T) {
+	ui := sparkui.NewServer(sparkui.LiveUI, liveApp("app-20261122100000-0001", "nightly", t0))
+	failing := true
+	ui.Intercept(func(w http.ResponseWriter, r *http.Request) bool {
+		if failing {
+			http.Error(w, "busy", http.StatusServiceUnavailable)
+		}
+		return failing
+	})
+	url := serve(t, ui)
+	clk := &clock{now: at(0)}
+	p := newPoller(t, Config{Sources: []string{url}, Sink: newMemSink(), Now: clk.Now})
+	p.PollOnce(context.Background()) // failure 1: next ask at 20 s
+	clk.Set(at(20))
+	p.PollOnce(context.Background()) // failure 2: next ask at 60 s
+	asked := func() int { return len(ui.Requests()) }
+	asked()
+	clk.Set(at(30))
+	p.PollOnce(context.Background())
+	if n := asked(); n != 0 {
+		t.Fatalf("asked %d times within its backoff", n)
+	}
+	p.SeeApp("app-20261122100025-0007")
+	clk.Set(at(31))
+	p.PollOnce(context.Background())
+	if n := asked(); n != 1 {
+		t.Errorf("a new application asked the failing source %d times, want 1", n)
+	}
+	p.SeeApp("app-20261122100025-0007")
+	clk.Set(at(32))
+	p.PollOnce(context.Background())
+	if n := asked(); n != 0 {
+		t.Errorf("the same application woke the source again: asked %d times", n)
+	}
+	// The application's name, as the stream carries it under
+	// spark.metrics.namespace=${spark.app.name}, wakes it too.
+	failing = false
+	p.SeeApp("nightly")
+	clk.Set(at(33))
+	p.PollOnce(context.Background())
+	if n := asked(); n == 0 {
+		t.Error("a new application name did not wake the failing source")
+	}
+	if st := p.Stats(); st.Errors[url]["http_status"] != 3 {
+		t.Errorf("failures counted %v, want 3", st.Errors)
 	}
 }
 

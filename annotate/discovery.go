@@ -96,11 +96,15 @@ func (t template) fill(id string) (string, error) {
 // the {app_id} templates may be polled for it (see Discovery above). It is
 // cheap once an id is known.
 func (p *Poller) SeeApp(id string) {
-	if len(p.templates) == 0 || id == "" {
+	if id == "" || len(p.templates) == 0 && len(p.static) == 0 {
 		return
 	}
 	p.mu.Lock()
 	defer p.mu.Unlock()
+	p.wakeFor(id)
+	if len(p.templates) == 0 {
+		return
+	}
 	if _, ok := p.perApp[id]; ok {
 		return
 	}
@@ -128,6 +132,31 @@ func (p *Poller) SeeApp(id string) {
 		return
 	}
 	p.nominate(id)
+}
+
+// maxWoken bounds the application ids remembered as having woken the
+// configured sources; past it they are forgotten and may wake them again.
+const maxWoken = 4096
+
+// wakeFor has the next round poll the failing configured sources when id
+// is new: a source backing off from failures (up to maxBackoff) would
+// miss an application that starts and ends inside the wait. Any id may
+// wake them, as the stream may name applications by their name
+// (spark.metrics.namespace), which is not a Spark id: a flood of ids
+// costs at most one poll of each failing source per round, as polling
+// them at the interval would. Called with mu held.
+func (p *Poller) wakeFor(id string) {
+	if len(p.static) == 0 {
+		return
+	}
+	if _, ok := p.woken[id]; ok {
+		return
+	}
+	if len(p.woken) >= maxWoken {
+		clear(p.woken)
+	}
+	p.woken[id] = struct{}{}
+	p.wake = true
 }
 
 // nominate counts id as seen, keeping the most seen ones: when the table

@@ -66,7 +66,11 @@
 // asked at all. A fact is written once; a snapshot only when it changed.
 //
 // A source that fails is retried with exponential backoff (up to 5 min)
-// and its failures are counted by kind; one source never holds up another,
+// and its failures are counted by kind; a refused connection (nothing
+// listens, as at a driver's UI port between applications) is retried at
+// the interval, and an application id the stream names for the first time
+// has every failing configured source asked at the next round, so that no
+// short application ends inside a backoff. One source never holds up another,
 // nor the metrics path. An application that its source loses (a live UI
 // that went away with its driver) is looked up on the other sources, so a
 // History Server closes it out; without one, after 10 minutes, its running

@@ -109,6 +109,9 @@ const (
 	lostAfter = 3
 	// maxBackoff bounds the wait after failures.
 	maxBackoff = 5 * time.Minute
+	// emitStripes is the number of locks that serialise one
+	// application's emits.
+	emitStripes = 64
 	// parallel bounds the sources polled at once.
 	parallel = 8
 )
@@ -169,11 +172,15 @@ type Poller struct {
 	workers   chan struct{} // a token per poll worker running
 
 	mu       sync.Mutex
-	perApp   map[string][]*source        // template instances by application id
-	retired  map[string]time.Time        // application id → when its template instances were retired
-	nominees map[string]int              // ids seen since the last poll → how often (see discovery.go)
-	refused  map[string]uint64           // ids refused for {app_id}, by reason
-	queue    []*source                   // sources due, waiting for a worker
+	perApp   map[string][]*source // template instances by application id
+	retired  map[string]time.Time // application id → when its template instances were retired
+	nominees map[string]int       // ids seen since the last poll → how often (see discovery.go)
+	refused  map[string]uint64    // ids refused for {app_id}, by reason
+	queue    []*source            // sources due, waiting for a worker
+	// wake asks the next round to poll the failing configured sources
+	// now; woken holds the application ids that have woken them.
+	wake     bool
+	woken    map[string]struct{}
 	owners   map[appKey]*source          // which source syncs an attempt
 	seconded map[appKey]map[*source]bool // other sources that showed an owned attempt, counted once
 	orphans  map[appKey]*appState        // attempts whose source lost them
@@ -182,6 +189,9 @@ type Poller struct {
 	addrs    addrBook                    // where Spark lists each process (peers.go)
 	journal  *journal                    // the ledger's durability, once Recover has opened it (journal.go)
 	inFlight sync.WaitGroup
+	// emitLocks serialise the emits of one application (emit), striped
+	// by its id.
+	emitLocks [emitStripes]sync.Mutex
 
 	stats counters
 }
@@ -299,6 +309,7 @@ func New(cfg Config) (*Poller, error) {
 		perApp:   map[string][]*source{},
 		retired:  map[string]time.Time{},
 		nominees: map[string]int{},
+		woken:    map[string]struct{}{},
 		refused:  map[string]uint64{},
 		workers:  make(chan struct{}, parallel),
 		owners:   map[appKey]*source{},
@@ -389,9 +400,20 @@ func (p *Poller) round(ctx context.Context, wait bool) {
 	for _, l := range p.perApp {
 		due = append(due, l...)
 	}
+	wake := p.wake
+	p.wake = false
 	for _, s := range due {
-		if !now.Before(s.next) && s.busy.CompareAndSwap(false, true) {
+		// busy first: s.next is the polling goroutine's until then.
+		if !s.busy.CompareAndSwap(false, true) {
+			continue
+		}
+		// A configured source that is failing is asked again at once
+		// when the stream names an application it has not seen: a short
+		// application must not end inside a backoff.
+		if !now.Before(s.next) || wake && s.appID == "" && s.failures > 0 {
 			p.queue = append(p.queue, s)
+		} else {
+			s.busy.Store(false)
 		}
 	}
 	p.mu.Unlock()
@@ -466,6 +488,13 @@ func (p *Poller) pollSource(ctx context.Context, s *source) {
 		}
 		s.failures++
 		s.next = now.Add(min(p.cfg.Interval<<min(s.failures, 16), maxBackoff))
+		refused := sparkapi.IsRefused(err)
+		if refused {
+			// Nothing listens, as at a driver's UI port between two
+			// applications: asking again costs nothing, and the next
+			// application's UI is read as soon as it is up.
+			s.next = now.Add(p.cfg.Interval)
+		}
 		p.countError(s, err)
 		if !s.listed && errorKind(err) != kindWrongApp && p.yarnVouches(ctx, s) {
 			// A YARN application starting up: its UI answers within
@@ -482,8 +511,12 @@ func (p *Poller) pollSource(ctx context.Context, s *source) {
 			p.mu.Unlock()
 			return
 		}
-		p.log.Warn("Spark REST source failed", zap.String("source", s.name), zap.String("url", s.base),
-			zap.Int("failures", s.failures), zap.Duration("retry_in", s.next.Sub(now)), zap.Error(err))
+		if !refused || s.failures&(s.failures-1) == 0 {
+			// A refused source is logged at its 1st, 2nd, 4th, 8th… failure:
+			// an idle driver UI port is asked every interval.
+			p.log.Warn("Spark REST source failed", zap.String("source", s.name), zap.String("url", s.base),
+				zap.Int("failures", s.failures), zap.Duration("retry_in", s.next.Sub(now)), zap.Error(err))
+		}
 		if s.failures >= lostAfter {
 			p.loseAll(s, now)
 		}
@@ -636,12 +669,20 @@ func (p *Poller) claim(s *source, key appKey) *appState {
 // held.
 func (p *Poller) newAppStateLocked(key appKey) *appState {
 	st := newAppState(key)
-	for _, inst := range p.perApp[key.app] {
+	st.rm = p.rmLocked(key.app)
+	return st
+}
+
+// rmLocked is the ResourceManager whose proxy serves the application's
+// UI, from its YARN proxy template's instance, "" without one. Called
+// with mu held.
+func (p *Poller) rmLocked(app string) string {
+	for _, inst := range p.perApp[app] {
 		if inst.rm != "" {
-			st.rm = inst.rm
+			return inst.rm
 		}
 	}
-	return st
+	return ""
 }
 
 // owns reports whether s still syncs key.

@@ -147,6 +147,15 @@ func (p *Poller) syncApp(ctx context.Context, st *appState, now time.Time) error
 	// A completed attempt read in full since it completed is unchanged
 	// too while it waits for its accounting.
 	unchanged := st.synced && (!st.completed || st.endRead) && st.updated == st.syncedAt && st.updated != st.key.start
+	if st.rm == "" && st.properties != nil {
+		// A configured source (a History Server listing the running
+		// application) may claim it before the metrics have named it to
+		// a YARN proxy template: YARN is asked once the template knows it.
+		p.mu.Lock()
+		st.rm = p.rmLocked(st.key.app)
+		p.mu.Unlock()
+		p.syncYARN(ctx, st)
+	}
 	if !unchanged {
 		if err := p.readAll(ctx, st, !st.synced || st.completed); err != nil {
 			return err

@@ -339,17 +339,25 @@ func TestYARNAfterTakeOver(t *testing.T) {
 		fmt.Fprintf(w, `{"app":{"id":%q,"user":"etl-svc","queue":"root.etl","state":"FINISHED","memorySeconds":10,"vcoreSeconds":3}}`, scriptApp)
 	}))
 	base := serve(t, mux)
-	sink := newMemSink()
-	p := newPoller(t, Config{Sources: []string{base + "/proxy/{app_id}", base + "/hs"}, Sink: sink, Now: clk.Now, Stream: &fakeStream{totals: accountedStream()}})
-	p.SeeApp(scriptApp)
-	for _, s := range []float64{630, 640, 661, 700, 710} {
-		clk.Set(at(s))
-		p.PollOnce(context.Background())
-	}
-	got := sink.stored(MeasurementUsage, func(p point) string {
-		return fmt.Sprint(p.tags[TagQueue], " ", p.tags[TagUser], " ", p.fields[UsageYARNVcoreSeconds])
-	})
-	if want := "root.etl etl-svc 3"; len(got) != 1 || got[0] != want {
-		t.Errorf("usage %q, want %q", got, want)
+	for _, hsFirst := range []bool{false, true} {
+		// hsFirst: the History Server lists the application before the
+		// metrics name it to the proxy template.
+		t.Run(fmt.Sprint("hs first ", hsFirst), func(t *testing.T) {
+			sink := newMemSink()
+			p := newPoller(t, Config{Sources: []string{base + "/proxy/{app_id}", base + "/hs"}, Sink: sink, Now: clk.Now, Stream: &fakeStream{totals: accountedStream()}})
+			for i, s := range []float64{630, 640, 661, 700, 710} {
+				if i == 0 && !hsFirst || i == 1 && hsFirst {
+					p.SeeApp(scriptApp)
+				}
+				clk.Set(at(s))
+				p.PollOnce(context.Background())
+			}
+			got := sink.stored(MeasurementUsage, func(p point) string {
+				return fmt.Sprint(p.tags[TagQueue], " ", p.tags[TagUser], " ", p.fields[UsageYARNVcoreSeconds])
+			})
+			if want := "root.etl etl-svc 3"; len(got) != 1 || got[0] != want {
+				t.Errorf("usage %q, want %q", got, want)
+			}
+		})
 	}
 }

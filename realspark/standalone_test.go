@@ -41,7 +41,9 @@ func startDaemon(t *testing.T, home, workDir, class string, ready *regexp.Regexp
 	t.Helper()
 	d := &standaloneDaemon{logs: &lockedBuffer{}, exited: make(chan struct{})}
 	d.cmd = exec.Command(filepath.Join(home, "pyspark", "bin", "spark-class"), append([]string{class}, args...)...)
-	d.cmd.Env = sparkEnv(home, workDir)
+	// The master and the workers compile with C1 only, as the
+	// applications' JVMs do (quickJVM).
+	d.cmd.Env = append(sparkEnv(home, workDir), "SPARK_DAEMON_JAVA_OPTS="+quickJVM)
 	d.cmd.Stdout, d.cmd.Stderr = d.logs, d.logs
 	d.cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
 	if err := d.cmd.Start(); err != nil {
@@ -135,17 +137,19 @@ func runStandalone(t *testing.T, version string) {
 	tee := startTee(t, sp.graphite(t, 0), nil)
 	c := sinkConf(tee.port())
 	for k, v := range map[string]string{
-		"spark.driver.host":            "127.0.0.1",
-		"spark.driver.bindAddress":     "127.0.0.1",
-		"spark.ui.port":                fmt.Sprint(uiPort),
-		"spark.port.maxRetries":        "0",
-		"spark.ui.showConsoleProgress": "false",
-		"spark.executor.memory":        "512m",
-		"spark.executor.cores":         "1",
-		"spark.cores.max":              "4",
-		"spark.eventLog.enabled":       "true",
-		"spark.eventLog.dir":           "file:" + events,
-		"spark.task.maxFailures":       "4",
+		"spark.driver.host":               "127.0.0.1",
+		"spark.driver.bindAddress":        "127.0.0.1",
+		"spark.ui.port":                   fmt.Sprint(uiPort),
+		"spark.port.maxRetries":           "0",
+		"spark.ui.showConsoleProgress":    "false",
+		"spark.executor.memory":           "512m",
+		"spark.executor.cores":            "1",
+		"spark.cores.max":                 "4",
+		"spark.eventLog.enabled":          "true",
+		"spark.eventLog.dir":              "file:" + events,
+		"spark.task.maxFailures":          "4",
+		"spark.driver.extraJavaOptions":   quickJVM,
+		"spark.executor.extraJavaOptions": quickJVM,
 	} {
 		c[k] = v
 	}

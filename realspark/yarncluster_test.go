@@ -120,6 +120,13 @@ func startYARN(t *testing.T, dir string, settings map[string]string) *yarnCluste
 		checkLoopbackDir(t, dir)
 		if t.Failed() {
 			t.Logf("YARN log:\n%s", tail(y.logs.String(), 6000))
+			// The first container of each application is its application
+			// master: in cluster mode, the driver and the workload.
+			ams, _ := filepath.Glob(filepath.Join(dir, "nm-*", "log", "application_*", "container_*_01_000001", "stderr"))
+			for _, am := range ams {
+				b, _ := os.ReadFile(am)
+				t.Logf("%s:\n%s", am, tail(string(b), 4000))
+			}
 		}
 	})
 	for {

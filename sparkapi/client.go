@@ -11,6 +11,7 @@ import (
 	"reflect"
 	"strings"
 	"sync/atomic"
+	"syscall"
 	"time"
 )
 
@@ -112,6 +113,10 @@ func IsNotFound(err error) bool {
 	var e *Error
 	return errors.As(err, &e) && e.Kind == KindStatus && e.Status == http.StatusNotFound
 }
+
+// IsRefused reports whether err is a refused connection: nothing listens
+// at the address, as at a driver's UI port between two applications.
+func IsRefused(err error) bool { return errors.Is(err, syscall.ECONNREFUSED) }
 
 // Get fetches url and decodes its JSON into out, as a stream: a response
 // is never held whole, and one larger than MaxResponseBytes is a decode

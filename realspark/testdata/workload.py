@@ -363,10 +363,12 @@ def dynamic_jobs(spark, ui, ch, out):
     import threading
     t = threading.Thread(target=run)
     t.start()
-    deadline = time.time() + 180
+    deadline = time.time() + 300
     while len([e for e in executors(ui, app_id) if e["activeTasks"] > 0]) < most:
         if time.time() > deadline:
-            raise SystemExit("dynamic allocation did not reach %d busy executors" % most)
+            seen = rest(ui, "applications/%s/allexecutors" % app_id)
+            raise SystemExit("dynamic allocation did not reach %d busy executors: %r" % (most, [
+                (e["id"], e["isActive"], e["activeTasks"], e.get("removeReason")) for e in seen]))
         time.sleep(0.2)
     ch.say("FULL %d" % most)
     ch.answer("preempted")
