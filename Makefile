@@ -28,9 +28,11 @@ release:
 # platform (go version -m and its ELF or Mach-O header), and the host's
 # binary's `version` output.
 release-check:
+	@echo "make: release-check: the release archives built and checked (about 15 s, 2 min 20 s cold)"
 	scripts/release.sh check
 
 deps:
+	@echo "make: deps: installs what the tests need when it is missing (the first time on 2 cores about 15 min, then seconds)"
 	scripts/deps.sh --test
 
 # Local InfluxDB 1.8.10 + sparkpulse + simulated Spark traffic, with a live
@@ -49,12 +51,14 @@ test: deps check check-deploy release-check fuzz
 # take the binary built here, once, from SPARKPULSE_BIN; run alone with
 # go test, each package builds its own.
 check: build
+	@echo "make: check: gofmt, go vet, then every test with the race detector (about 22 min on 2 cores, 20 of them real Spark; a package prints its line when it ends)"
 	@unformatted=$$(gofmt -l $$(git ls-files '*.go' 2>/dev/null || find . -name '*.go')); \
 	  if [ -n "$$unformatted" ]; then echo "gofmt needed:"; echo "$$unformatted"; exit 1; fi
 	$(GO) vet ./...
 	SPARKPULSE_BIN="$(abspath $(BIN))" $(GO) test -race -count=1 -timeout 50m ./...
 
 check-deploy:
+	@echo "make: check-deploy: the Dockerfile, compose files and Helm chart validated (about 6 min)"
 	scripts/check-deploy.sh
 
 # Short fuzz runs. Budgets are counts of inputs, sized to about 15 s each
@@ -62,6 +66,7 @@ check-deploy:
 # coordinator can fail a clean run with "context deadline exceeded" as the
 # time runs out (golang/go#75804, fixed in Go 1.27).
 fuzz:
+	@echo "make: fuzz: six short fuzz runs (about 90 s)"
 	$(GO) test -run='^$$' -fuzz='^FuzzParse$$' -fuzztime=150000x ./graphite
 	$(GO) test -run='^$$' -fuzz='^FuzzApply$$' -fuzztime=600000x ./templates
 	$(GO) test -run='^$$' -fuzz='^FuzzApply$$' -fuzztime=1200000x ./spark

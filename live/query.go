@@ -35,6 +35,9 @@ type Config struct {
 	Interval time.Duration // between frames; default 2 s
 	Since    time.Time     // data dated from then on; zero: when Run starts
 	Width    int           // columns; 0: the terminal's, else DefaultWidth
+	// Notes are the frame's last lines, in place of the Dashboards line:
+	// what to do next, from whoever started the view (make run).
+	Notes []string
 }
 
 // DefaultInterval is the time between frames.
@@ -89,7 +92,7 @@ func NewQuerier(cfg Config) (*Querier, error) {
 
 // Snapshot reads one frame's data at now.
 func (q *Querier) Snapshot(ctx context.Context, now time.Time) Snapshot {
-	s := Snapshot{At: now, Since: q.cfg.Since, Database: q.cfg.AnnotationsDB, Interval: q.cfg.Interval}
+	s := Snapshot{At: now, Since: q.cfg.Since, Database: q.cfg.AnnotationsDB, Interval: q.cfg.Interval, Notes: q.cfg.Notes}
 	if err := q.readInflux(ctx, &s); err != nil {
 		// The statement is the view's own, not the reader's: the cause.
 		if inner := errors.Unwrap(err); inner != nil {

@@ -193,7 +193,8 @@ func TestRunPlainFrames(t *testing.T) {
 	ctx, cancel := context.WithCancel(context.Background())
 	var out bytes.Buffer
 	w := &frameWriter{w: &out, frames: 2, done: cancel}
-	err := Run(ctx, Config{Influx: influx.Config{URL: "http://127.0.0.1:1"}, MetricsDB: "spark", Interval: 10 * time.Millisecond}, w)
+	err := Run(ctx, Config{Influx: influx.Config{URL: "http://127.0.0.1:1"}, MetricsDB: "spark", Interval: 10 * time.Millisecond,
+		Notes: []string{"next: try this"}}, w)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -202,6 +203,9 @@ func TestRunPlainFrames(t *testing.T) {
 	}
 	if n := strings.Count(out.String(), "sparkpulse watch ·"); n != 2 {
 		t.Errorf("%d frames:\n%s", n, out.String())
+	}
+	if n := strings.Count(out.String(), "\nnext: try this\n"); n != 2 || strings.Contains(out.String(), Dashboards) {
+		t.Errorf("the note is in %d frames, want every one, in place of the dashboards line:\n%s", n, out.String())
 	}
 	if !strings.Contains(out.String(), "InfluxDB not read:") {
 		t.Errorf("unreachable InfluxDB not said:\n%s", out.String())

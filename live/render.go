@@ -21,7 +21,8 @@ const (
 	maxVerdicts  = 3 // ended applications shown, two lines each
 )
 
-// Dashboards is the frame's last line: where the graphs are.
+// Dashboards is the frame's last line, unless Config.Notes replace it:
+// where the graphs are.
 const Dashboards = "dashboards: `docker compose up -d` (see docker-compose.yml), then Grafana at http://localhost:3000"
 
 // Render draws s as at most MaxLines lines, each at most width columns
@@ -51,7 +52,11 @@ func Render(s Snapshot, width int) []string {
 	out = append(out, "")
 	out = append(out, "cores: busy with tasks (task run time ÷ wall time, last minute) / held by live executors")
 	out = append(out, "heap peak: the executor nearest its limit (JVMHeapMemory against heap.max) · lines/s: last minute")
-	out = append(out, Dashboards)
+	if len(s.Notes) > 0 {
+		out = append(out, s.Notes...)
+	} else {
+		out = append(out, Dashboards)
+	}
 
 	if len(out) > MaxLines {
 		out = out[:MaxLines]

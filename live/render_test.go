@@ -70,7 +70,15 @@ func renderCases() map[string]Snapshot {
 	failing.QueryErr = `influx: SELECT "status" FROM "spark_app" at http://127.0.0.1:8086/: influx: InfluxDB is unreachable: connection refused`
 	failing.SelfErr = "http://127.0.0.1:2033/metrics: connection refused"
 
-	return map[string]Snapshot{"starting": starting, "busy": busy, "ended": ended, "failing": failing}
+	// make run's view: its next commands in place of the dashboards line.
+	noted := busy
+	noted.Notes = []string{
+		"next: bin/sparkpulse report --config .run/sparkpulse.toml --fleet",
+		"      bin/sparkpulse report --config .run/sparkpulse.toml APP_ID",
+		"      InfluxDB http://127.0.0.1:8086, database spark · logs in .run/",
+	}
+
+	return map[string]Snapshot{"starting": starting, "busy": busy, "ended": ended, "failing": failing, "noted": noted}
 }
 
 // Each frame matches its golden file (go test ./live -update rewrites

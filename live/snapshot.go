@@ -30,6 +30,8 @@ type Snapshot struct {
 
 	Self    *Self  // nil when there is no admin endpoint to read
 	SelfErr string // why the admin endpoint could not be read
+
+	Notes []string // Config.Notes
 }
 
 // App is one Spark application.

@@ -247,7 +247,10 @@ func runYARN(t *testing.T, version string) {
 	// whole cluster, a second application in the other queue preempts
 	// some of its executors.
 	r.y.startNode("c")
-	dynamic := submit("cluster", "default", workloadConfig{AppName: "sparkpulse yarn dynamic", Scenario: "dynamic", Executors: 1,
+	// Executors 0: the workload does not wait for the initial executor,
+	// which the 2 s idle timeout may release before the wait sees it
+	// (minExecutors is 0); its job asks for executors itself.
+	dynamic := submit("cluster", "default", workloadConfig{AppName: "sparkpulse yarn dynamic", Scenario: "dynamic", Executors: 0,
 		Conf: conf(map[string]string{
 			"spark.dynamicAllocation.enabled":                 "true",
 			"spark.shuffle.service.enabled":                   "true",

@@ -183,7 +183,7 @@ type FleetQuery struct {
 // ended in the last q.Since, where the annotator writes them, and the
 // estimates of those still running, and prints them to w, most idle
 // core-hours first: as text, or as JSON (a Fleet).
-func WriteFleet(ctx context.Context, q FleetQuery, asJSON bool, w io.Writer) error {
+func WriteFleet(ctx context.Context, q FleetQuery, asJSON, wide bool, w io.Writer) error {
 	r, err := ReadFleet(ctx, q)
 	if err != nil {
 		return err
@@ -193,7 +193,7 @@ func WriteFleet(ctx context.Context, q FleetQuery, asJSON bool, w io.Writer) err
 		enc.SetIndent("", "  ")
 		return enc.Encode(r)
 	}
-	printFleet(w, r)
+	printFleet(w, r, wide)
 	return nil
 }
 
@@ -319,7 +319,7 @@ func readRunning(ctx context.Context, reader *influx.Querier, db string, since t
 	return out, nil
 }
 
-func printFleet(w io.Writer, r Fleet) {
+func printFleet(w io.Writer, r Fleet, wide bool) {
 	t := r.Totals
 	fmt.Fprintf(w, "%s ended in the last %s (database %s)", human.Count(t.Applications, "application"), r.SinceText, r.Database)
 	if t.Lost > 0 {
@@ -330,20 +330,25 @@ func printFleet(w io.Writer, r Fleet) {
 		fmt.Fprintln(w, "no accounting found: it is written by the annotator ([annotate]) when an application ends")
 		return
 	}
-	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', tabwriter.AlignRight)
-	fmt.Fprintln(tw, "application\tname\tuser\toutcome\tduration\texecutors\tcore-h\tGiB-h\tdriver core-h\tslots busy\tCPU used\tdriver-only\tlost task-h\tpeak memory\tidle core-h\tunused GiB-h\tGC\tsaving core-h\tsaving GiB-h\t")
-	for _, a := range r.Applications {
-		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%d\t%.1f\t%.1f\t%s\t%s\t%s\t%s\t%s\t%s\t%.1f\t%.1f\t%s\t%.1f\t%.1f\t\n", a.Application, a.Name, a.User,
-			cmp.Or(a.Outcome, "?"), (time.Duration(a.DurationMs) * time.Millisecond).Round(time.Second), a.Executors, a.CoreHours, a.GiBHours,
-			driverHours(a), optPct(a.SlotOccupancy), optPct(a.CPUUtilisation), optPct(a.DriverOnly), optHours(a.LostTaskHours),
-			optPct(a.MemoryUtilisation), a.IdleCoreHours, a.UnusedGiBHours, pct(a.GCShare), a.SavingCoreHours, a.SavingGiBHours)
+	if wide {
+		tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', tabwriter.AlignRight)
+		fmt.Fprintln(tw, "application\tname\tuser\toutcome\tduration\texecutors\tcore-h\tGiB-h\tdriver core-h\tslots busy\tCPU used\tdriver-only\tlost task-h\tpeak memory\tidle core-h\tunused GiB-h\tGC\tsaving core-h\tsaving GiB-h\t")
+		for _, a := range r.Applications {
+			fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%d\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t\n", a.Application, a.Name, a.User,
+				cmp.Or(a.Outcome, "?"), duration(a), a.Executors, hoursOf(a.CoreHours), hoursOf(a.GiBHours),
+				driverHours(a), optPct(a.SlotOccupancy), optPct(a.CPUUtilisation), optPct(a.DriverOnly), optHours(a.LostTaskHours),
+				optPct(a.MemoryUtilisation), hoursOf(a.IdleCoreHours), hoursOf(a.UnusedGiBHours), pct(a.GCShare), hoursOf(a.SavingCoreHours), hoursOf(a.SavingGiBHours))
+		}
+		tw.Flush()
+	} else {
+		printFleetNarrow(w, r)
 	}
-	tw.Flush()
 	// What was held includes the drivers (cluster mode, or YARN's
 	// application master): the shares below are of all of it.
 	cores, gib := t.CoreHours+t.DriverCoreHours, t.GiBHours+t.DriverGiBHours
-	fmt.Fprintf(w, "\nheld: %.1f core-hours, %.1f GiB-hours (drivers %.1f and %.1f of them); idle executor slots: %.1f core-hours (%s), unused: %.1f GiB-hours (%s)\n",
-		cores, gib, t.DriverCoreHours, t.DriverGiBHours, t.IdleCoreHours, share(t.IdleCoreHours, cores), t.UnusedGiBHours, share(t.UnusedGiBHours, gib))
+	fmt.Fprintf(w, "\nheld: %s core-hours, %s GiB-hours (drivers %s and %s of them)\nidle executor slots: %s core-hours (%s), unused: %s GiB-hours (%s)\n",
+		hoursOf(cores), hoursOf(gib), hoursOf(t.DriverCoreHours), hoursOf(t.DriverGiBHours), hoursOf(t.IdleCoreHours), share(t.IdleCoreHours, cores),
+		hoursOf(t.UnusedGiBHours), share(t.UnusedGiBHours, gib))
 	if t.LostTaskHours > 0 {
 		fmt.Fprintf(w, "lost to failed and killed tasks: %s task-hours\n", hours(t.LostTaskHours*3600))
 	}
@@ -372,12 +377,57 @@ func printRunning(w io.Writer, r Fleet) {
 	fmt.Fprintln(tw, "application\tname\tuser\tcore-h\tGiB-h\tslots busy\tCPU used\t")
 	var cores, gib float64
 	for _, a := range r.Running {
-		fmt.Fprintf(tw, "%s\t%s\t%s\t%.1f\t%.1f\t%s\t%s\t\n", a.Application, a.Name, a.User, a.CoreHours, a.GiBHours, optPct(a.SlotOccupancy), optPct(a.CPU))
+		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%s\t%s\t\n", a.Application, cut(a.Name, fleetNameWidth), a.User, hoursOf(a.CoreHours), hoursOf(a.GiBHours), optPct(a.SlotOccupancy), optPct(a.CPU))
 		cores += a.CoreHours
 		gib += a.GiBHours
 	}
 	tw.Flush()
-	fmt.Fprintf(w, "\nrunning: %s held %.1f core-hours, %.1f GiB-hours in the range (not in the totals above)\n", human.Count(len(r.Running), "application"), cores, gib)
+	fmt.Fprintf(w, "\nrunning: %s held %s core-hours, %s GiB-hours in the range (not in the totals above)\n", human.Count(len(r.Running), "application"), hoursOf(cores), hoursOf(gib))
+}
+
+// printFleetNarrow is the table without --wide: what a person ranks by,
+// in FleetWidth columns; ids and names left-aligned, figures right.
+func printFleetNarrow(w io.Writer, r Fleet) {
+	idW, nameW := len("application"), len("name")
+	for _, a := range r.Applications {
+		idW = max(idW, len([]rune(a.Application)))
+		nameW = max(nameW, len([]rune(cut(a.Name, fleetNameWidth))))
+	}
+	const row = "%-*s  %-*s  %-11s  %9s  %6s  %5s  %5s  %5s  %6s  %7s\n"
+	fmt.Fprintf(w, row, idW, "application", nameW, "name", "outcome", "duration", "core-h", "busy", "CPU", "peak", "idle", "saves")
+	for _, a := range r.Applications {
+		fmt.Fprintf(w, row, idW, a.Application, nameW, cut(a.Name, fleetNameWidth), cmp.Or(a.Outcome, "?"), duration(a),
+			hoursOf(a.CoreHours), optPct(a.SlotOccupancy), optPct(a.CPUUtilisation), optPct(a.MemoryUtilisation),
+			hoursOf(a.IdleCoreHours), hoursOf(a.SavingCoreHours))
+	}
+	fmt.Fprintln(w, "busy: slots running tasks · CPU: of the task time · peak: of the container's memory · idle: core-hours no task ran in")
+	fmt.Fprintln(w, "saves: core-hours the recommendations save (negative: cost) · --wide: every column · --json: for scripts")
+}
+
+// FleetWidth is the columns `report --fleet` fits its text in without
+// --wide, for names up to fleetNameWidth and figures up to 9999 hours.
+const FleetWidth = 120
+
+// fleetNameWidth is the longest application name the narrow table shows
+// whole; longer ones are cut with "…".
+const fleetNameWidth = 18
+
+// cut shortens s to n runes, its last one "…".
+func cut(s string, n int) string {
+	r := []rune(s)
+	if len(r) <= n {
+		return s
+	}
+	return string(r[:n-1]) + "…"
+}
+
+// hoursOf is hours(), from hours: two significant digits under one hour
+// (0.031), one decimal from there.
+func hoursOf(h float64) string { return hours(h * 3600) }
+
+// duration is an application's run time, to the second.
+func duration(a FleetApp) string {
+	return (time.Duration(a.DurationMs) * time.Millisecond).Round(time.Second).String()
 }
 
 // driverHours is the driver side's core-hours, "-" for a client-mode
@@ -386,14 +436,14 @@ func driverHours(a FleetApp) string {
 	if a.DriverHeld == "outside" {
 		return "-"
 	}
-	return fmt.Sprintf("%.1f", a.DriverCoreHours)
+	return hoursOf(a.DriverCoreHours)
 }
 
 func optHours(h *float64) string {
 	if h == nil {
 		return "?"
 	}
-	return fmt.Sprintf("%.1f", *h)
+	return hoursOf(*h)
 }
 
 func optPct(f *float64) string {
@@ -409,7 +459,7 @@ func change(saving, held float64, unit string) string {
 	if saving < 0 {
 		saving, word = -saving, "more"
 	}
-	return fmt.Sprintf("%.1f %s (%s) %s", saving, unit, share(saving, held), word)
+	return fmt.Sprintf("%s %s (%s) %s", hoursOf(saving), unit, share(saving, held), word)
 }
 
 func share(part, whole float64) string {

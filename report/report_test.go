@@ -69,7 +69,7 @@ func TestFleetRankAndText(t *testing.T) {
 		t.Errorf("totals %+v", tot)
 	}
 	var out bytes.Buffer
-	printFleet(&out, r)
+	printFleet(&out, r, true)
 	for _, want := range []string{
 		"2 applications ended in the last 7d (database spark), 1 of them lost while running",
 		"lost to failed and killed tasks: 0.5 task-hours",
@@ -77,6 +77,47 @@ func TestFleetRankAndText(t *testing.T) {
 	} {
 		if !strings.Contains(out.String(), want) {
 			t.Errorf("no %q in:\n%s", want, out.String())
+		}
+	}
+}
+
+// Without --wide, the table and the totals fit FleetWidth columns with
+// the longest figures a fleet has, names are cut, and small figures keep
+// two significant digits; --wide has every column.
+func TestFleetFitsWidth(t *testing.T) {
+	f := func(v float64) *float64 { return &v }
+	r := Fleet{SinceText: "30d", Database: "spark"}
+	for i, a := range []FleetApp{
+		{Application: "app-20261125210947-0003", Name: "a-name-far-longer-than-any-column", User: "etl-service-account",
+			Outcome: "driver_lost", DurationMs: 36*3600*1000 + 59*60*1000 + 59*1000, Executors: 1200, CoreHours: 9999.9, GiBHours: 99999.9,
+			IdleCoreHours: 9999.9, UnusedGiBHours: 99999.9, SavingCoreHours: -9999.9, SavingGiBHours: -99999.9,
+			SlotOccupancy: f(1), CPUUtilisation: f(1.06), MemoryUtilisation: f(1.5), Recommended: "--conf spark.executor.memoryOverhead=1664m"},
+		{Application: "application_1795869601720_0002", Name: "short", Outcome: "succeeded", DurationMs: 65000, Executors: 2,
+			CoreHours: 0.031, GiBHours: 0.0123, IdleCoreHours: 0.004, SavingCoreHours: 0.0021},
+	} {
+		r.Applications = append(r.Applications, a)
+		r.Totals.Applications++
+		r.Totals.CoreHours += a.CoreHours
+		_ = i
+	}
+	var narrow, wide bytes.Buffer
+	printFleet(&narrow, r, false)
+	printFleet(&wide, r, true)
+	inRecommended := false
+	for _, l := range strings.Split(narrow.String(), "\n") {
+		inRecommended = inRecommended || l == "recommended:"
+		if n := len([]rune(l)); n > FleetWidth && !inRecommended {
+			t.Errorf("%d columns: %q", n, l)
+		}
+	}
+	for _, want := range []string{"a-name-far-longer…", " 0.031 ", " 1m5s ", "--wide: "} {
+		if !strings.Contains(narrow.String(), want) {
+			t.Errorf("no %q in:\n%s", want, narrow.String())
+		}
+	}
+	for _, want := range []string{"a-name-far-longer-than-any-column", "etl-service-account", "unused GiB-h", " 0.012 "} {
+		if !strings.Contains(wide.String(), want) {
+			t.Errorf("--wide: no %q in:\n%s", want, wide.String())
 		}
 	}
 }

@@ -100,9 +100,36 @@ CONF
   echo "run: InfluxDB 1.8.10 at $influx_url (data in .run/influxdb, log in .run/influxd.log)"
 fi
 
-flags=(--influxdb-url "$influx_url" --database "$db" --admin-bind "$admin")
-bin/sparkpulse run "${flags[@]}" --create-database --state-dir "$run_dir/state" \
-  --annotate-url "http://$ui" 2>"$run_dir/sparkpulse.log" &
+# The settings, in a file that report and watch read as run does.
+config="$run_dir/sparkpulse.toml"
+cat >"$config" <<EOF
+# Written by make run (scripts/run-local.sh), for its sparkpulse and for
+#   bin/sparkpulse report --config .run/sparkpulse.toml --fleet
+#   bin/sparkpulse report --config .run/sparkpulse.toml APP_ID
+state-dir = "$run_dir/state"
+
+[influxdb]
+url = "$influx_url"
+create-database = true
+
+[admin]
+bind-address = "$admin"
+
+[annotate]
+urls = ["http://$ui"]
+
+[[graphite]]
+bind-address = ":2003"
+protocol = "tcp"
+database = "$db"
+
+[[graphite]]
+bind-address = ":2003"
+protocol = "udp"
+database = "$db"
+EOF
+flags=(--config "$config")
+bin/sparkpulse run "${flags[@]}" 2>"$run_dir/sparkpulse.log" &
 sparkpulse_pid=$!
 for _ in $(seq 1 60); do
   curl -sf "http://$admin/readyz" >/dev/null 2>&1 && break
@@ -127,7 +154,11 @@ if [ "$wait_s" -gt 0 ]; then
   sleep_pid=""
 fi
 
-bin/sparkpulse watch --influxdb-url "$influx_url" --database "$db" --admin-url "http://$admin" --interval 2s 2>"$run_dir/watch.log" &
+bin/sparkpulse watch "${flags[@]}" --interval 2s \
+  --note "next: bin/sparkpulse report --config .run/sparkpulse.toml --fleet     (ended applications, advice)" \
+  --note "      bin/sparkpulse report --config .run/sparkpulse.toml APP_ID    (one application, why)" \
+  --note "      InfluxDB $influx_url, database $db · logs in .run/ · dashboards: docs/dashboards.md" \
+  2>"$run_dir/watch.log" &
 view_pid=$!
 bin/sparkpulse simulate --addr 127.0.0.1:2003 --apps 4 --executors 4 --period "$period" --ui-addr "$ui" \
   --app-lifetime 5m --executor-lifetime 2m >"$run_dir/simulate.log" 2>&1 &

@@ -306,7 +306,7 @@ func newSimulateCmd() *cobra.Command {
 
 func newReportCmd(getenv func(string) string) *cobra.Command {
 	var o flagOverrides
-	var asJSON, fleet bool
+	var asJSON, fleet, wide bool
 	var since time.Duration
 	cmd := &cobra.Command{
 		Use:   "report [flags] APP_ID\n  sparkpulse report --fleet [--since 7d] [flags]",
@@ -326,6 +326,8 @@ same flags.`,
 				return fmt.Errorf("%w: report --fleet takes no application id", errUsage)
 			case !fleet && len(args) != 1:
 				return fmt.Errorf("%w: report takes one application id (or --fleet)", errUsage)
+			case wide && !fleet:
+				return fmt.Errorf("%w: --wide is for --fleet", errUsage)
 			case fleet && since <= 0:
 				return fmt.Errorf("%w: --since %s: must be positive", errUsage, formatDuration(since))
 			}
@@ -337,7 +339,7 @@ same flags.`,
 				return err
 			}
 			if fleet {
-				return reportFleet(cmd.Context(), plan, since, asJSON, cmd.OutOrStdout())
+				return reportFleet(cmd.Context(), plan, since, asJSON, wide, cmd.OutOrStdout())
 			}
 			return reportApp(cmd.Context(), plan, args[0], asJSON, cmd.OutOrStdout())
 		},
@@ -349,6 +351,7 @@ same flags.`,
 	fs.BoolVar(&asJSON, "json", false, "print JSON instead of tables")
 	fs.BoolVar(&fleet, "fleet", false, "every application that ended in --since, from the accounting in InfluxDB, instead of one")
 	fs.Var(newDurationFlag(&since, 7*24*time.Hour), "since", "with --fleet: how far back, e.g. 36h, 7d, 2w")
+	fs.BoolVar(&wide, "wide", false, "with --fleet: every column (user, executors, GiB-hours, the driver, driver-only time, lost task-hours, GC, GiB-hours saved), not the 120 columns of the default table")
 	return cmd
 }
 
@@ -361,6 +364,7 @@ func newWatchCmd(getenv func(string) string) *cobra.Command {
 	var o flagOverrides
 	var adminURL string
 	var interval time.Duration
+	var notes []string
 	cmd := &cobra.Command{
 		Use:   "watch",
 		Short: "A live view of sparkpulse and the applications it sees, redrawn every --interval",
@@ -383,13 +387,14 @@ and what InfluxDB holds, found as report finds it.`,
 			if u, err = normalizeAdminURL(u); err != nil {
 				return err
 			}
-			return runWatch(cmd.Context(), watchOptions{Plan: plan, AdminURL: u, Interval: interval}, cmd.OutOrStdout())
+			return runWatch(cmd.Context(), watchOptions{Plan: plan, AdminURL: u, Interval: interval, Notes: notes}, cmd.OutOrStdout())
 		},
 	}
 	addConfigFlag(cmd, &o)
 	addInfluxFlags(cmd, &o)
 	cmd.Flags().StringVar(&adminURL, "admin-url", "", "sparkpulse's admin endpoint `URL` (default: from [admin] bind-address or "+envAdminBind+", 0.0.0.0 read as 127.0.0.1)")
 	cmd.Flags().Var(newDurationFlag(&interval, 2*time.Second), "interval", "redraw period")
+	cmd.Flags().StringArrayVar(&notes, "note", nil, "a `LINE` at the foot of every frame, in place of where the dashboards are (repeatable; make run lists its next commands)")
 	return cmd
 }
 

@@ -45,7 +45,7 @@ func TestCLIHelp(t *testing.T) {
 		{[]string{"run", "-h"}, []string{"sparkpulse run [flags]"}},
 		{[]string{"check", "--help"}, []string{"--influxdb-url", "--create-database"}},
 		{[]string{"report", "--help"}, []string{"--fleet", "--since", "--influxdb-url", "--influxdb-org", "--database", "--bucket", "--url"}},
-		{[]string{"watch", "--help"}, []string{"--admin-url", "--interval", "--influxdb-url", "--database"}},
+		{[]string{"watch", "--help"}, []string{"--admin-url", "--interval", "--note", "--influxdb-url", "--database"}},
 		{[]string{"health", "--help"}, []string{"--admin-url", "/healthz"}},
 		{[]string{"parse", "--help"}, []string{"--block", "--new-series"}},
 		{[]string{"simulate", "--help"}, []string{"--period duration", "--app-lifetime"}},

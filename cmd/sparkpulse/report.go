@@ -26,7 +26,7 @@ func reportApp(ctx context.Context, plan *Plan, appID string, asJSON bool, stdou
 // reportFleet is `report --fleet` (report.WriteFleet): the accounting
 // where plan's annotator writes it, [annotate]'s database, else the first
 // [[graphite]] block's.
-func reportFleet(ctx context.Context, plan *Plan, since time.Duration, asJSON bool, stdout io.Writer) error {
+func reportFleet(ctx context.Context, plan *Plan, since time.Duration, asJSON, wide bool, stdout io.Writer) error {
 	target := plan.defaultTarget()
 	if plan.Annotate != nil {
 		target = plan.Annotate.Target
@@ -35,5 +35,5 @@ func reportFleet(ctx context.Context, plan *Plan, since time.Duration, asJSON bo
 	if db == "" {
 		return fmt.Errorf("%w: no database to read: give a [[graphite]] block or [annotate] database", errUsage)
 	}
-	return report.WriteFleet(ctx, report.FleetQuery{Influx: plan.Influx, Database: db, Since: since, SinceText: formatDuration(since)}, asJSON, stdout)
+	return report.WriteFleet(ctx, report.FleetQuery{Influx: plan.Influx, Database: db, Since: since, SinceText: formatDuration(since)}, asJSON, wide, stdout)
 }

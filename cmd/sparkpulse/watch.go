@@ -17,6 +17,7 @@ type watchOptions struct {
 	Plan     *Plan         // InfluxDB URL, credentials and database, from the same flags, env and config as report
 	AdminURL string        // base URL of sparkpulse's admin endpoint (…/metrics); "" leaves its figures out
 	Interval time.Duration // redraw period
+	Notes    []string      // the frame's last lines (live.Config.Notes)
 }
 
 // runWatch draws the live view until ctx ends: the applications and the
@@ -43,5 +44,5 @@ func runWatch(ctx context.Context, o watchOptions, stdout io.Writer) error {
 		}
 	}
 	return live.Run(ctx, live.Config{Influx: o.Plan.Influx, MetricsDB: metrics, AnnotationsDB: annotations, Schemas: schemas,
-		AdminURL: admin, Interval: o.Interval}, stdout)
+		AdminURL: admin, Interval: o.Interval, Notes: o.Notes}, stdout)
 }
