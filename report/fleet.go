@@ -391,12 +391,17 @@ func printFleetNarrow(w io.Writer, r Fleet) {
 	idW, nameW := len("application"), len("name")
 	for _, a := range r.Applications {
 		idW = max(idW, len([]rune(a.Application)))
-		nameW = max(nameW, len([]rune(cut(a.Name, fleetNameWidth))))
+	}
+	// Ids longer than YARN's 30 characters (Kubernetes' are 38) take
+	// their room from the names.
+	nameMax := max(8, fleetNameWidth-max(0, idW-30))
+	for _, a := range r.Applications {
+		nameW = max(nameW, len([]rune(cut(a.Name, nameMax))))
 	}
 	const row = "%-*s  %-*s  %-11s  %9s  %6s  %5s  %5s  %5s  %6s  %7s\n"
 	fmt.Fprintf(w, row, idW, "application", nameW, "name", "outcome", "duration", "core-h", "busy", "CPU", "peak", "idle", "saves")
 	for _, a := range r.Applications {
-		fmt.Fprintf(w, row, idW, a.Application, nameW, cut(a.Name, fleetNameWidth), cmp.Or(a.Outcome, "?"), duration(a),
+		fmt.Fprintf(w, row, idW, a.Application, nameW, cut(a.Name, nameMax), cmp.Or(a.Outcome, "?"), duration(a),
 			hoursOf(a.CoreHours), optPct(a.SlotOccupancy), optPct(a.CPUUtilisation), optPct(a.MemoryUtilisation),
 			hoursOf(a.IdleCoreHours), hoursOf(a.SavingCoreHours))
 	}
@@ -404,8 +409,9 @@ func printFleetNarrow(w io.Writer, r Fleet) {
 	fmt.Fprintln(w, "saves: core-hours the recommendations save (negative: cost) · --wide: every column · --json: for scripts")
 }
 
-// FleetWidth is the columns `report --fleet` fits its text in without
-// --wide, for names up to fleetNameWidth and figures up to 9999 hours.
+// FleetWidth is the columns `report --fleet` fits its table in without
+// --wide, for any Spark application id (YARN's, Kubernetes', standalone's)
+// and figures up to 9999 hours.
 const FleetWidth = 120
 
 // fleetNameWidth is the longest application name the narrow table shows

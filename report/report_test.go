@@ -94,6 +94,9 @@ func TestFleetFitsWidth(t *testing.T) {
 			SlotOccupancy: f(1), CPUUtilisation: f(1.06), MemoryUtilisation: f(1.5), Recommended: "--conf spark.executor.memoryOverhead=1664m"},
 		{Application: "application_1795869601720_0002", Name: "short", Outcome: "succeeded", DurationMs: 65000, Executors: 2,
 			CoreHours: 0.031, GiBHours: 0.0123, IdleCoreHours: 0.004, SavingCoreHours: 0.0021},
+		{Application: "spark-0123456789abcdef0123456789abcdef", Name: "on-kubernetes-with-a-long-name", Outcome: "failed",
+			DurationMs: 1000, CoreHours: 9999.9, IdleCoreHours: 9999.9, SavingCoreHours: -9999.9,
+			SlotOccupancy: f(1), CPUUtilisation: f(1.06), MemoryUtilisation: f(1.5)},
 	} {
 		r.Applications = append(r.Applications, a)
 		r.Totals.Applications++
@@ -110,7 +113,7 @@ func TestFleetFitsWidth(t *testing.T) {
 			t.Errorf("%d columns: %q", n, l)
 		}
 	}
-	for _, want := range []string{"a-name-far-longer…", " 0.031 ", " 1m5s ", "--wide: "} {
+	for _, want := range []string{"a-name-fa…", "on-kubern…", " 0.031 ", " 1m5s ", "--wide: "} {
 		if !strings.Contains(narrow.String(), want) {
 			t.Errorf("no %q in:\n%s", want, narrow.String())
 		}
