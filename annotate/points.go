@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"fmt"
 	"hash/fnv"
+	"hash/maphash"
 	"maps"
 	"net"
 	"regexp"
@@ -74,7 +75,7 @@ func (p *Poller) emit(st *appState, now time.Time, closeOut bool) int {
 	// One emit of an application at a time: when a configured source
 	// takes it over from a template instance, both may emit at once, and
 	// the ledger's check and record must not interleave.
-	lock := &p.emitLocks[emitLock(st.key.app)]
+	lock := &p.emitLocks[maphash.String(p.emitSeed, st.key.app)%emitStripes]
 	lock.Lock()
 	defer lock.Unlock()
 	nowMs := now.UnixMilli()
@@ -127,16 +128,6 @@ func (p *Poller) emit(st *appState, now time.Time, closeOut bool) int {
 	}
 	p.facts.record(st.key.app, w.facts, w.snaps, w.nowMs)
 	return w.n
-}
-
-// emitLock is the index of an application's lock in Poller.emitLocks
-// (FNV-1a of its id).
-func emitLock(app string) int {
-	h := uint32(2166136261)
-	for i := 0; i < len(app); i++ {
-		h = (h ^ uint32(app[i])) * 16777619
-	}
-	return int(h % emitStripes)
 }
 
 // links are the relations between an attempt's items, and the stage times

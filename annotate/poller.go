@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"hash/maphash"
 	"io"
 	"maps"
 	"net/http"
@@ -192,6 +193,7 @@ type Poller struct {
 	// emitLocks serialise the emits of one application (emit), striped
 	// by its id.
 	emitLocks [emitStripes]sync.Mutex
+	emitSeed  maphash.Seed
 
 	stats counters
 }
@@ -310,6 +312,7 @@ func New(cfg Config) (*Poller, error) {
 		retired:  map[string]time.Time{},
 		nominees: map[string]int{},
 		woken:    map[string]struct{}{},
+		emitSeed: maphash.MakeSeed(),
 		refused:  map[string]uint64{},
 		workers:  make(chan struct{}, parallel),
 		owners:   map[appKey]*source{},
