@@ -547,6 +547,9 @@ func checkYARNUsage(t *testing.T, r *yarnRun) {
 		}
 		if got := num(row["executor_core_seconds"]); !near(got, want) {
 			t.Errorf("%s: executor_core_seconds %v, Σ cores × lifetime over Spark's executors %v", a.name, got, want)
+			for _, x := range execs { // which lifetime to look at
+				t.Logf("%s: executor %s: %d cores, added %v, removed %v (%s)", a.name, x.ID, x.TotalCores, x.AddTime, x.RemoveTime, x.RemoveReason)
+			}
 		}
 		held, wantHeld := row["driver_held"], sizing.DriverYARNAM
 		if a.name == "dynamic" {
