@@ -29,6 +29,29 @@ func TestSizingExecutorsReleased(t *testing.T) {
 	}
 }
 
+// An executor lives from its addition to its removal or the end, and
+// one YARN started while the driver was stopping, registered after the
+// application's end (seen on a real YARN), held nothing in Spark's view.
+func TestSizingExecutorsAlive(t *testing.T) {
+	exec := func(id string, added, removed time.Time) sparkapi.Executor {
+		return sparkapi.Executor{ID: id, TotalCores: 1, AddTime: sparkapi.OptDate(added), RemoveTime: sparkapi.OptDate(removed)}
+	}
+	execs := []sparkapi.Executor{
+		exec("1", at(10), at(100)),
+		exec("2", at(10), time.Time{}),
+		exec("3", at(10), at(700)),
+		exec("4", at(601), time.Time{}),
+		exec("5", at(602), at(603)),
+	}
+	got := map[string]int64{}
+	for _, e := range SizingExecutors(execs, nil, ms(at(600))) {
+		got[e.ID] = e.AliveMs
+	}
+	if want := map[string]int64{"1": 90_000, "2": 590_000, "3": 590_000, "4": 0, "5": 0}; !maps.Equal(got, want) {
+		t.Errorf("alive %v, want %v", got, want)
+	}
+}
+
 // The cores an application holds at a time: its executors added by then
 // and not yet removed, the driver's left out.
 func TestCoresHeld(t *testing.T) {
