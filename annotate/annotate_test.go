@@ -3,10 +3,12 @@ package annotate
 import (
 	"context"
 	"fmt"
+	"io"
 	"net"
 	"net/http"
 	"slices"
 	"strings"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -155,6 +157,7 @@ func TestScriptedLiveApp(t *testing.T) {
 		"/jobs?status=running", "/jobs/0", "/jobs/1", "/jobs/3",
 		"/stages?status=active&status=pending&details=false", "/stages/0?details=false", "/stages/1?details=false", "/stages/2?details=false",
 		"/sql/0?details=false&planDescription=false", "/sql?details=false&planDescription=false&offset=0&length=100",
+		"/allexecutors", // none listed yet: read at every sync until one is
 		// Stage details: stage 2 had a failed task (its failed tasks,
 		// first), stages 0 and 1 ran 15 s and 14 s (≥ 5 s: the task
 		// distribution and the slowest task, the longest first).
@@ -380,9 +383,11 @@ func TestSourceFailures(t *testing.T) {
 }
 
 // A driver UI port where nothing listens (between two applications) is
-// asked every interval, not with backoff, and logged less and less often:
-// an application that starts while it is refused is read at the next
-// poll, however many polls were refused before.
+// asked every interval, not with backoff, and logged less and less often;
+// so is the page the driver's UI serves while it starts (as real Spark
+// 3.5 and 4.x do). Neither makes a later failure back off longer: an
+// application that starts while its UI is refused is read as soon as its
+// UI answers, however many polls were refused before.
 func TestRefusedSourceAskedEveryInterval(t *testing.T) {
 	ln, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
@@ -415,17 +420,41 @@ func TestRefusedSourceAskedEveryInterval(t *testing.T) {
 		t.Errorf("failures logged %v, want 1, 2, 4, 8", logged)
 	}
 
-	// The application starts: its UI is read at the next poll.
+	// The application starts: its UI says so twice, then fails once (a
+	// first slow answer), then answers.
 	ln, err = net.Listen("tcp", addr)
 	if err != nil {
 		t.Skipf("the port was taken meanwhile: %v", err)
 	}
 	ui := sparkui.NewServer(sparkui.LiveUI, liveApp("app-20261122100130-0002", "short", at(90)))
 	ui.SetNow(clk.Now)
-	srv := &http.Server{Handler: ui}
+	var answers atomic.Int32
+	srv := &http.Server{Handler: http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		switch answers.Add(1) {
+		case 1, 2:
+			w.Header().Set("Content-Type", "text/plain;charset=utf-8")
+			io.WriteString(w, "Spark is starting up. Please wait a while until it's ready.")
+		case 3:
+			http.Error(w, "busy", http.StatusServiceUnavailable)
+		default:
+			ui.ServeHTTP(w, r)
+		}
+	})}
 	go srv.Serve(ln)
 	t.Cleanup(func() { srv.Close() })
-	clk.Set(at(100))
+	// Asked at 100 and 110 (starting), 120 (the failure), then not before
+	// 140: twice the interval, as after a first failure.
+	for _, step := range []struct {
+		sec     float64
+		answers int32
+	}{{100, 1}, {110, 2}, {120, 3}, {130, 3}} {
+		clk.Set(at(step.sec))
+		p.PollOnce(context.Background())
+		if got := answers.Load(); got != step.answers {
+			t.Fatalf("at %v s: the UI asked %d times, want %d", step.sec, got, step.answers)
+		}
+	}
+	clk.Set(at(140))
 	p.PollOnce(context.Background())
 	if got := sink.stored(MeasurementApp, appRow); len(got) != 1 || !strings.Contains(got[0], "app-20261122100130-0002") {
 		t.Errorf("the application's facts after its UI came up: %q", got)
@@ -567,6 +596,29 @@ func TestLostApplicationClosedOut(t *testing.T) {
 	})
 }
 
+// CloseOutAfter is how long a lost application waits for another source:
+// with only a live UI, an operator shortens it, and the application is
+// closed out that long after it was lost, not before.
+func TestCloseOutAfter(t *testing.T) {
+	s := newScript(sparkui.LiveUI)
+	p := newPoller(t, Config{Sources: []string{serve(t, s.srv)}, Sink: newMemSink(), Now: s.clk.Now, CloseOutAfter: time.Minute})
+	p.PollOnce(context.Background())
+	s.srv.Intercept(func(w http.ResponseWriter, r *http.Request) bool {
+		http.Error(w, "gone", http.StatusBadGateway)
+		return true
+	})
+	for _, step := range []struct {
+		sec             float64
+		lost, closedOut int
+	}{{40, 0, 0}, {60, 0, 0}, {100, 1, 0}, {159, 1, 0}, {160, 0, 1}} {
+		s.clk.Set(at(step.sec))
+		p.PollOnce(context.Background())
+		if st := p.Stats(); st.Lost != step.lost || int(st.ClosedOut) != step.closedOut {
+			t.Errorf("at %v s: %d lost, %d closed out; want %d, %d", step.sec, st.Lost, st.ClosedOut, step.lost, step.closedOut)
+		}
+	}
+}
+
 // {app_id} templates are polled for the application ids the metrics
 // carry, for instance through YARN's ResourceManager proxy; credentials are
 // sent and never logged.
@@ -646,6 +698,41 @@ func executorRow(p point) string {
 	f := p.fields
 	return fmt.Sprintf("%d %s %v process=%v on %v %v end=%v dur=%v cores=%v reason=%q heap=%v python=%v", p.ns, p.measurement, f["executor_id"], p.tags["process"], f["host"],
 		f["status"], f["end_ms"], f["duration_ms"], f["cores"], str(f["remove_reason"]), f["peak_JVMHeapMemory"], f["peak_ProcessTreePythonRSSMemory"])
+}
+
+// The first read of an application comes as its driver starts, before
+// an executor registers: executors are read at every sync until Spark
+// lists one, then every third, so that the view has them from the first
+// poll that can.
+func TestExecutorsReadUntilListed(t *testing.T) {
+	s := newScript(sparkui.LiveUI)
+	s.srv.Update(func(m *sparkui.Model) {
+		m.Apps[0].Attempts[0].Executors = []*sparkui.Executor{{ID: "driver", HostPort: "10.0.0.1:40000", MaxMemory: 2 << 30, Added: at(0)}}
+	})
+	sink := newMemSink()
+	p := newPoller(t, Config{Sources: []string{serve(t, s.srv)}, Sink: sink, Now: s.clk.Now})
+	ctx := context.Background()
+	for i, step := range []struct {
+		sec      float64
+		register bool // an executor registers before the poll
+		read     bool
+	}{{30, false, true}, {40, false, true}, {50, true, true}, {60, false, true} /* the third sync's */, {70, false, false}, {80, false, false}} {
+		if step.register {
+			s.srv.Update(func(m *sparkui.Model) {
+				a := m.Apps[0].Attempts[0]
+				a.Executors = append(a.Executors, &sparkui.Executor{ID: "1", HostPort: "node-1:40001", Cores: 4, MaxMemory: 3 << 30, Added: at(45)})
+			})
+		}
+		s.clk.Set(at(step.sec))
+		p.PollOnce(ctx)
+		read := slices.ContainsFunc(s.srv.Requests(), func(r string) bool { return strings.HasSuffix(r, "/allexecutors") })
+		if read != step.read {
+			t.Errorf("poll %d at %v s: executors read %v, want %v", i+1, step.sec, read, step.read)
+		}
+	}
+	if got := sink.stored(MeasurementExecutor, executorRow); len(got) != 2 || !strings.Contains(got[1], fmt.Sprintf("%d spark_executor 1 process=1", nsAt(50, 0))) {
+		t.Errorf("executor snapshots %q", got)
+	}
 }
 
 // Executors of a live application: a snapshot each, in its own series

@@ -59,7 +59,8 @@
 //   - SQL executions: the running ones one by one, and new ones by page
 //     (details=false, planDescription=false), from the last id seen;
 //   - executors: allexecutors, which Spark serves only whole, on the first
-//     and last reads and every third sync in between.
+//     and last reads, at every sync until Spark lists an executor, and
+//     every third sync in between.
 //
 // A burst of more than a few dozen individual requests is replaced by one
 // full list. A History Server attempt whose lastUpdated has not moved is not
@@ -67,14 +68,16 @@
 //
 // A source that fails is retried with exponential backoff (up to 5 min)
 // and its failures are counted by kind; a refused connection (nothing
-// listens, as at a driver's UI port between applications) is retried at
-// the interval, and an application id the stream names for the first time
+// listens, as at a driver's UI port between applications) and a driver's
+// UI that says it is starting up are retried at the interval and count
+// nothing towards the backoff; an application id the stream names for the first time
 // has every failing configured source asked at the next round, so that no
 // short application ends inside a backoff. One source never holds up another,
 // nor the metrics path. An application that its source loses (a live UI
 // that went away with its driver) is looked up on the other sources, so a
-// History Server closes it out; without one, after 10 minutes, its running
-// items get lost facts, status UNKNOWN, ending when they were last seen.
+// History Server closes it out; without one, after CloseOutAfter (10
+// minutes), its running items get lost facts, status UNKNOWN, ending when
+// they were last seen, and the application its accounting up to then.
 //
 // Sources may be URL templates holding {app_id}, such as a YARN
 // ResourceManager proxy (http://rm:8088/proxy/{app_id}); they are

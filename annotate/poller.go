@@ -71,7 +71,13 @@ type Config struct {
 	// accounting). The application is kept that long, even once its
 	// source no longer lists it.
 	StreamRetry time.Duration
-	Auth        Auth
+	// CloseOutAfter is how long an application its source no longer
+	// shows waits for another source (a History Server) to show its end
+	// before its running items are closed out as UNKNOWN with what was
+	// last seen (default 10m). With only live UIs among the sources, no
+	// other source will show it: a minute is enough.
+	CloseOutAfter time.Duration
+	Auth          Auth
 	// Transport carries the requests (TLS settings live there); nil uses
 	// http.DefaultTransport.
 	Transport http.RoundTripper
@@ -95,6 +101,7 @@ const (
 	DefaultFailedTasksPerStage     = 20
 	DefaultUsageDelay              = time.Minute
 	DefaultStreamRetry             = 6 * time.Hour
+	DefaultCloseOutAfter           = 10 * time.Minute
 )
 
 const (
@@ -102,8 +109,8 @@ const (
 	// a History Server picks up a finished log with a delay, and a lost
 	// application is handed over within it.
 	recheck = 10 * time.Minute
-	// giveUp is how long a lost application waits for another source
-	// before its running items are closed out as UNKNOWN.
+	// giveUp is how long an id from the metrics that no source knew is
+	// not admitted again for {app_id} templates.
 	giveUp = 10 * time.Minute
 	// lostAfter consecutive failed polls make a source lose its
 	// applications.
@@ -146,7 +153,8 @@ type source struct {
 	apps     map[appKey]*appState
 	done     map[appKey]int64 // attempts written in their final state, by end ms
 	listed   bool             // a listing has succeeded once
-	failures int
+	failures int              // consecutive failed listings
+	backoff  int              // of them, those that back off: not refused, not a UI starting up
 	next     time.Time
 }
 
@@ -262,6 +270,9 @@ func (cfg Config) WithDefaults() Config {
 	if cfg.StreamRetry == 0 {
 		cfg.StreamRetry = DefaultStreamRetry
 	}
+	if cfg.CloseOutAfter == 0 {
+		cfg.CloseOutAfter = DefaultCloseOutAfter
+	}
 	if cfg.Now == nil {
 		cfg.Now = time.Now
 	}
@@ -283,8 +294,8 @@ func (cfg Config) Validate() error {
 	if cfg.MaxText != 0 && cfg.MaxText < 20 {
 		errs = append(errs, fmt.Errorf("max-text %d: must be at least 20", cfg.MaxText))
 	}
-	if cfg.UsageDelay < 0 || cfg.StreamRetry < 0 {
-		errs = append(errs, fmt.Errorf("usage-delay %s, stream-retry %s: must not be negative", cfg.UsageDelay, cfg.StreamRetry))
+	if cfg.UsageDelay < 0 || cfg.StreamRetry < 0 || cfg.CloseOutAfter < 0 {
+		errs = append(errs, fmt.Errorf("usage-delay %s, stream-retry %s, close-out-after %s: must not be negative", cfg.UsageDelay, cfg.StreamRetry, cfg.CloseOutAfter))
 	}
 	if cfg.FailedTasksPerStage < 0 {
 		errs = append(errs, fmt.Errorf("failed-tasks-per-stage %d: must not be negative", cfg.FailedTasksPerStage))
@@ -427,8 +438,8 @@ func (p *Poller) round(ctx context.Context, wait bool) {
 	p.closeOutOrphans(now)
 	// An application is listed again, at most, for recheck after it ended,
 	// or after a restart for Lookback: its facts are kept as long.
-	p.facts.forget(now.Add(-p.cfg.Lookback - recheck - giveUp).UnixMilli())
-	p.addrs.forget(now.Add(-recheck - giveUp))
+	p.facts.forget(now.Add(-p.cfg.Lookback - recheck - max(giveUp, p.cfg.CloseOutAfter)).UnixMilli())
+	p.addrs.forget(now.Add(-recheck - max(giveUp, p.cfg.CloseOutAfter)))
 }
 
 // SaveFacts writes what facts were written, for LoadFacts after a
@@ -490,13 +501,17 @@ func (p *Poller) pollSource(ctx context.Context, s *source) {
 			return
 		}
 		s.failures++
-		s.next = now.Add(min(p.cfg.Interval<<min(s.failures, 16), maxBackoff))
 		refused := sparkapi.IsRefused(err)
-		if refused {
+		if refused || sparkapi.IsStartingUp(err) {
 			// Nothing listens, as at a driver's UI port between two
-			// applications: asking again costs nothing, and the next
-			// application's UI is read as soon as it is up.
+			// applications, or the driver's UI says it is starting:
+			// asking again costs nothing, and the application's UI is
+			// read as soon as it is up. Neither makes a later failure
+			// (a first slow answer) back off longer.
 			s.next = now.Add(p.cfg.Interval)
+		} else {
+			s.backoff++
+			s.next = now.Add(min(p.cfg.Interval<<min(s.backoff, 16), maxBackoff))
 		}
 		p.countError(s, err)
 		if !s.listed && errorKind(err) != kindWrongApp && p.yarnVouches(ctx, s) {
@@ -528,7 +543,7 @@ func (p *Poller) pollSource(ctx context.Context, s *source) {
 	if s.failures > 0 {
 		p.log.Info("Spark REST source answers again", zap.String("source", s.name), zap.String("url", s.base))
 	}
-	s.failures, s.listed = 0, true
+	s.failures, s.backoff, s.listed = 0, 0, true
 
 	byName := map[string][]interval{}
 	for _, app := range apps {
@@ -746,12 +761,12 @@ func (p *Poller) loseAll(s *source, now time.Time) {
 }
 
 // closeOutOrphans writes the running items of attempts lost for longer
-// than giveUp with status UNKNOWN, and forgets them.
+// than CloseOutAfter with status UNKNOWN, and forgets them.
 func (p *Poller) closeOutOrphans(now time.Time) {
 	p.mu.Lock()
 	var expired []*appState
 	for key, st := range p.orphans {
-		if now.Sub(st.lostAt) >= giveUp {
+		if now.Sub(st.lostAt) >= p.cfg.CloseOutAfter {
 			expired = append(expired, st)
 			delete(p.orphans, key)
 		}

@@ -546,10 +546,12 @@ func pruneMap[K comparable, V any](m map[K]V, done func(V) bool, order func(K) i
 }
 
 // syncExecutors reads the driver and executors, removed ones included: in
-// full, or every executorsEvery syncs. Executors Spark no longer lists are
-// kept; an application's executors are bounded by what it ran.
+// full, at every sync until the first executor is listed (the first read
+// comes as the driver starts, before any registers), then every
+// executorsEvery syncs. Executors Spark no longer lists are kept; an
+// application's executors are bounded by what it ran.
 func (p *Poller) syncExecutors(ctx context.Context, st *appState, full bool) error {
-	if !full && (st.executorsAbsent || st.syncs%executorsEvery != 0) {
+	if !full && (st.executorsAbsent || (st.syncs%executorsEvery != 0 && st.hasExecutor())) {
 		return nil
 	}
 	var list []sparkapi.Executor
@@ -575,6 +577,17 @@ func (p *Poller) syncExecutors(ctx context.Context, st *appState, full bool) err
 		it.Executor = x
 	}
 	return nil
+}
+
+// hasExecutor reports whether Spark has listed an executor of the
+// attempt, the driver aside.
+func (st *appState) hasExecutor() bool {
+	for id := range st.executors {
+		if id != "driver" {
+			return true
+		}
+	}
+	return false
 }
 
 // Bounds on what one application's answers may cost. Spark lists the

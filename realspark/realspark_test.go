@@ -35,6 +35,7 @@ const (
 	db       = "spark"
 	udpDB    = "spark_udp"
 	hsDB     = "spark_history"
+	liveDB   = "spark_live"          // annotations from the driver's UI alone
 	prefix   = "team-a"              // the GraphiteSink prefix of the failures run
 	failName = "sparkpulse failures" // sent under its name: spark.metrics.namespace=${spark.app.name}
 	failKey  = "sparkpulse-failures" // the name as Dropwizard's reporter writes it
@@ -59,7 +60,10 @@ type run struct {
 	main, bad *application
 	lines     []string // what went over TCP, both applications
 	hs        string   // History Server URL
-	from, to  time.Time
+	// liveRefused counts the failed reads of the live-UI-only annotator,
+	// which starts before Spark.
+	liveRefused float64
+	from, to    time.Time
 }
 
 func runVersion(t *testing.T, version string) {
@@ -93,19 +97,27 @@ func runVersion(t *testing.T, version string) {
 `, ui, r.hs, db, prefix))
 	// The main application's second sink, over UDP, goes to a sparkpulse
 	// of its own: the accounting sums an application's metrics over every
-	// block's database, and one application sends to one sink.
+	// block's database, and one application sends to one sink. Its
+	// annotator has the driver's UI alone, as a user who gives sparkpulse
+	// only the Spark UI: refused until Spark starts, and no History Server
+	// to show how the applications ended (checkLiveOnly).
 	udp := startSparkpulse(t, r.srv.URL, fmt.Sprintf(`
 [internal]
   enabled = false
 [deltas]
   first-sample-grace = "0s"
+[annotate]
+  urls = [%q]
+  interval = "1s"
+  close-out-after = "5s"       # no other source will show them
+  database = %q
 [[graphite]]
   bind-address = "127.0.0.1:0"
   protocol = "udp"
   database = %q
   udp-read-buffer = 8388608
   schema = "cern"              # the TCP block writes the default, wide: checkUDP compares the shapes
-`, udpDB))
+`, ui, liveDB, udpDB))
 	_, udpPort, err := net.SplitHostPort(udp.graphite(t, 0))
 	if err != nil {
 		t.Fatal(err)
@@ -124,7 +136,7 @@ func runVersion(t *testing.T, version string) {
 			"spark.eventLog.dir":           "file:" + events,
 			"spark.sql.shuffle.partitions": "8",
 		}
-		maps.Copy(c, sinkConf(tee.port()))
+		maps.Copy(c, sinkConf(t, tee.port()))
 		maps.Copy(c, extra)
 		return c
 	}
@@ -172,6 +184,21 @@ func runVersion(t *testing.T, version string) {
 	for _, a := range []*application{r.main, r.bad} {
 		waitReconciled(t, r.srv, a.id)
 	}
+	// The driver's UI is gone with each application: the live-UI-only
+	// annotator closes them out close-out-after later.
+	for _, a := range []*application{r.main, r.bad} {
+		eventually(t, time.Minute, "close-out of "+a.id+" from its live UI alone", func() error {
+			res, err := r.srv.TryQuery(liveDB, fmt.Sprintf(`SELECT "outcome" FROM "spark_app_usage" WHERE "app_id" = '%s' AND "fact" = 'lost'`, a.id))
+			if err != nil {
+				return err
+			}
+			if len(res) == 0 {
+				return errNotYet
+			}
+			return nil
+		})
+	}
+	r.liveRefused = metric(t, udp.bound.Admin, "sparkpulse_annotate_errors_total", `kind="network"`)
 	// Executors that died in the middle of a report cut its last line:
 	// sparkpulse drops each such line, counted.
 	var cut int
@@ -198,6 +225,60 @@ func runVersion(t *testing.T, version string) {
 	t.Run("python", func(t *testing.T) { checkPython(t, r) })
 	t.Run("dashboards", func(t *testing.T) { checkDashboards(t, r) })
 	t.Run("history", func(t *testing.T) { checkHistory(t, r) })
+	t.Run("live_only", func(t *testing.T) { checkLiveOnly(t, r) })
+}
+
+// checkLiveOnly: with the driver's UI as its only source, refused before
+// Spark started and gone with each application, sparkpulse still writes
+// each application's facts and, once close-out-after has passed, its
+// accounting: what it held up to its UI's last answer, outcome
+// driver_lost, as no source showed how it ended.
+func checkLiveOnly(t *testing.T, r *run) {
+	if r.liveRefused == 0 {
+		t.Errorf("the driver's UI was never refused: the annotator did not start before Spark")
+	}
+	for _, a := range []*application{r.main, r.bad} {
+		var facts []string
+		for _, s := range r.srv.Query(t, liveDB, fmt.Sprintf(`SELECT "fact", "status" FROM "spark_app" WHERE "app_id" = '%s'`, a.id)) {
+			for _, v := range s.Values {
+				facts = append(facts, fmt.Sprintf("%v %v", v[1], v[2]))
+			}
+		}
+		if !slices.Equal(facts, []string{"start RUNNING", "lost UNKNOWN"}) {
+			t.Errorf("%s: application facts %q, want start RUNNING, lost UNKNOWN", a.id, facts)
+		}
+		usage := one(t, r.srv, liveDB, fmt.Sprintf(`SELECT "outcome", "executor_core_seconds", "duration_ms" FROM "spark_app_usage" WHERE "app_id" = '%s' AND "fact" = 'lost'`, a.id))
+		if usage["outcome"] != "driver_lost" {
+			t.Errorf("%s: outcome %v, want driver_lost", a.id, usage["outcome"])
+		}
+		// Spark's own lifetimes, from the History Server: the live UI's
+		// last answer is a few polls from the end, and its executor list
+		// (read every third poll) a few more, so the closed-out figure is
+		// Spark's within that long per core.
+		var app sparkapi.Application
+		getJSON(t, r.hs+"/api/v1/applications/"+a.id, &app)
+		end := app.Attempts[0].EndTime.UnixMilli()
+		var execs []sparkapi.Executor
+		getJSON(t, r.hs+"/api/v1/applications/"+a.id+"/allexecutors", &execs)
+		var want float64
+		cores := 0
+		for _, x := range execs {
+			if x.ID == "driver" || x.AddTime == nil {
+				continue
+			}
+			until := end
+			if x.RemoveTime != nil && x.RemoveTime.UnixMilli() < end {
+				until = x.RemoveTime.UnixMilli()
+			}
+			want += float64(x.TotalCores) * float64(max(until-x.AddTime.UnixMilli(), 0)) / 1000
+			cores += x.TotalCores
+		}
+		const lastAnswer = 5.0 // seconds between the UI's last executor list and the end, at most
+		if got := num(usage["executor_core_seconds"]); math.Abs(got-want) > lastAnswer*float64(cores) {
+			t.Errorf("%s: executor_core_seconds %v closed out; Spark's Σ cores × lifetime %v (%d cores)", a.id, got, want, cores)
+		}
+		t.Logf("%s: closed out from its live UI alone: %.3f core-s against Spark's %.3f, %v ms", a.id, num(usage["executor_core_seconds"]), want, usage["duration_ms"])
+	}
 }
 
 // activeProcesses are the driver and the executors alive when the jobs

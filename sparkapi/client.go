@@ -118,6 +118,15 @@ func IsNotFound(err error) bool {
 // at the address, as at a driver's UI port between two applications.
 func IsRefused(err error) bool { return errors.Is(err, syscall.ECONNREFUSED) }
 
+// IsStartingUp reports whether err is a driver's UI answering, while the
+// driver starts, the page SparkUI serves until its handlers are attached
+// ("Spark is starting up. Please wait a while until it's ready.", 200, in
+// place of JSON): its API answers moments later.
+func IsStartingUp(err error) bool {
+	var e *Error
+	return errors.As(err, &e) && e.Kind == KindDecode && strings.Contains(e.Err.Error(), `body starts "Spark is starting up.`)
+}
+
 // Get fetches url and decodes its JSON into out, as a stream: a response
 // is never held whole, and one larger than MaxResponseBytes is a decode
 // error. A decoded answer is checked: invalid lists, one "field value"

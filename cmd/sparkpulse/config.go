@@ -68,6 +68,9 @@ type AnnotateConfig struct {
 	// How long a failing read of the metrics stream for an accounting is
 	// retried (default 6h).
 	StreamRetry Duration `toml:"stream-retry"`
+	// How long an application no source shows any more waits for one to
+	// show its end before it is closed out (default 10m).
+	CloseOutAfter Duration `toml:"close-out-after"`
 	// Where the points go; default: the first [[graphite]] block's target.
 	Database        string `toml:"database"`
 	RetentionPolicy string `toml:"retention-policy"`

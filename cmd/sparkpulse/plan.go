@@ -482,7 +482,8 @@ func (c *Config) prepareAnnotate(p *Plan, getenv func(string) string) error {
 		Lookback: time.Duration(a.Lookback), MaxText: a.MaxText,
 		MaxResponseBytes: a.MaxResponseBytes, MaxApps: a.MaxApps, NewAppsPerPoll: a.NewAppsPerPoll,
 		StageDetailsMinDuration: time.Duration(a.StageDetailsMinDuration), StageDetailsRequests: a.StageDetailsRequests,
-		FailedTasksPerStage: a.FailedTasksPerStage, UsageDelay: time.Duration(a.UsageDelay), StreamRetry: time.Duration(a.StreamRetry)}
+		FailedTasksPerStage: a.FailedTasksPerStage, UsageDelay: time.Duration(a.UsageDelay), StreamRetry: time.Duration(a.StreamRetry),
+		CloseOutAfter: time.Duration(a.CloseOutAfter)}
 	if err := pc.Validate(); err != nil {
 		e.add(err)
 	}
