@@ -42,6 +42,23 @@ var reasonNames = [...]string{
 	ReasonTimeRange: "timestamp_range",
 }
 
+// reasonWhy says, for a person, where lines dropped for a reason come
+// from when a genuine Spark sends them.
+var reasonWhy = [...]string{
+	ReasonNaN: "ratio gauges Spark sends with nothing to divide (NaN); InfluxDB cannot store NaN",
+}
+
+// Origin says where lines dropped under label (a Reason's String) come
+// from, "" when there is nothing to say beyond the label.
+func Origin(label string) string {
+	for r, name := range reasonNames {
+		if name == label && r < len(reasonWhy) {
+			return reasonWhy[r]
+		}
+	}
+	return ""
+}
+
 // String returns a short label that stays stable, for use in metrics.
 func (r Reason) String() string {
 	if int(r) < len(reasonNames) {

@@ -33,7 +33,7 @@ type Config struct {
 	// its figures out.
 	AdminURL string
 	Interval time.Duration // between frames; default 2 s
-	Since    time.Time     // data dated from then on; zero: when Run starts
+	Since    time.Time     // data dated from then on; zero: when Run starts (watch: DefaultSince before)
 	Width    int           // columns; 0: the terminal's, else DefaultWidth
 	// Notes are the frame's last lines, in place of the Dashboards line:
 	// what to do next, from whoever started the view (make run).
@@ -42,6 +42,11 @@ type Config struct {
 
 // DefaultInterval is the time between frames.
 const DefaultInterval = 2 * time.Second
+
+// DefaultSince is how far before its start `sparkpulse watch` shows data:
+// the applications that ran in the last quarter of an hour, and the
+// accounting of those that ended, are there when the view opens.
+const DefaultSince = 15 * time.Minute
 
 // busyWindow is the span over which busy cores are averaged.
 const busyWindow = time.Minute
@@ -52,7 +57,14 @@ type Querier struct {
 	http *http.Client
 	db   *influx.Querier // one client for the statements of every frame
 
-	seen []linesSeen // the last minute's reads of the lines received, for lines/s
+	seen    []linesSeen  // the last minute's reads of the lines received, for lines/s
+	errSeen []errorsSeen // and of the sources' failed polls
+}
+
+// errorsSeen is one read of the sources' failed polls.
+type errorsSeen struct {
+	at   time.Time
+	errs map[string]float64
 }
 
 // linesSeen is one read of the lines received.
@@ -416,7 +428,37 @@ func (q *Querier) readSelf(ctx context.Context, now time.Time) (*Self, error) {
 		return nil, fmt.Errorf("%s: %w", url, err)
 	}
 	self.LinesPerSec = q.rate(now, self.Lines)
+	self.SourceFailing = q.failing(now, self.SourceErrors)
 	return self, nil
+}
+
+// failing is each source's failed polls over the last rateWindow (those
+// with none left out), from the reads of the errors since; nil until two
+// reads are minRateWindow apart.
+func (q *Querier) failing(now time.Time, errs map[string]float64) map[string]float64 {
+	if n := len(q.errSeen); n > 0 {
+		for src, v := range errs {
+			if v < q.errSeen[n-1].errs[src] {
+				q.errSeen = q.errSeen[:0] // sparkpulse restarted
+				break
+			}
+		}
+	}
+	q.errSeen = append(q.errSeen, errorsSeen{now, errs})
+	for len(q.errSeen) > 2 && now.Sub(q.errSeen[1].at) >= rateWindow {
+		q.errSeen = q.errSeen[1:]
+	}
+	first := q.errSeen[0]
+	if now.Sub(first.at) < minRateWindow {
+		return nil
+	}
+	out := map[string]float64{}
+	for src, v := range errs {
+		if d := v - first.errs[src]; d > 0 {
+			out[src] = d
+		}
+	}
+	return out
 }
 
 // rate is the lines received per second over the last rateWindow, -1
@@ -475,6 +517,10 @@ func ParseMetrics(r io.Reader, now time.Time) (*Self, error) {
 		QueueBytes:  sum("sparkpulse_influxdb_queue_bytes"),
 		DiskBytes:   sum("sparkpulse_influxdb_disk_queue_bytes"),
 		NoDelta:     byLabel("sparkpulse_delta_samples_total", "outcome")["first_unknown"],
+
+		Sources:      sum("sparkpulse_annotate_sources"),
+		SourceErrors: byLabel("sparkpulse_annotate_errors_total", "source"),
+		LostApps:     sum("sparkpulse_annotate_attempts_lost"),
 	}
 	if start := sum("process_start_time_seconds"); start > 0 {
 		s.Up = now.Sub(time.Unix(0, int64(start*1e9))).Round(time.Second)

@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"fmt"
+	"maps"
 	"net/http"
 	"net/http/httptest"
 	"strings"
@@ -149,7 +150,12 @@ func TestSelfFromMetrics(t *testing.T) {
 	dropped := prometheus.NewCounterVec(prometheus.CounterOpts{Name: "sparkpulse_lines_dropped_total"}, []string{"listener", "reason"})
 	queued := prometheus.NewGaugeVec(prometheus.GaugeOpts{Name: "sparkpulse_influxdb_queue_bytes"}, []string{"listener"})
 	outcomes := prometheus.NewCounterVec(prometheus.CounterOpts{Name: "sparkpulse_delta_samples_total"}, []string{"outcome"})
-	reg.MustRegister(lines, dropped, queued, outcomes)
+	sourceErrs := prometheus.NewCounterVec(prometheus.CounterOpts{Name: "sparkpulse_annotate_errors_total"}, []string{"source", "kind"})
+	sources := prometheus.NewGauge(prometheus.GaugeOpts{Name: "sparkpulse_annotate_sources"})
+	reg.MustRegister(lines, dropped, queued, outcomes, sourceErrs, sources)
+	sources.Set(2)
+	sourceErrs.WithLabelValues("http://localhost:4040", "network").Add(9)
+	sourceErrs.WithLabelValues("http://hs:18080", "http_status").Add(1)
 	lines.WithLabelValues("tcp").Add(1000)
 	lines.WithLabelValues("udp").Add(200)
 	dropped.WithLabelValues("tcp", "nan").Add(3)
@@ -170,15 +176,24 @@ func TestSelfFromMetrics(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if s.Lines != 1200 || s.QueueBytes != 3072 || s.NoDelta != 7 || len(s.Dropped) != 1 || s.Dropped["nan"] != 5 || s.LinesPerSec != -1 {
+	if s.Lines != 1200 || s.QueueBytes != 3072 || s.NoDelta != 7 || len(s.Dropped) != 1 || s.Dropped["nan"] != 5 || s.LinesPerSec != -1 ||
+		s.Sources != 2 || s.SourceErrors["http://localhost:4040"] != 9 || s.SourceFailing != nil {
 		t.Errorf("first read: %+v", s)
 	}
 	lines.WithLabelValues("tcp").Add(300)
-	if s, _ = q.readSelf(context.Background(), now.Add(5*time.Second)); s.LinesPerSec != -1 {
-		t.Errorf("lines/s after 5 s: %v", s.LinesPerSec)
+	sourceErrs.WithLabelValues("http://localhost:4040", "network").Add(3)
+	if s, _ = q.readSelf(context.Background(), now.Add(5*time.Second)); s.LinesPerSec != -1 || s.SourceFailing != nil {
+		t.Errorf("lines/s after 5 s: %v, failing %v", s.LinesPerSec, s.SourceFailing)
 	}
-	if s, _ = q.readSelf(context.Background(), now.Add(20*time.Second)); s.LinesPerSec != 15 {
-		t.Errorf("lines/s after 20 s: %v", s.LinesPerSec)
+	// The History Server answered throughout; the live UI failed 3 times.
+	if s, _ = q.readSelf(context.Background(), now.Add(20*time.Second)); s.LinesPerSec != 15 || !maps.Equal(s.SourceFailing, map[string]float64{"http://localhost:4040": 3}) {
+		t.Errorf("lines/s after 20 s: %v, failing %v", s.LinesPerSec, s.SourceFailing)
+	}
+	// A minute later, nothing failed in that minute.
+	s, _ = q.readSelf(context.Background(), now.Add(81*time.Second))
+	s, _ = q.readSelf(context.Background(), now.Add(82*time.Second))
+	if len(s.SourceFailing) != 0 || s.SourceFailing == nil {
+		t.Errorf("failing a minute later: %v", s.SourceFailing)
 	}
 
 	ts.Close()

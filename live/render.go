@@ -10,6 +10,7 @@ import (
 	"time"
 	"unicode/utf8"
 
+	"github.com/sparkpulse/sparkpulse/graphite"
 	"github.com/sparkpulse/sparkpulse/sizing"
 )
 
@@ -39,24 +40,28 @@ func Render(s Snapshot, width int) []string {
 	out = append(out, selfLines(s)...)
 	out = append(out, "")
 
+	tail := []string{""}
+	tail = append(tail, verdictLines(s)...)
+	tail = append(tail, "",
+		"cores: busy with tasks (task run time ÷ wall time, last minute) / held by live executors",
+		"heap peak: the executor nearest its limit (JVMHeapMemory against heap.max) · lines/s: last minute")
+	if len(s.Notes) > 0 {
+		tail = append(tail, s.Notes...)
+	} else {
+		tail = append(tail, Dashboards)
+	}
 	switch {
 	case s.QueryErr != "":
 		add("InfluxDB not read: %s", s.QueryErr)
 	case len(s.Apps) == 0:
 		add("no Spark application yet: they appear once sparkpulse has seen them on the Spark REST API")
 	default:
-		out = append(out, appLines(s.Apps)...)
+		// The table takes the room the rest leaves: the header, the
+		// rows, and a line counting those left out.
+		rows := min(maxApps, MaxLines-len(out)-len(tail)-2)
+		out = append(out, appLines(s.Apps, max(rows, 1))...)
 	}
-	out = append(out, "")
-	out = append(out, verdictLines(s)...)
-	out = append(out, "")
-	out = append(out, "cores: busy with tasks (task run time ÷ wall time, last minute) / held by live executors")
-	out = append(out, "heap peak: the executor nearest its limit (JVMHeapMemory against heap.max) · lines/s: last minute")
-	if len(s.Notes) > 0 {
-		out = append(out, s.Notes...)
-	} else {
-		out = append(out, Dashboards)
-	}
+	out = append(out, tail...)
 
 	if len(out) > MaxLines {
 		out = out[:MaxLines]
@@ -86,6 +91,14 @@ func selfLines(s Snapshot) []string {
 		fmt.Sprintf("%squeue %s in memory, %s on disk · failed writes: %s", indent, size(m.QueueBytes), size(m.DiskBytes), number(m.WriteErrors)),
 		fmt.Sprintf("%sdropped: %s · refused by InfluxDB: %s", indent, byReason(m.Dropped, "line"), byReason(m.Rejected, "point")),
 	}
+	for _, reason := range slices.Sorted(maps.Keys(m.Dropped)) {
+		if why := graphite.Origin(reason); why != "" && m.Dropped[reason] > 0 {
+			out = append(out, fmt.Sprintf("%s%s: %s", indent, reason, why))
+		}
+	}
+	if line := sourceLine(m); line != "" {
+		out = append(out, indent+line)
+	}
 	if m.NoDelta > 0 {
 		out = append(out, fmt.Sprintf("%sno delta for %s: first seen within the grace after sparkpulse started",
 			indent, count(m.NoDelta, "counter sample")))
@@ -93,15 +106,41 @@ func selfLines(s Snapshot) []string {
 	return out
 }
 
+// sourceLine is the Spark REST sources' health: how many, those that
+// failed in the last minute, and the applications waiting for a source.
+func sourceLine(m *Self) string {
+	if m.Sources == 0 && len(m.SourceErrors) == 0 {
+		return "" // no [annotate]
+	}
+	line := "REST sources: " + number(m.Sources)
+	switch {
+	case m.SourceFailing == nil:
+	case len(m.SourceFailing) == 0:
+		line += ", all answering"
+	default:
+		var failing []string
+		for _, src := range slices.Sorted(maps.Keys(m.SourceFailing)) {
+			host := strings.TrimPrefix(strings.TrimPrefix(src, "http://"), "https://")
+			failing = append(failing, fmt.Sprintf("%s (%s in the last minute)", host, number(m.SourceFailing[src])))
+		}
+		line += " · failing: " + strings.Join(failing, ", ")
+	}
+	if m.LostApps > 0 {
+		line += fmt.Sprintf(" · %s lost", count(m.LostApps, "application"))
+	}
+	return line
+}
+
 // appFormat lays out a row of the applications' table in 100 columns.
 const appFormat = "%-34s %-7s %4s  %-9s  %-13s  %s"
 
-// appLines is the table of applications, newest first.
-func appLines(apps []App) []string {
+// appLines is the table of applications, newest first: at most rows of
+// them, and a line counting the rest.
+func appLines(apps []App, rows int) []string {
 	out := []string{fmt.Sprintf(appFormat, "application", "status", "exec", "cores", "heap peak", "latest job")}
 	for i, a := range apps {
-		if i == maxApps {
-			out = append(out, fmt.Sprintf("+%d more", len(apps)-maxApps))
+		if i == rows {
+			out = append(out, fmt.Sprintf("+%d more", len(apps)-rows))
 			break
 		}
 		name := a.ID

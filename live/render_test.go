@@ -22,12 +22,13 @@ func renderCases() map[string]Snapshot {
 	base := Snapshot{At: t0, Since: since, Database: "spark", Interval: 2 * time.Second}
 
 	starting := base
-	starting.Self = &Self{Up: 4 * time.Second, Lines: 0, LinesPerSec: -1}
+	starting.Self = &Self{Up: 4 * time.Second, Lines: 0, LinesPerSec: -1, Sources: 2, SourceFailing: map[string]float64{}}
 
 	busy := base
 	busy.Self = &Self{Up: 3*time.Minute + 30*time.Second, Lines: 1234567, LinesPerSec: 742.4, Written: 1234001,
 		Dropped: map[string]float64{"nan": 5, "unmapped": 12}, Rejected: map[string]float64{"field type conflict": 1},
-		WriteErrors: 2, QueueBytes: 12345, DiskBytes: 3 << 30, NoDelta: 1}
+		WriteErrors: 2, QueueBytes: 12345, DiskBytes: 3 << 30, NoDelta: 1,
+		Sources: 3, SourceErrors: map[string]float64{"http://localhost:4040": 40}, SourceFailing: map[string]float64{"http://localhost:4040": 6}, LostApps: 1}
 	for i := 11; i >= 1; i-- {
 		a := App{ID: fmt.Sprintf("app-20260302140000-%04d", i), Name: []string{"nightly-sales", "orders-features", "clickstream", "ml-training"}[i%4],
 			Started: since.Add(time.Duration(i) * 10 * time.Second), Status: StatusRunning, Executors: 4, Cores: 16, Busy: 5.25,

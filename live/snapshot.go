@@ -99,4 +99,12 @@ type Self struct {
 	// NoDelta counts counters' first samples that got no delta because
 	// they came within the first-sample grace after sparkpulse started.
 	NoDelta float64
+	// The Spark REST sources: how many are polled, each one's failed
+	// polls (by source, as configured; totals), those of the last minute
+	// (set by the Querier, nil until it has two reads), and the
+	// applications lost by their source, waiting for another.
+	Sources       float64
+	SourceErrors  map[string]float64
+	SourceFailing map[string]float64
+	LostApps      float64
 }

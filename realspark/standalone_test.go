@@ -135,7 +135,7 @@ func runStandalone(t *testing.T, version string) {
   database = %q
 `, ui, r.hs, db))
 	tee := startTee(t, sp.graphite(t, 0), nil)
-	c := sinkConf(tee.port())
+	c := sinkConf(t, tee.port())
 	for k, v := range map[string]string{
 		"spark.driver.host":               "127.0.0.1",
 		"spark.driver.bindAddress":        "127.0.0.1",

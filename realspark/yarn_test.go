@@ -5,7 +5,9 @@ import (
 	"fmt"
 	"math"
 	"net"
+	"os"
 	"path/filepath"
+	"regexp"
 	"slices"
 	"sort"
 	"strconv"
@@ -94,21 +96,64 @@ func yarnSettings(sparkJars string, shufflePort int) map[string]string {
 // workers' memory are the same.
 const quickJVM = "-XX:TieredStopAtLevel=1"
 
-// sinkConf are the GraphiteSink settings README.md recommends, at a 1 s
-// period, to port.
-func sinkConf(port string) map[string]string {
-	return map[string]string{
-		"spark.metrics.conf.*.sink.graphite.class":  "org.apache.spark.metrics.sink.GraphiteSink",
-		"spark.metrics.conf.*.sink.graphite.host":   "127.0.0.1",
-		"spark.metrics.conf.*.sink.graphite.port":   port,
+// sinkConf is the README's Spark settings ("Spark in 5 minutes"), read
+// from it, so that every real Spark of the suite runs as the README tells
+// users to run theirs: the sink at 127.0.0.1:port, and every 1 s instead
+// of 10 s (executor metrics polled every 1 s too) for the tests' speed.
+func sinkConf(t *testing.T, port string) map[string]string {
+	t.Helper()
+	c := readmeSparkConf(t)
+	for k, v := range map[string]string{
+		"spark.metrics.conf.*.sink.graphite.host": "127.0.0.1",
+		"spark.metrics.conf.*.sink.graphite.port": port,
+		// The period, and ExecutorMetrics polled at this interval instead
+		// of at each heartbeat: short-lived Python workers are seen.
 		"spark.metrics.conf.*.sink.graphite.period": "1",
-		"spark.metrics.conf.*.sink.graphite.unit":   "seconds",
+		"spark.executor.metrics.pollingInterval":    "1s",
+	} {
+		if _, ok := c[k]; !ok {
+			t.Fatalf("the README's Spark settings have no %s", k)
+		}
+		c[k] = v
+	}
+	return c
+}
+
+// readmeSparkConf is every --conf of the README's spark-submit example.
+func readmeSparkConf(t *testing.T) map[string]string {
+	t.Helper()
+	b, err := os.ReadFile(filepath.Join(repoRoot, "README.md"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	_, block, ok := strings.Cut(string(b), "```sh\nspark-submit \\\n")
+	block, _, _ = strings.Cut(block, "```")
+	c := map[string]string{}
+	for _, m := range readmeConf.FindAllStringSubmatch(block, -1) {
+		c[m[1]] = m[2]
+	}
+	if !ok || len(c) < 9 {
+		t.Fatalf("the README's spark-submit example: %d settings read", len(c))
+	}
+	return c
+}
+
+var readmeConf = regexp.MustCompile(`--conf "([^="]+)=([^"]*)"`)
+
+// The README's settings are read whole, without Spark: the sink, the JVM
+// source, and the three Spark settings, the test's overrides applied.
+func TestReadmeSparkConf(t *testing.T) {
+	c := sinkConf(t, "2999")
+	for k, v := range map[string]string{
+		"spark.metrics.conf.*.sink.graphite.class":  "org.apache.spark.metrics.sink.GraphiteSink",
+		"spark.metrics.conf.*.sink.graphite.port":   "2999",
 		"spark.metrics.conf.*.source.jvm.class":     "org.apache.spark.metrics.source.JvmSource",
 		"spark.metrics.appStatusSource.enabled":     "true",
 		"spark.executor.processTreeMetrics.enabled": "true",
-		// ExecutorMetrics gauges are polled at this interval instead of
-		// at each heartbeat (10 s): short-lived Python workers are seen.
-		"spark.executor.metrics.pollingInterval": "1s",
+	} {
+		if c[k] != v {
+			t.Errorf("%s = %q, want %q", k, c[k], v)
+		}
 	}
 }
 
@@ -188,7 +233,7 @@ func runYARN(t *testing.T, version string) {
 
 	hsURL, _ := strings.CutPrefix(r.hs, "http://")
 	conf := func(extra map[string]string) map[string]string {
-		c := sinkConf(tee.port())
+		c := sinkConf(t, tee.port())
 		for k, v := range map[string]string{
 			"spark.driver.host":            "127.0.0.1",
 			"spark.driver.bindAddress":     "127.0.0.1",

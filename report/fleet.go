@@ -59,7 +59,14 @@ type RunningApp struct {
 	GiBHours      float64  `json:"gib_hours"`
 	SlotOccupancy *float64 `json:"slot_occupancy"` // over the range; nil: unknown
 	CPU           *float64 `json:"cpu_utilisation"`
+	// LastEstimate is when its latest estimate was written.
+	LastEstimate time.Time `json:"last_estimate"`
 }
+
+// staleAfter is how long a running application may go without a new
+// estimate (one every 5 minutes at the default interval) before it is
+// no longer taken to run: sparkpulse stopped, or no source shows it.
+const staleAfter = 30 * time.Minute
 
 // Fleet is `report --fleet`: the applications, most idle core-hours
 // first, and their totals.
@@ -72,6 +79,9 @@ type Fleet struct {
 	// long job) with an estimate in the range: what they held and ran in
 	// it, the difference of their cumulative estimates.
 	Running []RunningApp `json:"running"`
+	// Unknown are the applications with an estimate in the range, no end,
+	// and no estimate for staleAfter: how they ended is not known.
+	Unknown []RunningApp `json:"unknown"`
 	Totals  struct {
 		Applications    int     `json:"applications"`
 		CoreHours       float64 `json:"core_hours"`
@@ -228,12 +238,20 @@ func ReadFleet(ctx context.Context, fq FleetQuery) (Fleet, error) {
 		return Fleet{}, fmt.Errorf("reading the accounting (%s) from database %q at %s: %w%s",
 			annotate.MeasurementUsage, db, influx.RedactURL(fq.Influx.WithDefaults().URL), err, hint)
 	}
-	r := Fleet{Since: since.String(), SinceText: fq.SinceText, Database: db, Applications: []FleetApp{}, Running: []RunningApp{}}
+	r := Fleet{Since: since.String(), SinceText: fq.SinceText, Database: db, Applications: []FleetApp{}, Running: []RunningApp{}, Unknown: []RunningApp{}}
 	for _, s := range series {
 		r.Applications = appendFleetApps(r.Applications, s)
 	}
-	if r.Running, err = readRunning(ctx, reader, db, since, r.Applications); err != nil {
+	running, err := readRunning(ctx, reader, db, since, r.Applications)
+	if err != nil {
 		return Fleet{}, err
+	}
+	for _, a := range running {
+		if time.Since(a.LastEstimate) > staleAfter {
+			r.Unknown = append(r.Unknown, a)
+		} else {
+			r.Running = append(r.Running, a)
+		}
 	}
 	r.rank()
 	return r, nil
@@ -282,6 +300,23 @@ func readRunning(ctx context.Context, reader *influx.Querier, db string, since t
 	if err != nil {
 		return nil, err
 	}
+	// When each latest estimate was written: a lone selector returns its
+	// point's time (several return the range's start).
+	q := fmt.Sprintf(`SELECT last(%s) FROM %s WHERE %s = 'estimate' AND time >= now() - %dm GROUP BY %s`,
+		influx.QuoteIdent(annotate.UsageExecutorCoreSeconds), influx.QuoteIdent(annotate.MeasurementUsage), influx.QuoteIdent(annotate.FieldFact),
+		mins, influx.QuoteIdent(annotate.TagApplicationID))
+	series, err := reader.Query(ctx, db, q)
+	if err != nil {
+		return nil, fmt.Errorf("reading when the running applications' estimates were written, from database %q: %w", db, err)
+	}
+	written := map[string]time.Time{}
+	for _, s := range series {
+		if len(s.Values) > 0 && len(s.Values[0]) > 0 {
+			if ts, ok := s.Values[0][0].(string); ok {
+				written[s.Tags[annotate.TagApplicationID]], _ = time.Parse(time.RFC3339Nano, ts)
+			}
+		}
+	}
 	before, err := read(fmt.Sprintf("time >= now() - %dm AND time < now() - %dm", mins+60, mins))
 	if err != nil {
 		return nil, err
@@ -303,7 +338,8 @@ func readRunning(ctx context.Context, reader *influx.Querier, db string, since t
 		}
 		str := func(k string) string { v, _ := row[k].(string); return v }
 		a := RunningApp{Application: cmp.Or(str(annotate.FieldAppID), key), Name: str(annotate.TagAppName), User: str(annotate.TagUser),
-			CoreHours: diff(annotate.UsageExecutorCoreSeconds) / 3600, GiBHours: diff(annotate.UsageExecutorMemoryByteSeconds) / gibHour}
+			CoreHours: diff(annotate.UsageExecutorCoreSeconds) / 3600, GiBHours: diff(annotate.UsageExecutorMemoryByteSeconds) / gibHour,
+			LastEstimate: written[key]}
 		if held := diff(annotate.UsageExecutorCoreSeconds); held > 0 {
 			if _, ok := influx.Number(row[annotate.UsageBusySlotSeconds]); ok {
 				v := diff(annotate.UsageBusySlotSeconds) / held
@@ -354,6 +390,7 @@ func printFleet(w io.Writer, r Fleet, wide bool) {
 	}
 	fmt.Fprintf(w, "with every recommendation applied: %s, %s\n", change(t.SavingCoreHours, cores, "core-hours"), change(t.SavingGiBHours, gib, "GiB-hours"))
 	printRunning(w, r)
+	printUnknown(w, r)
 	printed := false
 	for _, a := range r.Applications {
 		if a.Recommended == "" {
@@ -383,6 +420,20 @@ func printRunning(w io.Writer, r Fleet) {
 	}
 	tw.Flush()
 	fmt.Fprintf(w, "\nrunning: %s held %s core-hours, %s GiB-hours in the range (not in the totals above)\n", human.Count(len(r.Running), "application"), hoursOf(cores), hoursOf(gib))
+}
+
+// printUnknown lists the applications whose estimates stopped with no
+// end: sparkpulse was stopped while they ran, or lost them with no
+// source to close them out.
+func printUnknown(w io.Writer, r Fleet) {
+	if len(r.Unknown) == 0 {
+		return
+	}
+	fmt.Fprintf(w, "\nended, how unknown: %s with no end and no estimate for over %.0f minutes\n(sparkpulse was stopped while they ran, or no source showed their end):\n",
+		human.Count(len(r.Unknown), "application"), staleAfter.Minutes())
+	for _, a := range r.Unknown {
+		fmt.Fprintf(w, "  %s %s, last estimate %s\n", a.Application, cut(a.Name, fleetNameWidth), a.LastEstimate.UTC().Format("2006-01-02 15:04 UTC"))
+	}
 }
 
 // printFleetNarrow is the table without --wide: what a person ranks by,

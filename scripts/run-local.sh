@@ -154,7 +154,9 @@ if [ "$wait_s" -gt 0 ]; then
   sleep_pid=""
 fi
 
-bin/sparkpulse watch "${flags[@]}" --interval 2s \
+# --since 0s: this run's applications only; an earlier run's, left running
+# when it stopped, are in .run/influxdb too.
+bin/sparkpulse watch "${flags[@]}" --interval 2s --since 0s \
   --note "next: bin/sparkpulse report --config .run/sparkpulse.toml --fleet     (ended applications, advice)" \
   --note "      bin/sparkpulse report --config .run/sparkpulse.toml APP_ID    (one application, why)" \
   --note "      InfluxDB $influx_url, database $db · logs in .run/ · dashboards: docs/dashboards.md" \

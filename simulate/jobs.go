@@ -22,7 +22,9 @@ var queries = []string{
 // application in a sparkui model: a job of two stages runs for a few
 // periods, then the application idles a little before the next one; one
 // job in fifteen fails in its second stage. Its executors report more
-// finished tasks while a stage runs.
+// finished tasks while a stage runs. From lastJob on it starts no job, so
+// that it ends idle, as most applications do: its last job decides its
+// outcome.
 type timeline struct {
 	app    string
 	att    *sparkui.Attempt
@@ -35,8 +37,13 @@ type timeline struct {
 	cur       int       // index of the running stage
 	stageEnd  time.Time // when it ends
 	idleUntil time.Time
+	lastJob   time.Time // no job starts from then on; zero: jobs until the end
 	nextStage int
 }
+
+// jobPeriods bounds a job's length in periods: two stages of at most
+// three, and a step to see each end.
+const jobPeriods = 8
 
 func newTimeline(app, name string, start time.Time, period time.Duration, rng *rand.Rand, m *sparkui.Model) *timeline {
 	att := &sparkui.Attempt{Start: start, User: "spark", SparkVersion: "3.5.3", Properties: map[string]string{
@@ -54,7 +61,7 @@ func (tl *timeline) busy() bool { return tl.job != nil }
 // step advances the application to now. The model must be locked.
 func (tl *timeline) step(now time.Time) {
 	if tl.job == nil {
-		if now.Before(tl.idleUntil) {
+		if now.Before(tl.idleUntil) || (!tl.lastJob.IsZero() && !now.Before(tl.lastJob) && len(tl.att.Jobs) > 0) {
 			return
 		}
 		tl.startJob(now)

@@ -64,6 +64,9 @@ type Config struct {
 	// AppLifetime, when set, ends each application after it and starts a
 	// new one (a new application id) in its place; the first ones end
 	// spread over the first lifetime, so applications come and go evenly.
+	// Four in five start no job in their last few periods and succeed
+	// (unless that job was one of the failing ones); the fifth is stopped
+	// in the middle of a job and fails.
 	AppLifetime time.Duration
 	// ExecutorLifetime, when set, replaces each executor after it by a
 	// new one with the next executor id, as dynamic allocation does.
@@ -135,6 +138,11 @@ func (c *Cluster) startApp(m *sparkui.Model, now, ends time.Time) {
 	seed := func(n int) *rand.Rand { return rand.New(rand.NewPCG(c.cfg.Seed, uint64(a*10_000+n))) }
 	tl := newTimeline(ns, appNames[a%len(appNames)], now, c.cfg.Period, rand.New(rand.NewPCG(c.cfg.Seed, uint64(a+1))), m)
 	ap := &app{index: a, tl: tl, ends: ends, nextID: 1}
+	if !ends.IsZero() && a%5 != 4 {
+		// Four in five end after their last job; the fifth's driver is
+		// stopped in the middle of one, which fails it.
+		tl.lastJob = ends.Add(-jobPeriods * c.cfg.Period)
+	}
 	metricsNS := ns
 	if slices.Contains(c.cfg.ByName, a) {
 		metricsNS = tl.att.Properties["spark.app.name"]

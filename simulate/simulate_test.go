@@ -7,6 +7,7 @@ import (
 	"io"
 	"math/rand/v2"
 	"net"
+	"slices"
 	"strconv"
 	"strings"
 	"sync"
@@ -230,17 +231,32 @@ func TestChurn(t *testing.T) {
 	if maxExec < 6 {
 		t.Errorf("executor ids up to %d: executors were not replaced", maxExec)
 	}
-	var ended int
+	// Most end after their last job, which decides how they went; the
+	// fifth in five is stopped in the middle of one.
+	var ended, succeeded, stopped int
 	c.UI.Update(func(m *sparkui.Model) {
 		for _, a := range m.Apps {
-			if !a.Attempts[0].End.IsZero() {
-				ended++
+			att := a.Attempts[0]
+			if att.End.IsZero() {
+				continue
+			}
+			ended++
+			last := att.Jobs[len(att.Jobs)-1]
+			switch {
+			case last.Status == sparkui.JobSucceeded:
+				succeeded++
+			case slices.ContainsFunc(att.Stages, func(s *sparkui.Stage) bool { return strings.Contains(s.FailureReason, "SparkContext was shut down") }):
+				stopped++
 			}
 		}
 	})
 	if ended != len(apps)-3 {
 		t.Errorf("%d applications ended in the REST model, want %d", ended, len(apps)-3)
 	}
+	if succeeded < ended*2/3 || stopped == 0 {
+		t.Errorf("of %d applications ended, %d succeeded and %d were stopped in a job: want most to succeed and some stopped", ended, succeeded, stopped)
+	}
+	t.Logf("%d applications ended: %d succeeded, %d stopped in a job", ended, succeeded, stopped)
 }
 
 // With UDP every line is a datagram of its own.

@@ -12,6 +12,7 @@ import (
 	"github.com/spf13/pflag"
 
 	"github.com/sparkpulse/sparkpulse/influx"
+	"github.com/sparkpulse/sparkpulse/live"
 	"github.com/sparkpulse/sparkpulse/simulate"
 )
 
@@ -363,7 +364,7 @@ func cmdReport(ctx context.Context, args []string, getenv func(string) string, s
 func newWatchCmd(getenv func(string) string) *cobra.Command {
 	var o flagOverrides
 	var adminURL string
-	var interval time.Duration
+	var interval, since time.Duration
 	var notes []string
 	cmd := &cobra.Command{
 		Use:   "watch",
@@ -376,6 +377,9 @@ and what InfluxDB holds, found as report finds it.`,
 			if interval <= 0 {
 				return fmt.Errorf("%w: --interval %s: must be positive", errUsage, formatDuration(interval))
 			}
+			if since < 0 {
+				return fmt.Errorf("%w: --since %s: must not be negative", errUsage, formatDuration(since))
+			}
 			plan, err := loadPlan(&o, getenv)
 			if err != nil {
 				return err
@@ -387,13 +391,14 @@ and what InfluxDB holds, found as report finds it.`,
 			if u, err = normalizeAdminURL(u); err != nil {
 				return err
 			}
-			return runWatch(cmd.Context(), watchOptions{Plan: plan, AdminURL: u, Interval: interval, Notes: notes}, cmd.OutOrStdout())
+			return runWatch(cmd.Context(), watchOptions{Plan: plan, AdminURL: u, Interval: interval, Since: since, Notes: notes}, cmd.OutOrStdout())
 		},
 	}
 	addConfigFlag(cmd, &o)
 	addInfluxFlags(cmd, &o)
 	cmd.Flags().StringVar(&adminURL, "admin-url", "", "sparkpulse's admin endpoint `URL` (default: from [admin] bind-address or "+envAdminBind+", 0.0.0.0 read as 127.0.0.1)")
 	cmd.Flags().Var(newDurationFlag(&interval, 2*time.Second), "interval", "redraw period")
+	cmd.Flags().Var(newDurationFlag(&since, live.DefaultSince), "since", "show what is dated from this long before the view starts: applications started, and ended with their accounting (0s: from the start)")
 	cmd.Flags().StringArrayVar(&notes, "note", nil, "a `LINE` at the foot of every frame, in place of where the dashboards are (repeatable; make run lists its next commands)")
 	return cmd
 }

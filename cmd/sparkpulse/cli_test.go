@@ -45,7 +45,7 @@ func TestCLIHelp(t *testing.T) {
 		{[]string{"run", "-h"}, []string{"sparkpulse run [flags]"}},
 		{[]string{"check", "--help"}, []string{"--influxdb-url", "--create-database"}},
 		{[]string{"report", "--help"}, []string{"--fleet", "--since", "--influxdb-url", "--influxdb-org", "--database", "--bucket", "--url"}},
-		{[]string{"watch", "--help"}, []string{"--admin-url", "--interval", "--note", "--influxdb-url", "--database"}},
+		{[]string{"watch", "--help"}, []string{"--admin-url", "--interval", "--since", "--note", "--influxdb-url", "--database"}},
 		{[]string{"health", "--help"}, []string{"--admin-url", "/healthz"}},
 		{[]string{"parse", "--help"}, []string{"--block", "--new-series"}},
 		{[]string{"simulate", "--help"}, []string{"--period duration", "--app-lifetime"}},
@@ -172,8 +172,8 @@ func TestReportFleetFlags(t *testing.T) {
 		t.Fatal(err)
 	}
 	// The ended applications, then the running ones' estimates: in the
-	// range and in the hour before it.
-	if len(f.forms) != 3 {
+	// range, when each was last written, and in the hour before it.
+	if len(f.forms) != 4 {
 		t.Fatalf("%d queries", len(f.forms))
 	}
 	if db, q := f.forms[0].Get("db"), f.forms[0].Get("q"); db != "prod" || !strings.Contains(q, fmt.Sprintf("now() - %dm", 17*24*60)) {
@@ -193,7 +193,7 @@ func TestReportFleetFlags(t *testing.T) {
 	if err := run(context.Background(), []string{"report", "--fleet", "--since", "1w"}, env, nil, &out, io.Discard); err != nil {
 		t.Fatal(err)
 	}
-	if db := f.forms[3].Get("db"); db != "fromenv" {
+	if db := f.forms[4].Get("db"); db != "fromenv" {
 		t.Errorf("db %q, want the one from SPARKPULSE_GRAPHITE_1_DATABASE", db)
 	}
 	if !strings.Contains(out.String(), "0 applications ended in the last 7d (database fromenv)") {

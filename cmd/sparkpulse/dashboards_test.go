@@ -140,9 +140,12 @@ func docExamples(t *testing.T) []docExample {
 		if err != nil {
 			t.Fatal(err)
 		}
-		for _, block := range strings.Split(string(b), "```sql\n")[1:] {
+		for n, block := range strings.Split(string(b), "```sql\n")[1:] {
 			block, _, _ = strings.Cut(block, "```")
 			sc := spark.DefaultSchema
+			// Each schema's statements of the block: with Grafana's
+			// variables, and as pasted (none).
+			forms := map[spark.Schema][2]int{}
 			for _, line := range strings.Split(block, "\n") {
 				line = strings.TrimSpace(line)
 				if c, ok := strings.CutPrefix(line, "--"); ok {
@@ -155,6 +158,18 @@ func docExamples(t *testing.T) []docExample {
 				}
 				if line != "" {
 					out = append(out, docExample{strings.TrimPrefix(f, "../../"), line, sc})
+					c := forms[sc]
+					if strings.Contains(line, "$") {
+						c[0]++
+					} else {
+						c[1]++
+					}
+					forms[sc] = c
+				}
+			}
+			for sc, c := range forms {
+				if c[0] > 0 && c[1] == 0 {
+					t.Errorf("%s: sql block %d, schema %s: %d statements with Grafana's variables and none to paste as is", f, n+1, sc, c[0])
 				}
 			}
 		}
@@ -179,7 +194,20 @@ func runExamples(t *testing.T, srv *influxtest.Server, db string, sc spark.Schem
 		}
 		ran++
 		res, err := srv.TryQuery(db, text)
-		if err != nil || !grafanatest.HasData(res, false) {
+		ok := grafanatest.HasData(res, false)
+		if strings.HasPrefix(text, "SHOW MEASUREMENTS") {
+			// Names only; the one example lists Spark's alone, without
+			// sparkpulse's own (schema.md).
+			ok = len(res) == 1 && len(res[0].Values) > 0
+			for _, row := range res[0:min(len(res), 1)] {
+				for _, v := range row.Values {
+					if name, _ := v[0].(string); strings.HasPrefix(name, "sparkpulse_") {
+						t.Errorf("%s example %q lists %s", ex.file, text, name)
+					}
+				}
+			}
+		}
+		if err != nil || !ok {
 			t.Errorf("%s example of the %s schema %q: %v, %d series", ex.file, sc, text, err, len(res))
 		}
 	}

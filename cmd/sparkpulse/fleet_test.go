@@ -363,7 +363,8 @@ func reconcileSparkEventLogs(t *testing.T, srv *influxtest.Server, shs, db, sett
 // in the range: the difference of their cumulative estimates, the last
 // before the range taken from the hour before it. One that ended in the
 // range is in the ended table only; one that started in the range counts
-// from nothing.
+// from nothing. One with no estimate for 30 minutes and no end is not
+// taken to run: how it ended is unknown (sparkpulse was stopped).
 func TestFleetRunning(t *testing.T) {
 	srv := influxtest.Start(t)
 	srv.Exec(t, `CREATE DATABASE "spark"`)
@@ -379,6 +380,8 @@ func TestFleetRunning(t *testing.T) {
 		est("app-new", 20*time.Minute, "estimate", 720, 72),
 		est("app-ended", 40*time.Minute, "estimate", 100, 50),
 		est("app-ended", 10*time.Minute, "end", 300, 150),
+		est("app-ghost", 50*time.Minute, "estimate", 200, 20),
+		est("app-ghost", 31*time.Minute, "estimate", 400, 40),
 	} {
 		writeLine(t, srv, "spark", l)
 	}
@@ -391,8 +394,11 @@ func TestFleetRunning(t *testing.T) {
 	if err := json.Unmarshal([]byte(out.String()), &r); err != nil {
 		t.Fatal(err)
 	}
-	if len(r.Applications) != 1 || r.Applications[0].Application != "app-ended" || len(r.Running) != 2 {
-		t.Fatalf("ended %+v, running %+v", r.Applications, r.Running)
+	if len(r.Applications) != 1 || r.Applications[0].Application != "app-ended" || len(r.Running) != 2 || len(r.Unknown) != 1 {
+		t.Fatalf("ended %+v, running %+v, unknown %+v", r.Applications, r.Running, r.Unknown)
+	}
+	if g := r.Unknown[0]; g.Application != "app-ghost" || g.LastEstimate.Sub(now.Add(-31*time.Minute)).Abs() > time.Millisecond {
+		t.Errorf("unknown: %+v, want app-ghost last estimated 31 minutes ago", g)
 	}
 	// app-new: 720 core-seconds from nothing, its tasks 10 % busy.
 	// app-streaming: 6100 − 1000 core-seconds, (3800 − 500) / 5100 busy.
@@ -406,7 +412,8 @@ func TestFleetRunning(t *testing.T) {
 	if err := cmdReport(context.Background(), []string{"--config", cfg, "--fleet", "--since", "1h"}, noEnv, &out, &errOut); err != nil {
 		t.Fatal(err)
 	}
-	if !strings.Contains(out.String(), "running: 2 applications held 1.6 core-hours") {
+	if !strings.Contains(out.String(), "running: 2 applications held 1.6 core-hours") ||
+		!strings.Contains(out.String(), "ended, how unknown: 1 application with no end") || !strings.Contains(out.String(), "  app-ghost stream, last estimate ") {
 		t.Errorf("report --fleet:\n%s", out.String())
 	}
 }

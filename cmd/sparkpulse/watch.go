@@ -17,13 +17,14 @@ type watchOptions struct {
 	Plan     *Plan         // InfluxDB URL, credentials and database, from the same flags, env and config as report
 	AdminURL string        // base URL of sparkpulse's admin endpoint (…/metrics); "" leaves its figures out
 	Interval time.Duration // redraw period
+	Since    time.Duration // data dated from this long before the view starts
 	Notes    []string      // the frame's last lines (live.Config.Notes)
 }
 
 // runWatch draws the live view until ctx ends: the applications and the
 // accounting from the databases the plan writes (the metrics to its first
 // [[graphite]] block's, the annotations to [annotate]'s), data dated from
-// the start of the view on.
+// o.Since before the view's start on.
 func runWatch(ctx context.Context, o watchOptions, stdout io.Writer) error {
 	metrics, _, _ := strings.Cut(o.Plan.defaultTarget().Bucket, "/")
 	annotations := metrics
@@ -44,5 +45,5 @@ func runWatch(ctx context.Context, o watchOptions, stdout io.Writer) error {
 		}
 	}
 	return live.Run(ctx, live.Config{Influx: o.Plan.Influx, MetricsDB: metrics, AnnotationsDB: annotations, Schemas: schemas,
-		AdminURL: admin, Interval: o.Interval, Notes: o.Notes}, stdout)
+		AdminURL: admin, Interval: o.Interval, Since: time.Now().Add(-o.Since), Notes: o.Notes}, stdout)
 }
