@@ -4,6 +4,8 @@ import (
 	"context"
 	"fmt"
 	"path/filepath"
+	"slices"
+	"strconv"
 	"strings"
 	"testing"
 
@@ -92,8 +94,9 @@ func accountWith(t *testing.T, m *sparkui.Model, stream map[string]ProcessTotals
 	return sink
 }
 
-// While an application runs, every usageEstimateEvery-th sync writes the
-// figures so far: the running stage counts up to the read.
+// While an application runs, its first sync and then every
+// usageEstimateEvery intervals write the figures so far: the running stage
+// counts up to the read.
 func TestUsageFiguresEstimate(t *testing.T) {
 	m := liveApp(scriptApp, "Nightly ETL", t0)
 	a := m.Apps[0].Attempts[0]
@@ -107,20 +110,47 @@ func TestUsageFiguresEstimate(t *testing.T) {
 	stream := &fakeStream{dated: []datedTotals{{at(100), map[string]ProcessTotals{"1": {Sums: map[string]float64{"cpuTime.count": 100e9, "runTime.count": 290_000}}}}}}
 	sink := newMemSink()
 	p := newPoller(t, Config{Sources: []string{serve(t, srv)}, Sink: sink, Now: clk.Now, Stream: stream})
-	for i := range usageEstimateEvery - 1 {
+	for i := range usageEstimateEvery + 2 {
 		clk.Set(at(10 * float64(i+1)))
 		p.PollOnce(context.Background())
 	}
-	// Read at the first sync and the 29th, 290 s (syncs%usageEstimateEvery ==
-	// usageEstimateEvery-1): executor 1 held 4 cores × 290 s = 1160
-	// core-seconds, its tasks ran 290 s: 25 %. Stage 0 has run since
-	// 100 s: 100 s with no stage.
+	// Read at the first sync, 10 s, and 300 s later: executor 1 held 4
+	// cores × 310 s = 1240 core-seconds, its tasks ran 290 s: 23.4 %.
+	// Stage 0 has run since 100 s: 100 s with no stage.
 	// The first sync's estimate, at 10 s: no report yet, no stage yet;
 	// 4 cores held at both.
 	equalLines(t, "estimate", sink.stored(MeasurementUsage, func(p point) string { return figuresRow(p) + fmt.Sprintf(" held=%v", p.fields["cores_held"]) }), []string{
 		fmt.Sprintf(`%d estimate occupancy=<nil> driver_only=10000 failed_attempts=0 lost=<nil> outcome=running reason="the attempt has not completed" held=4`, ms(at(10))*1_000_000+1),
-		fmt.Sprintf(`%d estimate occupancy=0.2500 driver_only=100000 failed_attempts=0 lost=<nil> outcome=running reason="the attempt has not completed" held=4`, ms(at(290))*1_000_000+1),
+		fmt.Sprintf(`%d estimate occupancy=0.2339 driver_only=100000 failed_attempts=0 lost=<nil> outcome=running reason="the attempt has not completed" held=4`, ms(at(310))*1_000_000+1),
 	})
+}
+
+// An idle application on a History Server (its event log unchanged, so
+// not read again) still gets an estimate every usageEstimateEvery
+// intervals, no more: it runs, and holds its executors.
+func TestUsageEstimateIdleOnHistoryServer(t *testing.T) {
+	m := liveApp(scriptApp, "notebook", t0)
+	a := m.Apps[0].Attempts[0]
+	a.Updated = at(5) // the event log, last written at 5 s
+	a.Properties = map[string]string{"spark.executor.memory": "4g", "spark.executor.cores": "4"}
+	a.Executors = []*sparkui.Executor{{ID: "driver", HostPort: "10.0.0.1:40000", Added: at(0)}, {ID: "1", HostPort: "node-1:40001", Cores: 4, Added: at(0)}}
+	srv := sparkui.NewServer(sparkui.HistoryServer, m)
+	clk := &clock{now: at(10)}
+	srv.SetNow(clk.Now)
+	sink := newMemSink()
+	p := newPoller(t, Config{Sources: []string{serve(t, srv)}, Sink: sink, Now: clk.Now, Stream: &fakeStream{}})
+	for i := range 2*usageEstimateEvery + 1 {
+		clk.Set(at(10 * float64(i+1)))
+		p.PollOnce(context.Background())
+	}
+	var times []int64
+	for _, l := range sink.stored(MeasurementUsage, func(p point) string { return fmt.Sprint(p.ns / 1_000_000) }) {
+		n, _ := strconv.ParseInt(l, 10, 64)
+		times = append(times, n)
+	}
+	if want := []int64{ms(at(10)), ms(at(310)), ms(at(610))}; !slices.Equal(times, want) {
+		t.Errorf("estimates at %v ms, want %v", times, want)
+	}
 }
 
 // An application lost while it ran, with no History Server to show its

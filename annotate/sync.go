@@ -104,6 +104,7 @@ type appState struct {
 	streamErr    string                   // why the accounting went without the stream
 	stream       map[string]ProcessTotals // the stream's totals, once accounted
 	estimate     *usageRead               // a running estimate's read: written, then cleared
+	estimatedAt  time.Time                // when the last estimate was read
 	acc          map[string]ProcessTotals // the running estimates' stream up to accTo, read once (estimateStream)
 	accTo        time.Time
 	stageTotals  *accounting.StageTotals // over every stage attempt, from the full read after the end

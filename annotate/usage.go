@@ -28,9 +28,12 @@ import (
 //     CPU and run time, GC time, input, shuffle read and write — and the
 //     executors whose reports fell short.
 //
-// While it runs, at its first sync and every usageEstimateEvery syncs, a
-// spark_app_usage point (fact estimate) at the time of the read says what
-// it has used so far, and the cores it holds then.
+// While it runs, at its first sync and then every usageEstimateEvery
+// intervals (5 minutes at the default 10 s), a spark_app_usage point (fact
+// estimate) at the time of the read says what it has used so far, and the
+// cores it holds then. By time, not by syncs: an idle application on a
+// History Server (its event log unchanged) is not read again, yet runs,
+// and report --fleet takes one with no estimate for 30 minutes as ended.
 // Without a Stream, the usage has no CPU or mean memory and there is no
 // reconciliation.
 
@@ -72,10 +75,10 @@ func (p *Poller) readStream(ctx context.Context, app string, from, to time.Time)
 	return out, nil
 }
 
-const usageEstimateEvery = 30 // syncs: five minutes at the 10 s interval
+const usageEstimateEvery = 30 // intervals: five minutes at the 10 s interval
 
 // account reads the stream for a completed attempt once its delay has
-// passed, and for a running one every usageEstimateEvery syncs.
+// passed, and for a running one every usageEstimateEvery intervals.
 func (p *Poller) account(ctx context.Context, st *appState, now time.Time) {
 	switch {
 	case st.completed && !st.accounted:
@@ -122,7 +125,9 @@ func (p *Poller) account(ctx context.Context, st *appState, now time.Time) {
 				st.yarnHeld = a
 			}
 		}
-	case !st.completed && p.cfg.Stream != nil && (st.syncs == 1 || st.syncs%usageEstimateEvery == usageEstimateEvery-1) && st.properties != nil && st.ambiguous() == "":
+	case !st.completed && p.cfg.Stream != nil && (st.estimatedAt.IsZero() || now.Sub(st.estimatedAt) >= usageEstimateEvery*p.cfg.Interval) &&
+		st.properties != nil && st.ambiguous() == "":
+		st.estimatedAt = now
 		if totals, err := p.estimateStream(ctx, st, now); err == nil {
 			st.estimate = &usageRead{at: now, stream: totals}
 		}
