@@ -548,8 +548,9 @@ func pruneMap[K comparable, V any](m map[K]V, done func(V) bool, order func(K) i
 
 // syncExecutors reads the driver and executors, removed ones included: in
 // full, at every sync until the first executor is listed (the first read
-// comes as the driver starts, before any registers), then every
-// executorsEvery syncs. Executors Spark no longer lists are kept; an
+// comes as the driver starts, before any registers; in local mode, where
+// the driver is the only one, its one-entry list at every sync), then
+// every executorsEvery syncs. Executors Spark no longer lists are kept; an
 // application's executors are bounded by what it ran.
 func (p *Poller) syncExecutors(ctx context.Context, st *appState, full bool) error {
 	if !full && (st.executorsAbsent || (st.syncs%executorsEvery != 0 && st.hasExecutor())) {
