@@ -6,6 +6,7 @@ import (
 	"io"
 	"net"
 	"net/http"
+	"net/netip"
 	"slices"
 	"strings"
 	"sync/atomic"
@@ -594,6 +595,37 @@ func TestLostApplicationClosedOut(t *testing.T) {
 		fmt.Sprintf("%d app %s Nightly ETL RUNNING end=<nil> dur=<nil>", factNs(0, 0, phaseStart), scriptApp),
 		fmt.Sprintf("%d app %s Nightly ETL UNKNOWN end=%d dur=30000", factNs(0, 0, phaseLost), scriptApp, ms(at(30))),
 	})
+}
+
+// PeerVersion moves when a read changes where Spark lists a process, and
+// only then: check-peer connections ask again after it moved.
+func TestPeerVersion(t *testing.T) {
+	s := newScript(sparkui.LiveUI)
+	s.srv.Update(func(m *sparkui.Model) {
+		m.Apps[0].Attempts[0].Executors = []*sparkui.Executor{{ID: "driver", HostPort: "10.0.0.1:40000", Added: at(0)}}
+	})
+	p := newPoller(t, Config{Sources: []string{serve(t, s.srv)}, Sink: newMemSink(), Now: s.clk.Now})
+	peer := netip.MustParseAddr("10.0.0.9")
+	p.PollOnce(context.Background())
+	v1 := p.PeerVersion()
+	if v1 == 0 || p.PeerAllowed(scriptApp, "driver", peer) || !p.PeerAllowed(scriptApp, "1", peer) {
+		t.Fatalf("after the driver was listed: version %d, driver from %s allowed %v, executor 1 (not listed) %v",
+			v1, peer, p.PeerAllowed(scriptApp, "driver", peer), p.PeerAllowed(scriptApp, "1", peer))
+	}
+	s.clk.Set(at(40))
+	p.PollOnce(context.Background())
+	if v := p.PeerVersion(); v != v1 {
+		t.Errorf("nothing moved, version %d → %d", v1, v)
+	}
+	s.srv.Update(func(m *sparkui.Model) {
+		a := m.Apps[0].Attempts[0]
+		a.Executors = append(a.Executors, &sparkui.Executor{ID: "1", HostPort: "10.0.0.2:40001", Cores: 4, Added: at(45)})
+	})
+	s.clk.Set(at(50))
+	p.PollOnce(context.Background())
+	if v := p.PeerVersion(); v == v1 || p.PeerAllowed(scriptApp, "1", peer) {
+		t.Errorf("executor 1 listed at 10.0.0.2: version %d → %d, allowed from %s %v", v1, v, peer, p.PeerAllowed(scriptApp, "1", peer))
+	}
 }
 
 // CloseOutAfter is how long a lost application waits for another source:

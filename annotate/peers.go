@@ -5,6 +5,7 @@ import (
 	"net"
 	"net/netip"
 	"sync"
+	"sync/atomic"
 	"time"
 )
 
@@ -22,6 +23,9 @@ import (
 type addrBook struct {
 	mu   sync.RWMutex
 	apps map[string]*appAddrs
+	// version moves whenever an answer of PeerAllowed may have changed:
+	// a process listed, moved or dropped, an application forgotten.
+	version atomic.Uint64
 }
 
 type appAddrs struct {
@@ -43,16 +47,23 @@ func (b *addrBook) note(st *appState, now time.Time) {
 		b.apps[key] = a
 	}
 	a.seen = now
+	changed := false
 	for id, x := range st.executors {
 		host, _, err := net.SplitHostPort(x.HostPort)
 		if err != nil {
 			host = x.HostPort
 		}
+		old, had := a.procs[id]
 		if ip, err := netip.ParseAddr(host); err == nil {
 			a.procs[id] = ip.Unmap()
-		} else {
+			changed = changed || !had || old != ip.Unmap()
+		} else if had {
 			delete(a.procs, id)
+			changed = true
 		}
+	}
+	if changed {
+		b.version.Add(1)
 	}
 }
 
@@ -63,9 +74,15 @@ func (b *addrBook) forget(before time.Time) {
 	for k, a := range b.apps {
 		if a.seen.Before(before) {
 			delete(b.apps, k)
+			b.version.Add(1)
 		}
 	}
 }
+
+// PeerVersion moves whenever an answer of PeerAllowed may have changed,
+// so that a connection that was allowed before a process was listed is
+// asked again.
+func (p *Poller) PeerVersion() uint64 { return p.addrs.version.Load() }
 
 // PeerAllowed reports whether a TCP connection from peer may carry the
 // points of an application's process (app is the key its metrics carry):

@@ -144,10 +144,14 @@ type Config struct {
 	// PeerCheck, when set, says whether a TCP connection from peer may
 	// carry the points of an application's process (the values of the tags
 	// AppTag and "process"); a point it refuses is dropped (ReasonPeer).
-	// It is asked when a connection's (application, process) changes:
-	// Spark sends one process's report per connection, so about once per
-	// connection. Points without both tags, and UDP's, are not checked.
-	PeerCheck func(app, process string, peer netip.Addr) bool
+	// It is asked when a connection's (application, process) changes,
+	// compared as text, not by a checksum another id could share: Spark
+	// sends one process's report per connection, so about once per
+	// connection; and again when PeerVersion has moved, so that a
+	// connection allowed before its process was listed is held to the
+	// listing. Points without both tags, and UDP's, are not checked.
+	PeerCheck   func(app, process string, peer netip.Addr) bool
+	PeerVersion func() uint64 // nil: PeerCheck's answers never change
 	// JoinReports, for the built-in mapping's wide schema, also joins the
 	// points of one series and time that a block holds apart: Spark's
 	// reporter sends a report's gauges, counters, histograms, meters and
@@ -302,10 +306,11 @@ type Conn struct {
 
 	lastApp uint32 // the appChecksum of the last line's application
 	// The TCP peer (invalid for UDP), and PeerCheck's answer for the
-	// connection's last (application, process), by their checksums.
+	// connection's last (application, process) at PeerVersion peerAt.
 	peer     netip.Addr
-	peerApp  uint32
+	peerApp  string
 	peerProc string
+	peerAt   uint64
 	peerOK   bool
 	apps     int    // OnApp calls in this block
 	meas     []byte // scratch for a measurement rewritten by backslashes
@@ -449,9 +454,13 @@ func (c *Conn) encode(line []byte) (Reason, string) {
 		return s.reason, s.text
 	}
 	if c.peer.IsValid() && s.text[len(s.text)-1] != 0 {
-		if proc := s.process(); s.appSum != c.peerApp || proc != c.peerProc {
-			c.peerApp, c.peerProc = s.appSum, proc
-			c.peerOK = c.relay.cfg.PeerCheck(s.app(), proc, c.peer)
+		var at uint64
+		if v := c.relay.cfg.PeerVersion; v != nil {
+			at = v()
+		}
+		if app, proc := s.app(), s.process(); app != c.peerApp || proc != c.peerProc || at != c.peerAt {
+			c.peerApp, c.peerProc, c.peerAt = app, proc, at
+			c.peerOK = c.relay.cfg.PeerCheck(app, proc, c.peer)
 		}
 		if !c.peerOK {
 			return ReasonPeer, ""
@@ -756,7 +765,7 @@ func (c *Conn) Flush() {
 func (c *Conn) Close() {
 	c.Flush()
 	c.remote, c.now, c.lastApp = nil, 0, 0
-	c.peer, c.peerApp, c.peerProc, c.peerOK = netip.Addr{}, 0, "", false
+	c.peer, c.peerApp, c.peerProc, c.peerAt, c.peerOK = netip.Addr{}, "", "", 0, false
 	c.relay.idle.Put(c)
 }
 

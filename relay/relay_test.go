@@ -8,6 +8,7 @@ import (
 	"net/netip"
 	"slices"
 	"strings"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -216,7 +217,9 @@ func simulated(tb testing.TB, prefix string, rounds int) [][]byte {
 // spark+deltas+admission adds what guards against hostile senders, as
 // the service runs with [annotate] urls: each application id nominated to
 // the REST poller (OnApp, a few per block) and the per-application delta
-// quota; on known series it must cost what spark+deltas costs.
+// quota; on known series it must cost what spark+deltas costs. +peer adds
+// check-peer on a TCP connection: each line's application and process
+// compared with the last one's, as text, and the listing's version read.
 func BenchmarkConn(b *testing.B) {
 	for _, bc := range []struct {
 		name      string
@@ -224,12 +227,14 @@ func BenchmarkConn(b *testing.B) {
 		prefix    string
 		deltas    bool
 		admission bool
+		peer      bool
 	}{
-		{"spark", spark.NewMapper(spark.Options{}), "", false, false},
-		{"spark+deltas", spark.NewMapper(spark.Options{}), "", true, false},
-		{"spark+deltas+admission", spark.NewMapper(spark.Options{}), "", true, true},
-		{"cern-templates", mustCompile(b, simulate.CERNTemplates...), "spark.prod", false, false},
-		{"wide+deltas", spark.NewMapper(spark.Options{Schema: spark.SchemaWide}), "", true, false},
+		{"spark", spark.NewMapper(spark.Options{}), "", false, false, false},
+		{"spark+deltas", spark.NewMapper(spark.Options{}), "", true, false, false},
+		{"spark+deltas+admission", spark.NewMapper(spark.Options{}), "", true, true, false},
+		{"spark+deltas+admission+peer", spark.NewMapper(spark.Options{}), "", true, true, true},
+		{"cern-templates", mustCompile(b, simulate.CERNTemplates...), "spark.prod", false, false, false},
+		{"wide+deltas", spark.NewMapper(spark.Options{Schema: spark.SchemaWide}), "", true, false, false},
 	} {
 		b.Run(bc.name, func(b *testing.B) {
 			lines := simulated(b, bc.prefix, 20)
@@ -249,7 +254,14 @@ func BenchmarkConn(b *testing.B) {
 			} else if bc.deltas {
 				cfg.AppTag = "-" // no tag of that name: no application, no quota
 			}
-			c := New(cfg).NewConn(nil)
+			var remote net.Addr
+			if bc.peer {
+				var version atomic.Uint64
+				cfg.PeerCheck = func(string, string, netip.Addr) bool { return true }
+				cfg.PeerVersion = version.Load
+				remote = &net.TCPAddr{IP: net.ParseIP("10.0.0.1"), Port: 40000}
+			}
+			c := New(cfg).NewConn(remote)
 			perRound := len(lines) / 20
 			for _, l := range lines[:perRound] {
 				c.Line(l)
@@ -481,6 +493,59 @@ func TestMaxFuture(t *testing.T) {
 	if got := s.buf.String(); got != "a.gauge value=1 1795303599000000000\n" {
 		t.Errorf("got %q", got)
 	}
+}
+
+// The peer check of a connection is asked again for another application
+// even when its id has the same checksum as the last one's (an attacker
+// can find one in under a second), and again once the listing changed: a
+// connection allowed while the victim's executor was not listed yet is
+// held to where Spark then lists it.
+func TestPeerCheckBypasses(t *testing.T) {
+	// Two application ids of Spark's shape with one FNV-1a checksum.
+	seen := map[uint32]string{}
+	var victim, twin string
+	for i := 0; twin == ""; i++ {
+		id := fmt.Sprintf("app-2026112210%04d-%04d", i/10000, i%10000)
+		h := appChecksum([]byte(id))
+		if other, ok := seen[h]; ok {
+			victim, twin = other, id
+		}
+		seen[h] = id
+	}
+	exec1 := netip.MustParseAddr("10.0.0.1")
+	listed := map[string]netip.Addr{}
+	var version atomic.Uint64
+	check := func(app, process string, peer netip.Addr) bool {
+		want, ok := listed[app+"/"+process]
+		return !ok || want == peer
+	}
+	r := New(Config{Mapper: spark.NewMapper(spark.Options{}), Sink: &sink{}, PeerCheck: check, PeerVersion: version.Load,
+		AppTag: "applicationid", Now: func() time.Time { return fixedNow }})
+	attacker := r.NewConn(&net.TCPAddr{IP: net.ParseIP("10.0.0.9"), Port: 40000}).(*Conn)
+	allowed := func(app string) bool {
+		_, err := attacker.Process([]byte(app + ".1.executor.cpuTime.count 5 1795300000"))
+		return err == nil
+	}
+
+	listed[victim+"/1"] = exec1
+	if !allowed(twin) { // its own, unlisted application
+		t.Errorf("%s, listed nowhere: refused", twin)
+	}
+	if allowed(victim) {
+		t.Errorf("%s after %s (one checksum), from 10.0.0.9: allowed, but Spark lists its executor at %s", victim, twin, exec1)
+	}
+
+	delete(listed, victim+"/1")
+	version.Add(1)
+	if !allowed(victim) {
+		t.Errorf("%s, its executor not listed yet: refused", victim)
+	}
+	listed[victim+"/1"] = exec1
+	version.Add(1)
+	if allowed(victim) {
+		t.Errorf("%s once its executor is listed at %s: still allowed from 10.0.0.9", victim, exec1)
+	}
+	attacker.Close()
 }
 
 // TestPeerCheck: a TCP connection's points of an application's process

@@ -280,7 +280,7 @@ func (p *pipeline) openBlock(l *Listener) (*block, error) {
 	if p.annotator != nil {
 		rc.OnApp = p.annotator.SeeApp
 		if l.Config.CheckPeer {
-			rc.PeerCheck = p.annotator.PeerAllowed
+			rc.PeerCheck, rc.PeerVersion = p.annotator.PeerAllowed, p.annotator.PeerVersion
 		}
 	}
 	b.relay = relay.New(rc)
