@@ -57,20 +57,15 @@ type Querier struct {
 	http *http.Client
 	db   *influx.Querier // one client for the statements of every frame
 
-	seen    []linesSeen  // the last minute's reads of the lines received, for lines/s
-	errSeen []errorsSeen // and of the sources' failed polls
+	reads []selfRead // the last minute's reads of the admin endpoint's counters
 }
 
-// errorsSeen is one read of the sources' failed polls.
-type errorsSeen struct {
-	at   time.Time
-	errs map[string]float64
-}
-
-// linesSeen is one read of the lines received.
-type linesSeen struct {
+// selfRead is one read of the counters the view shows as rates: the lines
+// received and each source's failed polls.
+type selfRead struct {
 	at    time.Time
 	lines float64
+	errs  map[string]float64
 }
 
 // rateWindow is the span lines/s is measured over: several Spark report
@@ -427,55 +422,40 @@ func (q *Querier) readSelf(ctx context.Context, now time.Time) (*Self, error) {
 	if err != nil {
 		return nil, fmt.Errorf("%s: %w", url, err)
 	}
-	self.LinesPerSec = q.rate(now, self.Lines)
-	self.SourceFailing = q.failing(now, self.SourceErrors)
-	return self, nil
-}
-
-// failing is each source's failed polls over the last rateWindow (those
-// with none left out), from the reads of the errors since; nil until two
-// reads are minRateWindow apart.
-func (q *Querier) failing(now time.Time, errs map[string]float64) map[string]float64 {
-	if n := len(q.errSeen); n > 0 {
-		for src, v := range errs {
-			if v < q.errSeen[n-1].errs[src] {
-				q.errSeen = q.errSeen[:0] // sparkpulse restarted
-				break
+	self.LinesPerSec, self.SourceFailing = -1, nil
+	if first, ok := q.remember(selfRead{now, self.Lines, self.SourceErrors}); ok {
+		self.LinesPerSec = (self.Lines - first.lines) / now.Sub(first.at).Seconds()
+		self.SourceFailing = map[string]float64{}
+		for src, v := range self.SourceErrors {
+			if d := v - first.errs[src]; d > 0 {
+				self.SourceFailing[src] = d
 			}
 		}
 	}
-	q.errSeen = append(q.errSeen, errorsSeen{now, errs})
-	for len(q.errSeen) > 2 && now.Sub(q.errSeen[1].at) >= rateWindow {
-		q.errSeen = q.errSeen[1:]
-	}
-	first := q.errSeen[0]
-	if now.Sub(first.at) < minRateWindow {
-		return nil
-	}
-	out := map[string]float64{}
-	for src, v := range errs {
-		if d := v - first.errs[src]; d > 0 {
-			out[src] = d
-		}
-	}
-	return out
+	return self, nil
 }
 
-// rate is the lines received per second over the last rateWindow, -1
-// until minRateWindow has been seen (or after sparkpulse restarted).
-func (q *Querier) rate(now time.Time, lines float64) float64 {
-	if n := len(q.seen); n > 0 && lines < q.seen[n-1].lines {
-		q.seen = q.seen[:0] // sparkpulse restarted
+// remember keeps r and the reads of the last rateWindow before it, and
+// returns the oldest: the rates are over the span from it to r, once that
+// is minRateWindow long (ok). A counter lower than at the last read means
+// sparkpulse restarted: the reads before are dropped.
+func (q *Querier) remember(r selfRead) (first selfRead, ok bool) {
+	if n := len(q.reads); n > 0 {
+		last := q.reads[n-1]
+		restarted := r.lines < last.lines
+		for src, v := range r.errs {
+			restarted = restarted || v < last.errs[src]
+		}
+		if restarted {
+			q.reads = q.reads[:0]
+		}
 	}
-	q.seen = append(q.seen, linesSeen{now, lines})
-	for len(q.seen) > 2 && now.Sub(q.seen[1].at) >= rateWindow {
-		q.seen = q.seen[1:]
+	q.reads = append(q.reads, r)
+	for len(q.reads) > 2 && r.at.Sub(q.reads[1].at) >= rateWindow {
+		q.reads = q.reads[1:]
 	}
-	first := q.seen[0]
-	if d := now.Sub(first.at); d >= minRateWindow {
-		return (lines - first.lines) / d.Seconds()
-	}
-	return -1
+	first = q.reads[0]
+	return first, r.at.Sub(first.at) >= minRateWindow
 }
 
 // ParseMetrics reads sparkpulse's figures from its /metrics, in the

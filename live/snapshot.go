@@ -89,7 +89,7 @@ type Verdict struct {
 type Self struct {
 	Up          time.Duration
 	Lines       float64            // received, all listeners
-	LinesPerSec float64            // since the previous read; -1 on the first
+	LinesPerSec float64            // over the last minute of reads; -1 until they span 10 s
 	Written     float64            // points InfluxDB accepted (all writers)
 	Dropped     map[string]float64 // lines dropped, by reason (non-zero only)
 	Rejected    map[string]float64 // points InfluxDB refused, by reason (non-zero only)
