@@ -260,19 +260,7 @@ func checkLiveOnly(t *testing.T, r *run) {
 		end := app.Attempts[0].EndTime.UnixMilli()
 		var execs []sparkapi.Executor
 		getJSON(t, r.hs+"/api/v1/applications/"+a.id+"/allexecutors", &execs)
-		var want float64
-		cores := 0
-		for _, x := range execs {
-			if x.ID == "driver" || x.AddTime == nil {
-				continue
-			}
-			until := end
-			if x.RemoveTime != nil && x.RemoveTime.UnixMilli() < end {
-				until = x.RemoveTime.UnixMilli()
-			}
-			want += float64(x.TotalCores) * float64(max(until-x.AddTime.UnixMilli(), 0)) / 1000
-			cores += x.TotalCores
-		}
+		want, cores := coreSeconds(execs, end)
 		const lastAnswer = 5.0 // seconds between the UI's last executor list and the end, at most
 		if got := num(usage["executor_core_seconds"]); math.Abs(got-want) > lastAnswer*float64(cores) {
 			t.Errorf("%s: executor_core_seconds %v closed out; Spark's Σ cores × lifetime %v (%d cores)", a.id, got, want, cores)

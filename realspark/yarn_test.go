@@ -551,6 +551,25 @@ func (r *yarnRun) historyApp(t *testing.T, id string) sparkapi.Application {
 	return app
 }
 
+// coreSeconds is Σ cores × lifetime over Spark's executors (the driver
+// aside), each up to its removal or endMs, and their cores. An executor
+// YARN started while the driver was stopping registers after the end: it
+// held nothing in Spark's view (YARN's figures count its container).
+func coreSeconds(execs []sparkapi.Executor, endMs int64) (seconds float64, cores int) {
+	for _, x := range execs {
+		if x.ID == "driver" || x.AddTime == nil {
+			continue
+		}
+		until := endMs
+		if x.RemoveTime != nil && x.RemoveTime.UnixMilli() < endMs {
+			until = x.RemoveTime.UnixMilli()
+		}
+		seconds += float64(x.TotalCores) * float64(max(until-x.AddTime.UnixMilli(), 0)) / 1000
+		cores += x.TotalCores
+	}
+	return seconds, cores
+}
+
 // checkYARNUsage: each application's accounting, against what Spark and
 // YARN said: the queue and user YARN reports in its tags; what the
 // cluster held for the driver side (YARN's application master in client
@@ -579,20 +598,7 @@ func checkYARNUsage(t *testing.T, r *yarnRun) {
 		start, end := att[0].StartTime.UnixMilli(), att[0].EndTime.UnixMilli()
 		var execs []sparkapi.Executor
 		getJSON(t, r.hs+"/api/v1/applications/"+a.id+"/"+attemptPath(att[0])+"allexecutors", &execs)
-		var want float64
-		for _, x := range execs {
-			if x.ID == "driver" || x.AddTime == nil {
-				continue
-			}
-			until := end
-			if x.RemoveTime != nil && x.RemoveTime.UnixMilli() < end {
-				until = x.RemoveTime.UnixMilli()
-			}
-			// An executor YARN started while the driver was stopping
-			// registers after the application's end: it held nothing
-			// in Spark's view (YARN's figures count its container).
-			want += float64(x.TotalCores) * float64(max(until-x.AddTime.UnixMilli(), 0)) / 1000
-		}
+		want, _ := coreSeconds(execs, end)
 		if got := num(row["executor_core_seconds"]); !near(got, want) {
 			t.Errorf("%s: executor_core_seconds %v, Σ cores × lifetime over Spark's executors %v", a.name, got, want)
 			for _, x := range execs { // which lifetime to look at

@@ -5,7 +5,6 @@ import (
 	"fmt"
 	"net/http"
 	"net/http/httptest"
-	"os"
 	"path/filepath"
 	"strings"
 	"sync/atomic"
@@ -130,17 +129,10 @@ type docExample struct {
 // that each is run against real data of its schema.
 func docExamples(t *testing.T) []docExample {
 	t.Helper()
-	files, err := filepath.Glob("../../docs/*.md")
-	if err != nil {
-		t.Fatal(err)
-	}
 	var out []docExample
-	for _, f := range append([]string{"../../README.md"}, files...) {
-		b, err := os.ReadFile(f)
-		if err != nil {
-			t.Fatal(err)
-		}
-		for n, block := range strings.Split(string(b), "```sql\n")[1:] {
+	for _, page := range docPages(t) {
+		f := page.path
+		for n, block := range strings.Split(page.text, "```sql\n")[1:] {
 			block, _, _ = strings.Cut(block, "```")
 			sc := spark.DefaultSchema
 			// Each schema's statements of the block: with Grafana's
@@ -157,7 +149,7 @@ func docExamples(t *testing.T) []docExample {
 					continue
 				}
 				if line != "" {
-					out = append(out, docExample{strings.TrimPrefix(f, "../../"), line, sc})
+					out = append(out, docExample{f, line, sc})
 					c := forms[sc]
 					if strings.Contains(line, "$") {
 						c[0]++

@@ -8,18 +8,35 @@ import (
 	"testing"
 )
 
-// Every sparkpulse command line of a shell block of the README and docs/
-// names a command and flags the CLI has, so that a recipe copied from
-// them runs.
-func TestDocCommandLines(t *testing.T) {
-	files, _ := filepath.Glob("../../docs/*.md")
-	checked := 0
+// docPage is a page of the documentation: its path from the repository's
+// root, and its text.
+type docPage struct{ path, text string }
+
+// docPages are the README and every page under docs/.
+func docPages(t *testing.T) []docPage {
+	t.Helper()
+	files, err := filepath.Glob("../../docs/*.md")
+	if err != nil {
+		t.Fatal(err)
+	}
+	var out []docPage
 	for _, f := range append([]string{"../../README.md"}, files...) {
 		b, err := os.ReadFile(f)
 		if err != nil {
 			t.Fatal(err)
 		}
-		for _, block := range strings.Split(string(b), "```sh\n")[1:] {
+		out = append(out, docPage{strings.TrimPrefix(f, "../../"), string(b)})
+	}
+	return out
+}
+
+// Every sparkpulse command line of a shell block of the README and docs/
+// names a command and flags the CLI has, so that a recipe copied from
+// them runs.
+func TestDocCommandLines(t *testing.T) {
+	checked := 0
+	for _, page := range docPages(t) {
+		for _, block := range strings.Split(page.text, "```sh\n")[1:] {
 			block, _, _ = strings.Cut(block, "```")
 			block = strings.ReplaceAll(block, "\\\n", " ")
 			for _, line := range strings.Split(block, "\n") {
@@ -34,7 +51,7 @@ func TestDocCommandLines(t *testing.T) {
 					err = cmd.ParseFlags(rest)
 				}
 				if err != nil || cmd == root {
-					t.Errorf("%s: %q: %v", strings.TrimPrefix(f, "../../"), line, err)
+					t.Errorf("%s: %q: %v", page.path, line, err)
 				}
 				checked++
 			}
