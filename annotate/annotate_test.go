@@ -748,7 +748,7 @@ func TestExecutorsReadUntilListed(t *testing.T) {
 		sec      float64
 		register bool // an executor registers before the poll
 		read     bool
-	}{{30, false, true}, {40, false, true}, {50, true, true}, {60, false, true} /* the third sync's */, {70, false, false}, {80, false, false}} {
+	}{{30, false, true}, {40, false, true}, {50, true, true}, {60, false, true}, {70, false, false}, {80, false, false}} { // at 60 s, the third sync's read
 		if step.register {
 			s.srv.Update(func(m *sparkui.Model) {
 				a := m.Apps[0].Attempts[0]

@@ -95,7 +95,15 @@ type Error struct {
 	Status int    // for KindStatus
 	URL    string
 	Err    error
+	// StartingUp, for KindDecode: the body is the page a driver's UI
+	// serves while it starts (startingUp).
+	StartingUp bool
 }
+
+// startingUp begins the page SparkUI serves, 200 and text, until its
+// handlers are attached (Spark 3.5 and 4.x): "Spark is starting up.
+// Please wait a while until it's ready."
+const startingUp = "Spark is starting up."
 
 func (e *Error) Error() string {
 	switch e.Kind {
@@ -124,7 +132,7 @@ func IsRefused(err error) bool { return errors.Is(err, syscall.ECONNREFUSED) }
 // place of JSON): its API answers moments later.
 func IsStartingUp(err error) bool {
 	var e *Error
-	return errors.As(err, &e) && e.Kind == KindDecode && strings.Contains(e.Err.Error(), `body starts "Spark is starting up.`)
+	return errors.As(err, &e) && e.StartingUp
 }
 
 // Get fetches url and decodes its JSON into out, as a stream: a response
@@ -158,7 +166,8 @@ func (c *Client) Get(ctx context.Context, url string, out any) (invalid []string
 	case body.n > c.maxResponseBytes:
 		return nil, &Error{Kind: KindDecode, URL: url, Err: fmt.Errorf("response larger than max-response-bytes (%d)", c.maxResponseBytes)}
 	case err != nil:
-		return nil, &Error{Kind: KindDecode, URL: url, Err: fmt.Errorf("%v; body starts %q", err, snippet(body.head))}
+		return nil, &Error{Kind: KindDecode, URL: url, Err: fmt.Errorf("%v; body starts %q", err, snippet(body.head)),
+			StartingUp: bytes.HasPrefix(body.head, []byte(startingUp))}
 	}
 	return Check(out, c.now()), nil
 }

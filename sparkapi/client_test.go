@@ -127,6 +127,8 @@ func TestClientWrongContent(t *testing.T) {
 			fmt.Fprint(w, `{"id":"app-1"}`)
 		case "/truncated":
 			fmt.Fprint(w, `[{"id":"app-1","attempts":[`)
+		case "/starting":
+			fmt.Fprint(w, "Spark is starting up. Please wait a while until it's ready.")
 		}
 	}))
 	c := NewClient(ClientConfig{})
@@ -134,10 +136,14 @@ func TestClientWrongContent(t *testing.T) {
 		"/html":      `body starts "<html> <body>Application application_1_0001 has finished [31m; see the History S…"`,
 		"/object":    "want a JSON list",
 		"/truncated": "unexpected EOF",
+		"/starting":  `body starts "Spark is starting up.`,
 	} {
 		var apps []Application
 		_, err := c.Get(context.Background(), src+path, &apps)
 		wantKind(t, err, KindDecode)
+		if IsStartingUp(err) != (path == "/starting") {
+			t.Errorf("%s: IsStartingUp %v", path, IsStartingUp(err))
+		}
 		if !strings.Contains(err.Error(), want) || strings.ContainsAny(err.Error(), "\n\x1b") {
 			t.Errorf("%s: %q, want it to hold %q", path, err, want)
 		}
