@@ -11,6 +11,7 @@ import (
 	"go.uber.org/zap"
 
 	"github.com/sparkpulse/sparkpulse/accounting"
+	"github.com/sparkpulse/sparkpulse/human"
 	"github.com/sparkpulse/sparkpulse/sizing"
 	"github.com/sparkpulse/sparkpulse/timespent"
 )
@@ -350,8 +351,8 @@ func (w *points) usage(u sizing.Usage, a sizing.Advice, ph int, ts int64) {
 		notes = append(notes, "metrics stream not read: "+st.streamErr)
 	}
 	w.str(UsageNotes, w.reason(strings.Join(notes, "; ")))
-	text := fmt.Sprintf("%.1f core-hours and %.1f GiB-hours held by %d executors", u.ExecutorCoreSeconds/3600,
-		u.ExecutorMemoryByteSeconds/3600/(1<<30), u.Executors)
+	text := fmt.Sprintf("%s core-hours and %s GiB-hours held by %d executors", human.Hours(u.ExecutorCoreSeconds/3600),
+		human.Hours(u.ExecutorMemoryByteSeconds/3600/(1<<30)), u.Executors)
 	if u.CPUFrom != "" {
 		text += fmt.Sprintf(", %.0f %% of the cores used", 100*u.CPUUtilisation)
 	}
@@ -365,7 +366,7 @@ func (w *points) usage(u sizing.Usage, a sizing.Advice, ph int, ts int64) {
 		text += fmt.Sprintf(", memory peaked at %.0f %% of the container", 100*u.MemoryUtilisation)
 	}
 	if cores > 0 || bytes > 0 {
-		text += fmt.Sprintf("; the recommendations would save %.1f core-hours and %.1f GiB-hours", cores/3600, bytes/3600/(1<<30))
+		text += fmt.Sprintf("; the recommendations would save %s core-hours and %s GiB-hours", human.Hours(cores/3600), human.Hours(bytes/3600/(1<<30)))
 	}
 	if u.Outcome != "" {
 		text += "; " + u.Outcome

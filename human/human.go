@@ -1,10 +1,11 @@
-// Package human writes counts, sizes and lists of ids as a person reads
-// them, for the text sparkpulse prints and writes: "1 application", "2
-// applications", "64 MiB", "1.5 GiB", "3,4,7". One source, so that
+// Package human writes counts, sizes, hours and lists of ids as a person
+// reads them, for the text sparkpulse prints and writes: "1 application",
+// "2 applications", "64 MiB", "1.5 GiB", "0.031" (hours), "3,4,7". One source, so that
 // `check`, `report`, the annotator and the other commands word them alike.
 package human
 
 import (
+	"math"
 	"strconv"
 	"strings"
 )
@@ -20,6 +21,16 @@ func Count(n int, noun string, plural ...string) string {
 		}
 	}
 	return strconv.Itoa(n) + " " + word
+}
+
+// Hours writes a number of hours (core-hours, GiB-hours): one decimal,
+// or two significant digits under one, so that a test-sized job's
+// 0.031 core-hours does not read as 0.0.
+func Hours(h float64) string {
+	if h != 0 && math.Abs(h) < 1 {
+		return strconv.FormatFloat(h, 'g', 2, 64)
+	}
+	return strconv.FormatFloat(h, 'f', 1, 64)
 }
 
 // Bytes writes a size in binary units, exactly when it is a whole number

@@ -17,6 +17,10 @@ func TestWords(t *testing.T) {
 		{IDs([]int{3, 4, 7}), "3,4,7"},
 		{IDs([]int{12}), "12"},
 		{IDs(nil), ""},
+		{Hours(0.0312), "0.031"}, // a test-sized job: not 0.0
+		{Hours(0), "0.0"},
+		{Hours(12.34), "12.3"},
+		{Hours(-0.5), "-0.5"},
 	} {
 		if tc.got != tc.want {
 			t.Errorf("got %q, want %q", tc.got, tc.want)

@@ -5,9 +5,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"io"
-	"math"
 	"slices"
-	"strconv"
 	"strings"
 	"text/tabwriter"
 	"time"
@@ -251,15 +249,8 @@ func saving(r sizing.Setting) string {
 	return out
 }
 
-// hours writes seconds (of a core, or of a GiB) as hours: one decimal,
-// or two significant digits under one.
-func hours(seconds float64) string {
-	h := seconds / 3600
-	if h != 0 && math.Abs(h) < 1 {
-		return strconv.FormatFloat(h, 'g', 2, 64)
-	}
-	return strconv.FormatFloat(h, 'f', 1, 64)
-}
+// hours writes seconds (of a core, or of a GiB) as hours (human.Hours).
+func hours(seconds float64) string { return human.Hours(seconds / 3600) }
 
 // reportJSON is the --json output: stable field names for scripts.
 func reportJSON(as annotate.Assessment, spent timespent.Report) any {
