@@ -5,6 +5,7 @@ import (
 	"time"
 
 	"github.com/sparkpulse/sparkpulse/sizing"
+	"github.com/sparkpulse/sparkpulse/spark"
 	"github.com/sparkpulse/sparkpulse/sparkapi"
 )
 
@@ -120,6 +121,67 @@ func Lost(a *Attempt, lastSeenMs int64, lostAt time.Time) (sizing.Usage, error) 
 	u.OutcomeReason = fmt.Sprintf("no source has shown it since %s, while it ran: its end was never seen (the driver crashed or was killed, or ended where no History Server shows it)",
 		lostAt.UTC().Format(time.RFC3339))
 	return u, nil
+}
+
+// StreamOnly is the usage of an application that no Spark REST source
+// showed, from its processes' metrics alone (stream, read over their
+// reports, firstMs to lastMs): how long they reported, how many executors
+// did, their tasks' CPU, run and GC time, and their memory. Nothing Spark
+// said vouches for it, and the stream carries neither cores nor settings:
+// nothing held, no utilisation, no advice, outcome unknown. A value no
+// process could report (negative, not finite, or past 2^53) is left out.
+func StreamOnly(stream map[string]ProcessTotals, firstMs, lastMs int64) sizing.Usage {
+	u := sizing.Usage{DurationMs: max(lastMs-firstMs, 0), TaskCPUs: 1, Outcome: sizing.OutcomeUnknown,
+		OutcomeReason: "no Spark REST source showed it: its end, and how it ended, are not known"}
+	var cpuNs, runMs, gcMs, meanRSS float64
+	var withCPU, withRSS int
+	for id, t := range stream {
+		if id == "driver" {
+			continue
+		}
+		u.Executors++
+		if v, ok := plausible(t.Sums[StreamKey(spark.CPUTime)]); ok {
+			cpuNs += v
+			withCPU++
+		}
+		if v, ok := plausible(t.Sums[StreamKey(spark.RunTime)]); ok {
+			runMs += v
+		}
+		if v, ok := plausible(t.Sums[StreamKey(spark.JVMGCTime)]); ok {
+			gcMs += v
+		}
+		var peak, mean float64
+		for _, m := range []spark.Metric{spark.JVMRSSMemory, spark.PythonRSSMemory, spark.OtherRSSMemory} {
+			if v, ok := plausible(t.Peak[StreamKey(m)]); ok {
+				peak += v
+			}
+			if v, ok := plausible(t.Mean[StreamKey(m)]); ok {
+				mean += v
+			}
+		}
+		u.PeakRSS = max(u.PeakRSS, int64(peak))
+		if v, ok := plausible(t.Peak[StreamKey(spark.PythonRSSMemory)]); ok {
+			u.PeakPythonRSS = max(u.PeakPythonRSS, int64(v))
+		}
+		if mean > 0 {
+			meanRSS += mean
+			withRSS++
+		}
+	}
+	u.TaskCPUSeconds, u.TaskRunSeconds, u.GCSeconds = cpuNs/1e9, runMs/1000, gcMs/1000
+	if withCPU > 0 {
+		u.CPUFrom, u.CPUUsedSeconds = "tasks", u.TaskCPUSeconds
+	}
+	if withRSS > 0 {
+		u.MeanRSS = int64(meanRSS / float64(withRSS))
+	}
+	u.Notes = append(u.Notes, "seen only in its metrics: no cores or settings are known, so nothing held, no utilisation and no advice")
+	return u
+}
+
+// plausible is v when a process could have reported it.
+func plausible(v float64) (float64, bool) {
+	return v, v > 0 && v <= 1<<53
 }
 
 // byID indexes executors by id.

@@ -102,6 +102,7 @@ func (p *Poller) SeeApp(id string) {
 	p.mu.Lock()
 	defer p.mu.Unlock()
 	p.wakeFor(id)
+	p.seenInStream(id)
 	if len(p.templates) == 0 {
 		return
 	}

@@ -37,6 +37,11 @@
 // sizing's advice on its executors' peaks is written in spark_sizing at
 // its end: the limits, then each finding and recommended setting.
 //
+// An application that no source shows, whose metrics the stream names
+// (SeeApp), gets stream facts in spark_app and spark_app_usage once its
+// metrics have been quiet for CloseOutAfter: what its metrics say, marked
+// as such (unseen.go).
+//
 // The poller remembers which facts it wrote (SaveFacts and LoadFacts keep
 // the record across restarts), so that neither a second source showing an
 // application nor a restart writes a fact again.

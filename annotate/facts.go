@@ -33,9 +33,12 @@ const (
 	phaseStart = 0
 	phaseEnd   = 1
 	phaseLost  = 2
+	// phaseStream: an application no source showed, as its metrics
+	// tell it (unseen.go).
+	phaseStream = 3
 )
 
-var phaseNames = [...]string{phaseStart: "start", phaseEnd: "end", phaseLost: "lost"}
+var phaseNames = [...]string{phaseStart: "start", phaseEnd: "end", phaseLost: "lost", phaseStream: "stream"}
 
 // factTime is the time of an item's fact: its start in ms, then the item's
 // id (modulo 250 000) and the phase in the sub-millisecond digits.

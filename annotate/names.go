@@ -46,6 +46,13 @@ const (
 	FieldText = "text"
 	// FieldAttemptID is the application attempt's id, where it has one.
 	FieldAttemptID = "attempt_id"
+	// FieldStatus is an item's status as Spark words it, or UNKNOWN.
+	FieldStatus = "status"
+	// FieldEndMs and FieldDurationMs are an ended item's end (epoch ms)
+	// and run time, on the end, lost and stream facts of applications,
+	// jobs, stages and SQL executions.
+	FieldEndMs      = "end_ms"
+	FieldDurationMs = "duration_ms"
 )
 
 // Fields of spark_app_usage: what the application was given and used,

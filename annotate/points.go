@@ -78,6 +78,7 @@ func (p *Poller) emit(st *appState, now time.Time, closeOut bool) int {
 	lock := &p.emitLocks[maphash.String(p.emitSeed, st.key.app)%emitStripes]
 	lock.Lock()
 	defer lock.Unlock()
+	p.markShown(st)
 	nowMs := now.UnixMilli()
 	acc := p.accounts(st, nowMs, closeOut) // worked out first: the encoder only encodes
 	w := &points{p: p, st: st, nowMs: p.cfg.Now().UnixMilli(), snaps: map[string]snapshot{}}
@@ -111,6 +112,13 @@ func (p *Poller) emit(st *appState, now time.Time, closeOut bool) int {
 	if acc.lost != nil {
 		w.usageLost(*acc.lost, nowMs)
 	}
+	return p.deliver(st, w)
+}
+
+// deliver journals the points w encoded, hands them to the sink, and
+// records them in the ledger; it returns the number of points written.
+// Called with the application's emit lock held.
+func (p *Poller) deliver(st *appState, w *points) int {
 	if j := p.journal; j != nil && (w.n > 0 || len(w.facts) > 0 || len(w.snaps) > 0) {
 		// Durable before it is handed on (journal.go).
 		j.mu.Lock()

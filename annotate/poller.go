@@ -188,8 +188,12 @@ type Poller struct {
 	queue    []*source            // sources due, waiting for a worker
 	// wake asks the next round to poll the failing configured sources
 	// now; woken holds the application ids that have woken them.
-	wake     bool
-	woken    map[string]struct{}
+	wake  bool
+	woken map[string]struct{}
+	// Applications only the stream shows (unseen.go): metrics keys no
+	// source has shown, and those shown (or written) lately.
+	unseen   map[string]*unseenApp
+	shown    map[string]time.Time
 	owners   map[appKey]*source          // which source syncs an attempt
 	seconded map[appKey]map[*source]bool // other sources that showed an owned attempt, counted once
 	orphans  map[appKey]*appState        // attempts whose source lost them
@@ -214,6 +218,8 @@ type counters struct {
 	cappedExecutors atomic.Uint64
 	secondSource    atomic.Uint64
 	deferred        atomic.Uint64
+	unseenWritten   atomic.Uint64 // applications written as seen only in the stream
+	unseenFull      atomic.Uint64 // metrics keys not kept: the table was full
 	// Stage attempts that ended, by what became of their details.
 	detailsRead, detailsShort, detailsBudget, detailsUnavailable atomic.Uint64
 }
@@ -323,6 +329,8 @@ func New(cfg Config) (*Poller, error) {
 		retired:  map[string]time.Time{},
 		nominees: map[string]int{},
 		woken:    map[string]struct{}{},
+		unseen:   map[string]*unseenApp{},
+		shown:    map[string]time.Time{},
 		emitSeed: maphash.MakeSeed(),
 		refused:  map[string]uint64{},
 		workers:  make(chan struct{}, parallel),
@@ -436,6 +444,7 @@ func (p *Poller) round(ctx context.Context, wait bool) {
 		p.inFlight.Wait()
 	}
 	p.closeOutOrphans(now)
+	p.closeOutUnseen(ctx, now)
 	// An application is listed again, at most, for recheck after it ended,
 	// or after a restart for Lookback: its facts are kept as long.
 	p.facts.forget(now.Add(-p.cfg.Lookback - recheck - max(giveUp, p.cfg.CloseOutAfter)).UnixMilli())
@@ -815,6 +824,11 @@ type Stats struct {
 	// another answered for them (once per application and source): the
 	// first one's answers are written.
 	SecondSource uint64
+	// StreamOnly counts the metrics keys of applications no source showed
+	// (unseen.go): written (their stream facts), not_kept (the table was
+	// full); StreamOnlyWaiting is the keys waiting, quiet or not.
+	StreamOnly        map[string]uint64
+	StreamOnlyWaiting int
 }
 
 // Stats returns the counters. Tracked only counts attempts of idle sources
@@ -825,6 +839,7 @@ func (p *Poller) Stats() Stats {
 		Points: p.stats.points.Load(), ClosedOut: p.stats.closedOut.Load(), Invalid: p.stats.invalid.Load(), Errors: map[string]map[string]uint64{},
 		Capped:       map[string]uint64{"executors": p.stats.cappedExecutors.Load(), "points": p.stats.deferred.Load()},
 		SecondSource: p.stats.secondSource.Load(),
+		StreamOnly:   map[string]uint64{"written": p.stats.unseenWritten.Load(), "not_kept": p.stats.unseenFull.Load()},
 		StageDetails: map[string]uint64{detailsRead: p.stats.detailsRead.Load(), detailsShort: p.stats.detailsShort.Load(),
 			detailsBudget: p.stats.detailsBudget.Load(), detailsUnavailable: p.stats.detailsUnavailable.Load()},
 	}
@@ -836,7 +851,7 @@ func (p *Poller) Stats() Stats {
 		}
 		st.Errors[k[0]][k[1]] = v
 	}
-	st.Tracked, st.Lost = len(p.owners), len(p.orphans)
+	st.Tracked, st.Lost, st.StreamOnlyWaiting = len(p.owners), len(p.orphans), len(p.unseen)
 	st.Refused = maps.Clone(p.refused)
 	st.Sources = len(p.static)
 	for _, l := range p.perApp {

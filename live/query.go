@@ -123,27 +123,37 @@ func (q *Querier) readInflux(ctx context.Context, s *Snapshot) error {
 	since := fmt.Sprintf("time >= %dms", q.cfg.Since.UnixMilli())
 	ann := q.cfg.AnnotationsDB
 
-	// The latest fact of each application: start (running), end or lost.
-	appFacts, err := q.query(ctx, ann, fmt.Sprintf(`SELECT "status", "app_id" FROM %s WHERE %s GROUP BY "applicationid", "appname" ORDER BY time DESC LIMIT 1`,
-		influx.QuoteIdent(annotate.MeasurementApp), since))
-	if err != nil {
-		return err
-	}
+	// The latest fact of each application: start (running), end or lost;
+	// then, of those no source showed, the stream fact (a source that
+	// shows one later has the last word, though its facts are older).
 	apps := map[string]*App{}
-	for _, sr := range appFacts {
-		key := sr.Tags["applicationid"]
-		for _, row := range rows(sr) {
-			a := &App{ID: cmp.Or(row.str("app_id"), key), Name: sr.Tags["appname"], Started: row.time().Truncate(time.Millisecond),
-				Executors: -1, Cores: -1, Busy: -1}
-			switch row.str("status") {
-			case "RUNNING":
-				a.Status = StatusRunning
-			case "UNKNOWN":
-				a.Status = StatusLost
-			default:
-				a.Status = StatusEnded
+	for _, sel := range []string{"!=", "="} {
+		appFacts, err := q.query(ctx, ann, fmt.Sprintf(`SELECT "status", %s FROM %s WHERE %s AND %s %s 'stream' GROUP BY %s, %s ORDER BY time DESC LIMIT 1`,
+			influx.QuoteIdent(annotate.FieldAppID), influx.QuoteIdent(annotate.MeasurementApp), since, influx.QuoteIdent(annotate.FieldFact), sel,
+			influx.QuoteIdent(annotate.TagApplicationID), influx.QuoteIdent(annotate.TagAppName)))
+		if err != nil {
+			return err
+		}
+		for _, sr := range appFacts {
+			key := sr.Tags[annotate.TagApplicationID]
+			if _, shown := apps[key]; shown {
+				continue
 			}
-			apps[key] = a
+			for _, row := range rows(sr) {
+				a := &App{ID: cmp.Or(row.str(annotate.FieldAppID), key), Name: sr.Tags[annotate.TagAppName], Started: row.time().Truncate(time.Millisecond),
+					Executors: -1, Cores: -1, Busy: -1}
+				switch {
+				case sel == "=":
+					a.Status = StatusStream
+				case row.str("status") == "RUNNING":
+					a.Status = StatusRunning
+				case row.str("status") == "UNKNOWN":
+					a.Status = StatusLost
+				default:
+					a.Status = StatusEnded
+				}
+				apps[key] = a
+			}
 		}
 	}
 	if len(apps) == 0 {

@@ -91,6 +91,13 @@ func querierReadsInfluxDB(t *testing.T, url, db string, written, read []spark.Sc
 	line(`spark_app_usage,applicationid=%s,appname=ml fact="end",app_id="%s",executors=4i,executor_core_seconds=7200,executor_memory_byte_seconds=%d,cpu_utilisation=0.25 %d`,
 		a2, a2, int64(3600)<<30, ms(-5*time.Second))
 	line(`spark_reconcile,applicationid=%s,appname=ml verdict="exact",text="the stream's totals match Spark's" %d`, a2, ms(-5*time.Second))
+	// a3: seen only in its metrics. a4 (its metrics keyed by its name):
+	// a stream fact, then a History Server showed it, whose facts win
+	// though they are older.
+	const a3, a4, a4id = "app-20260302140000-0003", "nightly", "app-20260302140000-0004"
+	line(`spark_app,applicationid=%s fact="stream",status="UNKNOWN",app_id="%s",end_ms=%di %d`, a3, a3, now.Add(-30*time.Second).UnixMilli(), ms(-105*time.Second)+3)
+	line(`spark_app,applicationid=%s,appname=nightly fact="end",status="COMPLETED",app_id="%s" %d`, a4, a4id, ms(-110*time.Second)+1)
+	line(`spark_app,applicationid=%s fact="stream",status="UNKNOWN" %d`, a4, ms(-50*time.Second)+3)
 	if err := post(url+"/write?db="+db, lp.String()); err != nil {
 		t.Fatal(err)
 	}
@@ -103,8 +110,14 @@ func querierReadsInfluxDB(t *testing.T, url, db string, written, read []spark.Sc
 	if s.QueryErr != "" {
 		t.Fatal(s.QueryErr)
 	}
-	if len(s.Apps) != 2 || s.Apps[0].ID != a1 || s.Apps[1].ID != a2 {
+	if len(s.Apps) != 4 || s.Apps[0].ID != a1 || s.Apps[1].ID != a2 || s.Apps[2].ID != a3 || s.Apps[3].ID != a4id {
 		t.Fatalf("applications: %+v", s.Apps)
+	}
+	if a := s.Apps[2]; a.Status != StatusStream || !a.Started.Equal(now.Add(-105*time.Second)) {
+		t.Errorf("application seen only in its metrics: %+v", a)
+	}
+	if a := s.Apps[3]; a.Status != StatusEnded || a.Name != "nightly" {
+		t.Errorf("application a source showed after its stream fact: %+v", a)
 	}
 	got := s.Apps[0]
 	if got.Name != "etl" || got.Status != StatusRunning || got.Executors != 2 || got.Cores != 8 ||

@@ -38,7 +38,7 @@ type Snapshot struct {
 type App struct {
 	ID, Name string
 	Started  time.Time
-	Status   string // StatusRunning, StatusEnded or StatusLost
+	Status   string // StatusRunning, StatusEnded, StatusLost or StatusStream
 	// Executors and Cores are the executors alive (not the driver) and
 	// their cores, from spark_executor; -1 when unknown.
 	Executors, Cores int
@@ -59,7 +59,8 @@ type App struct {
 const (
 	StatusRunning = "running"
 	StatusEnded   = "ended"
-	StatusLost    = "lost" // its source lost it while it ran (status UNKNOWN)
+	StatusLost    = "lost"    // its source lost it while it ran (status UNKNOWN)
+	StatusStream  = "metrics" // no source showed it: seen only in its metrics (fact stream)
 )
 
 // Job is an application's latest job.

@@ -36,6 +36,7 @@ const (
 	udpDB    = "spark_udp"
 	hsDB     = "spark_history"
 	liveDB   = "spark_live"          // annotations from the driver's UI alone
+	blindDB  = "spark_blind"         // the same stream, no source that shows its applications
 	prefix   = "team-a"              // the GraphiteSink prefix of the failures run
 	failName = "sparkpulse failures" // sent under its name: spark.metrics.namespace=${spark.app.name}
 	failKey  = "sparkpulse-failures" // the name as Dropwizard's reporter writes it
@@ -123,6 +124,26 @@ func runVersion(t *testing.T, version string) {
 		t.Fatal(err)
 	}
 	tee := startTee(t, sp.graphite(t, 0), []string{prefix})
+	// The same stream goes to a sparkpulse whose only source is a port
+	// nothing listens on, as for an application whose UI is where no
+	// source looks: what its metrics say is written all the same
+	// (checkStreamOnly).
+	blind := startSparkpulse(t, r.srv.URL, fmt.Sprintf(`
+[internal]
+  enabled = false
+[deltas]
+  first-sample-grace = "0s"
+[annotate]
+  urls = ["http://127.0.0.1:%d"]
+  interval = "1s"
+  close-out-after = "5s"
+[[graphite]]
+  bind-address = "127.0.0.1:0"
+  protocol = "tcp"
+  database = %q
+  spark-prefixes = [%q]
+`, freePort(t), blindDB, prefix))
+	tee.alsoTo(blind.graphite(t, 0))
 
 	conf := func(extra map[string]string) map[string]string {
 		c := map[string]string{
@@ -198,6 +219,21 @@ func runVersion(t *testing.T, version string) {
 			return nil
 		})
 	}
+	// The stream-only sparkpulse writes each close-out-after after its
+	// last report.
+	for _, key := range []string{r.main.id, failKey} {
+		eventually(t, time.Minute, "the stream facts of "+key, func() error {
+			res, err := r.srv.TryQuery(blindDB, fmt.Sprintf(`SELECT "executors" FROM "spark_app_usage" WHERE "applicationid" = '%s' AND "fact" = 'stream'`, key))
+			if err != nil {
+				return err
+			}
+			if len(res) == 0 {
+				return errNotYet
+			}
+			return nil
+		})
+	}
+	blind.stop(t)
 	r.liveRefused = metric(t, udp.bound.Admin, "sparkpulse_annotate_errors_total", `kind="network"`)
 	// Executors that died in the middle of a report cut its last line:
 	// sparkpulse drops each such line, counted.
@@ -226,6 +262,42 @@ func runVersion(t *testing.T, version string) {
 	t.Run("dashboards", func(t *testing.T) { checkDashboards(t, r) })
 	t.Run("history", func(t *testing.T) { checkHistory(t, r) })
 	t.Run("live_only", func(t *testing.T) { checkLiveOnly(t, r) })
+	t.Run("stream_only", func(t *testing.T) { checkStreamOnly(t, r) })
+}
+
+// checkStreamOnly: with no source that shows them, each application gets
+// its stream facts, and their figures are the stream's own: the task CPU
+// and run time that the reconciliation (from the same stream, through
+// the other sparkpulse) found, and an executor for each Spark listed.
+func checkStreamOnly(t *testing.T, r *run) {
+	for _, a := range []*application{r.main, r.bad} {
+		key := r.keyOf(a)
+		app := one(t, r.srv, blindDB, fmt.Sprintf(`SELECT "status", "app_id" FROM "spark_app" WHERE "applicationid" = '%s' AND "fact" = 'stream'`, key))
+		wantID := any(nil)
+		if key == a.id {
+			wantID = a.id
+		}
+		if app["status"] != "UNKNOWN" || app["app_id"] != wantID {
+			t.Errorf("%s: spark_app stream fact %v", key, app)
+		}
+		u := one(t, r.srv, blindDB, fmt.Sprintf(`SELECT "executors", "task_cpu_seconds", "task_run_seconds", "executor_core_seconds", "outcome" FROM "spark_app_usage" WHERE "applicationid" = '%s' AND "fact" = 'stream'`, key))
+		rec := one(t, r.srv, db, fmt.Sprintf(`SELECT "stream_cpu_time_ns", "stream_run_time_ms" FROM "spark_reconcile" WHERE "app_id" = '%s'`, a.id))
+		var execs []sparkapi.Executor
+		getJSON(t, r.hs+"/api/v1/applications/"+a.id+"/allexecutors", &execs)
+		if got, want := num(u["executors"]), float64(len(execs)-1); got != want {
+			t.Errorf("%s: %v executors in the stream facts, Spark lists %v", key, got, want)
+		}
+		if got, want := num(u["task_cpu_seconds"]), num(rec["stream_cpu_time_ns"])/1e9; math.Abs(got-want) > 1e-6*want {
+			t.Errorf("%s: task_cpu_seconds %v, the reconciliation's stream %v", key, got, want)
+		}
+		if got, want := num(u["task_run_seconds"]), num(rec["stream_run_time_ms"])/1e3; math.Abs(got-want) > 1e-6*want {
+			t.Errorf("%s: task_run_seconds %v, the reconciliation's stream %v", key, got, want)
+		}
+		if u["executor_core_seconds"] != nil || u["outcome"] != "unknown" {
+			t.Errorf("%s: %v", key, u)
+		}
+		t.Logf("%s from its metrics alone: %v executors, %.3f s task CPU, %.3f s run", key, u["executors"], num(u["task_cpu_seconds"]), num(u["task_run_seconds"]))
+	}
 }
 
 // checkLiveOnly: with the driver's UI as its only source, refused before

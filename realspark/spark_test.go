@@ -519,6 +519,7 @@ type tee struct {
 	mapper *spark.Mapper
 
 	mu      sync.Mutex
+	mirror  string           // a second target that gets each report once it is whole ("": none)
 	lines   []string         // complete lines
 	cut     int              // last lines without '\n': the sender died mid-report
 	reports map[string]int64 // applicationid/process → newest timestamp of a report that went through
@@ -538,6 +539,14 @@ func startTee(t *testing.T, target string, prefixes []string) *tee {
 	go p.accept()
 	t.Cleanup(func() { ln.Close(); p.wg.Wait() })
 	return p
+}
+
+// alsoTo sends each report, once it is whole, to addr too: a second
+// sparkpulse gets the same stream.
+func (p *tee) alsoTo(addr string) {
+	p.mu.Lock()
+	p.mirror = addr
+	p.mu.Unlock()
 }
 
 func (p *tee) port() string {
@@ -565,6 +574,16 @@ func (p *tee) serve(c net.Conn) {
 	if err == nil {
 		_, err = io.Copy(up, io.TeeReader(c, &report))
 		up.Close()
+	}
+	p.mu.Lock()
+	mirror := p.mirror
+	p.mu.Unlock()
+	if err == nil && mirror != "" {
+		var m net.Conn
+		if m, err = net.Dial("tcp", mirror); err == nil {
+			_, err = m.Write(report.Bytes())
+			m.Close()
+		}
 	}
 	if err != nil {
 		// A proxy that drops a report would make the test's ground truth

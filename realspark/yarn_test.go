@@ -119,14 +119,20 @@ func sinkConf(t *testing.T, port string) map[string]string {
 	return c
 }
 
-// readmeSparkConf is every --conf of the README's spark-submit example.
-func readmeSparkConf(t *testing.T) map[string]string {
+// readme is the README's text.
+func readme(t *testing.T) string {
 	t.Helper()
 	b, err := os.ReadFile(filepath.Join(repoRoot, "README.md"))
 	if err != nil {
 		t.Fatal(err)
 	}
-	_, block, ok := strings.Cut(string(b), "```sh\nspark-submit \\\n")
+	return string(b)
+}
+
+// readmeSparkConf is every --conf of the README's spark-submit example.
+func readmeSparkConf(t *testing.T) map[string]string {
+	t.Helper()
+	_, block, ok := strings.Cut(readme(t), "```sh\nspark-submit \\\n")
 	block, _, _ = strings.Cut(block, "```")
 	c := map[string]string{}
 	for _, m := range readmeConf.FindAllStringSubmatch(block, -1) {

@@ -8,11 +8,18 @@
 // (package timespent, on its slowest stages and failed tasks, a task lost
 // with its executor classed with why the executor went).
 //
+// WriteRecorded is one application as the annotator recorded it in
+// InfluxDB (its last application fact, the accounting, advice and
+// reconciliation written at its end, its longest stages), for when no
+// source shows it: a live UI gone with its driver, no History Server, or
+// an application only its metrics showed.
+//
 // WriteFleet is every application that ended in a range, from the
 // spark_app_usage facts the annotator writes (end and lost), ranked by
 // idle core-hours (task slots no task ran in), then GiB-hours, then id,
 // with their totals, plus the applications still running: the difference
-// of their cumulative estimates over the range, outside the totals. Every
+// of their cumulative estimates over the range, outside the totals, and
+// those seen only in their metrics (fact stream), outside them too. Every
 // read is bounded in time; a read that fails names the database and the
 // server, with its credentials redacted, never the statement.
 //

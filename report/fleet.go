@@ -16,6 +16,8 @@ import (
 	"github.com/sparkpulse/sparkpulse/annotate"
 	"github.com/sparkpulse/sparkpulse/human"
 	"github.com/sparkpulse/sparkpulse/influx"
+	"github.com/sparkpulse/sparkpulse/sizing"
+	"github.com/sparkpulse/sparkpulse/timespent"
 )
 
 // FleetApp is one application's accounting, as the fleet report reads it.
@@ -63,6 +65,19 @@ type RunningApp struct {
 	LastEstimate time.Time `json:"last_estimate"`
 }
 
+// StreamApp is an application no Spark REST source showed, as its
+// metrics tell it (spark_app_usage fact stream): no cores are known, so
+// it is outside the totals.
+type StreamApp struct {
+	Application  string  `json:"application"` // its id, or its metrics key when that is not an id
+	MetricsKey   string  `json:"metrics_key"`
+	LastReport   string  `json:"last_report"`
+	DurationMs   int64   `json:"duration_ms"` // first to last report
+	Executors    int64   `json:"executors"`
+	TaskCPUHours float64 `json:"task_cpu_hours"`
+	PeakRSSBytes int64   `json:"peak_rss_bytes"` // 0: unknown
+}
+
 // staleAfter is how long a running application may go without a new
 // estimate (one every 5 minutes at the default interval) before it is
 // no longer taken to run: sparkpulse stopped, or no source shows it.
@@ -82,7 +97,10 @@ type Fleet struct {
 	// Unknown are the applications with an estimate in the range, no end,
 	// and no estimate for staleAfter: how they ended is not known.
 	Unknown []RunningApp `json:"unknown"`
-	Totals  struct {
+	// StreamOnly are the applications that ended in the range that no
+	// source showed: what their metrics say, outside the totals.
+	StreamOnly []StreamApp `json:"stream_only"`
+	Totals     struct {
 		Applications    int     `json:"applications"`
 		CoreHours       float64 `json:"core_hours"`
 		GiBHours        float64 `json:"gib_hours"`
@@ -238,7 +256,8 @@ func ReadFleet(ctx context.Context, fq FleetQuery) (Fleet, error) {
 		return Fleet{}, fmt.Errorf("reading the accounting (%s) from database %q at %s: %w%s",
 			annotate.MeasurementUsage, db, influx.RedactURL(fq.Influx.WithDefaults().URL), err, hint)
 	}
-	r := Fleet{Since: since.String(), SinceText: fq.SinceText, Database: db, Applications: []FleetApp{}, Running: []RunningApp{}, Unknown: []RunningApp{}}
+	r := Fleet{Since: since.String(), SinceText: fq.SinceText, Database: db, Applications: []FleetApp{}, Running: []RunningApp{}, Unknown: []RunningApp{},
+		StreamOnly: []StreamApp{}}
 	for _, s := range series {
 		r.Applications = appendFleetApps(r.Applications, s)
 	}
@@ -253,8 +272,60 @@ func ReadFleet(ctx context.Context, fq FleetQuery) (Fleet, error) {
 			r.Running = append(r.Running, a)
 		}
 	}
+	if r.StreamOnly, err = readStreamOnly(ctx, reader, db, since, r); err != nil {
+		return Fleet{}, err
+	}
 	r.rank()
 	return r, nil
+}
+
+// streamFields are the columns of a stream fact the fleet report reads.
+var streamFields = []string{annotate.TagApplicationID, annotate.FieldAppID, annotate.UsageDurationMs, annotate.UsageExecutors,
+	annotate.UsageTaskCPUSeconds, annotate.UsagePeakRSSBytes}
+
+// readStreamOnly reads the stream facts of the range, less the
+// applications a source showed after all (their own facts are above).
+func readStreamOnly(ctx context.Context, reader *influx.Querier, db string, since time.Duration, r Fleet) ([]StreamApp, error) {
+	q := fmt.Sprintf(`SELECT %s FROM %s WHERE time >= now() - %dm AND %s = 'stream'`,
+		influx.QuoteIdents(streamFields...), influx.QuoteIdent(annotate.MeasurementUsage), int64(since/time.Minute), influx.QuoteIdent(annotate.FieldFact))
+	series, err := reader.Query(ctx, db, q)
+	if err != nil {
+		if inner := errors.Unwrap(err); inner != nil {
+			err = inner
+		}
+		return nil, fmt.Errorf("reading the applications seen only in their metrics from database %q: %w", db, err)
+	}
+	shown := map[string]bool{}
+	for _, a := range r.Applications {
+		shown[a.MetricsKey], shown[a.Application] = true, true
+	}
+	for _, a := range slices.Concat(r.Running, r.Unknown) {
+		shown[a.Application] = true
+	}
+	out := []StreamApp{}
+	for _, s := range series {
+		for _, v := range s.Values {
+			row := map[string]any{}
+			for i, c := range s.Columns {
+				if i < len(v) {
+					row[c] = v[i]
+				}
+			}
+			str := func(k string) string { x, _ := row[k].(string); return x }
+			num := func(k string) float64 { x, _ := influx.Number(row[k]); return x }
+			a := StreamApp{MetricsKey: str(annotate.TagApplicationID), LastReport: str("time"), DurationMs: int64(num(annotate.UsageDurationMs)),
+				Executors: int64(num(annotate.UsageExecutors)), TaskCPUHours: num(annotate.UsageTaskCPUSeconds) / 3600,
+				PeakRSSBytes: int64(num(annotate.UsagePeakRSSBytes))}
+			a.Application = cmp.Or(str(annotate.FieldAppID), a.MetricsKey)
+			if !shown[a.MetricsKey] && !shown[a.Application] {
+				out = append(out, a)
+			}
+		}
+	}
+	slices.SortFunc(out, func(a, b StreamApp) int {
+		return cmp.Or(strings.Compare(b.LastReport, a.LastReport), strings.Compare(a.Application, b.Application))
+	})
+	return out, nil
 }
 
 // runningFields are the cumulative figures of a running application's
@@ -364,8 +435,28 @@ func printFleet(w io.Writer, r Fleet, wide bool) {
 	fmt.Fprint(w, "\n\n")
 	if t.Applications == 0 {
 		fmt.Fprintln(w, "no accounting found: it is written by the annotator ([annotate]) when an application ends")
-		return
+	} else {
+		printAccounted(w, r, wide)
 	}
+	printRunning(w, r)
+	printUnknown(w, r)
+	printStreamOnly(w, r)
+	printed := false
+	for _, a := range r.Applications {
+		if a.Recommended == "" {
+			continue
+		}
+		if !printed {
+			fmt.Fprintln(w, "\nrecommended:")
+			printed = true
+		}
+		fmt.Fprintf(w, "  %s: %s\n", a.Application, a.Recommended)
+	}
+}
+
+// printAccounted prints the accounted applications and their totals.
+func printAccounted(w io.Writer, r Fleet, wide bool) {
+	t := r.Totals
 	if wide {
 		tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', tabwriter.AlignRight)
 		fmt.Fprintln(tw, "application\tname\tuser\toutcome\tduration\texecutors\tcore-h\tGiB-h\tdriver core-h\tslots busy\tCPU used\tdriver-only\tlost task-h\tpeak memory\tidle core-h\tunused GiB-h\tGC\tsaving core-h\tsaving GiB-h\t")
@@ -389,18 +480,25 @@ func printFleet(w io.Writer, r Fleet, wide bool) {
 		fmt.Fprintf(w, "lost to failed and killed tasks: %s task-hours\n", hours(t.LostTaskHours*3600))
 	}
 	fmt.Fprintf(w, "with every recommendation applied: %s, %s\n", change(t.SavingCoreHours, cores, "core-hours"), change(t.SavingGiBHours, gib, "GiB-hours"))
-	printRunning(w, r)
-	printUnknown(w, r)
-	printed := false
-	for _, a := range r.Applications {
-		if a.Recommended == "" {
-			continue
+}
+
+// printStreamOnly lists the applications no source showed.
+func printStreamOnly(w io.Writer, r Fleet) {
+	if len(r.StreamOnly) == 0 {
+		return
+	}
+	fmt.Fprintf(w, "\nseen only in their metrics: %s no Spark REST source showed (no cores known, not in the totals;\nsee the [annotate] urls):\n",
+		human.Count(len(r.StreamOnly), "application"))
+	for _, a := range r.StreamOnly {
+		line := fmt.Sprintf("  %s: %s reported for %s, task CPU %s hours", a.Application, human.Count(int(a.Executors), "executor"),
+			timespent.Duration(a.DurationMs), hoursOf(a.TaskCPUHours))
+		if a.PeakRSSBytes > 0 {
+			line += ", peak resident " + sizing.Bytes(a.PeakRSSBytes)
 		}
-		if !printed {
-			fmt.Fprintln(w, "\nrecommended:")
-			printed = true
+		if ts, err := time.Parse(time.RFC3339Nano, a.LastReport); err == nil {
+			line += ", last report " + ts.UTC().Format("2006-01-02 15:04 UTC")
 		}
-		fmt.Fprintf(w, "  %s: %s\n", a.Application, a.Recommended)
+		fmt.Fprintln(w, line)
 	}
 }
 

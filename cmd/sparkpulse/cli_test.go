@@ -172,8 +172,9 @@ func TestReportFleetFlags(t *testing.T) {
 		t.Fatal(err)
 	}
 	// The ended applications, then the running ones' estimates: in the
-	// range, when each was last written, and in the hour before it.
-	if len(f.forms) != 4 {
+	// range, when each was last written, and in the hour before it; then
+	// the applications seen only in their metrics.
+	if len(f.forms) != 5 {
 		t.Fatalf("%d queries", len(f.forms))
 	}
 	if db, q := f.forms[0].Get("db"), f.forms[0].Get("q"); db != "prod" || !strings.Contains(q, fmt.Sprintf("now() - %dm", 17*24*60)) {
@@ -193,7 +194,7 @@ func TestReportFleetFlags(t *testing.T) {
 	if err := run(context.Background(), []string{"report", "--fleet", "--since", "1w"}, env, nil, &out, io.Discard); err != nil {
 		t.Fatal(err)
 	}
-	if db := f.forms[4].Get("db"); db != "fromenv" {
+	if db := f.forms[5].Get("db"); db != "fromenv" {
 		t.Errorf("db %q, want the one from SPARKPULSE_GRAPHITE_1_DATABASE", db)
 	}
 	if !strings.Contains(out.String(), "0 applications ended in the last 7d (database fromenv)") {

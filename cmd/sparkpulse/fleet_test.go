@@ -4,7 +4,9 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"io"
 	"math"
+	"net"
 	"net/http/httptest"
 	"slices"
 	"strings"
@@ -253,6 +255,45 @@ func fleetRealInfluxDB(t *testing.T, srv *influxtest.Server, db, setting string)
 		t.Fatal(err)
 	}
 	t.Log(out.String())
+
+	// With no source that shows them any more (the UI gone with its
+	// driver), the report is what was recorded at the end: the same
+	// settings as spark_sizing, from the same facts.
+	gone := refusedURL(t)
+	for _, id := range apps {
+		out.Reset()
+		if err := cmdReport(context.Background(), []string{"--config", cfg, "--url", gone, "--json", id}, noEnv, &out, &errOut); err != nil {
+			t.Fatalf("report %s from the record: %v", id, err)
+		}
+		var rec report.Recorded
+		if err := json.Unmarshal([]byte(out.String()), &rec); err != nil {
+			t.Fatalf("report %s: %v\n%s", id, err, out.String())
+		}
+		var got []string
+		for _, a := range rec.Advice {
+			if a["kind"] == "setting" {
+				got = append(got, fmt.Sprintf("%s=%s (%s)", a["property"], a["value"], a["rule"]))
+			}
+		}
+		if rec.Application != id || rec.Fact != "end" || rec.Usage["fact"] != "end" || !slices.Equal(got, stored[rec.MetricsKey]) ||
+			rec.Reconciliation == nil || len(rec.Stages) == 0 {
+			t.Errorf("report %s from the record: %s, %s, usage %v, settings %q (spark_sizing holds %q), reconciliation %v, %d stages",
+				id, rec.Application, rec.Fact, rec.Usage["fact"], got, stored[rec.MetricsKey], rec.Reconciliation != nil, len(rec.Stages))
+		}
+	}
+	out.Reset()
+	if err := cmdReport(context.Background(), []string{"--config", cfg, "--url", gone, apps[1]}, noEnv, &out, &errOut); err != nil {
+		t.Fatal(err)
+	}
+	t.Log(out.String())
+	if text := out.String(); !strings.Contains(text, "from what sparkpulse recorded in database "+db+": no Spark REST source shows it now (") ||
+		!strings.Contains(text, "\nusage (end): ") || !strings.Contains(text, "\nreconciled with Spark's totals: ") {
+		t.Errorf("report from the record:\n%s", text)
+	}
+	err := cmdReport(context.Background(), []string{"--config", cfg, "--url", gone, "app-20200101000000-0001"}, noEnv, io.Discard, io.Discard)
+	if err == nil || !strings.Contains(err.Error(), "no Spark REST source shows it (") || !strings.Contains(err.Error(), "no fact of it recorded in database") {
+		t.Errorf("an application neither shown nor recorded: %v", err)
+	}
 	out.Reset()
 	if err := cmdReport(context.Background(), []string{"--config", cfg, "--fleet", "--since=1d"}, noEnv, &out, &errOut); err != nil {
 		t.Fatal(err)
@@ -416,4 +457,107 @@ func TestFleetRunning(t *testing.T) {
 		!strings.Contains(out.String(), "ended, how unknown: 1 application with no end") || !strings.Contains(out.String(), "  app-ghost stream, last estimate ") {
 		t.Errorf("report --fleet:\n%s", out.String())
 	}
+}
+
+// An application whose metrics arrive while its only source refuses (its
+// UI on a port no source names) gets, once its metrics are quiet for
+// close-out-after, a spark_app and a spark_app_usage fact marked stream,
+// with the exact sums of its counters' deltas; report --fleet lists it
+// apart, outside the totals, and an application that has an end of its
+// own there is not listed again.
+func TestStreamOnlyApplication(t *testing.T) {
+	srv := influxtest.Start(t)
+	refused := refusedURL(t)
+	conf := fmt.Sprintf(`
+[annotate]
+  urls = [%q]
+  interval = "1h"          # polled below
+  close-out-after = "1ms"  # quiet at once: every report is sent before the poll
+[deltas]
+  first-sample-grace = "0s"
+[[graphite]]
+  bind-address = "127.0.0.1:0"
+  database = "spark"
+`, refused)
+	svc := startSparkpulse(t, srv, conf)
+	const app = "app-20261122101500-0042"
+	now := time.Now().Truncate(time.Second)
+	var lines strings.Builder
+	reportAt := func(process string, ago time.Duration, cpuNs, runMs int64) {
+		ts := now.Add(-ago).Unix()
+		fmt.Fprintf(&lines, "%s.%s.executor.cpuTime.count %d %d\n%s.%s.executor.runTime.count %d %d\n", app, process, cpuNs, ts, app, process, runMs, ts)
+	}
+	reportAt("1", 30*time.Second, 10e9, 12_000)
+	reportAt("2", 30*time.Second, 5e9, 6_000)
+	reportAt("1", 20*time.Second, 25e9, 30_000)
+	reportAt("2", 20*time.Second, 8e9, 9_000)
+	sendTCP(t, svc.addr(0), lines.String())
+	svc.flush()
+	svc.annotator.PollOnce(context.Background())
+	svc.flush()
+
+	rows := func(q string) [][]any {
+		var out [][]any
+		for _, s := range srv.Query(t, "spark", q) {
+			out = append(out, s.Values...)
+		}
+		return out
+	}
+	got := rows(`SELECT "status", "app_id", "duration_ms" FROM "spark_app" WHERE "fact" = 'stream' AND "applicationid" = '` + app + `'`)
+	if len(got) != 1 || got[0][1] != "UNKNOWN" || got[0][2] != app {
+		t.Fatalf("spark_app stream facts: %v", got)
+	}
+	usage := rows(`SELECT "executors", "task_cpu_seconds", "task_run_seconds", "outcome", "executor_core_seconds" FROM "spark_app_usage" WHERE "fact" = 'stream'`)
+	// 25 s + 8 s of task CPU, 30 s + 9 s run: each counter's deltas, its
+	// first sample new work.
+	if len(usage) != 1 || fmt.Sprint(usage[0][1:]) != "[2 33 39 unknown <nil>]" {
+		t.Fatalf("spark_app_usage stream facts: %v", usage)
+	}
+
+	// An application with an end fact of its own and a stream fact (a
+	// History Server showed it after all) is listed once, with its end.
+	writeLine(t, srv, "spark", fmt.Sprintf(`spark_app_usage,applicationid=app-shown fact="end",app_id="app-shown",executor_core_seconds=60,duration_ms=60000i %d`, now.UnixNano()))
+	writeLine(t, srv, "spark", fmt.Sprintf(`spark_app_usage,applicationid=app-shown fact="stream",app_id="app-shown",executors=1i,duration_ms=50000i %d`, now.UnixNano()+3))
+	cfg := writeFile(t, "report.toml", fmt.Sprintf("[influxdb]\n  url = %q\n[[graphite]]\n  database = \"spark\"\n", srv.URL))
+	var out, errOut strings.Builder
+	if err := cmdReport(context.Background(), []string{"--config", cfg, "--fleet", "--since", "1h", "--json"}, noEnv, &out, &errOut); err != nil {
+		t.Fatalf("%v\n%s", err, errOut.String())
+	}
+	var r report.Fleet
+	if err := json.Unmarshal([]byte(out.String()), &r); err != nil {
+		t.Fatal(err)
+	}
+	if len(r.StreamOnly) != 1 || r.StreamOnly[0].Application != app || r.StreamOnly[0].Executors != 2 ||
+		math.Abs(r.StreamOnly[0].TaskCPUHours-33.0/3600) > 1e-12 ||
+		len(r.Applications) != 1 || r.Totals.Applications != 1 {
+		t.Errorf("stream only %+v; applications %+v", r.StreamOnly, r.Applications)
+	}
+	out.Reset()
+	if err := cmdReport(context.Background(), []string{"--config", cfg, "--fleet", "--since", "1h"}, noEnv, &out, &errOut); err != nil {
+		t.Fatal(err)
+	}
+	if !strings.Contains(out.String(), "seen only in their metrics: 1 application no Spark REST source showed") ||
+		!strings.Contains(out.String(), "  "+app+": 2 executors reported for ") {
+		t.Errorf("report --fleet:\n%s", out.String())
+	}
+	// report APP_ID with no source at all: what was recorded.
+	out.Reset()
+	if err := cmdReport(context.Background(), []string{"--config", cfg, app}, noEnv, &out, &errOut); err != nil {
+		t.Fatal(err)
+	}
+	if text := out.String(); !strings.HasPrefix(text, app+", from what sparkpulse recorded in database spark\n") ||
+		!strings.Contains(text, "seen only in its metrics: no Spark REST source showed it") || !strings.Contains(text, "\nusage (stream): 2 executors reported for ") {
+		t.Errorf("report %s:\n%s", app, text)
+	}
+}
+
+// refusedURL is a loopback address nothing listens on.
+func refusedURL(t *testing.T) string {
+	t.Helper()
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	ln.Close()
+	return "http://" + ln.Addr().String()
 }

@@ -58,20 +58,22 @@ var (
 	descDeltaOutcome = prometheus.NewDesc("sparkpulse_delta_samples_total", "Samples of cumulative series that got no plain delta, by outcome: reset (a restart from zero: delta = value), first_new (baseline zero), first_unknown (no delta), out_of_order (no delta), refused (max-series reached: no delta), refused_app_quota (max-series-per-app reached for its application: no delta).", []string{"outcome"}, nil)
 	descDeltaEvicted = prometheus.NewDesc("sparkpulse_delta_series_evicted_total", "Series removed after idle-ttl without samples.", nil, nil)
 
-	descAnnRequests  = prometheus.NewDesc("sparkpulse_annotate_requests_total", "Requests made to Spark REST sources.", nil, nil)
-	descAnnBytes     = prometheus.NewDesc("sparkpulse_annotate_response_bytes_total", "Bytes read from Spark REST sources.", nil, nil)
-	descAnnPolls     = prometheus.NewDesc("sparkpulse_annotate_polls_total", "Polls of a Spark REST source.", nil, nil)
-	descAnnPoints    = prometheus.NewDesc("sparkpulse_annotate_points_total", "Annotation points written (new or changed applications, jobs, stages, SQL executions).", nil, nil)
-	descAnnErrors    = prometheus.NewDesc("sparkpulse_annotate_errors_total", "Failed polls, by source (as configured) and kind: network, http_status, decode, wrong_app (an answer about another application).", []string{"source", "kind"}, nil)
-	descAnnTracked   = prometheus.NewDesc("sparkpulse_annotate_attempts_tracked", "Application attempts being followed.", nil, nil)
-	descAnnLost      = prometheus.NewDesc("sparkpulse_annotate_attempts_lost", "Application attempts their source no longer shows, waiting for another source.", nil, nil)
-	descAnnClosedOut = prometheus.NewDesc("sparkpulse_annotate_closed_out_total", "Lost attempts whose running items were written as UNKNOWN.", nil, nil)
-	descAnnInvalid   = prometheus.NewDesc("sparkpulse_annotate_invalid_total", "Values a Spark REST source answered that were not written: peak metric names not of Spark's form, or more than 40 on one executor or stage; numbers no Spark writes, read as absent.", nil, nil)
-	descAnnSecond    = prometheus.NewDesc("sparkpulse_annotate_second_source_total", "Applications a second Spark REST source showed while another answered for them, once per application and source: the first one's answers are written, unless a configured source takes over from an {app_id} template's instance.", nil, nil)
-	descAnnCapped    = prometheus.NewDesc("sparkpulse_annotate_capped_total", "What the bounds on one application turned away, by what: executors (past 4096 of one application, not followed), points (past an application's 2000 per poll, written at a later poll).", []string{"what"}, nil)
-	descAnnSources   = prometheus.NewDesc("sparkpulse_annotate_sources", "Sources polled: configured URLs plus {app_id} template instances.", nil, nil)
-	descAnnDetails   = prometheus.NewDesc("sparkpulse_annotate_stage_details_total", "Stage attempts that ended, by what became of their details (task distribution, straggler, failed tasks): read, short (ran less than stage-details-min-duration, no failed task), budget (stage-details-requests spent that poll); unavailable: of those read, the ones the source had no task summary for.", []string{"outcome"}, nil)
-	descAnnRefused   = prometheus.NewDesc("sparkpulse_annotate_apps_refused_total", "Application ids from the metrics not used to fill {app_id}, by reason: shape (not a Spark application id), host_label (not a valid DNS label there), rate (more than new-apps-per-poll), cap (max-apps polled), retired (no source knew it, less than 10 min ago).", []string{"reason"}, nil)
+	descAnnRequests          = prometheus.NewDesc("sparkpulse_annotate_requests_total", "Requests made to Spark REST sources.", nil, nil)
+	descAnnBytes             = prometheus.NewDesc("sparkpulse_annotate_response_bytes_total", "Bytes read from Spark REST sources.", nil, nil)
+	descAnnPolls             = prometheus.NewDesc("sparkpulse_annotate_polls_total", "Polls of a Spark REST source.", nil, nil)
+	descAnnPoints            = prometheus.NewDesc("sparkpulse_annotate_points_total", "Annotation points written (new or changed applications, jobs, stages, SQL executions).", nil, nil)
+	descAnnErrors            = prometheus.NewDesc("sparkpulse_annotate_errors_total", "Failed polls, by source (as configured) and kind: network, http_status, decode, wrong_app (an answer about another application).", []string{"source", "kind"}, nil)
+	descAnnTracked           = prometheus.NewDesc("sparkpulse_annotate_attempts_tracked", "Application attempts being followed.", nil, nil)
+	descAnnLost              = prometheus.NewDesc("sparkpulse_annotate_attempts_lost", "Application attempts their source no longer shows, waiting for another source.", nil, nil)
+	descAnnClosedOut         = prometheus.NewDesc("sparkpulse_annotate_closed_out_total", "Lost attempts whose running items were written as UNKNOWN.", nil, nil)
+	descAnnInvalid           = prometheus.NewDesc("sparkpulse_annotate_invalid_total", "Values a Spark REST source answered that were not written: peak metric names not of Spark's form, or more than 40 on one executor or stage; numbers no Spark writes, read as absent.", nil, nil)
+	descAnnSecond            = prometheus.NewDesc("sparkpulse_annotate_second_source_total", "Applications a second Spark REST source showed while another answered for them, once per application and source: the first one's answers are written, unless a configured source takes over from an {app_id} template's instance.", nil, nil)
+	descAnnCapped            = prometheus.NewDesc("sparkpulse_annotate_capped_total", "What the bounds on one application turned away, by what: executors (past 4096 of one application, not followed), points (past an application's 2000 per poll, written at a later poll).", []string{"what"}, nil)
+	descAnnSources           = prometheus.NewDesc("sparkpulse_annotate_sources", "Sources polled: configured URLs plus {app_id} template instances.", nil, nil)
+	descAnnDetails           = prometheus.NewDesc("sparkpulse_annotate_stage_details_total", "Stage attempts that ended, by what became of their details (task distribution, straggler, failed tasks): read, short (ran less than stage-details-min-duration, no failed task), budget (stage-details-requests spent that poll); unavailable: of those read, the ones the source had no task summary for.", []string{"outcome"}, nil)
+	descAnnStreamOnly        = prometheus.NewDesc("sparkpulse_annotate_stream_only_total", "Applications the metrics named that no Spark REST source showed, by outcome: written (their facts, fact stream, from what their metrics say, once quiet for close-out-after), not_kept (4096 were waiting: not followed).", []string{"outcome"}, nil)
+	descAnnStreamOnlyWaiting = prometheus.NewDesc("sparkpulse_annotate_stream_only_waiting", "Applications the metrics name that no Spark REST source has shown yet.", nil, nil)
+	descAnnRefused           = prometheus.NewDesc("sparkpulse_annotate_apps_refused_total", "Application ids from the metrics not used to fill {app_id}, by reason: shape (not a Spark application id), host_label (not a valid DNS label there), rate (more than new-apps-per-poll), cap (max-apps polled), retired (no source knew it, less than 10 min ago).", []string{"reason"}, nil)
 )
 
 // descBuildInfo follows Prometheus's convention for a build's identity:
@@ -146,6 +148,8 @@ func collectAnnotate(ch chan<- prometheus.Metric, a *annotate.Poller, sources []
 	labelled(ch, descAnnDetails, nil, st.StageDetails) // Stats has every outcome
 	counter(ch, descAnnSecond, st.SecondSource)
 	labelled(ch, descAnnCapped, nil, st.Capped) // likewise
+	labelled(ch, descAnnStreamOnly, nil, st.StreamOnly)
+	gauge(ch, descAnnStreamOnlyWaiting, float64(st.StreamOnlyWaiting))
 }
 
 // collectBlock exports a block's listener and relay counters.

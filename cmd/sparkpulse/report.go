@@ -2,6 +2,7 @@ package main
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"io"
 	"strings"
@@ -13,25 +14,47 @@ import (
 
 // reportApp is `report APP_ID` (report.WriteApp) from plan's [annotate]
 // sources, the metrics stream read from its [[graphite]] blocks'
-// databases.
+// databases; when no source shows the application (its live UI is gone,
+// or there are no sources), what the annotator recorded of it
+// (report.WriteRecorded) where report --fleet reads.
 func reportApp(ctx context.Context, plan *Plan, appID string, asJSON bool, stdout io.Writer) error {
-	if plan.Annotate == nil {
-		return fmt.Errorf("%w: no Spark REST source: give --url or [annotate] urls", errUsage)
+	why := ""
+	if plan.Annotate != nil {
+		cfg := plan.Annotate.Poller
+		cfg.Stream = newStream(plan, func() []*influx.Writer { return nil })
+		err := report.WriteApp(ctx, cfg, appID, asJSON, stdout)
+		if err == nil || ctx.Err() != nil {
+			return err
+		}
+		why = strings.TrimPrefix(err.Error(), "application "+appID+": ")
 	}
-	cfg := plan.Annotate.Poller
-	cfg.Stream = newStream(plan, func() []*influx.Writer { return nil })
-	return report.WriteApp(ctx, cfg, appID, asJSON, stdout)
+	db := recordDatabase(plan)
+	if db == "" {
+		return fmt.Errorf("%w: no Spark REST source and no database to read: give --url, or [annotate] urls or a [[graphite]] block", errUsage)
+	}
+	err := report.WriteRecorded(ctx, report.RecordQuery{Influx: plan.Influx, Database: db}, appID, why, asJSON, stdout)
+	if errors.Is(err, report.ErrNotRecorded) && why != "" {
+		return fmt.Errorf("application %s: no Spark REST source shows it (%s), and %w", appID, why, errors.Unwrap(err))
+	}
+	return err
+}
+
+// recordDatabase is where plan's annotator writes: [annotate]'s
+// database, else the first [[graphite]] block's; "" with neither.
+func recordDatabase(plan *Plan) string {
+	target := plan.defaultTarget()
+	if plan.Annotate != nil {
+		target = plan.Annotate.Target
+	}
+	db, _, _ := strings.Cut(target.Bucket, "/")
+	return db
 }
 
 // reportFleet is `report --fleet` (report.WriteFleet): the accounting
 // where plan's annotator writes it, [annotate]'s database, else the first
 // [[graphite]] block's.
 func reportFleet(ctx context.Context, plan *Plan, since time.Duration, asJSON, wide bool, stdout io.Writer) error {
-	target := plan.defaultTarget()
-	if plan.Annotate != nil {
-		target = plan.Annotate.Target
-	}
-	db, _, _ := strings.Cut(target.Bucket, "/")
+	db := recordDatabase(plan)
 	if db == "" {
 		return fmt.Errorf("%w: no database to read: give a [[graphite]] block or [annotate] database", errUsage)
 	}

@@ -1,0 +1,248 @@
+package annotate
+
+import (
+	"cmp"
+	"context"
+	"errors"
+	"fmt"
+	"hash/maphash"
+	"maps"
+	"slices"
+	"strings"
+	"time"
+
+	"github.com/influxdata/line-protocol/v2/lineprotocol"
+	"go.uber.org/zap"
+
+	"github.com/sparkpulse/sparkpulse/accounting"
+	"github.com/sparkpulse/sparkpulse/sizing"
+	"github.com/sparkpulse/sparkpulse/spark"
+	"github.com/sparkpulse/sparkpulse/timespent"
+)
+
+// Applications only the stream shows. An application whose metrics arrive
+// but that no source lists (its UI on a port no source names, no History
+// Server, no event logs) would leave metrics and nothing else: no
+// spark_app, no accounting, nothing in watch or report --fleet. So the
+// poller keeps, for each metrics key the stream names (SeeApp), when it
+// was first and last seen. Once a key has been quiet for CloseOutAfter,
+// and no source has shown its application (emit marks every application
+// it writes, by id and by metrics key) nor denied it (a template
+// instance's 404 retires the id), it gets two facts, both fact stream:
+//
+//   - spark_app at its first report (+ phase), status UNKNOWN, ending at
+//     its last report;
+//   - spark_app_usage at its last report: what its metrics say
+//     (accounting.StreamOnly), nothing held and no advice, as only
+//     Spark's word gives cores and settings.
+//
+// Anyone may write to the stream, so what it names is bounded: at most
+// maxUnseen keys are kept (while the table is full, new keys are counted
+// and not kept), and at most unseenPerRound are written per round, each
+// with one read of the stream. A key that a source showed is not kept
+// again for as long as the ledger keeps facts; nor is one written once.
+// The table is not kept across restarts: a key quiet when sparkpulse
+// stops gets no facts.
+
+const (
+	// maxUnseen bounds the metrics keys kept as seen only in the stream.
+	maxUnseen = 4096
+	// unseenPerRound bounds the keys written per round.
+	unseenPerRound = 8
+)
+
+// unseenApp is a metrics key that no source has shown.
+type unseenApp struct {
+	first, last time.Time
+	// A failed read of the stream is retried, with backoff, for
+	// StreamRetry, as an ended application's accounting is.
+	tries         int
+	failed, retry time.Time
+}
+
+// seenInStream notes a metrics key the stream names. Called with mu held.
+func (p *Poller) seenInStream(key string) {
+	if _, ok := p.shown[key]; ok {
+		return
+	}
+	now := p.cfg.Now()
+	if u := p.unseen[key]; u != nil {
+		u.last = now
+		return
+	}
+	if len(p.unseen) >= maxUnseen {
+		p.stats.unseenFull.Add(1)
+		return
+	}
+	p.unseen[key] = &unseenApp{first: now, last: now}
+}
+
+// markShown notes that a source showed the attempt: neither its id nor
+// its metrics key is written as seen only in the stream.
+func (p *Poller) markShown(st *appState) {
+	now := p.cfg.Now()
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	for _, k := range []string{st.key.app, st.metricsKey} {
+		if k != "" {
+			p.shown[k] = now
+			delete(p.unseen, k)
+		}
+	}
+}
+
+// closeOutUnseen writes the keys quiet for CloseOutAfter, the longest
+// quiet first, at most unseenPerRound of them, and forgets what the
+// ledger no longer keeps.
+func (p *Poller) closeOutUnseen(ctx context.Context, now time.Time) {
+	type due struct {
+		key string
+		u   unseenApp
+	}
+	var list []due
+	p.mu.Lock()
+	for k, u := range p.unseen {
+		if now.Sub(u.last) >= p.cfg.CloseOutAfter && !now.Before(u.retry) {
+			if _, denied := p.retired[k]; denied {
+				delete(p.unseen, k)
+				continue
+			}
+			list = append(list, due{k, *u})
+		}
+	}
+	forget := now.Add(-p.cfg.Lookback - recheck - max(giveUp, p.cfg.CloseOutAfter))
+	maps.DeleteFunc(p.shown, func(_ string, t time.Time) bool { return t.Before(forget) })
+	p.mu.Unlock()
+	slices.SortFunc(list, func(a, b due) int { return cmp.Or(a.u.last.Compare(b.u.last), strings.Compare(a.key, b.key)) })
+	for _, d := range list[:min(len(list), unseenPerRound)] {
+		u := d.u
+		totals, streamErr := p.unseenStream(ctx, d.key, &u, now)
+		if streamErr == errRetry {
+			p.mu.Lock()
+			if cur := p.unseen[d.key]; cur != nil && cur.last.Equal(d.u.last) {
+				*cur = u
+			}
+			p.mu.Unlock()
+			continue
+		}
+		p.mu.Lock()
+		cur := p.unseen[d.key]
+		if cur == nil || !cur.last.Equal(d.u.last) {
+			p.mu.Unlock()
+			continue // seen again, or shown, meanwhile
+		}
+		delete(p.unseen, d.key)
+		p.shown[d.key] = now
+		p.mu.Unlock()
+		usage := accounting.StreamOnly(totals, u.first.UnixMilli(), u.last.UnixMilli())
+		if streamErr != nil {
+			usage.Notes = append(usage.Notes, "the metrics stream could not be read: "+streamErr.Error())
+		}
+		n := p.emitUnseen(d.key, u, usage)
+		p.stats.unseenWritten.Add(1)
+		p.log.Warn("Spark application seen only in its metrics: no source showed it; written with what its metrics say",
+			zap.String("metrics_key", d.key), zap.Time("first_report", u.first), zap.Time("last_report", u.last), zap.Int("points", n))
+	}
+}
+
+// errRetry: the read of the stream failed and is retried later.
+var errRetry = errors.New("retry")
+
+// unseenStream reads the stream of a key over its reports: nil without a
+// Stream; errRetry (u updated) while a failing read is retried; the error
+// once StreamRetry has passed.
+func (p *Poller) unseenStream(ctx context.Context, key string, u *unseenApp, now time.Time) (map[string]ProcessTotals, error) {
+	if p.cfg.Stream == nil {
+		return nil, nil
+	}
+	var totals map[string]ProcessTotals
+	var err error
+	if d, ok := p.cfg.Stream.(deliverer); ok && !d.Delivered(u.last) {
+		err = errNotDelivered
+	} else {
+		totals, err = p.readStream(ctx, key, u.first.Add(-time.Minute), u.last.Add(time.Minute))
+	}
+	if err == nil {
+		return totals, nil
+	}
+	if u.tries == 0 {
+		u.failed = now
+	}
+	u.tries++
+	if now.Sub(u.failed) >= p.cfg.StreamRetry {
+		return nil, fmt.Errorf("%w (failing for %s)", err, now.Sub(u.failed).Round(time.Second))
+	}
+	u.retry = now.Add(min(p.cfg.Interval<<min(u.tries-1, 16), maxBackoff))
+	p.log.Warn("metrics stream not read for an application seen only in its metrics", zap.String("metrics_key", key),
+		zap.Int("tries", u.tries), zap.Error(err))
+	return nil, errRetry
+}
+
+// emitUnseen writes a key's stream facts (see above) and returns the
+// number of points written.
+func (p *Poller) emitUnseen(key string, u unseenApp, usage sizing.Usage) int {
+	lock := &p.emitLocks[maphash.String(p.emitSeed, key)%emitStripes]
+	lock.Lock()
+	defer lock.Unlock()
+	first, last := u.first.UnixMilli(), u.last.UnixMilli()
+	st := newAppState(appKey{key, first})
+	w := &points{p: p, st: st, nowMs: p.cfg.Now().UnixMilli(), snaps: map[string]snapshot{}}
+	w.enc.SetPrecision(lineprotocol.Nanosecond)
+	id := ""
+	if spark.IsAppID([]byte(key)) {
+		id = key
+	}
+	if w.begin(MeasurementApp, factTime(first, 0, phaseStream)) {
+		w.str(FieldStatus, statusUnknown)
+		w.str(FieldAppID, id)
+		w.int(FieldEndMs, last)
+		w.int(FieldDurationMs, last-first)
+		w.common(phaseStream, key+" seen only in its metrics",
+			joinText(timespent.Duration(last-first)+" of reports", "no Spark REST source showed it"))
+		w.end()
+	}
+	if w.begin(MeasurementUsage, last*1_000_000+phaseStream) {
+		w.str(FieldFact, phaseNames[phaseStream])
+		w.str(FieldAppID, id)
+		w.int(UsageDurationMs, usage.DurationMs)
+		w.int(UsageExecutors, int64(usage.Executors))
+		if usage.CPUFrom != "" {
+			w.float(UsageTaskCPUSeconds, usage.TaskCPUSeconds)
+			w.float(UsageTaskRunSeconds, usage.TaskRunSeconds)
+			w.float(UsageCPUUsedSeconds, usage.CPUUsedSeconds)
+			w.str(UsageCPUFrom, usage.CPUFrom)
+		}
+		w.float(UsageGCSeconds, usage.GCSeconds)
+		if usage.TaskRunSeconds > 0 {
+			w.float(UsageGCShare, usage.GCSeconds/usage.TaskRunSeconds)
+		}
+		if usage.PeakRSS > 0 {
+			w.int(UsagePeakRSSBytes, usage.PeakRSS)
+		}
+		if usage.MeanRSS > 0 {
+			w.int(UsageMeanRSSBytes, usage.MeanRSS)
+		}
+		if usage.PeakPythonRSS > 0 {
+			w.int(UsagePeakPythonRSSBytes, usage.PeakPythonRSS)
+		}
+		w.str(UsageOutcome, usage.Outcome)
+		w.str(UsageOutcomeReason, usage.OutcomeReason)
+		w.str(UsageNotes, w.reason(strings.Join(usage.Notes, "; ")))
+		w.str(FieldTitle, w.text("Usage of "+key+", seen only in its metrics"))
+		w.str(FieldText, w.reason(streamOnlyText(usage)))
+		w.end()
+	}
+	return p.deliver(st, w)
+}
+
+// streamOnlyText is the usage fact's text.
+func streamOnlyText(u sizing.Usage) string {
+	parts := []string{fmt.Sprintf("%d executors reported for %s", u.Executors, timespent.Duration(u.DurationMs))}
+	if u.CPUFrom != "" {
+		parts = append(parts, fmt.Sprintf("task CPU %.1f s of %.1f s run", u.TaskCPUSeconds, u.TaskRunSeconds))
+	}
+	if u.PeakRSS > 0 {
+		parts = append(parts, "peak resident "+sizing.Bytes(u.PeakRSS))
+	}
+	return joinText(append(parts, "what its metrics say; no source vouches for it")...)
+}
