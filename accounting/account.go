@@ -73,6 +73,7 @@ func Account(a *Attempt, endMs int64) (Result, error) {
 	}
 	var rec *Reconciliation
 	if a.Completed {
+		WithinSparkTotals(&u, a.StageTotals)
 		a.StageTotals.Figures(&u, a.StartMs, endMs)
 		if a.StreamRead && a.StageTotals != nil {
 			r := Reconcile(a.Executors, *a.StageTotals, a.Stream, aside)
@@ -84,8 +85,34 @@ func Account(a *Attempt, endMs int64) (Result, error) {
 		currentStages(a.Stages).Figures(&u, a.StartMs, endMs)
 	}
 	u.Outcome, u.OutcomeReason = outcome(a)
+	if why := peakWitness(u, a.Executors, execs); why != "" {
+		u.Notes = append(u.Notes, why)
+	}
 	return Result{Settings: s, Resources: r, Executors: execs, Usage: u, SetAside: aside,
 		Reconciliation: rec, FailureReasons: FailureReasons(a.Stages)}, nil
+}
+
+// peakWitness says where the peak resident memory came from when Spark
+// does not vouch for it: an executor Spark lists no resident memory peak
+// for (an older Spark, process-tree metrics off, or one Spark no longer
+// lists), whose figure is the stream's alone; "" when Spark listed it.
+func peakWitness(u sizing.Usage, listed []sparkapi.Executor, execs []sizing.Executor) string {
+	if u.PeakRSS <= 0 {
+		return ""
+	}
+	spark := byID(listed)
+	for _, x := range execs {
+		if x.ID == "driver" || x.Peaks["ProcessTreeJVMRSSMemory"]+x.Peaks["ProcessTreePythonRSSMemory"]+x.Peaks["ProcessTreeOtherRSSMemory"] != u.PeakRSS {
+			continue
+		}
+		if l := spark[x.ID]; l != nil {
+			if _, ok := l.PeakMemoryMetrics["ProcessTreeJVMRSSMemory"]; ok {
+				return ""
+			}
+		}
+		return fmt.Sprintf("peak resident memory from the metrics stream alone: Spark lists no resident memory peak for executor %s", x.ID)
+	}
+	return ""
 }
 
 // Estimate is a running attempt's usage so far, at atMs, from stream, the

@@ -35,13 +35,26 @@ import (
 //     NodeManager checks the process tree every 3 s and kills it at once
 //     only over twice its limit, and over the limit once its processes
 //     are a check old (a PySpark worker was seen at 1.4 GB in a 1 GB
-//     container). Standalone and local processes have no such bound, and
-//     their resident memory is not checked. Spark's own peaks are not a bound: real Spark's
-//     stream peaks above them, as Spark keeps peaks only of the polls
-//     made while a stage runs, and the metrics source reports every poll.
+//     container). Standalone and local processes have no such bound.
 //     Where Spark's peak is above the setting, the JVM got more than the
-//     setting says, and Spark's peak is the bound. A gauge that fails is
-//     not used, peak or mean; Spark's peak stands.
+//     setting says, and Spark's peak is the bound.
+//   - Gauges against Spark's own peaks, once the application has ended:
+//     within sparkPeakSlack times Spark's peak of the same gauge, where
+//     Spark lists one (3.0 and later list every gauge, 0 where none was
+//     seen) and the process ended in order (with the
+//     application, or released): Spark vouches for it. While it runs,
+//     Spark's peaks are a heartbeat behind the stream's. Not within Spark's peak itself: Spark keeps peaks of
+//     the polls its heartbeats carry while a stage runs, the metrics
+//     source reports every poll, and real Spark's stream was seen above
+//     them (up to 1.09 times for resident memory, 1.24 for the heap, on
+//     3.5.9 and 4.3.0). A process removed otherwise (killed, out of
+//     memory, lost) may have sent a last report that no heartbeat
+//     carried: there the stream is the only witness, and only the bounds
+//     above hold, and, where YARN killed it, what YARN's message says the
+//     process tree used at the kill (plus 5 %: it is rounded): real YARN's message
+//     was above every resident size the stream had sent.
+//
+// A gauge that fails is not used, peak or mean; Spark's peak stands.
 //
 // What is set aside is named in the accounting's notes and field
 // set_aside, and a process whose counters exceed Spark's gives the
@@ -55,6 +68,14 @@ const plausibilitySlackMs = 60_000
 // rssSlack is how far above its container a process's resident memory
 // may be seen on Kubernetes before the kubelet's kill.
 const rssSlack = 0.10
+
+// maxMemory is more memory than any process holds (1 PiB), as Spark's
+// own answers are checked (sparkapi.Check).
+const maxMemory = 1 << 50
+
+// sparkPeakSlack is how far above Spark's own peak of a gauge a
+// process's stream may be seen (see above).
+const sparkPeakSlack = 1.5
 
 // yarnIncrement is what YARN rounds a container up to a multiple of, by
 // default (yarn.scheduler.minimum-allocation-mb, the capacity
@@ -139,14 +160,18 @@ func Screen(props map[string]string, execs []sparkapi.Executor, stream map[strin
 				continue
 			}
 			var spark int64
+			listed := false // Spark lists its peak of g: 3.0 and later list every gauge, 0 where none was seen
 			if x != nil {
-				spark = x.PeakMemoryMetrics[g]
+				spark, listed = x.PeakMemoryMetrics[g]
 			}
 			var stated int64 // the limit a YARN kill message states
 			if x != nil {
 				stated = sizing.YARNLimit(x.RemoveReason)
 			}
 			why := bounds.check(id, g, v, spark, stated)
+			if why == "" && final && listed && vouches(x, endMs) && v > float64(spark)*sparkPeakSlack {
+				why = fmt.Sprintf("%s peak %s > %g × %s, Spark's own", g, sizing.Bytes(int64(v)), sparkPeakSlack, sizing.Bytes(spark))
+			}
 			if why == "" {
 				continue
 			}
@@ -157,12 +182,63 @@ func Screen(props map[string]string, execs []sparkapi.Executor, stream map[strin
 			delete(k.Peak, g)
 			delete(k.Mean, g)
 		}
+		// A YARN kill states the process tree's use at the kill: resident
+		// memory the stream says was larger is not the process's.
+		if used := yarnUsed(x); used > 0 {
+			var rss float64
+			for _, g := range rssGauges {
+				rss += k.Peak[g]
+			}
+			if rss > float64(used)*(1+yarnUsedSlack) {
+				a.Why = append(a.Why, fmt.Sprintf("resident memory %s > %s, what YARN measured at its kill", sizing.Bytes(int64(rss)), sizing.Bytes(used)))
+				if !cloned {
+					k.Peak, k.Mean = maps.Clone(k.Peak), maps.Clone(k.Mean)
+				}
+				for _, g := range rssGauges {
+					delete(k.Peak, g)
+					delete(k.Mean, g)
+				}
+			}
+		}
 		if len(a.Why) > 0 {
 			aside = append(aside, a)
 		}
 		kept[id] = k
 	}
 	return kept, aside
+}
+
+// yarnUsedSlack is how far above the use YARN's kill message states a
+// killed process's resident memory may be seen: the message rounds to a
+// tenth of its unit ("4.6 GB").
+const yarnUsedSlack = 0.05
+
+// rssGauges are the resident memory of a process tree, in parts.
+var rssGauges = []string{"ProcessTreeJVMRSSMemory", "ProcessTreePythonRSSMemory", "ProcessTreeOtherRSSMemory"}
+
+// yarnUsed is the process tree's use that YARN's kill of x states, 0
+// without one.
+func yarnUsed(x *sparkapi.Executor) int64 {
+	if x == nil {
+		return 0
+	}
+	return sizing.YARNUsed(x.RemoveReason)
+}
+
+// vouches reports whether Spark's peaks of executor x bound its stream's
+// (see above): it ran until endMs, or was released by dynamic allocation
+// or decommissioned; one removed otherwise may have ended between two
+// heartbeats.
+func vouches(x *sparkapi.Executor, endMs int64) bool {
+	removed := optMS(x.RemoveTime)
+	if removed == 0 || removed >= endMs {
+		return true
+	}
+	switch sizing.RemoveKind(x.RemoveReason) {
+	case sizing.RemovedReleased, sizing.RemovedDecommissioned:
+		return true
+	}
+	return false
 }
 
 // heapGauges are the ExecutorMetrics gauges of memory within the heap;
@@ -215,7 +291,7 @@ func (b memoryBounds) check(id, g string, v float64, spark, stated int64) string
 		bound = max(bound, spark) // Spark saw it: the setting is not what the JVM got
 	}
 	switch {
-	case v < 0 || math.IsNaN(v) || math.IsInf(v, 0) || v >= 0x1p63:
+	case v < 0 || math.IsNaN(v) || math.IsInf(v, 0) || v > maxMemory:
 		return fmt.Sprintf("%s peak %g is no amount of memory", g, v)
 	case bound > 0 && v > float64(bound)*(1+slack):
 		return fmt.Sprintf("%s peak %s > %s it could hold", g, sizing.Bytes(int64(v)), sizing.Bytes(bound))

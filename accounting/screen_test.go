@@ -17,7 +17,9 @@ func screenApp() *Attempt {
 	x := func(id string, removed time.Time, reason string) sparkapi.Executor {
 		e := sparkapi.Executor{ID: id, TotalCores: 2, AddTime: sparkapi.OptDate(at(0)), CompletedTasks: 100,
 			TotalDuration: 400_000, TotalGCTime: 9_000, TotalInputBytes: 5 << 30, TotalShuffleRead: 1 << 30, TotalShuffleWrite: 1 << 30,
-			PeakMemoryMetrics: map[string]int64{"ProcessTreeJVMRSSMemory": 3 << 30, "JVMHeapMemory": 2 << 30}}
+			// As Spark 3+ lists them: every gauge, 0 where none was seen.
+			PeakMemoryMetrics: map[string]int64{"ProcessTreeJVMRSSMemory": 3 << 30, "JVMHeapMemory": 2 << 30,
+				"ProcessTreePythonRSSMemory": 0, "ProcessTreeOtherRSSMemory": 0}}
 		if !removed.IsZero() {
 			e.RemoveTime, e.RemoveReason = sparkapi.OptDate(removed), reason
 		}
@@ -86,8 +88,15 @@ func TestScreen(t *testing.T) {
 		{"a peak beyond the container, running", false, func(s map[string]ProcessTotals) { s["1"].Peak["ProcessTreeJVMRSSMemory"] = 60 << 30 },
 			[]string{"1:ProcessTreeJVMRSSMemory"}, nil, "> 10.0 GiB it could hold"},
 		// Spark keeps peaks only of polls made while a stage runs: the
-		// stream's may be above them.
+		// stream's may be above them (real Spark's, by up to 1.24 times),
+		// but not by half as much again where the executor ended in order.
 		{"a peak above Spark's, within the container", true, func(s map[string]ProcessTotals) { s["1"].Peak["ProcessTreeJVMRSSMemory"] = 4 << 30 },
+			nil, nil, ""},
+		{"a peak far above Spark's", true, func(s map[string]ProcessTotals) { s["1"].Peak["ProcessTreeJVMRSSMemory"] = 4.6 * (1 << 30) },
+			[]string{"1:ProcessTreeJVMRSSMemory"}, nil, "ProcessTreeJVMRSSMemory peak 4.6 GiB > 1.5 × 3.0 GiB, Spark's own"},
+		{"a heap far above Spark's", true, func(s map[string]ProcessTotals) { s["1"].Peak["JVMHeapMemory"] = 3.5 * (1 << 30) },
+			[]string{"1:JVMHeapMemory"}, nil, "JVMHeapMemory peak 3.5 GiB > 1.5 × 2.0 GiB, Spark's own"},
+		{"a peak far above Spark's, running: Spark's are a heartbeat behind", false, func(s map[string]ProcessTotals) { s["1"].Peak["ProcessTreeJVMRSSMemory"] = 4.6 * (1 << 30) },
 			nil, nil, ""},
 		// Executor 2 was killed for its memory: seen at 4.6 GB of 4.4.
 		{"a killed executor's last peak", true, func(s map[string]ProcessTotals) { s["2"].Peak["ProcessTreeJVMRSSMemory"] = 4.6e9 },
@@ -97,8 +106,12 @@ func TestScreen(t *testing.T) {
 		// YARN's own message once read "1.4 GB of 1 GB". The limit is
 		// the container rounded up to a GiB (4.4 GiB: 5 GiB), or the one
 		// a kill message states (executor 2's 4.4 GB).
-		{"a peak over the container, before YARN's kill", true, func(s map[string]ProcessTotals) { s["1"].Peak["ProcessTreeJVMRSSMemory"] = 9 << 30 },
+		{"a peak over the container, before YARN's kill", true, func(s map[string]ProcessTotals) { s["2"].Peak["ProcessTreeJVMRSSMemory"] = 4.9e9 },
 			nil, nil, ""},
+		// YARN's kill states what the process tree used: 4.6 GB.
+		{"a killed executor's resident memory above what YARN measured", true, func(s map[string]ProcessTotals) {
+			s["2"].Peak["ProcessTreePythonRSSMemory"] = 2 << 30
+		}, []string{"2:ProcessTreeJVMRSSMemory", "2:ProcessTreePythonRSSMemory"}, nil, "process 2: resident memory 5.0 GiB > 4.6 GiB, what YARN measured at its kill"},
 		{"Python's peak beyond twice YARN's limit", true, func(s map[string]ProcessTotals) { s["2"].Peak["ProcessTreePythonRSSMemory"] = 9 << 30 },
 			[]string{"2:ProcessTreePythonRSSMemory"}, nil, "> 8.8 GiB it could hold"},
 		{"a heap above the heap", true, func(s map[string]ProcessTotals) { s["2"].Peak["JVMHeapMemory"] = 5 << 30 },
@@ -160,9 +173,17 @@ func TestScreen(t *testing.T) {
 func TestScreenUnbounded(t *testing.T) {
 	st, stream := screenApp(), genuine()
 	st.Properties["spark.master"] = "spark://master:7077"
+	st.Executors[0].PeakMemoryMetrics = nil // Spark lists no peaks (metrics off): nothing bounds it
 	stream["1"].Peak["ProcessTreeJVMRSSMemory"] = 60 << 30
 	if _, aside := Screen(st.Properties, st.Executors, stream, ms(at(600)), true); len(aside) != 0 {
 		t.Errorf("standalone: set aside %v", aside)
+	}
+	// Where Spark lists the peak, Spark vouches for it.
+	st = screenApp()
+	st.Properties["spark.master"] = "spark://master:7077"
+	if _, aside := Screen(st.Properties, st.Executors, stream, ms(at(600)), true); len(aside) != 1 ||
+		aside[0].String() != "process 1: ProcessTreeJVMRSSMemory peak 60.0 GiB > 1.5 × 3.0 GiB, Spark's own" {
+		t.Errorf("standalone, Spark's peak listed: set aside %v", aside)
 	}
 	st, stream = screenApp(), genuine()
 	st.Executors[1].PeakMemoryMetrics["JVMHeapMemory"] = 5 << 30
@@ -251,10 +272,90 @@ func TestScreenByClusterManager(t *testing.T) {
 	} {
 		st, stream := screenApp(), genuine()
 		st.Properties["spark.master"] = tc.master
+		st.Executors[0].PeakMemoryMetrics = nil // Spark lists no peaks: the cluster manager's bound alone
 		stream["1"].Peak["ProcessTreeJVMRSSMemory"] = tc.rss
 		_, aside := Screen(st.Properties, st.Executors, stream, ms(at(600)), true)
 		if got := len(aside) > 0; got != tc.aside {
 			t.Errorf("%s, resident %.3g: set aside %v, want %v: %v", tc.master, tc.rss, aside, tc.aside, aside)
+		}
+	}
+}
+
+// The executors' task CPU and run time are never above Spark's stage
+// totals in a genuine stream: where a forged one makes them so with every
+// process's figures plausible, the accounting takes Spark's and names
+// what it set aside; where they are at or below Spark's, or the stage
+// list is not whole, it keeps the stream's.
+func TestWithinSparkTotals(t *testing.T) {
+	for _, tc := range []struct {
+		name      string
+		cpu, run  float64 // the stream's, executor 1 (executor 2 as genuine)
+		dropped   bool    // Spark no longer lists every stage
+		wantFrom  string
+		wantCPU   float64
+		wantAside string
+	}{
+		{"genuine", 300e9, 390_000, false, "tasks", 600, ""},
+		{"short", 250e9, 390_000, false, "tasks", 550, ""},
+		// A reset forged between two reports: the next counts whole, +14 %
+		// of the CPU, within the executor's cores × life and task time.
+		{"reset", 384e9, 390_000, false, "stages", 600, "the executors' task CPU 684.000 s > 600.000 s, Spark's stage totals over every task"},
+		{"run", 300e9, 395_000, false, "stages", 600, "the executors' task run time 785.000 s > 780.000 s, Spark's stage totals over every task"},
+		{"no whole stage list", 384e9, 390_000, true, "tasks", 684, ""},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			a := screenApp()
+			a.StageTotals = &StageTotals{}
+			a.StageTotals.Add(&sparkapi.Stage{StageID: 0, ExecutorCPUTime: 600e9, ExecutorRunTime: 780_000})
+			if tc.dropped {
+				a.StageTotals.Add(&sparkapi.Stage{StageID: 3})
+			}
+			a.Stream = genuine()
+			a.Stream["1"].Sums["cpuTime.count"], a.Stream["1"].Sums["runTime.count"] = tc.cpu, tc.run
+			a.StreamRead = true
+			res, err := Account(a, ms(at(600)))
+			if err != nil {
+				t.Fatal(err)
+			}
+			u := res.Usage
+			aside := strings.Join(u.SetAside, "; ")
+			if u.CPUFrom != tc.wantFrom || u.TaskCPUSeconds != tc.wantCPU || aside != tc.wantAside {
+				t.Errorf("CPU from %q, %v s; set aside %q; want %q, %v s, %q", u.CPUFrom, u.TaskCPUSeconds, aside, tc.wantFrom, tc.wantCPU, tc.wantAside)
+			}
+		})
+	}
+}
+
+// Where Spark lists no resident memory peak for the executor whose peak
+// the usage reports, the usage says the figure is the stream's alone;
+// where it lists one, it says nothing.
+func TestPeakWitness(t *testing.T) {
+	for _, tc := range []struct {
+		name   string
+		listed bool
+		want   string
+	}{
+		{"Spark lists the peak", true, ""},
+		{"Spark lists none", false, "peak resident memory from the metrics stream alone: Spark lists no resident memory peak for executor 1"},
+	} {
+		a := screenApp()
+		if !tc.listed {
+			a.Executors[0].PeakMemoryMetrics = nil
+		}
+		a.Stream, a.StreamRead = genuine(), true
+		a.Stream["1"].Peak["ProcessTreeJVMRSSMemory"] = 3.5 * (1 << 30)
+		res, err := Account(a, ms(at(600)))
+		if err != nil {
+			t.Fatal(err)
+		}
+		got := ""
+		for _, n := range res.Usage.Notes {
+			if strings.HasPrefix(n, "peak resident memory") {
+				got = n
+			}
+		}
+		if got != tc.want || res.Usage.PeakRSS != 3.5*(1<<30) {
+			t.Errorf("%s: note %q, peak %d; want %q", tc.name, got, res.Usage.PeakRSS, tc.want)
 		}
 	}
 }

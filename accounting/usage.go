@@ -122,6 +122,33 @@ func SetAsideIn(u *sizing.Usage, aside []SetAside, stages *StageTotals) {
 	}
 }
 
+// WithinSparkTotals replaces the executors' task CPU and run time in u
+// with Spark's stage totals t where the executors' are above them, and
+// names them as set aside. The executors' counters count successful
+// tasks, the stage list every task, so a genuine stream's sums are never
+// above it; a forged stream can make them so with every process's own
+// figures plausible (a counter sent as 0 between two reports makes the
+// next report count whole; lines dated after the last report add to
+// every executor). For an ended attempt whose stage list is whole; the
+// figures a source showed otherwise stay as they are.
+func WithinSparkTotals(u *sizing.Usage, t *StageTotals) {
+	if t == nil || t.Dropped() > 0 || u.CPUFrom == "" || u.CPUFrom == "stages" {
+		return
+	}
+	var why []string
+	if cpu := u.TaskCPUSeconds * 1e9; cpu > float64(t.CPUNs)*(1+reconcileTolerance)+1e6 {
+		why = append(why, fmt.Sprintf("task CPU %.3f s > %.3f s", u.TaskCPUSeconds, float64(t.CPUNs)/1e9))
+	}
+	if run := u.TaskRunSeconds * 1000; run > float64(t.RunMs)*(1+reconcileTolerance)+1 {
+		why = append(why, fmt.Sprintf("task run time %.3f s > %.3f s", u.TaskRunSeconds, float64(t.RunMs)/1000))
+	}
+	if len(why) == 0 {
+		return
+	}
+	u.SetAside = append(u.SetAside, "the executors' "+strings.Join(why, ", ")+", Spark's stage totals over every task")
+	u.TaskTimesFromStages(t.CPUNs, t.RunMs)
+}
+
 // LostTasks sets the run time of the task attempts that failed or were
 // killed, at the end. What Spark's numbers hold (core, AppStatusListener
 // and Executor):

@@ -506,6 +506,10 @@ func checkReconcile(t *testing.T, r *run) {
 		sort.Strings(short)
 		row := one(t, r.srv, db, fmt.Sprintf(`SELECT * FROM "spark_reconcile" WHERE "app_id" = '%s'`, a.id))
 		t.Logf("%s: verdict %v: %v", a.name, row["verdict"], row["text"])
+		// Nothing real Spark sends is set aside as implausible.
+		if u := one(t, r.srv, db, fmt.Sprintf(`SELECT "set_aside_count", "set_aside" FROM "spark_app_usage" WHERE "app_id" = '%s' AND "fact" = 'end'`, a.id)); num(u["set_aside_count"]) != 0 {
+			t.Errorf("%s: real Spark's stream set aside: %v", a.name, u["set_aside"])
+		}
 		if got := num(row["spark_tasks"]); got != float64(total) {
 			t.Errorf("%s: spark_tasks %v, Spark's executors list %d", a.name, got, total)
 		}

@@ -270,6 +270,11 @@ func checkStandaloneReconcile(t *testing.T, r *standaloneRun) {
 	if want := strings.Join(short, " "); gotShort != want {
 		t.Errorf("short_executors %q, the stream shows %q short", gotShort, want)
 	}
+	// Nothing real Spark sends is set aside as implausible: the lost
+	// worker's executor included.
+	if u := one(t, r.srv, db, fmt.Sprintf(`SELECT "set_aside_count", "set_aside" FROM "spark_app_usage" WHERE "app_id" = '%s' AND "fact" = 'end'`, r.app.id)); num(u["set_aside_count"]) != 0 {
+		t.Errorf("real Spark's stream set aside: %v", u["set_aside"])
+	}
 }
 
 // record writes the run under testdata/spark-real/<version>/standalone.

@@ -597,6 +597,11 @@ func checkYARNUsage(t *testing.T, r *yarnRun) {
 		for i, c := range res[0].Columns {
 			row[c] = res[0].Values[0][i]
 		}
+		// Nothing real Spark on YARN sends is set aside as implausible:
+		// executors YARN killed included.
+		if num(row["set_aside_count"]) != 0 {
+			t.Errorf("%s: real Spark's stream set aside: %v", a.name, row["set_aside"])
+		}
 		att := r.historyApp(t, a.id).Attempts
 		if len(att) != 1 {
 			t.Fatalf("%s: %d attempts", a.name, len(att))

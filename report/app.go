@@ -118,6 +118,9 @@ func printReport(w io.Writer, as annotate.Assessment) {
 	for _, n := range u.Notes {
 		fmt.Fprintf(w, "note: %s\n", n)
 	}
+	for _, x := range u.SetAside {
+		fmt.Fprintf(w, "set aside, as no genuine stream could say it (Spark's figure used): %s\n", x)
+	}
 }
 
 // printUsage prints what the application held and how busy it kept it,

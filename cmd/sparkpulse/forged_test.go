@@ -225,3 +225,161 @@ state-dir = %q
 		t.Errorf("usage %v, want one end fact with the stream's CPU", res)
 	}
 }
+
+// Forgeries that stay inside every bound one process's figures are held
+// to, each against an application of its own, through the real binary
+// into a real InfluxDB: a counter sent as 0 between two genuine reports
+// (the next counts whole), CPU lines dated after the application's last
+// report at 95 % of each executor's task time, a resident size half as
+// much again as Spark's own peak, resident and Python memory of 2^63, and
+// 60 GiB of resident memory for an application whose metrics carry its
+// name. Each application's accounting takes Spark's figure, names what it set
+// aside, and keeps its peak as Spark and a genuine stream give it; a
+// fifth, untouched, reconciles exact with nothing set aside.
+func TestPlausibleForgeries(t *testing.T) {
+	bin := sparkpulseBinary(t, "runs a real sparkpulse")
+	srv := influxtest.Start(t)
+	end := time.Now().Truncate(time.Second)
+	const rounds = 60
+	start := end.Add(-rounds * 10 * time.Second)
+	ui, cluster := lateHistoryServer(t)
+	conf := writeFile(t, "sparkpulse.toml", fmt.Sprintf(`
+[influxdb]
+  url = %q
+  create-database = true
+[admin]
+  bind-address = "127.0.0.1:0"
+[internal]
+  enabled = false
+[annotate]
+  urls = [%q]
+  interval = "1s"
+  usage-delay = "5s"
+[deltas]
+  first-sample-grace = "0s"
+[[graphite]]
+  bind-address = "127.0.0.1:0"
+  database = "spark"
+`, srv.URL, ui.URL))
+	p := startBinary(t, bin, conf)
+	defer p.cmd.Process.Kill()
+	tcpAddr := p.bound.graphiteAddr(t, 0)
+	// The fourth sends its metrics under its name
+	// (spark.metrics.namespace=${spark.app.name}), which no other running
+	// application has.
+	c := simulate.NewCluster(simulate.Config{Addr: tcpAddr, Apps: 6, Executors: 3, Period: 10 * time.Second, Seed: 5, Confirm: true, ByName: []int{3}}, start)
+	cluster.Store(c)
+	reset, late, rss, named, control, overflow := simulate.AppID(start, 1), simulate.AppID(start, 2), simulate.AppID(start, 3), simulate.AppID(start, 4), simulate.AppID(start, 5), simulate.AppID(start, 6)
+	var name string
+	c.UI.Update(func(m *sparkui.Model) { name = m.App(named).Name })
+	ctx := context.Background()
+	if _, err := c.Replay(ctx, start, rounds/2); err != nil {
+		t.Fatal(err)
+	}
+	// Spark's own figures, from the model.
+	peaks := func(app string) (rssPeak map[string]int64, taskMs map[string]int64, cpuNs int64) {
+		rssPeak, taskMs = map[string]int64{}, map[string]int64{}
+		c.UI.Update(func(m *sparkui.Model) {
+			a := m.App(app).Attempts[0]
+			for _, x := range a.Executors {
+				rssPeak[x.ID] = x.Peak["ProcessTreeJVMRSSMemory"] + x.Peak["ProcessTreePythonRSSMemory"] + x.Peak["ProcessTreeOtherRSSMemory"]
+				taskMs[x.ID] = x.TaskTimeMs
+			}
+			for _, s := range a.Stages {
+				cpuNs += s.CPUTimeNs
+			}
+		})
+		return
+	}
+	forgedAt := start.Add((rounds/2-1)*10*time.Second + 5*time.Second).Unix()
+	mid, _, _ := peaks(rss)
+	var forged strings.Builder
+	fmt.Fprintf(&forged, "%s.1.executor.cpuTime.count 0 %d\n", reset, forgedAt)
+	fmt.Fprintf(&forged, "%s.1.ExecutorMetrics.ProcessTreeJVMRSSMemory %d %d\n", rss, mid["1"]*16/10, forgedAt)
+	fmt.Fprintf(&forged, "%s.2.ExecutorMetrics.ProcessTreeJVMRSSMemory 9.2e18 %d\n", overflow, forgedAt)
+	fmt.Fprintf(&forged, "%s.2.ExecutorMetrics.ProcessTreePythonRSSMemory 9.2e18 %d\n", overflow, forgedAt)
+	fmt.Fprintf(&forged, "%s.1.ExecutorMetrics.ProcessTreeJVMRSSMemory 64424509440 %d\n", name, forgedAt)
+	sendTCP(t, tcpAddr, forged.String())
+	if _, err := c.Replay(ctx, start.Add(rounds/2*10*time.Second), rounds/2); err != nil {
+		t.Fatal(err)
+	}
+	// Dated after the application's last report, in the accounting's
+	// window; sent before Spark says it ended, so that the accounting
+	// reads them.
+	_, taskMs, _ := peaks(late)
+	forged.Reset()
+	for _, x := range []string{"1", "2", "3"} {
+		fmt.Fprintf(&forged, "%s.%s.executor.cpuTime.count %d %d\n", late, x, taskMs[x]*950_000, end.Add(time.Second).Unix())
+	}
+	sendTCP(t, tcpAddr, forged.String())
+	// In InfluxDB before Spark says the application ended: the accounting
+	// reads the stream once it has.
+	stored := time.Now().Add(30 * time.Second)
+	for tick := time.NewTicker(100 * time.Millisecond); ; <-tick.C {
+		q := fmt.Sprintf(`SELECT count("cpuTime.count") FROM "executor" WHERE "applicationid" = '%s' AND time = %ds`, late, end.Add(time.Second).Unix())
+		if res := srv.Query(t, "spark", q); len(res) == 1 && len(res[0].Values) == 1 && fmt.Sprint(res[0].Values[0][1]) == "3" {
+			break
+		}
+		if time.Now().After(stored) {
+			t.Fatalf("the forged lines after the last report are not stored:\n%s", p.logs.String())
+		}
+	}
+	c.End(end)
+
+	deadline := time.Now().Add(60 * time.Second)
+	for tick := time.NewTicker(200 * time.Millisecond); ; <-tick.C {
+		if res := srv.Query(t, "spark", `SELECT count("verdict") FROM "spark_reconcile" GROUP BY "applicationid"`); len(res) == 6 {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("the applications were not reconciled within 60 s:\n%s", p.logs.String())
+		}
+	}
+	usage := func(app string) map[string]any {
+		series := srv.Query(t, "spark", fmt.Sprintf(`SELECT "cpu_from", "task_cpu_seconds", "peak_rss_bytes", "set_aside", "set_aside_count", "recommendations" FROM "spark_app_usage" WHERE "fact" = 'end' AND "app_id" = '%s'`, app))
+		if len(series) != 1 || len(series[0].Values) != 1 {
+			t.Fatalf("%s: %v", app, series)
+		}
+		r := map[string]any{}
+		for i, col := range series[0].Columns {
+			r[col] = series[0].Values[0][i]
+		}
+		return r
+	}
+	num := func(v any) float64 { f, _ := influx.Number(v); return f }
+	for _, tc := range []struct {
+		name, app, aside string
+		sparkCPU         bool // task CPU is Spark's stage total
+	}{
+		// Above Spark's total for the executor, or the executors' sum
+		// above Spark's stage totals: whichever the figures cross first.
+		{"reset", reset, "Spark's", true},
+		{"after the last report", late, "Spark's stage totals over every task", true},
+		{"resident memory 1.6 times Spark's", rss, "process 1: ProcessTreeJVMRSSMemory peak", false},
+		{"overflowing memory", overflow, "ProcessTreeJVMRSSMemory peak 9.2e+18 is no amount of memory", false},
+		{"60 GiB under the application's name", named, "process 1: ProcessTreeJVMRSSMemory peak 60.0 GiB > ", false},
+	} {
+		u := usage(tc.app)
+		t.Logf("%s: %v", tc.name, u)
+		rssPeak, _, cpuNs := peaks(tc.app)
+		if !strings.Contains(fmt.Sprint(u["set_aside"]), tc.aside) || num(u["set_aside_count"]) < 1 {
+			t.Errorf("%s: set aside %v, want %q", tc.name, u["set_aside"], tc.aside)
+		}
+		if tc.sparkCPU && (u["cpu_from"] != "stages" || num(u["task_cpu_seconds"]) != float64(cpuNs)/1e9) {
+			t.Errorf("%s: CPU from %v, %v s; want Spark's stage list, %v s", tc.name, u["cpu_from"], u["task_cpu_seconds"], float64(cpuNs)/1e9)
+		}
+		var want int64
+		for id, v := range rssPeak {
+			if id != "driver" {
+				want = max(want, v)
+			}
+		}
+		if num(u["peak_rss_bytes"]) != float64(want) {
+			t.Errorf("%s: peak_rss_bytes %v, want Spark's %d", tc.name, u["peak_rss_bytes"], want)
+		}
+	}
+	u := usage(control)
+	if num(u["set_aside_count"]) != 0 || u["cpu_from"] == "stages" {
+		t.Errorf("the untouched application: %v", u)
+	}
+}
