@@ -35,7 +35,9 @@ import (
 //     NodeManager checks the process tree every 3 s and kills it at once
 //     only over twice its limit, and over the limit once its processes
 //     are a check old (a PySpark worker was seen at 1.4 GB in a 1 GB
-//     container). Standalone and local processes have no such bound.
+//     container): twice the limit for a process YARN killed, the limit
+//     plus 10 % for one it did not, which was never over it at two
+//     checks. Standalone and local processes have no such bound.
 //     Where Spark's peak is above the setting, the JVM got more than the
 //     setting says, and Spark's peak is the bound.
 //   - Gauges against Spark's own peaks, once the application has ended:
@@ -168,8 +170,9 @@ func Screen(props map[string]string, execs []sparkapi.Executor, stream map[strin
 			if x != nil {
 				stated = sizing.YARNLimit(x.RemoveReason)
 			}
-			why := bounds.check(id, g, v, spark, stated)
-			if why == "" && final && listed && vouches(x, endMs) && v > float64(spark)*sparkPeakSlack {
+			ordered := x == nil || vouches(x, endMs)
+			why := bounds.check(id, g, v, spark, stated, ordered)
+			if why == "" && final && listed && ordered && v > float64(spark)*sparkPeakSlack {
 				why = fmt.Sprintf("%s peak %s > %g × %s, Spark's own", g, sizing.Bytes(int64(v)), sparkPeakSlack, sizing.Bytes(spark))
 			}
 			if why == "" {
@@ -270,8 +273,10 @@ func boundsOf(props map[string]string) memoryBounds {
 
 // check says why process id could not have had a peak v of gauge g, ""
 // when it could; spark is Spark's own peak of it, 0 if none; stated the
-// limit a YARN kill message states of the process, 0 if none.
-func (b memoryBounds) check(id, g string, v float64, spark, stated int64) string {
+// limit a YARN kill message states of the process, 0 if none; ordered:
+// the process was not killed (it runs, ended with the application, or
+// was released), so on YARN it never stayed over its limit.
+func (b memoryBounds) check(id, g string, v float64, spark, stated int64, ordered bool) string {
 	heap, container := b.heap, b.container
 	if id == "driver" {
 		heap, container = b.driverHeap, b.driverContainer
@@ -283,6 +288,12 @@ func (b memoryBounds) check(id, g string, v float64, spark, stated int64) string
 			limit = stated
 		}
 		bound, slack = 2*limit, 0
+		if ordered {
+			// Over its limit at a check of the NodeManager, a process
+			// tree is killed at the next: one that was not killed was
+			// seen over it for a moment at most.
+			bound, slack = limit, rssSlack
+		}
 	}
 	if slices.Contains(heapGauges, g) {
 		bound, slack = heap, reconcileTolerance

@@ -124,8 +124,9 @@ func TestForgedNumbers(t *testing.T) {
 		t.Errorf("victim's peak %v (%v of the container), recommended %v", u["peak_rss_bytes"], u["memory_utilisation"], u["recommended"])
 	}
 	if text := fmt.Sprint(u["set_aside"]); !strings.HasPrefix(text, "process 1: cpu_time_ns 1.13e+13 > ") || !strings.Contains(text, "run_time_ms 9.2e+18 > 1.85305e+06, Spark's total") ||
-		// Twice the 5 GiB container YARN enforces for 4g and its overhead.
-		!strings.Contains(text, "ProcessTreeJVMRSSMemory peak 60.0 GiB > 10.0 GiB it could hold") {
+		// The 5 GiB container YARN enforces for 4g and its overhead: the
+		// executor was not killed.
+		!strings.Contains(text, "ProcessTreeJVMRSSMemory peak 60.0 GiB > 5.0 GiB it could hold") {
 		t.Errorf("victim's set_aside %q", text)
 	}
 	if r["verdict"] != "above_spark" || r["above_executors"] != "1" {
@@ -231,9 +232,10 @@ state-dir = %q
 // into a real InfluxDB: a counter sent as 0 between two genuine reports
 // (the next counts whole), CPU lines dated after the application's last
 // report at 95 % of each executor's task time, a resident size half as
-// much again as Spark's own peak, resident and Python memory of 2^63, and
+// much again as Spark's own peak, resident and Python memory of 2^63,
 // 60 GiB of resident memory for an application whose metrics carry its
-// name. Each application's accounting takes Spark's figure, names what it set
+// name, a heap and Python workers 1.6 times Spark's peaks. Each
+// application's accounting takes Spark's figure, names what it set
 // aside, and keeps its peak as Spark and a genuine stream give it; a
 // fifth, untouched, reconciles exact with nothing set aside.
 func TestPlausibleForgeries(t *testing.T) {
@@ -266,10 +268,11 @@ func TestPlausibleForgeries(t *testing.T) {
 	tcpAddr := p.bound.graphiteAddr(t, 0)
 	// The fourth sends its metrics under its name
 	// (spark.metrics.namespace=${spark.app.name}), which no other running
-	// application has.
-	c := simulate.NewCluster(simulate.Config{Addr: tcpAddr, Apps: 6, Executors: 3, Period: 10 * time.Second, Seed: 5, Confirm: true, ByName: []int{3}}, start)
+	// application has (the simulator names them from four names, in turn).
+	c := simulate.NewCluster(simulate.Config{Addr: tcpAddr, Apps: 7, Executors: 3, Period: 10 * time.Second, Seed: 5, Confirm: true, ByName: []int{3}}, start)
 	cluster.Store(c)
 	reset, late, rss, named, control, overflow := simulate.AppID(start, 1), simulate.AppID(start, 2), simulate.AppID(start, 3), simulate.AppID(start, 4), simulate.AppID(start, 5), simulate.AppID(start, 6)
+	memory := simulate.AppID(start, 7) // a heap and Python workers, on two executors
 	var name string
 	c.UI.Update(func(m *sparkui.Model) { name = m.App(named).Name })
 	ctx := context.Background()
@@ -277,6 +280,16 @@ func TestPlausibleForgeries(t *testing.T) {
 		t.Fatal(err)
 	}
 	// Spark's own figures, from the model.
+	gauge := func(app, x, g string) (v int64) {
+		c.UI.Update(func(m *sparkui.Model) {
+			for _, e := range m.App(app).Attempts[0].Executors {
+				if e.ID == x {
+					v = e.Peak[g]
+				}
+			}
+		})
+		return v
+	}
 	peaks := func(app string) (rssPeak map[string]int64, taskMs map[string]int64, cpuNs int64) {
 		rssPeak, taskMs = map[string]int64{}, map[string]int64{}
 		c.UI.Update(func(m *sparkui.Model) {
@@ -299,6 +312,8 @@ func TestPlausibleForgeries(t *testing.T) {
 	fmt.Fprintf(&forged, "%s.2.ExecutorMetrics.ProcessTreeJVMRSSMemory 9.2e18 %d\n", overflow, forgedAt)
 	fmt.Fprintf(&forged, "%s.2.ExecutorMetrics.ProcessTreePythonRSSMemory 9.2e18 %d\n", overflow, forgedAt)
 	fmt.Fprintf(&forged, "%s.1.ExecutorMetrics.ProcessTreeJVMRSSMemory 64424509440 %d\n", name, forgedAt)
+	fmt.Fprintf(&forged, "%s.1.ExecutorMetrics.JVMHeapMemory %d %d\n", memory, gauge(memory, "1", "JVMHeapMemory")*16/10, forgedAt)
+	fmt.Fprintf(&forged, "%s.2.ExecutorMetrics.ProcessTreePythonRSSMemory %d %d\n", memory, gauge(memory, "2", "ProcessTreePythonRSSMemory")*16/10+256<<20, forgedAt)
 	sendTCP(t, tcpAddr, forged.String())
 	if _, err := c.Replay(ctx, start.Add(rounds/2*10*time.Second), rounds/2); err != nil {
 		t.Fatal(err)
@@ -328,7 +343,7 @@ func TestPlausibleForgeries(t *testing.T) {
 
 	deadline := time.Now().Add(60 * time.Second)
 	for tick := time.NewTicker(200 * time.Millisecond); ; <-tick.C {
-		if res := srv.Query(t, "spark", `SELECT count("verdict") FROM "spark_reconcile" GROUP BY "applicationid"`); len(res) == 6 {
+		if res := srv.Query(t, "spark", `SELECT count("verdict") FROM "spark_reconcile" GROUP BY "applicationid"`); len(res) == 7 {
 			break
 		}
 		if time.Now().After(deadline) {
@@ -358,6 +373,8 @@ func TestPlausibleForgeries(t *testing.T) {
 		{"resident memory 1.6 times Spark's", rss, "process 1: ProcessTreeJVMRSSMemory peak", false},
 		{"overflowing memory", overflow, "ProcessTreeJVMRSSMemory peak 9.2e+18 is no amount of memory", false},
 		{"60 GiB under the application's name", named, "process 1: ProcessTreeJVMRSSMemory peak 60.0 GiB > ", false},
+		{"a heap 1.6 times Spark's", memory, "process 1: JVMHeapMemory peak ", false},
+		{"Python workers 1.6 times Spark's, and 256 MiB", memory, "process 2: ProcessTreePythonRSSMemory peak ", false},
 	} {
 		u := usage(tc.app)
 		t.Logf("%s: %v", tc.name, u)
