@@ -37,10 +37,10 @@ const quickstartInside = "SPARKPULSE_QUICKSTART_INSIDE"
 // `report --fleet` a minute after it ends, `report APP_ID` from the
 // History Server and, without --url, from what was recorded.
 //
-// The recipe names fixed ports (8086, 2003, 4040, 18080) and folders
+// The recipe names fixed ports (8086, 2003, 4040, 18080) and a folder
 // (/tmp/spark-events), so it runs in network, mount and PID namespaces of
-// its own: a loopback no other process shares, a private /tmp, and every
-// process it started gone when it ends. Its two install lines (make build,
+// its own: a loopback no other process shares, a private event log
+// folder, and every process it started gone when it ends. Its two install lines (make build,
 // go install influxd) are what make test has done; the test checks they
 // are there and runs the rest.
 func TestQuickstart(t *testing.T) {
@@ -64,6 +64,10 @@ func TestQuickstart(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
+	if _, err := os.Stat(quickstartEvents); os.IsNotExist(err) {
+		// The mount point is made on this machine's /tmp: gone after.
+		t.Cleanup(func() { os.Remove(quickstartEvents) })
+	}
 	cmd := exec.Command(self, "-test.run", "^TestQuickstart$", "-test.v", "-test.timeout", "9m")
 	cmd.Env = append(os.Environ(), quickstartInside+"=1", "QUICKSTART_SPARK="+home, "QUICKSTART_BIN="+bin,
 		"GOPATH="+strings.TrimSpace(string(gopath)))
@@ -82,17 +86,21 @@ func TestQuickstart(t *testing.T) {
 // test process is their first process, so every other one ends with it.
 func quickstartRun(t *testing.T) {
 	home, bin := os.Getenv("QUICKSTART_SPARK"), os.Getenv("QUICKSTART_BIN")
-	binData, err := os.ReadFile(bin) // read before /tmp is replaced: it may be there
+	binData, err := os.ReadFile(bin)
 	if err != nil {
 		t.Fatal(err)
 	}
-	// Mounts stay here (private), /tmp is a fresh one, /proc is this PID
-	// namespace's (Spark's scripts find their daemons by pid), and the
-	// loopback is up.
+	// Mounts stay here (private); the recipe's event log folder is a
+	// fresh one (the user's, if any, is not read, and nothing is left in
+	// it); /proc is this PID namespace's (Spark's scripts find their
+	// daemons by pid); the loopback is up.
+	if err := os.MkdirAll(quickstartEvents, 0o755); err != nil {
+		t.Fatal(err)
+	}
 	for _, m := range []struct {
 		src, target, fstype string
 		flags               uintptr
-	}{{"", "/", "", syscall.MS_REC | syscall.MS_PRIVATE}, {"tmpfs", "/tmp", "tmpfs", 0}, {"proc", "/proc", "proc", 0}} {
+	}{{"", "/", "", syscall.MS_REC | syscall.MS_PRIVATE}, {"tmpfs", quickstartEvents, "tmpfs", 0}, {"proc", "/proc", "proc", 0}} {
 		if err := syscall.Mount(m.src, m.target, m.fstype, m.flags, ""); err != nil {
 			t.Fatalf("mount %s: %v", m.target, err)
 		}
@@ -102,6 +110,9 @@ func quickstartRun(t *testing.T) {
 	}
 
 	work := t.TempDir()
+	// Before the folder goes: every process the recipe started ends (this
+	// process is the namespace's first, and kill(-1) reaches all others).
+	t.Cleanup(endAll)
 	for _, d := range []string{"bin", "conf", "home", "logs", "pids"} {
 		if err := os.MkdirAll(filepath.Join(work, d), 0o755); err != nil {
 			t.Fatal(err)
@@ -242,6 +253,36 @@ func quickstartRun(t *testing.T) {
 	sparkpulse.Process.Signal(os.Interrupt)
 	if err := sparkpulse.Wait(); err != nil {
 		t.Errorf("sparkpulse after Ctrl-C: %v", err)
+	}
+}
+
+// quickstartEvents is the README's event log folder.
+const quickstartEvents = "/tmp/spark-events"
+
+// endAll kills every other process of the PID namespace and waits, at
+// most 10 s, until none is left but zombies, which it reaps.
+func endAll() {
+	syscall.Kill(-1, syscall.SIGKILL)
+	for deadline := time.Now().Add(10 * time.Second); time.Now().Before(deadline); time.Sleep(50 * time.Millisecond) {
+		for {
+			if pid, _ := syscall.Wait4(-1, nil, syscall.WNOHANG, nil); pid <= 0 {
+				break
+			}
+		}
+		dirs, _ := filepath.Glob("/proc/[0-9]*")
+		alive := 0
+		for _, d := range dirs {
+			if filepath.Base(d) == "1" {
+				continue
+			}
+			b, _ := os.ReadFile(filepath.Join(d, "stat"))
+			if f := strings.Fields(string(b[bytes.LastIndexByte(b, ')')+1:])); len(f) > 0 && f[0] != "Z" {
+				alive++
+			}
+		}
+		if alive == 0 {
+			return
+		}
 	}
 }
 
