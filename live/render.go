@@ -11,6 +11,7 @@ import (
 	"unicode/utf8"
 
 	"github.com/sparkpulse/sparkpulse/graphite"
+	"github.com/sparkpulse/sparkpulse/human"
 	"github.com/sparkpulse/sparkpulse/sizing"
 )
 
@@ -206,7 +207,7 @@ func verdictLines(s Snapshot) []string {
 			name = v.Name + " " + v.App
 		}
 		out = append(out, fmt.Sprintf("  %s %s · reconciled: %s", clock(v.Ended), name, verdictWords(v.Verdict, v.Detail)))
-		used := fmt.Sprintf("           held %.1f core-hours, %.1f GiB-hours by %s", v.CoreHours, v.GiBHours, count(float64(v.Executors), "executor"))
+		used := fmt.Sprintf("           held %s core-hours, %s GiB-hours by %s", human.Hours(v.CoreHours), human.Hours(v.GiBHours), count(float64(v.Executors), "executor"))
 		if v.CPUUsed >= 0 {
 			used += fmt.Sprintf(" · cores %.0f %% used", 100*v.CPUUsed)
 		}
