@@ -85,34 +85,46 @@ func Account(a *Attempt, endMs int64) (Result, error) {
 		currentStages(a.Stages).Figures(&u, a.StartMs, endMs)
 	}
 	u.Outcome, u.OutcomeReason = outcome(a)
-	if why := peakWitness(u, a.Executors, execs); why != "" {
-		u.Notes = append(u.Notes, why)
-	}
+	u.Notes = append(u.Notes, peakWitness(u, a.Executors, execs)...)
 	return Result{Settings: s, Resources: r, Executors: execs, Usage: u, SetAside: aside,
 		Reconciliation: rec, FailureReasons: FailureReasons(a.Stages)}, nil
 }
 
-// peakWitness says where the peak resident memory came from when Spark
-// does not vouch for it: an executor Spark lists no resident memory peak
-// for (an older Spark, process-tree metrics off, or one Spark no longer
-// lists), whose figure is the stream's alone; "" when Spark listed it.
-func peakWitness(u sizing.Usage, listed []sparkapi.Executor, execs []sizing.Executor) string {
-	if u.PeakRSS <= 0 {
-		return ""
-	}
+// peakWitness says where the peaks of resident memory came from when
+// Spark does not vouch for them: the executor with the peak has no
+// resident memory peak in Spark's listing (an older Spark, process-tree
+// metrics off, or one Spark no longer lists), or its Python workers'
+// peak is well above Spark's (they keep memory after their tasks end,
+// which Spark's peaks miss); the figure is then the stream's alone.
+func peakWitness(u sizing.Usage, listed []sparkapi.Executor, execs []sizing.Executor) []string {
 	spark := byID(listed)
+	var out []string
 	for _, x := range execs {
-		if x.ID == "driver" || x.Peaks["ProcessTreeJVMRSSMemory"]+x.Peaks["ProcessTreePythonRSSMemory"]+x.Peaks["ProcessTreeOtherRSSMemory"] != u.PeakRSS {
+		if x.ID == "driver" || u.PeakRSS <= 0 || x.Peaks["ProcessTreeJVMRSSMemory"]+x.Peaks["ProcessTreePythonRSSMemory"]+x.Peaks["ProcessTreeOtherRSSMemory"] != u.PeakRSS {
 			continue
 		}
-		if l := spark[x.ID]; l != nil {
-			if _, ok := l.PeakMemoryMetrics["ProcessTreeJVMRSSMemory"]; ok {
-				return ""
-			}
+		if l := spark[x.ID]; l == nil || !hasKey(l.PeakMemoryMetrics, "ProcessTreeJVMRSSMemory") {
+			out = append(out, fmt.Sprintf("peak resident memory from the metrics stream alone: Spark lists no resident memory peak for executor %s", x.ID))
 		}
-		return fmt.Sprintf("peak resident memory from the metrics stream alone: Spark lists no resident memory peak for executor %s", x.ID)
+		break
 	}
-	return ""
+	for _, x := range execs {
+		if x.ID == "driver" || u.PeakPythonRSS <= 0 || x.Peaks["ProcessTreePythonRSSMemory"] != u.PeakPythonRSS {
+			continue
+		}
+		if l := spark[x.ID]; l != nil && hasKey(l.PeakMemoryMetrics, "ProcessTreePythonRSSMemory") &&
+			float64(u.PeakPythonRSS) > sparkPeakSlack*float64(l.PeakMemoryMetrics["ProcessTreePythonRSSMemory"]) {
+			out = append(out, fmt.Sprintf("Python workers' peak %s from the metrics stream alone: Spark's own for executor %s is %s",
+				sizing.Bytes(u.PeakPythonRSS), x.ID, sizing.Bytes(l.PeakMemoryMetrics["ProcessTreePythonRSSMemory"])))
+		}
+		break
+	}
+	return out
+}
+
+func hasKey(m map[string]int64, k string) bool {
+	_, ok := m[k]
+	return ok
 }
 
 // Estimate is a running attempt's usage so far, at atMs, from stream, the

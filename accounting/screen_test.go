@@ -94,6 +94,13 @@ func TestScreen(t *testing.T) {
 			nil, nil, ""},
 		{"a peak far above Spark's", true, func(s map[string]ProcessTotals) { s["1"].Peak["ProcessTreeJVMRSSMemory"] = 4.6 * (1 << 30) },
 			[]string{"1:ProcessTreeJVMRSSMemory"}, nil, "ProcessTreeJVMRSSMemory peak 4.6 GiB > 1.5 × 3.0 GiB, Spark's own"},
+		// Python workers keep memory after their tasks end, which
+		// Spark's peaks miss: not bound by them, but the container holds
+		// the whole tree.
+		{"Python workers above Spark's, within the container", true, func(s map[string]ProcessTotals) { s["1"].Peak["ProcessTreePythonRSSMemory"] = 1 << 30 },
+			nil, nil, ""},
+		{"the process tree beyond the container", true, func(s map[string]ProcessTotals) { s["1"].Peak["ProcessTreePythonRSSMemory"] = 3 << 30 },
+			[]string{"1:ProcessTreeJVMRSSMemory", "1:ProcessTreePythonRSSMemory"}, nil, "process 1: resident memory peak 6.0 GiB > 5.0 GiB it could hold"},
 		{"a heap far above Spark's", true, func(s map[string]ProcessTotals) { s["1"].Peak["JVMHeapMemory"] = 3.5 * (1 << 30) },
 			[]string{"1:JVMHeapMemory"}, nil, "JVMHeapMemory peak 3.5 GiB > 1.5 × 2.0 GiB, Spark's own"},
 		{"a peak far above Spark's, running: Spark's are a heartbeat behind", false, func(s map[string]ProcessTotals) { s["1"].Peak["ProcessTreeJVMRSSMemory"] = 4.6 * (1 << 30) },

@@ -78,7 +78,7 @@ func runVersion(t *testing.T, version string) {
 	// (below) a port taken in between fails the application with Spark's
 	// "Failed to bind SparkUI" instead of moving the UI to the next port,
 	// where sparkpulse would not look.
-	uiPort := freePort(t)
+	uiPort := fixedPort(t)
 	ui := fmt.Sprintf("http://127.0.0.1:%d", uiPort)
 	sp := startSparkpulse(t, r.srv.URL, fmt.Sprintf(`
 [internal]
@@ -142,7 +142,7 @@ func runVersion(t *testing.T, version string) {
   protocol = "tcp"
   database = %q
   spark-prefixes = [%q]
-`, freePort(t), blindDB, prefix))
+`, fixedPort(t), blindDB, prefix))
 	tee.alsoTo(blind.graphite(t, 0))
 
 	conf := func(extra map[string]string) map[string]string {

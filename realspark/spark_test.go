@@ -9,6 +9,7 @@ import (
 	"fmt"
 	"io"
 	"maps"
+	"math/rand/v2"
 	"net"
 	"net/http"
 	"os"
@@ -792,6 +793,32 @@ func (p *sparkpulseProc) stop(t *testing.T) {
 }
 
 var freePort = influxtest.FreePort
+
+// fixedPort is a free port below the kernel's ephemeral range, for a
+// server whose port must be known before it starts (Spark's UI, with
+// spark.port.maxRetries=0): a port from freePort can be taken meanwhile
+// by any connection's or server's ephemeral port, these cannot.
+func fixedPort(t *testing.T) int {
+	t.Helper()
+	low := 32768
+	if b, err := os.ReadFile("/proc/sys/net/ipv4/ip_local_port_range"); err == nil {
+		if f := strings.Fields(string(b)); len(f) == 2 {
+			if n, err := strconv.Atoi(f[0]); err == nil {
+				low = n
+			}
+		}
+	}
+	const from = 20000
+	for range 100 {
+		port := from + rand.IntN(max(low-from, 1))
+		if ln, err := net.Listen("tcp", fmt.Sprintf("127.0.0.1:%d", port)); err == nil {
+			ln.Close()
+			return port
+		}
+	}
+	t.Fatalf("no free port in [%d, %d)", from, low)
+	return 0
+}
 
 // eventually polls f every 250 ms until it returns nil, for at most d;
 // then the last error fails the test. sparkpulse and Spark are other

@@ -118,7 +118,7 @@ func runStandalone(t *testing.T, version string) {
 		workers = append(workers, w)
 	}
 
-	uiPort := freePort(t)
+	uiPort := fixedPort(t)
 	ui := fmt.Sprintf("http://127.0.0.1:%d", uiPort)
 	sp := startSparkpulse(t, r.srv.URL, fmt.Sprintf(`
 [internal]
