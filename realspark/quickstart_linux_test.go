@@ -85,6 +85,11 @@ func TestQuickstart(t *testing.T) {
 // quickstartRun is the recipe, in the namespaces TestQuickstart made: the
 // test process is their first process, so every other one ends with it.
 func quickstartRun(t *testing.T) {
+	if os.Getpid() != 1 {
+		// Not in the namespaces TestQuickstart makes: endAll would reach
+		// every process of the machine the user may signal.
+		t.Fatalf("%s is set, but this is not the first process of a PID namespace", quickstartInside)
+	}
 	home, bin := os.Getenv("QUICKSTART_SPARK"), os.Getenv("QUICKSTART_BIN")
 	binData, err := os.ReadFile(bin)
 	if err != nil {
