@@ -168,7 +168,8 @@ func Lost(a *Attempt, lastSeenMs int64, lostAt time.Time) (sizing.Usage, error) 
 // did, their tasks' CPU, run and GC time, and their memory. Nothing Spark
 // said vouches for it, and the stream carries neither cores nor settings:
 // nothing held, no utilisation, no advice, outcome unknown. A value no
-// process could report (negative, not finite, or past 2^53) is left out.
+// process could report (negative, not finite, a sum past 2^53, memory
+// past 1 PiB) is left out.
 func StreamOnly(stream map[string]ProcessTotals, firstMs, lastMs int64) sizing.Usage {
 	u := sizing.Usage{DurationMs: max(lastMs-firstMs, 0), TaskCPUs: 1, Outcome: sizing.OutcomeUnknown,
 		OutcomeReason: "no Spark REST source showed it: its end, and how it ended, are not known"}
@@ -191,15 +192,15 @@ func StreamOnly(stream map[string]ProcessTotals, firstMs, lastMs int64) sizing.U
 		}
 		var peak, mean float64
 		for _, m := range []spark.Metric{spark.JVMRSSMemory, spark.PythonRSSMemory, spark.OtherRSSMemory} {
-			if v, ok := plausible(t.Peak[StreamKey(m)]); ok {
+			if v, ok := plausibleMemory(t.Peak[StreamKey(m)]); ok {
 				peak += v
 			}
-			if v, ok := plausible(t.Mean[StreamKey(m)]); ok {
+			if v, ok := plausibleMemory(t.Mean[StreamKey(m)]); ok {
 				mean += v
 			}
 		}
 		u.PeakRSS = max(u.PeakRSS, int64(peak))
-		if v, ok := plausible(t.Peak[StreamKey(spark.PythonRSSMemory)]); ok {
+		if v, ok := plausibleMemory(t.Peak[StreamKey(spark.PythonRSSMemory)]); ok {
 			u.PeakPythonRSS = max(u.PeakPythonRSS, int64(v))
 		}
 		if mean > 0 {
@@ -218,9 +219,14 @@ func StreamOnly(stream map[string]ProcessTotals, firstMs, lastMs int64) sizing.U
 	return u
 }
 
-// plausible is v when a process could have reported it.
+// plausible is v when a process could have reported it as a counter's
+// sum; plausibleMemory as an amount of memory (at most maxMemory).
 func plausible(v float64) (float64, bool) {
 	return v, v > 0 && v <= 1<<53
+}
+
+func plausibleMemory(v float64) (float64, bool) {
+	return v, v > 0 && v <= maxMemory
 }
 
 // byID indexes executors by id.

@@ -35,9 +35,8 @@ import (
 //     NodeManager checks the process tree every 3 s and kills it at once
 //     only over twice its limit, and over the limit once its processes
 //     are a check old (a PySpark worker was seen at 1.4 GB in a 1 GB
-//     container): twice the limit for a process YARN killed, the limit
-//     plus 10 % for one it did not, which was never over it at two
-//     checks. Standalone and local processes have no such bound.
+//     container), and a NodeManager with its physical-memory check off
+//     never kills. Standalone and local processes have no such bound.
 //     Where Spark's peak is above the setting, the JVM got more than the
 //     setting says, and Spark's peak is the bound.
 //   - The process tree's resident memory (JVM, Python workers, other
@@ -176,7 +175,7 @@ func Screen(props map[string]string, execs []sparkapi.Executor, stream map[strin
 			if x != nil {
 				stated = sizing.YARNLimit(x.RemoveReason)
 			}
-			ordered := x == nil || vouches(x, endMs)
+			ordered := x != nil && vouches(x, endMs) // one Spark no longer lists may have been killed
 			why := bounds.check(id, g, v, spark, stated, ordered)
 			if why == "" && final && listed && ordered && slices.Contains(jvmGauges, g) && v > float64(spark)*sparkPeakSlack {
 				why = fmt.Sprintf("%s peak %s > %g × %s, Spark's own", g, sizing.Bytes(int64(v)), sparkPeakSlack, sizing.Bytes(spark))
@@ -196,10 +195,12 @@ func Screen(props map[string]string, execs []sparkapi.Executor, stream map[strin
 		// resident memory is not what the accounting or the advice read.)
 		if x != nil && id != "driver" {
 			var rss float64
+			var spark int64 // Spark's own peaks of the tree's parts: a bound Spark saw is no bound
 			for _, g := range rssGauges {
 				rss += k.Peak[g]
+				spark += x.PeakMemoryMetrics[g]
 			}
-			if why := bounds.check(id, "resident memory", rss, 0, sizing.YARNLimit(x.RemoveReason), vouches(x, endMs)); why != "" && rss > 0 {
+			if why := bounds.check(id, "resident memory", rss, spark, sizing.YARNLimit(x.RemoveReason), vouches(x, endMs)); why != "" && rss > 0 {
 				a.Why = append(a.Why, why)
 				if !cloned {
 					k.Peak, k.Mean, cloned = maps.Clone(k.Peak), maps.Clone(k.Mean), true
@@ -220,7 +221,7 @@ func Screen(props map[string]string, execs []sparkapi.Executor, stream map[strin
 			if rss > float64(used)*(1+yarnUsedSlack) {
 				a.Why = append(a.Why, fmt.Sprintf("resident memory %s > %s, what YARN measured at its kill", sizing.Bytes(int64(rss)), sizing.Bytes(used)))
 				if !cloned {
-					k.Peak, k.Mean = maps.Clone(k.Peak), maps.Clone(k.Mean)
+					k.Peak, k.Mean, cloned = maps.Clone(k.Peak), maps.Clone(k.Mean), true
 				}
 				for _, g := range rssGauges {
 					delete(k.Peak, g)
@@ -318,13 +319,10 @@ func (b memoryBounds) check(id, g string, v float64, spark, stated int64, ordere
 		if stated > 0 {
 			limit = stated
 		}
+		// Twice the limit whether or not YARN killed the process: a
+		// NodeManager with its physical-memory check off (common where
+		// cgroups or nothing enforce memory) never kills.
 		bound, slack = 2*limit, 0
-		if ordered {
-			// Over its limit at a check of the NodeManager, a process
-			// tree is killed at the next: one that was not killed was
-			// seen over it for a moment at most.
-			bound, slack = limit, rssSlack
-		}
 	}
 	if slices.Contains(heapGauges, g) {
 		bound, slack = heap, reconcileTolerance
