@@ -88,12 +88,12 @@ func TestScreen(t *testing.T) {
 		{"a peak beyond the container, running", false, func(s map[string]ProcessTotals) { s["1"].Peak["ProcessTreeJVMRSSMemory"] = 60 << 30 },
 			[]string{"1:ProcessTreeJVMRSSMemory"}, nil, "> 10.0 GiB it could hold"},
 		// Spark keeps peaks only of polls made while a stage runs: the
-		// stream's may be above them (real Spark's, by up to 1.24 times),
-		// but not by half as much again where the executor ended in order.
+		// stream's may be well above them (real Spark's heap, by 1.58
+		// times on YARN): no bound (the usage says who saw the peak).
 		{"a peak above Spark's, within the container", true, func(s map[string]ProcessTotals) { s["1"].Peak["ProcessTreeJVMRSSMemory"] = 4 << 30 },
 			nil, nil, ""},
-		{"a peak far above Spark's", true, func(s map[string]ProcessTotals) { s["1"].Peak["ProcessTreeJVMRSSMemory"] = 4.6 * (1 << 30) },
-			[]string{"1:ProcessTreeJVMRSSMemory"}, nil, "ProcessTreeJVMRSSMemory peak 4.6 GiB > 1.5 × 3.0 GiB, Spark's own"},
+		{"a heap far above Spark's, within the heap", true, func(s map[string]ProcessTotals) { s["1"].Peak["JVMHeapMemory"] = 3.5 * (1 << 30) },
+			nil, nil, ""},
 		// Python workers keep memory after their tasks end, which
 		// Spark's peaks miss: not bound by them, but the container holds
 		// the whole tree.
@@ -101,10 +101,6 @@ func TestScreen(t *testing.T) {
 			nil, nil, ""},
 		{"the process tree beyond twice YARN's limit", true, func(s map[string]ProcessTotals) { s["1"].Peak["ProcessTreePythonRSSMemory"] = 8 << 30 },
 			[]string{"1:ProcessTreeJVMRSSMemory", "1:ProcessTreePythonRSSMemory"}, nil, "process 1: resident memory peak 11.0 GiB > 10.0 GiB it could hold"},
-		{"a heap far above Spark's", true, func(s map[string]ProcessTotals) { s["1"].Peak["JVMHeapMemory"] = 3.5 * (1 << 30) },
-			[]string{"1:JVMHeapMemory"}, nil, "JVMHeapMemory peak 3.5 GiB > 1.5 × 2.0 GiB, Spark's own"},
-		{"a peak far above Spark's, running: Spark's are a heartbeat behind", false, func(s map[string]ProcessTotals) { s["1"].Peak["ProcessTreeJVMRSSMemory"] = 4.6 * (1 << 30) },
-			nil, nil, ""},
 		// Executor 2 was killed for its memory: seen at 4.6 GB of 4.4.
 		{"a killed executor's last peak", true, func(s map[string]ProcessTotals) { s["2"].Peak["ProcessTreeJVMRSSMemory"] = 4.6e9 },
 			nil, nil, ""},
@@ -185,11 +181,11 @@ func TestScreenUnbounded(t *testing.T) {
 	if _, aside := Screen(st.Properties, st.Executors, stream, ms(at(600)), true); len(aside) != 0 {
 		t.Errorf("standalone: set aside %v", aside)
 	}
-	// Where Spark lists the peak, Spark vouches for it.
+	// Spark's own peak is no bound either: its peaks miss polls between
+	// stages (the usage says the figure is the stream's alone).
 	st = screenApp()
 	st.Properties["spark.master"] = "spark://master:7077"
-	if _, aside := Screen(st.Properties, st.Executors, stream, ms(at(600)), true); len(aside) != 1 ||
-		aside[0].String() != "process 1: ProcessTreeJVMRSSMemory peak 60.0 GiB > 1.5 × 3.0 GiB, Spark's own" {
+	if _, aside := Screen(st.Properties, st.Executors, stream, ms(at(600)), true); len(aside) != 0 {
 		t.Errorf("standalone, Spark's peak listed: set aside %v", aside)
 	}
 	st, stream = screenApp(), genuine()
@@ -340,17 +336,19 @@ func TestPeakWitness(t *testing.T) {
 	for _, tc := range []struct {
 		name   string
 		listed bool
+		peak   int64 // the stream's, executor 1
 		want   string
 	}{
-		{"Spark lists the peak", true, ""},
-		{"Spark lists none", false, "peak resident memory from the metrics stream alone: Spark lists no resident memory peak for executor 1"},
+		{"Spark lists the peak", true, 3.5 * (1 << 30), ""},
+		{"Spark lists none", false, 3.5 * (1 << 30), "peak resident memory 3.5 GiB from the metrics stream alone: Spark lists none for executor 1"},
+		{"Spark's own well below", true, 5 << 30, "peak resident memory 5.0 GiB from the metrics stream alone: Spark's own for executor 1 is 3.0 GiB"},
 	} {
 		a := screenApp()
 		if !tc.listed {
 			a.Executors[0].PeakMemoryMetrics = nil
 		}
 		a.Stream, a.StreamRead = genuine(), true
-		a.Stream["1"].Peak["ProcessTreeJVMRSSMemory"] = 3.5 * (1 << 30)
+		a.Stream["1"].Peak["ProcessTreeJVMRSSMemory"] = float64(tc.peak)
 		res, err := Account(a, ms(at(600)))
 		if err != nil {
 			t.Fatal(err)
@@ -361,7 +359,7 @@ func TestPeakWitness(t *testing.T) {
 				got = n
 			}
 		}
-		if got != tc.want || res.Usage.PeakRSS != 3.5*(1<<30) {
+		if got != tc.want || res.Usage.PeakRSS != tc.peak {
 			t.Errorf("%s: note %q, peak %d; want %q", tc.name, got, res.Usage.PeakRSS, tc.want)
 		}
 	}
