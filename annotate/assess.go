@@ -79,6 +79,7 @@ func Assess(ctx context.Context, cfg Config, appID string) (Assessment, error) {
 		return Assessment{}, err
 	}
 	var errs []error
+	shown := false // a source answered with something other than "not here"
 	for _, s := range p.cfg.Sources {
 		base := strings.TrimRight(strings.ReplaceAll(s, "{app_id}", url.PathEscape(appID)), "/")
 		a, err := p.assess(ctx, newSource(s, base, appID), appID)
@@ -86,11 +87,37 @@ func Assess(ctx context.Context, cfg Config, appID string) (Assessment, error) {
 			return a, nil
 		}
 		errs = append(errs, err)
+		shown = shown || !notShown(err)
 	}
 	if len(errs) == 0 {
-		return Assessment{}, errors.New("annotate: no Spark REST source")
+		return Assessment{}, notShownError{errors.New("annotate: no Spark REST source")}
 	}
-	return Assessment{}, fmt.Errorf("application %s: %w", appID, errors.Join(errs...))
+	err = fmt.Errorf("application %s: %w", appID, errors.Join(errs...))
+	if !shown {
+		err = notShownError{err}
+	}
+	return Assessment{}, err
+}
+
+// ErrNotShown is what Assess's error is (errors.Is) when no source shows
+// the application: each answered 404 (Spark knows no such application),
+// did not answer, or lists no attempt of it. Any other failure (a 5xx, an
+// answer no Spark sends) is not: a source that shows it failed.
+var ErrNotShown = errors.New("no Spark REST source shows it")
+
+type notShownError struct{ error }
+
+func (e notShownError) Unwrap() error      { return e.error }
+func (notShownError) Is(target error) bool { return target == ErrNotShown }
+
+// errNoAttempts: a source lists the application with no attempt.
+var errNoAttempts = errors.New("no attempts")
+
+// notShown reports whether err says that a source does not show an
+// application (see ErrNotShown).
+func notShown(err error) bool {
+	var fe *sparkapi.Error
+	return errors.Is(err, errNoAttempts) || errors.As(err, &fe) && (fe.Kind == kindNetwork || sparkapi.IsNotFound(err))
 }
 
 func (p *Poller) assess(ctx context.Context, src *source, appID string) (Assessment, error) {
@@ -99,7 +126,7 @@ func (p *Poller) assess(ctx context.Context, src *source, appID string) (Assessm
 		return Assessment{}, err
 	}
 	if len(app.Attempts) == 0 {
-		return Assessment{}, fmt.Errorf("%s: no attempts", src.base)
+		return Assessment{}, fmt.Errorf("%s: %w", src.base, errNoAttempts)
 	}
 	att := &app.Attempts[0] // Spark lists the newest first
 	st := newAppState(appKey{app.ID, att.StartMs()})

@@ -116,6 +116,15 @@ func (l *ledger) record(app string, facts []factKey, snaps map[string]snapshot, 
 	maps.Copy(a.Execs, snaps)
 }
 
+// holds reports whether facts of app are kept, without counting it as a
+// check.
+func (l *ledger) holds(app string) bool {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	a := l.apps[app]
+	return a != nil && len(a.Facts) > 0
+}
+
 // forget drops the applications not checked since before ms: their
 // attempts are done and no source lists them any more.
 func (l *ledger) forget(beforeMs int64) {

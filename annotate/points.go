@@ -112,13 +112,15 @@ func (p *Poller) emit(st *appState, now time.Time, closeOut bool) int {
 	if acc.lost != nil {
 		w.usageLost(*acc.lost, nowMs)
 	}
-	return p.deliver(st, w)
+	n, _ := p.deliver(st, w) // refused as the sink closes: the ledger does not record them, so they are made again
+	return n
 }
 
 // deliver journals the points w encoded, hands them to the sink, and
-// records them in the ledger; it returns the number of points written.
-// Called with the application's emit lock held.
-func (p *Poller) deliver(st *appState, w *points) int {
+// records them in the ledger; it returns the number of points written,
+// and false when the sink, closing, took none. Called with the
+// application's emit lock held.
+func (p *Poller) deliver(st *appState, w *points) (int, bool) {
 	if j := p.journal; j != nil && (w.n > 0 || len(w.facts) > 0 || len(w.snaps) > 0) {
 		// Durable before it is handed on (journal.go).
 		j.mu.Lock()
@@ -130,12 +132,12 @@ func (p *Poller) deliver(st *appState, w *points) int {
 	}
 	if w.n > 0 {
 		if !p.cfg.Sink.Append(w.batch, true) {
-			return 0 // the sink is closing: nothing was written
+			return 0, false // the sink is closing: nothing was written
 		}
 		p.stats.points.Add(uint64(w.n))
 	}
 	p.facts.record(st.key.app, w.facts, w.snaps, w.nowMs)
-	return w.n
+	return w.n, true
 }
 
 // links are the relations between an attempt's items, and the stage times

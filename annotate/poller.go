@@ -191,9 +191,10 @@ type Poller struct {
 	wake  bool
 	woken map[string]struct{}
 	// Applications only the stream shows (unseen.go): metrics keys no
-	// source has shown, and those shown (or written) lately.
+	// source has answered for, and those answered for (shown, denied or
+	// written) lately.
 	unseen   map[string]*unseenApp
-	shown    map[string]time.Time
+	answered map[string]time.Time
 	owners   map[appKey]*source          // which source syncs an attempt
 	seconded map[appKey]map[*source]bool // other sources that showed an owned attempt, counted once
 	orphans  map[appKey]*appState        // attempts whose source lost them
@@ -330,7 +331,7 @@ func New(cfg Config) (*Poller, error) {
 		nominees: map[string]int{},
 		woken:    map[string]struct{}{},
 		unseen:   map[string]*unseenApp{},
-		shown:    map[string]time.Time{},
+		answered: map[string]time.Time{},
 		emitSeed: maphash.MakeSeed(),
 		refused:  map[string]uint64{},
 		workers:  make(chan struct{}, parallel),
@@ -535,6 +536,11 @@ func (p *Poller) pollSource(ctx context.Context, s *source) {
 			// id, as a flood of them would flood the log.
 			p.mu.Lock()
 			p.retireLocked(s.appID)
+			if sparkapi.IsNotFound(err) {
+				// Spark's word that it runs no such application: the id
+				// gets no facts of the stream's either (unseen.go).
+				p.answerLocked(s.appID)
+			}
 			p.mu.Unlock()
 			return
 		}
@@ -653,6 +659,7 @@ func (p *Poller) list(ctx context.Context, s *source, now time.Time) ([]sparkapi
 func (p *Poller) claim(s *source, key appKey) *appState {
 	p.mu.Lock()
 	defer p.mu.Unlock()
+	p.answerLocked(key.app) // shown, whether or not its facts are written
 	if o := p.owners[key]; o != nil && o != s && o.appID != "" && s.appID == "" {
 		// A configured source takes an application over from a template
 		// instance, whose URL the metrics chose: with its own state, as

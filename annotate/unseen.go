@@ -26,9 +26,8 @@ import (
 // spark_app, no accounting, nothing in watch or report --fleet. So the
 // poller keeps, for each metrics key the stream names (SeeApp), when it
 // was first and last seen. Once a key has been quiet for CloseOutAfter,
-// and no source has shown its application (emit marks every application
-// it writes, by id and by metrics key) nor denied it (a template
-// instance's 404 retires the id), it gets two facts, both fact stream:
+// and no source has answered for it, it gets two facts, both fact
+// stream:
 //
 //   - spark_app at its first report (+ phase), status UNKNOWN, ending at
 //     its last report;
@@ -36,13 +35,23 @@ import (
 //     (accounting.StreamOnly), nothing held and no advice, as only
 //     Spark's word gives cores and settings.
 //
+// A source answers for a key when it lists an attempt of the
+// application (claim, by id; emit, by id and metrics key), or when an
+// {app_id} template's instance answers 404 for the id: Spark's word that
+// it runs no such application. Another failure (a template's instance
+// that does not answer) is no answer: the id's polling is retired, and
+// its stream still gets its facts. A key whose facts the ledger keeps
+// (a source's, or the stream's before a restart) is answered for too.
+//
 // Anyone may write to the stream, so what it names is bounded: at most
 // maxUnseen keys are kept (while the table is full, new keys are counted
 // and not kept), and at most unseenPerRound are written per round, each
-// with one read of the stream. A key that a source showed is not kept
-// again for as long as the ledger keeps facts; nor is one written once.
-// The table is not kept across restarts: a key quiet when sparkpulse
-// stops gets no facts.
+// with one read of the stream. A key answered for is not kept again for
+// as long as the ledger keeps facts. The table is not kept across
+// restarts: a key quiet when sparkpulse stops gets no facts. Facts the
+// sink refuses as it closes are written at the next start from the
+// journal, where there is a state directory (journal.go), and are lost
+// where there is none.
 
 const (
 	// maxUnseen bounds the metrics keys kept as seen only in the stream.
@@ -62,7 +71,7 @@ type unseenApp struct {
 
 // seenInStream notes a metrics key the stream names. Called with mu held.
 func (p *Poller) seenInStream(key string) {
-	if _, ok := p.shown[key]; ok {
+	if _, ok := p.answered[key]; ok {
 		return
 	}
 	now := p.cfg.Now()
@@ -80,14 +89,18 @@ func (p *Poller) seenInStream(key string) {
 // markShown notes that a source showed the attempt: neither its id nor
 // its metrics key is written as seen only in the stream.
 func (p *Poller) markShown(st *appState) {
-	now := p.cfg.Now()
 	p.mu.Lock()
 	defer p.mu.Unlock()
-	for _, k := range []string{st.key.app, st.metricsKey} {
-		if k != "" {
-			p.shown[k] = now
-			delete(p.unseen, k)
-		}
+	p.answerLocked(st.key.app)
+	p.answerLocked(st.metricsKey)
+}
+
+// answerLocked notes that a source answered for key (see above). Called
+// with mu held.
+func (p *Poller) answerLocked(key string) {
+	if key != "" {
+		p.answered[key] = p.cfg.Now()
+		delete(p.unseen, key)
 	}
 }
 
@@ -103,16 +116,21 @@ func (p *Poller) closeOutUnseen(ctx context.Context, now time.Time) {
 	p.mu.Lock()
 	for k, u := range p.unseen {
 		if now.Sub(u.last) >= p.cfg.CloseOutAfter && !now.Before(u.retry) {
-			if _, denied := p.retired[k]; denied {
-				delete(p.unseen, k)
-				continue
-			}
 			list = append(list, due{k, *u})
 		}
 	}
-	forget := now.Add(-p.cfg.Lookback - recheck - max(giveUp, p.cfg.CloseOutAfter))
-	maps.DeleteFunc(p.shown, func(_ string, t time.Time) bool { return t.Before(forget) })
+	forget := now.Add(-p.cfg.Lookback - recheck - max(giveUp, p.cfg.CloseOutAfter)) // as the ledger (forgetOld)
+	maps.DeleteFunc(p.answered, func(_ string, t time.Time) bool { return t.Before(forget) })
 	p.mu.Unlock()
+	list = slices.DeleteFunc(list, func(d due) bool {
+		if !p.facts.holds(d.key) {
+			return false
+		}
+		p.mu.Lock()
+		p.answerLocked(d.key)
+		p.mu.Unlock()
+		return true
+	})
 	slices.SortFunc(list, func(a, b due) int { return cmp.Or(a.u.last.Compare(b.u.last), strings.Compare(a.key, b.key)) })
 	for _, d := range list[:min(len(list), unseenPerRound)] {
 		u := d.u
@@ -131,14 +149,23 @@ func (p *Poller) closeOutUnseen(ctx context.Context, now time.Time) {
 			p.mu.Unlock()
 			continue // seen again, or shown, meanwhile
 		}
-		delete(p.unseen, d.key)
-		p.shown[d.key] = now
+		p.answerLocked(d.key)
 		p.mu.Unlock()
 		usage := accounting.StreamOnly(totals, u.first.UnixMilli(), u.last.UnixMilli())
 		if streamErr != nil {
 			usage.Notes = append(usage.Notes, "the metrics stream could not be read: "+streamErr.Error())
 		}
-		n := p.emitUnseen(d.key, u, usage)
+		n, ok := p.emitUnseen(d.key, u, usage)
+		if !ok {
+			// The sink is closing: kept for a next round, if any.
+			p.mu.Lock()
+			delete(p.answered, d.key)
+			if _, again := p.unseen[d.key]; !again {
+				p.unseen[d.key] = &u
+			}
+			p.mu.Unlock()
+			continue
+		}
 		p.stats.unseenWritten.Add(1)
 		p.log.Warn("Spark application seen only in its metrics: no source showed it; written with what its metrics say",
 			zap.String("metrics_key", d.key), zap.Time("first_report", u.first), zap.Time("last_report", u.last), zap.Int("points", n))
@@ -179,8 +206,8 @@ func (p *Poller) unseenStream(ctx context.Context, key string, u *unseenApp, now
 }
 
 // emitUnseen writes a key's stream facts (see above) and returns the
-// number of points written.
-func (p *Poller) emitUnseen(key string, u unseenApp, usage sizing.Usage) int {
+// number of points written; false when the sink, closing, took none.
+func (p *Poller) emitUnseen(key string, u unseenApp, usage sizing.Usage) (int, bool) {
 	lock := &p.emitLocks[maphash.String(p.emitSeed, key)%emitStripes]
 	lock.Lock()
 	defer lock.Unlock()

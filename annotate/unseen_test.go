@@ -5,6 +5,10 @@ import (
 	"errors"
 	"fmt"
 	"net"
+	"net/http"
+	"slices"
+	"strings"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -192,5 +196,80 @@ func TestStreamOnlyBounded(t *testing.T) {
 	ids := sink.stored(MeasurementApp, func(p point) string { return fmt.Sprint(p.fields[FieldAppID]) })
 	if len(ids) != unseenPerRound || ids[0] != "<nil>" {
 		t.Errorf("app_id of the forged keys' facts: %v, want %d without", ids, unseenPerRound)
+	}
+}
+
+// closingSink is a memSink that, once closing, takes nothing, as a sink
+// that is stopping.
+type closingSink struct {
+	*memSink
+	closing atomic.Bool
+}
+
+func (s *closingSink) Append(lines []byte, wait bool) bool {
+	return !s.closing.Load() && s.memSink.Append(lines, wait)
+}
+
+// Which keys a source answered for: an {app_id} template's 404 is Spark's
+// word that it runs no such application, kept past the id's retirement; a
+// template that does not answer is no answer, and the stream's facts are
+// written; a key whose facts the ledger keeps (written before a restart)
+// is answered for, as is one a source lists whose facts are not written
+// yet (its jobs fail to read); facts the sink refuses as it closes are
+// not counted as written, and the key stays waiting.
+func TestStreamOnlyAnswered(t *testing.T) {
+	const denied, silent, kept, closing, listed = "app-20261122100000-0001", "app-20261122100000-0002",
+		"app-20261122100000-0003", "app-20261122100000-0004", "app-20261122100000-0005"
+	ui := sparkui.NewServer(sparkui.LiveUI, liveApp(listed, "listed", t0))
+	failing := serve(t, http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if strings.HasSuffix(r.URL.Path, "/jobs") {
+			http.Error(w, "broken", http.StatusInternalServerError)
+			return
+		}
+		ui.ServeHTTP(w, r)
+	}))
+	base := serve(t, http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if strings.Contains(r.URL.Path, denied) {
+			http.NotFound(w, r)
+			return
+		}
+		http.Error(w, "overloaded", http.StatusServiceUnavailable)
+	}))
+	clk := &clock{now: t0}
+	sink := &closingSink{memSink: newMemSink()}
+	t.Cleanup(func() { sink.appendOnly(t) })
+	ui.SetNow(clk.Now)
+	p := newPoller(t, Config{Sources: []string{base + "/ui/{app_id}", failing}, Sink: sink, Now: clk.Now})
+	p.facts.record(kept, []factKey{{M: measurementIndex(MeasurementApp), TS: factTime(ms(t0)-3_600_000, 0, phaseEnd)}}, nil, ms(t0))
+	for s := 0.0; s <= 60; s += 10 {
+		clk.Set(at(s))
+		for _, k := range []string{denied, silent, kept, listed} {
+			p.SeeApp(k)
+		}
+		p.PollOnce(context.Background())
+	}
+	// Past giveUp, when the denied id's retirement has lapsed.
+	clk.Set(at(60).Add(DefaultCloseOutAfter))
+	p.PollOnce(context.Background())
+	ids := sink.stored(MeasurementApp, func(p point) string { return p.tags[TagApplicationID] + " " + fmt.Sprint(p.fields[FieldFact]) })
+	if want := []string{silent + " stream"}; !slices.Equal(ids, want) {
+		t.Errorf("spark_app facts %q, want %q", ids, want)
+	}
+
+	sink.closing.Store(true)
+	clk.Set(at(100))
+	p.SeeApp(closing)
+	clk.Set(at(100).Add(2 * DefaultCloseOutAfter))
+	p.PollOnce(context.Background())
+	st := p.Stats()
+	if st.StreamOnly["written"] != 1 || st.StreamOnlyWaiting != 1 {
+		t.Errorf("with the sink closing: %d written, %d waiting; want 1 and 1 (the key kept)", st.StreamOnly["written"], st.StreamOnlyWaiting)
+	}
+	sink.closing.Store(false)
+	clk.Set(clk.Now().Add(DefaultInterval))
+	p.PollOnce(context.Background())
+	ids = sink.stored(MeasurementApp, func(p point) string { return p.tags[TagApplicationID] + " " + fmt.Sprint(p.fields[FieldFact]) })
+	if want := []string{silent + " stream", closing + " stream"}; !slices.Equal(ids, want) || p.Stats().StreamOnly["written"] != 2 {
+		t.Errorf("once the sink takes it: spark_app facts %q, written %d; want %q", ids, p.Stats().StreamOnly["written"], want)
 	}
 }

@@ -71,15 +71,19 @@ func TestQuickstart(t *testing.T) {
 	cmd := exec.Command(self, "-test.run", "^TestQuickstart$", "-test.v", "-test.timeout", "9m")
 	cmd.Env = append(os.Environ(), quickstartInside+"=1", "QUICKSTART_SPARK="+home, "QUICKSTART_BIN="+bin,
 		"GOPATH="+strings.TrimSpace(string(gopath)))
-	cmd.SysProcAttr = &syscall.SysProcAttr{Cloneflags: syscall.CLONE_NEWNET | syscall.CLONE_NEWNS | syscall.CLONE_NEWPID}
-	out, err := cmd.CombinedOutput()
-	if err != nil {
-		if bytes.Contains(out, []byte("PASS")) || bytes.Contains(out, []byte("--- FAIL")) {
-			t.Fatalf("the recipe, run in its namespaces: %v\n%s", err, out)
-		}
-		unavailable(t, fmt.Sprintf("namespaces for the recipe (root's CLONE_NEWNET, CLONE_NEWNS, CLONE_NEWPID): %v\n%s", err, out))
+	// Pdeathsig: should this process die, the namespace's first process
+	// does, and with it every process of the recipe.
+	cmd.SysProcAttr = &syscall.SysProcAttr{Cloneflags: syscall.CLONE_NEWNET | syscall.CLONE_NEWNS | syscall.CLONE_NEWPID,
+		Pdeathsig: syscall.SIGKILL}
+	var out bytes.Buffer
+	cmd.Stdout, cmd.Stderr = &out, &out
+	if err := cmd.Start(); err != nil {
+		unavailable(t, fmt.Sprintf("namespaces for the recipe (root's CLONE_NEWNET, CLONE_NEWNS, CLONE_NEWPID): %v", err))
 	}
-	t.Logf("the recipe, run in its namespaces:\n%s", tail(string(out), 6000))
+	if err := cmd.Wait(); err != nil { // started: a failure or a timeout inside is the recipe's
+		t.Fatalf("the recipe, run in its namespaces: %v\n%s", err, out.Bytes())
+	}
+	t.Logf("the recipe, run in its namespaces:\n%s", tail(out.String(), 6000))
 }
 
 // quickstartRun is the recipe, in the namespaces TestQuickstart made: the
@@ -233,7 +237,7 @@ func quickstartRun(t *testing.T) {
 	// own lifetimes.
 	var apps []sparkapi.Application
 	getJSON(t, "http://localhost:18080/api/v1/applications", &apps)
-	if len(apps) != 1 || !apps[0].Attempts[0].Completed {
+	if len(apps) != 1 || len(apps[0].Attempts) == 0 || !apps[0].Attempts[0].Completed {
 		t.Fatalf("the History Server lists %+v, want the job's, completed; report --fleet: %+v", apps, fleet)
 	}
 	id := apps[0].ID

@@ -63,7 +63,7 @@ type RecordedStage struct {
 var ErrNotRecorded = errors.New("no fact of it recorded")
 
 // ReadRecorded reads an application's record, by its id or its metrics
-// key, from the latest attempt that has facts.
+// key: its newest run's (latestRun) facts, within that run's times.
 func ReadRecorded(ctx context.Context, rq RecordQuery, app string) (Recorded, error) {
 	reader, err := influx.NewQuerier(rq.Influx)
 	if err != nil {
@@ -107,22 +107,21 @@ func ReadRecorded(ctx context.Context, rq RecordQuery, app string) (Recorded, er
 	if len(facts) == 0 {
 		return Recorded{}, fmt.Errorf("%w in database %q (the last %s)", ErrNotRecorded, rq.Database, timespent.Duration(recordLookback.Milliseconds()))
 	}
-	// The latest attempt's facts, its last word: an end, lost or stream
-	// fact over a start; a source's over the stream's.
-	rank := map[string]int{"start": 0, "stream": 1, "lost": 2, "end": 3}
-	best := facts[0]
-	for _, f := range facts[1:] {
-		if c := cmp.Or(cmp.Compare(rank[str(f, annotate.FieldFact)], rank[str(best, annotate.FieldFact)]),
-			when(f).Compare(when(best))); c > 0 {
-			best = f
-		}
-	}
+	best := latestRun(facts)
 	key := str(best, annotate.TagApplicationID)
 	r.MetricsKey, r.Name = key, str(best, annotate.TagAppName)
 	r.Application = cmp.Or(str(best, annotate.FieldAppID), key)
 	r.Fact, r.Status = str(best, annotate.FieldFact), str(best, annotate.FieldStatus)
 	r.Title, r.Text = str(best, annotate.FieldTitle), str(best, annotate.FieldText)
-	byKey := fmt.Sprintf("%s = %s AND %s", influx.QuoteIdent(annotate.TagApplicationID), influx.QuoteString(key), within)
+	// The run's facts are within its start and the end its fact states
+	// (at its millisecond: a fact's sub-millisecond digits tell facts
+	// apart), so another run sharing the metrics key (its name as
+	// spark.metrics.namespace) is not read with it.
+	byKey := fmt.Sprintf("%s = %s AND time >= %d", influx.QuoteIdent(annotate.TagApplicationID), influx.QuoteString(key),
+		when(best).Truncate(time.Millisecond).UnixNano())
+	if end, ok := influx.Number(best[annotate.FieldEndMs]); ok && r.Fact != "start" {
+		byKey += fmt.Sprintf(" AND time < %d", (int64(end)+1)*int64(time.Millisecond))
+	}
 
 	usage, err := read(annotate.MeasurementUsage, fmt.Sprintf(`SELECT * FROM %s WHERE %s`, influx.QuoteIdent(annotate.MeasurementUsage), byKey))
 	if err != nil {
@@ -222,6 +221,46 @@ func WriteRecorded(ctx context.Context, rq RecordQuery, app, why string, asJSON 
 		}
 	}
 	return nil
+}
+
+// latestRun is the last word of the newest run among an application's
+// spark_app facts. Facts are at their attempt's start (the stream's at
+// its first report), so the attempt started last is the newest; its end
+// fact, else lost, else start, is its last word. A stream fact is
+// another run's only where it began after that attempt ended, or, if it
+// was running when last seen, started (a later run under the same
+// metrics key); else a source's word on the run wins over the stream's.
+func latestRun(facts []map[string]any) map[string]any {
+	rank := map[string]int{"start": 0, "lost": 1, "end": 2}
+	var src, stream map[string]any
+	for _, f := range facts {
+		if str(f, annotate.FieldFact) == "stream" {
+			if stream == nil || when(f).After(when(stream)) {
+				stream = f
+			}
+			continue
+		}
+		if src == nil || cmp.Or(when(f).Truncate(time.Millisecond).Compare(when(src).Truncate(time.Millisecond)),
+			cmp.Compare(rank[str(f, annotate.FieldFact)], rank[str(src, annotate.FieldFact)])) > 0 {
+			src = f
+		}
+	}
+	if src == nil {
+		return stream
+	}
+	if stream == nil {
+		return src
+	}
+	// A running attempt's end is unknown: its start fact is older news
+	// than a stream fact that began after it.
+	end := when(src)
+	if ms, ok := influx.Number(src[annotate.FieldEndMs]); ok {
+		end = time.UnixMilli(int64(ms))
+	}
+	if end.Before(when(stream)) {
+		return stream
+	}
+	return src
 }
 
 // when is a row's time; zero when it has none.

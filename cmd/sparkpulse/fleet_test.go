@@ -7,12 +7,14 @@ import (
 	"io"
 	"math"
 	"net"
+	"net/http"
 	"net/http/httptest"
 	"slices"
 	"strings"
 	"testing"
 	"time"
 
+	"github.com/sparkpulse/sparkpulse/annotate"
 	"github.com/sparkpulse/sparkpulse/influx/influxtest"
 	"github.com/sparkpulse/sparkpulse/report"
 	"github.com/sparkpulse/sparkpulse/simulate"
@@ -294,6 +296,17 @@ func fleetRealInfluxDB(t *testing.T, srv *influxtest.Server, db, setting string)
 	if err == nil || !strings.Contains(err.Error(), "no Spark REST source shows it (") || !strings.Contains(err.Error(), "no fact of it recorded in database") {
 		t.Errorf("an application neither shown nor recorded: %v", err)
 	}
+	// A source that shows it but fails (a 500) is said, not covered by
+	// the record.
+	broken := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		http.Error(w, "history server overloaded", http.StatusInternalServerError)
+	}))
+	defer broken.Close()
+	out.Reset()
+	err = cmdReport(context.Background(), []string{"--config", cfg, "--url", broken.URL, apps[1]}, noEnv, &out, io.Discard)
+	if err == nil || !strings.Contains(err.Error(), "500 Internal Server Error") || out.Len() > 0 {
+		t.Errorf("a failing source: %v, printed %q; want its error and nothing printed", err, out.String())
+	}
 	out.Reset()
 	if err := cmdReport(context.Background(), []string{"--config", cfg, "--fleet", "--since=1d"}, noEnv, &out, &errOut); err != nil {
 		t.Fatal(err)
@@ -560,4 +573,52 @@ func refusedURL(t *testing.T) string {
 	}
 	ln.Close()
 	return "http://" + ln.Addr().String()
+}
+
+// report APP_ID from the record reads one run: runs that share a metrics
+// key (the name as spark.metrics.namespace) are told apart by their
+// times; by the key, the newest run, even one only the stream saw.
+func TestRecordedRuns(t *testing.T) {
+	srv := influxtest.Start(t)
+	srv.Query(t, "", "CREATE DATABASE spark")
+	const key, run1, run2 = "nightly-etl", "app-20261128010000-0001", "app-20261128010000-0002"
+	s1 := time.Now().Add(-5 * time.Hour).Truncate(time.Second)
+	e1, s2 := s1.Add(10*time.Minute), s1.Add(time.Hour)
+	e2, s3 := s2.Add(10*time.Minute), s2.Add(2*time.Hour)
+	e3 := s3.Add(5 * time.Minute)
+	ns := func(t time.Time, sub int64) int64 { return t.UnixMilli()*1_000_000 + sub }
+	for _, l := range []string{
+		fmt.Sprintf(`spark_app,applicationid=%s fact="end",app_id=%q,status="COMPLETED",end_ms=%di,title="one",text="one" %d`, key, run1, e1.UnixMilli(), ns(s1, 1)),
+		fmt.Sprintf(`spark_app_usage,applicationid=%s fact="end",app_id=%q,text="usage one" %d`, key, run1, ns(e1, 0)),
+		fmt.Sprintf(`spark_sizing,applicationid=%s kind="finding",text="advice one" %d`, key, ns(e1, 0)),
+		fmt.Sprintf(`spark_app,applicationid=%s fact="end",app_id=%q,status="COMPLETED",end_ms=%di,title="two",text="two" %d`, key, run2, e2.UnixMilli(), ns(s2, 1)),
+		fmt.Sprintf(`spark_app_usage,applicationid=%s fact="end",app_id=%q,text="usage two" %d`, key, run2, ns(e2, 0)),
+		fmt.Sprintf(`spark_app,applicationid=%s fact="stream",app_id="",status="UNKNOWN",end_ms=%di,title="three",text="three" %d`, key, e3.UnixMilli(), ns(s3, 3)),
+		fmt.Sprintf(`spark_app_usage,applicationid=%s fact="stream",app_id="",text="usage three" %d`, key, ns(e3, 3)),
+	} {
+		writeLine(t, srv, "spark", l)
+	}
+	cfg := writeFile(t, "report.toml", fmt.Sprintf("[influxdb]\n  url = %q\n[[graphite]]\n  database = \"spark\"\n", srv.URL))
+	for _, c := range []struct{ ask, app, fact, usage, advice string }{
+		{run1, run1, "end", "usage one", "[advice one]"},
+		{run2, run2, "end", "usage two", "[]"},
+		{key, key, "stream", "usage three", "[]"},
+	} {
+		var out, errOut strings.Builder
+		if err := cmdReport(context.Background(), []string{"--config", cfg, "--json", c.ask}, noEnv, &out, &errOut); err != nil {
+			t.Fatalf("report %s: %v\n%s", c.ask, err, errOut.String())
+		}
+		var r report.Recorded
+		if err := json.Unmarshal([]byte(out.String()), &r); err != nil {
+			t.Fatal(err)
+		}
+		var advice []any
+		for _, a := range r.Advice {
+			advice = append(advice, a[annotate.FieldText])
+		}
+		if r.Application != c.app || r.Fact != c.fact || r.Usage[annotate.FieldText] != c.usage || fmt.Sprint(advice) != c.advice {
+			t.Errorf("report %s: application %s, fact %s, usage %v, advice %v; want %s, %s, %s, %s",
+				c.ask, r.Application, r.Fact, r.Usage[annotate.FieldText], advice, c.app, c.fact, c.usage, c.advice)
+		}
+	}
 }

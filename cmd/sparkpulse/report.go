@@ -8,23 +8,24 @@ import (
 	"strings"
 	"time"
 
+	"github.com/sparkpulse/sparkpulse/annotate"
 	"github.com/sparkpulse/sparkpulse/influx"
 	"github.com/sparkpulse/sparkpulse/report"
 )
 
 // reportApp is `report APP_ID` (report.WriteApp) from plan's [annotate]
 // sources, the metrics stream read from its [[graphite]] blocks'
-// databases; when no source shows the application (its live UI is gone,
-// or there are no sources), what the annotator recorded of it
-// (report.WriteRecorded) where report --fleet reads.
+// databases; when no source shows the application (annotate.ErrNotShown:
+// its live UI is gone, or there are no sources), what the annotator
+// recorded of it (report.WriteRecorded) where report --fleet reads.
 func reportApp(ctx context.Context, plan *Plan, appID string, asJSON bool, stdout io.Writer) error {
 	why := ""
 	if plan.Annotate != nil {
 		cfg := plan.Annotate.Poller
 		cfg.Stream = newStream(plan, func() []*influx.Writer { return nil })
 		err := report.WriteApp(ctx, cfg, appID, asJSON, stdout)
-		if err == nil || ctx.Err() != nil {
-			return err
+		if err == nil || ctx.Err() != nil || !errors.Is(err, annotate.ErrNotShown) {
+			return err // a source that shows it failed: said, not covered by the record
 		}
 		why = strings.TrimPrefix(err.Error(), "application "+appID+": ")
 	}
