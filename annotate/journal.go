@@ -15,6 +15,8 @@ import (
 	"time"
 
 	"go.uber.org/zap"
+
+	"github.com/sparkpulse/sparkpulse/statefile"
 )
 
 // The journal makes the ledger crash-safe. A fact is never written twice
@@ -38,8 +40,11 @@ import (
 //     from the last checkpoint, a minute at most while InfluxDB keeps up.
 //     After a start that sent points again, the first round checkpoints.
 //
-// A record cut short by the crash fails its checksum and is ignored, with
-// what follows it: it was never handed to the sink.
+// A record cut short by the crash (the journal's last line, without its
+// newline) was never handed to the sink: it is cut off. An append that
+// fails (a full disk) is cut back to the last whole record, so the
+// records after it are whole; a whole line that fails its checksum
+// anyway (damaged on disk) is skipped, and the records after it are kept.
 
 // Durability configures the journal; see above.
 type Durability struct {
@@ -59,9 +64,21 @@ const checkpointEvery = time.Minute
 type journal struct {
 	mu   sync.Mutex // held from a record's append until its points are handed on
 	cfg  Durability
-	f    *os.File
-	last time.Time // of the last checkpoint
-	buf  bytes.Buffer
+	f    journalFile
+	size int64 // the length of the whole records in f
+	// pending: the last run's records, until Resend has handed their
+	// points on; no checkpoint meanwhile.
+	pending []journalRecord
+	last    time.Time // of the last checkpoint
+	buf     bytes.Buffer
+}
+
+// journalFile is the journal's file (an *os.File).
+type journalFile interface {
+	io.WriteSeeker
+	io.Closer
+	Sync() error
+	Truncate(size int64) error
 }
 
 // journalRecord is one poll's facts of one application.
@@ -83,22 +100,33 @@ func (j *journal) append(r journalRecord) error {
 	fmt.Fprintf(&j.buf, "%08x ", crc32.ChecksumIEEE(payload))
 	j.buf.Write(payload)
 	j.buf.WriteByte('\n')
-	if _, err := j.f.Write(j.buf.Bytes()); err != nil {
+	_, err = j.f.Write(j.buf.Bytes())
+	if err == nil {
+		err = j.f.Sync()
+	}
+	if err != nil {
+		// Cut back to the last whole record (a full disk may have taken
+		// part of this one), so that the next is appended after it.
+		if terr := j.f.Truncate(j.size); terr == nil {
+			j.f.Seek(j.size, io.SeekStart)
+		}
 		return err
 	}
-	return j.f.Sync()
+	j.size += int64(j.buf.Len())
+	return nil
 }
 
 // Recover reads the journal left by the last run into the ledger, after
-// LoadFacts, hands its points to the sink again, and opens the journal
-// for this run. Call it before Run. It returns the records replayed.
+// LoadFacts, and opens the journal for this run. Call it before Run, and
+// Resend beside Run: it reads a local file, so that a start opens its
+// listeners at once. It returns the records read.
 func (p *Poller) Recover(d Durability) (int, error) {
-	f, err := os.OpenFile(d.Journal, os.O_RDWR|os.O_CREATE, 0o600)
+	f, err := statefile.OpenFile(d.Journal, os.O_RDWR|os.O_CREATE, 0o600)
 	if err != nil {
 		return 0, fmt.Errorf("annotate: facts journal: %w", err)
 	}
 	var records []journalRecord
-	good := int64(0)
+	good := int64(0) // the end of the last whole line
 	br := bufio.NewReader(f)
 	for {
 		line, err := br.ReadBytes('\n')
@@ -107,14 +135,16 @@ func (p *Poller) Recover(d Durability) (int, error) {
 		}
 		r, ok := parseRecord(line)
 		if !ok {
-			p.log.Warn("facts journal damaged: the records from here on are ignored", zap.String("file", d.Journal), zap.Int64("offset", good))
-			break
+			p.stats.journalDamaged.Add(1)
+			p.log.Warn("facts journal: a damaged record is skipped, the records after it are kept", zap.String("file", d.Journal),
+				zap.Int64("offset", good), zap.Int("bytes", len(line)))
+		} else {
+			records = append(records, r)
 		}
-		records = append(records, r)
 		good += int64(len(line))
 	}
-	// What follows the last good record goes: the next record must not
-	// be appended to a torn one.
+	// A record cut short goes: the next record must not be appended to
+	// it.
 	if err := f.Truncate(good); err == nil {
 		_, err = f.Seek(good, io.SeekStart)
 	}
@@ -126,76 +156,140 @@ func (p *Poller) Recover(d Durability) (int, error) {
 	for _, r := range records {
 		p.facts.record(r.App, r.Facts, r.Snaps, nowMs)
 	}
-	// The first round checkpoints as soon as the points sent again are
-	// delivered: a second crash then sends none of them again.
-	p.journal = &journal{cfg: d, f: f}
+	p.journal = &journal{cfg: d, f: f, size: good}
 	if len(records) == 0 {
 		p.journal.last = p.cfg.Now()
-	}
-	total, again := 0, 0
-	defer func() {
-		if total > 0 {
-			p.log.Info("the journal's points InfluxDB did not hold are sent again", zap.Int("points", total), zap.Int("sent_again", again))
-		}
-	}()
-	ask := d.Stored != nil
-	for _, r := range records {
-		lines, n := []byte(r.Lines), r.N
-		total += n
-		if ask && n > 0 {
-			// InfluxDB not answering for one record is not asked for the
-			// rest: a start must not wait on it record after record.
-			lines, n, ask = p.unstored(d, lines, n)
-		}
-		again += n
-		if n > 0 && !p.cfg.Sink.Append(lines, true) {
-			return len(records), errors.New("annotate: the sink closed while the journal's points were handed to it again")
-		}
+	} else {
+		// The first round after Resend checkpoints as soon as the points
+		// sent again are delivered: a second crash then sends none of
+		// them again.
+		p.journal.pending = records
 	}
 	return len(records), nil
+}
+
+// Resend hands the points of the records Recover read to the sink again:
+// those InfluxDB does not hold (Durability.Stored), all of them where it
+// cannot tell. It runs beside ingest and polling: the ledger holds the
+// records' facts already, so none is made again, and the journal is not
+// emptied (Checkpoint) until Resend is done. Stopped by ctx, it leaves
+// the journal as it is, and the next start sends them again. It returns
+// the points sent again.
+func (p *Poller) Resend(ctx context.Context) (int, error) {
+	j := p.journal
+	if j == nil {
+		return 0, nil
+	}
+	j.mu.Lock()
+	records := j.pending
+	j.mu.Unlock()
+	if len(records) == 0 {
+		return 0, nil
+	}
+	type part struct {
+		lines  []byte
+		n      int
+		stored []bool // nil: not known
+	}
+	parts := make([]part, len(records))
+	total := 0
+	ask, missing := j.cfg.Stored != nil, false
+	for i, r := range records {
+		parts[i] = part{lines: []byte(r.Lines), n: r.N}
+		total += r.N
+		if !ask || r.N == 0 {
+			continue
+		}
+		stored, err := p.askStored(ctx, parts[i].lines, r.N, 3)
+		if err != nil {
+			// Not asked for the rest: a start must not wait on
+			// InfluxDB record after record.
+			ask = false
+			p.log.Warn("could not tell which of the journal's points InfluxDB holds: the rest are sent again, with the same values", zap.Error(err))
+			continue
+		}
+		parts[i].stored = stored
+		missing = missing || slices.Contains(stored, false)
+	}
+	// A request the last run had sent when it was killed may be taken
+	// after this start first looks: those InfluxDB seemed not to hold are
+	// looked for once more, a moment later, before they are sent again.
+	if ask && missing {
+		select {
+		case <-ctx.Done():
+			return 0, ctx.Err()
+		case <-time.After(settleDelay):
+		}
+		for i := range parts {
+			if pt := &parts[i]; pt.stored != nil && slices.Contains(pt.stored, false) {
+				if again, err := p.askStored(ctx, pt.lines, pt.n, 1); err == nil {
+					for k := range pt.stored {
+						pt.stored[k] = pt.stored[k] || again[k]
+					}
+				}
+			}
+		}
+	}
+	sent := 0
+	for _, pt := range parts {
+		if ctx.Err() != nil {
+			return sent, ctx.Err()
+		}
+		lines, n := unstoredLines(pt.lines, pt.n, pt.stored)
+		if n > 0 && !p.cfg.Sink.Append(lines, true) {
+			return sent, errors.New("annotate: the sink closed while the journal's points were handed to it again")
+		}
+		sent += n
+	}
+	j.mu.Lock()
+	j.pending = nil
+	j.mu.Unlock()
+	if total > 0 {
+		p.log.Info("the journal's points InfluxDB did not hold are sent again", zap.Int("records", len(records)),
+			zap.Int("points", total), zap.Int("sent_again", sent))
+	}
+	return sent, nil
 }
 
 // settleDelay is how long a start waits before it looks again for the
 // journal's points InfluxDB did not seem to hold.
 const settleDelay = time.Second
 
-// unstored keeps the n points of lines that InfluxDB does not hold; all of
-// them when it cannot tell, and then false.
-func (p *Poller) unstored(d Durability, lines []byte, n int) ([]byte, int, bool) {
+// askStored asks InfluxDB which of the n points of lines it holds, up to
+// tries times (it may still be taking the last run's cut requests).
+func (p *Poller) askStored(ctx context.Context, lines []byte, n, tries int) ([]bool, error) {
 	var stored []bool
 	var err error
-	for try := range 3 { // InfluxDB may still be taking the last run's cut requests
+	for try := range tries {
 		if try > 0 {
-			time.Sleep(time.Duration(try) * 200 * time.Millisecond)
-		}
-		ctx, cancel := context.WithTimeout(context.Background(), p.cfg.Timeout)
-		stored, err = d.Stored(ctx, lines)
-		cancel()
-		if err == nil {
-			break
-		}
-	}
-	if err != nil || len(stored) != n {
-		p.log.Warn("could not tell which of the journal's points InfluxDB holds: all are sent again, with the same values", zap.Error(err))
-		return lines, n, false
-	}
-	// A request the last run had sent when it was killed may be taken
-	// after this start first looks: those InfluxDB seemed not to hold are
-	// looked for once more, a moment later, before they are sent again.
-	if slices.Contains(stored, false) {
-		time.Sleep(settleDelay)
-		ctx, cancel := context.WithTimeout(context.Background(), p.cfg.Timeout)
-		again, err := d.Stored(ctx, lines)
-		cancel()
-		if err == nil && len(again) == n {
-			for i := range stored {
-				stored[i] = stored[i] || again[i]
+			select {
+			case <-ctx.Done():
+				return nil, ctx.Err()
+			case <-time.After(time.Duration(try) * 200 * time.Millisecond):
 			}
 		}
+		qctx, cancel := context.WithTimeout(ctx, p.cfg.Timeout)
+		stored, err = p.journal.cfg.Stored(qctx, lines)
+		cancel()
+		if err == nil && len(stored) != n {
+			err = fmt.Errorf("%d answers for %d points", len(stored), n)
+		}
+		if err == nil {
+			return stored, nil
+		}
+	}
+	return nil, err
+}
+
+// unstoredLines keeps the n points of lines that stored says InfluxDB
+// does not hold; all of them when stored is nil.
+func unstoredLines(lines []byte, n int, stored []bool) ([]byte, int) {
+	if stored == nil {
+		return lines, n
 	}
 	parts := bytes.SplitAfter(lines, []byte("\n"))
 	if len(parts) != n+1 { // texts are collapsed to one line: a point per line
-		return lines, n, true
+		return lines, n
 	}
 	var out []byte
 	kept := 0
@@ -205,7 +299,7 @@ func (p *Poller) unstored(d Durability, lines []byte, n int) ([]byte, int, bool)
 			kept++
 		}
 	}
-	return out, kept, true
+	return out, kept
 }
 
 func parseRecord(line []byte) (journalRecord, bool) {
@@ -258,6 +352,9 @@ func (p *Poller) Checkpoint(force bool) (bool, error) {
 		j.mu.Lock()
 		defer j.mu.Unlock()
 	}
+	if j.pending != nil {
+		return false, nil // the last run's points are not handed on yet (Resend)
+	}
 	if err := j.cfg.Save(p.facts.Save); err != nil {
 		return false, err
 	}
@@ -267,6 +364,7 @@ func (p *Poller) Checkpoint(force bool) (bool, error) {
 	if _, err := j.f.Seek(0, io.SeekStart); err != nil {
 		return false, err
 	}
+	j.size = 0
 	j.last = p.cfg.Now()
 	return true, nil
 }

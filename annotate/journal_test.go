@@ -2,13 +2,18 @@ package annotate
 
 import (
 	"context"
+	"encoding/json"
+	"errors"
 	"fmt"
+	"hash/crc32"
 	"io"
 	"maps"
 	"os"
 	"path/filepath"
 	"slices"
+	"strconv"
 	"strings"
+	"syscall"
 	"testing"
 
 	"github.com/sparkpulse/sparkpulse/sparkui"
@@ -46,6 +51,9 @@ func restart(t *testing.T, dir string, cfg Config) (*Poller, int) {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { p.CloseJournal() })
+	if _, err := p.Resend(context.Background()); err != nil {
+		t.Fatal(err)
+	}
 	return p, n
 }
 
@@ -170,10 +178,82 @@ func TestJournalInfluxDBDownAtStart(t *testing.T) {
 	if err != nil || n < 2 {
 		t.Fatalf("recovered %d records: %v", n, err)
 	}
+	if ok, err := p2.Checkpoint(true); ok || err != nil {
+		t.Errorf("checkpoint before the journal's points were handed on: %v %v", ok, err)
+	}
+	if _, err := p2.Resend(context.Background()); err != nil {
+		t.Fatal(err)
+	}
 	if asked != 3 {
 		t.Errorf("InfluxDB asked %d times for %d records, want 3 tries for the first only", asked, n)
 	}
 	if second.count() != first.count() {
 		t.Errorf("%d points sent again, the first run wrote %d", second.count(), first.count())
+	}
+}
+
+// fullDisk is a journal file on a disk that fills after room more bytes:
+// a write takes what fits and fails.
+type fullDisk struct {
+	*os.File
+	room int
+}
+
+func (f *fullDisk) Write(b []byte) (int, error) {
+	if len(b) <= f.room {
+		f.room -= len(b)
+		return f.File.Write(b)
+	}
+	n, _ := f.File.Write(b[:f.room])
+	f.room = 0
+	return n, syscall.ENOSPC
+}
+
+// A full disk during an append leaves no torn record for the next ones
+// to follow: the append is cut back. A whole record damaged on disk is
+// skipped at the next start, and the records after it are kept.
+func TestJournalDamaged(t *testing.T) {
+	dir := t.TempDir()
+	clk := &clock{now: t0}
+	rec := func(app string) journalRecord {
+		return journalRecord{App: app, Facts: []factKey{{M: measurementIndex(MeasurementApp), TS: factTime(ms(t0), 0, phaseStart)}}, N: 1,
+			Lines: "spark_app,applicationid=" + app + " status=\"RUNNING\" " + strconv.FormatInt(ms(t0)*1_000_000, 10) + "\n"}
+	}
+	p, _ := restart(t, dir, Config{Sink: newMemSink(), Now: clk.Now})
+	j := p.journal
+	if err := j.append(rec("app-1")); err != nil {
+		t.Fatal(err)
+	}
+	j.f = &fullDisk{File: j.f.(*os.File), room: 20}
+	if err := j.append(rec("app-2")); !errors.Is(err, syscall.ENOSPC) {
+		t.Fatalf("append on a full disk: %v", err)
+	}
+	j.f.(*fullDisk).room = 1 << 20 // space freed
+	if err := j.append(rec("app-3")); err != nil {
+		t.Fatal(err)
+	}
+	p.CloseJournal()
+	// A whole record damaged on disk (a flipped byte), then one more.
+	b, err := os.ReadFile(filepath.Join(dir, "annotate.journal"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	lines := strings.SplitAfter(string(b), "\n")
+	if len(lines) != 3 || lines[2] != "" {
+		t.Fatalf("journal after the full disk: %q, want app-1's and app-3's records, whole", b)
+	}
+	damaged := strings.Replace(lines[0], "app-1", "app-9", 1) // its checksum is app-1's
+	third, _ := json.Marshal(rec("app-4"))
+	b = fmt.Appendf(nil, "%s%s%08x %s\n", lines[0], damaged, crc32.ChecksumIEEE(third), third)
+	b = append(b, lines[1]...)
+	if err := os.WriteFile(filepath.Join(dir, "annotate.journal"), b, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	sink := newMemSink()
+	p2, n := restart(t, dir, Config{Sink: sink, Now: clk.Now})
+	got := sink.stored(MeasurementApp, func(p point) string { return p.tags[TagApplicationID] })
+	slices.Sort(got)
+	if n != 3 || !slices.Equal(got, []string{"app-1", "app-3", "app-4"}) || p2.Stats().JournalDamaged != 1 {
+		t.Errorf("recovered %d records, points of %q, %d damaged; want 3, app-1, app-3 and app-4, 1", n, got, p2.Stats().JournalDamaged)
 	}
 }

@@ -221,6 +221,7 @@ type counters struct {
 	deferred        atomic.Uint64
 	unseenWritten   atomic.Uint64 // applications written as seen only in the stream
 	unseenFull      atomic.Uint64 // metrics keys not kept: the table was full
+	journalDamaged  atomic.Uint64 // whole journal records that failed their checksum
 	// Stage attempts that ended, by what became of their details.
 	detailsRead, detailsShort, detailsBudget, detailsUnavailable atomic.Uint64
 }
@@ -836,6 +837,9 @@ type Stats struct {
 	// full); StreamOnlyWaiting is the keys waiting, quiet or not.
 	StreamOnly        map[string]uint64
 	StreamOnlyWaiting int
+	// JournalDamaged counts the journal's whole records that failed
+	// their checksum at a start, skipped (journal.go).
+	JournalDamaged uint64
 }
 
 // Stats returns the counters. Tracked only counts attempts of idle sources
@@ -845,8 +849,8 @@ func (p *Poller) Stats() Stats {
 		Requests: p.client.Requests(), Bytes: p.client.Bytes(), Polls: p.stats.polls.Load(),
 		Points: p.stats.points.Load(), ClosedOut: p.stats.closedOut.Load(), Invalid: p.stats.invalid.Load(), Errors: map[string]map[string]uint64{},
 		Capped:       map[string]uint64{"executors": p.stats.cappedExecutors.Load(), "points": p.stats.deferred.Load()},
-		SecondSource: p.stats.secondSource.Load(),
-		StreamOnly:   map[string]uint64{"written": p.stats.unseenWritten.Load(), "not_kept": p.stats.unseenFull.Load()},
+		SecondSource: p.stats.secondSource.Load(), JournalDamaged: p.stats.journalDamaged.Load(),
+		StreamOnly: map[string]uint64{"written": p.stats.unseenWritten.Load(), "not_kept": p.stats.unseenFull.Load()},
 		StageDetails: map[string]uint64{detailsRead: p.stats.detailsRead.Load(), detailsShort: p.stats.detailsShort.Load(),
 			detailsBudget: p.stats.detailsBudget.Load(), detailsUnavailable: p.stats.detailsUnavailable.Load()},
 	}

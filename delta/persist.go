@@ -4,6 +4,7 @@ import (
 	"errors"
 	"io"
 	"iter"
+	"os"
 	"path/filepath"
 	"time"
 
@@ -17,7 +18,9 @@ const StateFile = "delta.state"
 
 // Store keeps a Tracker's baselines in a directory across restarts: the
 // file StateFile, replaced whole at each Save (package statefile), so that
-// a crash leaves the last complete one.
+// a crash leaves the last complete one, and removed once a start has
+// read it, so that a start after a crash does not count again, from the
+// last clean stop's baselines, what the crashed run delivered.
 type Store struct {
 	tracker *Tracker
 	dir     string // "" keeps nothing
@@ -50,6 +53,12 @@ func OpenState(dir string, s Settings, log *zap.Logger) (*Tracker, *Store) {
 		log.Warn("ignoring delta state; starting without baselines", zap.String("file", path), zap.Error(err))
 	case found:
 		log.Info("read the delta baselines of the last run", zap.String("file", path), zap.Int("series", n))
+		// Read once: the baselines are those of the clean stop that wrote
+		// them. Should this run be killed, the next start must not count
+		// what this one delivered again from them; it starts without.
+		if err := os.Remove(path); err != nil {
+			log.Warn("delta baselines read but not removed: a crash of this run would count again from them", zap.String("file", path), zap.Error(err))
+		}
 	}
 	return st.tracker, st
 }

@@ -48,6 +48,11 @@ func TestOpenState(t *testing.T) {
 	if tr2.ID(key) != tr.ID(key) || !tr2.Restore(tr2.ID(key), "app-1", &got, at(1)) || got != st {
 		t.Errorf("restored %v, want %v", got, st)
 	}
+	// Read once: a start after this run is killed (no Save) has none.
+	tr4, _ := OpenState(dir, Settings{}, zap.NewNop())
+	if len(tr4.restored) != 0 {
+		t.Errorf("a start after a crash restored %d baselines the last run had read already", len(tr4.restored))
+	}
 
 	// An older version's file: ignored, and the warning says so.
 	old, err := os.ReadFile("testdata/version2.state")

@@ -44,6 +44,12 @@ type Config struct {
 
 	Logger *zap.Logger // nil = no logging
 
+	// CreateMissing: a write answered 404 (InfluxDB 1.x: database not
+	// found, as after InfluxDB was down at start or its data was reset)
+	// creates the database or retention policy (Check with create), at
+	// most once every createEvery, and the write is retried.
+	CreateMissing bool
+
 	// OnBatch, when set, is called after every write request (from the
 	// sending goroutine) with the number of lines sent, the duration and
 	// the result, e.g. to feed a latency histogram. By then the outcome is

@@ -38,7 +38,10 @@
 //     Cloud) is resent without them; one refused over a line it does not
 //     name (2.x, 3.4.2+, 413) is split in halves and each half resent, down
 //     to single lines. Only refused lines are lost; they are counted and
-//     logged at most a few times per second.
+//     logged at most a few times per second. A 413 for a request of
+//     64 KiB or less is retried as a 5xx is: no server's limit is that
+//     low, so the server, or a proxy before it, refuses every request for
+//     now, and its points are kept.
 //   - InfluxDB 1.x's max-series-per-database and max-values-per-tag store
 //     none of a batch with a point of a new series: the batch is halved
 //     until the others are stored, and the refused series are remembered

@@ -68,6 +68,11 @@ func (w *Writer) deliver(b *queue.Batch, lines queue.Lines) bool {
 			return false
 		}
 		f := classify(a, err, n)
+		if f.status == http.StatusRequestEntityTooLarge && len(data) <= tooLargeFloor {
+			// No server's limit is that low: it (or a proxy before it)
+			// refuses every request for now. The points are kept.
+			f.act, f.rule = actRetry, "413 for a small request"
+		}
 		w.statsMu.Lock()
 		w.stats.WriteErrors[f.kind]++
 		w.statsMu.Unlock()
@@ -115,6 +120,10 @@ func (w *Writer) deliver(b *queue.Batch, lines queue.Lines) bool {
 			w.observe(n, took, ferr)
 			return false
 		default:
+		}
+		if f.status == http.StatusNotFound && w.createMissing() {
+			w.observe(n, took, ferr)
+			continue // created: retried at once
 		}
 		wait := f.retryAfter
 		if wait == 0 {
@@ -269,6 +278,42 @@ func splitFields(line []byte) (queue.Lines, bool) {
 	return out, true
 }
 
+// tooLargeFloor is the request size under which a 413 is not taken as
+// the request being too large (see deliver): InfluxDB's own limits are
+// MiBs (1.x max-body-size 25 MB, 2.x 10 MB of points).
+const tooLargeFloor = 64 << 10
+
+// createEvery bounds how often a write answered 404 creates what is
+// missing (Config.CreateMissing).
+const createEvery = time.Minute
+
+// createMissing creates the target's database or retention policy, where
+// Config.CreateMissing asks for it and none was tried within createEvery;
+// it reports whether it created something.
+func (w *Writer) createMissing() bool {
+	if !w.cfg.CreateMissing {
+		return false
+	}
+	w.createMu.Lock()
+	defer w.createMu.Unlock()
+	if !w.createdAt.IsZero() && time.Since(w.createdAt) < createEvery {
+		return false
+	}
+	w.createdAt = time.Now()
+	ctx, cancel := context.WithTimeout(w.ctx, w.cfg.RequestTimeout)
+	defer cancel()
+	res, err := Check(ctx, w.cfg, w.target, true)
+	switch {
+	case err != nil:
+		w.log.Error("InfluxDB answered 404 to a write, and what is missing could not be created", zap.Error(err))
+		return false
+	case len(res.Created) == 0:
+		return false
+	}
+	w.log.Warn("InfluxDB answered 404 to a write: created what was missing (create-database)", zap.Strings("created", res.Created))
+	return true
+}
+
 // backoff is the wait before retry number attempt+1: 1s doubling up to max,
 // minus up to a quarter of jitter so that writers do not retry in step.
 func backoff(attempt int, maxWait time.Duration) time.Duration {
@@ -291,6 +336,8 @@ func (w *Writer) logRetry(f failure, n, attempt int, wait time.Duration) {
 		w.log.Error("InfluxDB denied writing to the bucket; check the token's permissions; retrying", fields...)
 	case http.StatusNotFound:
 		w.log.Error("InfluxDB has no such bucket or database ("+f.text+"); create it; retrying", fields...)
+	case http.StatusRequestEntityTooLarge:
+		w.log.Error("InfluxDB, or a proxy before it, refuses even a small request as too large; the points are kept and retried: check its body size limit", fields...)
 	default:
 		if f.act == actFix {
 			w.log.Error("InfluxDB refused the request itself, not a line of it; retrying until that is fixed", fields...)

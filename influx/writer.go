@@ -43,6 +43,9 @@ type Writer struct {
 
 	refusedSeries refusedSeries // see newseries.go
 
+	createMu  sync.Mutex
+	createdAt time.Time // of the last try of createMissing
+
 	statsMu sync.Mutex
 	stats   Stats
 }

@@ -623,3 +623,41 @@ func TestBatchesByBytes(t *testing.T) {
 		t.Errorf("requests of %v bytes, %d lines stored: want 3 of 1000 and the large line alone", sizes, len(f.storedLines()))
 	}
 }
+
+// A 413 for a small request is the server (or a proxy before it) refusing
+// every request for now, not the request being too large: the points are
+// kept and retried, none dropped. A large request it refuses is split
+// until the halves fit.
+func TestTooLarge(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		tooLarge := func() (int, http.Header, string) {
+			h, b := v1Error("Request Entity Too Large")
+			return http.StatusRequestEntityTooLarge, h, b
+		}
+		f := &fakeInflux{respond: func(r *request, n int) (int, http.Header, string) {
+			if n <= 25 { // a proxy's limit, set too low for 25 requests
+				return tooLarge()
+			}
+			return http.StatusNoContent, nil, ""
+		}}
+		w := newBubbleWriter(t, f, Config{BatchSize: 10, MaxRetryBackoff: time.Second})
+		w.Append(lines(0, 10), true)
+		closeOK(t, w)
+		if got, st := f.storedLines(), w.Stats(); len(got) != 10 || st.PointsDropped[DropTooLarge] != 0 {
+			t.Errorf("stored %d lines, dropped %v; want 10 and none", len(got), st.PointsDropped)
+		}
+
+		big := &fakeInflux{respond: func(r *request, n int) (int, http.Header, string) {
+			if size := len(strings.Join(r.lines, "\n")); size > 100<<10 { // above the floor, as real limits are
+				return tooLarge()
+			}
+			return http.StatusNoContent, nil, ""
+		}}
+		w = newBubbleWriter(t, big, Config{BatchSize: 10000, BatchBytes: 1 << 20})
+		w.Append(lines(0, 7000), true)
+		closeOK(t, w)
+		if got, st := big.storedLines(), w.Stats(); len(got) != 7000 || st.PointsDropped[DropTooLarge] != 0 || st.WriteErrors["4xx"] == 0 {
+			t.Errorf("large batch: stored %d lines, dropped %v, errors %v; want 7000, none dropped, some 413", len(got), st.PointsDropped, st.WriteErrors)
+		}
+	})
+}

@@ -13,6 +13,8 @@ import (
 	"strings"
 	"sync"
 	"time"
+
+	"github.com/sparkpulse/sparkpulse/statefile"
 )
 
 // The disk queue keeps batches the Queue could not hold in memory, or that
@@ -27,7 +29,7 @@ import (
 //
 // Every file is created under a fresh random name (os.CreateTemp, which
 // opens with O_EXCL) and renamed into place, or with O_EXCL itself, and
-// opened with O_NOFOLLOW: a symbolic link planted in the directory is
+// opened with statefile.OpenFile (O_NOFOLLOW): a symbolic link planted in the directory is
 // never written through, and a segment or head that is not a regular file
 // is ignored.
 //
@@ -239,7 +241,7 @@ func replaceFile(dir, name string, data []byte) error {
 // readNoFollow reads at most max bytes of a regular file, refusing a
 // symbolic link.
 func readNoFollow(path string, max int64) ([]byte, error) {
-	f, err := os.OpenFile(path, os.O_RDONLY|noFollow, 0)
+	f, err := statefile.OpenFile(path, os.O_RDONLY, 0)
 	if err != nil {
 		return nil, err
 	}
@@ -250,7 +252,7 @@ func readNoFollow(path string, max int64) ([]byte, error) {
 // recoverTail truncates the last segment after its last complete record.
 func (q *diskQueue) recoverTail() error {
 	last := q.segs[len(q.segs)-1]
-	f, err := os.OpenFile(q.path(last.seq), os.O_RDWR|noFollow, 0)
+	f, err := statefile.OpenFile(q.path(last.seq), os.O_RDWR, 0)
 	if err != nil {
 		return fmt.Errorf("queue: disk: %w", err)
 	}
@@ -293,7 +295,7 @@ func (q *diskQueue) openTail() error {
 		return q.rotate()
 	}
 	last := q.segs[len(q.segs)-1]
-	f, err := os.OpenFile(q.path(last.seq), os.O_RDWR|noFollow, 0o640)
+	f, err := statefile.OpenFile(q.path(last.seq), os.O_RDWR, 0o640)
 	if err != nil {
 		return fmt.Errorf("queue: disk: %w", err)
 	}
@@ -311,7 +313,7 @@ func (q *diskQueue) rotate() error {
 			last.f = nil
 		}
 	}
-	f, err := os.OpenFile(q.path(seq), os.O_RDWR|os.O_CREATE|os.O_EXCL|noFollow, 0o640)
+	f, err := statefile.OpenFile(q.path(seq), os.O_RDWR|os.O_CREATE|os.O_EXCL, 0o640)
 	if err != nil {
 		return fmt.Errorf("queue: disk: %w", err)
 	}
@@ -409,7 +411,7 @@ func (q *diskQueue) dropOldest() int {
 	points := 0
 	f := s.f
 	if f == nil {
-		f, _ = os.OpenFile(q.path(s.seq), os.O_RDONLY|noFollow, 0)
+		f, _ = statefile.OpenFile(q.path(s.seq), os.O_RDONLY, 0)
 	}
 	if f != nil {
 		off := q.headOff + max(q.inFlight, 0)
@@ -467,7 +469,7 @@ func (q *diskQueue) next() (diskRecord, bool) {
 			continue
 		}
 		if s.f == nil {
-			f, err := os.OpenFile(q.path(s.seq), os.O_RDONLY|noFollow, 0)
+			f, err := statefile.OpenFile(q.path(s.seq), os.O_RDONLY, 0)
 			if err != nil {
 				q.corrupt++
 				q.removeHead()

@@ -80,6 +80,7 @@ const (
 	ReasonFuture                                                          // dated more than MaxFuture after it was received
 	ReasonNotCounter                                                      // a cumulative series' value no counter can have
 	ReasonPeer                                                            // sent from an address other than the one Spark lists for its process
+	ReasonNames                                                           // a metric name past the bounds on names (names.go)
 	NumReasons
 )
 
@@ -102,6 +103,8 @@ func (r Reason) String() string {
 		return "not_counter"
 	case ReasonPeer:
 		return "peer"
+	case ReasonNames:
+		return "names"
 	}
 	return graphite.Reason(r).String()
 }
@@ -194,7 +197,9 @@ type Relay struct {
 	cfg    Config
 	appTag []byte // Config.AppTag
 	cache  *seriesCache
-	idle   sync.Pool // closed Conns, for reuse
+	names  *nameGuard
+	known  func(*templates.Result) bool // the Mapper's, if it knows Spark's names
+	idle   sync.Pool                    // closed Conns, for reuse
 	stats  Stats
 
 	// Block buffers between uses, last in first out: the one released
@@ -226,8 +231,12 @@ func New(cfg Config) *Relay {
 	if cfg.Deltas != nil {
 		tracker = cfg.Deltas.Tracker
 	}
-	return &Relay{cfg: cfg, cache: newSeriesCache(cfg.CacheSize, tracker, cfg.Now().UnixNano()),
-		appTag: []byte(cfg.AppTag)}
+	r := &Relay{cfg: cfg, cache: newSeriesCache(cfg.CacheSize, tracker, cfg.Now().UnixNano()),
+		appTag: []byte(cfg.AppTag), names: newNameGuard(MaxNames, MaxNamesPerApp)}
+	if k, ok := cfg.Mapper.(knower); ok {
+		r.known = k.Known
+	}
+	return r
 }
 
 // Stats returns the Relay's live counters.
@@ -579,6 +588,9 @@ func (c *Conn) describe(path []byte) *series {
 	}
 	if keyLen > maxKeyLen {
 		return refuse(ReasonKeyTooLong, fmt.Errorf("series key of %d bytes exceeds InfluxDB's limit of %d", keyLen, maxKeyLen))
+	}
+	if why := c.relay.names.check(r, app, c.relay.known, c.relay.cfg.Now()); why != "" {
+		return refuse(ReasonNames, errors.New(why))
 	}
 
 	// Each field is encoded with the value 0: the text before that "0"

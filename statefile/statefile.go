@@ -7,6 +7,10 @@
 // only then renamed over the file. A reader sees the old file or the new
 // one, whole, even after a crash or a power loss. Read tells a missing
 // file (none saved yet) from one that cannot be opened.
+//
+// Every file in state-dir is opened with OpenFile, which never follows a
+// symbolic link: a link planted under a state file's name is an error
+// naming the file, and its target is neither read nor written.
 package statefile
 
 import (
@@ -50,9 +54,21 @@ func Replace(dir, name string, write func(io.Writer) error) error {
 	return nil
 }
 
+// OpenFile is os.OpenFile that fails, naming the file, where path is a
+// symbolic link.
+func OpenFile(path string, flag int, perm os.FileMode) (*os.File, error) {
+	f, err := os.OpenFile(path, flag|noFollow, perm)
+	if err != nil && !errors.Is(err, os.ErrNotExist) {
+		if fi, lerr := os.Lstat(path); lerr == nil && fi.Mode()&os.ModeSymlink != 0 {
+			return nil, fmt.Errorf("%s is a symbolic link: a state file is never opened through one: %w", path, err)
+		}
+	}
+	return f, err
+}
+
 // Read calls read with the file name in dir; false when there is none.
 func Read(dir, name string, read func(io.Reader) error) (bool, error) {
-	f, err := os.Open(filepath.Join(dir, name))
+	f, err := OpenFile(filepath.Join(dir, name), os.O_RDONLY, 0)
 	if errors.Is(err, os.ErrNotExist) {
 		return false, nil
 	}

@@ -10,10 +10,13 @@ import (
 	"net/http/httptest"
 	"net/http/httputil"
 	"net/url"
+	"os"
 	"os/exec"
+	"path/filepath"
 	"sort"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"syscall"
 	"testing"
 	"time"
@@ -265,4 +268,161 @@ func grepLog(log, s string) string {
 		}
 	}
 	return strings.Join(out, "\n")
+}
+
+// faultyInflux sits between sparkpulse and influxd: while failWrites, a
+// write is answered 500; while hold is set, the statements that ask
+// whether a point is stored (the journal's, at a start) wait for it.
+type faultyInflux struct {
+	proxy      http.Handler
+	failWrites atomic.Bool
+	hold       atomic.Pointer[chan struct{}]
+	held       atomic.Int64 // statements that waited
+}
+
+func (f *faultyInflux) ServeHTTP(w http.ResponseWriter, r *http.Request) {
+	if r.URL.Path == "/write" && f.failWrites.Load() {
+		http.Error(w, "outage", http.StatusInternalServerError)
+		return
+	}
+	if r.URL.Path == "/query" {
+		body, _ := io.ReadAll(r.Body)
+		r.Body = io.NopCloser(bytes.NewReader(body))
+		form, _ := url.ParseQuery(string(body))
+		q := form.Get("q") + r.URL.Query().Get("q")
+		if h := f.hold.Load(); h != nil && strings.HasPrefix(q, "SELECT") && strings.HasSuffix(q, "LIMIT 1") {
+			f.held.Add(1)
+			select {
+			case <-*h:
+			case <-r.Context().Done():
+				return
+			}
+		}
+	}
+	f.proxy.ServeHTTP(w, r)
+}
+
+// resentLog begins the log line of the journal's points sent again.
+const resentLog = "the journal's points InfluxDB did not hold are sent again"
+
+// Killed after an InfluxDB write outage, with the journal holding what
+// the outage kept from InfluxDB, sparkpulse opens port 2003 and /healthz
+// at once: the journal's points are sent again beside ingest, and a
+// genuine line is stored while InfluxDB has not yet answered which of
+// them it holds. Then every application's facts arrive.
+func TestRestartAfterOutageOpensAtOnce(t *testing.T) {
+	bin := sparkpulseBinary(t, "kills a real sparkpulse after an outage")
+	srv := influxtest.Start(t)
+	target, _ := url.Parse(srv.URL)
+	proxy := httputil.NewSingleHostReverseProxy(target)
+	proxy.ErrorLog = log.New(io.Discard, "", 0)
+	faulty := &faultyInflux{proxy: proxy}
+	influx := httptest.NewServer(faulty)
+	defer influx.Close()
+
+	start := time.Now().Add(-2 * time.Hour).Truncate(time.Second)
+	cluster := simulate.NewCluster(simulate.Config{Addr: "127.0.0.1:1", Apps: 4, Executors: 2, Period: 10 * time.Second, Seed: 9,
+		AppLifetime: 20 * time.Minute}, start)
+	ui := httptest.NewServer(cluster.UI)
+	defer ui.Close()
+	stateDir := t.TempDir()
+	conf := writeFile(t, "sparkpulse.toml", fmt.Sprintf(`
+state-dir = %q
+[influxdb]
+  url = %q
+  create-database = true
+[admin]
+  bind-address = "127.0.0.1:0"
+[internal]
+  enabled = false
+[annotate]
+  urls = [%q]
+  interval = "1s"
+  timeout = "60s"
+  lookback = "3h"
+  database = "facts"
+[[graphite]]
+  bind-address = "127.0.0.1:0"
+  database = "metrics"
+`, stateDir, influx.URL, ui.URL))
+	journal := filepath.Join(stateDir, "annotate.journal")
+	records := func() int {
+		b, _ := os.ReadFile(journal)
+		return bytes.Count(b, []byte("\n"))
+	}
+
+	// The outage: every poll's new facts go to the journal, none to
+	// InfluxDB. Each step of the applications makes new facts.
+	faulty.failWrites.Store(true)
+	first := startBinary(t, bin, conf)
+	now := start
+	const want = 40
+	for records() < want {
+		now = now.Add(20 * time.Second)
+		cluster.Step(now)
+		before := records()
+		deadline := time.Now().Add(20 * time.Second)
+		for records() == before {
+			if time.Now().After(deadline) {
+				first.cmd.Process.Kill()
+				t.Fatalf("the journal stayed at %d records:\n%s", before, first.logs.String())
+			}
+			time.Sleep(20 * time.Millisecond) // the journal file is the only signal
+		}
+	}
+	first.cmd.Process.Signal(syscall.SIGKILL)
+	first.cmd.Wait()
+	n := records()
+
+	// InfluxDB is back, but slow to say which points it holds.
+	faulty.failWrites.Store(false)
+	release := make(chan struct{})
+	faulty.hold.Store(&release)
+	began := time.Now()
+	second := startBinary(t, bin, conf)
+	defer second.cmd.Process.Kill()
+	ready := time.Since(began)
+	if logs := second.logs.String(); strings.Contains(logs, resentLog) {
+		t.Fatalf("ready only once the journal was sent again:\n%s", logs)
+	}
+	resp, err := http.Get("http://" + second.admin + "/healthz")
+	if err != nil {
+		t.Fatal(err)
+	}
+	resp.Body.Close()
+	if resp.StatusCode != http.StatusOK {
+		t.Errorf("/healthz while the journal waits: %s", resp.Status)
+	}
+	sendTCP(t, second.bound.graphiteAddr(t, 0), fmt.Sprintf("%s.driver.jvm.heap.used 1234 %d\n", simulate.AppID(start, 1), time.Now().Unix()))
+	waitUntil(t, 30*time.Second, "the genuine line stored while the journal waits", func() bool {
+		return valuesIn(t, srv.Query(t, "metrics", countValues(""))) > 0
+	})
+	if faulty.held.Load() == 0 {
+		t.Errorf("no statement waited: the journal was not asked about")
+	}
+
+	released := time.Now()
+	close(release)
+	waitUntil(t, 60*time.Second, "the journal's points sent again", func() bool { return strings.Contains(second.logs.String(), resentLog) })
+	resent := time.Since(released)
+	apps := 0
+	cluster.UI.Update(func(m *sparkui.Model) { apps = len(m.Apps) })
+	waitUntil(t, 30*time.Second, "a spark_app fact of every application", func() bool {
+		return len(srv.Query(t, "facts", `SELECT count("status") FROM "spark_app" GROUP BY "applicationid"`)) == apps
+	})
+	t.Logf("%d journal records: ready %s after the start, the journal's points sent %s after InfluxDB answered; %s",
+		n, ready.Round(time.Millisecond), resent.Round(time.Millisecond), grepLog(second.logs.String(), resentLog))
+}
+
+// waitUntil polls cond until it holds, or fails the test after limit:
+// for a state of another process that gives no other signal.
+func waitUntil(t *testing.T, limit time.Duration, what string, cond func() bool) {
+	t.Helper()
+	deadline := time.Now().Add(limit)
+	for !cond() {
+		if time.Now().After(deadline) {
+			t.Fatalf("%s: not after %s", what, limit)
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
 }

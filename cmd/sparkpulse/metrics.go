@@ -72,6 +72,7 @@ var (
 	descAnnSources           = prometheus.NewDesc("sparkpulse_annotate_sources", "Sources polled: configured URLs plus {app_id} template instances.", nil, nil)
 	descAnnDetails           = prometheus.NewDesc("sparkpulse_annotate_stage_details_total", "Stage attempts that ended, by what became of their details (task distribution, straggler, failed tasks): read, short (ran less than stage-details-min-duration, no failed task), budget (stage-details-requests spent that poll); unavailable: of those read, the ones the source had no task summary for.", []string{"outcome"}, nil)
 	descAnnStreamOnly        = prometheus.NewDesc("sparkpulse_annotate_stream_only_total", "Applications the metrics named that no Spark REST source showed, by outcome: written (their facts, fact stream, from what their metrics say, once quiet for close-out-after), not_kept (4096 were waiting: not followed).", []string{"outcome"}, nil)
+	descAnnJournalDamaged    = prometheus.NewDesc("sparkpulse_annotate_journal_damaged_total", "Records of the facts journal that failed their checksum at a start, skipped.", nil, nil)
 	descAnnStreamOnlyWaiting = prometheus.NewDesc("sparkpulse_annotate_stream_only_waiting", "Applications the metrics name that no Spark REST source has shown yet.", nil, nil)
 	descAnnRefused           = prometheus.NewDesc("sparkpulse_annotate_apps_refused_total", "Application ids from the metrics not used to fill {app_id}, by reason: shape (not a Spark application id), host_label (not a valid DNS label there), rate (more than new-apps-per-poll), cap (max-apps polled), retired (no source knew it, less than 10 min ago).", []string{"reason"}, nil)
 )
@@ -132,6 +133,7 @@ func collectAnnotate(ch chan<- prometheus.Metric, a *annotate.Poller, sources []
 	counter(ch, descAnnPolls, st.Polls)
 	counter(ch, descAnnPoints, st.Points)
 	counter(ch, descAnnClosedOut, st.ClosedOut)
+	counter(ch, descAnnJournalDamaged, st.JournalDamaged)
 	counter(ch, descAnnInvalid, st.Invalid)
 	for _, src := range sources {
 		labelled(ch, descAnnErrors, annotate.ErrorKinds, st.Errors[src], src)

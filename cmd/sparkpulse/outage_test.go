@@ -272,3 +272,20 @@ func TestBackpressureHoldsConnectionsInTheKernel(t *testing.T) {
 		t.Errorf("%d lines sent, %d read, %d values encoded, %d stored", sent, svc.blocks[0].relay.Stats().Lines.Load(), encoded, stored)
 	}
 }
+
+// With create-database, InfluxDB down when sparkpulse starts is no lasting
+// fault: once InfluxDB is up, the first write it answers 404 ("database
+// not found") creates the database, and every line arrives. The same
+// holds for a database dropped while sparkpulse runs.
+func TestDatabaseCreatedAfterAStartWithoutInfluxDB(t *testing.T) {
+	srv := influxtest.Start(t)
+	srv.Kill()
+	svc := startSparkpulse(t, srv, "[[graphite]]\n  bind-address = \"127.0.0.1:0\"\n  database = \"late\"\n")
+	srv.Restart(t)
+	now := time.Now().Unix()
+	sendTCP(t, svc.addr(0), fmt.Sprintf("app-20261122101500-0001.driver.jvm.heap.used 42 %d\n", now))
+	svc.flush()
+	if got := storedValues(t, srv, "late", ""); got != 1 {
+		t.Errorf("%d values stored after InfluxDB came up, want 1", got)
+	}
+}

@@ -21,6 +21,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus/promhttp"
 	"go.uber.org/zap"
 	"go.uber.org/zap/zapcore"
+	"golang.org/x/net/netutil"
 
 	"github.com/sparkpulse/sparkpulse/annotate"
 	"github.com/sparkpulse/sparkpulse/graphite"
@@ -241,6 +242,7 @@ func checkTargets(ctx context.Context, plan *Plan, create bool) []targetCheck {
 func (p *pipeline) newWriter(name string, cfg influx.Config, t influx.Target) (*influx.Writer, error) {
 	cfg.Logger = p.log.With(zap.String("listener", name))
 	cfg.Queue.Dir = queueDir(p.plan.StateDir, name, t)
+	cfg.CreateMissing = p.plan.CreateDatabase // also when InfluxDB was down at start
 	return influx.NewWriter(cfg, t)
 }
 
@@ -366,14 +368,27 @@ func (p *pipeline) openInternal() error {
 }
 
 // openAdmin binds the admin endpoint.
+// The admin endpoint's bounds: a client that holds connections open,
+// idle or silent, costs at most adminMaxConns file descriptors (the rest
+// wait in the kernel's accept queue), each for at most its timeout; the
+// Graphite listeners keep theirs. Its write timeout leaves room for
+// /debug/pprof/profile's default 30 s.
+const (
+	adminMaxConns      = 64
+	adminHeaderTimeout = 10 * time.Second
+	adminIdleTimeout   = 30 * time.Second
+	adminWriteTimeout  = 2 * time.Minute
+)
+
 func (p *pipeline) openAdmin() error {
 	if p.plan.AdminAddr == "" {
 		return nil
 	}
-	var err error
-	if p.adminLn, err = net.Listen("tcp", p.plan.AdminAddr); err != nil {
+	ln, err := net.Listen("tcp", p.plan.AdminAddr)
+	if err != nil {
 		return fmt.Errorf("[admin] bind-address %q: %w", p.plan.AdminAddr, err)
 	}
+	p.adminLn = netutil.LimitListener(ln, adminMaxConns)
 	mux := http.NewServeMux()
 	mux.Handle("GET /metrics", promhttp.HandlerFor(p.registry, promhttp.HandlerOpts{}))
 	mux.HandleFunc("GET /healthz", func(w http.ResponseWriter, r *http.Request) { io.WriteString(w, "ok\n") })
@@ -384,7 +399,7 @@ func (p *pipeline) openAdmin() error {
 		mux.HandleFunc("GET /debug/pprof/trace", pprof.Trace)
 		mux.HandleFunc("GET /debug/pprof/symbol", pprof.Symbol)
 	}
-	p.admin = &http.Server{Handler: mux, ReadHeaderTimeout: 10 * time.Second}
+	p.admin = &http.Server{Handler: mux, ReadHeaderTimeout: adminHeaderTimeout, IdleTimeout: adminIdleTimeout, WriteTimeout: adminWriteTimeout}
 	p.log.Info("admin endpoint", zap.String("metrics", "http://"+p.adminLn.Addr().String()+"/metrics"))
 	return nil
 }
@@ -431,7 +446,16 @@ func (p *pipeline) serve() {
 		p.annCancel, p.annDone = cancel, make(chan struct{})
 		go func() {
 			defer close(p.annDone)
+			var wg sync.WaitGroup
+			// The last run's journal, beside ingest and polling: a start
+			// after a long outage does not keep port 2003 closed.
+			wg.Go(func() {
+				if _, err := p.annotator.Resend(ctx); err != nil && ctx.Err() == nil {
+					p.log.Warn("the journal's points were not all handed on again; the next start sends them", zap.Error(err))
+				}
+			})
 			p.annotator.Run(ctx)
+			wg.Wait()
 		}()
 	}
 	close(p.ready)

@@ -19,7 +19,9 @@ import (
 	"time"
 
 	"go.uber.org/zap"
+	"go.uber.org/zap/zaptest"
 
+	"github.com/sparkpulse/sparkpulse/delta"
 	"github.com/sparkpulse/sparkpulse/influx/influxtest"
 )
 
@@ -307,4 +309,119 @@ func queryAuth(t *testing.T, srv *influxtest.Server, user, password, db, q strin
 	}
 	n, _ := r.Results[0].Series[0].Values[0][1].(json.Number).Int64()
 	return int(n)
+}
+
+// A symbolic link planted under a state file's name is never read,
+// written or truncated through: the baselines and the facts snapshot are
+// ignored with a warning and replaced by files of their own at the stop;
+// a linked journal stops sparkpulse from starting, naming the link.
+func TestStateLinks(t *testing.T) {
+	srv := influxtest.Start(t)
+	for _, name := range []string{delta.StateFile, factsFile, journalFile} {
+		t.Run(name, func(t *testing.T) {
+			stateDir := t.TempDir()
+			victim := filepath.Join(t.TempDir(), "victim")
+			if err := os.WriteFile(victim, []byte("precious"), 0o600); err != nil {
+				t.Fatal(err)
+			}
+			link := filepath.Join(stateDir, name)
+			if err := os.Symlink(victim, link); err != nil {
+				t.Fatal(err)
+			}
+			conf := fmt.Sprintf(`
+state-dir = %q
+[annotate]
+  urls = [%q]
+[[graphite]]
+  bind-address = "127.0.0.1:0"
+  database = "spark"
+`, stateDir, refusedURL(t))
+			o := flagOverrides{influxURL: srv.URL, config: writeFile(t, "sparkpulse.toml", conf+"\n[internal]\n  enabled = false\n"),
+				adminAddr: "127.0.0.1:0", createDatabase: true}
+			plan, err := loadPlan(&o, noEnv)
+			if err != nil {
+				t.Fatal(err)
+			}
+			ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+			defer cancel()
+			p, err := startPipeline(ctx, plan, zaptest.NewLogger(t))
+			if name == journalFile {
+				if err == nil || !strings.Contains(err.Error(), link+" is a symbolic link") {
+					t.Errorf("started with a linked journal: %v", err)
+				}
+			} else {
+				if err != nil {
+					t.Fatal(err)
+				}
+				<-p.Ready()
+				(&testService{pipeline: p, t: t}).stop()
+				if fi, err := os.Lstat(link); err != nil || !fi.Mode().IsRegular() {
+					t.Errorf("%s after the stop: %v, %v; want a file of its own", name, fi, err)
+				}
+			}
+			if b, err := os.ReadFile(victim); err != nil || string(b) != "precious" {
+				t.Errorf("the link's target: %q, %v", b, err)
+			}
+		})
+	}
+}
+
+// A flood of admin clients that connect and send nothing costs at most
+// adminMaxConns file descriptors (the rest wait in the kernel), Graphite
+// keeps accepting and storing, and a silent connection is closed after
+// adminHeaderTimeout.
+func TestAdminFlood(t *testing.T) {
+	srv := influxtest.Start(t)
+	svc := startSparkpulse(t, srv, "[[graphite]]\n  bind-address = \"127.0.0.1:0\"\n  database = \"spark\"\n")
+	admin := svc.Bound().Admin
+	fds := func() int {
+		ents, err := os.ReadDir("/proc/self/fd")
+		if err != nil {
+			t.Fatal(err)
+		}
+		return len(ents)
+	}
+	before := fds()
+	const clients = 3 * adminMaxConns
+	var conns []net.Conn
+	defer func() {
+		for _, c := range conns {
+			c.Close()
+		}
+	}()
+	for range clients {
+		c, err := net.Dial("tcp", admin)
+		if err != nil {
+			t.Fatal(err)
+		}
+		conns = append(conns, c)
+	}
+	// Both ends are in this process: the clients' and what the admin
+	// endpoint accepted.
+	limit := before + clients + adminMaxConns
+	waitUntil(t, 10*time.Second, "the admin endpoint's accepts", func() bool { return fds() >= limit })
+	sendTCP(t, svc.addr(0), fmt.Sprintf("app-20261122101500-0001.driver.jvm.heap.used 42 %d\n", time.Now().Unix()))
+	svc.flush()
+	if got := srv.Query(t, "spark", `SELECT count(*) FROM /.*/`); len(got) == 0 {
+		t.Error("the Graphite line was not stored during the flood")
+	}
+	if n := fds(); n > limit+8 {
+		t.Errorf("%d file descriptors, %d before %d clients: the admin endpoint took more than %d", n, before, clients, adminMaxConns)
+	}
+	conns[0].SetReadDeadline(time.Now().Add(adminHeaderTimeout + 10*time.Second))
+	if _, err := conns[0].Read(make([]byte, 1)); err != io.EOF {
+		t.Errorf("a silent connection after %s: %v, want it closed", adminHeaderTimeout, err)
+	}
+	for _, c := range conns {
+		c.Close()
+	}
+	conns = nil
+	resp, err := http.Get("http://" + admin + "/healthz")
+	if err != nil {
+		t.Fatal(err)
+	}
+	resp.Body.Close()
+	if resp.StatusCode != http.StatusOK {
+		t.Errorf("/healthz after the flood: %s", resp.Status)
+	}
 }

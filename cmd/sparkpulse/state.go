@@ -89,7 +89,7 @@ func (p *pipeline) loadFacts() error {
 		Stored:  p.storedPoints,
 	})
 	if n > 0 {
-		p.log.Info("the last run stopped without a checkpoint: its last annotation facts are sent again, with the same values",
+		p.log.Info("the last run stopped without a checkpoint: its last annotation facts are read, and their points sent again beside ingest, with the same values",
 			zap.String("file", filepath.Join(dir, journalFile)), zap.Int("records", n))
 	}
 	return err

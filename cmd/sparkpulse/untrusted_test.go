@@ -21,6 +21,7 @@ import (
 
 	"github.com/sparkpulse/sparkpulse/influx"
 	"github.com/sparkpulse/sparkpulse/influx/influxtest"
+	"github.com/sparkpulse/sparkpulse/relay"
 	"github.com/sparkpulse/sparkpulse/simulate"
 )
 
@@ -440,4 +441,28 @@ func TestMain(m *testing.M) {
 		os.RemoveAll(*dir)
 	}
 	os.Exit(code)
+}
+
+// A flood of metric names no Spark sends, from one application, stops at
+// its quota: a genuine application's line sent right after it is stored
+// at the next flush, with the flood's few names; the rest are counted.
+func TestNameFlood(t *testing.T) {
+	srv := influxtest.Start(t)
+	svc := startSparkpulse(t, srv, "[[graphite]]\n  bind-address = \"127.0.0.1:0\"\n  database = \"spark\"\n")
+	const flood, genuine, names = "app-20261122101500-0001", "app-20261122101500-0002", 200_000
+	now := time.Now().Unix()
+	var b strings.Builder
+	for i := range names {
+		fmt.Fprintf(&b, "%s.1.executor.f%d.count %d %d\n", flood, i, i, now)
+	}
+	sendTCP(t, svc.addr(0), b.String())
+	sendTCP(t, svc.addr(0), fmt.Sprintf("%s.1.executor.cpuTime.count 81234 %d\n", genuine, now))
+	svc.flush()
+	got := srv.Query(t, "spark", `SELECT "cpuTime.count" FROM "executor" WHERE "applicationid" = '`+genuine+`'`)
+	if len(got) != 1 || len(got[0].Values) != 1 {
+		t.Errorf("the genuine line: %v", got)
+	}
+	if d := svc.dropped(0, "names"); d != names-relay.MaxNamesPerApp {
+		t.Errorf("%d lines dropped for their names, want %d", d, names-relay.MaxNamesPerApp)
+	}
 }

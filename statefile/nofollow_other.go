@@ -1,6 +1,6 @@
 //go:build !unix
 
-package queue
+package statefile
 
 // noFollow is 0 where the system has no O_NOFOLLOW; files are still
 // created exclusively and renamed into place.

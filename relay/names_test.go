@@ -1,0 +1,60 @@
+package relay
+
+import (
+	"fmt"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/sparkpulse/sparkpulse/spark"
+)
+
+// Names are bounded (names.go): a flood of names no Spark sends stops at
+// its application's quota, Spark's own names and another application's
+// pass during it, names with control or format characters are refused,
+// and the block's table stops at its size (both made small here).
+func TestNamesBounded(t *testing.T) {
+	s := &sink{}
+	r := New(Config{Mapper: spark.NewMapper(spark.Options{Schema: spark.SchemaWide}), Sink: s, Now: func() time.Time { return fixedNow }})
+	const maxNames, maxNamesPerApp = 256, 32
+	r.names = newNameGuard(maxNames, maxNamesPerApp)
+	c := r.NewConn(nil)
+	const flood, genuine = "app-20261122101500-0001", "app-20261122101500-0002"
+	line := func(app, metric string) { c.Line(fmt.Appendf(nil, "%s.1.executor.%s 1 1795300000", app, metric)) }
+	for i := range 3 * maxNamesPerApp {
+		line(flood, fmt.Sprintf("f%d.count", i))
+	}
+	line(flood, "cpuTime.count") // Spark's own: never refused
+	line(genuine, "cpuTime.count")
+	line(genuine, "myPluginCounter.count") // a name of its own
+	for _, bad := range []string{"cpu\u202eTime.count", "zero\u200bwidth.count", "\ufeffbom.count", strings.Repeat("n", maxNameLen+1)} {
+		line(genuine, bad)
+	}
+	c.Flush()
+	st := r.Stats()
+	if got, want := st.Dropped[ReasonNames].Load(), uint64(2*maxNamesPerApp+4); got != want {
+		t.Errorf("dropped for names: %d, want %d", got, want)
+	}
+	out := s.buf.String()
+	for want, n := range map[string]int{"cpuTime.count=1": 2, "myPluginCounter.count=1": 1} {
+		if got := strings.Count(out, want); got != n {
+			t.Errorf("%s written %d times, want %d", want, got, n)
+		}
+	}
+	if strings.Contains(out, "\u202e") || strings.Contains(out, "\ufeff") {
+		t.Error("a name with a format character was written")
+	}
+
+	// The block's table: past maxNames, no application adds a name.
+	for a := range maxNames/maxNamesPerApp + 1 {
+		for i := range maxNamesPerApp {
+			line(fmt.Sprintf("app-20261122101500-%04d", 100+a), fmt.Sprintf("g%d-%d.count", a, i))
+		}
+	}
+	line(genuine, "anotherName.count")
+	line(genuine, "runTime.count")
+	c.Flush()
+	if strings.Contains(s.buf.String(), "anotherName.count") || !strings.Contains(s.buf.String(), "runTime.count") || len(r.names.names) != maxNames {
+		t.Errorf("past maxNames: a new name was written, or Spark's own was refused; %d names held", len(r.names.names))
+	}
+}
