@@ -1,6 +1,7 @@
 package accounting
 
 import (
+	"errors"
 	"fmt"
 	"time"
 
@@ -67,6 +68,9 @@ func Account(a *Attempt, endMs int64) (Result, error) {
 	stream, aside := Screen(a.Properties, a.Executors, a.Stream, endMs, a.Completed)
 	execs := SizingExecutors(a.Executors, stream, endMs)
 	u := sizing.Account(s, r, execs, endMs-a.StartMs)
+	if err := anyCluster(u); err != nil {
+		return Result{}, err
+	}
 	SetAsideIn(&u, aside, a.StageTotals)
 	if a.StageTotals != nil {
 		u.SpilledBytes = a.StageTotals.MemSpill
@@ -146,6 +150,39 @@ func hasKey(m map[string]int64, k string) bool {
 	return ok
 }
 
+// Spark's answers together. Each number of an answer is checked alone
+// (sparkapi.Check: cores at most 65 536, dates from 2000, sizes under
+// 2^58), but numbers each within bounds can be absurd together: 200
+// executors of 65 536 cores each since 2000, or of 1 PiB each. Such an
+// application would hold more than every figure of the fleet together,
+// so its usage is refused (ErrNoCluster) where it goes beyond what any
+// cluster holds: on average more than maxClusterCores cores or
+// maxClusterMemory bytes of executors at once, or a run longer than
+// maxRunDuration.
+const (
+	maxClusterCores  = 1 << 20 // ten times the largest Spark applications' hundred thousand
+	maxClusterMemory = 1 << 50 // 1 PiB
+	maxRunDuration   = 400 * 24 * time.Hour
+)
+
+// ErrNoCluster: Spark's answers describe an application no cluster could
+// hold (see above); its usage is refused.
+var ErrNoCluster = errors.New("Spark's answers together describe what no cluster holds")
+
+// anyCluster checks u against what any cluster holds (see above).
+func anyCluster(u sizing.Usage) error {
+	secs := float64(u.DurationMs) / 1000
+	switch {
+	case time.Duration(u.DurationMs)*time.Millisecond > maxRunDuration:
+		return fmt.Errorf("%w: a run of %s", ErrNoCluster, fmt.Sprintf("%d days", u.DurationMs/86_400_000))
+	case secs > 0 && u.ExecutorCoreSeconds/secs > maxClusterCores:
+		return fmt.Errorf("%w: %.0f executor cores on average", ErrNoCluster, u.ExecutorCoreSeconds/secs)
+	case secs > 0 && u.ExecutorMemoryByteSeconds/secs > maxClusterMemory:
+		return fmt.Errorf("%w: %s of executors on average", ErrNoCluster, sizing.Bytes(int64(min(u.ExecutorMemoryByteSeconds/secs, 1<<62))))
+	}
+	return nil
+}
+
 // Estimate is a running attempt's usage so far, at atMs, from stream, the
 // stream's totals read up to then: the stages held so far, and the cores
 // held at atMs.
@@ -157,6 +194,9 @@ func Estimate(a *Attempt, stream map[string]ProcessTotals, atMs int64) (sizing.U
 	stream, aside := Screen(a.Properties, a.Executors, stream, atMs, false)
 	execs := SizingExecutors(a.Executors, stream, atMs)
 	u := sizing.Account(s, r, execs, atMs-a.StartMs)
+	if err := anyCluster(u); err != nil {
+		return sizing.Usage{}, err
+	}
 	SetAsideIn(&u, aside, nil)
 	currentStages(a.Stages).Figures(&u, a.StartMs, atMs)
 	u.Outcome, u.OutcomeReason = outcome(a)
@@ -173,6 +213,9 @@ func Lost(a *Attempt, lastSeenMs int64, lostAt time.Time) (sizing.Usage, error) 
 		return sizing.Usage{}, err
 	}
 	u := sizing.Account(s, r, SizingExecutors(a.Executors, nil, lastSeenMs), lastSeenMs-a.StartMs)
+	if err := anyCluster(u); err != nil {
+		return sizing.Usage{}, err
+	}
 	u.TaskTimesUnknown("the metrics stream is not read for an application closed out while it ran")
 	currentStages(a.Stages).Figures(&u, a.StartMs, lastSeenMs)
 	u.Outcome = sizing.OutcomeDriverLost

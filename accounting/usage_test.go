@@ -1,6 +1,8 @@
 package accounting
 
 import (
+	"errors"
+	"fmt"
 	"maps"
 	"testing"
 	"time"
@@ -70,6 +72,42 @@ func TestCoresHeld(t *testing.T) {
 	for ms, want := range map[int64]int{500: 0, 1_000: 4, 50_000: 6, 99_999: 6, 100_000: 2, 150_000: 2, 200_000: 10} {
 		if got := CoresHeld(execs, ms); got != want {
 			t.Errorf("at %d ms: %d cores, want %d", ms, got, want)
+		}
+	}
+}
+
+// Spark's answers, each within its bounds, are refused together where no
+// cluster could hold them; the largest real shapes are not.
+func TestAnyCluster(t *testing.T) {
+	y2000 := time.Date(2000, 1, 1, 0, 0, 0, 0, time.UTC)
+	attempt := func(start time.Time, execs, cores int, memory string, endMs int64) *Attempt {
+		a := &Attempt{StartMs: ms(start), Completed: true,
+			Properties: map[string]string{"spark.executor.memory": memory, "spark.executor.cores": fmt.Sprint(cores)}}
+		for i := range execs {
+			a.Executors = append(a.Executors, sparkapi.Executor{ID: fmt.Sprint(i + 1), TotalCores: cores, AddTime: sparkapi.OptDate(start)})
+		}
+		return a
+	}
+	day := int64(86_400_000)
+	for _, c := range []struct {
+		name string
+		a    *Attempt
+		end  int64
+		want bool // refused
+	}{
+		{"200 executors of 65 536 cores since 2000", attempt(y2000, 200, 65536, "4g", ms(t0)), ms(t0), true},
+		{"200 executors of 65 536 cores for a day", attempt(t0, 200, 65536, "4g", 0), ms(t0) + day, true},
+		{"200 executors of 1 PiB for an hour", attempt(t0, 200, 4, "1048576g", 0), ms(t0) + 3_600_000, true},
+		{"a run since 2000", attempt(y2000, 2, 4, "4g", 0), ms(t0), true},
+		{"10 000 executors of 8 cores and 64 GiB for a day", attempt(t0, 10_000, 8, "64g", 0), ms(t0) + day, false},
+		{"a streaming application of 300 days", attempt(t0, 50, 4, "8g", 0), ms(t0) + 300*day, false},
+	} {
+		_, err := Account(c.a, c.end)
+		if c.want && !errors.Is(err, ErrNoCluster) || !c.want && err != nil {
+			t.Errorf("%s: %v, want refused %v", c.name, err, c.want)
+		}
+		if _, err := Estimate(c.a, nil, c.end); c.want && !errors.Is(err, ErrNoCluster) || !c.want && err != nil {
+			t.Errorf("%s, running: %v, want refused %v", c.name, err, c.want)
 		}
 	}
 }

@@ -34,8 +34,9 @@ import (
 //   - An admitted application's first answer decides: a 404 (Spark knows
 //     no such application) or two failed polls retire it, and a retired id
 //     is not admitted again for giveUp.
-//   - A fixed pool of workers polls every source: goroutines do not grow
-//     with the number of sources.
+//   - A bounded pool of workers polls every source: goroutines do not
+//     grow with the number of sources (at most maxWorkers), and slow
+//     sources do not take the fast ones' turns (startWorkers).
 //
 // Refusals are counted by reason (Stats.Refused), not logged per id.
 

@@ -11,6 +11,7 @@ import (
 	"sync"
 	"sync/atomic"
 	"testing"
+	"time"
 
 	"github.com/sparkpulse/sparkpulse/sparkui"
 )
@@ -376,4 +377,59 @@ func TestYARNStartingApplication(t *testing.T) {
 		t.Errorf("once its UI answered, the application's facts: %q", got)
 	}
 	t.Logf("the ResourceManager was asked %d times", rmAsked.Load())
+}
+
+// Sixteen sources that never answer before the timeout take no turns from
+// one that answers: it is polled every interval beside them, and the
+// workers stay bounded.
+func TestSlowSourcesDoNotStarve(t *testing.T) {
+	release := make(chan struct{})
+	slow := http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		select {
+		case <-release:
+		case <-r.Context().Done():
+		}
+		http.Error(w, "gone", http.StatusServiceUnavailable)
+	})
+	var sources []string
+	for range 16 {
+		sources = append(sources, serve(t, slow))
+	}
+	ui := sparkui.NewServer(sparkui.LiveUI, liveApp("app-20261122100000-0009", "genuine", time.Now().Add(-time.Minute)))
+	polled := make(chan struct{}, 16)
+	sources = append(sources, serve(t, http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if r.URL.Path == "/api/v1/applications" {
+			select {
+			case polled <- struct{}{}:
+			default:
+			}
+		}
+		ui.ServeHTTP(w, r)
+	})))
+	p := newPoller(t, Config{Sources: sources, Sink: newMemSink(), Interval: time.Second, Timeout: time.Minute})
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		p.Run(ctx)
+	}()
+	defer func() {
+		cancel()
+		close(release)
+		<-done
+	}()
+	deadline := time.After(20 * time.Second)
+	for n := 0; n < 3; n++ {
+		select {
+		case <-polled:
+		case <-deadline:
+			t.Fatalf("the answering source was listed %d times in 20 s beside 16 that do not answer", n)
+		}
+	}
+	p.mu.Lock()
+	running := p.running
+	p.mu.Unlock()
+	if running > maxWorkers {
+		t.Errorf("%d workers, more than %d", running, maxWorkers)
+	}
 }

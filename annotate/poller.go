@@ -120,8 +120,10 @@ const (
 	// emitStripes is the number of locks that serialise one
 	// application's emits.
 	emitStripes = 64
-	// parallel bounds the sources polled at once.
-	parallel = 8
+	// parallel bounds the sources polled at once, but for slow ones
+	// (startWorkers); maxWorkers bounds them all.
+	parallel   = 8
+	maxWorkers = 4 * parallel
 )
 
 // appKey identifies an application attempt across sources: a live UI
@@ -178,14 +180,15 @@ type Poller struct {
 	log       *zap.Logger
 	static    []*source
 	templates []template
-	workers   chan struct{} // a token per poll worker running
 
 	mu       sync.Mutex
-	perApp   map[string][]*source // template instances by application id
-	retired  map[string]time.Time // application id → when its template instances were retired
-	nominees map[string]int       // ids seen since the last poll → how often (see discovery.go)
-	refused  map[string]uint64    // ids refused for {app_id}, by reason
-	queue    []*source            // sources due, waiting for a worker
+	perApp   map[string][]*source  // template instances by application id
+	retired  map[string]time.Time  // application id → when its template instances were retired
+	nominees map[string]int        // ids seen since the last poll → how often (see discovery.go)
+	refused  map[string]uint64     // ids refused for {app_id}, by reason
+	queue    []*source             // sources due, waiting for a worker
+	running  int                   // workers running
+	polling  map[*source]time.Time // sources being polled → when their poll began
 	// wake asks the next round to poll the failing configured sources
 	// now; woken holds the application ids that have woken them.
 	wake  bool
@@ -332,10 +335,10 @@ func New(cfg Config) (*Poller, error) {
 		nominees: map[string]int{},
 		woken:    map[string]struct{}{},
 		unseen:   map[string]*unseenApp{},
+		polling:  map[*source]time.Time{},
 		answered: map[string]time.Time{},
 		emitSeed: maphash.MakeSeed(),
 		refused:  map[string]uint64{},
-		workers:  make(chan struct{}, parallel),
 		owners:   map[appKey]*source{},
 		seconded: map[appKey]map[*source]bool{},
 		orphans:  map[appKey]*appState{},
@@ -460,32 +463,53 @@ func (p *Poller) SaveFacts(w io.Writer) error { return p.facts.Save(w) }
 // LoadFacts restores what SaveFacts wrote. Call it before Run.
 func (p *Poller) LoadFacts(r io.Reader) error { return p.facts.Load(r) }
 
-// startWorkers starts workers for the queue, as many as there are free
-// places among the parallel ones. A worker polls queued sources until the
-// queue is empty.
+// startWorkers starts workers for the queue. A worker polls queued
+// sources until the queue is empty. At most parallel workers are busy
+// with a poll younger than Interval, or between two polls: a source that
+// answers slowly (a UI taking seconds per answer, or one that never
+// answers before the timeout) holds its worker, but not the others'
+// turns, so the sources that answer keep their interval beside it. At
+// most maxWorkers run in all.
 func (p *Poller) startWorkers(ctx context.Context) {
 	for {
 		p.mu.Lock()
-		waiting := len(p.queue)
-		p.mu.Unlock()
-		if waiting == 0 {
+		if len(p.queue) == 0 || p.running >= maxWorkers || p.freshLocked() >= parallel {
+			p.mu.Unlock()
 			return
 		}
-		select {
-		case p.workers <- struct{}{}:
-		default:
-			return // every worker is busy; they take the queue in turn
-		}
+		p.running++
+		p.mu.Unlock()
 		p.inFlight.Add(1)
 		go func() {
 			defer p.inFlight.Done()
-			defer func() { <-p.workers }()
+			defer func() {
+				p.mu.Lock()
+				p.running--
+				p.mu.Unlock()
+			}()
 			for s := p.next(); s != nil; s = p.next() {
 				p.pollSource(ctx, s)
+				p.mu.Lock()
+				delete(p.polling, s)
+				p.mu.Unlock()
 				s.busy.Store(false)
 			}
 		}()
 	}
+}
+
+// freshLocked is how many workers count against parallel: those between
+// two polls, and those whose poll began less than Interval ago. Called
+// with mu held.
+func (p *Poller) freshLocked() int {
+	now := p.cfg.Now()
+	n := p.running - len(p.polling)
+	for _, began := range p.polling {
+		if now.Sub(began) < p.cfg.Interval {
+			n++
+		}
+	}
+	return n
 }
 
 // next takes a source off the queue, nil when it is empty.
@@ -498,6 +522,7 @@ func (p *Poller) next() *source {
 	s := p.queue[0]
 	p.queue[0] = nil
 	p.queue = p.queue[1:]
+	p.polling[s] = p.cfg.Now()
 	return s
 }
 

@@ -212,9 +212,15 @@ func (p *Poller) accounts(st *appState, nowMs int64, closeOut bool) accounts {
 	var out accounts
 	if st.completed && st.accounted && st.properties != nil && st.end > 0 && len(st.executors) > 0 {
 		a, res, err := assess(st, st.end, p.cfg.Stream != nil)
-		if err != nil {
+		switch {
+		case errors.Is(err, accounting.ErrNoCluster):
+			// A UI's answers no cluster could hold: no figure of them
+			// reaches the fleet's totals.
+			p.stats.invalid.Add(1)
+			p.log.Warn("no accounting and no advice: Spark's answers are impossible together", zap.String("application", st.key.String()), zap.Error(err))
+		case err != nil:
 			p.log.Warn("no sizing advice", zap.String("application", st.key.String()), zap.Error(err))
-		} else {
+		default:
 			out.final = &assessed{advice: a, result: res}
 		}
 	}

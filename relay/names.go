@@ -25,9 +25,11 @@ import (
 //     away.
 //   - Any other name is kept once the block holds it (names, at most
 //     MaxNames); a name new to the block counts to the application that
-//     brought it (the AppTag value, "" without one), at most
-//     MaxNamesPerApp each: one application's flood stops there, and the
-//     others' names still fit. Names and counts older than namesTTL are
+//     brought it (the AppTag value; with the built-in mapping, "" for
+//     paths of no application), at most MaxNamesPerApp each: one
+//     application's flood stops there, and the others' names still fit.
+//     With the user's templates, a point of no application is bounded by
+//     the block's table alone. Names and counts older than namesTTL are
 //     forgotten when the table is full.
 //
 // Refused paths are counted as dropped lines, reason "names".
@@ -85,6 +87,12 @@ func (g *nameGuard) check(r *templates.Result, app []byte, known func(*templates
 	}
 	if len(g.names) >= g.max {
 		return fmt.Sprintf("metric name %q new to the block, which holds %d names no Spark sends already", shorten(key), g.max)
+	}
+	if len(app) == 0 && known == nil {
+		// A block of the user's templates, and a point of no
+		// application: only the block's table bounds its names.
+		g.names[key] = now
+		return ""
 	}
 	a := g.apps[string(app)]
 	if a == nil {

@@ -58,3 +58,20 @@ func TestNamesBounded(t *testing.T) {
 		t.Errorf("past maxNames: a new name was written, or Spark's own was refused; %d names held", len(r.names.names))
 	}
 }
+
+// With the user's templates, paths of no application are bounded by the
+// block's table alone; those of an application by its quota too.
+func TestNamesTemplates(t *testing.T) {
+	s := &sink{}
+	r := New(Config{Mapper: mustCompile(t, "app.* .applicationid.measurement*", "measurement*"), Sink: s, Now: func() time.Time { return fixedNow }})
+	r.names = newNameGuard(64, 8)
+	c := r.NewConn(nil)
+	for i := range 40 {
+		c.Line(fmt.Appendf(nil, "service.metric%d 1 1795300000", i))
+		c.Line(fmt.Appendf(nil, "app.a1.metric%d 1 1795300000", i))
+	}
+	c.Flush()
+	if got := r.Stats().Dropped[ReasonNames].Load(); got != 32 {
+		t.Errorf("%d dropped for names, want 32 (the application's past its quota of 8)", got)
+	}
+}
