@@ -9,6 +9,7 @@ import (
 	"maps"
 	"slices"
 	"sync"
+	"time"
 )
 
 // Facts are append-only: a series and time is written once and never
@@ -66,10 +67,14 @@ type snapshot struct {
 }
 
 type appFacts struct {
-	Used  int64                `json:"used"` // unix ms of the last check
-	Facts map[factKey]struct{} `json:"-"`
-	List  []factKey            `json:"facts"` // Facts, for Save and Load
-	Execs map[string]snapshot  `json:"executors"`
+	Used int64 `json:"used"` // unix ms of the last check
+	// checked is the last check of this run, as the clock gave it: with
+	// time.Now, its monotonic reading, so that how long ago it was is
+	// not moved by a step of the wall clock (forget).
+	checked time.Time
+	Facts   map[factKey]struct{} `json:"-"`
+	List    []factKey            `json:"facts"` // Facts, for Save and Load
+	Execs   map[string]snapshot  `json:"executors"`
 }
 
 // ledger is the poller's record of facts written.
@@ -80,36 +85,39 @@ type ledger struct {
 
 func newLedger() *ledger { return &ledger{apps: map[string]*appFacts{}} }
 
-func (l *ledger) app(id string, nowMs int64) *appFacts {
+func (l *ledger) app(id string, now time.Time) *appFacts {
 	a := l.apps[id]
 	if a == nil {
 		a = &appFacts{Facts: map[factKey]struct{}{}, Execs: map[string]snapshot{}}
 		l.apps[id] = a
 	}
-	a.Used = max(a.Used, nowMs)
+	a.Used = max(a.Used, now.UnixMilli())
+	if a.checked.IsZero() || now.After(a.checked) {
+		a.checked = now
+	}
 	return a
 }
 
 // has reports whether the fact was written.
-func (l *ledger) has(app string, k factKey, nowMs int64) bool {
+func (l *ledger) has(app string, k factKey, now time.Time) bool {
 	l.mu.Lock()
 	defer l.mu.Unlock()
-	_, ok := l.app(app, nowMs).Facts[k]
+	_, ok := l.app(app, now).Facts[k]
 	return ok
 }
 
 // lastSnapshot is the last snapshot written of an executor.
-func (l *ledger) lastSnapshot(app, process string, nowMs int64) snapshot {
+func (l *ledger) lastSnapshot(app, process string, now time.Time) snapshot {
 	l.mu.Lock()
 	defer l.mu.Unlock()
-	return l.app(app, nowMs).Execs[process]
+	return l.app(app, now).Execs[process]
 }
 
 // record notes facts and snapshots as written.
-func (l *ledger) record(app string, facts []factKey, snaps map[string]snapshot, nowMs int64) {
+func (l *ledger) record(app string, facts []factKey, snaps map[string]snapshot, now time.Time) {
 	l.mu.Lock()
 	defer l.mu.Unlock()
-	a := l.app(app, nowMs)
+	a := l.app(app, now)
 	for _, k := range facts {
 		a.Facts[k] = struct{}{}
 	}
@@ -125,12 +133,19 @@ func (l *ledger) holds(app string) bool {
 	return a != nil && len(a.Facts) > 0
 }
 
-// forget drops the applications not checked since before ms: their
-// attempts are done and no source lists them any more.
-func (l *ledger) forget(beforeMs int64) {
+// forget drops the applications not checked for keep: their attempts
+// are done and no source lists them any more. One checked in this run is
+// timed from its check (monotonic with time.Now); one only loaded, from
+// the wall time its last run recorded.
+func (l *ledger) forget(now time.Time, keep time.Duration) {
 	l.mu.Lock()
 	defer l.mu.Unlock()
-	maps.DeleteFunc(l.apps, func(_ string, a *appFacts) bool { return a.Used < beforeMs })
+	maps.DeleteFunc(l.apps, func(_ string, a *appFacts) bool {
+		if !a.checked.IsZero() {
+			return now.Sub(a.checked) > keep
+		}
+		return now.Sub(time.UnixMilli(a.Used)) > keep
+	})
 }
 
 const ledgerVersion = 1

@@ -8,6 +8,7 @@ import (
 	"slices"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/sparkpulse/sparkpulse/influx/influxtest"
 	"github.com/sparkpulse/sparkpulse/sparkui"
@@ -148,7 +149,7 @@ func TestRestartWithoutFactsWritesAgain(t *testing.T) {
 // The ledger survives Save and Load; a damaged file is refused whole.
 func TestLedgerSaveLoad(t *testing.T) {
 	l := newLedger()
-	l.record("app-1", []factKey{{M: 1, TS: 5}, {M: 2, TS: 7}}, map[string]snapshot{"3": {Sum: 9, TS: 11}}, 100)
+	l.record("app-1", []factKey{{M: 1, TS: 5}, {M: 2, TS: 7}}, map[string]snapshot{"3": {Sum: 9, TS: 11}}, time.UnixMilli(100))
 	var b bytes.Buffer
 	if err := l.Save(&b); err != nil {
 		t.Fatal(err)
@@ -158,7 +159,7 @@ func TestLedgerSaveLoad(t *testing.T) {
 	if err := m.Load(&b); err != nil {
 		t.Fatal(err)
 	}
-	if !m.has("app-1", factKey{M: 2, TS: 7}, 100) || m.has("app-1", factKey{M: 2, TS: 8}, 100) || m.lastSnapshot("app-1", "3", 100) != (snapshot{Sum: 9, TS: 11}) {
+	if at := time.UnixMilli(100); !m.has("app-1", factKey{M: 2, TS: 7}, at) || m.has("app-1", factKey{M: 2, TS: 8}, at) || m.lastSnapshot("app-1", "3", at) != (snapshot{Sum: 9, TS: 11}) {
 		t.Errorf("loaded ledger differs: %s", saved)
 	}
 	for _, bad := range []string{"", "{", `{"version":2,"applications":{}}`, `{"version":1,"applications":{"a":null}}`} {
@@ -166,8 +167,33 @@ func TestLedgerSaveLoad(t *testing.T) {
 			t.Errorf("Load(%q): no error", bad)
 		}
 	}
-	m.forget(101)
-	if m.has("app-1", factKey{M: 1, TS: 5}, 200) {
+	m.forget(time.UnixMilli(102), time.Millisecond)
+	if m.has("app-1", factKey{M: 1, TS: 5}, time.UnixMilli(200)) {
 		t.Error("forget kept an application unused since before")
+	}
+}
+
+// An application checked in this run is forgotten by the time since its
+// check as the clock measures it (monotonic with time.Now), not by the
+// wall time it recorded: a step of the wall clock three hours ahead
+// leaves its recorded time three hours behind, and it is kept. One only
+// loaded from the last run is timed by its recorded wall time.
+func TestLedgerForgetsByItsChecks(t *testing.T) {
+	const keep = time.Hour + 20*time.Minute
+	l := newLedger()
+	l.record("running", []factKey{{M: 1, TS: 5}}, nil, time.Now())
+	l.apps["running"].Used = time.Now().Add(-3 * time.Hour).UnixMilli() // as after a step of the wall clock
+	var b bytes.Buffer
+	loaded := newLedger()
+	old := newLedger()
+	old.record("ended", []factKey{{M: 1, TS: 6}}, nil, time.Now().Add(-3*time.Hour))
+	old.Save(&b)
+	if err := loaded.Load(&b); err != nil {
+		t.Fatal(err)
+	}
+	l.apps["ended"] = loaded.apps["ended"]
+	l.forget(time.Now(), keep)
+	if !l.holds("running") || l.holds("ended") {
+		t.Errorf("after forget: running kept %v (want true), ended kept %v (want false)", l.holds("running"), l.holds("ended"))
 	}
 }

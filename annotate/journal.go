@@ -152,9 +152,9 @@ func (p *Poller) Recover(d Durability) (int, error) {
 		f.Close()
 		return 0, fmt.Errorf("annotate: facts journal: %w", err)
 	}
-	nowMs := p.cfg.Now().UnixMilli()
+	now := p.cfg.Now()
 	for _, r := range records {
-		p.facts.record(r.App, r.Facts, r.Snaps, nowMs)
+		p.facts.record(r.App, r.Facts, r.Snaps, now)
 	}
 	p.journal = &journal{cfg: d, f: f, size: good}
 	if len(records) == 0 {

@@ -57,7 +57,7 @@ const statusUnknown = "UNKNOWN"
 type points struct {
 	p     *Poller
 	st    *appState
-	nowMs int64
+	now   time.Time // for the ledger
 	enc   lineprotocol.Encoder
 	batch []byte
 	n     int
@@ -81,7 +81,7 @@ func (p *Poller) emit(st *appState, now time.Time, closeOut bool) int {
 	p.markShown(st)
 	nowMs := now.UnixMilli()
 	acc := p.accounts(st, nowMs, closeOut) // worked out first: the encoder only encodes
-	w := &points{p: p, st: st, nowMs: p.cfg.Now().UnixMilli(), snaps: map[string]snapshot{}}
+	w := &points{p: p, st: st, now: p.cfg.Now(), snaps: map[string]snapshot{}}
 	w.enc.SetPrecision(lineprotocol.Nanosecond)
 	l := st.links()
 	w.app(nowMs, closeOut)
@@ -136,7 +136,7 @@ func (p *Poller) deliver(st *appState, w *points) (int, bool) {
 		}
 		p.stats.points.Add(uint64(w.n))
 	}
-	p.facts.record(st.key.app, w.facts, w.snaps, w.nowMs)
+	p.facts.record(st.key.app, w.facts, w.snaps, w.now)
 	return w.n, true
 }
 
@@ -578,7 +578,7 @@ func executorSub(id string) int64 {
 // set; false when it was written before, and nothing is to be added.
 func (w *points) begin(measurement string, ts int64) bool {
 	w.key = factKey{M: measurementIndex(measurement), TS: ts}
-	if w.p.facts.has(w.st.key.app, w.key, w.nowMs) || slices.Contains(w.facts, w.key) {
+	if w.p.facts.has(w.st.key.app, w.key, w.now) || slices.Contains(w.facts, w.key) {
 		return false
 	}
 	// The application's share of the writer per poll: the rest waits for
@@ -706,7 +706,7 @@ func (w *points) snapshot(process string, nowNs int64) {
 	sum := h.Sum64()
 	last, ok := w.snaps[process]
 	if !ok {
-		last = w.p.facts.lastSnapshot(w.st.key.app, process, w.nowMs)
+		last = w.p.facts.lastSnapshot(w.st.key.app, process, w.now)
 	}
 	if last.Sum == sum {
 		return

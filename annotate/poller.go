@@ -452,7 +452,7 @@ func (p *Poller) round(ctx context.Context, wait bool) {
 	p.closeOutUnseen(ctx, now)
 	// An application is listed again, at most, for recheck after it ended,
 	// or after a restart for Lookback: its facts are kept as long.
-	p.facts.forget(now.Add(-p.cfg.Lookback - recheck - max(giveUp, p.cfg.CloseOutAfter)).UnixMilli())
+	p.facts.forget(now, p.cfg.Lookback+recheck+max(giveUp, p.cfg.CloseOutAfter))
 	p.addrs.forget(now.Add(-recheck - max(giveUp, p.cfg.CloseOutAfter)))
 }
 

@@ -75,7 +75,7 @@ func (p *Poller) syncStageDetails(ctx context.Context, st *appState) error {
 		if start == 0 {
 			continue // it never ran
 		}
-		if p.facts.has(st.key.app, factKey{M: measurementIndex(MeasurementStage), TS: stageFactTime(k, start, phaseEnd)}, p.cfg.Now().UnixMilli()) {
+		if p.facts.has(st.key.app, factKey{M: measurementIndex(MeasurementStage), TS: stageFactTime(k, start, phaseEnd)}, p.cfg.Now()) {
 			s.details = &stageDetails{why: detailsRead} // written before a restart
 			continue
 		}

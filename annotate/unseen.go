@@ -213,7 +213,7 @@ func (p *Poller) emitUnseen(key string, u unseenApp, usage sizing.Usage) (int, b
 	defer lock.Unlock()
 	first, last := u.first.UnixMilli(), u.last.UnixMilli()
 	st := newAppState(appKey{key, first})
-	w := &points{p: p, st: st, nowMs: p.cfg.Now().UnixMilli(), snaps: map[string]snapshot{}}
+	w := &points{p: p, st: st, now: p.cfg.Now(), snaps: map[string]snapshot{}}
 	w.enc.SetPrecision(lineprotocol.Nanosecond)
 	id := ""
 	if spark.IsAppID([]byte(key)) {

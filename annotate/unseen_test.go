@@ -240,7 +240,7 @@ func TestStreamOnlyAnswered(t *testing.T) {
 	t.Cleanup(func() { sink.appendOnly(t) })
 	ui.SetNow(clk.Now)
 	p := newPoller(t, Config{Sources: []string{base + "/ui/{app_id}", failing}, Sink: sink, Now: clk.Now})
-	p.facts.record(kept, []factKey{{M: measurementIndex(MeasurementApp), TS: factTime(ms(t0)-3_600_000, 0, phaseEnd)}}, nil, ms(t0))
+	p.facts.record(kept, []factKey{{M: measurementIndex(MeasurementApp), TS: factTime(ms(t0)-3_600_000, 0, phaseEnd)}}, nil, t0)
 	for s := 0.0; s <= 60; s += 10 {
 		clk.Set(at(s))
 		for _, k := range []string{denied, silent, kept, listed} {

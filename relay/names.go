@@ -53,6 +53,7 @@ type nameGuard struct {
 	mu          sync.Mutex
 	names       map[string]time.Time // name → when it was first kept
 	apps        map[string]*appNames
+	forgot      time.Time // the last forget: a full table is swept at most once a minute
 }
 
 type appNames struct {
@@ -113,9 +114,14 @@ func (g *nameGuard) check(r *templates.Result, app []byte, known func(*templates
 	return ""
 }
 
-// forget drops the names and application counts older than namesTTL.
-// Called with mu held.
+// forget drops the names and application counts older than namesTTL, at
+// most once a minute: while the table is full, each new name would sweep
+// it. Called with mu held.
 func (g *nameGuard) forget(now time.Time) {
+	if now.Sub(g.forgot) < time.Minute {
+		return
+	}
+	g.forgot = now
 	for k, t := range g.names {
 		if now.Sub(t) > namesTTL {
 			delete(g.names, k)

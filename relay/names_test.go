@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"github.com/sparkpulse/sparkpulse/spark"
+	"github.com/sparkpulse/sparkpulse/templates"
 )
 
 // Names are bounded (names.go): a flood of names no Spark sends stops at
@@ -73,5 +74,30 @@ func TestNamesTemplates(t *testing.T) {
 	c.Flush()
 	if got := r.Stats().Dropped[ReasonNames].Load(); got != 32 {
 		t.Errorf("%d dropped for names, want 32 (the application's past its quota of 8)", got)
+	}
+}
+
+// A full table is swept for old names at most once a minute, not at each
+// new name: a flood past it costs a map lookup per path.
+func TestNamesFullTableCost(t *testing.T) {
+	now := fixedNow
+	g := newNameGuard(1024, 1024)
+	var r templates.Result
+	for i := range 1024 {
+		r.Measurement, r.Field = []byte("m"), fmt.Appendf(nil, "f%d", i)
+		if why := g.check(&r, []byte(fmt.Sprint(i)), nil, now); why != "" {
+			t.Fatal(why)
+		}
+	}
+	swept := 0
+	for i := range 10_000 {
+		r.Field = fmt.Appendf(nil, "g%d", i)
+		g.check(&r, []byte("x"), nil, now.Add(time.Duration(i)*time.Millisecond))
+		if g.forgot.Equal(now.Add(time.Duration(i) * time.Millisecond)) {
+			swept++
+		}
+	}
+	if swept != 1 {
+		t.Errorf("the full table was swept %d times in 10 s of new names, want once", swept)
 	}
 }

@@ -445,26 +445,55 @@ func TestMain(m *testing.M) {
 	os.Exit(code)
 }
 
-// A flood of metric names no Spark sends, from one application, stops at
-// its quota: a genuine application's line sent right after it is stored
-// at the next flush, with the flood's few names; the rest are counted.
+// A flood of a million metric names no Spark sends, from one application,
+// through the real binary: the flood stops at its application's quota,
+// and a genuine application's line sent right after it is stored within
+// seconds; the rest are counted.
 func TestNameFlood(t *testing.T) {
+	bin := sparkpulseBinary(t, "floods a real sparkpulse with metric names")
 	srv := influxtest.Start(t)
-	svc := startSparkpulse(t, srv, "[[graphite]]\n  bind-address = \"127.0.0.1:0\"\n  database = \"spark\"\n")
-	const flood, genuine, names = "app-20261122101500-0001", "app-20261122101500-0002", 200_000
+	const tcpListener = "tcp://127.0.0.1:0#1"
+	conf := writeFile(t, "sparkpulse.toml", fmt.Sprintf(`
+[influxdb]
+  url = %q
+  create-database = true
+[admin]
+  bind-address = "127.0.0.1:0"
+[internal]
+  enabled = false
+[[graphite]]
+  bind-address = "127.0.0.1:0"
+  database = "spark"
+`, srv.URL))
+	p := startBinary(t, bin, conf)
+	defer p.cmd.Process.Kill()
+	addr := p.bound.graphiteAddr(t, 0)
+	const flood, genuine, names = "app-20261122101500-0001", "app-20261122101500-0002", 1_000_000
 	now := time.Now().Unix()
 	var b strings.Builder
 	for i := range names {
 		fmt.Fprintf(&b, "%s.1.executor.f%d.count %d %d\n", flood, i, i, now)
 	}
-	sendTCP(t, svc.addr(0), b.String())
-	sendTCP(t, svc.addr(0), fmt.Sprintf("%s.1.executor.cpuTime.count 81234 %d\n", genuine, now))
-	svc.flush()
-	got := srv.Query(t, "spark", `SELECT "cpuTime.count" FROM "executor" WHERE "applicationid" = '`+genuine+`'`)
-	if len(got) != 1 || len(got[0].Values) != 1 {
-		t.Errorf("the genuine line: %v", got)
+	began := time.Now()
+	sendTCP(t, addr, b.String())
+	sent := time.Since(began)
+	sendTCP(t, addr, fmt.Sprintf("%s.1.executor.cpuTime.count 81234 %d\n", genuine, now))
+	genuineAt := time.Now()
+	waitUntil(t, 60*time.Second, "the genuine line stored", func() bool {
+		got := srv.Query(t, "spark", `SELECT "cpuTime.count" FROM "executor" WHERE "applicationid" = '`+genuine+`'`)
+		return len(got) == 1 && len(got[0].Values) == 1
+	})
+	stored := time.Since(genuineAt)
+	key := `sparkpulse_lines_dropped_total{listener="` + tcpListener + `",reason="names"}`
+	waitFor(t, p, "the flood's drops counted", func(m map[string]float64) bool { return m[key] == names-relay.MaxNamesPerApp })
+	var fields int
+	for _, s := range srv.Query(t, "spark", `SHOW FIELD KEYS FROM "executor"`) {
+		fields += len(s.Values)
 	}
-	if d := svc.dropped(0, "names"); d != names-relay.MaxNamesPerApp {
-		t.Errorf("%d lines dropped for their names, want %d", d, names-relay.MaxNamesPerApp)
+	// Each name a counter: the field, its delta and its rate.
+	if fields > 3*(relay.MaxNamesPerApp+1) {
+		t.Errorf("%d fields in executor, want at most the quota's and cpuTime.count's", fields)
 	}
+	t.Logf("%d names sent in %s; the genuine line stored %s after it was sent; %d fields in executor",
+		names, sent.Round(time.Millisecond), stored.Round(time.Millisecond), fields)
 }
