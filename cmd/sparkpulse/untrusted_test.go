@@ -422,15 +422,18 @@ state-dir = %q
 	}
 }
 
-// waitFor polls the process's /metrics until ok, failing after 30 s.
+// waitFor polls the process's /metrics until ok, failing after 30 s with
+// its log.
 func waitFor(t *testing.T, p *proc, what string, ok func(map[string]float64) bool) {
 	t.Helper()
-	deadline := time.Now().Add(30 * time.Second)
-	for tick := time.NewTicker(50 * time.Millisecond); !ok(p.metrics()); <-tick.C {
-		if time.Now().After(deadline) {
-			t.Fatalf("%s: not within 30 s\n%s", what, p.logs.String())
+	done := false
+	defer func() {
+		if !done { // waitUntil failed the test
+			t.Log(p.logs.String())
 		}
-	}
+	}()
+	waitUntil(t, 30*time.Second, what, func() bool { return ok(p.metrics()) })
+	done = true
 }
 
 // binaryDir is where binary built sparkpulse, once it has.
