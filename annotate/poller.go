@@ -450,10 +450,15 @@ func (p *Poller) round(ctx context.Context, wait bool) {
 	}
 	p.closeOutOrphans(now)
 	p.closeOutUnseen(ctx, now)
-	// An application is listed again, at most, for recheck after it ended,
-	// or after a restart for Lookback: its facts are kept as long.
-	p.facts.forget(now, p.cfg.Lookback+recheck+max(giveUp, p.cfg.CloseOutAfter))
+	p.facts.forget(now, p.factsKept())
 	p.addrs.forget(now.Add(-recheck - max(giveUp, p.cfg.CloseOutAfter)))
+}
+
+// factsKept is how long the ledger keeps an application's facts after
+// its last check: an application is listed again, at most, for recheck
+// after it ended, or after a restart for Lookback.
+func (p *Poller) factsKept() time.Duration {
+	return p.cfg.Lookback + recheck + max(giveUp, p.cfg.CloseOutAfter)
 }
 
 // SaveFacts writes what facts were written, for LoadFacts after a

@@ -119,7 +119,7 @@ func (p *Poller) closeOutUnseen(ctx context.Context, now time.Time) {
 			list = append(list, due{k, *u})
 		}
 	}
-	forget := now.Add(-p.cfg.Lookback - recheck - max(giveUp, p.cfg.CloseOutAfter)) // as the ledger (forgetOld)
+	forget := now.Add(-p.factsKept()) // as long as the ledger keeps facts
 	maps.DeleteFunc(p.answered, func(_ string, t time.Time) bool { return t.Before(forget) })
 	p.mu.Unlock()
 	list = slices.DeleteFunc(list, func(d due) bool {
