@@ -175,7 +175,7 @@ func addServiceFlags(cmd *cobra.Command, o *flagOverrides) {
 	fs.StringVar(&o.adminAddr, "admin-bind", "", "`ADDR`, the address of /metrics and /healthz (default "+defaultAdminAddr+"; \"off\" disables; env "+envAdminBind+")")
 	fs.StringVar(&o.logFormat, "log-format", "", "`FORMAT`: console or json (default "+defaultLogFormat+")")
 	fs.StringVar(&o.logLevel, "log-level", "", "`LEVEL`: debug, info, warn or error (default "+defaultLogLevel+")")
-	fs.BoolVar(&o.createDatabase, "create-database", false, "create the InfluxDB 1.x database when it is missing (env "+envCreateDatabase+")")
+	fs.BoolVar(&o.createDatabase, "create-database", false, "create the InfluxDB 1.x database when it is missing, at start and on a write answered 404 (env "+envCreateDatabase+")")
 	fs.StringVar(&o.stateDir, "state-dir", "", "`DIR`, the directory for state kept across restarts: delta baselines, disk queue (env SPARKPULSE_STATE_DIR)")
 	fs.StringArrayVar(&o.annotateURLs, "annotate-url", nil, "Spark UI, History Server or {app_id} `URL` template to poll for annotations (repeatable; replaces [annotate] urls)")
 	_ = cmd.RegisterFlagCompletionFunc("log-format", fixedValues("console", "json"))
