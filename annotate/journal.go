@@ -193,21 +193,28 @@ func (p *Poller) Resend(ctx context.Context) (int, error) {
 	}
 	parts := make([]part, len(records))
 	total := 0
-	ask, missing := j.cfg.Stored != nil, false
+	ask, missing, failed := j.cfg.Stored != nil, false, 0
 	for i, r := range records {
 		parts[i] = part{lines: []byte(r.Lines), n: r.N}
 		total += r.N
 		if !ask || r.N == 0 {
 			continue
 		}
-		stored, err := p.askStored(ctx, parts[i].lines, r.N, 3)
+		stored, err := p.askStored(ctx, parts[i].lines, r.N, askTries)
+		if ctx.Err() != nil {
+			return 0, ctx.Err()
+		}
 		if err != nil {
-			// Not asked for the rest: a start must not wait on
-			// InfluxDB record after record.
-			ask = false
-			p.log.Warn("could not tell which of the journal's points InfluxDB holds: the rest are sent again, with the same values", zap.Error(err))
+			// A busy InfluxDB may fail one record's questions: only
+			// its points are sent again. One that fails several
+			// records in a row is down, and is not asked for the rest.
+			failed++
+			ask = failed < askGiveUp
+			p.log.Warn("could not tell which of a journal record's points InfluxDB holds: they are sent again, with the same values",
+				zap.String("app", r.App), zap.Bool("asking_for_the_rest", ask), zap.Error(err))
 			continue
 		}
+		failed = 0
 		parts[i].stored = stored
 		missing = missing || slices.Contains(stored, false)
 	}
@@ -251,9 +258,19 @@ func (p *Poller) Resend(ctx context.Context) (int, error) {
 	return sent, nil
 }
 
-// settleDelay is how long a start waits before it looks again for the
-// journal's points InfluxDB did not seem to hold.
-const settleDelay = time.Second
+const (
+	// settleDelay is how long a start waits before it looks again for
+	// the journal's points InfluxDB did not seem to hold.
+	settleDelay = time.Second
+	// askTries is how often a record's points are asked for, askBackoff,
+	// twice it, … apart: 1 s in all (Resend runs beside ingest: it can
+	// be patient).
+	askTries   = 5
+	askBackoff = 100 * time.Millisecond
+	// askGiveUp is how many records in a row InfluxDB fails to answer
+	// for before the rest are sent again without asking.
+	askGiveUp = 3
+)
 
 // askStored asks InfluxDB which of the n points of lines it holds, up to
 // tries times (it may still be taking the last run's cut requests).
@@ -265,7 +282,7 @@ func (p *Poller) askStored(ctx context.Context, lines []byte, n, tries int) ([]b
 			select {
 			case <-ctx.Done():
 				return nil, ctx.Err()
-			case <-time.After(time.Duration(try) * 200 * time.Millisecond):
+			case <-time.After(time.Duration(try) * askBackoff):
 			}
 		}
 		qctx, cancel := context.WithTimeout(ctx, p.cfg.Timeout)

@@ -1,6 +1,7 @@
 package annotate
 
 import (
+	"bytes"
 	"context"
 	"encoding/json"
 	"errors"
@@ -152,9 +153,16 @@ func pointText(p point) string {
 func fmtAny(v any) string { return fmt.Sprintf("%v", v) }
 
 // When InfluxDB cannot say which of the journal's points it holds, they
-// are all sent again, and it is not asked record after record: a start
-// does not wait on it for each.
+// are all sent again, and once it has failed for askGiveUp records in a
+// row it is not asked for the rest. One record it fails for is sent again
+// alone: the records after it are asked for.
 func TestJournalInfluxDBDownAtStart(t *testing.T) {
+	for _, down := range []bool{true, false} {
+		t.Run(map[bool]string{true: "down", false: "one failure"}[down], func(t *testing.T) { journalDownAtStart(t, down) })
+	}
+}
+
+func journalDownAtStart(t *testing.T, down bool) {
 	dir := t.TempDir()
 	s := newScript(sparkui.LiveUI)
 	base := serve(t, s.srv)
@@ -163,20 +171,31 @@ func TestJournalInfluxDBDownAtStart(t *testing.T) {
 	p1.PollOnce(context.Background())
 	s.step2()
 	p1.PollOnce(context.Background())
+	s.step3()
+	p1.PollOnce(context.Background())
+	// One record more than InfluxDB is asked for when it is down.
+	extra := journalRecord{App: "app-extra", N: 1, Facts: []factKey{{M: measurementIndex(MeasurementApp), TS: factTime(ms(t0), 0, phaseStart)}},
+		Lines: "spark_app,applicationid=app-extra status=\"RUNNING\" " + strconv.FormatInt(ms(t0)*1_000_000, 10) + "\n"}
+	if err := p1.journal.append(extra); err != nil {
+		t.Fatal(err)
+	}
 	p1.CloseJournal() // killed: no checkpoint
 
 	asked := 0
 	d := durability(dir)
-	d.Stored = func(context.Context, []byte) ([]bool, error) {
+	d.Stored = func(_ context.Context, lines []byte) ([]bool, error) {
 		asked++
-		return nil, fmt.Errorf("influx: connection refused")
+		if down || asked <= askTries {
+			return nil, fmt.Errorf("influx: connection refused")
+		}
+		return make([]bool, bytes.Count(lines, []byte("\n"))), nil // none held
 	}
 	second := newMemSink()
 	p2 := newPoller(t, Config{Sources: []string{base}, Sink: second, Now: s.clk.Now})
 	n, err := p2.Recover(d)
 	t.Cleanup(func() { p2.CloseJournal() })
-	if err != nil || n < 2 {
-		t.Fatalf("recovered %d records: %v", n, err)
+	if err != nil || n <= askGiveUp {
+		t.Fatalf("recovered %d records, want more than %d: %v", n, askGiveUp, err)
 	}
 	if ok, err := p2.Checkpoint(true); ok || err != nil {
 		t.Errorf("checkpoint before the journal's points were handed on: %v %v", ok, err)
@@ -184,11 +203,15 @@ func TestJournalInfluxDBDownAtStart(t *testing.T) {
 	if _, err := p2.Resend(context.Background()); err != nil {
 		t.Fatal(err)
 	}
-	if asked != 3 {
-		t.Errorf("InfluxDB asked %d times for %d records, want 3 tries for the first only", asked, n)
+	want := askTries * min(n, askGiveUp)
+	if !down {
+		want = askTries + 2*(n-1) // the others once, and once more after settleDelay (none held)
 	}
-	if second.count() != first.count() {
-		t.Errorf("%d points sent again, the first run wrote %d", second.count(), first.count())
+	if asked != want {
+		t.Errorf("InfluxDB asked %d times for %d records, want %d", asked, n, want)
+	}
+	if second.count() != first.count()+extra.N {
+		t.Errorf("%d points sent again, the first run wrote %d and 1 was added", second.count(), first.count())
 	}
 }
 

@@ -82,6 +82,12 @@ func (c *checker) series(ctx context.Context, db, q string) ([]Series, error) {
 		return nil, err
 	}
 	req.Header.Set("Content-Type", "application/x-www-form-urlencoded")
+	if readOnly(q) {
+		// A read may be sent again on a fresh connection when a kept-alive
+		// one turns out closed (net/http does so only for idempotent
+		// requests; the empty key is not sent).
+		req.Header["Idempotency-Key"] = nil
+	}
 	a, err := c.client.do(req, maxQueryAnswer+1)
 	if err != nil {
 		return nil, fmt.Errorf("%w: %w", ErrUnreachable, err)
@@ -112,6 +118,13 @@ func (c *checker) series(ctx context.Context, db, q string) ([]Series, error) {
 		return nil, &queryError{status: a.status, text: e}
 	}
 	return r.Results[0].Series, nil
+}
+
+// readOnly reports whether an InfluxQL statement only reads.
+func readOnly(q string) bool {
+	verb, _, _ := strings.Cut(strings.TrimSpace(q), " ")
+	into := strings.Contains(strings.ToUpper(q), " INTO ")
+	return (strings.EqualFold(verb, "SELECT") && !into) || strings.EqualFold(verb, "SHOW")
 }
 
 // QuoteIdent quotes an InfluxQL identifier: a measurement, tag or field.
