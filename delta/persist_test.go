@@ -29,11 +29,8 @@ func TestOpenState(t *testing.T) {
 	}
 	st := Unknown()
 	tr.Update(&st, "app-1", 100, at(0), at(0))
-	if err := store.Save(func(yield func(ID, State) bool) { yield(tr.ID(key), st) }); err != nil {
+	if err := store.Save(func(yield func(ID, State) bool) { yield(tr.ID(key), st) }, 7); err != nil {
 		t.Fatal(err)
-	}
-	if e := logs.FilterMessage("saved delta baselines").All(); len(e) != 1 || e[0].ContextMap()["series"] != int64(1) {
-		t.Errorf("save logged %v", logs.All())
 	}
 	if m, _ := filepath.Glob(filepath.Join(dir, "*")); len(m) != 1 || filepath.Base(m[0]) != StateFile {
 		t.Errorf("the directory holds %q, want only %s", m, StateFile)
@@ -48,10 +45,18 @@ func TestOpenState(t *testing.T) {
 	if tr2.ID(key) != tr.ID(key) || !tr2.Restore(tr2.ID(key), "app-1", &got, at(1)) || got != st {
 		t.Errorf("restored %v, want %v", got, st)
 	}
-	// Read once: a start after this run is killed (no Save) has none.
-	tr4, _ := OpenState(dir, Settings{}, zap.NewNop())
-	if len(tr4.restored) != 0 {
-		t.Errorf("a start after a crash restored %d baselines the last run had read already", len(tr4.restored))
+	// The mark names the ingest log's segment to replay from, and the
+	// first run's start is kept (rule 5's grace does not begin again).
+	if tr2.Mark() != 7 || tr2.start != tr.start {
+		t.Errorf("restored mark %d, start %d; want 7, %d", tr2.Mark(), tr2.start, tr.start)
+	}
+	// Without an ingest log a caller forgets them once read: a start
+	// after this run is killed has none.
+	_, store2 := OpenState(dir, Settings{}, zap.NewNop())
+	store2.Forget()
+	tr4, store4 := OpenState(dir, Settings{}, zap.NewNop())
+	if len(tr4.restored) != 0 || store4.Loaded() {
+		t.Errorf("a start after Forget restored %d baselines", len(tr4.restored))
 	}
 
 	// An older version's file: ignored, and the warning says so.
@@ -85,31 +90,27 @@ func TestOpenState(t *testing.T) {
 func TestOpenStateNoDir(t *testing.T) {
 	log, logs := observed()
 	_, store := OpenState("", Settings{}, log)
-	if err := store.Save(func(func(ID, State) bool) {}); err != nil {
+	if err := store.Save(func(func(ID, State) bool) {}, 0); err != nil {
 		t.Error(err)
 	}
 	if e := logs.All(); len(e) != 1 || !strings.Contains(e[0].Message, "no state-dir") {
 		t.Errorf("logged %v", e)
 	}
-	if err := (*Store)(nil).Save(nil); err != nil {
+	if err := (*Store)(nil).Save(nil, 0); err != nil {
 		t.Error(err)
 	}
 }
 
-// A save that fails says that the next start loses one interval, and
-// leaves the last file as it was.
+// A save that fails says so, naming the file.
 func TestStoreSaveError(t *testing.T) {
 	dir := t.TempDir()
 	file := filepath.Join(dir, "not a directory")
 	if err := os.WriteFile(file, nil, 0o600); err != nil {
 		t.Fatal(err)
 	}
-	log, logs := observed()
-	_, store := OpenState(file, Settings{}, log)
-	if err := store.Save(func(func(ID, State) bool) {}); err == nil {
-		t.Error("saved under a file")
-	}
-	if e := logs.FilterLevelExact(zap.ErrorLevel).All(); len(e) != 1 || !strings.Contains(e[0].Message, "loses one interval") {
-		t.Errorf("logged %v", logs.All())
+	_, store := OpenState(file, Settings{}, zap.NewNop())
+	if err := store.Save(func(func(ID, State) bool) {}, 0); err == nil || !strings.Contains(err.Error(), "delta baselines not saved") ||
+		!strings.Contains(err.Error(), StateFile) {
+		t.Errorf("saved under a file: %v", err)
 	}
 }

@@ -16,9 +16,12 @@ import (
 // The state file, all integers little-endian:
 //
 //	magic   [8]byte "SPDELTA\x00"
-//	version uint32  3
+//	version uint32  4
 //	saved   int64   save time, unix ns
 //	seed    uint64  the Seed the IDs are hashed with
+//	start   int64   when the tracker's first run started, unix ns (rule 5)
+//	resume  uint64  the caller's mark: the first ingest log segment the
+//	                baselines lack (Tracker.Resume)
 //	chunks: count uint32 (> 0), then count × entry; a count of 0 ends them
 //	entry:  id0, id1 uint64, value float64 bits, ts, seen int64 (40 bytes)
 //	total   uint64  number of entries
@@ -31,12 +34,14 @@ import (
 // text up to its value as relay encodes it. Versions 1 and 2 made them
 // another way (version 2 with an unseeded hash of the same key): their
 // files are refused ([ErrOldFormat]), which costs one interval of deltas
-// once.
+// once. Version 3 lacks start and resume: it is read as a start now with
+// no ingest log.
 const (
 	stateMagic   = "SPDELTA\x00"
-	stateVersion = 3
+	stateVersion = 4
 	headerSize   = 8 + 4 + 8 // magic, version, saved: the same in every version
-	seedSize     = 8
+	seedSize     = 8 + 8 + 8 // seed, start, resume (version 3: seed alone)
+	seedSizeV3   = 8
 	entrySize    = 40
 	chunkSize    = 4096
 )
@@ -63,6 +68,8 @@ func (t *Tracker) Save(w io.Writer, now int64, series iter.Seq2[ID, State]) erro
 	buf = binary.LittleEndian.AppendUint32(buf, stateVersion)
 	buf = binary.LittleEndian.AppendUint64(buf, uint64(now))
 	buf = binary.LittleEndian.AppendUint64(buf, uint64(t.seed))
+	buf = binary.LittleEndian.AppendUint64(buf, uint64(t.start))
+	buf = binary.LittleEndian.AppendUint64(buf, t.mark.Load())
 	if _, err := out.Write(buf); err != nil {
 		return fmt.Errorf("delta: save state: %w", err)
 	}
@@ -158,20 +165,24 @@ func (t *Tracker) Load(r io.Reader, now int64) (int, error) {
 		return 0, fmt.Errorf("delta: load state: bad magic %q, not a sparkpulse delta state file", h[:8])
 	}
 	v := binary.LittleEndian.Uint32(h[8:])
-	if v >= 1 && v < stateVersion {
+	if v >= 1 && v < 3 {
 		return 0, fmt.Errorf("%w: version %d, this version reads %d (series IDs are made another way)", ErrOldFormat, v, stateVersion)
 	}
-	if v != stateVersion {
+	if v != stateVersion && v != 3 {
 		return 0, fmt.Errorf("delta: load state: unsupported version %d (want %d)", v, stateVersion)
 	}
 	saved := int64(binary.LittleEndian.Uint64(h[12:]))
 	s.crc.Write(h)
-	b, err := s.read(seedSize, "the seed", -1)
+	b, err := s.read(map[bool]int{true: seedSize, false: seedSizeV3}[v == stateVersion], "the seed", -1)
 	if err != nil {
 		return 0, err
 	}
 	s.crc.Write(b)
 	seed := Seed(binary.LittleEndian.Uint64(b))
+	start, resume := t.start, uint64(0)
+	if v == stateVersion {
+		start, resume = min(start, int64(binary.LittleEndian.Uint64(b[8:]))), binary.LittleEndian.Uint64(b[16:])
+	}
 	// A stale file is still read to the end: a damaged one should be
 	// reported as damaged, not as stale.
 	stale := now-saved > t.idleTTL
@@ -233,7 +244,15 @@ func (t *Tracker) Load(r io.Reader, now int64) (int, error) {
 	}
 
 	t.mu.Lock()
-	t.restored, t.seed = recs, seed
+	t.restored, t.seed, t.start = recs, seed, start
 	t.mu.Unlock()
+	t.mark.Store(resume)
 	return len(recs), nil
 }
+
+// Mark is the caller's mark a Save writes and a Load read: for the
+// relays, the first ingest log segment the baselines lack.
+func (t *Tracker) Mark() uint64 { return t.mark.Load() }
+
+// SetMark sets the mark the next Save writes.
+func (t *Tracker) SetMark(m uint64) { t.mark.Store(m) }

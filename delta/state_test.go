@@ -63,8 +63,10 @@ func TestSaveLoad(t *testing.T) {
 	if got := b.update(tr, "b", 50, at(70), at(70)); !sameSample(got, reset(50, 50.0/70)) {
 		t.Errorf("b after restore: %+v", got)
 	}
-	if got := b.update(tr, "d", 5, at(70), at(70)); got.Outcome != FirstUnknown {
-		t.Errorf("unsaved series within the grace: %+v", got)
+	// The saved tracker's start holds: its grace is over, and a series it
+	// never saw is new (the restart's own grace would lose its work).
+	if got := b.update(tr, "d", 5, at(70), at(70)); got.Outcome != FirstNew || got.Delta != 5 {
+		t.Errorf("unsaved series after the first run's grace: %+v", got)
 	}
 	if got := b.update(tr, "c", 300, at(0), at(70)); got.Outcome != OutOfOrder {
 		t.Errorf("c's saved timestamp again: %+v", got)
@@ -166,15 +168,15 @@ func TestLoadCorrupt(t *testing.T) {
 	}{
 		{"empty", nil, "truncated at byte 0, in the header"},
 		{"not a state file", []byte("# sparkpulse config\n[delta]\nrules = 1\n"), `bad magic "# sparkp"`},
-		{"version 4", edit(func(b []byte) []byte { b[8] = 4; return b }), "unsupported version 4 (want 3)"},
-		{"version 0", edit(func(b []byte) []byte { b[8] = 0; return b }), "unsupported version 0 (want 3)"},
+		{"version 5", edit(func(b []byte) []byte { b[8] = 5; return b }), "unsupported version 5 (want 4)"},
+		{"version 0", edit(func(b []byte) []byte { b[8] = 0; return b }), "unsupported version 0 (want 4)"},
 		{"flipped bit", edit(func(b []byte) []byte { b[headerSize+seedSize+4+20] ^= 0x10; return b }), "checksum mismatch"},
 		{"flipped seed bit", edit(func(b []byte) []byte { b[headerSize+3] ^= 0x10; return b }), "checksum mismatch"},
 		{"bad checksum", edit(func(b []byte) []byte { b[len(b)-1] ^= 1; return b }), "checksum mismatch"},
 		{"trailing data", append(append([]byte(nil), good...), 0), "data after the checksum"},
 		{"total disagrees", edit(func(b []byte) []byte { b[len(b)-12]++; return withCRC(b) }), "4 entries, total says 5"},
 		{"no seed", good[:headerSize+5], "truncated at byte 25, in the seed"},
-		{"entry cut", good[:headerSize+seedSize+4+entrySize+7], "truncated at byte 79, in entry 1"},
+		{"entry cut", good[:headerSize+seedSize+4+entrySize+7], "truncated at byte 95, in entry 1"},
 		{"no checksum", good[:len(good)-4], "truncated at byte"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
@@ -213,7 +215,7 @@ func TestLoadOldFormat(t *testing.T) {
 		if !errors.Is(err, ErrOldFormat) || n != 0 || len(tr.restored) != 0 || tr.seed != seed {
 			t.Errorf("version %d: Load = %d, %v, kept %d; want ErrOldFormat and nothing", file[8], n, err, len(tr.restored))
 		}
-		if err != nil && !strings.Contains(err.Error(), fmt.Sprintf("version %d, this version reads 3", file[8])) {
+		if err != nil && !strings.Contains(err.Error(), fmt.Sprintf("version %d, this version reads 4", file[8])) {
 			t.Errorf("error %q does not name the versions", err)
 		}
 	}
@@ -334,4 +336,24 @@ func FuzzLoad(f *testing.F) {
 			}
 		}
 	})
+}
+
+// A version 3 file (before the ingest log) is read: its baselines, no
+// mark, and the start of this run.
+func TestLoadVersion3(t *testing.T) {
+	old, ob := New(Settings{FirstSampleGrace: NoGrace}, t0), book{}
+	ob.update(old, "a", 100, at(0), at(0))
+	old.SetMark(9)
+	v4 := saved(t, old, ob, at(10))
+	v3 := append(bytes.Clone(v4[:headerSize+seedSizeV3]), v4[headerSize+seedSize:]...)
+	v3[8] = 3
+	v3 = withCRC(v3)
+	restart := t0.Add(60 * time.Second)
+	tr := New(Settings{}, restart)
+	if n, err := tr.Load(bytes.NewReader(v3), at(60)); n != 1 || err != nil {
+		t.Fatalf("Load = %d, %v", n, err)
+	}
+	if tr.Mark() != 0 || tr.start != restart.UnixNano() {
+		t.Errorf("mark %d, start %d; want 0 and this run's", tr.Mark(), tr.start)
+	}
 }

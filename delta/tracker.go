@@ -167,6 +167,7 @@ type Tracker struct {
 
 	maxPerApp int
 	seed      Seed // IDs' hash seed: random, or the saved state's (Load)
+	mark      atomic.Uint64
 
 	mu       sync.Mutex
 	perApp   map[string]int // series with a baseline, by application

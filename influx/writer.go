@@ -179,6 +179,20 @@ func (w *Writer) AppendLines(l queue.Lines, wait bool) bool {
 	return true
 }
 
+// HeldSince is when the oldest point the Writer holds in memory was
+// taken (appended); zero if it holds none. Points on its disk queue are
+// not held: a crash keeps them. Every point appended before a time t is
+// delivered, refused or on disk once HeldSince is zero or not before t.
+func (w *Writer) HeldSince() time.Time {
+	w.mu.Lock() // no batch is between the one being filled and the queue
+	defer w.mu.Unlock()
+	oldest := w.q.MemorySince()
+	if w.cur.Len() > 0 && (oldest.IsZero() || w.curFirst.Before(oldest)) {
+		oldest = w.curFirst
+	}
+	return oldest
+}
+
 // WaitRoom returns once the queue has room for more connections, or done
 // is closed; see queue.Queue.WaitRoom.
 func (w *Writer) WaitRoom(done <-chan struct{}) { w.q.WaitRoom(done) }

@@ -557,6 +557,23 @@ func (q *Queue) Close() (left Leftover, err error) {
 	return left, err
 }
 
+// MemorySince is when the oldest point held in memory (waiting or handed
+// out, not on disk) was taken; zero if none.
+func (q *Queue) MemorySince() time.Time {
+	q.mu.Lock()
+	defer q.mu.Unlock()
+	var oldest time.Time
+	for _, b := range q.out {
+		if oldest.IsZero() || b.First.Before(oldest) {
+			oldest = b.First
+		}
+	}
+	if len(q.waiting) > 0 && (oldest.IsZero() || q.waiting[0].First.Before(oldest)) {
+		oldest = q.waiting[0].First
+	}
+	return oldest
+}
+
 // Stats returns a snapshot.
 func (q *Queue) Stats() Stats {
 	q.mu.Lock()

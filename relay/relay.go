@@ -166,11 +166,25 @@ type Config struct {
 	// ahead would otherwise sit in every graph and hold the series' deltas
 	// out of order. delta.DefaultMaxFuture when 0.
 	MaxFuture time.Duration
+	// Ingest, when set, is told of the lines each block took (package
+	// ingestlog), so that a start after a crash can hand them to the
+	// Relay again (Replay); IngestBlock is the Relay's number in its
+	// records.
+	Ingest      Ingest
+	IngestBlock int
 	// CacheSize bounds how many series (Graphite paths) the Relay
 	// remembers the mapping of; DefaultCacheSize when 0. A series that is
 	// not remembered is mapped again, which costs about as much as its
 	// first line did.
 	CacheSize int
+}
+
+// Ingest is the ingest log as a Relay sees it (ingestlog.Log): Begin
+// comes before a block's first line changes a baseline, End with the
+// lines the block took (each ending in '\n'), received at recv (unix ns).
+type Ingest interface {
+	Begin()
+	End(block int, recv int64, lines []byte)
 }
 
 // DefaultCacheSize is the default Config.CacheSize.
@@ -343,6 +357,13 @@ type Conn struct {
 
 	lines   uint64
 	dropped [NumReasons]uint64
+
+	// For Config.Ingest: the block's lines that became points, and
+	// whether Begin was called for it. A Conn of Replay logs nothing and
+	// publishes no counts.
+	raw       []byte
+	begun     bool
+	replaying bool
 }
 
 // joins reports whether the current line, of series s with the series key
@@ -423,10 +444,39 @@ var (
 // Line implements graphite.ConnHandler.
 func (c *Conn) Line(line []byte) {
 	c.lines++
+	in := c.relay.cfg.Ingest
+	if in != nil && !c.begun && !c.replaying {
+		in.Begin()
+		c.begun = true
+	}
 	if reason, why := c.encode(line); reason != 0 {
 		c.dropped[reason]++
 		c.logDrop(line, reason, why)
+	} else if c.begun {
+		// Only lines that became points: a start hands them to the
+		// relay again without the checks of their peer.
+		c.raw = append(append(c.raw, line...), '\n')
 	}
+}
+
+// Replay hands lines (each ending in '\n') that the ingest log kept,
+// received at recv (unix ns), to the Relay again, as one block: their
+// points go to the Sink, with the deltas they had, and nothing is logged
+// or counted.
+func (r *Relay) Replay(recv int64, lines []byte) {
+	c := r.NewConn(nil).(*Conn)
+	c.replaying = true
+	for len(lines) > 0 {
+		line, rest, _ := bytes.Cut(lines, []byte{'\n'})
+		lines = rest
+		if len(line) > 0 {
+			c.now = recv
+			c.Line(line)
+		}
+	}
+	c.Flush()
+	c.replaying = false
+	c.Close()
 }
 
 // Process handles one line and returns its point in line protocol (with a
@@ -736,15 +786,27 @@ func (c *Conn) deltaFields(f []byte) (deltaKey, rateKey []byte) {
 // Flush implements graphite.ConnHandler: it hands the block's points to the
 // sink and publishes the block's counts.
 func (c *Conn) Flush() {
+	if c.begun {
+		// Logged once the points are with the writer: a checkpoint, which
+		// waits for End, then knows they were taken before it.
+		recv := c.now
+		if recv == 0 {
+			recv = c.relay.cfg.Now().UnixNano()
+		}
+		defer c.endBlock(recv)
+	}
 	c.now, c.apps = 0, 0
 	st := &c.relay.stats
+	if c.replaying {
+		st = &Stats{} // counted when they were first taken
+	}
 	if c.points > 0 {
 		lines := queue.Lines{Data: c.out, Ends: c.ends, Keys: c.keys}
 		if c.rejoin {
 			lines = c.joined()
 			c.points = lines.Len()
 		}
-		if c.relay.cfg.Sink.AppendLines(lines, !c.relay.cfg.NonBlocking) {
+		if c.relay.cfg.Sink.AppendLines(lines, !c.relay.cfg.NonBlocking || c.replaying) {
 			st.Points.Add(uint64(c.points))
 		} else {
 			c.dropped[ReasonQueueFull] += uint64(c.points)
@@ -770,6 +832,16 @@ func (c *Conn) Flush() {
 			c.dropped[i] = 0
 		}
 	}
+}
+
+// endBlock logs the block's lines, received at recv, in the ingest log.
+func (c *Conn) endBlock(recv int64) {
+	c.relay.cfg.Ingest.End(c.relay.cfg.IngestBlock, recv, c.raw)
+	c.begun = false
+	if cap(c.raw) > maxPooledBlock {
+		c.raw = nil
+	}
+	c.raw = c.raw[:0]
 }
 
 // Close implements graphite.ConnHandler.

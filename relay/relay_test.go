@@ -14,6 +14,7 @@ import (
 
 	"github.com/sparkpulse/sparkpulse/delta"
 	"github.com/sparkpulse/sparkpulse/graphite"
+	"github.com/sparkpulse/sparkpulse/ingestlog"
 	"github.com/sparkpulse/sparkpulse/queue"
 	"github.com/sparkpulse/sparkpulse/simulate"
 	"github.com/sparkpulse/sparkpulse/spark"
@@ -235,6 +236,8 @@ func BenchmarkConn(b *testing.B) {
 		{"spark+deltas+admission+peer", spark.NewMapper(spark.Options{}), "", true, true, true},
 		{"cern-templates", mustCompile(b, simulate.CERNTemplates...), "spark.prod", false, false, false},
 		{"wide+deltas", spark.NewMapper(spark.Options{Schema: spark.SchemaWide}), "", true, false, false},
+		// With state-dir: every block's lines appended to the ingest log.
+		{"wide+deltas+ingestlog", spark.NewMapper(spark.Options{Schema: spark.SchemaWide}), "", true, false, false},
 	} {
 		b.Run(bc.name, func(b *testing.B) {
 			lines := simulated(b, bc.prefix, 20)
@@ -253,6 +256,17 @@ func BenchmarkConn(b *testing.B) {
 				cfg.AppTag, cfg.OnApp = "applicationid", func(string) { nominated++ }
 			} else if bc.deltas {
 				cfg.AppTag = "-" // no tag of that name: no application, no quota
+			}
+			if strings.HasSuffix(bc.name, "+ingestlog") {
+				l, err := ingestlog.Open(b.TempDir(), "bench", 0, nil)
+				if err == nil {
+					_, err = l.Rotate(nil)
+				}
+				if err != nil {
+					b.Fatal(err)
+				}
+				defer l.Close()
+				cfg.Ingest = l
 			}
 			var remote net.Addr
 			if bc.peer {

@@ -370,6 +370,15 @@ func (c *Cluster) SendRound(ctx context.Context, now time.Time) (lines, failed i
 	return c.send(ctx, &d, now)
 }
 
+// SendAgain sends every process's report at now again without moving the
+// applications: a round the listener may have lost (it was killed while
+// it read it), as a sender that retries would. It returns what SendRound
+// does.
+func (c *Cluster) SendAgain(ctx context.Context, now time.Time) (lines, failed int) {
+	var d net.Dialer
+	return c.send(ctx, &d, now)
+}
+
 // SetAddr makes the following rounds report to addr (host:port), e.g. a
 // Graphite listener started again on another port. Call it between
 // rounds, not while one is sent: a Cluster is not safe for concurrent

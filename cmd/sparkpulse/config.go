@@ -94,7 +94,10 @@ type DeltaSettings struct {
 	IdleTTL          Duration  `toml:"idle-ttl"`           // default 15m
 	MaxSeries        int       `toml:"max-series"`         // default 1000000
 	MaxSeriesPerApp  int       `toml:"max-series-per-app"` // default 250000
-	SparkRules       *bool     `toml:"spark-rules"`        // the built-in Spark rules after the [[delta]] blocks; default true
+	// MaxIngestLogBytes bounds the ingest log in state-dir (package
+	// ingestlog); default ingestlog.DefaultMaxBytes.
+	MaxIngestLogBytes int64 `toml:"max-ingest-log-bytes"`
+	SparkRules        *bool `toml:"spark-rules"` // the built-in Spark rules after the [[delta]] blocks; default true
 }
 
 // DeltaRule is a [[delta]] block: which series are cumulative.

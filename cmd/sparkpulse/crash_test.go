@@ -2,6 +2,7 @@ package main
 
 import (
 	"bytes"
+	"context"
 	"fmt"
 	"io"
 	"log"
@@ -437,5 +438,123 @@ func waitUntil(t *testing.T, limit time.Duration, what string, cond func() bool)
 			t.Fatalf("%s: not after %s", what, limit)
 		}
 		time.Sleep(50 * time.Millisecond)
+	}
+}
+
+// Killed with SIGKILL at random moments while three applications report,
+// and started again on the same state-dir each time, sparkpulse leaves
+// every application's deltas exact: the reconciliation against Spark's
+// own totals says "exact" for each, with nothing set aside. A round of
+// reports refused while it is down is sent again once it is back (Spark
+// would lose it, and with it the last report of an executor let go
+// meanwhile: the reconciliation then says "short", naming it); what is
+// tested is that sparkpulse loses and doubles nothing it took.
+func TestKillsLeaveDeltasExact(t *testing.T) {
+	bin := sparkpulseBinary(t, "kills a real sparkpulse many times")
+	srv := influxtest.Start(t)
+	ui, cluster := lateHistoryServer(t)
+	const rounds = 200
+	// The applications end after the last round is sent (20 s of rounds):
+	// the accounting waits for what was received until then.
+	end := time.Now().Add(25 * time.Second).Truncate(time.Second)
+	start := end.Add(-rounds * 10 * time.Second)
+	conf := writeFile(t, "sparkpulse.toml", fmt.Sprintf(`
+state-dir = %q
+[influxdb]
+  url = %q
+  create-database = true
+[admin]
+  bind-address = "127.0.0.1:0"
+[internal]
+  enabled = false
+[annotate]
+  urls = [%q]
+  interval = "1s"
+  usage-delay = "3s"
+[deltas]
+  first-sample-grace = "0s"  # the applications start with the first run
+[[graphite]]
+  bind-address = "127.0.0.1:0"
+  database = "spark"
+`, t.TempDir(), srv.URL, ui.URL))
+
+	p := startBinary(t, bin, conf)
+	t.Cleanup(func() { p.cmd.Process.Kill() })
+	c := simulate.NewCluster(simulate.Config{Addr: p.bound.graphiteAddr(t, 0), Apps: 3, Executors: 2, Period: 10 * time.Second, Seed: 9, Confirm: true}, start)
+	cluster.Store(c)
+	rng := rand.New(rand.NewPCG(9, 9))
+	var killed atomic.Bool
+	schedule := func(p *proc) *time.Timer {
+		// A random moment of its work, once its writer may have delivered
+		// some of what it took (a batch waits up to a second).
+		return time.AfterFunc(time.Duration(800+rng.IntN(2000))*time.Millisecond, func() {
+			killed.Store(true)
+			p.cmd.Process.Signal(syscall.SIGKILL)
+		})
+	}
+	timer := schedule(p)
+	pace := time.NewTicker(100 * time.Millisecond)
+	defer pace.Stop()
+	kills, replays, resent, again := 0, 0, 0, false
+	for r := 0; r < rounds; {
+		if r == rounds-20 {
+			timer.Stop() // the last rounds reach a live instance
+		}
+		if killed.Load() {
+			p.cmd.Wait()
+			kills++
+			p = startBinary(t, bin, conf)
+			t.Cleanup(func() { p.cmd.Process.Kill() })
+			if strings.Contains(p.logs.String(), "handed to the relays again") {
+				replays++
+			}
+			c.SetAddr(p.bound.graphiteAddr(t, 0))
+			killed.Store(false)
+			if r < rounds-20 {
+				timer = schedule(p)
+			}
+		}
+		// A round during which it was killed is sent again, as it was:
+		// a report it had read but not taken ends, for the sender, as one
+		// it took. Reports taken before the kill come twice.
+		send := c.SendRound
+		if again {
+			send = c.SendAgain
+		}
+		_, failed := send(context.Background(), start.Add(time.Duration(r)*10*time.Second))
+		if again = killed.Load(); again {
+			resent++
+			continue
+		}
+		if failed > 0 {
+			t.Fatalf("round %d: %d reports refused by a live sparkpulse:\n%s", r, failed, p.logs.String())
+		}
+		r++
+		<-pace.C
+	}
+	c.End(end)
+	apps := []string{simulate.AppID(start, 1), simulate.AppID(start, 2), simulate.AppID(start, 3)}
+	deadline := time.Now().Add(60 * time.Second)
+	for tick := time.NewTicker(200 * time.Millisecond); ; <-tick.C {
+		if res := srv.Query(t, "spark", `SELECT count("verdict") FROM "spark_reconcile" GROUP BY "applicationid"`); len(res) == len(apps) {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("the applications were not reconciled within 60 s:\n%s", p.logs.String())
+		}
+	}
+	t.Logf("%d kills, %d starts handed the ingest log to the relays again, %d rounds sent again", kills, replays, resent)
+	if kills < 5 || replays < kills/2 {
+		t.Errorf("%d kills, %d replays: too few to tell", kills, replays)
+	}
+	for _, app := range apps {
+		res := srv.Query(t, "spark", fmt.Sprintf(`SELECT "verdict", "text" FROM "spark_reconcile" WHERE "applicationid" = '%s'`, app))
+		if len(res) != 1 || len(res[0].Values) != 1 || res[0].Values[0][1] != "exact" {
+			t.Errorf("%s reconciled %v, want exact", app, res)
+		}
+		usage := srv.Query(t, "spark", fmt.Sprintf(`SELECT "set_aside_count" FROM "spark_app_usage" WHERE "fact" = 'end' AND "applicationid" = '%s'`, app))
+		if len(usage) != 1 || len(usage[0].Values) != 1 || toFloat(t, usage[0].Values[0][1]) != 0 {
+			t.Errorf("%s: usage %v, want nothing set aside", app, usage)
+		}
 	}
 }

@@ -112,6 +112,9 @@ func startPipeline(ctx context.Context, plan *Plan, log *zap.Logger) (_ *pipelin
 		}
 		p.blocks = append(p.blocks, b)
 	}
+	// Before any listener serves: the lines a crashed run took after its
+	// last saved baselines come first (a minute of input at most).
+	p.deltas.recover()
 	if err := p.openInternal(); err != nil {
 		return nil, err
 	}
@@ -278,6 +281,9 @@ func (p *pipeline) openBlock(l *Listener) (*block, error) {
 	if p.deltas != nil {
 		rc.Deltas = &relay.Deltas{Rules: p.plan.Deltas.Rules, Tracker: p.deltas.tracker, Bucket: l.Target.Bucket,
 			MatchField: l.Templates == nil && l.Schema == spark.SchemaWide}
+		if p.deltas.ingest != nil {
+			rc.Ingest, rc.IngestBlock = p.deltas.ingest, len(p.blocks)
+		}
 	}
 	if p.annotator != nil {
 		rc.OnApp = p.annotator.SeeApp
@@ -288,6 +294,7 @@ func (p *pipeline) openBlock(l *Listener) (*block, error) {
 	b.relay = relay.New(rc)
 	if p.deltas != nil {
 		p.deltas.relays = append(p.deltas.relays, b.relay)
+		p.deltas.writers = append(p.deltas.writers, b.writer)
 	}
 	if b.srv, err = p.listen(l, b); err != nil {
 		return nil, err
@@ -441,6 +448,9 @@ func (p *pipeline) serve() {
 	if p.reporter != nil {
 		p.bg.Go(func() { p.reportEvery(p.plan.Internal.Interval) })
 	}
+	if p.deltas != nil {
+		p.bg.Go(func() { p.deltas.checkpoints(p.stopping) })
+	}
 	if p.annotator != nil {
 		ctx, cancel := context.WithCancel(context.Background())
 		p.annCancel, p.annDone = cancel, make(chan struct{})
@@ -516,9 +526,14 @@ func (p *pipeline) shutdown(ctx context.Context) error {
 	if p.reporter != nil {
 		p.reportInternal(time.Now()) // the final counts
 	}
-	// Every line is read: the baselines are final; the poller has stopped.
-	stateErr := p.deltas.save()
 	errs := p.closeWriters(ctx)
+	// Every line is read: the baselines are final, and saved when the
+	// blocks' writers delivered or kept every point.
+	delivered := true
+	for i := range p.blocks {
+		delivered = delivered && errs[i] == nil
+	}
+	stateErr := p.deltas.save(delivered)
 	// The annotation writer's points are delivered or in its disk queue.
 	i := p.annWriterIndex()
 	stateErr = errors.Join(stateErr, p.saveFacts(i >= 0 && errs[i] == nil))

@@ -16,6 +16,7 @@ import (
 	"github.com/sparkpulse/sparkpulse/graphite"
 	"github.com/sparkpulse/sparkpulse/human"
 	"github.com/sparkpulse/sparkpulse/influx"
+	"github.com/sparkpulse/sparkpulse/ingestlog"
 	"github.com/sparkpulse/sparkpulse/queue"
 	"github.com/sparkpulse/sparkpulse/relay"
 	"github.com/sparkpulse/sparkpulse/spark"
@@ -50,6 +51,8 @@ type DeltaPlan struct {
 	Rules     *delta.Rules
 	Settings  delta.Settings
 	UserRules []delta.Rule // from [[delta]] blocks, before the built-in ones
+	// IngestLogBytes bounds the ingest log (with state-dir).
+	IngestLogBytes int64
 }
 
 // Listener is a validated, compiled [[graphite]] block, ready to start.
@@ -439,6 +442,13 @@ func (c *Config) prepareDeltas(p *Plan) error {
 	if err := s.Validate(); err != nil {
 		e.add(err)
 	}
+	logBytes := d.MaxIngestLogBytes
+	switch {
+	case logBytes == 0:
+		logBytes = ingestlog.DefaultMaxBytes
+	case logBytes < ingestlog.MinMaxBytes:
+		e.fail("max-ingest-log-bytes", "max-ingest-log-bytes %d: must be at least %d (a minute of a busy block's lines)", logBytes, int64(ingestlog.MinMaxBytes))
+	}
 	errs := e.errs
 	var rules []delta.Rule
 	for i, r := range c.Delta {
@@ -461,7 +471,7 @@ func (c *Config) prepareDeltas(p *Plan) error {
 	if len(errs) > 0 || d.Enabled != nil && !*d.Enabled {
 		return errors.Join(errs...)
 	}
-	p.Deltas = &DeltaPlan{Rules: compiled, Settings: s.WithDefaults(), UserRules: user}
+	p.Deltas = &DeltaPlan{Rules: compiled, Settings: s.WithDefaults(), UserRules: user, IngestLogBytes: logBytes}
 	return nil
 }
 

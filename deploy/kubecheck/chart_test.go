@@ -109,9 +109,10 @@ type sparkpulseConfig struct {
 		BindAddress string `toml:"bind-address"`
 	} `toml:"admin"`
 	Deltas struct {
-		FirstSampleGrace string `toml:"first-sample-grace"`
-		MaxSeries        int64  `toml:"max-series"`
-		MaxSeriesPerApp  int64  `toml:"max-series-per-app"`
+		FirstSampleGrace  string `toml:"first-sample-grace"`
+		MaxSeries         int64  `toml:"max-series"`
+		MaxSeriesPerApp   int64  `toml:"max-series-per-app"`
+		MaxIngestLogBytes int64  `toml:"max-ingest-log-bytes"`
 	} `toml:"deltas"`
 	Annotate struct {
 		URLs     []string `toml:"urls"`
@@ -184,6 +185,8 @@ func (c *sparkpulseConfig) applyEnv(t *testing.T, env []corev1.EnvVar) {
 			c.Deltas.MaxSeries = num(e)
 		case "SPARKPULSE_DELTAS_MAX_SERIES_PER_APP":
 			c.Deltas.MaxSeriesPerApp = num(e)
+		case "SPARKPULSE_DELTAS_MAX_INGEST_LOG_BYTES":
+			c.Deltas.MaxIngestLogBytes = num(e)
 		}
 		if m := blockEnvRE.FindStringSubmatch(e.Name); m != nil {
 			i, _ := strconv.Atoi(m[1])
@@ -359,9 +362,9 @@ func TestChart(t *testing.T) {
 						}
 					}
 				}
-				need := writers*r.toml.InfluxDB.MaxDiskQueueBytes + 2*r.toml.Deltas.MaxSeries*baselineBytes + stateFileHeader
-				if r.toml.InfluxDB.MaxDiskQueueBytes <= 0 || need > size {
-					t.Errorf("%d disk queues × %d + baselines = %d bytes, volume %d", writers, r.toml.InfluxDB.MaxDiskQueueBytes, need, size)
+				need := writers*r.toml.InfluxDB.MaxDiskQueueBytes + 2*r.toml.Deltas.MaxSeries*baselineBytes + stateFileHeader + r.toml.Deltas.MaxIngestLogBytes
+				if r.toml.InfluxDB.MaxDiskQueueBytes <= 0 || r.toml.Deltas.MaxIngestLogBytes < 128*mi || need > size {
+					t.Errorf("%d disk queues × %d + baselines + ingest log %d = %d bytes, volume %d", writers, r.toml.InfluxDB.MaxDiskQueueBytes, r.toml.Deltas.MaxIngestLogBytes, need, size)
 				}
 			})
 

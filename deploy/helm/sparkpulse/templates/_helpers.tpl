@@ -195,8 +195,9 @@ holds at bytesPerSeries, and delta baselines are capped at the same number
 (a quarter of it per application).
 
 Disk: 90 % of the volume, less room for two copies of the delta baseline
-file (40 bytes a series, while it is being replaced), shared equally among
-the writers' disk queues.
+file (40 bytes a series, while it is being replaced) and for the ingest
+log (an eighth of the volume, 128 MiB–1 GiB), shared equally among the
+writers' disk queues.
 */}}
 {{- define "sparkpulse.plan" -}}
 {{- $mi := 1048576 -}}
@@ -222,10 +223,11 @@ the writers' disk queues.
 {{- end -}}
 {{- $cached := div (div $series $blocks) $bytesPerSeries -}}
 {{- $size := include "sparkpulse.bytes" (dict "name" "persistence.size" "value" .Values.persistence.size) | int64 -}}
-{{- $stateReserve := add (mul 2 $cached 40) (mul 16 $mi) -}}
+{{- $ingestLog := min (max (div $size 8) (mul 128 $mi)) (mul 1024 $mi) -}}
+{{- $stateReserve := add (mul 2 $cached 40) (mul 16 $mi) $ingestLog -}}
 {{- $disk := div (sub (div (mul $size 9) 10) $stateReserve) $writers -}}
 {{- if lt $disk (mul 16 $mi) -}}
-{{- fail (printf "persistence.size %v: too small; %d writers' disk queues of at least 16Mi each and the delta baselines need %dMi" .Values.persistence.size $writers (add (div (div (mul (add (mul $writers 16 $mi) $stateReserve) 10) 9) $mi) 1)) -}}
+{{- fail (printf "persistence.size %v: too small; %d writers' disk queues of at least 16Mi each, the delta baselines and the ingest log need %dMi" .Values.persistence.size $writers (add (div (div (mul (add (mul $writers 16 $mi) $stateReserve) 10) 9) $mi) 1)) -}}
 {{- end -}}
 goMemLimit: {{ $goMemLimit }}
 writers: {{ $writers }}
@@ -235,6 +237,7 @@ maxCachedSeries: {{ $cached }}
 maxSeries: {{ $cached }}
 maxSeriesPerApp: {{ div $cached 4 }}
 maxDiskQueueBytes: {{ $disk }}
+maxIngestLogBytes: {{ $ingestLog }}
 {{- end -}}
 
 {{/*
@@ -265,6 +268,7 @@ first-sample-grace = {{ $v.deltas.firstSampleGrace | quote }}
 {{- if $plan }}
 max-series = {{ $plan.maxSeries | int64 }}  # derived
 max-series-per-app = {{ $plan.maxSeriesPerApp | int64 }}  # derived
+max-ingest-log-bytes = {{ $plan.maxIngestLogBytes | int64 }}  # derived: an eighth of the volume
 {{- end }}
 {{- with $v.annotate.urls }}
 
@@ -323,7 +327,8 @@ read, the derived limits.
   "influxdb.max-queue-bytes" (dict "env" "SPARKPULSE_INFLUXDB_MAX_QUEUE_BYTES" "value" (int64 $plan.maxQueueBytes))
   "influxdb.max-disk-queue-bytes" (dict "env" "SPARKPULSE_INFLUXDB_MAX_DISK_QUEUE_BYTES" "value" (int64 $plan.maxDiskQueueBytes))
   "deltas.max-series" (dict "env" "SPARKPULSE_DELTAS_MAX_SERIES" "value" (int64 $plan.maxSeries))
-  "deltas.max-series-per-app" (dict "env" "SPARKPULSE_DELTAS_MAX_SERIES_PER_APP" "value" (int64 $plan.maxSeriesPerApp)) -}}
+  "deltas.max-series-per-app" (dict "env" "SPARKPULSE_DELTAS_MAX_SERIES_PER_APP" "value" (int64 $plan.maxSeriesPerApp))
+  "deltas.max-ingest-log-bytes" (dict "env" "SPARKPULSE_DELTAS_MAX_INGEST_LOG_BYTES" "value" (int64 $plan.maxIngestLogBytes)) -}}
 {{- if eq $s.source "config" }}
 {{- $_ := set $byKey "influxdb.url" (dict "env" "SPARKPULSE_INFLUXDB_URL" "value" .Values.influxdb.url) -}}
 {{- $_ := set $byKey "influxdb.create-database" (dict "env" "SPARKPULSE_INFLUXDB_CREATE_DATABASE" "value" .Values.influxdb.createDatabase) -}}
