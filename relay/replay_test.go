@@ -3,9 +3,9 @@ package relay
 import (
 	"bytes"
 	"fmt"
+	"math/rand/v2"
 	"path/filepath"
 	"strings"
-	"math/rand/v2"
 	"testing"
 	"time"
 
