@@ -232,10 +232,19 @@ func replaceFile(dir, name string, data []byte) error {
 		f.Close()
 		return err
 	}
+	// Synced before the rename, and the directory after: a power loss
+	// leaves the old head or the new one, not an empty file.
+	if err := f.Sync(); err != nil {
+		f.Close()
+		return err
+	}
 	if err := f.Close(); err != nil {
 		return err
 	}
-	return os.Rename(f.Name(), filepath.Join(dir, name))
+	if err := os.Rename(f.Name(), filepath.Join(dir, name)); err != nil {
+		return err
+	}
+	return statefile.SyncDir(dir)
 }
 
 // readNoFollow reads at most max bytes of a regular file, refusing a

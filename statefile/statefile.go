@@ -4,7 +4,7 @@
 // Replace never leaves a file half written: what it writes goes to a fresh
 // temporary file in the same directory (created anew, so never through a
 // link planted under the file's name), is flushed and synced to disk, and
-// only then renamed over the file. A reader sees the old file or the new
+// only then renamed over the file; the directory is synced after. A reader sees the old file or the new
 // one, whole, even after a crash or a power loss. Read tells a missing
 // file (none saved yet) from one that cannot be opened.
 //
@@ -48,10 +48,27 @@ func Replace(dir, name string, write func(io.Writer) error) error {
 	if err == nil {
 		err = os.Rename(tmp.Name(), filepath.Join(dir, name))
 	}
+	if err == nil {
+		err = SyncDir(dir)
+	}
 	if err != nil {
 		return fmt.Errorf("saving %s to %s: %w", name, tmp.Name(), err)
 	}
 	return nil
+}
+
+// SyncDir flushes dir's entries to disk: after a rename, so that a power
+// loss does not bring the old file back, or none.
+func SyncDir(dir string) error {
+	d, err := os.Open(dir)
+	if err != nil {
+		return err
+	}
+	err = d.Sync()
+	if cerr := d.Close(); err == nil {
+		err = cerr
+	}
+	return err
 }
 
 // OpenFile is os.OpenFile that fails, naming the file, where path is a
