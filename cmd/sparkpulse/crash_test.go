@@ -296,7 +296,8 @@ type faultyInflux struct {
 }
 
 func (f *faultyInflux) ServeHTTP(w http.ResponseWriter, r *http.Request) {
-	if r.URL.Path == "/write" && f.failWrites.Load() {
+	// 1.x's /write, and /api/v2/write, which the writer uses on 1.8 too.
+	if (r.URL.Path == "/write" || r.URL.Path == "/api/v2/write") && f.failWrites.Load() {
 		http.Error(w, "outage", http.StatusInternalServerError)
 		return
 	}
