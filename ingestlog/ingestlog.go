@@ -100,8 +100,7 @@ type Log struct {
 	buf    []byte
 	closed bool
 
-	appended atomic.Uint64 // records
-	damaged  atomic.Uint64 // records skipped by Replay
+	damaged atomic.Uint64 // records skipped by Replay
 }
 
 // Open opens the log in dir, whose records' block numbers mean what
@@ -272,7 +271,6 @@ func (l *Log) End(block int, recv int64, lines []byte) {
 	}
 	l.size += int64(len(b))
 	l.total += int64(len(b))
-	l.appended.Add(1)
 	if cap(l.buf) > 1<<20 {
 		l.buf = nil
 	}
@@ -363,10 +361,8 @@ func (l *Log) Size() int64 {
 	return l.size
 }
 
-// Appended and Damaged count the records appended, and those Replay
-// skipped for a failed checksum.
-func (l *Log) Appended() uint64 { return l.appended.Load() }
-func (l *Log) Damaged() uint64  { return l.damaged.Load() }
+// Damaged counts the records Replay skipped for a failed checksum.
+func (l *Log) Damaged() uint64 { return l.damaged.Load() }
 
 // Close stops appending; the segments stay for the next start.
 func (l *Log) Close() error {

@@ -465,12 +465,11 @@ func (c *Conn) Line(line []byte) {
 // or counted.
 func (r *Relay) Replay(recv int64, lines []byte) {
 	c := r.NewConn(nil).(*Conn)
-	c.replaying = true
+	c.replaying, c.now = true, recv // the block's receive time, until Flush
 	for len(lines) > 0 {
 		line, rest, _ := bytes.Cut(lines, []byte{'\n'})
 		lines = rest
 		if len(line) > 0 {
-			c.now = recv
 			c.Line(line)
 		}
 	}

@@ -127,14 +127,11 @@ func (s *deltaState) checkpoint(ctx context.Context) error {
 		return err
 	}
 	at := time.Now()
-	for tick := time.NewTicker(checkpointPoll); ; {
-		if since := s.held(); since.IsZero() || !since.Before(at) {
-			tick.Stop()
-			break
-		}
+	tick := time.NewTicker(checkpointPoll)
+	defer tick.Stop()
+	for since := s.held(); !since.IsZero() && since.Before(at); since = s.held() {
 		select {
 		case <-ctx.Done():
-			tick.Stop()
 			return ctx.Err()
 		case <-tick.C:
 		}
