@@ -9,6 +9,7 @@ import (
 	"net/netip"
 	"slices"
 	"strings"
+	"sync"
 	"sync/atomic"
 	"testing"
 	"time"
@@ -532,6 +533,137 @@ func TestSlowSourceDoesNotBlockOthers(t *testing.T) {
 	}
 	close(release)
 	p.inFlight.Wait()
+}
+
+// One slow application in a History Server does not hold the source's
+// others to its pace: its sync is left running while the others are read
+// every interval, no application is read twice at once, and at most
+// syncsPerSource of one source are read at once.
+func TestSlowApplicationDoesNotHoldItsSource(t *testing.T) {
+	for _, slowApps := range []int{1, syncsPerSource + 2} {
+		t.Run(fmt.Sprintf("%d slow", slowApps), func(t *testing.T) {
+			start := time.Now().Add(-time.Minute)
+			fast := "app-20261122100000-0000"
+			m := &sparkui.Model{}
+			slow := map[string]bool{}
+			for i := slowApps; i >= 0; i-- { // newest first, as Spark lists them: the slow ones before
+				id := fmt.Sprintf("app-20261122100000-%04d", i)
+				m.Apps = append(m.Apps, liveApp(id, "etl", start).Apps[0])
+				slow[id] = id != fast
+			}
+			shs := sparkui.NewServer(sparkui.HistoryServer, m)
+			release := make(chan struct{})
+			var mu sync.Mutex
+			reading := map[string]int{} // slow application → requests in progress
+			most, mostOne := 0, 0
+			shs.Intercept(func(w http.ResponseWriter, r *http.Request) bool {
+				rest, ok := strings.CutPrefix(r.URL.Path, "/api/v1/applications/")
+				id, _, sub := strings.Cut(rest, "/")
+				if !ok || !sub || !slow[id] {
+					return false
+				}
+				mu.Lock()
+				reading[id]++
+				n := 0
+				for _, k := range reading {
+					n += k
+				}
+				most, mostOne = max(most, n), max(mostOne, reading[id])
+				mu.Unlock()
+				select {
+				case <-release:
+				case <-r.Context().Done():
+				}
+				mu.Lock()
+				reading[id]--
+				mu.Unlock()
+				return false
+			})
+			sink := newMemSink()
+			sink.notify = make(chan struct{}, 1)
+			p := newPoller(t, Config{Sources: []string{serve(t, shs)}, Sink: sink, Interval: time.Second, Timeout: time.Minute})
+			ctx, cancel := context.WithCancel(context.Background())
+			done := make(chan struct{})
+			go func() {
+				defer close(done)
+				p.Run(ctx)
+			}()
+			released := false
+			defer func() {
+				cancel()
+				if !released {
+					close(release)
+				}
+				<-done
+			}()
+			// want is an application id, and a job id for jobs.
+			has := func(measurement, want string) bool {
+				return slices.Contains(sink.stored(measurement, func(p point) string {
+					if id, ok := p.fields["job_id"]; ok {
+						return fmt.Sprintf("%s %v", p.tags["applicationid"], id)
+					}
+					return p.tags["applicationid"]
+				}), want)
+			}
+			await := func(measurement, want string) {
+				t.Helper()
+				deadline := time.After(10 * time.Second)
+				for !has(measurement, want) {
+					select {
+					case <-sink.notify:
+					case <-deadline:
+						t.Fatalf("%s %q not written in 10 s", measurement, want)
+					}
+				}
+			}
+			if slowApps >= syncsPerSource {
+				// Every slot taken by a slow application: the source goes at
+				// their pace, with no more requests to it than its slots.
+				deadline := time.Now().Add(10 * time.Second)
+				for {
+					mu.Lock()
+					n := most
+					mu.Unlock()
+					if n >= syncsPerSource || time.Now().After(deadline) {
+						break
+					}
+					select {
+					case <-sink.notify:
+					case <-time.After(100 * time.Millisecond):
+					}
+				}
+			} else {
+				// The fast application's jobs are written one interval or
+				// two after Spark lists them, while the slow one is read.
+				var took []time.Duration
+				for job := range 3 {
+					listed := time.Now()
+					shs.Update(func(m *sparkui.Model) {
+						m.App(fast).Attempts[0].AddJob(&sparkui.Job{ID: job, Name: "count at etl.py:1", Submitted: listed,
+							StageIDs: []int{job}, Status: sparkui.JobRunning, Tasks: 1, SQLExecutionID: -1})
+					})
+					await(MeasurementJob, fmt.Sprintf("%s %d", fast, job))
+					took = append(took, time.Since(listed).Round(time.Millisecond))
+				}
+				t.Logf("the fast application's jobs written %v after Spark listed them (interval 1s)", took)
+			}
+			close(release)
+			released = true
+			for id := range slow {
+				if slow[id] {
+					await(MeasurementApp, id) // read in full once its source answers
+				}
+			}
+			mu.Lock()
+			defer mu.Unlock()
+			if mostOne != 1 {
+				t.Errorf("one application was read by %d requests at once, want 1", mostOne)
+			}
+			if want := min(slowApps, syncsPerSource); most != want {
+				t.Errorf("%d requests at once to slow applications, want %d", most, want)
+			}
+		})
+	}
 }
 
 // An application that its live UI stops showing is closed out by a History

@@ -31,7 +31,7 @@ type memSink struct {
 	written []point
 	latest  map[string]point // measurement|tags|ns → the point
 	again   []string         // keys written more than once
-	notify  chan struct{}    // optional: signalled on every Append
+	notify  chan struct{}    // optional: signalled after every Append, unless a signal waits
 }
 
 func newMemSink() *memSink { return &memSink{latest: map[string]point{}} }
@@ -84,7 +84,10 @@ func (s *memSink) Append(lines []byte, _ bool) bool {
 	ch := s.notify
 	s.mu.Unlock()
 	if ch != nil {
-		ch <- struct{}{}
+		select { // a signal already waiting covers this one too
+		case ch <- struct{}{}:
+		default:
+		}
 	}
 	return true
 }

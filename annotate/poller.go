@@ -124,6 +124,9 @@ const (
 	// (startWorkers); maxWorkers bounds them all.
 	parallel   = 8
 	maxWorkers = 4 * parallel
+	// syncsPerSource bounds the applications of one configured source
+	// synchronised at once (pollSource).
+	syncsPerSource = 4
 )
 
 // appKey identifies an application attempt across sources: a live UI
@@ -149,6 +152,10 @@ type source struct {
 	// instance (…/proxy/{app_id}), whose REST API says the application's
 	// queue and user; "" for other sources.
 	rm string
+	// slots holds a token per application being synchronised, at most
+	// syncsPerSource; nil for a template instance, which serves one
+	// application and synchronises it within its poll.
+	slots chan struct{}
 
 	busy atomic.Bool
 
@@ -163,6 +170,9 @@ type source struct {
 func newSource(name, base, appID string) *source {
 	s := &source{name: name, base: strings.TrimRight(base, "/"), appID: appID,
 		apps: map[appKey]*appState{}, done: map[appKey]int64{}}
+	if appID == "" {
+		s.slots = make(chan struct{}, syncsPerSource)
+	}
 	if rm, ok := strings.CutSuffix(strings.TrimRight(name, "/"), yarnProxy); ok && appID != "" && !strings.Contains(rm, "{app_id}") {
 		s.rm = rm
 	}
@@ -444,7 +454,7 @@ func (p *Poller) round(ctx context.Context, wait bool) {
 		}
 	}
 	p.mu.Unlock()
-	p.startWorkers(ctx)
+	p.startWorkers(ctx, wait)
 	if wait {
 		p.inFlight.Wait()
 	}
@@ -475,7 +485,7 @@ func (p *Poller) LoadFacts(r io.Reader) error { return p.facts.Load(r) }
 // answers before the timeout) holds its worker, but not the others'
 // turns, so the sources that answer keep their interval beside it. At
 // most maxWorkers run in all.
-func (p *Poller) startWorkers(ctx context.Context) {
+func (p *Poller) startWorkers(ctx context.Context, patient bool) {
 	for {
 		p.mu.Lock()
 		if len(p.queue) == 0 || p.running >= maxWorkers || p.freshLocked() >= parallel {
@@ -493,7 +503,7 @@ func (p *Poller) startWorkers(ctx context.Context) {
 				p.mu.Unlock()
 			}()
 			for s := p.next(); s != nil; s = p.next() {
-				p.pollSource(ctx, s)
+				p.pollSource(ctx, s, patient)
 				p.mu.Lock()
 				delete(p.polling, s)
 				p.mu.Unlock()
@@ -532,8 +542,10 @@ func (p *Poller) next() *source {
 }
 
 // pollSource lists a source's applications and synchronises each attempt
-// it owns.
-func (p *Poller) pollSource(ctx context.Context, s *source) {
+// it owns. A configured source synchronises up to syncsPerSource at once
+// and, unless patient (PollOnce), leaves those still running after half
+// an interval to its next poll.
+func (p *Poller) pollSource(ctx context.Context, s *source, patient bool) {
 	now := p.cfg.Now()
 	p.stats.polls.Add(1)
 	apps, err := p.list(ctx, s, now)
@@ -582,7 +594,7 @@ func (p *Poller) pollSource(ctx context.Context, s *source) {
 				zap.Int("failures", s.failures), zap.Duration("retry_in", s.next.Sub(now)), zap.Error(err))
 		}
 		if s.failures >= lostAfter {
-			p.loseAll(s, now)
+			p.loseAll(ctx, s, now)
 		}
 		return
 	}
@@ -603,16 +615,26 @@ func (p *Poller) pollSource(ctx context.Context, s *source) {
 	}
 	overlaps := namesakes(byName)
 	listed := map[appKey]bool{}
+	var started []*appState
+	var deadline <-chan time.Time // nil: wait for every sync
+	if !patient {
+		t := time.NewTimer(p.cfg.Interval / 2)
+		defer t.Stop()
+		deadline = t.C
+	}
 	for _, app := range apps {
 		for i := range app.Attempts {
 			att := &app.Attempts[i]
 			key := appKey{app.ID, att.StartMs()}
 			listed[key] = true
+			st := s.apps[key]
+			if st != nil && p.settle(ctx, s, st) {
+				continue // its sync still runs: left to a later poll
+			}
 			if end, ok := s.done[key]; ok && end == att.EndMs() {
 				continue
 			}
-			st := s.apps[key]
-			if st != nil && !p.owns(s, key) {
+			if st = s.apps[key]; st != nil && !p.owns(s, key) {
 				delete(s.apps, key) // a configured source took it over
 				st = nil
 			}
@@ -626,24 +648,43 @@ func (p *Poller) pollSource(ctx context.Context, s *source) {
 			if ids := overlaps[key]; ids != nil && st.namesakes == nil {
 				st.namesakes = ids // kept: a namesake that ended may drop out of later listings
 			}
-			if err := p.syncApp(ctx, st, now); err != nil {
-				if ctx.Err() != nil {
-					return
-				}
-				p.countError(s, err)
-				p.log.Warn("Spark REST application sync failed", zap.String("source", s.name),
-					zap.String("application", key.String()), zap.Error(err))
-				continue
+			if s.slots == nil {
+				p.synced(ctx, s, st, p.syncApp(ctx, st, now))
+			} else if p.startSync(ctx, s, st, now, deadline) {
+				started = append(started, st)
 			}
-			if st.final {
-				p.finish(s, key, att.EndMs())
+			if ctx.Err() != nil {
+				return
 			}
 		}
 	}
+	// A configured source waits half an interval for its applications'
+	// syncs; one that is slower (a large or slow application in a History
+	// Server) is left running and taken at a later poll, so that it does
+	// not hold the source's other applications to its pace.
+	for _, st := range started {
+		if st.syncing == nil {
+			continue // listed twice, and taken already
+		}
+		if deadline != nil {
+			select {
+			case <-st.syncing:
+			case <-deadline:
+				deadline = closed
+			}
+		} else {
+			<-st.syncing
+		}
+		p.settle(ctx, s, st)
+	}
+	if ctx.Err() != nil {
+		return
+	}
 	for key, st := range s.apps {
-		switch {
-		case listed[key]:
-		case st.completed && st.endRead && !st.accounted:
+		if listed[key] || p.settle(ctx, s, st) || st.final {
+			continue
+		}
+		if st.completed && st.endRead && !st.accounted {
 			// Read in full after its end, waiting only for the stream:
 			// the source need not list it any more.
 			p.account(ctx, st, now)
@@ -651,7 +692,7 @@ func (p *Poller) pollSource(ctx context.Context, s *source) {
 			if st.final = st.accounted; st.final {
 				p.finish(s, key, st.end)
 			}
-		default:
+		} else {
 			p.lose(s, key, st, now)
 		}
 	}
@@ -659,6 +700,70 @@ func (p *Poller) pollSource(ctx context.Context, s *source) {
 		if end < now.Add(-recheck-p.cfg.Lookback).UnixMilli() {
 			delete(s.done, key)
 		}
+	}
+}
+
+// closed is a channel that is always ready.
+var closed = func() chan time.Time {
+	c := make(chan time.Time)
+	close(c)
+	return c
+}()
+
+// startSync starts a sync of st beside the poll, once the source has a
+// slot for it; or, when deadline passes first, leaves it to the next
+// poll and reports false.
+func (p *Poller) startSync(ctx context.Context, s *source, st *appState, now time.Time, deadline <-chan time.Time) bool {
+	select {
+	case s.slots <- struct{}{}:
+	case <-deadline:
+		return false
+	case <-ctx.Done():
+		return false
+	}
+	done := make(chan struct{})
+	st.syncing = done
+	p.inFlight.Add(1)
+	go func() {
+		defer p.inFlight.Done()
+		st.syncErr = p.syncApp(ctx, st, now)
+		<-s.slots
+		close(done)
+	}()
+	return true
+}
+
+// settle takes the outcome of st's sync if it has ended, and reports
+// whether it still runs.
+func (p *Poller) settle(ctx context.Context, s *source, st *appState) (running bool) {
+	if st.syncing == nil {
+		return false
+	}
+	select {
+	case <-st.syncing:
+	default:
+		return true
+	}
+	st.syncing = nil
+	err := st.syncErr
+	st.syncErr = nil
+	p.synced(ctx, s, st, err)
+	return false
+}
+
+// synced handles the outcome of a sync of st: a failure is counted and
+// logged, a final state finishes the attempt.
+func (p *Poller) synced(ctx context.Context, s *source, st *appState, err error) {
+	if err != nil {
+		if ctx.Err() == nil {
+			p.countError(s, err)
+			p.log.Warn("Spark REST application sync failed", zap.String("source", s.name),
+				zap.String("application", st.key.String()), zap.Error(err))
+		}
+		return
+	}
+	if st.final {
+		p.finish(s, st.key, st.end)
 	}
 }
 
@@ -795,9 +900,13 @@ func (p *Poller) lose(s *source, key appKey, st *appState, now time.Time) {
 		zap.String("application", key.String()), zap.String("source", s.name), zap.String("url", s.base))
 }
 
-// loseAll is lose for every attempt of a source that stopped answering.
-func (p *Poller) loseAll(s *source, now time.Time) {
+// loseAll is lose for every attempt of a source that stopped answering,
+// but those whose sync still runs: a later poll loses them.
+func (p *Poller) loseAll(ctx context.Context, s *source, now time.Time) {
 	for key, st := range s.apps {
+		if p.settle(ctx, s, st) || st.final {
+			continue
+		}
 		p.lose(s, key, st, now)
 	}
 	if s.appID != "" {

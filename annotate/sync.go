@@ -74,6 +74,12 @@ type appState struct {
 	lastSeen time.Time
 	lostAt   time.Time
 	syncs    int
+	// syncing is closed when a sync started by a configured source's poll
+	// ends, and syncErr is then its outcome; nil when no sync runs. Only
+	// the goroutine polling the source reads them, and touches nothing
+	// else of the state while it is open (pollSource).
+	syncing chan struct{}
+	syncErr error
 
 	jobs       map[int]*jobItem
 	maxJob     int
