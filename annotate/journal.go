@@ -339,6 +339,11 @@ type idler interface {
 // for a shutdown after the sink was closed (what it held went to its disk
 // queue). It returns whether it did.
 func (p *Poller) Checkpoint(force bool) (bool, error) {
+	return p.checkpoint(context.Background(), force)
+}
+
+// checkpoint is Checkpoint, whose wait for the sink also ends with ctx.
+func (p *Poller) checkpoint(ctx context.Context, force bool) (bool, error) {
 	j := p.journal
 	if j == nil {
 		return false, nil
@@ -350,7 +355,7 @@ func (p *Poller) Checkpoint(force bool) (bool, error) {
 		}
 		// Drain without the lock, then check, under it, that nothing came
 		// in meanwhile.
-		ctx, cancel := context.WithTimeout(context.Background(), p.cfg.Timeout)
+		ctx, cancel := context.WithTimeout(ctx, p.cfg.Timeout)
 		err := idle.Idle(ctx)
 		cancel()
 		if err != nil {

@@ -9,6 +9,7 @@ import (
 	"hash/crc32"
 	"io"
 	"maps"
+	"net/http"
 	"os"
 	"path/filepath"
 	"slices"
@@ -16,6 +17,7 @@ import (
 	"strings"
 	"syscall"
 	"testing"
+	"time"
 
 	"github.com/sparkpulse/sparkpulse/sparkui"
 )
@@ -278,5 +280,63 @@ func TestJournalDamaged(t *testing.T) {
 	slices.Sort(got)
 	if n != 3 || !slices.Equal(got, []string{"app-1", "app-3", "app-4"}) || p2.Stats().JournalDamaged != 1 {
 		t.Errorf("recovered %d records, points of %q, %d damaged; want 3, app-1, app-3 and app-4, 1", n, got, p2.Stats().JournalDamaged)
+	}
+}
+
+// downSink is a sink whose InfluxDB does not answer: it takes points,
+// and never drains.
+type downSink struct {
+	*memSink
+	waits chan struct{}
+}
+
+func (s *downSink) Idle(ctx context.Context) error {
+	select {
+	case s.waits <- struct{}{}:
+	default:
+	}
+	<-ctx.Done()
+	return ctx.Err()
+}
+
+// During an InfluxDB outage a checkpoint waits for the sink in vain, up
+// to the timeout, and polling goes on meanwhile at its interval.
+func TestCheckpointDoesNotHoldPolling(t *testing.T) {
+	ui := sparkui.NewServer(sparkui.LiveUI, liveApp("app-20261122100000-0001", "etl", time.Now().Add(-time.Minute)))
+	listed := make(chan struct{}, 16)
+	base := serve(t, http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if r.URL.Path == "/api/v1/applications" {
+			select {
+			case listed <- struct{}{}:
+			default:
+			}
+		}
+		ui.ServeHTTP(w, r)
+	}))
+	sink := &downSink{memSink: newMemSink(), waits: make(chan struct{}, 1)}
+	p, _ := restart(t, t.TempDir(), Config{Sources: []string{base}, Sink: sink, Interval: time.Second, Timeout: time.Minute})
+	p.journal.last = time.Time{} // a checkpoint is due
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		p.Run(ctx)
+	}()
+	defer func() {
+		cancel()
+		<-done
+	}()
+	deadline := time.After(10 * time.Second)
+	select {
+	case <-sink.waits:
+	case <-deadline:
+		t.Fatal("no checkpoint tried in 10 s")
+	}
+	for n := 0; n < 3; n++ {
+		select {
+		case <-listed:
+		case <-deadline:
+			t.Fatalf("the source was listed %d times in 10 s while a checkpoint waited for InfluxDB", n)
+		}
 	}
 }

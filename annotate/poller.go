@@ -403,18 +403,44 @@ func CheckSource(s string) error {
 // Run polls every source each Interval until ctx ends, then waits for the
 // polls in flight. A source still busy with its last poll is skipped.
 func (p *Poller) Run(ctx context.Context) {
+	checkpoints := make(chan struct{})
+	go func() {
+		defer close(checkpoints)
+		p.checkpoints(ctx)
+	}()
 	t := time.NewTicker(p.cfg.Interval)
 	defer t.Stop()
 	for {
 		p.round(ctx, false)
-		if j := p.journal; j != nil && p.cfg.Now().Sub(j.last) >= checkpointEvery {
-			if _, err := p.Checkpoint(false); err != nil {
+		select {
+		case <-ctx.Done():
+			p.inFlight.Wait()
+			<-checkpoints
+			return
+		case <-t.C:
+		}
+	}
+}
+
+// checkpoints tries a checkpoint each interval once checkpointEvery has
+// passed since the last, until ctx ends. Apart from the rounds: a
+// checkpoint waits up to Timeout for the sink to deliver, which an
+// InfluxDB outage makes it wait every time, and polling must go on.
+func (p *Poller) checkpoints(ctx context.Context) {
+	j := p.journal
+	if j == nil {
+		return
+	}
+	t := time.NewTicker(p.cfg.Interval)
+	defer t.Stop()
+	for {
+		if p.cfg.Now().Sub(j.last) >= checkpointEvery {
+			if _, err := p.checkpoint(ctx, false); err != nil {
 				p.log.Warn("facts checkpoint failed; the journal keeps them", zap.Error(err))
 			}
 		}
 		select {
 		case <-ctx.Done():
-			p.inFlight.Wait()
 			return
 		case <-t.C:
 		}
