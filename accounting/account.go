@@ -28,6 +28,9 @@ type Attempt struct {
 	// StreamRead: a metrics stream is configured and was read for the
 	// attempt, so a completed attempt is reconciled.
 	StreamRead bool
+	// SparkVersion is the application's (appSparkVersion): what Spark's
+	// task run time counts depends on it (sizing.RunTimeCPUs).
+	SparkVersion string
 }
 
 // Stage is a stage attempt as Spark lists it, with the failed tasks read
@@ -61,11 +64,11 @@ type Result struct {
 // completed, the reconciliation and the lost task time. It fails only
 // when the properties cannot be read as settings.
 func Account(a *Attempt, endMs int64) (Result, error) {
-	s, r, err := Settings(a.Properties)
+	s, r, err := a.settings()
 	if err != nil {
 		return Result{}, err
 	}
-	stream, aside := Screen(a.Properties, a.Executors, a.Stream, endMs, a.Completed)
+	stream, aside := Screen(a.Properties, a.SparkVersion, a.Executors, a.Stream, endMs, a.Completed)
 	execs := SizingExecutors(a.Executors, stream, endMs)
 	u := sizing.Account(s, r, execs, endMs-a.StartMs)
 	if err := anyCluster(u); err != nil {
@@ -183,15 +186,23 @@ func anyCluster(u sizing.Usage) error {
 	return nil
 }
 
+// settings reads the attempt's settings and resources (Settings), with
+// what its Spark version makes of the task run time.
+func (a *Attempt) settings() (sizing.Settings, sizing.Resources, error) {
+	s, r, err := Settings(a.Properties)
+	r.RunTimeCPUs = sizing.RunTimeCPUs(a.SparkVersion, r.TaskCPUs)
+	return s, r, err
+}
+
 // Estimate is a running attempt's usage so far, at atMs, from stream, the
 // stream's totals read up to then: the stages held so far, and the cores
 // held at atMs.
 func Estimate(a *Attempt, stream map[string]ProcessTotals, atMs int64) (sizing.Usage, error) {
-	s, r, err := Settings(a.Properties)
+	s, r, err := a.settings()
 	if err != nil {
 		return sizing.Usage{}, err
 	}
-	stream, aside := Screen(a.Properties, a.Executors, stream, atMs, false)
+	stream, aside := Screen(a.Properties, a.SparkVersion, a.Executors, stream, atMs, false)
 	execs := SizingExecutors(a.Executors, stream, atMs)
 	u := sizing.Account(s, r, execs, atMs-a.StartMs)
 	if err := anyCluster(u); err != nil {
@@ -208,7 +219,7 @@ func Estimate(a *Attempt, stream map[string]ProcessTotals, atMs int64) (sizing.U
 // while it ran (at lostAt): what it held up to when it was last seen
 // (lastSeenMs), without the stream, with outcome driver_lost.
 func Lost(a *Attempt, lastSeenMs int64, lostAt time.Time) (sizing.Usage, error) {
-	s, r, err := Settings(a.Properties)
+	s, r, err := a.settings()
 	if err != nil {
 		return sizing.Usage{}, err
 	}

@@ -90,11 +90,15 @@ func (a SetAside) String() string {
 
 // Screen returns the stream figures that may be used, as a new map (the
 // stream is kept as read), and what it set aside, given the application's
-// Spark properties and its executors as Spark lists them. final: the
-// application has ended and its executor list was read after the end, so
-// Spark's totals bound the counters.
-func Screen(props map[string]string, execs []sparkapi.Executor, stream map[string]ProcessTotals, endMs int64, final bool) (map[string]ProcessTotals, []SetAside) {
+// Spark properties and version and its executors as Spark lists them.
+// final: the application has ended and its executor list was read after
+// the end, so Spark's totals bound the counters.
+func Screen(props map[string]string, version string, execs []sparkapi.Executor, stream map[string]ProcessTotals, endMs int64, final bool) (map[string]ProcessTotals, []SetAside) {
 	bounds := boundsOf(props)
+	runCPUs := 1
+	if r, err := sizing.ResourcesFromProperties(props); err == nil {
+		runCPUs = sizing.RunTimeCPUs(version, r.TaskCPUs)
+	}
 	listed := byID(execs)
 	kept := make(map[string]ProcessTotals, len(stream))
 	var aside []SetAside
@@ -133,8 +137,8 @@ func Screen(props map[string]string, execs []sparkapi.Executor, stream map[strin
 				}
 			}
 			above("tasks", "succeededTasks.count", float64(x.CompletedTasks))
-			above("cpu_time_ns", "cpuTime.count", float64(x.TotalDuration)*1e6) // a task's CPU is within its duration
-			above("run_time_ms", "runTime.count", float64(x.TotalDuration))
+			above("cpu_time_ns", "cpuTime.count", float64(x.TotalDuration)*1e6)              // a task's CPU is within its duration
+			above("run_time_ms", "runTime.count", float64(x.TotalDuration)*float64(runCPUs)) // Spark 4 counts a task's cpus
 			above("gc_time_ms", "jvmGCTime.count", float64(x.TotalGCTime))
 			above("input_bytes", "bytesRead.count", float64(x.TotalInputBytes))
 			above("shuffle_read_bytes", "shuffleTotalBytesRead.count", float64(x.TotalShuffleRead))

@@ -54,18 +54,21 @@ func whereTimeWent(read []annotate.StageRead, as annotate.Assessment) timespent.
 			removed[x.ID] = as.Advice.Settings.RemoveKind(x.RemoveReason)
 		}
 	}
+	// Spark 4 counts each task's cpus in its run time (sizing.RunTimeCPUs):
+	// the shares of it that GC and fetch waits took are of wall time.
+	cpus := int64(max(as.Usage.RunTimeCPUs, 1))
 	var stages []timespent.Stage
 	var failures []timespent.Failure
 	for _, r := range read {
 		s := timespent.Stage{ID: r.StageID, Attempt: r.AttemptID, Name: r.Name, Status: r.Status, Tasks: r.NumTasks,
-			FailedTasks: r.NumFailedTasks, RunTimeMs: r.ExecutorRunTime, GCTimeMs: r.JVMGCTime, FetchWaitMs: r.ShuffleFetchWaitTime,
+			FailedTasks: r.NumFailedTasks, RunTimeMs: r.ExecutorRunTime / cpus, GCTimeMs: r.JVMGCTime, FetchWaitMs: r.ShuffleFetchWaitTime,
 			InputBytes: r.InputBytes, ShuffleReadBytes: r.ShuffleReadBytes, MemorySpilledBytes: r.MemoryBytesSpilled,
 			DiskSpilledBytes: r.DiskBytesSpilled, ConcurrentGC: as.Advice.Settings.ConcurrentGC}
 		if r.SubmissionTime != nil && r.CompletionTime != nil {
 			s.DurationMs = r.CompletionTime.Sub(r.SubmissionTime.Time).Milliseconds()
 		}
 		if r.Summary != nil {
-			s.Detailed, s.TaskMedianMs, s.TaskMaxMs = true, int64(r.Summary.ExecutorRunTime[0]), int64(r.Summary.ExecutorRunTime[2])
+			s.Detailed, s.TaskMedianMs, s.TaskMaxMs = true, int64(r.Summary.ExecutorRunTime[0])/cpus, int64(r.Summary.ExecutorRunTime[2])/cpus
 			// What a task read: input or shuffle, whichever the largest
 			// task read more of.
 			for _, q := range [][]float64{r.Summary.InputMetrics.BytesRead, r.Summary.ShuffleReadMetrics.ReadBytes} {

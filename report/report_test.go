@@ -39,6 +39,37 @@ func TestWhereTimeWentLostExecutors(t *testing.T) {
 	}
 }
 
+// Spark 4 counts a task's cpus in its run time: a stage whose tasks of 2
+// cpus spent 15 % of their wall time in GC (the rule's bar is 10 %) reads
+// so on 4.x, where Spark reports twice the run time (7.5 % of it), as on
+// 3.5, where it does not; and a stage at 8 % fires on neither.
+func TestWhereTimeWentTaskCPUs(t *testing.T) {
+	for _, tc := range []struct {
+		runTimeCPUs int
+		runMs, gcMs int64
+		gc          bool
+	}{
+		{1, 100_000, 15_000, true}, // 3.5: run time is wall time
+		{2, 200_000, 15_000, true}, // 4.x, task.cpus 2: twice the wall time
+		{2, 200_000, 8_000, false},
+		{1, 100_000, 8_000, false},
+	} {
+		read := []annotate.StageRead{{Stage: sparkapi.Stage{StageID: 1, Status: "COMPLETE", NumTasks: 8,
+			ExecutorRunTime: tc.runMs, JVMGCTime: tc.gcMs}}}
+		var as annotate.Assessment
+		as.Usage.RunTimeCPUs = tc.runTimeCPUs
+		fired := false
+		for _, s := range whereTimeWent(read, as).Slowest {
+			for _, v := range s.Verdicts {
+				fired = fired || v.Rule == "gc"
+			}
+		}
+		if fired != tc.gc {
+			t.Errorf("run time counting %d cpus, %d ms of it, GC %d ms: gc verdict %v, want %v", tc.runTimeCPUs, tc.runMs, tc.gcMs, fired, tc.gc)
+		}
+	}
+}
+
 // spark_app_usage rows become applications ranked by idle core-hours,
 // then GiB-hours, then id; the totals add them up, a lost one counted,
 // and the text says so.

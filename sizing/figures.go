@@ -3,6 +3,8 @@ package sizing
 import (
 	"cmp"
 	"slices"
+	"strconv"
+	"strings"
 )
 
 // Figures of where an application's time and task slots went, as
@@ -60,6 +62,22 @@ const (
 	OutcomeDriverLost = "driver_lost"
 )
 
+// RunTimeCPUs is how many of a task's spark.task.cpus Spark's run time of
+// it already counts: from Spark 4.0 the executor multiplies a task's
+// elapsed time by its cpus before it becomes the task's executorRunTime,
+// hence a stage's and the executors' runTime counter (SPARK-51666,
+// Executor.TaskRunner; the deserialisation time is then taken off once),
+// so that run time is slot time; before 4.0 it is wall time. Neither
+// the CPU time, the GC time nor the executors' totalDuration is
+// multiplied. An unknown version reads as before 4.0.
+func RunTimeCPUs(sparkVersion string, taskCPUs int) int {
+	major, _, _ := strings.Cut(strings.TrimSpace(sparkVersion), ".")
+	if n, err := strconv.Atoi(major); err == nil && n >= 4 {
+		return max(taskCPUs, 1)
+	}
+	return 1
+}
+
 // occupancy sets BusySlotSeconds and SlotOccupancy from the task run
 // time, when it is known.
 func (u *Usage) occupancy() {
@@ -67,7 +85,8 @@ func (u *Usage) occupancy() {
 	if u.CPUFrom == "" || u.ExecutorCoreSeconds <= 0 {
 		return
 	}
-	u.BusySlotSeconds = u.TaskRunSeconds * float64(max(u.TaskCPUs, 1))
+	// Run time that counts each task's cpus already is slot time.
+	u.BusySlotSeconds = u.TaskRunSeconds * float64(max(u.TaskCPUs, 1)) / float64(max(u.RunTimeCPUs, 1))
 	v := u.BusySlotSeconds / u.ExecutorCoreSeconds
 	u.SlotOccupancy = &v
 }

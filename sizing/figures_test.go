@@ -73,3 +73,40 @@ func TestSlotOccupancy(t *testing.T) {
 		t.Errorf("no executor: occupancy %v", *u.SlotOccupancy)
 	}
 }
+
+// Spark 4 counts a task's spark.task.cpus in its run time; 3.5 does not.
+// A slot's occupancy is the same figure either way: tasks of 2 cpus that
+// ran 100 s of wall time on 800 core-seconds held are 25 % busy.
+func TestSlotOccupancyTaskCPUs(t *testing.T) {
+	for _, tc := range []struct {
+		version string
+		runMs   int64 // what Spark reports for 100 s of wall time
+		want    int   // RunTimeCPUs
+	}{
+		{"3.5.9", 100_000, 1},
+		{"3.5.0", 100_000, 1},
+		{"", 100_000, 1}, // unknown: as before 4.0
+		{"not a version", 100_000, 1},
+		{"4.0.0", 200_000, 2},
+		{"4.0.1", 200_000, 2},
+		{"4.3.0", 200_000, 2},
+		{"4.1.0-SNAPSHOT", 200_000, 2},
+	} {
+		if got := RunTimeCPUs(tc.version, 2); got != tc.want {
+			t.Errorf("RunTimeCPUs(%q, 2) = %d, want %d", tc.version, got, tc.want)
+		}
+		s, _ := FromProperties(map[string]string{"spark.executor.memory": "4g"})
+		r := Resources{ExecutorCores: 4, DriverCores: 1, TaskCPUs: 2, RunTimeCPUs: RunTimeCPUs(tc.version, 2)}
+		execs := []Executor{
+			{ID: "1", Cores: 4, AliveMs: 100_000, CPUNs: 30e9, RunMs: tc.runMs * 3 / 4},
+			{ID: "2", Cores: 4, AliveMs: 100_000, CPUNs: 20e9, RunMs: tc.runMs / 4},
+		}
+		u := Account(s, r, execs, 100_000)
+		if u.SlotOccupancy == nil || *u.SlotOccupancy != 0.25 || u.BusySlotSeconds != 200 {
+			t.Errorf("Spark %q: occupancy %v, busy slot-seconds %v; want 0.25 and 200", tc.version, u.SlotOccupancy, u.BusySlotSeconds)
+		}
+	}
+	if got := RunTimeCPUs("4.0.0", 0); got != 1 {
+		t.Errorf("RunTimeCPUs(4.0.0, 0) = %d, want 1", got)
+	}
+}

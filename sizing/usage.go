@@ -46,6 +46,10 @@ type Resources struct {
 	Instances         int // spark.executor.instances; 0 when not set
 	MaxExecutors      int // spark.dynamicAllocation.maxExecutors; 0 when not set (unbounded)
 	TaskCPUs          int // spark.task.cpus, default 1: the cores each task holds
+	// RunTimeCPUs is how many of TaskCPUs Spark's task run time already
+	// counts (RunTimeCPUs, by the application's Spark version): set by
+	// the caller, as the properties do not say the version; 0 reads as 1.
+	RunTimeCPUs int
 	// ClusterMode: spark.submit.deployMode is cluster (not in local mode):
 	// the driver runs in a container of the cluster.
 	ClusterMode bool
@@ -230,6 +234,7 @@ type Usage struct {
 	Outcome             string   `json:"outcome,omitempty"`               // succeeded, failed, running, unknown, driver_lost
 	CoresHeld           int      `json:"cores_held,omitempty"`            // a running application's: its live executors' cores at the read
 	TaskCPUs            int      `json:"task_cpus"`                       // spark.task.cpus: the cores each task holds
+	RunTimeCPUs         int      `json:"-"`                               // of them, those Spark's task run time counts already (RunTimeCPUs)
 	BusySlotSeconds     float64  `json:"busy_slot_seconds"`               // Σ task run time × spark.task.cpus: the core-seconds tasks held
 	OutcomeReason       string   `json:"outcome_reason,omitempty"`
 	Notes               []string
@@ -301,7 +306,7 @@ func cgroupDoubt(r Resources, execs []Executor) string {
 // Account works out what the application was given and used. execs are
 // its processes (the driver's ID is "driver"); durationMs its run time.
 func Account(s Settings, r Resources, execs []Executor, durationMs int64) Usage {
-	u := Usage{DurationMs: durationMs, Container: s.Container(), TaskCPUs: max(r.TaskCPUs, 1)}
+	u := Usage{DurationMs: durationMs, Container: s.Container(), TaskCPUs: max(r.TaskCPUs, 1), RunTimeCPUs: max(r.RunTimeCPUs, 1)}
 	var cpuNs, cgroupNs, runMs, gcMs, meanRSS int64
 	var cgroupExecs, rssExecs, withCPU int
 	coreCount := map[int]int{}
