@@ -21,12 +21,16 @@ func TestSizingExecutorsReleased(t *testing.T) {
 		exec("2", at(100), "Container killed by YARN for exceeding physical memory limits."),
 		exec("3", at(600), "Executor killed by driver."),
 		exec("4", time.Time{}, ""),
+		// Dynamic allocation with decommissioning releases this way; a
+		// worker's decommissioning is no release.
+		exec("5", at(100), "Executor decommission: spark scale down"),
+		exec("6", at(100), "Executor decommission: worker decommissioned"),
 	}
 	got := map[string]bool{}
 	for _, e := range SizingExecutors(execs, nil, ms(at(600))) {
 		got[e.ID] = e.Released
 	}
-	if want := map[string]bool{"1": true, "2": false, "3": false, "4": false}; !maps.Equal(got, want) {
+	if want := map[string]bool{"1": true, "2": false, "3": false, "4": false, "5": true, "6": false}; !maps.Equal(got, want) {
 		t.Errorf("released %v, want %v", got, want)
 	}
 }

@@ -34,10 +34,16 @@ const (
 	// preempted", exit -102; a Kubernetes pod "deleted by a user or the
 	// framework", or evicted): not the application's fault.
 	RemovedPreempted = "preempted"
-	// RemovedDecommissioned: the node or executor was decommissioned.
+	// RemovedDecommissioned: the node, worker or executor was
+	// decommissioned ("Executor decommission: worker decommissioned",
+	// "… Decommissioning all executors on <host>.", a SIGPWR, a
+	// Kubernetes roll).
 	RemovedDecommissioned = "decommissioned"
 	// RemovedReleased: the driver let it go (dynamic allocation, the end
-	// of the application).
+	// of the application). With spark.decommission.enabled, dynamic
+	// allocation releases an executor by decommissioning it, which Spark
+	// records as "Executor decommission: spark scale down"
+	// (ExecutorAllocationManager): a release, not a node's loss.
 	RemovedReleased = "released"
 	// RemovedHeartbeat: no heartbeat reached the driver in time.
 	RemovedHeartbeat = "heartbeat_timeout"
@@ -64,6 +70,8 @@ func RemoveKind(reason string) string {
 	case strings.Contains(r, "preempted"), strings.Contains(r, "deleted by a user or the framework"),
 		strings.Contains(r, "brief reason: evicted"):
 		return RemovedPreempted
+	case strings.Contains(r, "decommission: spark scale down"):
+		return RemovedReleased
 	case strings.Contains(r, "decommission"):
 		return RemovedDecommissioned
 	case strings.Contains(r, "explicit termination request"), strings.Contains(r, "killed by driver"),

@@ -39,6 +39,11 @@ func TestRemoveKind(t *testing.T) {
 		{"Executor heartbeat timed out after 134028 ms", RemovedHeartbeat},
 		{"Remote RPC client disassociated. Likely due to containers exceeding thresholds, or network issues. Check driver logs for WARN messages.", RemovedLost},
 		{"Executor decommission: worker decommissioned", RemovedDecommissioned},
+		{"Executor decommission: Decommissioning all executors on node-3.example.", RemovedDecommissioned},
+		{"Executor decommission: Executor 7 is decommissioned.", RemovedDecommissioned},
+		// Dynamic allocation with spark.decommission.enabled releases an
+		// idle executor by decommissioning it.
+		{"Executor decommission: spark scale down", RemovedReleased},
 		{"Executor killed by driver.", RemovedReleased},
 		{"java.lang.OutOfMemoryError: Java heap space", RemovedHeapOOM},
 		{"", RemovedOther},

@@ -160,12 +160,28 @@ func RightSize(a *Advice, s Settings, r Resources, u Usage, execs []Executor, fa
 			}
 			a.find("idle", "", "task slots were busy %.0f %% of the time they were held (%.1f executors of %d cores on average; CPU used %.0f %%, from the %s)",
 				100**u.SlotOccupancy, held, cores, 100*u.CPUUtilisation, u.CPUFrom)
-			a.Recommendations = append(a.Recommendations, Setting{Property: "spark.executor.instances", CurrentText: current, ValueText: strconv.Itoa(need), Rule: "idle",
+			rec := Setting{Property: "spark.executor.instances", CurrentText: current, ValueText: strconv.Itoa(need), Rule: "idle",
 				Reason: fmt.Sprintf("%d executors would keep their task slots 60 %% busy with the same task run time", need),
 				// Against the shrunk container, so that the two rules'
 				// savings add up.
 				SavingCoreSeconds: u.ExecutorCoreSeconds * (1 - keep), SavingByteSeconds: float64(shrunk) * execSeconds * (1 - keep),
-				Risk: "stages with more tasks than the fewer slots run in more waves: the run is longer where the busy time was concentrated in a few wide stages"})
+				Risk: "stages with more tasks than the fewer slots run in more waves: the run is longer where the busy time was concentrated in a few wide stages"}
+			if r.Standalone {
+				// A standalone Master reads no executor count: the
+				// application's cores, in executors of a given size.
+				rec.Property, rec.CurrentText, rec.ValueText = "spark.cores.max", "", strconv.Itoa(need*cores)
+				if r.CoresMax > 0 {
+					rec.CurrentText = strconv.Itoa(r.CoresMax)
+				}
+				rec.Reason = fmt.Sprintf("%d executors of %d cores would keep their task slots 60 %% busy with the same task run time", need, cores)
+			}
+			a.Recommendations = append(a.Recommendations, rec)
+			if r.Standalone && r.ExecutorCores == 0 {
+				// Without it each executor takes a worker's free cores,
+				// and fewer cores would make smaller executors, not fewer.
+				a.Recommendations = append(a.Recommendations, Setting{Property: "spark.executor.cores", ValueText: strconv.Itoa(cores), Rule: "idle",
+					Reason: fmt.Sprintf("executors of %d cores, as most were: spark.cores.max then makes %d of them", cores, need)})
+			}
 		}
 	}
 

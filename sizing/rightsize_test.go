@@ -149,6 +149,10 @@ func TestResourcesFromProperties(t *testing.T) {
 		r.IdleTimeout != 2*time.Minute || r.Instances != 10 || r.MaxResultSize != 0 || !r.YARN {
 		t.Errorf("set: %+v %v", r, err)
 	}
+	if r, err := ResourcesFromProperties(map[string]string{"spark.master": "spark://master:7077", "spark.cores.max": "8"}); err != nil ||
+		!r.Standalone || r.CoresMax != 8 || r.YARN {
+		t.Errorf("standalone: %+v %v", r, err)
+	}
 	// The driver's overhead under its name before Spark 2.3.
 	if r, err := ResourcesFromProperties(map[string]string{"spark.yarn.driver.memoryOverhead": "2g"}); err != nil || r.DriverOverhead != 2<<30 {
 		t.Errorf("legacy driver overhead: %+v %v", r, err)
@@ -286,6 +290,24 @@ func TestRightSize(t *testing.T) {
 		if !ok || rec.ValueString() != "2" || rec.CurrentString() != "10" || rec.SavingCoreSeconds != 230400 ||
 			math.Abs(rec.SavingByteSeconds-container*72000*0.8) > 1 {
 			t.Fatalf("%+v", a.Recommendations)
+		}
+		// A standalone Master ignores spark.executor.instances: the
+		// same finding asks for 2 executors' cores through
+		// spark.cores.max, and for their size where it was not set.
+		sa := r
+		sa.Standalone, sa.Instances, sa.CoresMax, sa.ExecutorCores = true, 0, 40, 4
+		a = run(s, sa, execs, u, nil)
+		if _, ok := find(a.Recommendations, "spark.executor.instances"); ok {
+			t.Errorf("standalone: spark.executor.instances recommended: %+v", a.Recommendations)
+		}
+		if rec, ok := find(a.Recommendations, "spark.cores.max"); !ok || rec.ValueString() != "8" || rec.CurrentString() != "40" ||
+			rec.SavingCoreSeconds != 230400 || len(a.Recommendations) != 1 {
+			t.Errorf("standalone: %+v", a.Recommendations)
+		}
+		sa.CoresMax, sa.ExecutorCores = 0, 0
+		a = run(s, sa, execs, u, nil)
+		if rec, ok := find(a.Recommendations, "spark.executor.cores"); !ok || rec.ValueString() != "4" || len(a.Recommendations) != 2 {
+			t.Errorf("standalone without spark.executor.cores: %+v", a.Recommendations)
 		}
 		// With spark.task.cpus = 4 each task held all 4 cores of its
 		// executor: the same run time kept 48 % of the slots busy, and

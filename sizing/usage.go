@@ -46,6 +46,13 @@ type Resources struct {
 	Instances         int // spark.executor.instances; 0 when not set
 	MaxExecutors      int // spark.dynamicAllocation.maxExecutors; 0 when not set (unbounded)
 	TaskCPUs          int // spark.task.cpus, default 1: the cores each task holds
+	// Standalone: spark.master is spark://. Its Master ignores
+	// spark.executor.instances without dynamic allocation: an
+	// application gets spark.cores.max cores (CoresMax; all the workers'
+	// free cores when 0), in executors of spark.executor.cores each, or
+	// one executor per worker when that is not set.
+	Standalone bool
+	CoresMax   int
 	// RunTimeCPUs is how many of TaskCPUs Spark's task run time already
 	// counts (RunTimeCPUs, by the application's Spark version): set by
 	// the caller, as the properties do not say the version; 0 reads as 1.
@@ -136,6 +143,7 @@ func ResourcesFromProperties(props map[string]string) (Resources, error) {
 	r.ExecutorCores = count("spark.executor.cores", 0, maxCores)
 	r.DriverCores = count("spark.driver.cores", 1, maxCores)
 	r.Instances = count("spark.executor.instances", 0, maxInstances)
+	r.CoresMax = count("spark.cores.max", 0, maxCores*maxInstances)
 	r.MaxExecutors = count("spark.dynamicAllocation.maxExecutors", 0, maxInstances)
 	r.TaskCPUs = max(count("spark.task.cpus", 1, maxCores), 1)
 	r.DriverHeap = size("spark.driver.memory", mib, 1024*mib)
@@ -157,6 +165,7 @@ func ResourcesFromProperties(props map[string]string) (Resources, error) {
 	r.DynamicAllocation = strings.EqualFold(strings.TrimSpace(props["spark.dynamicAllocation.enabled"]), "true")
 	master := strings.TrimSpace(props["spark.master"])
 	r.YARN = strings.HasPrefix(master, "yarn")
+	r.Standalone = strings.HasPrefix(master, "spark://")
 	r.ClusterMode = strings.TrimSpace(props["spark.submit.deployMode"]) == "cluster" && !strings.HasPrefix(master, "local")
 	r.AMCores = count("spark.yarn.am.cores", 1, maxCores)
 	r.AMMemory = size("spark.yarn.am.memory", mib, 512*mib)
