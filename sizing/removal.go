@@ -15,10 +15,18 @@ const (
 	RemovedHeapOOM = "heap_oom"
 	// RemovedContainerOOM: the cluster manager killed the container over
 	// its memory limit (YARN "Container killed by YARN for exceeding
-	// physical memory limits", exit -104, or virtual, -103; Kubernetes
-	// "termination reason: OOMKilled" in the container statuses): a
-	// container problem, heap plus overhead plus Python too small.
+	// physical memory limits", exit -104; Kubernetes "termination reason:
+	// OOMKilled" in the container statuses): a container problem, heap
+	// plus overhead plus Python too small.
 	RemovedContainerOOM = "container_oom"
+	// RemovedContainerVMem: YARN's NodeManager killed the container for
+	// its virtual memory ("… exceeding virtual memory limits", exit
+	// -103). The check counts address space the JVM and its native
+	// libraries reserve and never touch (YARN-4714): it says nothing of
+	// resident memory, and the fix is the NodeManager's
+	// yarn.nodemanager.vmem-pmem-ratio or vmem-check-enabled, not the
+	// executor's memory.
+	RemovedContainerVMem = "container_vmem"
 	// RemovedKilled: killed by SIGKILL (exit code 137) with no memory
 	// kill named. Kubernetes appends "possible container OOM" to every
 	// 137 (ExecutorPodsLifecycleManager), evictions and spot reclaims
@@ -62,6 +70,8 @@ func RemoveKind(reason string) string {
 	switch {
 	case r == "":
 		return RemovedOther
+	case strings.Contains(r, "exceeding virtual memory limit"):
+		return RemovedContainerVMem
 	case strings.Contains(r, "exceeding") && strings.Contains(r, "memory limit"),
 		strings.Contains(r, "oomkilled"):
 		return RemovedContainerOOM

@@ -9,7 +9,7 @@ func TestRemoveKind(t *testing.T) {
 		// YARN (YarnAllocator.processCompletedContainers): a memory kill,
 		// with Spark's advice; -104 physical, -103 virtual.
 		{"Container killed by YARN for exceeding physical memory limits. 5.5 GB of 5.5 GB physical memory used. Consider boosting spark.executor.memoryOverhead.", RemovedContainerOOM},
-		{"Container killed by YARN for exceeding virtual memory limits. 9.1 GB of 8.4 GB virtual memory used. Consider boosting spark.executor.memoryOverhead or boosting yarn.nodemanager.vmem-pmem-ratio or disabling yarn.nodemanager.vmem-check-enabled because of YARN-4714.", RemovedContainerOOM},
+		{"Container killed by YARN for exceeding virtual memory limits. 9.1 GB of 8.4 GB virtual memory used. Consider boosting spark.executor.memoryOverhead or boosting yarn.nodemanager.vmem-pmem-ratio or disabling yarn.nodemanager.vmem-check-enabled because of YARN-4714.", RemovedContainerVMem},
 		// YARN: any other exit is "from a bad node" with its status (Spark
 		// 4 adds ExecutorExitCode.explainExitCode's "Possible causes").
 		{"Container from a bad node: container_1_0001_01_000002 on host: node-7. Exit status: 52. Diagnostics: Exception from container-launch.", RemovedHeapOOM},

@@ -352,6 +352,7 @@ func Advise(s Settings, execs []Executor) Advice {
 	var maxRSS, maxPython, maxPythonV int64
 	anyRSS, killed, heapPressure := false, false, false
 	var limit int64 // the largest limit a YARN kill message stated
+	var vmemKilled []string
 	for _, x := range execs {
 		if x.ID == "driver" {
 			continue
@@ -380,6 +381,9 @@ func Advise(s Settings, execs []Executor) Advice {
 		}
 		anyRSS = anyRSS || h.ProcessTreeMetric
 		killed = killed || h.KilledForMemory
+		if h.RemoveKind == RemovedContainerVMem {
+			vmemKilled = append(vmemKilled, x.ID)
+		}
 
 		switch {
 		case h.KilledForMemory:
@@ -422,6 +426,11 @@ func Advise(s Settings, execs []Executor) Advice {
 		}
 		return cmp.Or(killed(x)-killed(y), cmp.Compare(y.ContainerUse, x.ContainerUse))
 	})
+	if len(vmemKilled) > 0 {
+		a.Notes = append(a.Notes, fmt.Sprintf("executor %s killed by YARN's virtual-memory check, which counts address space the JVM reserves and never uses (YARN-4714): "+
+			"no sign of too little memory, and no memory advice from it; the fix is the NodeManager's yarn.nodemanager.vmem-pmem-ratio, or yarn.nodemanager.vmem-check-enabled=false",
+			strings.Join(vmemKilled, ", ")))
+	}
 	if s.ConcurrentGC != "" {
 		a.Notes = append(a.Notes, "the executors run "+s.ConcurrentGC+", whose GC time is that of its concurrent cycles, not of pauses: the GC-pressure part of the heap rule is quiet")
 	}

@@ -270,6 +270,21 @@ func TestAdvise(t *testing.T) {
 			"set spark.executor.memoryOverhead = 2304m (now 409.6 MiB)",
 		},
 	}, {
+		// YARN's virtual-memory check killed one, at 2.4 GiB resident of
+		// a 5 GiB container: no container finding, no memory advice, a
+		// note naming the NodeManager's settings. The physical kill of the
+		// other still sizes the container (must fire beside must not).
+		name: "killed by YARN's virtual-memory check",
+		s:    heap4,
+		execs: []Executor{
+			{ID: "1", Peaks: peaks(2*gib, 0, 0, 2400*mib, 0, 0),
+				RemoveReason: "Container killed by YARN for exceeding virtual memory limits. 10.6 GB of 10.5 GB virtual memory used. Consider boosting spark.executor.memoryOverhead or boosting yarn.nodemanager.vmem-pmem-ratio or disabling yarn.nodemanager.vmem-check-enabled because of YARN-4714."},
+			{ID: "2", Peaks: peaks(2*gib, 0, 0, 2400*mib, 0, 0)},
+		},
+		want: []string{
+			"executor 1 killed by YARN's virtual-memory check, which counts address space the JVM reserves and never uses (YARN-4714): no sign of too little memory, and no memory advice from it; the fix is the NodeManager's yarn.nodemanager.vmem-pmem-ratio, or yarn.nodemanager.vmem-check-enabled=false",
+		},
+	}, {
 		// 3.8 of 4 GiB of heap with GC at 12 % of task time: 5g. The
 		// other executor's full heap with 5 % GC is normal.
 		name: "GC pressure",
