@@ -272,8 +272,8 @@ func TestAdvise(t *testing.T) {
 	}, {
 		// YARN's virtual-memory check killed one, at 2.4 GiB resident of
 		// a 5 GiB container: no container finding, no memory advice, a
-		// note naming the NodeManager's settings. The physical kill of the
-		// other still sizes the container (must fire beside must not).
+		// note naming the NodeManager's settings (the physical kill's
+		// must-fire cases are above).
 		name: "killed by YARN's virtual-memory check",
 		s:    heap4,
 		execs: []Executor{
