@@ -53,8 +53,19 @@ const (
 	// records as "Executor decommission: spark scale down"
 	// (ExecutorAllocationManager): a release, not a node's loss.
 	RemovedReleased = "released"
-	// RemovedHeartbeat: no heartbeat reached the driver in time.
+	// RemovedHeartbeat: no heartbeat reached the driver in time, or the
+	// executor gave up sending them (exit 56, HEARTBEAT_FAILURE).
 	RemovedHeartbeat = "heartbeat_timeout"
+	// RemovedCrashed: the JVM died of a signal of its own, SIGABRT (exit
+	// 134) or SIGSEGV (139): a native crash (a native library, off-heap
+	// code, the JVM itself). Memory is possible (an abort on a failed
+	// native allocation), not shown: no advice from it, and no shrinking
+	// after it.
+	RemovedCrashed = "crashed"
+	// RemovedLocalDir: the executor could not create its local directory
+	// (exit 53, DISK_STORE_FAILED_TO_CREATE_DIR: a bad or full
+	// spark.local.dir): the node's disk, not the application's memory.
+	RemovedLocalDir = "local_dir"
 	// RemovedLost: the connection was lost for another reason.
 	RemovedLost = "lost"
 	// RemovedOther: none of the above, or no reason.
@@ -95,6 +106,12 @@ func RemoveKind(reason string) string {
 		switch code {
 		case 52:
 			return RemovedHeapOOM
+		case 53:
+			return RemovedLocalDir
+		case 56:
+			return RemovedHeartbeat
+		case 134, 139:
+			return RemovedCrashed
 		case 137:
 			return RemovedKilled
 		case 143:

@@ -36,6 +36,14 @@ func TestRemoveKind(t *testing.T) {
 		// suite sees them, and the driver.
 		{"Command exited with code 52", RemovedHeapOOM},
 		{"Command exited with code 137", RemovedKilled},
+		// Spark's own exit codes (ExecutorExitCode) and a JVM killed by
+		// its own signal, as standalone, YARN 4.x and Kubernetes word them.
+		{"Command exited with code 53", RemovedLocalDir},
+		{"Command exited with code 56", RemovedHeartbeat},
+		{"Command exited with code 134", RemovedCrashed},
+		{"Container from a bad node: container_e01_0001_01_000002 on host: node-1. Exit status: 139. Possible causes: Unknown executor exit code (139) (died from signal 11?) Diagnostics: Container exited with a non-zero exit code 139.", RemovedCrashed},
+		{"The executor with id 3 exited with exit code 134(unexpected).", RemovedCrashed},
+		{"Command exited with code 50", RemovedOther},
 		{"Executor heartbeat timed out after 134028 ms", RemovedHeartbeat},
 		{"Remote RPC client disassociated. Likely due to containers exceeding thresholds, or network issues. Check driver logs for WARN messages.", RemovedLost},
 		{"Executor decommission: worker decommissioned", RemovedDecommissioned},

@@ -99,7 +99,7 @@ func RightSize(a *Advice, s Settings, r Resources, u Usage, execs []Executor, fa
 		// A SIGKILL or SIGTERM without a named cause may be memory too
 		// (a Kubernetes 137, a YARN 143): no shrinking after one.
 		switch s.RemoveKind(x.RemoveReason) {
-		case RemovedHeapOOM, RemovedContainerOOM, RemovedContainerVMem, RemovedKilled, RemovedTerminated:
+		case RemovedHeapOOM, RemovedContainerOOM, RemovedContainerVMem, RemovedKilled, RemovedTerminated, RemovedCrashed:
 			memoryRemoved = true
 		}
 	}

@@ -207,8 +207,20 @@ func TestRightSize(t *testing.T) {
 			t.Errorf("as Spark takes them: %s, %s", rec.ValueString(), rec.CurrentString())
 		}
 		// Not with GC at 5 % of task time, nor without an executor's
-		// process-tree memory, nor under ten executor-minutes.
+		// process-tree memory, nor under ten executor-minutes, nor after
+		// a removal that memory may explain (a native crash, a YARN
+		// virtual-memory kill); a lost local directory is no such one.
+		removed := func(reason string) []Executor {
+			execs := four(2<<30, 3<<30, 1_000_000, 10_000)
+			execs[0].RemoveReason = reason
+			return execs
+		}
+		if a := run(s, r, removed("Command exited with code 53"), Account(s, r, removed("Command exited with code 53"), hour), nil); len(a.Recommendations) == 0 {
+			t.Errorf("after a local-dir failure: no shrink")
+		}
 		for name, execs := range map[string][]Executor{
+			"crashed": removed("Command exited with code 134"),
+			"vmem":    removed("Container killed by YARN for exceeding virtual memory limits. 10.6 GB of 10.5 GB virtual memory used."),
 			"gc":    four(2<<30, 3<<30, 1_000_000, 50_000),
 			"short": {execAlive("1", 500_000, 4, 2<<30, 3<<30, 100_000, 0)},
 			"rss": append(four(2<<30, 3<<30, 1_000_000, 10_000),
