@@ -221,8 +221,8 @@ func TestRightSize(t *testing.T) {
 		for name, execs := range map[string][]Executor{
 			"crashed": removed("Command exited with code 134"),
 			"vmem":    removed("Container killed by YARN for exceeding virtual memory limits. 10.6 GB of 10.5 GB virtual memory used."),
-			"gc":    four(2<<30, 3<<30, 1_000_000, 50_000),
-			"short": {execAlive("1", 500_000, 4, 2<<30, 3<<30, 100_000, 0)},
+			"gc":      four(2<<30, 3<<30, 1_000_000, 50_000),
+			"short":   {execAlive("1", 500_000, 4, 2<<30, 3<<30, 100_000, 0)},
 			"rss": append(four(2<<30, 3<<30, 1_000_000, 10_000),
 				Executor{ID: "5", AliveMs: hour, Cores: 4, Peaks: map[string]int64{"JVMHeapMemory": 1 << 30}}),
 		} {
