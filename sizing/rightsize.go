@@ -126,7 +126,7 @@ func RightSize(a *Advice, s Settings, r Resources, u Usage, execs []Executor, fa
 			if s.OverheadSet {
 				return s.Overhead
 			}
-			return max(384*mib, h/10)
+			return s.DefaultOverhead(h)
 		}
 		unified := func(h int64) float64 { return float64(max(h-reserved, 0)) * s.MemoryFraction }
 		for float64(maxRSS) > 0.8*float64(heap+overhead(heap)+s.PySpark+s.OffHeap) || float64(maxUnified) > 0.7*unified(heap) {

@@ -153,6 +153,16 @@ func TestResourcesFromProperties(t *testing.T) {
 		!r.Standalone || r.CoresMax != 8 || r.YARN {
 		t.Errorf("standalone: %+v %v", r, err)
 	}
+	// Kubernetes' factor for a non-JVM application holds for the driver's
+	// pod too, unless the driver's own is given.
+	if r, err := ResourcesFromProperties(map[string]string{"spark.driver.memory": "4g", "spark.kubernetes.memoryOverheadFactor": "0.4"}); err != nil ||
+		r.DriverOverhead != 1717986918 /* 0.4 × 4 GiB */ {
+		t.Errorf("Kubernetes' factor: %+v %v", r, err)
+	}
+	if r, err := ResourcesFromProperties(map[string]string{"spark.driver.memory": "4g", "spark.kubernetes.memoryOverheadFactor": "0.4",
+		"spark.driver.memoryOverheadFactor": "0.2"}); err != nil || r.DriverOverhead != 858993459 /* 0.2 × 4 GiB */ {
+		t.Errorf("the driver's own factor: %+v %v", r, err)
+	}
 	// The driver's overhead under its name before Spark 2.3.
 	if r, err := ResourcesFromProperties(map[string]string{"spark.yarn.driver.memoryOverhead": "2g"}); err != nil || r.DriverOverhead != 2<<30 {
 		t.Errorf("legacy driver overhead: %+v %v", r, err)
@@ -230,6 +240,27 @@ func TestRightSize(t *testing.T) {
 			if _, ok := find(a.Recommendations, "spark.executor.memory"); ok {
 				t.Errorf("%s: %+v", name, a.Recommendations)
 			}
+		}
+	})
+
+	t.Run("shrink on Kubernetes with a non-JVM application's factor", func(t *testing.T) {
+		// Spark on Kubernetes gives a PySpark application 0.4 of the heap
+		// as overhead: 8g + 3.2 GiB. The smaller heap keeps that factor:
+		// 3 GiB + 1.2 GiB, where 3 GiB resident is 71 % (no step up, as
+		// with 10 %); the saving is against that container, not one of
+		// 3 GiB + 384 MiB.
+		k8s, err := FromProperties(map[string]string{"spark.executor.memory": "8g", "spark.kubernetes.memoryOverheadFactor": "0.4",
+			"spark.master": "k8s://https://10.0.0.1:6443"})
+		if err != nil {
+			t.Fatal(err)
+		}
+		execs := four(2<<30, 3<<30, 1_000_000, 10_000)
+		a := run(k8s, r, execs, Account(k8s, r, execs, hour), nil)
+		rec, ok := find(a.Recommendations, "spark.executor.memory")
+		heap := int64(3 << 30)
+		newContainer := heap + int64(0.4*float64(heap))
+		if !ok || rec.Value != heap || rec.SavingByteSeconds != float64(k8s.Container()-newContainer)*14400 {
+			t.Fatalf("%+v (container %d)", a.Recommendations, k8s.Container())
 		}
 	})
 

@@ -93,6 +93,27 @@ type Settings struct {
 	// -XX:OnOutOfMemoryError='kill %p' unless their Java options name a
 	// handler of their own (YarnSparkHadoopUtil.addOutOfMemoryErrorArgument).
 	KillOnOOM bool
+	// OverheadFactor and MinOverhead make the overhead Spark gives a heap
+	// when spark.executor.memoryOverhead is not set (DefaultOverhead):
+	// spark.executor.memoryOverheadFactor (on Kubernetes
+	// spark.kubernetes.memoryOverheadFactor, which Spark sets to 0.4 for
+	// non-JVM applications), and spark.executor.minMemoryOverhead. Zero
+	// reads as Spark's defaults, 0.10 and 384 MiB.
+	OverheadFactor float64
+	MinOverhead    int64
+}
+
+// DefaultOverhead is the overhead Spark gives heap when
+// spark.executor.memoryOverhead is not set.
+func (s Settings) DefaultOverhead(heap int64) int64 {
+	factor, least := s.OverheadFactor, s.MinOverhead
+	if factor == 0 {
+		factor = 0.10
+	}
+	if least == 0 {
+		least = 384 * mib
+	}
+	return max(least, int64(factor*float64(heap)))
 }
 
 // KillOnOOM reports whether an application's executors end with SIGTERM
@@ -159,11 +180,12 @@ func FromProperties(props map[string]string) (Settings, error) {
 	if factor == 0 {
 		factor = frac("spark.kubernetes.memoryOverheadFactor", 0.10)
 	}
-	minOverhead := size("spark.executor.minMemoryOverhead", mib, 384*mib)
+	s.OverheadFactor = factor
+	s.MinOverhead = size("spark.executor.minMemoryOverhead", mib, 384*mib)
 	if key := overheadKey(props, "spark.executor.memoryOverhead", "spark.yarn.executor.memoryOverhead"); key != "" {
 		s.Overhead, s.OverheadSet = size(key, mib, 0), true
 	} else {
-		s.Overhead = max(minOverhead, int64(factor*float64(s.Heap)))
+		s.Overhead = s.DefaultOverhead(s.Heap)
 	}
 	s.PySpark = size("spark.executor.pyspark.memory", mib, 0)
 	if strings.EqualFold(strings.TrimSpace(props["spark.memory.offHeap.enabled"]), "true") {

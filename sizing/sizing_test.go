@@ -60,9 +60,9 @@ func TestFromProperties(t *testing.T) {
 		{map[string]string{"spark.executor.memory": "8192", "spark.executor.memoryOverhead": "1g"},
 			Settings{Heap: 8 * gib, Overhead: gib, OverheadSet: true, MemoryFraction: 0.6, StorageFraction: 0.5}},
 		{map[string]string{"spark.executor.memory": "4g", "spark.executor.memoryOverheadFactor": "0.2"},
-			Settings{Heap: 4 * gib, Overhead: 858993459, MemoryFraction: 0.6, StorageFraction: 0.5}},
+			Settings{Heap: 4 * gib, Overhead: 858993459, MemoryFraction: 0.6, StorageFraction: 0.5, OverheadFactor: 0.2}},
 		{map[string]string{"spark.kubernetes.memoryOverheadFactor": "0.4", "spark.executor.minMemoryOverhead": "256m"},
-			Settings{Heap: gib, Overhead: 429496729, MemoryFraction: 0.6, StorageFraction: 0.5}},
+			Settings{Heap: gib, Overhead: 429496729, MemoryFraction: 0.6, StorageFraction: 0.5, OverheadFactor: 0.4, MinOverhead: 256 * mib}},
 		{map[string]string{"spark.executor.pyspark.memory": "2g", "spark.memory.fraction": "0.75", "spark.memory.storageFraction": "0.3"},
 			Settings{Heap: gib, Overhead: 384 * mib, PySpark: 2 * gib, MemoryFraction: 0.75, StorageFraction: 0.3}},
 		// ZGC or Shenandoah from the executors' Java options; G1 (or a
@@ -97,9 +97,16 @@ func TestFromProperties(t *testing.T) {
 		{map[string]string{"spark.executor.memoryOverhead": "1g", "spark.yarn.executor.memoryOverhead": "3072"},
 			Settings{Heap: gib, Overhead: gib, OverheadSet: true, MemoryFraction: 0.6, StorageFraction: 0.5}},
 	} {
+		want := c.want // Spark's defaults where a row leaves them out
+		if want.OverheadFactor == 0 {
+			want.OverheadFactor = 0.10
+		}
+		if want.MinOverhead == 0 {
+			want.MinOverhead = 384 * mib
+		}
 		got, err := FromProperties(c.props)
-		if err != nil || got != c.want {
-			t.Errorf("FromProperties(%v) = %+v, %v; want %+v", c.props, got, err, c.want)
+		if err != nil || got != want {
+			t.Errorf("FromProperties(%v) = %+v, %v; want %+v", c.props, got, err, want)
 		}
 	}
 	for props, want := range map[string]string{

@@ -147,11 +147,17 @@ func ResourcesFromProperties(props map[string]string) (Resources, error) {
 	r.MaxExecutors = count("spark.dynamicAllocation.maxExecutors", 0, maxInstances)
 	r.TaskCPUs = max(count("spark.task.cpus", 1, maxCores), 1)
 	r.DriverHeap = size("spark.driver.memory", mib, 1024*mib)
+	// The driver's own factor, else Kubernetes' (0.4 for a non-JVM
+	// application, as its submission client sets it), else Spark's 0.10.
 	factor := 0.10
-	if v, ok := props["spark.driver.memoryOverheadFactor"]; ok {
+	for _, key := range []string{"spark.kubernetes.memoryOverheadFactor", "spark.driver.memoryOverheadFactor"} {
+		v, ok := props[key]
+		if !ok {
+			continue
+		}
 		f, perr := strconv.ParseFloat(strings.TrimSpace(v), 64)
 		if perr != nil || f <= 0 || f > 1 || math.IsNaN(f) {
-			fail("spark.driver.memoryOverheadFactor", v, "not a fraction in (0, 1]")
+			fail(key, v, "not a fraction in (0, 1]")
 		} else {
 			factor = f
 		}
