@@ -401,8 +401,20 @@ func TaskError(msg, status string) (class, kind, line string) {
 		if m := exceptionClassRE.FindStringSubmatch(first); m != nil {
 			class = m[1]
 		}
+		wrapper := class == "org.apache.spark.SparkException"
 		if m := errorConditionRE.FindStringSubmatch(first); m != nil {
 			class += " [" + m[1] + "]"
+			wrapper = true
+		}
+		// Spark wraps what failed a write or a stage ("[TASK_WRITE_FAILED]
+		// Task failed while writing rows"): the root cause, the last
+		// "Caused by:", says what it was (a full disk, a throttled object
+		// store) and tells such failures apart.
+		if root := rootCause(msg); wrapper && root != "" {
+			if m := exceptionClassRE.FindStringSubmatch(root); m != nil {
+				class += " caused by " + m[1]
+			}
+			line += "; caused by: " + root
 		}
 		kind = TaskException
 	}
@@ -415,6 +427,17 @@ func TaskError(msg, status string) (class, kind, line string) {
 		kind = TaskFetchFailed
 	}
 	return class, kind, line
+}
+
+// rootCause is the last "Caused by:" line of a JVM stack trace, without
+// its prefix; "" when there is none.
+func rootCause(msg string) string {
+	const causedBy = "\nCaused by: "
+	i := strings.LastIndex(msg, causedBy)
+	if i < 0 {
+		return ""
+	}
+	return strings.TrimSpace(firstLine(msg[i+len(causedBy):]))
 }
 
 // pythonError is the last exception line of the Python traceback in a

@@ -108,7 +108,14 @@ func TestTaskErrorClass(t *testing.T) {
 		{"FetchFailed(BlockManagerId(3, node-3, 7337, None), shuffleId=0, mapIndex=4, mapId=12, reduceId=9, message=\norg.apache.spark.shuffle.FetchFailedException: Failed to connect", "FAILED", "FetchFailed", TaskFetchFailed},
 		{"org.apache.spark.shuffle.FetchFailedException: Too large frame", "FAILED", "org.apache.spark.shuffle.FetchFailedException", TaskFetchFailed},
 		{"TaskKilled (another attempt succeeded)", "KILLED", "TaskKilled", TaskKilled},
-		{"org.apache.spark.SparkException: Task failed while writing rows.\nCaused by: java.lang.OutOfMemoryError: GC overhead limit exceeded", "FAILED", "org.apache.spark.SparkException", TaskOOM},
+		{"org.apache.spark.SparkException: Task failed while writing rows.\nCaused by: java.lang.OutOfMemoryError: GC overhead limit exceeded", "FAILED", "org.apache.spark.SparkException caused by java.lang.OutOfMemoryError", TaskOOM},
+		// A wrapper's root cause tells a full disk from a throttled store.
+		{"org.apache.spark.SparkException: [TASK_WRITE_FAILED] Task failed while writing rows to s3a://bucket/out. SQLSTATE: 58030\n\tat org.apache.spark.sql.errors.QueryExecutionErrors$.taskFailedWhileWritingRowsError(QueryExecutionErrors.scala:775)\nCaused by: org.apache.hadoop.fs.s3a.AWSServiceThrottledException: put on out/part-0: Slow Down\n\tat org.apache.hadoop.fs.s3a.S3AUtils.translateException(S3AUtils.java:241)\nCaused by: software.amazon.awssdk.services.s3.model.S3Exception: Slow Down (Status Code: 503)\n\tat software.amazon.awssdk", "FAILED",
+			"org.apache.spark.SparkException [TASK_WRITE_FAILED] caused by software.amazon.awssdk.services.s3.model.S3Exception", TaskException},
+		{"org.apache.spark.SparkException: [TASK_WRITE_FAILED] Task failed while writing rows to file:/data/out. SQLSTATE: 58030\nCaused by: java.io.IOException: No space left on device\n\tat java.base/java.io.FileOutputStream.writeBytes(Native Method)", "FAILED",
+			"org.apache.spark.SparkException [TASK_WRITE_FAILED] caused by java.io.IOException", TaskException},
+		// Not a wrapper: its own class stays the class.
+		{"java.lang.IllegalStateException: bad state\nCaused by: java.io.IOException: closed", "FAILED", "java.lang.IllegalStateException", TaskException},
 		// Spark 3.4+ error conditions name the error; execution memory
 		// that cannot be acquired is not the heap.
 		{"org.apache.spark.SparkException: [FAILED_EXECUTE_UDF] User defined function (`f (UDFRegistration$$Lambda$1)`: (int) => int) failed due to: java.lang.ArithmeticException: / by zero. SQLSTATE: 39000", "FAILED", "org.apache.spark.SparkException [FAILED_EXECUTE_UDF]", TaskException},
