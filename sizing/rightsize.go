@@ -176,9 +176,10 @@ func RightSize(a *Advice, s Settings, r Resources, u Usage, execs []Executor, fa
 				rec.Reason = fmt.Sprintf("%d executors of %d cores would keep their task slots 60 %% busy with the same task run time", need, cores)
 			}
 			a.Recommendations = append(a.Recommendations, rec)
-			if r.Standalone && r.ExecutorCores == 0 {
+			if r.Standalone && r.ExecutorCores == 0 && !(heapFinding && cores >= 4) {
 				// Without it each executor takes a worker's free cores,
-				// and fewer cores would make smaller executors, not fewer.
+				// and fewer cores would make smaller executors, not fewer
+				// (the cores rule below sets it where it fires).
 				a.Recommendations = append(a.Recommendations, Setting{Property: "spark.executor.cores", ValueText: strconv.Itoa(cores), Rule: "idle",
 					Reason: fmt.Sprintf("executors of %d cores, as most were: spark.cores.max then makes %d of them", cores, need)})
 			}
@@ -222,7 +223,7 @@ func RightSize(a *Advice, s Settings, r Resources, u Usage, execs []Executor, fa
 			Risk:              "each extra executor also holds its overhead and its share of the driver's bookkeeping; a container start each"}
 		a.Recommendations = append(a.Recommendations, rec)
 		switch {
-		case r.Instances > 0 && !r.DynamicAllocation:
+		case r.Instances > 0 && !r.DynamicAllocation && !r.Standalone: // standalone: spark.cores.max keeps the slots
 			a.Recommendations = append(a.Recommendations, Setting{Property: "spark.executor.instances", CurrentText: strconv.Itoa(r.Instances),
 				ValueText: strconv.Itoa(int(math.Ceil(float64(r.Instances) * factor))), Rule: "cores",
 				Reason: fmt.Sprintf("the same %d task slots with %d cores per executor (its cost is counted with spark.executor.cores)", r.Instances*cores, half)})

@@ -458,6 +458,18 @@ func TestRightSize(t *testing.T) {
 		if n, ok := find(a.Recommendations, "spark.executor.instances"); !ok || n.ValueString() != "8" || n.SavingByteSeconds != 0 {
 			t.Errorf("instances: %+v", n)
 		}
+		// On standalone spark.cores.max keeps the slots: halving the
+		// cores makes twice the executors, and no executor count is
+		// asked for (its Master reads none).
+		sa := r
+		sa.Standalone = true
+		a = run(s, sa, execs, Account(s, sa, execs, hour), nil)
+		if _, ok := find(a.Recommendations, "spark.executor.instances"); ok {
+			t.Errorf("standalone: %+v", a.Recommendations)
+		}
+		if _, ok := find(a.Recommendations, "spark.executor.cores"); !ok {
+			t.Errorf("standalone: no spark.executor.cores: %+v", a.Recommendations)
+		}
 		// 5 cores become 2: 2.5 times the executors, 1.5 containers more
 		// per executor.
 		for i := range execs {
