@@ -582,19 +582,13 @@ func TestSlowApplicationDoesNotHoldItsSource(t *testing.T) {
 			sink := newMemSink()
 			sink.notify = make(chan struct{}, 1)
 			p := newPoller(t, Config{Sources: []string{serve(t, shs)}, Sink: sink, Interval: time.Second, Timeout: time.Minute})
-			ctx, cancel := context.WithCancel(context.Background())
-			done := make(chan struct{})
-			go func() {
-				defer close(done)
-				p.Run(ctx)
-			}()
+			stop := running(p)
 			released := false
 			defer func() {
-				cancel()
 				if !released {
 					close(release)
 				}
-				<-done
+				stop()
 			}()
 			// want is an application id, and a job id for jobs.
 			has := func(measurement, want string) bool {

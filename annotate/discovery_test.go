@@ -395,28 +395,13 @@ func TestSlowSourcesDoNotStarve(t *testing.T) {
 	for range 16 {
 		sources = append(sources, serve(t, slow))
 	}
-	ui := sparkui.NewServer(sparkui.LiveUI, liveApp("app-20261122100000-0009", "genuine", time.Now().Add(-time.Minute)))
-	polled := make(chan struct{}, 16)
-	sources = append(sources, serve(t, http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		if r.URL.Path == "/api/v1/applications" {
-			select {
-			case polled <- struct{}{}:
-			default:
-			}
-		}
-		ui.ServeHTTP(w, r)
-	})))
+	genuine, polled := listingUI(t, "app-20261122100000-0009", "genuine")
+	sources = append(sources, genuine)
 	p := newPoller(t, Config{Sources: sources, Sink: newMemSink(), Interval: time.Second, Timeout: time.Minute})
-	ctx, cancel := context.WithCancel(context.Background())
-	done := make(chan struct{})
-	go func() {
-		defer close(done)
-		p.Run(ctx)
-	}()
+	stop := running(p)
 	defer func() {
-		cancel()
 		close(release)
-		<-done
+		stop()
 	}()
 	deadline := time.After(20 * time.Second)
 	for n := 0; n < 3; n++ {

@@ -2,6 +2,7 @@ package annotate
 
 import (
 	"bytes"
+	"context"
 	"fmt"
 	"net/http"
 	"net/http/httptest"
@@ -156,6 +157,37 @@ func (s *memSink) appendOnly(t *testing.T) {
 	if len(s.again) > 0 {
 		t.Errorf("%d series and times written more than once, e.g. %s", len(s.again), s.again[0])
 	}
+}
+
+// running runs p until stop, which ends Run and waits for it.
+func running(p *Poller) (stop func()) {
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		p.Run(ctx)
+	}()
+	return func() {
+		cancel()
+		<-done
+	}
+}
+
+// listingUI is a live UI of one application that signals each listing
+// of its applications on listed (a signal already waiting covers the
+// next).
+func listingUI(t *testing.T, id, name string) (base string, listed <-chan struct{}) {
+	ui := sparkui.NewServer(sparkui.LiveUI, liveApp(id, name, time.Now().Add(-time.Minute)))
+	c := make(chan struct{}, 1)
+	return serve(t, http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if r.URL.Path == "/api/v1/applications" {
+			select {
+			case c <- struct{}{}:
+			default:
+			}
+		}
+		ui.ServeHTTP(w, r)
+	})), c
 }
 
 func newPoller(t *testing.T, cfg Config) *Poller {

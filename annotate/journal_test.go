@@ -9,7 +9,6 @@ import (
 	"hash/crc32"
 	"io"
 	"maps"
-	"net/http"
 	"os"
 	"path/filepath"
 	"slices"
@@ -302,30 +301,11 @@ func (s *downSink) Idle(ctx context.Context) error {
 // During an InfluxDB outage a checkpoint waits for the sink in vain, up
 // to the timeout, and polling goes on meanwhile at its interval.
 func TestCheckpointDoesNotHoldPolling(t *testing.T) {
-	ui := sparkui.NewServer(sparkui.LiveUI, liveApp("app-20261122100000-0001", "etl", time.Now().Add(-time.Minute)))
-	listed := make(chan struct{}, 16)
-	base := serve(t, http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		if r.URL.Path == "/api/v1/applications" {
-			select {
-			case listed <- struct{}{}:
-			default:
-			}
-		}
-		ui.ServeHTTP(w, r)
-	}))
+	base, listed := listingUI(t, "app-20261122100000-0001", "etl")
 	sink := &downSink{memSink: newMemSink(), waits: make(chan struct{}, 1)}
 	p, _ := restart(t, t.TempDir(), Config{Sources: []string{base}, Sink: sink, Interval: time.Second, Timeout: time.Minute})
 	p.journal.last = time.Time{} // a checkpoint is due
-	ctx, cancel := context.WithCancel(context.Background())
-	done := make(chan struct{})
-	go func() {
-		defer close(done)
-		p.Run(ctx)
-	}()
-	defer func() {
-		cancel()
-		<-done
-	}()
+	defer running(p)()
 	deadline := time.After(10 * time.Second)
 	select {
 	case <-sink.waits:
