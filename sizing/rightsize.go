@@ -150,7 +150,24 @@ func RightSize(a *Advice, s Settings, r Resources, u Usage, execs []Executor, fa
 		*u.SlotOccupancy < 0.30 {
 		seconds := float64(u.DurationMs) / 1000
 		held := u.ExecutorCoreSeconds / float64(cores) / seconds // executors, on average
-		need := max(1, int(math.Ceil(u.BusySlotSeconds/(0.6*seconds*float64(cores)))))
+		// Tasks run only while a stage does: the time with none (the
+		// driver's alone) is idle whatever the executors' number, and
+		// fewer executors would not shorten it. The slots are sized for
+		// the stages' time, with the tasks that failed or were killed,
+		// which held their slots too (the stage list counts them already).
+		stageSeconds, busy := seconds, u.BusySlotSeconds
+		if u.DriverOnlyMs != nil {
+			stageSeconds = max(seconds-float64(*u.DriverOnlyMs)/1000, 1)
+		}
+		if u.LostTaskSeconds != nil && u.CPUFrom != "stages" {
+			busy += *u.LostTaskSeconds * float64(max(u.TaskCPUs, 1)) / float64(max(u.RunTimeCPUs, 1))
+		}
+		need := max(1, int(math.Ceil(busy/(0.6*stageSeconds*float64(cores)))))
+		if driverOnly := 1 - stageSeconds/seconds; float64(need) >= held && driverOnly >= 0.25 {
+			a.Notes = append(a.Notes, fmt.Sprintf("task slots were busy %.0f %% of the time they were held, but no stage ran for %.0f %% of the run: "+
+				"while stages ran the executors were needed, and between them no number of executors is right; "+
+				"spark.dynamicAllocation.enabled=true would release them while the driver works alone", 100**u.SlotOccupancy, 100*driverOnly))
+		}
 		if float64(need) < held {
 			idle = true
 			keep := float64(need) / held
@@ -161,7 +178,7 @@ func RightSize(a *Advice, s Settings, r Resources, u Usage, execs []Executor, fa
 			a.find("idle", "", "task slots were busy %.0f %% of the time they were held (%.1f executors of %d cores on average; CPU used %.0f %%, from the %s)",
 				100**u.SlotOccupancy, held, cores, 100*u.CPUUtilisation, u.CPUFrom)
 			rec := Setting{Property: "spark.executor.instances", CurrentText: current, ValueText: strconv.Itoa(need), Rule: "idle",
-				Reason: fmt.Sprintf("%d executors would keep their task slots 60 %% busy with the same task run time", need),
+				Reason: fmt.Sprintf("%d executors would keep their task slots 60 %% busy while stages run, with the same task run time", need),
 				// Against the shrunk container, so that the two rules'
 				// savings add up.
 				SavingCoreSeconds: u.ExecutorCoreSeconds * (1 - keep), SavingByteSeconds: float64(shrunk) * execSeconds * (1 - keep),
@@ -173,7 +190,7 @@ func RightSize(a *Advice, s Settings, r Resources, u Usage, execs []Executor, fa
 				if r.CoresMax > 0 {
 					rec.CurrentText = strconv.Itoa(r.CoresMax)
 				}
-				rec.Reason = fmt.Sprintf("%d executors of %d cores would keep their task slots 60 %% busy with the same task run time", need, cores)
+				rec.Reason = fmt.Sprintf("%d executors of %d cores would keep their task slots 60 %% busy while stages run, with the same task run time", need, cores)
 			}
 			a.Recommendations = append(a.Recommendations, rec)
 			if r.Standalone && r.ExecutorCores == 0 && !(heapFinding && cores >= 4) {

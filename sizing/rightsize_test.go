@@ -334,6 +334,14 @@ func TestRightSize(t *testing.T) {
 			math.Abs(rec.SavingByteSeconds-container*72000*0.8) > 1 {
 			t.Fatalf("%+v", a.Recommendations)
 		}
+		// Failed and killed tasks held their slots too: 20 000 s more of
+		// run time need ⌈54 560 / 17 280⌉ = 4 executors.
+		lost := u
+		lostSeconds := 20000.0
+		lost.LostTaskSeconds = &lostSeconds
+		if rec, ok := find(run(s, r, execs, lost, nil).Recommendations, "spark.executor.instances"); !ok || rec.ValueString() != "4" {
+			t.Errorf("with lost task time: %+v", rec)
+		}
 		// A standalone Master ignores spark.executor.instances: the
 		// same finding asks for 2 executors' cores through
 		// spark.cores.max, and for their size where it was not set.
@@ -398,6 +406,34 @@ func TestRightSize(t *testing.T) {
 			if a := run(s, r, execs, u, nil); len(a.Recommendations) != 0 {
 				t.Errorf("%s (CPU %.0f %%): %+v", name, 100*u.CPUUtilisation, a.Recommendations)
 			}
+		}
+	})
+
+	t.Run("idle with the driver alone", func(t *testing.T) {
+		// 10 executors of 4 cores for an hour: 40 minutes with no stage,
+		// then 20 minutes of stages with the slots 80 % busy (38 400
+		// slot-seconds): 27 % over the whole run, but fewer executors
+		// would stretch the stages (⌈38 400 / (0.6 × 1 200 × 4)⌉ = 14).
+		// No cut; a note says dynamic allocation would release them.
+		var execs []Executor
+		for i := range 10 {
+			x := execAlive(string(rune('a'+i)), hour, 4, 0, 0, 0, 0)
+			x.CPUNs, x.RunMs = 3000e9, 3840e3
+			execs = append(execs, x)
+		}
+		r := r
+		r.Instances = 10
+		u := Account(s, r, execs, hour)
+		driverOnly := int64(40 * 60 * 1000)
+		u.DriverOnlyMs = &driverOnly
+		a := run(s, r, execs, u, nil)
+		if len(a.Recommendations) != 0 || !strings.Contains(strings.Join(a.Notes, ";"), "no stage ran for 67 %") {
+			t.Errorf("recommended %+v, notes %q", a.Recommendations, a.Notes)
+		}
+		// Must fire: the same slots with the stages running all along.
+		driverOnly = 0
+		if rec, ok := find(run(s, r, execs, u, nil).Recommendations, "spark.executor.instances"); !ok || rec.ValueString() != "5" {
+			t.Errorf("without driver-only time: %+v", rec)
 		}
 	})
 
