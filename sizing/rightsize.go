@@ -146,7 +146,10 @@ func RightSize(a *Advice, s Settings, r Resources, u Usage, execs []Executor, fa
 
 	// idle
 	cores, idle := u.Cores, false
-	if u.SlotOccupancy != nil && !r.DynamicAllocation && u.ExecutorCoreSeconds >= 3600 && cores > 0 && u.DurationMs > 0 &&
+	// Dynamic allocation pinned at minExecutors = maxExecutors holds a
+	// fixed number, as a static application does.
+	pinned := r.DynamicAllocation && r.MaxExecutors > 0 && r.MinExecutors == r.MaxExecutors
+	if u.SlotOccupancy != nil && (!r.DynamicAllocation || pinned) && u.ExecutorCoreSeconds >= 3600 && cores > 0 && u.DurationMs > 0 &&
 		*u.SlotOccupancy < 0.30 {
 		seconds := float64(u.DurationMs) / 1000
 		held := u.ExecutorCoreSeconds / float64(cores) / seconds // executors, on average
@@ -164,9 +167,13 @@ func RightSize(a *Advice, s Settings, r Resources, u Usage, execs []Executor, fa
 		}
 		need := max(1, int(math.Ceil(busy/(0.6*stageSeconds*float64(cores)))))
 		if driverOnly := 1 - stageSeconds/seconds; float64(need) >= held && driverOnly >= 0.25 {
+			release := "spark.dynamicAllocation.enabled=true"
+			if pinned {
+				release = "spark.dynamicAllocation.minExecutors below maxExecutors"
+			}
 			a.Notes = append(a.Notes, fmt.Sprintf("task slots were busy %.0f %% of the time they were held, but no stage ran for %.0f %% of the run: "+
 				"while stages ran the executors were needed, and between them no number of executors is right; "+
-				"spark.dynamicAllocation.enabled=true would release them while the driver works alone", 100**u.SlotOccupancy, 100*driverOnly))
+				"%s would release them while the driver works alone", 100**u.SlotOccupancy, 100*driverOnly, release))
 		}
 		if float64(need) < held {
 			idle = true
@@ -192,7 +199,14 @@ func RightSize(a *Advice, s Settings, r Resources, u Usage, execs []Executor, fa
 				}
 				rec.Reason = fmt.Sprintf("%d executors of %d cores would keep their task slots 60 %% busy while stages run, with the same task run time", need, cores)
 			}
+			if pinned {
+				rec.Property, rec.CurrentText = "spark.dynamicAllocation.maxExecutors", strconv.Itoa(r.MaxExecutors)
+			}
 			a.Recommendations = append(a.Recommendations, rec)
+			if pinned {
+				a.Recommendations = append(a.Recommendations, Setting{Property: "spark.dynamicAllocation.minExecutors", CurrentText: strconv.Itoa(r.MinExecutors),
+					ValueText: strconv.Itoa(need), Rule: "idle", Reason: "as pinned as it was, at the new maxExecutors (its cost is counted with maxExecutors)"})
+			}
 			if r.Standalone && r.ExecutorCores == 0 && !(heapFinding && cores >= 4) {
 				// Without it each executor takes a worker's free cores,
 				// and fewer cores would make smaller executors, not fewer

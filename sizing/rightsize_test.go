@@ -376,6 +376,20 @@ func TestRightSize(t *testing.T) {
 		if a := run(s, da, execs, u, nil); len(a.Recommendations) != 0 {
 			t.Errorf("with dynamic allocation: %+v", a.Recommendations)
 		}
+		// Unless it is pinned at minExecutors = maxExecutors: a fixed
+		// number, cut as a static one's, both bounds together.
+		da.MinExecutors, da.MaxExecutors = 10, 10
+		a = run(s, da, execs, u, nil)
+		if rec, ok := find(a.Recommendations, "spark.dynamicAllocation.maxExecutors"); !ok || rec.ValueString() != "2" || rec.CurrentString() != "10" || rec.SavingCoreSeconds != 230400 {
+			t.Errorf("pinned dynamic allocation: %+v", a.Recommendations)
+		}
+		if rec, ok := find(a.Recommendations, "spark.dynamicAllocation.minExecutors"); !ok || rec.ValueString() != "2" || len(a.Recommendations) != 2 {
+			t.Errorf("pinned dynamic allocation: %+v", a.Recommendations)
+		}
+		da.MinExecutors = 2 // free to scale: quiet
+		if a := run(s, da, execs, u, nil); len(a.Recommendations) != 0 {
+			t.Errorf("with dynamic allocation from 2 to 10: %+v", a.Recommendations)
+		}
 		// Under a core-hour: not worth a word.
 		short := u
 		short.ExecutorCoreSeconds = 3000

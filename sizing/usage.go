@@ -45,6 +45,7 @@ type Resources struct {
 	IdleTimeout       time.Duration
 	Instances         int // spark.executor.instances; 0 when not set
 	MaxExecutors      int // spark.dynamicAllocation.maxExecutors; 0 when not set (unbounded)
+	MinExecutors      int // spark.dynamicAllocation.minExecutors; 0 when not set
 	TaskCPUs          int // spark.task.cpus, default 1: the cores each task holds
 	// Standalone: spark.master is spark://. Its Master ignores
 	// spark.executor.instances without dynamic allocation: an
@@ -145,6 +146,7 @@ func ResourcesFromProperties(props map[string]string) (Resources, error) {
 	r.Instances = count("spark.executor.instances", 0, maxInstances)
 	r.CoresMax = count("spark.cores.max", 0, maxCores*maxInstances)
 	r.MaxExecutors = count("spark.dynamicAllocation.maxExecutors", 0, maxInstances)
+	r.MinExecutors = count("spark.dynamicAllocation.minExecutors", 0, maxInstances)
 	r.TaskCPUs = max(count("spark.task.cpus", 1, maxCores), 1)
 	r.DriverHeap = size("spark.driver.memory", mib, 1024*mib)
 	// The driver's own factor, else Kubernetes' (0.4 for a non-JVM
