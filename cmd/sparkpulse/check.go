@@ -43,7 +43,11 @@ func cmdCheck(o *flagOverrides, getenv func(string) string, stdout io.Writer) er
 	}
 	describeDeltas(stdout, plan.Deltas)
 	if plan.StateDir != "" {
-		fmt.Fprintf(stdout, "state-dir: %s\n", plan.StateDir)
+		fmt.Fprintf(stdout, "state-dir: %s", plan.StateDir)
+		if plan.Deltas != nil {
+			fmt.Fprintf(stdout, " (the ingest log up to %s)", human.Bytes(plan.Deltas.IngestLogBytes))
+		}
+		fmt.Fprintln(stdout)
 	}
 	describeAnnotate(stdout, plan.Annotate)
 	for _, l := range plan.Listeners {

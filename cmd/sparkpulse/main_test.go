@@ -15,6 +15,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/sparkpulse/sparkpulse/human"
 	"github.com/sparkpulse/sparkpulse/influx/influxtest"
 )
 
@@ -78,6 +79,13 @@ func TestCheck(t *testing.T) {
 		if !strings.Contains(out, want) {
 			t.Errorf("check output lacks %q:\n%s", want, out)
 		}
+	}
+
+	// With a state-dir: where it is, and the ingest log's bound.
+	stateful := writeFile(t, "state.toml", fmt.Sprintf("state-dir = %q\n[deltas]\n  max-ingest-log-bytes = %d\n[[graphite]]\n  bind-address = \"127.0.0.1:0\"\n", t.TempDir(), 256<<20))
+	out, err = checkWith(t, "http://127.0.0.1:1", "--config", stateful)
+	if err != nil || !strings.Contains(out, "(the ingest log up to "+human.Bytes(256<<20)+")") {
+		t.Errorf("check with a state-dir: %v\n%s", err, out)
 	}
 
 	bad := writeFile(t, "bad.toml", "[[graphite]]\ntemplates = [\"a.* host\"]\n")
