@@ -114,6 +114,24 @@ func TestOutcome(t *testing.T) {
 	failedStage := stageAt(4, 0, "FAILED", 30, 40)
 	failedStage.FailureReason = "Job aborted due to stage failure: Task 0 in stage 4.0 failed 4 times\n\tat Etl.run"
 	stages := []sparkapi.Stage{stageAt(3, 0, "COMPLETE", 20, 30), failedStage}
+	const runID = "5f8c2a3e-1b7d-4c1e-9a51-0d8e6f2b7c44"
+	for id, why := range map[int]string{
+		8:  "Job 1 cancelled part of cancelled job group " + runID,
+		9:  "[SPARK_JOB_CANCELLED] Job 1 cancelled Query orders_agg [id = bbf6a1d2-0c4e-4a8e-8f11-2b9d7c6e5a30, runId = " + runID + "] was stopped SQLSTATE: XXKDA",
+		10: "[USER_RAISED_EXCEPTION] boom 0 SQLSTATE: P0001",
+		11: "Stage cancelled because SparkContext was shut down",
+		12: "Job 1 cancelled part of cancelled job group nightly",
+	} {
+		s := stageAt(id, 0, "FAILED", 60, 70)
+		s.FailureReason = why
+		stages = append(stages, s)
+	}
+	// A micro-batch job, as StreamExecution names it.
+	streaming := func(id, stage int) sparkapi.Job {
+		j := job(id, "FAILED", 60, 70, stage)
+		j.JobGroup, j.Description = runID, "orders_agg\nid = bbf6a1d2-0c4e-4a8e-8f11-2b9d7c6e5a30\nrunId = "+runID+"\nbatch = 3"
+		return j
+	}
 	for _, tc := range []struct {
 		name      string
 		completed bool
@@ -131,6 +149,21 @@ func TestOutcome(t *testing.T) {
 		// Jobs side by side: the last to end decides, not the highest id.
 		{"the last to end", true, []sparkapi.Job{job(1, "FAILED", 1, 50, 4), job(2, "SUCCEEDED", 2, 10)},
 			sizing.OutcomeFailed, "its last job, 1, failed"},
+		// A structured streaming query the program stopped: the stop
+		// cancels the running micro-batch's job group, its runId, as
+		// real Spark 3.5.9 and 4.3.0 word it (stages 8 and 9 below).
+		{"a streaming query stopped (3.5)", true, []sparkapi.Job{job(0, "SUCCEEDED", 1, 2), streaming(1, 8)},
+			sizing.OutcomeSucceeded, "its last job, 1, a micro-batch of streaming query " + runID + ", was cancelled as the program stopped the query"},
+		{"a streaming query stopped (4.x)", true, []sparkapi.Job{job(0, "SUCCEEDED", 1, 2), streaming(1, 9)},
+			sizing.OutcomeSucceeded, "was cancelled as the program stopped the query"},
+		// Must not: the query's batch failed (its own error), or the
+		// context stopped under it, or another group was cancelled.
+		{"a streaming query failed", true, []sparkapi.Job{job(0, "SUCCEEDED", 1, 2), streaming(1, 10)},
+			sizing.OutcomeFailed, "its last job, 1, failed: [USER_RAISED_EXCEPTION] boom"},
+		{"the context stopped under a query", true, []sparkapi.Job{job(0, "SUCCEEDED", 1, 2), streaming(1, 11)},
+			sizing.OutcomeFailed, "cancelled because SparkContext was shut down"},
+		{"another group's cancellation", true, []sparkapi.Job{job(0, "SUCCEEDED", 1, 2), streaming(1, 12)},
+			sizing.OutcomeFailed, "cancelled part of cancelled job group nightly"},
 		// Must not: an outcome without evidence.
 		{"no job", true, nil, sizing.OutcomeUnknown, "no job listed"},
 		{"the last job still running", true, []sparkapi.Job{job(0, "SUCCEEDED", 1, 2), {JobID: 1, Status: "RUNNING", SubmissionTime: sparkapi.OptDate(at(3))}},

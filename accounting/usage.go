@@ -299,8 +299,17 @@ func decideOutcome(completed bool, jobs []*sparkapi.Job, stages []*sparkapi.Stag
 		}
 		return sizing.OutcomeSucceeded, r
 	case "FAILED":
+		why := stageFailure(stages, last.StageIDs)
+		if queryStopped(last, why) {
+			r := fmt.Sprintf("its last job, %d, a micro-batch of streaming query %s, was cancelled as the program stopped the query", last.JobID, last.JobGroup)
+			if len(failedBefore) > 0 {
+				slices.Sort(failedBefore)
+				r += "; job " + human.IDs(failedBefore) + " failed before it"
+			}
+			return sizing.OutcomeSucceeded, r
+		}
 		r := fmt.Sprintf("its last job, %d, failed", last.JobID)
-		if why := stageFailure(stages, last.StageIDs); why != "" {
+		if why != "" {
 			r += ": " + why
 		}
 		return sizing.OutcomeFailed, r
@@ -310,6 +319,26 @@ func decideOutcome(completed bool, jobs []*sparkapi.Job, stages []*sparkapi.Stag
 
 // stageFailure is the first line of the failure reason of the first
 // failed attempt among the stages ids, "" if none failed.
+// queryStopped reports whether a failed job was a micro-batch of a
+// structured streaming query that its stop() cancelled: Spark runs a
+// query's jobs in a job group named by its runId, which the job's
+// description names too (StreamExecution), and the stop cancels that
+// group. Its stage then says so: "Job 7 cancelled part of cancelled job
+// group <runId>" (3.5), "[SPARK_JOB_CANCELLED] Job 7 cancelled Query
+// name [id = …, runId = <runId>] was stopped SQLSTATE: XXKDA" (4.x). A
+// query that failed fails its job otherwise ("Job aborted due to stage
+// failure: …", or on 4.x the error's own condition), and SparkContext's
+// stop under a running query says "cancelled because SparkContext was
+// shut down": both stay failures. why is the job's stage failure.
+func queryStopped(j *sparkapi.Job, why string) bool {
+	g := j.JobGroup
+	if g == "" || !strings.Contains(j.Description, "runId = "+g) {
+		return false
+	}
+	return strings.HasSuffix(why, "cancelled part of cancelled job group "+g) ||
+		strings.HasPrefix(why, "[SPARK_JOB_CANCELLED] ") && strings.Contains(why, "runId = "+g+"] was stopped")
+}
+
 func stageFailure(stages []*sparkapi.Stage, ids []int) string {
 	var best *sparkapi.Stage
 	for _, s := range stages {
