@@ -190,24 +190,25 @@ func RightSize(a *Advice, s Settings, r Resources, u Usage, execs []Executor, fa
 				// savings add up.
 				SavingCoreSeconds: u.ExecutorCoreSeconds * (1 - keep), SavingByteSeconds: float64(shrunk) * execSeconds * (1 - keep),
 				Risk: "stages with more tasks than the fewer slots run in more waves: the run is longer where the busy time was concentrated in a few wide stages"}
-			if r.Standalone {
-				// A standalone Master reads no executor count: the
-				// application's cores, in executors of a given size.
+			switch {
+			case pinned:
+				rec.Property, rec.CurrentText = "spark.dynamicAllocation.maxExecutors", strconv.Itoa(r.MaxExecutors)
+			case r.Standalone:
+				// A standalone Master reads no executor count without
+				// dynamic allocation: the application's cores, in
+				// executors of a given size.
 				rec.Property, rec.CurrentText, rec.ValueText = "spark.cores.max", "", strconv.Itoa(need*cores)
 				if r.CoresMax > 0 {
 					rec.CurrentText = strconv.Itoa(r.CoresMax)
 				}
 				rec.Reason = fmt.Sprintf("%d executors of %d cores would keep their task slots 60 %% busy while stages run, with the same task run time", need, cores)
 			}
-			if pinned {
-				rec.Property, rec.CurrentText = "spark.dynamicAllocation.maxExecutors", strconv.Itoa(r.MaxExecutors)
-			}
 			a.Recommendations = append(a.Recommendations, rec)
 			if pinned {
 				a.Recommendations = append(a.Recommendations, Setting{Property: "spark.dynamicAllocation.minExecutors", CurrentText: strconv.Itoa(r.MinExecutors),
 					ValueText: strconv.Itoa(need), Rule: "idle", Reason: "as pinned as it was, at the new maxExecutors (its cost is counted with maxExecutors)"})
 			}
-			if r.Standalone && r.ExecutorCores == 0 && !(heapFinding && cores >= 4) {
+			if r.Standalone && !pinned && r.ExecutorCores == 0 && !(heapFinding && cores >= 4) {
 				// Without it each executor takes a worker's free cores,
 				// and fewer cores would make smaller executors, not fewer
 				// (the cores rule below sets it where it fires).

@@ -386,6 +386,13 @@ func TestRightSize(t *testing.T) {
 		if rec, ok := find(a.Recommendations, "spark.dynamicAllocation.minExecutors"); !ok || rec.ValueString() != "2" || len(a.Recommendations) != 2 {
 			t.Errorf("pinned dynamic allocation: %+v", a.Recommendations)
 		}
+		// On standalone too: its Master honours dynamic allocation's
+		// bounds.
+		da.Standalone = true
+		if rec, ok := find(run(s, da, execs, u, nil).Recommendations, "spark.dynamicAllocation.maxExecutors"); !ok || rec.ValueString() != "2" {
+			t.Errorf("pinned dynamic allocation on standalone: %+v", rec)
+		}
+		da.Standalone = false
 		da.MinExecutors = 2 // free to scale: quiet
 		if a := run(s, da, execs, u, nil); len(a.Recommendations) != 0 {
 			t.Errorf("with dynamic allocation from 2 to 10: %+v", a.Recommendations)
