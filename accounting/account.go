@@ -68,7 +68,7 @@ func Account(a *Attempt, endMs int64) (Result, error) {
 	if err != nil {
 		return Result{}, err
 	}
-	stream, aside := Screen(a.Properties, a.SparkVersion, a.Executors, a.Stream, endMs, a.Completed)
+	stream, aside := Screen(a.Properties, r.RunTimeCPUs, a.Executors, a.Stream, endMs, a.Completed)
 	execs := SizingExecutors(a.Executors, stream, endMs)
 	u := sizing.Account(s, r, execs, endMs-a.StartMs)
 	if err := anyCluster(u); err != nil {
@@ -202,7 +202,7 @@ func Estimate(a *Attempt, stream map[string]ProcessTotals, atMs int64) (sizing.U
 	if err != nil {
 		return sizing.Usage{}, err
 	}
-	stream, aside := Screen(a.Properties, a.SparkVersion, a.Executors, stream, atMs, false)
+	stream, aside := Screen(a.Properties, r.RunTimeCPUs, a.Executors, stream, atMs, false)
 	execs := SizingExecutors(a.Executors, stream, atMs)
 	u := sizing.Account(s, r, execs, atMs-a.StartMs)
 	if err := anyCluster(u); err != nil {

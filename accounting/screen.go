@@ -90,15 +90,13 @@ func (a SetAside) String() string {
 
 // Screen returns the stream figures that may be used, as a new map (the
 // stream is kept as read), and what it set aside, given the application's
-// Spark properties and version and its executors as Spark lists them.
-// final: the application has ended and its executor list was read after
-// the end, so Spark's totals bound the counters.
-func Screen(props map[string]string, version string, execs []sparkapi.Executor, stream map[string]ProcessTotals, endMs int64, final bool) (map[string]ProcessTotals, []SetAside) {
+// Spark properties and its executors as Spark lists them; runCPUs is
+// what its task run time counts of spark.task.cpus (Resources.RunTimeCPUs:
+// 1 before Spark 4). final: the application has ended and its executor
+// list was read after the end, so Spark's totals bound the counters.
+func Screen(props map[string]string, runCPUs int, execs []sparkapi.Executor, stream map[string]ProcessTotals, endMs int64, final bool) (map[string]ProcessTotals, []SetAside) {
 	bounds := boundsOf(props)
-	runCPUs := 1
-	if r, err := sizing.ResourcesFromProperties(props); err == nil {
-		runCPUs = sizing.RunTimeCPUs(version, r.TaskCPUs)
-	}
+	runCPUs = max(runCPUs, 1)
 	listed := byID(execs)
 	kept := make(map[string]ProcessTotals, len(stream))
 	var aside []SetAside

@@ -3,6 +3,7 @@ package accounting
 import (
 	"encoding/json"
 	"slices"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -126,7 +127,7 @@ func TestScreen(t *testing.T) {
 			st, stream := screenApp(), genuine()
 			tc.change(stream)
 			before, _ := json.Marshal(stream)
-			kept, aside := Screen(st.Properties, "", st.Executors, stream, end, tc.final)
+			kept, aside := Screen(st.Properties, 1, st.Executors, stream, end, tc.final)
 			if after, _ := json.Marshal(stream); string(after) != string(before) {
 				t.Error("screen changed the stream it was given")
 			}
@@ -178,21 +179,21 @@ func TestScreenUnbounded(t *testing.T) {
 	st.Properties["spark.master"] = "spark://master:7077"
 	st.Executors[0].PeakMemoryMetrics = nil // Spark lists no peaks (metrics off): nothing bounds it
 	stream["1"].Peak["ProcessTreeJVMRSSMemory"] = 60 << 30
-	if _, aside := Screen(st.Properties, "", st.Executors, stream, ms(at(600)), true); len(aside) != 0 {
+	if _, aside := Screen(st.Properties, 1, st.Executors, stream, ms(at(600)), true); len(aside) != 0 {
 		t.Errorf("standalone: set aside %v", aside)
 	}
 	// Spark's own peak is no bound either: its peaks miss polls between
 	// stages (the usage says the figure is the stream's alone).
 	st = screenApp()
 	st.Properties["spark.master"] = "spark://master:7077"
-	if _, aside := Screen(st.Properties, "", st.Executors, stream, ms(at(600)), true); len(aside) != 0 {
+	if _, aside := Screen(st.Properties, 1, st.Executors, stream, ms(at(600)), true); len(aside) != 0 {
 		t.Errorf("standalone, Spark's peak listed: set aside %v", aside)
 	}
 	st, stream = screenApp(), genuine()
 	st.Executors[1].PeakMemoryMetrics["JVMHeapMemory"] = 5 << 30
 	stream["2"].Peak["JVMHeapMemory"] = 5 << 30
 	stream["1"].Peak["JVMHeapMemory"] = 5 << 30
-	_, aside := Screen(st.Properties, "", st.Executors, stream, ms(at(600)), true)
+	_, aside := Screen(st.Properties, 1, st.Executors, stream, ms(at(600)), true)
 	if len(aside) != 1 || aside[0].Process != "1" {
 		t.Errorf("heap above the setting: set aside %v, want executor 1's only", aside)
 	}
@@ -209,7 +210,7 @@ func TestScreenedAccounting(t *testing.T) {
 	s, _ := sizing.FromProperties(st.Properties)
 	r, _ := sizing.ResourcesFromProperties(st.Properties)
 	account := func(stream map[string]ProcessTotals) (sizing.Usage, sizing.Advice, Reconciliation) {
-		kept, aside := Screen(st.Properties, "", st.Executors, stream, end, true)
+		kept, aside := Screen(st.Properties, 1, st.Executors, stream, end, true)
 		execs := SizingExecutors(st.Executors, kept, end)
 		u := sizing.Account(s, r, execs, end-st.StartMs)
 		SetAsideIn(&u, aside, st.StageTotals)
@@ -277,7 +278,7 @@ func TestScreenByClusterManager(t *testing.T) {
 		st.Properties["spark.master"] = tc.master
 		st.Executors[0].PeakMemoryMetrics = nil // Spark lists no peaks: the cluster manager's bound alone
 		stream["1"].Peak["ProcessTreeJVMRSSMemory"] = tc.rss
-		_, aside := Screen(st.Properties, "", st.Executors, stream, ms(at(600)), true)
+		_, aside := Screen(st.Properties, 1, st.Executors, stream, ms(at(600)), true)
 		if got := len(aside) > 0; got != tc.aside {
 			t.Errorf("%s, resident %.3g: set aside %v, want %v: %v", tc.master, tc.rss, aside, tc.aside, aside)
 		}
@@ -384,7 +385,8 @@ func TestScreenTaskCPUs(t *testing.T) {
 		st, stream := screenApp(), genuine()
 		st.Properties["spark.task.cpus"] = tc.cpus
 		stream["1"].Sums["runTime.count"] = tc.runMs
-		_, aside := Screen(st.Properties, tc.version, st.Executors, stream, ms(at(600)), true)
+		cpus, _ := strconv.Atoi(tc.cpus)
+		_, aside := Screen(st.Properties, sizing.RunTimeCPUs(tc.version, cpus), st.Executors, stream, ms(at(600)), true)
 		var why []string
 		for _, a := range aside {
 			why = append(why, a.Why...)

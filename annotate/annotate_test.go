@@ -556,6 +556,7 @@ func TestSlowApplicationDoesNotHoldItsSource(t *testing.T) {
 			var mu sync.Mutex
 			reading := map[string]int{} // slow application → requests in progress
 			most, mostOne := 0, 0
+			waiting := make(chan struct{}, 1) // a request to a slow application waits
 			shs.Intercept(func(w http.ResponseWriter, r *http.Request) bool {
 				rest, ok := strings.CutPrefix(r.URL.Path, "/api/v1/applications/")
 				id, _, sub := strings.Cut(rest, "/")
@@ -570,6 +571,10 @@ func TestSlowApplicationDoesNotHoldItsSource(t *testing.T) {
 				}
 				most, mostOne = max(most, n), max(mostOne, reading[id])
 				mu.Unlock()
+				select { // a signal already waiting covers this one too
+				case waiting <- struct{}{}:
+				default:
+				}
 				select {
 				case <-release:
 				case <-r.Context().Done():
@@ -613,17 +618,19 @@ func TestSlowApplicationDoesNotHoldItsSource(t *testing.T) {
 			if slowApps >= syncsPerSource {
 				// Every slot taken by a slow application: the source goes at
 				// their pace, with no more requests to it than its slots.
-				deadline := time.Now().Add(10 * time.Second)
+				deadline := time.After(10 * time.Second)
+			wait:
 				for {
 					mu.Lock()
 					n := most
 					mu.Unlock()
-					if n >= syncsPerSource || time.Now().After(deadline) {
+					if n >= syncsPerSource {
 						break
 					}
 					select {
-					case <-sink.notify:
-					case <-time.After(100 * time.Millisecond):
+					case <-waiting:
+					case <-deadline:
+						break wait // the count below says how many waited
 					}
 				}
 			} else {
