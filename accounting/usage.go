@@ -74,7 +74,16 @@ func SizingExecutors(xs []sparkapi.Executor, stream map[string]ProcessTotals, en
 // ExecutorSizing is what package sizing needs of an executor.
 func ExecutorSizing(x *sparkapi.Executor) sizing.Executor {
 	return sizing.Executor{ID: x.ID, Peaks: x.PeakMemoryMetrics, TaskTimeMs: x.TotalDuration, GCTimeMs: x.TotalGCTime, RemoveReason: x.RemoveReason,
-		Cores: x.TotalCores} // the executor's own: spark.executor.cores may be unset (standalone takes all a worker has)
+		Cores: x.TotalCores, // the executor's own: spark.executor.cores may be unset (standalone takes all a worker has)
+		Slots: x.MaxTasks, GPUs: GPUs(x), ResourceProfile: x.ResourceProfileID}
+}
+
+// GPUs is the GPU addresses Spark gave an executor (its resources'
+// "gpu"), 0 when it lists none.
+func GPUs(x *sparkapi.Executor) int {
+	r, _ := x.Resources["gpu"].(map[string]any)
+	addrs, _ := r["addresses"].([]any)
+	return len(addrs)
 }
 
 // FailureReasons are the attempt's job and stage failure reasons.

@@ -1,12 +1,14 @@
 package accounting
 
 import (
+	"encoding/json"
 	"errors"
 	"fmt"
 	"maps"
 	"testing"
 	"time"
 
+	"github.com/sparkpulse/sparkpulse/sizing"
 	"github.com/sparkpulse/sparkpulse/sparkapi"
 )
 
@@ -113,5 +115,26 @@ func TestAnyCluster(t *testing.T) {
 		if _, err := Estimate(c.a, nil, c.end); c.want && !errors.Is(err, ErrNoCluster) || !c.want && err != nil {
 			t.Errorf("%s, running: %v, want refused %v", c.name, err, c.want)
 		}
+	}
+}
+
+// An executor's GPUs are the addresses Spark gave it, and its task slots
+// Spark's maxTasks, as the REST API lists them (ExecutorSummary of
+// Spark 3.x and 4.x, resources as ResourceInformation).
+func TestExecutorSizingResources(t *testing.T) {
+	var xs []sparkapi.Executor
+	if err := json.Unmarshal([]byte(`[
+	  {"id": "1", "totalCores": 4, "maxTasks": 2, "resourceProfileId": 1,
+	   "resources": {"gpu": {"name": "gpu", "addresses": ["0", "1"]}}},
+	  {"id": "2", "totalCores": 4, "maxTasks": 4, "resourceProfileId": 0, "resources": {}}
+	]`), &xs); err != nil {
+		t.Fatal(err)
+	}
+	got := []sizing.Executor{ExecutorSizing(&xs[0]), ExecutorSizing(&xs[1])}
+	if g := got[0]; g.GPUs != 2 || g.Slots != 2 || g.ResourceProfile != 1 || g.Cores != 4 {
+		t.Errorf("with GPUs: %+v", g)
+	}
+	if g := got[1]; g.GPUs != 0 || g.Slots != 4 || g.ResourceProfile != 0 {
+		t.Errorf("without: %+v", g)
 	}
 }

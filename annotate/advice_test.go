@@ -96,7 +96,7 @@ func TestAdviceOfRealSpark(t *testing.T) {
 				r.DynamicAllocation = false
 				k := 2 * 3600 / u.ExecutorCoreSeconds
 				big := u
-				big.ExecutorCoreSeconds, big.TaskRunSeconds, big.TaskCPUSeconds, big.DurationMs = k*u.ExecutorCoreSeconds, k*u.TaskRunSeconds, k*u.TaskCPUSeconds, int64(k*float64(u.DurationMs))
+				big.ExecutorCoreSeconds, big.SlotCoreSeconds, big.TaskRunSeconds, big.TaskCPUSeconds, big.DurationMs = k*u.ExecutorCoreSeconds, k*u.SlotCoreSeconds, k*u.TaskRunSeconds, k*u.TaskCPUSeconds, int64(k*float64(u.DurationMs))
 				occ := *u.SlotOccupancy
 				big.SlotOccupancy = &occ
 				var scaled sizing.Advice

@@ -986,10 +986,12 @@ func TestExecutorLifecycle(t *testing.T) {
 	// The completed application's sizing advice, at its end, from the
 	// environment (no memory settings: Spark's defaults, a 1g heap and
 	// 384 MiB of overhead) and the executors' peaks: executor 2 was killed,
-	// and its 2.4 GB of Python is 596 % of the overhead. The overhead must
-	// hold the heap and Python at 90 %: 1 GiB + 2.2 GiB × 10/9 = 3.44 GiB,
-	// an overhead of 2.44 GiB, up to 2560 MiB (more than the killed
-	// container plus a quarter, 1.75 GiB). No PySpark memory: Spark would
+	// and its 2.4 GB of Python is 596 % of the overhead (2288.6 MiB). The
+	// container must hold the whole heap, the JVM's native memory (not
+	// reported: Spark's default overhead, 384 MiB, stands for it) and
+	// Python, a tenth to spare on the last two: 1024 + (384 + 2288.6) ×
+	// 10/9 = 3993.6 MiB, an overhead of 2969.6, up to 3008 MiB (more than
+	// the killed container plus a quarter, 1.75 GiB). No PySpark memory: Spark would
 	// enforce it as an address-space limit per worker.
 	sizingRow := func(p point) string {
 		f := p.fields
@@ -999,7 +1001,7 @@ func TestExecutorLifecycle(t *testing.T) {
 		fmt.Sprintf(`%d limits rule=<nil> executor=<nil> <nil>=<nil> text="heap 1.0 GiB, overhead 384 MiB, container 1.4 GiB: 2 findings, 1 settings to change · no process-tree metrics: the container and Python rules need spark.executor.processTreeMetrics.enabled=true (Linux)"`, nsAt(55, 0)),
 		fmt.Sprintf(`%d finding rule=container executor=2 <nil>=<nil> text=%q`, nsAt(55, 1), "removed for exceeding its memory limit: "+strings.ReplaceAll(oom, "\n", " ")),
 		fmt.Sprintf(`%d finding rule=python executor=<nil> <nil>=<nil> text="Python workers peaked at 2.2 GiB, 596 %% of the memory overhead, which Python workers share with the JVM's off-heap memory without spark.executor.pyspark.memory (384 MiB)"`, nsAt(55, 2)),
-		fmt.Sprintf(`%d setting rule=container executor=<nil> spark.executor.memoryOverhead=2560m text="--conf spark.executor.memoryOverhead=2560m"`, nsAt(55, 3)),
+		fmt.Sprintf(`%d setting rule=container executor=<nil> spark.executor.memoryOverhead=3008m text="--conf spark.executor.memoryOverhead=3008m"`, nsAt(55, 3)),
 	})
 }
 

@@ -70,8 +70,14 @@ const (
 	// PySpark and off-heap memory.
 	UsageContainerBytes = "container_bytes"
 	// UsageExecutorCoreSeconds is executor cores × the time each executor
-	// lived: what the cluster held for them.
+	// lived: what the cluster held for them (on Kubernetes the pods' CPU
+	// requests, where set).
 	UsageExecutorCoreSeconds = "executor_core_seconds"
+	// UsageExecutorGPUSeconds is executor GPUs × the time each executor
+	// lived; written only where executors held GPUs.
+	UsageExecutorGPUSeconds = "executor_gpu_seconds"
+	// UsageDriverGPUSeconds is likewise the driver's in cluster mode.
+	UsageDriverGPUSeconds = "driver_gpu_seconds"
 	// UsageExecutorMemoryByteSeconds is executor containers × the time
 	// each executor lived.
 	UsageExecutorMemoryByteSeconds = "executor_memory_byte_seconds"
@@ -100,8 +106,9 @@ const (
 	UsageTaskCPUSeconds = "task_cpu_seconds"
 	// UsageTaskRunSeconds is the run time of the executors' tasks.
 	UsageTaskRunSeconds = "task_run_seconds"
-	// UsageBusySlotSeconds is Σ task run time × spark.task.cpus: the
-	// core-seconds tasks held.
+	// UsageBusySlotSeconds is the core-seconds held while tasks ran:
+	// UsageExecutorCoreSeconds × UsageSlotOccupancy (Σ task run time ×
+	// spark.task.cpus where cores limit the tasks and are all held).
 	UsageBusySlotSeconds = "busy_slot_seconds"
 	// UsageCPUUsedSeconds is the CPU time used: the containers' where the
 	// cgroup plugin reports it, else the tasks'.
@@ -169,6 +176,9 @@ const (
 	UsageSavingCoreSeconds = "saving_core_seconds"
 	// UsageSavingByteSeconds is likewise in byte-seconds.
 	UsageSavingByteSeconds = "saving_byte_seconds"
+	// UsageSavingGPUSeconds is likewise in GPU-seconds; written only
+	// where executors held GPUs.
+	UsageSavingGPUSeconds = "saving_gpu_seconds"
 	// UsageRecommended is the recommended --conf settings.
 	UsageRecommended = "recommended"
 	// UsageSetAsideCount is the number of the stream's figures that could
@@ -267,5 +277,6 @@ const (
 	SizingReason            = "reason"
 	SizingRisk              = "risk"
 	SizingSavingCoreSeconds = "saving_core_seconds"
+	SizingSavingGPUSeconds  = "saving_gpu_seconds" // only where it saves or costs GPUs
 	SizingSavingByteSeconds = "saving_byte_seconds"
 )

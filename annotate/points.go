@@ -555,6 +555,9 @@ func (w *points) sizing(f *assessed) {
 		w.str(SizingRisk, r.Risk)
 		w.float(SizingSavingCoreSeconds, r.SavingCoreSeconds)
 		w.float(SizingSavingByteSeconds, r.SavingByteSeconds)
+		if r.SavingGPUSeconds != 0 {
+			w.float(SizingSavingGPUSeconds, r.SavingGPUSeconds)
+		}
 		w.str(FieldText, fmt.Sprintf("--conf %s=%s", r.Property, r.ValueString()))
 		done()
 	}

@@ -273,6 +273,10 @@ func (w *points) usage(u sizing.Usage, a sizing.Advice, ph int, ts int64) {
 	w.float(UsageDriverCoreSeconds, u.DriverCoreSeconds)
 	w.float(UsageDriverMemoryByteSeconds, u.DriverMemoryByteSeconds)
 	w.str(UsageDriverHeld, u.DriverHeld)
+	if u.ExecutorGPUSeconds > 0 || u.DriverGPUSeconds > 0 {
+		w.float(UsageExecutorGPUSeconds, u.ExecutorGPUSeconds)
+		w.float(UsageDriverGPUSeconds, u.DriverGPUSeconds)
+	}
 	if y := st.yarnHeld; y != nil && ph >= 0 && y.App.VcoreSeconds >= 0 && y.App.MemorySeconds >= 0 {
 		w.int(UsageYARNVcoreSeconds, y.App.VcoreSeconds)
 		w.float(UsageYARNMemoryByteSeconds, float64(y.App.MemorySeconds)*(1<<20)) // as the other byte-seconds: no overflow
@@ -335,11 +339,14 @@ func (w *points) usage(u sizing.Usage, a sizing.Advice, ph int, ts int64) {
 	}
 	w.str(UsageOutcome, u.Outcome)
 	w.str(UsageOutcomeReason, w.reason(u.OutcomeReason))
-	cores, bytes := a.Savings()
+	cores, bytes, gpus := a.Savings()
 	w.int(UsageFindings, int64(len(a.Findings)))
 	w.int(UsageRecommendations, int64(len(a.Recommendations)))
 	w.float(UsageSavingCoreSeconds, cores)
 	w.float(UsageSavingByteSeconds, bytes)
+	if u.ExecutorGPUSeconds > 0 {
+		w.float(UsageSavingGPUSeconds, gpus)
+	}
 	var confs []string
 	for _, r := range a.Recommendations {
 		confs = append(confs, "--conf "+r.Property+"="+r.ValueString())

@@ -132,6 +132,9 @@ func printUsage(w io.Writer, u sizing.Usage) {
 	fmt.Fprintf(w, "held: %s over %s: %s core-hours, %s GiB-hours",
 		human.Count(u.Executors, "executor"), (time.Duration(u.DurationMs) * time.Millisecond).Round(time.Second),
 		hours(u.ExecutorCoreSeconds), hours(u.ExecutorMemoryByteSeconds/(1<<30)))
+	if u.ExecutorGPUSeconds > 0 {
+		fmt.Fprintf(w, ", %s GPU-hours", hours(u.ExecutorGPUSeconds))
+	}
 	if u.DriverCoreSeconds > 0 {
 		fmt.Fprintf(w, "; the driver %s core-hours", hours(u.DriverCoreSeconds))
 	}
@@ -237,7 +240,7 @@ func saving(r sizing.Setting) string {
 	for _, x := range []struct {
 		v    float64
 		unit string
-	}{{r.SavingCoreSeconds, "core-hours"}, {r.SavingByteSeconds / (1 << 30), "GiB-hours"}} {
+	}{{r.SavingCoreSeconds, "core-hours"}, {r.SavingByteSeconds / (1 << 30), "GiB-hours"}, {r.SavingGPUSeconds, "GPU-hours"}} {
 		switch {
 		case x.v > 0:
 			saves = append(saves, hours(x.v)+" "+x.unit)
@@ -270,6 +273,7 @@ func reportJSON(as annotate.Assessment, spent timespent.Report) any {
 		Risk              string  `json:"risk,omitempty"`
 		SavingCoreSeconds float64 `json:"saving_core_seconds"`
 		SavingByteSeconds float64 `json:"saving_byte_seconds"`
+		SavingGPUSeconds  float64 `json:"saving_gpu_seconds,omitempty"`
 	}
 	out := struct {
 		Application string            `json:"application"`
@@ -297,7 +301,7 @@ func reportJSON(as annotate.Assessment, spent timespent.Report) any {
 		out.Findings = []sizing.Finding{}
 	}
 	for _, r := range a.Recommendations {
-		out.Settings = append(out.Settings, setting{r.Property, r.ValueString(), r.CurrentString(), r.Rule, r.Reason, r.Risk, r.SavingCoreSeconds, r.SavingByteSeconds})
+		out.Settings = append(out.Settings, setting{r.Property, r.ValueString(), r.CurrentString(), r.Rule, r.Reason, r.Risk, r.SavingCoreSeconds, r.SavingByteSeconds, r.SavingGPUSeconds})
 	}
 	for k, v := range app.Properties {
 		if strings.Contains(k, "memory") || strings.Contains(k, "Memory") || k == "spark.executor.cores" {

@@ -40,7 +40,11 @@ type FleetApp struct {
 	FailedTasks       int64    `json:"failed_tasks"`
 	SavingCoreHours   float64  `json:"saving_core_hours"`
 	SavingGiBHours    float64  `json:"saving_gib_hours"`
-	Recommended       string   `json:"recommended"`
+	// GPUs held by the executors and the driver, and what the
+	// recommendations save of them; 0 without GPUs.
+	GPUHours       float64 `json:"gpu_hours,omitempty"`
+	SavingGPUHours float64 `json:"saving_gpu_hours,omitempty"`
+	Recommended    string  `json:"recommended"`
 	// The driver side: what the cluster held for it (driver_held).
 	DriverCoreHours float64 `json:"driver_core_hours"`
 	DriverGiBHours  float64 `json:"driver_gib_hours"`
@@ -110,6 +114,8 @@ type Fleet struct {
 		SavingGiBHours  float64 `json:"saving_gib_hours"`
 		DriverCoreHours float64 `json:"driver_core_hours"`
 		DriverGiBHours  float64 `json:"driver_gib_hours"`
+		GPUHours        float64 `json:"gpu_hours,omitempty"`
+		SavingGPUHours  float64 `json:"saving_gpu_hours,omitempty"`
 		LostTaskHours   float64 `json:"lost_task_hours"` // of the applications where it is known
 		Lost            int     `json:"lost_applications"`
 	} `json:"totals"`
@@ -140,7 +146,8 @@ func appendFleetApps(apps []FleetApp, s influx.Series) []FleetApp {
 			GCShare: f(annotate.UsageGCShare), FailedTasks: int64(f(annotate.UsageFailedTasks)),
 			SavingCoreHours: f(annotate.UsageSavingCoreSeconds) / 3600, SavingGiBHours: f(annotate.UsageSavingByteSeconds) / gibHour,
 			Recommended: str(annotate.UsageRecommended), Outcome: str(annotate.UsageOutcome), DriverHeld: str(annotate.UsageDriverHeld),
-			DriverCoreHours: f(annotate.UsageDriverCoreSeconds) / 3600, DriverGiBHours: f(annotate.UsageDriverMemoryByteSeconds) / gibHour}
+			DriverCoreHours: f(annotate.UsageDriverCoreSeconds) / 3600, DriverGiBHours: f(annotate.UsageDriverMemoryByteSeconds) / gibHour,
+			GPUHours: (f(annotate.UsageExecutorGPUSeconds) + f(annotate.UsageDriverGPUSeconds)) / 3600, SavingGPUHours: f(annotate.UsageSavingGPUSeconds) / 3600}
 		if v, ok := num(annotate.UsageSlotOccupancy); ok {
 			a.SlotOccupancy = &v
 		}
@@ -188,6 +195,8 @@ func (r *Fleet) rank() {
 		t.SavingGiBHours += a.SavingGiBHours
 		t.DriverCoreHours += a.DriverCoreHours
 		t.DriverGiBHours += a.DriverGiBHours
+		t.GPUHours += a.GPUHours
+		t.SavingGPUHours += a.SavingGPUHours
 		if a.LostTaskHours != nil {
 			t.LostTaskHours += *a.LostTaskHours
 		}
@@ -231,7 +240,8 @@ var fleetFields = []string{annotate.TagApplicationID, annotate.FieldAppID, annot
 	annotate.UsageCPUUtilisation, annotate.UsageBusySlotSeconds, annotate.UsageMemoryUtilisation, annotate.UsageMeanMemoryUtilisation,
 	annotate.UsageGCShare, annotate.UsageFailedTasks, annotate.UsageSavingCoreSeconds, annotate.UsageSavingByteSeconds,
 	annotate.UsageRecommended, annotate.UsageDriverCoreSeconds, annotate.UsageDriverMemoryByteSeconds, annotate.UsageDriverHeld,
-	annotate.UsageOutcome, annotate.UsageSlotOccupancy, annotate.UsageDriverOnlyMs, annotate.UsageLostTaskSeconds}
+	annotate.UsageOutcome, annotate.UsageSlotOccupancy, annotate.UsageDriverOnlyMs, annotate.UsageLostTaskSeconds,
+	annotate.UsageExecutorGPUSeconds, annotate.UsageDriverGPUSeconds, annotate.UsageSavingGPUSeconds}
 
 // ReadFleet reads and ranks what WriteFleet prints.
 func ReadFleet(ctx context.Context, fq FleetQuery) (Fleet, error) {
@@ -476,10 +486,17 @@ func printAccounted(w io.Writer, r Fleet, wide bool) {
 	fmt.Fprintf(w, "\nheld: %s core-hours, %s GiB-hours (drivers %s and %s of them)\nidle executor slots: %s core-hours (%s), unused: %s GiB-hours (%s)\n",
 		hoursOf(cores), hoursOf(gib), hoursOf(t.DriverCoreHours), hoursOf(t.DriverGiBHours), hoursOf(t.IdleCoreHours), share(t.IdleCoreHours, cores),
 		hoursOf(t.UnusedGiBHours), share(t.UnusedGiBHours, gib))
+	if t.GPUHours > 0 {
+		fmt.Fprintf(w, "GPUs: %s GPU-hours held\n", hoursOf(t.GPUHours))
+	}
 	if t.LostTaskHours > 0 {
 		fmt.Fprintf(w, "lost to failed and killed tasks: %s task-hours\n", hours(t.LostTaskHours*3600))
 	}
-	fmt.Fprintf(w, "with every recommendation applied: %s, %s\n", change(t.SavingCoreHours, cores, "core-hours"), change(t.SavingGiBHours, gib, "GiB-hours"))
+	fmt.Fprintf(w, "with every recommendation applied: %s, %s", change(t.SavingCoreHours, cores, "core-hours"), change(t.SavingGiBHours, gib, "GiB-hours"))
+	if t.GPUHours > 0 {
+		fmt.Fprintf(w, ", %s", change(t.SavingGPUHours, t.GPUHours, "GPU-hours"))
+	}
+	fmt.Fprintln(w)
 }
 
 // printStreamOnly lists the applications no source showed.

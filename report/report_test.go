@@ -110,6 +110,27 @@ func TestFleetRankAndText(t *testing.T) {
 			t.Errorf("no %q in:\n%s", want, out.String())
 		}
 	}
+	if strings.Contains(out.String(), "GPU") {
+		t.Errorf("GPUs where none were held:\n%s", out.String())
+	}
+
+	// GPUs held, by the executors and the driver, and what the advice
+	// saves of them: beside core- and GiB-hours.
+	s.Columns = append(s.Columns, "executor_gpu_seconds", "driver_gpu_seconds", "saving_gpu_seconds")
+	s.Values[0] = append(s.Values[0], n(7200), n(3600), n(1800))
+	s.Values[1] = append(s.Values[1], nil, nil, nil)
+	r = Fleet{SinceText: "7d", Database: "spark", Applications: appendFleetApps(nil, s)}
+	r.rank()
+	if r.Totals.GPUHours != 3 || r.Totals.SavingGPUHours != 0.5 {
+		t.Errorf("GPU totals %+v", r.Totals)
+	}
+	out.Reset()
+	printFleet(&out, r, false)
+	for _, want := range []string{"GPUs: 3.0 GPU-hours held", "0.5 GPU-hours (17 %) less"} {
+		if !strings.Contains(out.String(), want) {
+			t.Errorf("no %q in:\n%s", want, out.String())
+		}
+	}
 }
 
 // Without --wide, the table and the totals fit FleetWidth columns with
@@ -162,6 +183,8 @@ func TestHoursAndSaving(t *testing.T) {
 	got := []string{hours(36000), hours(720), hours(0),
 		saving(sizing.Setting{SavingCoreSeconds: 7200, SavingByteSeconds: -gibHour / 2})}
 	want := []string{"10.0", "0.2", "0.0", "; saves 2.0 core-hours; costs 0.5 GiB-hours"}
+	got = append(got, saving(sizing.Setting{SavingCoreSeconds: 7200, SavingGPUSeconds: 3600}))
+	want = append(want, "; saves 2.0 core-hours, 1.0 GPU-hours")
 	if !slices.Equal(got, want) {
 		t.Errorf("got %q, want %q", got, want)
 	}

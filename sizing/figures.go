@@ -82,13 +82,26 @@ func RunTimeCPUs(sparkVersion string, taskCPUs int) int {
 // time, when it is known.
 func (u *Usage) occupancy() {
 	u.SlotOccupancy, u.BusySlotSeconds = nil, 0
-	if u.CPUFrom == "" || u.ExecutorCoreSeconds <= 0 {
+	if u.CPUFrom == "" || u.SlotCoreSeconds <= 0 {
 		return
 	}
-	// Run time that counts each task's cpus already is slot time.
-	u.BusySlotSeconds = u.TaskRunSeconds * float64(max(u.TaskCPUs, 1)) / float64(max(u.RunTimeCPUs, 1))
-	v := u.BusySlotSeconds / u.ExecutorCoreSeconds
+	v := u.BusyCoreSeconds(u.TaskRunSeconds) / u.SlotCoreSeconds
 	u.SlotOccupancy = &v
+	// In the cores held: a pod that requested fewer cores than it runs
+	// tasks on holds that many while its tasks run.
+	u.BusySlotSeconds = v * u.ExecutorCoreSeconds
+}
+
+// BusyCoreSeconds is the executor cores that task run time runSeconds
+// (as Spark reports it) held: each task its slot's cores (SlotCores);
+// run time that counts each task's cpus already (RunTimeCPUs) is slot
+// time.
+func (u *Usage) BusyCoreSeconds(runSeconds float64) float64 {
+	slot := u.SlotCores
+	if slot <= 0 {
+		slot = float64(max(u.TaskCPUs, 1))
+	}
+	return runSeconds / float64(max(u.RunTimeCPUs, 1)) * slot
 }
 
 // Span is the run of a stage attempt, in epoch ms: [Start, End].

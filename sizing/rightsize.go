@@ -7,6 +7,8 @@ import (
 	"strconv"
 	"strings"
 	"time"
+
+	"github.com/sparkpulse/sparkpulse/human"
 )
 
 // Right-sizing both ways. Advise only ever asks for more memory; these
@@ -103,25 +105,45 @@ func RightSize(a *Advice, s Settings, r Resources, u Usage, execs []Executor, fa
 			memoryRemoved = true
 		}
 	}
-	// The memory rules' recommendations cost what they add, for as long
-	// as the executors lived.
+	// The memory rules' recommendations are one plan: together they
+	// cost the planned container's growth for as long as the executors
+	// lived, each what it adds, the heap's with the default overhead
+	// that grows with it.
+	container := s.Container()
+	heap, overhead, _, planned := s.Planned(a.Recommendations)
 	for i := range a.Recommendations {
 		rec := &a.Recommendations[i]
-		if rec.SavingByteSeconds == 0 && rec.Value > rec.Current && strings.HasPrefix(rec.Property, "spark.executor.") {
+		switch rec.Property {
+		case "spark.executor.pyspark.memory":
 			rec.SavingByteSeconds = -float64(rec.Value-rec.Current) * execSeconds
+		case "spark.executor.memoryOverhead":
+			base := s.Overhead
+			if !s.OverheadSet {
+				base = s.DefaultOverhead(heap)
+			}
+			rec.SavingByteSeconds = -float64(overhead-base) * execSeconds
+		}
+	}
+	for i := range a.Recommendations {
+		if rec := &a.Recommendations[i]; rec.Property == "spark.executor.memory" {
+			rec.SavingByteSeconds = -float64(planned-container) * execSeconds
+			for _, o := range a.Recommendations {
+				if o.Property != rec.Property {
+					rec.SavingByteSeconds -= o.SavingByteSeconds
+				}
+			}
 		}
 	}
 	memoryFinding := slices.ContainsFunc(a.Findings, func(f Finding) bool {
 		return f.Rule == "container" || f.Rule == "python" || f.Rule == "heap" || f.Rule == "unified"
 	})
 	heapFinding := slices.ContainsFunc(a.Findings, func(f Finding) bool { return f.Rule == "heap" })
-	container := s.Container()
-	shrunk := container // the container after the shrink rule
+	_, heapRaised := findSetting(a.Recommendations, "spark.executor.memory")
 
 	// shrink
 	if allRSS && !memoryFinding && !memoryRemoved && lowGC && execSeconds >= 600 && taskSeconds >= 600 && u.SpilledBytes == 0 && maxHeap > 0 &&
 		float64(maxRSS) <= 0.6*float64(container) && float64(maxHeap) <= 0.7*float64(s.Heap) {
-		heap := max(roundUp(int64(float64(maxHeap)/0.7), 256*mib), 1<<30)
+		heap = max(roundUp(int64(float64(maxHeap)/0.7), 256*mib), 1<<30)
 		overhead := func(h int64) int64 {
 			if s.OverheadSet {
 				return s.Overhead
@@ -134,7 +156,7 @@ func RightSize(a *Advice, s Settings, r Resources, u Usage, execs []Executor, fa
 		}
 		newContainer := heap + overhead(heap) + s.PySpark + s.OffHeap
 		if heap < s.Heap && float64(newContainer) <= 0.85*float64(container) {
-			shrunk = newContainer
+			planned = newContainer
 			a.find("shrink", "", "executors peaked at %s resident (%.0f %% of the %s container) and %s of heap (%.0f %% of %s), with garbage collection under 5 %% of task time",
 				Bytes(maxRSS), 100*ratio(maxRSS, container), Bytes(container), Bytes(maxHeap), 100*ratio(maxHeap, s.Heap), Bytes(s.Heap))
 			a.Recommendations = append(a.Recommendations, Setting{Property: "spark.executor.memory", Current: s.Heap, Value: heap, Rule: "shrink",
@@ -152,18 +174,18 @@ func RightSize(a *Advice, s Settings, r Resources, u Usage, execs []Executor, fa
 	if u.SlotOccupancy != nil && (!r.DynamicAllocation || pinned) && u.ExecutorCoreSeconds >= 3600 && cores > 0 && u.DurationMs > 0 &&
 		*u.SlotOccupancy < 0.30 {
 		seconds := float64(u.DurationMs) / 1000
-		held := u.ExecutorCoreSeconds / float64(cores) / seconds // executors, on average
+		held := u.SlotCoreSeconds / float64(cores) / seconds // executors, on average
 		// Tasks run only while a stage does: the time with none (the
 		// driver's alone) is idle whatever the executors' number, and
 		// fewer executors would not shorten it. The slots are sized for
 		// the stages' time, with the tasks that failed or were killed,
 		// which held their slots too (the stage list counts them already).
-		stageSeconds, busy := seconds, u.BusySlotSeconds
+		stageSeconds, busy := seconds, *u.SlotOccupancy*u.SlotCoreSeconds // executor cores
 		if u.DriverOnlyMs != nil {
 			stageSeconds = max(seconds-float64(*u.DriverOnlyMs)/1000, 1)
 		}
 		if u.LostTaskSeconds != nil && u.CPUFrom != "stages" {
-			busy += *u.LostTaskSeconds * float64(max(u.TaskCPUs, 1)) / float64(max(u.RunTimeCPUs, 1))
+			busy += u.BusyCoreSeconds(*u.LostTaskSeconds)
 		}
 		need := max(1, int(math.Ceil(busy/(0.6*stageSeconds*float64(cores)))))
 		if driverOnly := 1 - stageSeconds/seconds; float64(need) >= held && driverOnly >= 0.25 {
@@ -186,10 +208,11 @@ func RightSize(a *Advice, s Settings, r Resources, u Usage, execs []Executor, fa
 				100**u.SlotOccupancy, held, cores, 100*u.CPUUtilisation, u.CPUFrom)
 			rec := Setting{Property: "spark.executor.instances", CurrentText: current, ValueText: strconv.Itoa(need), Rule: "idle",
 				Reason: fmt.Sprintf("%d executors would keep their task slots 60 %% busy while stages run, with the same task run time", need),
-				// Against the shrunk container, so that the two rules'
+				// Against the planned container, so that the rules'
 				// savings add up.
-				SavingCoreSeconds: u.ExecutorCoreSeconds * (1 - keep), SavingByteSeconds: float64(shrunk) * execSeconds * (1 - keep),
-				Risk: "stages with more tasks than the fewer slots run in more waves: the run is longer where the busy time was concentrated in a few wide stages"}
+				SavingCoreSeconds: u.ExecutorCoreSeconds * (1 - keep), SavingByteSeconds: float64(planned) * execSeconds * (1 - keep),
+				SavingGPUSeconds: u.ExecutorGPUSeconds * (1 - keep),
+				Risk:             "stages with more tasks than the fewer slots run in more waves: the run is longer where the busy time was concentrated in a few wide stages"}
 			switch {
 			case pinned:
 				rec.Property, rec.CurrentText = "spark.dynamicAllocation.maxExecutors", strconv.Itoa(r.MaxExecutors)
@@ -222,11 +245,12 @@ func RightSize(a *Advice, s Settings, r Resources, u Usage, execs []Executor, fa
 	const shortTimeout = 30 * time.Second
 	if !idle && r.DynamicAllocation && r.IdleTimeout > shortTimeout && u.ExecutorCoreSeconds > 0 {
 		var released int
-		var cores float64
+		var cores, gpus float64 // held by the released executors
 		for _, x := range execs {
 			if x.Released && x.ID != "driver" {
 				released++
-				cores += float64(x.Cores)
+				cores += r.HeldCores(x)
+				gpus += float64(r.gpus(x))
 			}
 		}
 		idleCoreSeconds := cores * r.IdleTimeout.Seconds()
@@ -237,35 +261,52 @@ func RightSize(a *Advice, s Settings, r Resources, u Usage, execs []Executor, fa
 			a.Recommendations = append(a.Recommendations, Setting{Property: "spark.dynamicAllocation.executorIdleTimeout",
 				CurrentText: durationText(r.IdleTimeout), ValueText: durationText(shortTimeout), Rule: "idle-timeout",
 				Reason:            fmt.Sprintf("%d released executors would each hold their cores and container %.0f s less", released, less),
-				SavingCoreSeconds: cores * less, SavingByteSeconds: float64(shrunk) * float64(released) * less,
+				SavingCoreSeconds: cores * less, SavingByteSeconds: float64(planned) * float64(released) * less, SavingGPUSeconds: gpus * less,
 				Risk: "executors released sooner are requested again when the next stage starts: a container start each, and their cached blocks lost unless spark.dynamicAllocation.cachedExecutorIdleTimeout keeps them"})
 		}
 	}
 
 	// cores
+	// Fewer cores per executor give each task more heap, as more heap
+	// does; the plan takes one of the two. More heap costs a quarter of
+	// a heap per executor, the cores a container per executor: the heap
+	// unless the JVM would then lose its compressed pointers (Advise
+	// holds the heap back then). Executors holding GPUs would take as
+	// many times their GPUs: not advised.
 	if heapFinding && cores >= 4 {
 		half := cores / 2
 		factor := float64(cores) / float64(half) // 2, or 2.5 from 5 cores
-		rec := Setting{Property: "spark.executor.cores", CurrentText: strconv.Itoa(cores), ValueText: strconv.Itoa(half), Rule: "cores",
-			Reason: fmt.Sprintf("%s the heap per task, as GC pressure grows with the tasks sharing a heap; %s as many executors keep as many task slots",
-				timesText(factor), timesText(factor)),
-			// The extra executors hold a container each for as long as
-			// these lived; the cores stay as many.
-			SavingByteSeconds: -(factor - 1) * float64(container) * execSeconds,
-			Risk:              "each extra executor also holds its overhead and its share of the driver's bookkeeping; a container start each"}
-		a.Recommendations = append(a.Recommendations, rec)
+		extra := (factor - 1) * float64(planned) * execSeconds
 		switch {
-		case r.Instances > 0 && !r.DynamicAllocation && !r.Standalone: // standalone: spark.cores.max keeps the slots
-			a.Recommendations = append(a.Recommendations, Setting{Property: "spark.executor.instances", CurrentText: strconv.Itoa(r.Instances),
-				ValueText: strconv.Itoa(int(math.Ceil(float64(r.Instances) * factor))), Rule: "cores",
-				Reason: fmt.Sprintf("the same %d task slots with %d cores per executor (its cost is counted with spark.executor.cores)", r.Instances*cores, half)})
-		case r.DynamicAllocation && r.MaxExecutors > 0:
-			// Dynamic allocation asks for executors by pending tasks ÷
-			// cores per executor: its cap must grow as much, or the
-			// widest stage runs on half the slots.
-			a.Recommendations = append(a.Recommendations, Setting{Property: "spark.dynamicAllocation.maxExecutors", CurrentText: strconv.Itoa(r.MaxExecutors),
-				ValueText: strconv.Itoa(int(math.Ceil(float64(r.MaxExecutors) * factor))), Rule: "cores",
-				Reason: fmt.Sprintf("as many task slots at the cap with %d cores per executor (its cost is counted with spark.executor.cores)", half)})
+		case u.ExecutorGPUSeconds > 0:
+			a.Notes = append(a.Notes, fmt.Sprintf("the executors hold GPUs: %d cores instead of %d would take %s the executors, and their GPUs, for as many task slots: not advised",
+				half, cores, timesText(factor)))
+		case heapRaised:
+			a.Notes = append(a.Notes, fmt.Sprintf("alternatively spark.executor.cores=%d with %s the executors gives each task %s the heap, "+
+				"at %s GiB-hours more held than this run, where a quarter more heap costs %s",
+				half, timesText(factor), timesText(factor), human.Hours(extra/gibHour), human.Hours((float64(planned)-float64(container))*execSeconds/gibHour)))
+		default:
+			rec := Setting{Property: "spark.executor.cores", CurrentText: strconv.Itoa(cores), ValueText: strconv.Itoa(half), Rule: "cores",
+				Reason: fmt.Sprintf("%s the heap per task, as GC pressure grows with the tasks sharing a heap, which cannot grow past %s; %s as many executors keep as many task slots",
+					timesText(factor), Bytes(compressedOops), timesText(factor)),
+				// The extra executors hold a container each for as long
+				// as these lived; the cores stay as many.
+				SavingByteSeconds: -extra,
+				Risk:              "each extra executor also holds its overhead and its share of the driver's bookkeeping; a container start each"}
+			a.Recommendations = append(a.Recommendations, rec)
+			switch {
+			case r.Instances > 0 && !r.DynamicAllocation && !r.Standalone: // standalone: spark.cores.max keeps the slots
+				a.Recommendations = append(a.Recommendations, Setting{Property: "spark.executor.instances", CurrentText: strconv.Itoa(r.Instances),
+					ValueText: strconv.Itoa(int(math.Ceil(float64(r.Instances) * factor))), Rule: "cores",
+					Reason: fmt.Sprintf("the same %d task slots with %d cores per executor (its cost is counted with spark.executor.cores)", r.Instances*cores, half)})
+			case r.DynamicAllocation && r.MaxExecutors > 0:
+				// Dynamic allocation asks for executors by pending tasks ÷
+				// cores per executor: its cap must grow as much, or the
+				// widest stage runs on half the slots.
+				a.Recommendations = append(a.Recommendations, Setting{Property: "spark.dynamicAllocation.maxExecutors", CurrentText: strconv.Itoa(r.MaxExecutors),
+					ValueText: strconv.Itoa(int(math.Ceil(float64(r.MaxExecutors) * factor))), Rule: "cores",
+					Reason: fmt.Sprintf("as many task slots at the cap with %d cores per executor (its cost is counted with spark.executor.cores)", half)})
+			}
 		}
 	}
 
@@ -303,12 +344,25 @@ func RightSize(a *Advice, s Settings, r Resources, u Usage, execs []Executor, fa
 // Savings sums what the recommendations would save: the rules' savings
 // are worked out so that they add up (idle's against the container shrink
 // leaves).
-func (a Advice) Savings() (coreSeconds, byteSeconds float64) {
+func (a Advice) Savings() (coreSeconds, byteSeconds, gpuSeconds float64) {
 	for _, r := range a.Recommendations {
 		coreSeconds += r.SavingCoreSeconds
 		byteSeconds += r.SavingByteSeconds
+		gpuSeconds += r.SavingGPUSeconds
 	}
-	return coreSeconds, byteSeconds
+	return coreSeconds, byteSeconds, gpuSeconds
+}
+
+// gibHour is a GiB held for an hour, in byte-seconds.
+const gibHour = float64(1<<30) * 3600
+
+// findSetting is the recommendation for property, if any.
+func findSetting(recs []Setting, property string) (Setting, bool) {
+	i := slices.IndexFunc(recs, func(r Setting) bool { return r.Property == property })
+	if i < 0 {
+		return Setting{}, false
+	}
+	return recs[i], true
 }
 
 // durationText is d as Spark takes a time setting: whole seconds ("30s").

@@ -3,6 +3,7 @@ package sizing
 import (
 	"fmt"
 	"math"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -496,11 +497,12 @@ func TestRightSize(t *testing.T) {
 	})
 
 	t.Run("cores", func(t *testing.T) {
-		// GC 12 % with the heap at 95 %: the heap rule fires; with 8
-		// cores, half of them. Keeping the 32 task slots takes 8
-		// executors instead of 4: four more 8 GiB + 819.2 MiB containers
-		// (9 448 928 051 bytes) for 3600 s each, -1.36e14 byte-seconds,
-		// where one overhead per executor would be -1.24e13.
+		// GC 12 % with the heap at 95 %: the heap rule fires. With 8
+		// cores, fewer per executor would also give each task more heap;
+		// the plan takes the cheaper: a quarter more heap, 10 GiB, with
+		// Spark's default overhead for it (1 GiB), 2 GiB + 204.8 MiB
+		// (2 362 232 013 B) more per container for 4 × 3600 s. Half the
+		// cores instead would take 4 more containers of 11 GiB: a note.
 		execs := four(8<<30*95/100, 7<<30, 1_000_000, 120_000)
 		for i := range execs {
 			execs[i].Cores = 8
@@ -508,40 +510,74 @@ func TestRightSize(t *testing.T) {
 		r := r
 		r.Instances = 4
 		a := run(s, r, execs, Account(s, r, execs, hour), nil)
-		rec, ok := find(a.Recommendations, "spark.executor.cores")
-		if !ok || rec.ValueString() != "4" || rec.CurrentString() != "8" || rec.SavingByteSeconds != -9448928051*14400.0 {
+		heap, ok := find(a.Recommendations, "spark.executor.memory")
+		if !ok || heap.ValueString() != "10g" || heap.SavingByteSeconds != -2362232013*14400.0 || len(a.Recommendations) != 1 {
 			t.Fatalf("%+v", a.Recommendations)
+		}
+		if !slices.ContainsFunc(a.Notes, func(n string) bool {
+			return strings.Contains(n, "alternatively spark.executor.cores=4 with twice the executors gives each task twice the heap, at 44.0 GiB-hours more held than this run, where a quarter more heap costs 8.8")
+		}) {
+			t.Errorf("no alternative: %q", a.Notes)
+		}
+
+		// A 28 GiB heap: a quarter more (35 GiB) would pass 31 GiB,
+		// past which the JVM's object pointers are no longer compressed.
+		// Half the cores instead: 4 more containers of 28 GiB + 2.8 GiB
+		// (33 071 248 179 B) for 3600 s each.
+		big := Settings{Heap: 28 << 30, Overhead: 3006477107, MemoryFraction: 0.6, StorageFraction: 0.5}
+		bigExecs := four(28<<30*95/100, 20<<30, 1_000_000, 120_000)
+		for i := range bigExecs {
+			bigExecs[i].Cores = 8
+		}
+		a = run(big, r, bigExecs, Account(big, r, bigExecs, hour), nil)
+		rec, ok := find(a.Recommendations, "spark.executor.cores")
+		if _, raised := find(a.Recommendations, "spark.executor.memory"); !ok || raised || rec.ValueString() != "4" || rec.CurrentString() != "8" ||
+			rec.SavingByteSeconds != -33071248179*14400.0 {
+			t.Fatalf("28 GiB: %+v", a.Recommendations)
 		}
 		if n, ok := find(a.Recommendations, "spark.executor.instances"); !ok || n.ValueString() != "8" || n.SavingByteSeconds != 0 {
 			t.Errorf("instances: %+v", n)
+		}
+		if !slices.ContainsFunc(a.Notes, func(n string) bool { return strings.Contains(n, "a quarter more heap (35.0 GiB) would pass 31.0 GiB") }) {
+			t.Errorf("no compressed-pointers note: %q", a.Notes)
 		}
 		// On standalone spark.cores.max keeps the slots: halving the
 		// cores makes twice the executors, and no executor count is
 		// asked for (its Master reads none).
 		sa := r
 		sa.Standalone = true
-		a = run(s, sa, execs, Account(s, sa, execs, hour), nil)
+		a = run(big, sa, bigExecs, Account(big, sa, bigExecs, hour), nil)
 		if _, ok := find(a.Recommendations, "spark.executor.instances"); ok {
 			t.Errorf("standalone: %+v", a.Recommendations)
 		}
 		if _, ok := find(a.Recommendations, "spark.executor.cores"); !ok {
 			t.Errorf("standalone: no spark.executor.cores: %+v", a.Recommendations)
 		}
+		// Executors holding GPUs would take as many more GPUs: quiet,
+		// with a note.
+		gr := r
+		gr.ExecutorGPUs = 2
+		a = run(big, gr, bigExecs, Account(big, gr, bigExecs, hour), nil)
+		if _, ok := find(a.Recommendations, "spark.executor.cores"); ok || !slices.ContainsFunc(a.Notes, func(n string) bool {
+			return strings.Contains(n, "the executors hold GPUs: 4 cores instead of 8 would take twice the executors, and their GPUs")
+		}) {
+			t.Errorf("GPUs: %+v %q", a.Recommendations, a.Notes)
+		}
 		// 5 cores become 2: 2.5 times the executors, 1.5 containers more
 		// per executor.
-		for i := range execs {
-			execs[i].Cores = 5
+		for i := range bigExecs {
+			bigExecs[i].Cores = 5
 		}
-		a = run(s, r, execs, Account(s, r, execs, hour), nil)
+		a = run(big, r, bigExecs, Account(big, r, bigExecs, hour), nil)
 		rec, ok = find(a.Recommendations, "spark.executor.cores")
 		if n, _ := find(a.Recommendations, "spark.executor.instances"); !ok || rec.ValueString() != "2" ||
-			rec.SavingByteSeconds != -1.5*9448928051*14400 || n.ValueString() != "10" {
+			rec.SavingByteSeconds != -1.5*33071248179*14400 || n.ValueString() != "10" {
 			t.Errorf("5 cores: %+v", a.Recommendations)
 		}
 		// With dynamic allocation the instances are not set; its cap,
 		// when there is one, grows as much: 2.5 × 8.
 		r.DynamicAllocation = true
-		a = run(s, r, execs, Account(s, r, execs, hour), nil)
+		a = run(big, r, bigExecs, Account(big, r, bigExecs, hour), nil)
 		if _, ok := find(a.Recommendations, "spark.executor.instances"); ok {
 			t.Errorf("dynamic allocation: %+v", a.Recommendations)
 		}
@@ -549,24 +585,16 @@ func TestRightSize(t *testing.T) {
 			t.Errorf("dynamic allocation, no cap: %+v", a.Recommendations)
 		}
 		r.MaxExecutors = 8
-		a = run(s, r, execs, Account(s, r, execs, hour), nil)
+		a = run(big, r, bigExecs, Account(big, r, bigExecs, hour), nil)
 		if m, ok := find(a.Recommendations, "spark.dynamicAllocation.maxExecutors"); !ok || m.ValueString() != "20" || m.CurrentString() != "8" {
 			t.Errorf("dynamic allocation, capped at 8: %+v", a.Recommendations)
 		}
 		// Under 4 cores the rule is quiet.
-		for i := range execs {
-			execs[i].Cores = 3
+		for i := range bigExecs {
+			bigExecs[i].Cores = 3
 		}
-		if _, ok := find(run(s, r, execs, Account(s, r, execs, hour), nil).Recommendations, "spark.executor.cores"); ok {
+		if _, ok := find(run(big, r, bigExecs, Account(big, r, bigExecs, hour), nil).Recommendations, "spark.executor.cores"); ok {
 			t.Error("3 cores: the rule fired")
-		}
-		for i := range execs {
-			execs[i].Cores = 8
-		}
-		a = run(s, r, execs, Account(s, r, execs, hour), nil)
-		// The heap rule's quarter more heap costs its 2 GiB for as long.
-		if heap, ok := find(a.Recommendations, "spark.executor.memory"); !ok || heap.SavingByteSeconds != -float64(2<<30)*14400 {
-			t.Errorf("heap: %+v", heap)
 		}
 	})
 
@@ -611,7 +639,7 @@ func TestRightSize(t *testing.T) {
 			execs = append(execs, x)
 		}
 		a := run(s, r, execs, Account(s, r, execs, 2*hour), nil)
-		cores, bytes := a.Savings()
+		cores, bytes, _ := a.Savings()
 		want := float64(container)*72000 - 0.2*4160749568*72000
 		if cores != 230400 || math.Abs(bytes-want) > 1 {
 			t.Errorf("savings %v core-s, %v byte-s; want 230400, %v (%+v)", cores, bytes, want, a.Recommendations)

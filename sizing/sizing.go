@@ -280,8 +280,13 @@ type Executor struct {
 	TaskTimeMs   int64            // totalDuration
 	GCTimeMs     int64            // totalGCTime
 	RemoveReason string
-	Cores        int   // totalCores
-	AliveMs      int64 // from its addition to its removal, or the application's end
+	Cores        int // totalCores
+	// Slots is Spark's maxTasks: the tasks it runs at once, by the
+	// limiting resource of its profile; 0 when not reported. GPUs are
+	// the GPU addresses Spark gave it (its resources); ResourceProfile
+	// its resource profile's id (0: the default, of the properties).
+	Slots, GPUs, ResourceProfile int
+	AliveMs                      int64 // from its addition to its removal, or the application's end
 	// Released: the driver let it go while the application ran (dynamic
 	// allocation, after spark.dynamicAllocation.executorIdleTimeout idle).
 	Released bool
@@ -331,6 +336,7 @@ type Setting struct {
 	// with it (negative: more), in the units of Usage; and what could go
 	// wrong.
 	SavingCoreSeconds, SavingByteSeconds float64
+	SavingGPUSeconds                     float64 // GPUs × seconds
 	Risk                                 string
 }
 
@@ -371,7 +377,7 @@ type Advice struct {
 func Advise(s Settings, execs []Executor) Advice {
 	a := Advice{Settings: s}
 	container, unified := s.Container(), s.Unified()
-	var maxRSS, maxPython, maxPythonV int64
+	var maxRSS, maxPython, maxPythonV, maxNative int64
 	anyRSS, killed, heapPressure := false, false, false
 	var limit int64 // the largest limit a YARN kill message stated
 	var vmemKilled []string
@@ -416,6 +422,9 @@ func Advise(s Settings, execs []Executor) Advice {
 		if h.ProcessTreeMetric {
 			maxRSS = max(maxRSS, h.RSS)
 		}
+		// The JVM's memory outside the heap that it reports: metaspace
+		// and code cache (non-heap), direct and mapped buffers.
+		maxNative = max(maxNative, p("JVMOffHeapMemory")+p("DirectPoolMemory")+p("MappedPoolMemory"))
 		if h.Python > 0 {
 			maxPython = max(maxPython, h.Python)
 			maxPythonV = max(maxPythonV, x.Peaks["ProcessTreePythonVMemory"])
@@ -489,24 +498,47 @@ func Advise(s Settings, execs []Executor) Advice {
 			}
 		}
 	}
+	// The plan: the heap the heap rule gives, so that the container is
+	// checked with it (a JVM's resident memory grows with its heap).
+	heap := s.Heap
+	if heapPressure {
+		if h := roundUp(s.Heap+s.Heap/4, 256*mib); h <= compressedOops {
+			heap = h
+		} else {
+			a.Notes = append(a.Notes, fmt.Sprintf("a quarter more heap (%s) would pass %s, past which the JVM no longer compresses its object pointers and needs more heap for the same objects: fewer tasks per heap instead",
+				Bytes(h), Bytes(compressedOops)))
+		}
+	}
+	grow := heap - s.Heap
 	// Without spark.executor.pyspark.memory the Python workers live in
-	// the overhead: the container holds at least the heap and them, even
-	// where the JVM's resident memory is not reported.
-	pythonNeed := int64(0)
+	// the overhead beside the JVM's own native memory: the container
+	// holds the whole heap, that and them, even where the JVM's resident
+	// memory is not reported. The JVM's native memory is what it
+	// reported outside the heap, else what Spark's default overhead
+	// leaves for it; thread stacks and the collector's own structures
+	// are not in the former, which the tenth to spare is also for.
+	pythonNeed, native := int64(0), maxNative
 	if s.PySpark == 0 && maxPython > 0 {
-		pythonNeed = s.Heap + s.OffHeap + maxPython + maxPython/9
+		if native == 0 {
+			native = s.DefaultOverhead(heap)
+		}
+		pythonNeed = heap + s.OffHeap + native + maxPython + (native+maxPython)/9
 	}
 	if maxRSS > 0 || killed || pythonNeed > 0 {
-		need := maxRSS + maxRSS/9 // the peak is then 90 % of the container
+		need := maxRSS + maxRSS/9 + grow // the peak is then 90 % of the container, with the heap's growth
 		why := fmt.Sprintf("the largest resident memory, %s, is then at most 90 %% of the container", Bytes(maxRSS))
+		if grow > 0 {
+			why = fmt.Sprintf("the largest resident memory, %s, with the %s more heap, is then at most 90 %% of the container", Bytes(maxRSS), Bytes(grow))
+		}
 		if pythonNeed > need {
 			need = pythonNeed
-			why = fmt.Sprintf("the heap and the Python workers' peak %s are then at most 90 %% of the container", Bytes(maxPython))
+			why = fmt.Sprintf("the whole %s heap, the JVM's %s of native memory and the Python workers' peak %s then fit the container, with a tenth of the last two to spare",
+				Bytes(heap), Bytes(native), Bytes(maxPython))
 		}
 		// YARN's message states the limit it enforced, which its
 		// rounding to the minimum allocation may put above Spark's sum.
 		had := max(container, limit)
-		if k := max(maxRSS+maxRSS/4, had+had/4); killed && k > need {
+		if k := max(maxRSS+maxRSS/4, had+had/4) + grow; killed && k > need {
 			// The peak that got it killed was not sampled: keep a
 			// quarter more than the largest seen.
 			need = k
@@ -516,20 +548,53 @@ func Advise(s Settings, execs []Executor) Advice {
 					Bytes(limit), Bytes(container))
 			}
 		}
-		// With spark.executor.pyspark.memory raised above, the
-		// container holds it too.
-		overhead := roundUp(need-s.Heap-pyspark-s.OffHeap, 64*mib)
-		if overhead > s.Overhead {
+		// With the heap and spark.executor.pyspark.memory of the plan,
+		// the container holds them too; an overhead Spark's default
+		// for the new heap already gives is not asked for.
+		overhead := roundUp(need-heap-pyspark-s.OffHeap, 64*mib)
+		base := s.Overhead
+		if !s.OverheadSet {
+			base = s.DefaultOverhead(heap)
+		}
+		if overhead > base {
 			a.Recommendations = append(a.Recommendations, Setting{Property: "spark.executor.memoryOverhead", Current: s.Overhead, Value: overhead, Reason: why,
 				Rule: "container", Risk: "executors killed over their memory limit, and their tasks run again"})
 		}
 	}
-	if heapPressure {
-		a.Recommendations = append(a.Recommendations, Setting{Property: "spark.executor.memory", Current: s.Heap, Value: roundUp(s.Heap+s.Heap/4, 256*mib),
-			Reason: "a quarter more heap, the usual first step against GC pressure (or fewer cores per executor)", Rule: "heap",
+	if grow > 0 {
+		a.Recommendations = append(a.Recommendations, Setting{Property: "spark.executor.memory", Current: s.Heap, Value: heap,
+			Reason: "a quarter more heap, the usual first step against GC pressure", Rule: "heap",
 			Risk: "time lost to garbage collection, and executors out of heap"})
 	}
 	return a
+}
+
+// compressedOops is the largest heap the plan gives: past about 32 GiB
+// the JVM stops compressing its object pointers (-XX:+UseCompressedOops
+// needs the heap within 32 GiB at its default 8-byte alignment), and the
+// same objects then take more of it.
+const compressedOops = 31 << 30
+
+// Planned is the container with every memory setting of recs applied:
+// the overhead Spark gives the new heap where none is set or
+// recommended.
+func (s Settings) Planned(recs []Setting) (heap, overhead, pyspark, container int64) {
+	heap, pyspark = s.Heap, s.PySpark
+	o, oSet := s.Overhead, s.OverheadSet
+	for _, r := range recs {
+		switch r.Property {
+		case "spark.executor.memory":
+			heap = r.Value
+		case "spark.executor.memoryOverhead":
+			o, oSet = r.Value, true
+		case "spark.executor.pyspark.memory":
+			pyspark = r.Value
+		}
+	}
+	if !oSet {
+		o = s.DefaultOverhead(heap)
+	}
+	return heap, o, pyspark, heap + o + pyspark + s.OffHeap
 }
 
 // oneLine writes a cluster manager's reason, which may run over lines

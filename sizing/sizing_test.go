@@ -136,6 +136,12 @@ func peaks(kv ...int64) map[string]int64 {
 	return m
 }
 
+// withNative adds the JVM's memory outside the heap to peaks.
+func withNative(m map[string]int64, nonHeap, direct int64) map[string]int64 {
+	m["JVMOffHeapMemory"], m["DirectPoolMemory"] = nonHeap, direct
+	return m
+}
+
 func summary(a Advice) []string {
 	var out []string
 	for _, f := range a.Findings {
@@ -191,6 +197,77 @@ func TestAdvise(t *testing.T) {
 			"finding container 1: resident memory peaked at 4.5 GiB, 102 % of the 4.4 GiB container",
 			"finding python : Python workers peaked at 300 MiB, 73 % of the memory overhead, which Python workers share with the JVM's off-heap memory without spark.executor.pyspark.memory (409 MiB)",
 			"set spark.executor.memoryOverhead = 1g (now 409.6 MiB)",
+		},
+	}, {
+		// The probe: 4g heap, Spark's default overhead (409.6
+		// MiB), Python workers at 900 MiB (220 % of the overhead), the
+		// JVM's resident memory sampled before its heap filled (3 GiB;
+		// 3996 MiB in all, 89 % of the container). The whole heap, the
+		// JVM's reported native memory (150 MiB non-heap + 50 MiB
+		// direct) and Python, with a tenth of the last two: 4096 + 200
+		// + 900 + 122.2 = 5318.2 MiB; overhead 1222.2, up to 1280 MiB.
+		// Heap + Python alone (1g, as before) left the JVM 124 MiB.
+		name: "Python workers beside the JVM's native memory",
+		s:    Settings{Heap: 4 * gib, Overhead: 429496729, MemoryFraction: 0.6, StorageFraction: 0.5},
+		execs: []Executor{
+			{ID: "1", Peaks: withNative(peaks(2*gib, 0, 0, 3*gib, 900*mib, 0), 150*mib, 50*mib)},
+		},
+		want: []string{
+			"finding python : Python workers peaked at 900 MiB, 220 % of the memory overhead, which Python workers share with the JVM's off-heap memory without spark.executor.pyspark.memory (409 MiB)",
+			"set spark.executor.memoryOverhead = 1280m (now 409.6 MiB)",
+		},
+	}, {
+		// The same without the JVM's native memory reported: what
+		// Spark's default overhead leaves the JVM stands for it. 4096 +
+		// 409.6 + 900 + 145.5 = 5551.1; overhead 1455.1, up to 1472 MiB.
+		name: "Python workers, the JVM's native memory unreported",
+		s:    Settings{Heap: 4 * gib, Overhead: 429496729, MemoryFraction: 0.6, StorageFraction: 0.5},
+		execs: []Executor{
+			{ID: "1", Peaks: peaks(2*gib, 0, 0, 3*gib, 900*mib, 0)},
+		},
+		want: []string{
+			"finding python : Python workers peaked at 900 MiB, 220 % of the memory overhead, which Python workers share with the JVM's off-heap memory without spark.executor.pyspark.memory (409 MiB)",
+			"set spark.executor.memoryOverhead = 1472m (now 409.6 MiB)",
+		},
+	}, {
+		// Python at 100 MiB and 200 MiB of native memory: 4096 + 300 +
+		// 33.3 = 4429.3, an overhead of 333.3 MiB, which Spark's default
+		// 409.6 already gives: nothing.
+		name: "small Python workers: nothing",
+		s:    Settings{Heap: 4 * gib, Overhead: 429496729, MemoryFraction: 0.6, StorageFraction: 0.5},
+		execs: []Executor{
+			{ID: "1", Peaks: withNative(peaks(2*gib, 0, 0, 3*gib, 100*mib, 0), 150*mib, 50*mib)},
+		},
+	}, {
+		// GC pressure on an 8g heap with Spark's default overhead (819.2
+		// MiB), 7.9 GiB resident (89.8 %). The plan's heap is 10g, whose
+		// default overhead is 1 GiB. Resident memory grows with the
+		// heap: 7.9 GiB × 10/9 + 2 GiB = 10.78 GiB, an overhead of 0.78
+		// GiB (832 MiB), which is under the new default: no explicit
+		// overhead (the old advice set 832m, below Spark's 1 GiB).
+		name: "more heap: the overhead is checked with it",
+		s:    Settings{Heap: 8 * gib, Overhead: 858993459, MemoryFraction: 0.6, StorageFraction: 0.5},
+		execs: []Executor{
+			{ID: "1", Peaks: peaks(8*gib*95/100, 0, 0, 8089*mib, 0, 0), TaskTimeMs: 100_000, GCTimeMs: 12_000},
+		},
+		want: []string{
+			"finding heap 1: heap used to 95 % of 8.0 GiB while GC took 12 % of task time",
+			"set spark.executor.memory = 10g (now 8g)",
+		},
+	}, {
+		// The same at 8.5 GiB resident (97 %): 9.44 + 2 = 11.44 GiB, an
+		// overhead of 1.44 GiB (1479.1 MiB, up to 1536), over the new
+		// default: set, with the heap it is sized for.
+		name: "more heap and a container near its limit",
+		s:    Settings{Heap: 8 * gib, Overhead: 858993459, MemoryFraction: 0.6, StorageFraction: 0.5},
+		execs: []Executor{
+			{ID: "1", Peaks: peaks(8*gib*95/100, 0, 0, 8704*mib, 0, 0), TaskTimeMs: 100_000, GCTimeMs: 12_000},
+		},
+		want: []string{
+			"finding container 1: resident memory peaked at 8.5 GiB, 97 % of the 8.8 GiB container",
+			"finding heap 1: heap used to 95 % of 8.0 GiB while GC took 12 % of task time",
+			"set spark.executor.memoryOverhead = 1536m (now 819.2 MiB)",
+			"set spark.executor.memory = 10g (now 8g)",
 		},
 	}, {
 		// pyspark memory 1g, Python resident at 950 MiB (93 %) while the

@@ -68,6 +68,58 @@ type Resources struct {
 	// files at fixed paths; in a YARN container, which has no cgroup
 	// namespace of its own, those are the node's.
 	YARN bool
+	// Kubernetes: spark.master is k8s://. A pod's CPU request, which the
+	// scheduler holds for it, is spark.kubernetes.executor.request.cores
+	// (executors of the default resource profile only: Spark's
+	// BasicExecutorFeatureStep) and spark.kubernetes.driver.request.cores
+	// when set, else the cores; 0 when not set.
+	Kubernetes                               bool
+	ExecutorRequestCores, DriverRequestCores float64
+	// GPUs: spark.executor.resource.gpu.amount and
+	// spark.driver.resource.gpu.amount, 0 when not set. An executor's own
+	// (its REST resources) wins over the property: resource profiles
+	// give other amounts.
+	ExecutorGPUs, DriverGPUs int
+}
+
+// HeldCores is what the cluster holds of an executor's cores: its pod's
+// CPU request on Kubernetes where one is set for its resource profile,
+// else its cores.
+func (r Resources) HeldCores(x Executor) float64 {
+	if r.ExecutorRequestCores > 0 && x.ResourceProfile == 0 {
+		return r.ExecutorRequestCores
+	}
+	return float64(r.cores(x))
+}
+
+// cores is an executor's cores: its own, else spark.executor.cores.
+func (r Resources) cores(x Executor) int {
+	if x.Cores > 0 {
+		return x.Cores
+	}
+	return r.ExecutorCores
+}
+
+// gpus is an executor's GPUs: its own, else the property's for the
+// default profile.
+func (r Resources) gpus(x Executor) int {
+	if x.GPUs > 0 || x.ResourceProfile != 0 {
+		return x.GPUs
+	}
+	return r.ExecutorGPUs
+}
+
+// slots is an executor's task slots: Spark's maxTasks, which counts the
+// limiting resource of its profile (a GPU per task on an executor of 4
+// cores and one GPU: one slot), else cores ÷ spark.task.cpus; at least
+// one, and never more than its cores allow.
+func (r Resources) slots(x Executor) int {
+	cores := r.cores(x)
+	byCores := max(cores/max(r.TaskCPUs, 1), 1)
+	if x.Slots > 0 {
+		return min(x.Slots, byCores)
+	}
+	return byCores
 }
 
 // DriverContainer is the memory the cluster manager grants the driver in
@@ -91,15 +143,18 @@ const (
 )
 
 // DriverHeld is what the cluster holds for the driver side, per second:
-// cores and bytes, with which of the cases above it is.
-func (r Resources) DriverHeld() (cores int, bytes int64, what string) {
+// cores (the pod's CPU request on Kubernetes), bytes and GPUs, with which
+// of the cases above it is.
+func (r Resources) DriverHeld() (cores float64, bytes int64, gpus int, what string) {
 	switch {
+	case r.ClusterMode && r.DriverRequestCores > 0:
+		return r.DriverRequestCores, r.DriverContainer(), r.DriverGPUs, DriverInCluster
 	case r.ClusterMode:
-		return r.DriverCores, r.DriverContainer(), DriverInCluster
+		return float64(r.DriverCores), r.DriverContainer(), r.DriverGPUs, DriverInCluster
 	case r.YARN:
-		return r.AMCores, r.AMMemory + r.AMOverhead, DriverYARNAM
+		return float64(r.AMCores), r.AMMemory + r.AMOverhead, 0, DriverYARNAM
 	}
-	return 0, 0, DriverOutside
+	return 0, 0, 0, DriverOutside
 }
 
 // ResourcesFromProperties reads Resources from Spark's properties, with
@@ -178,6 +233,24 @@ func ResourcesFromProperties(props map[string]string) (Resources, error) {
 	r.AMCores = count("spark.yarn.am.cores", 1, maxCores)
 	r.AMMemory = size("spark.yarn.am.memory", mib, 512*mib)
 	r.AMOverhead = size("spark.yarn.am.memoryOverhead", mib, max(384*mib, r.AMMemory/10))
+	r.Kubernetes = strings.HasPrefix(master, "k8s://")
+	if r.Kubernetes {
+		for _, p := range []struct {
+			key string
+			to  *float64
+		}{{"spark.kubernetes.executor.request.cores", &r.ExecutorRequestCores}, {"spark.kubernetes.driver.request.cores", &r.DriverRequestCores}} {
+			key, to := p.key, p.to
+			if v, ok := props[key]; ok {
+				c, perr := CPUQuantity(v)
+				if perr != nil || c > maxCores {
+					fail(key, v, "not a Kubernetes CPU quantity such as 1, 0.5 or 500m")
+				}
+				*to = c
+			}
+		}
+	}
+	r.ExecutorGPUs = count("spark.executor.resource.gpu.amount", 0, maxCores)
+	r.DriverGPUs = count("spark.driver.resource.gpu.amount", 0, maxCores)
 	if v, ok := props["spark.dynamicAllocation.executorIdleTimeout"]; ok {
 		d, perr := parseSparkDuration(v)
 		if perr != nil {
@@ -187,6 +260,21 @@ func ResourcesFromProperties(props map[string]string) (Resources, error) {
 		}
 	}
 	return r, err
+}
+
+// CPUQuantity reads a Kubernetes CPU quantity as Spark passes it to the
+// pod: a decimal number of cores (1, 0.5) or of millicores (500m).
+func CPUQuantity(v string) (float64, error) {
+	v = strings.TrimSpace(v)
+	scale := 1.0
+	if rest, ok := strings.CutSuffix(v, "m"); ok {
+		v, scale = rest, 1e-3
+	}
+	f, err := strconv.ParseFloat(v, 64)
+	if err != nil || f <= 0 || math.IsNaN(f) || math.IsInf(f, 0) {
+		return 0, fmt.Errorf("not a CPU quantity")
+	}
+	return f * scale, nil
 }
 
 // parseSparkDuration reads a time as Spark does (JavaUtils.timeStringAs)
@@ -221,21 +309,34 @@ type Usage struct {
 	DriverCoreSeconds         float64 `json:"driver_core_seconds"`
 	DriverMemoryByteSeconds   float64 `json:"driver_memory_byte_seconds"`
 	DriverHeld                string  `json:"driver_held"` // what the driver seconds count: DriverInCluster, DriverYARNAM or DriverOutside
-	TaskCPUSeconds            float64 `json:"task_cpu_seconds"`
-	TaskRunSeconds            float64 `json:"task_run_seconds"`
-	GCSeconds                 float64 `json:"gc_seconds"`
-	ContainerCPUSeconds       float64 `json:"container_cpu_seconds"` // cgroup plugin; 0 when not reported
-	CPUUsedSeconds            float64 `json:"cpu_used_seconds"`      // the containers' CPU where known, else the tasks'
-	CPUUtilisation            float64 `json:"cpu_utilisation"`       // CPU used / executor core-seconds
-	CPUFrom                   string  `json:"cpu_from"`              // container (cgroup plugin), tasks (executors' counters) or stages (Spark's stage list)
-	PeakRSS                   int64   `json:"peak_rss_bytes"`        // the largest executor's, process tree
-	MeanRSS                   int64   `json:"mean_rss_bytes"`        // mean over executors of their mean
-	PeakPythonRSS             int64   `json:"peak_python_rss_bytes"`
-	MemoryUtilisation         float64 `json:"memory_utilisation"`      // PeakRSS / container
-	MeanMemoryUtilisation     float64 `json:"mean_memory_utilisation"` // MeanRSS / container
-	MeanRSSByteSeconds        float64 `json:"mean_rss_byte_seconds"`   // each executor's mean resident memory × its life
-	Container                 int64   `json:"container_bytes"`
-	Cores                     int     `json:"executor_cores"` // per executor, as most had
+	// GPUs held, × seconds: each executor's for its life, the driver's in
+	// cluster mode; 0 without GPUs.
+	ExecutorGPUSeconds float64 `json:"executor_gpu_seconds,omitempty"`
+	DriverGPUSeconds   float64 `json:"driver_gpu_seconds,omitempty"`
+	// SlotCoreSeconds is the executors' own cores × their lives, what the
+	// task slots stand for: ExecutorCoreSeconds but where a pod requested
+	// fewer cores than it runs tasks on (Kubernetes). SlotCores is the
+	// cores a task slot stands for, on average over those: the
+	// executor's cores ÷ its task slots (Resources.slots), so
+	// spark.task.cpus, or more where another resource (a GPU) limits the
+	// tasks an executor runs.
+	SlotCoreSeconds       float64 `json:"-"`
+	SlotCores             float64 `json:"-"`
+	TaskCPUSeconds        float64 `json:"task_cpu_seconds"`
+	TaskRunSeconds        float64 `json:"task_run_seconds"`
+	GCSeconds             float64 `json:"gc_seconds"`
+	ContainerCPUSeconds   float64 `json:"container_cpu_seconds"` // cgroup plugin; 0 when not reported
+	CPUUsedSeconds        float64 `json:"cpu_used_seconds"`      // the containers' CPU where known, else the tasks'
+	CPUUtilisation        float64 `json:"cpu_utilisation"`       // CPU used / executor core-seconds
+	CPUFrom               string  `json:"cpu_from"`              // container (cgroup plugin), tasks (executors' counters) or stages (Spark's stage list)
+	PeakRSS               int64   `json:"peak_rss_bytes"`        // the largest executor's, process tree
+	MeanRSS               int64   `json:"mean_rss_bytes"`        // mean over executors of their mean
+	PeakPythonRSS         int64   `json:"peak_python_rss_bytes"`
+	MemoryUtilisation     float64 `json:"memory_utilisation"`      // PeakRSS / container
+	MeanMemoryUtilisation float64 `json:"mean_memory_utilisation"` // MeanRSS / container
+	MeanRSSByteSeconds    float64 `json:"mean_rss_byte_seconds"`   // each executor's mean resident memory × its life
+	Container             int64   `json:"container_bytes"`
+	Cores                 int     `json:"executor_cores"` // per executor, as most had
 	// SetAside names the processes' stream figures that could not be true
 	// and were not used, and why.
 	SetAside []string `json:"set_aside,omitempty"`
@@ -252,7 +353,7 @@ type Usage struct {
 	CoresHeld           int      `json:"cores_held,omitempty"`            // a running application's: its live executors' cores at the read
 	TaskCPUs            int      `json:"task_cpus"`                       // spark.task.cpus: the cores each task holds
 	RunTimeCPUs         int      `json:"-"`                               // of them, those Spark's task run time counts already (RunTimeCPUs)
-	BusySlotSeconds     float64  `json:"busy_slot_seconds"`               // Σ task run time × spark.task.cpus: the core-seconds tasks held
+	BusySlotSeconds     float64  `json:"busy_slot_seconds"`               // the core-seconds held while tasks ran: executor_core_seconds × slot occupancy
 	OutcomeReason       string   `json:"outcome_reason,omitempty"`
 	Notes               []string
 }
@@ -325,24 +426,26 @@ func cgroupDoubt(r Resources, execs []Executor) string {
 func Account(s Settings, r Resources, execs []Executor, durationMs int64) Usage {
 	u := Usage{DurationMs: durationMs, Container: s.Container(), TaskCPUs: max(r.TaskCPUs, 1), RunTimeCPUs: max(r.RunTimeCPUs, 1)}
 	var cpuNs, cgroupNs, runMs, gcMs, meanRSS int64
+	var slotSeconds float64
 	var cgroupExecs, rssExecs, withCPU int
 	coreCount := map[int]int{}
 	for _, x := range execs {
 		alive := float64(max(x.AliveMs, 0)) / 1000
 		if x.ID == "driver" {
-			cores, bytes, what := r.DriverHeld()
-			u.DriverCoreSeconds = float64(cores) * alive
+			cores, bytes, gpus, what := r.DriverHeld()
+			u.DriverCoreSeconds = cores * alive
 			u.DriverMemoryByteSeconds = float64(bytes) * alive
+			u.DriverGPUSeconds = float64(gpus) * alive
 			u.DriverHeld = what
 			continue
 		}
 		u.Executors++
-		cores := x.Cores
-		if cores == 0 {
-			cores = r.ExecutorCores
-		}
+		cores := r.cores(x)
 		coreCount[cores]++
-		u.ExecutorCoreSeconds += float64(cores) * alive
+		u.ExecutorCoreSeconds += r.HeldCores(x) * alive
+		u.SlotCoreSeconds += float64(cores) * alive
+		slotSeconds += float64(r.slots(x)) * alive
+		u.ExecutorGPUSeconds += float64(r.gpus(x)) * alive
 		u.ExecutorMemoryByteSeconds += float64(u.Container) * alive
 		if x.CPUNs > 0 {
 			withCPU++
@@ -367,6 +470,10 @@ func Account(s Settings, r Resources, execs []Executor, durationMs int64) Usage 
 		if n > coreCount[u.Cores] || n == coreCount[u.Cores] && c > u.Cores {
 			u.Cores = c
 		}
+	}
+	u.SlotCores = float64(u.TaskCPUs)
+	if slotSeconds > 0 && u.SlotCoreSeconds > 0 {
+		u.SlotCores = u.SlotCoreSeconds / slotSeconds
 	}
 	u.TaskCPUSeconds, u.TaskRunSeconds, u.GCSeconds = float64(cpuNs)/1e9, float64(runMs)/1000, float64(gcMs)/1000
 	u.ContainerCPUSeconds = float64(cgroupNs) / 1e9

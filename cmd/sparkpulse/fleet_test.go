@@ -9,6 +9,8 @@ import (
 	"net"
 	"net/http"
 	"net/http/httptest"
+	"os"
+	"regexp"
 	"slices"
 	"strings"
 	"testing"
@@ -257,6 +259,10 @@ func fleetRealInfluxDB(t *testing.T, srv *influxtest.Server, db, setting string)
 		t.Fatal(err)
 	}
 	t.Log(out.String())
+	if db == "spark_wide" {
+		text, _, _ := strings.Cut(out.String(), "where the time went:")
+		printedExample(t, "report", text)
+	}
 
 	// With no source that shows them any more (the UI gone with its
 	// driver), the report is what was recorded at the end: the same
@@ -315,6 +321,46 @@ func fleetRealInfluxDB(t *testing.T, srv *influxtest.Server, db, setting string)
 	if text := out.String(); !strings.Contains(text, "4 applications ended in the last 1d") || !strings.Contains(text, "with every recommendation applied") {
 		t.Errorf("report --fleet:\n%s", text)
 	}
+	if db == "spark_wide" {
+		printedExample(t, "report --fleet", "$ sparkpulse report --fleet --since 1d\n"+out.String())
+	}
+}
+
+// printedExample holds docs/sizing.md's example of name to text, what the
+// simulated fleet's report printed: the block that follows the line
+// "<!-- TestFleetRealInfluxDB: name -->". The run's application ids,
+// addresses and database read as the example's; -update rewrites it.
+func printedExample(t *testing.T, name, text string) {
+	t.Helper()
+	text = regexp.MustCompile(`app-\d{14}-`).ReplaceAllString(text, "app-20261125210947-")
+	text = regexp.MustCompile(`http://127\.0\.0\.1:\d+`).ReplaceAllString(text, "http://history:18080")
+	text = strings.ReplaceAll(text, "(database spark_wide)", "(database spark)")
+	block := "```\n" + strings.TrimRight(text, "\n ") + "\n```\n"
+	const path = "../../docs/sizing.md"
+	doc, err := os.ReadFile(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	marker := "<!-- TestFleetRealInfluxDB: " + name + " -->\n"
+	before, rest, ok := strings.Cut(string(doc), marker)
+	if !ok || !strings.HasPrefix(rest, "```\n") {
+		t.Fatalf("%s: no %q followed by a code block", path, marker)
+	}
+	end := strings.Index(rest[4:], "\n```\n")
+	if end < 0 {
+		t.Fatalf("%s: the block after %q does not end", path, marker)
+	}
+	old := rest[:4+end+5]
+	if old == block {
+		return
+	}
+	if *update {
+		if err := os.WriteFile(path, []byte(before+marker+block+rest[len(old):]), 0o644); err != nil {
+			t.Fatal(err)
+		}
+		return
+	}
+	t.Errorf("%s's example of %s is not what it prints (go test -run TestFleetRealInfluxDB -update rewrites it):\n%s", path, name, block)
 }
 
 // Spark's own event logs, replayed: each executor's task counters are

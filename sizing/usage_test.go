@@ -1,0 +1,131 @@
+package sizing
+
+import (
+	"math"
+	"strings"
+	"testing"
+)
+
+// TestHeldAndSlots: what the cluster holds of an executor is not always
+// what its task slots stand for. Kubernetes holds a pod's CPU request;
+// a GPU per task limits an executor to as many tasks as it has GPUs.
+func TestHeldAndSlots(t *testing.T) {
+	s := eightGiB()
+	ten := func(cores, slots, gpus int) []Executor {
+		var xs []Executor
+		for i := range 10 {
+			x := execAlive(string(rune('a'+i)), hour, cores, 2<<30, 3<<30, 0, 0)
+			x.Slots, x.GPUs = slots, gpus
+			x.CPUNs, x.RunMs = 360e9, 720_000 // 12 min of task run time each
+			xs = append(xs, x)
+		}
+		return xs
+	}
+	props := func(kv ...string) Resources {
+		t.Helper()
+		m := map[string]string{}
+		for i := 0; i < len(kv); i += 2 {
+			m[kv[i]] = kv[i+1]
+		}
+		r, err := ResourcesFromProperties(m)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return r
+	}
+	near := func(a, b float64) bool { return math.Abs(a-b) < 1e-6*math.Max(1, math.Abs(b)) }
+
+	t.Run("Kubernetes requests", func(t *testing.T) {
+		// 10 executors of 4 cores whose pods requested 1 core, and a
+		// driver pod of 2 cores that requested 500m, for an hour: the
+		// cluster held 10 and 0.5 core-hours, not 40 and 2. The task
+		// slots are still 4 per executor: 12 min of run time in each of
+		// 4 slots for an hour is 5 % busy, and the held core-seconds
+		// busy are 5 % of 36 000.
+		r := props("spark.master", "k8s://https://api:6443", "spark.submit.deployMode", "cluster", "spark.executor.cores", "4",
+			"spark.kubernetes.executor.request.cores", "1", "spark.driver.cores", "2", "spark.kubernetes.driver.request.cores", "500m")
+		execs := append([]Executor{{ID: "driver", AliveMs: hour}}, ten(4, 4, 0)...)
+		u := Account(s, r, execs, hour)
+		if u.ExecutorCoreSeconds != 36_000 || u.DriverCoreSeconds != 1800 || u.SlotCoreSeconds != 144_000 ||
+			u.SlotOccupancy == nil || !near(*u.SlotOccupancy, 0.05) || !near(u.BusySlotSeconds, 1800) || !near(u.CPUUtilisation, 0.1) {
+			t.Errorf("requests: %+v", u)
+		}
+		// Executors of another resource profile get no request from
+		// the properties (Spark's BasicExecutorFeatureStep): their
+		// cores.
+		other := ten(4, 4, 0)
+		for i := range other {
+			other[i].ResourceProfile = 1
+		}
+		if u := Account(s, r, other, hour); u.ExecutorCoreSeconds != 144_000 {
+			t.Errorf("another profile: %v core-seconds, want 144000", u.ExecutorCoreSeconds)
+		}
+		// Elsewhere the property means nothing: YARN holds the cores.
+		y := props("spark.master", "yarn", "spark.executor.cores", "4", "spark.kubernetes.executor.request.cores", "1")
+		if u := Account(s, y, ten(4, 4, 0), hour); u.ExecutorCoreSeconds != 144_000 || !near(u.BusySlotSeconds, 7200) {
+			t.Errorf("on YARN: %+v", u)
+		}
+		if _, err := ResourcesFromProperties(map[string]string{"spark.master": "k8s://x", "spark.kubernetes.executor.request.cores": "one"}); err == nil ||
+			!strings.Contains(err.Error(), `spark.kubernetes.executor.request.cores = "one": not a Kubernetes CPU quantity`) {
+			t.Errorf("a bad quantity: %v", err)
+		}
+		for v, want := range map[string]float64{"1": 1, "0.5": 0.5, "500m": 0.5, " 2 ": 2, "1500m": 1.5} {
+			if got, err := CPUQuantity(v); err != nil || got != want {
+				t.Errorf("CPUQuantity(%q) = %v, %v; want %v", v, got, err, want)
+			}
+		}
+		for _, v := range []string{"", "m", "-1", "0", "NaN", "1k", "Inf"} {
+			if _, err := CPUQuantity(v); err == nil {
+				t.Errorf("CPUQuantity(%q): no error", v)
+			}
+		}
+	})
+
+	t.Run("GPUs", func(t *testing.T) {
+		// 10 executors of 4 cores and one GPU each, a task taking the
+		// GPU: Spark's maxTasks is 1, so each executor runs one task at
+		// a time. 12 min of run time in an hour is 20 % of its one slot,
+		// not 5 % of 4 cores; 10 GPU-hours held.
+		r := props("spark.master", "yarn", "spark.executor.cores", "4", "spark.executor.resource.gpu.amount", "1", "spark.task.resource.gpu.amount", "1")
+		u := Account(s, r, ten(4, 1, 1), hour)
+		if u.ExecutorGPUSeconds != 36_000 || u.SlotOccupancy == nil || !near(*u.SlotOccupancy, 0.2) || u.SlotCores != 4 || !near(u.BusySlotSeconds, 28_800) {
+			t.Errorf("one GPU a task: %+v", u)
+		}
+		// Without maxTasks (older answers), the property's GPUs and the
+		// cores' slots: GPU-hours still counted.
+		u = Account(s, r, ten(4, 0, 0), hour)
+		if u.ExecutorGPUSeconds != 36_000 || u.SlotOccupancy == nil || !near(*u.SlotOccupancy, 0.05) {
+			t.Errorf("no maxTasks: %+v", u)
+		}
+		// maxTasks past what the cores allow (task.cpus 2 of 4 cores)
+		// is not believed.
+		r2 := props("spark.executor.cores", "4", "spark.task.cpus", "2")
+		if u := Account(s, r2, ten(4, 16, 0), hour); u.SlotCores != 2 {
+			t.Errorf("maxTasks over the cores: %v cores a slot, want 2", u.SlotCores)
+		}
+		// No GPUs: none counted.
+		if u := Account(s, props("spark.executor.cores", "4"), ten(4, 4, 0), hour); u.ExecutorGPUSeconds != 0 || u.SlotCores != 1 {
+			t.Errorf("no GPUs: %+v", u)
+		}
+	})
+
+	t.Run("idle with GPUs", func(t *testing.T) {
+		// The GPU-limited executors above, 20 % busy over 10 hours of
+		// slots: 10 × 0.2 / 0.6 = 3.33, so 4 executors keep them 60 %
+		// busy (by cores, 5 % busy, the rule would have asked for 1).
+		// The saving counts their GPUs too: 6 of 10 GPU-hours.
+		r := props("spark.master", "yarn", "spark.executor.cores", "4", "spark.executor.instances", "10",
+			"spark.executor.resource.gpu.amount", "1", "spark.task.resource.gpu.amount", "1")
+		execs := ten(4, 1, 1)
+		u := Account(s, r, execs, hour)
+		a := Advise(s, execs)
+		RightSize(&a, s, r, u, execs, nil)
+		rec, ok := find(a.Recommendations, "spark.executor.instances")
+		if !ok || rec.ValueString() != "4" || !near(rec.SavingGPUSeconds, 21_600) || !near(rec.SavingCoreSeconds, 86_400) {
+			t.Fatalf("%+v", a.Recommendations)
+		}
+		if _, _, gpus := a.Savings(); !near(gpus, 21_600) {
+			t.Errorf("Savings: %v GPU-seconds", gpus)
+		}
+	})
+}
