@@ -74,8 +74,9 @@ func SizingExecutors(xs []sparkapi.Executor, stream map[string]ProcessTotals, en
 // ExecutorSizing is what package sizing needs of an executor.
 func ExecutorSizing(x *sparkapi.Executor) sizing.Executor {
 	return sizing.Executor{ID: x.ID, Peaks: x.PeakMemoryMetrics, TaskTimeMs: x.TotalDuration, GCTimeMs: x.TotalGCTime, RemoveReason: x.RemoveReason,
-		Cores: x.TotalCores, // the executor's own: spark.executor.cores may be unset (standalone takes all a worker has)
-		Slots: x.MaxTasks, GPUs: GPUs(x), ResourceProfile: x.ResourceProfileID}
+		ShuffleWrite: x.TotalShuffleWrite,
+		Cores:        x.TotalCores, // the executor's own: spark.executor.cores may be unset (standalone takes all a worker has)
+		Slots:        x.MaxTasks, GPUs: GPUs(x), ResourceProfile: x.ResourceProfileID}
 }
 
 // GPUs is the GPU addresses Spark gave an executor (its resources'

@@ -11,6 +11,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/sparkpulse/sparkpulse/sizing"
 	"github.com/sparkpulse/sparkpulse/sparkapi"
 	"github.com/sparkpulse/sparkpulse/timespent"
 )
@@ -351,7 +352,13 @@ const (
 	TaskFetchFailed     = "fetch_failed"     // shuffle data could not be fetched (a lost executor's output)
 	TaskExecutorLost    = "executor_lost"    // the executor died under it
 	TaskKilled          = "killed"           // killed: a speculative copy lost, a job cancelled
-	TaskException       = "exception"        // any other exception
+	// TaskPythonCrashed: the task's Python worker ended without a Python
+	// error (PythonRunner: "Python worker exited unexpectedly (crashed)",
+	// with no fault handler's report of its own): a signal, which under a
+	// container's memory limit (YARN with cgroups, Kubernetes) is usually
+	// the kernel's OOM killer taking the largest process.
+	TaskPythonCrashed = "python_crashed"
+	TaskException     = "exception" // any other exception
 )
 
 var (
@@ -425,6 +432,8 @@ func TaskError(msg, status string) (class, kind, line string) {
 		kind = TaskOOM
 	case strings.Contains(class, "FetchFailedException"):
 		kind = TaskFetchFailed
+	case sizing.PythonWorkerCrashed(msg):
+		kind = TaskPythonCrashed
 	}
 	return class, kind, line
 }

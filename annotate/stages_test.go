@@ -123,6 +123,16 @@ func TestTaskErrorClass(t *testing.T) {
 		// A Python worker's error: Python's type completes the class.
 		{"org.apache.spark.api.python.PythonException: Traceback (most recent call last):\n  File \"/opt/job.py\", line 12, in f\n    return 1 / x\nZeroDivisionError: division by zero\n\n\tat org.apache.spark.api.python.BasePythonRunner$ReaderIterator.handlePythonException(PythonRunner.scala:572)", "FAILED", "PythonException: ZeroDivisionError", TaskException},
 		{"org.apache.spark.api.python.PythonException: Traceback (most recent call last):\n  File \"/opt/job.py\", line 3, in g\n    d[k]\nKeyError: 'a'\n\nDuring handling of the above exception, another exception occurred:\n\nTraceback (most recent call last):\n  File \"/opt/job.py\", line 5, in g\n    raise mylib.errors.BadInput(k)\nmylib.errors.BadInput: a\n\n\tat org.apache.spark.api.python.BasePythonRunner", "FAILED", "PythonException: mylib.errors.BadInput", TaskException},
+		// A Python worker gone without a Python error (3.5's and 4.x's
+		// wordings): the kernel's OOM killer under a container's limit,
+		// most often; one whose fault handler reported a crash of its own
+		// is not that.
+		{"org.apache.spark.SparkException: Python worker exited unexpectedly (crashed)\n\tat org.apache.spark.api.python.BasePythonRunner$ReaderIterator$$anonfun$1.applyOrElse(PythonRunner.scala:612)\nCaused by: java.io.EOFException\n\tat java.base/java.io.DataInputStream.readInt(DataInputStream.java:398)", "FAILED",
+			"org.apache.spark.SparkException caused by java.io.EOFException", TaskPythonCrashed},
+		{"org.apache.spark.SparkException: Python worker exited unexpectedly (crashed). Consider setting 'spark.sql.execution.pyspark.udf.faulthandler.enabled' or'spark.python.worker.faulthandler.enabled' configuration to 'true' for the better Python traceback.\nCaused by: java.io.EOFException", "FAILED",
+			"org.apache.spark.SparkException caused by java.io.EOFException", TaskPythonCrashed},
+		{"org.apache.spark.SparkException: Python worker exited unexpectedly (crashed): Fatal Python error: Segmentation fault\n\nCurrent thread 0x00007f (most recent call first):\n  File \"/opt/job.py\", line 9 in f\nCaused by: java.io.EOFException", "FAILED",
+			"org.apache.spark.SparkException caused by java.io.EOFException", TaskException},
 	} {
 		class, kind := TaskErrorClass(tc.msg, tc.status)
 		if class != tc.class || kind != tc.kind {

@@ -2,6 +2,7 @@ package realspark
 
 import (
 	"fmt"
+	"maps"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -81,7 +82,8 @@ type standaloneRun struct {
 	srv      *influxtest.Server
 	hs       string
 	app      *application
-	lost     []string // executors of the worker killed
+	cpus     *application // after it, tasks of spark.task.cpus = 2
+	lost     []string     // executors of the worker killed
 	lines    []string
 	workerOf map[string]int // executor → worker
 }
@@ -195,6 +197,19 @@ func runStandalone(t *testing.T, version string) {
 	tee.waitReports(t, r.app.id, func() []string { return activeProcesses(r.app) }, r.app.done)
 	r.app.stop()
 	waitReconciled(t, r.srv, r.app.id)
+
+	// Then, on the worker left (2 cores), an application whose tasks
+	// take both cores of its one executor: spark.task.cpus = 2, which
+	// Spark 4 counts in its run time and 3.5 does not.
+	cpus := maps.Clone(c)
+	cpus["spark.executor.cores"], cpus["spark.task.cpus"], cpus["spark.cores.max"] = "2", "2", "2"
+	r.cpus = submitApplication(t, home, work, nil, []string{"--master", master, "--deploy-mode", "client"},
+		workloadConfig{AppName: "sparkpulse task cpus", Scenario: "cpus", Executors: 1, Out: filepath.Join(work, "cpus"), Conf: cpus})
+	r.cpus.started()
+	r.cpus.waitDone()
+	tee.waitReports(t, r.cpus.id, func() []string { return activeProcesses(r.cpus) }, r.cpus.done)
+	r.cpus.stop()
+	waitReconciled(t, r.srv, r.cpus.id)
 	var cut int
 	r.lines, cut = tee.taken()
 	t.Logf("%d reports ended in a cut line", cut)
@@ -206,6 +221,45 @@ func runStandalone(t *testing.T, version string) {
 	t.Run("paths", func(t *testing.T) { checkPaths(t, r.lines) })
 	t.Run("removals", func(t *testing.T) { checkStandaloneRemovals(t, r) })
 	t.Run("reconcile", func(t *testing.T) { checkStandaloneReconcile(t, r) })
+	t.Run("task cpus", func(t *testing.T) { checkTaskCPUs(t, r) })
+}
+
+// checkTaskCPUs: an application whose tasks take 2 cores each. Spark's
+// own figures first: from 4.0 a task's run time is its wall time × its
+// cpus (SPARK-51666), before 4.0 its wall time; the executors'
+// totalDuration is wall time in both. Then sparkpulse's: nothing of the
+// stream set aside as more run time than Spark's, and the busy
+// core-seconds are Spark's wall time × 2 — each task held both cores.
+func checkTaskCPUs(t *testing.T, r *standaloneRun) {
+	var execs []sparkapi.Executor
+	var stages []sparkapi.Stage
+	r.cpus.rest("allexecutors", &execs)
+	r.cpus.rest("stages", &stages)
+	var wallMs, runMs int64
+	for _, x := range execs {
+		if x.ID != "driver" { // which client mode lists with a duration of its own
+			wallMs += x.TotalDuration
+		}
+	}
+	for _, s := range stages {
+		runMs += s.ExecutorRunTime
+	}
+
+	// The run time leaves out each task's deserialisation, which its
+	// wall time counts: a little under the factor.
+	factor := float64(sizing.RunTimeCPUs(r.version, 2))
+	if ratio := float64(runMs) / float64(wallMs); wallMs < 8000 || ratio > factor || ratio < 0.85*factor {
+		t.Errorf("Spark %s: run time %d ms of wall time %d ms (%.2f×); want %.0f× or a little under", r.version, runMs, wallMs, ratio, factor)
+	}
+	u := one(t, r.srv, db, fmt.Sprintf(`SELECT "set_aside_count", "set_aside", "busy_slot_seconds", "task_run_seconds" FROM "spark_app_usage" WHERE "app_id" = '%s' AND "fact" = 'end'`, r.cpus.id))
+	if num(u["set_aside_count"]) != 0 {
+		t.Errorf("Spark %s with spark.task.cpus = 2: the stream set aside: %v", r.version, u["set_aside"])
+	}
+	busy, held := num(u["busy_slot_seconds"]), 2*float64(wallMs)/1000
+	if busy > held || busy < 0.85*held {
+		t.Errorf("Spark %s: %.3f busy core-seconds; the tasks held 2 cores for %.3f s of wall time (%.3f core-seconds)", r.version, busy, held/2, held)
+	}
+	t.Logf("Spark %s, spark.task.cpus = 2: run time %d ms, wall time %d ms; sparkpulse: %.3f busy core-seconds, task run %v s", r.version, runMs, wallMs, busy, u["task_run_seconds"])
 }
 
 // checkStandaloneRemovals: the executors of the killed worker are lost,

@@ -161,3 +161,14 @@ func yarnBytes(num, unit string) int64 {
 	}
 	return int64(f * map[string]float64{"": 1, "K": 1 << 10, "M": 1 << 20, "G": 1 << 30, "T": 1 << 40}[unit])
 }
+
+// PythonWorkerCrashed reports whether a task's or stage's failure is a
+// Python worker that ended without a Python error: Spark's PythonRunner
+// says "Python worker exited unexpectedly (crashed)" (3.5 and 4.x) when
+// the worker's socket closes under it. Python's fault handler, where it
+// is on, reports a crash of the worker's own ("Fatal Python error: …"),
+// which is not this: no handler runs on SIGKILL, the kernel OOM killer's
+// signal.
+func PythonWorkerCrashed(msg string) bool {
+	return strings.Contains(msg, "Python worker exited unexpectedly (crashed)") && !strings.Contains(msg, "Fatal Python error")
+}

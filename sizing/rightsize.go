@@ -134,6 +134,9 @@ func RightSize(a *Advice, s Settings, r Resources, u Usage, execs []Executor, fa
 			}
 		}
 	}
+	// A Python worker that ended without an error may be the kernel's
+	// OOM killer's: no shrinking after one either.
+	memoryRemoved = memoryRemoved || slices.ContainsFunc(failures, PythonWorkerCrashed)
 	memoryFinding := slices.ContainsFunc(a.Findings, func(f Finding) bool {
 		return f.Rule == "container" || f.Rule == "python" || f.Rule == "heap" || f.Rule == "unified"
 	})
@@ -141,7 +144,7 @@ func RightSize(a *Advice, s Settings, r Resources, u Usage, execs []Executor, fa
 	_, heapRaised := findSetting(a.Recommendations, "spark.executor.memory")
 
 	// shrink
-	if allRSS && !memoryFinding && !memoryRemoved && lowGC && execSeconds >= 600 && taskSeconds >= 600 && u.SpilledBytes == 0 && maxHeap > 0 &&
+	if allRSS && !memoryFinding && !memoryRemoved && !s.LocalDirsInMemory && lowGC && execSeconds >= 600 && taskSeconds >= 600 && u.SpilledBytes == 0 && maxHeap > 0 &&
 		float64(maxRSS) <= 0.6*float64(container) && float64(maxHeap) <= 0.7*float64(s.Heap) {
 		heap = max(roundUp(int64(float64(maxHeap)/0.7), 256*mib), 1<<30)
 		overhead := func(h int64) int64 {
@@ -318,6 +321,11 @@ func RightSize(a *Advice, s Settings, r Resources, u Usage, execs []Executor, fa
 		driverSeconds = 0
 	}
 	resultSize := slices.ContainsFunc(failures, func(f string) bool { return strings.Contains(f, "spark.driver.maxResultSize") })
+	if slices.ContainsFunc(failures, PythonWorkerCrashed) {
+		a.Notes = append(a.Notes, "a stage failed as Python workers ended without a Python error (\"Python worker exited unexpectedly (crashed)\"): "+
+			"under a container's memory limit (YARN with cgroups, Kubernetes) that is usually the kernel's OOM killer; "+
+			"where the executors' resident memory reached the container the container rule sizes the overhead, else spark.python.worker.faulthandler.enabled=true tells a crash of the worker's own")
+	}
 	switch {
 	case resultSize:
 		limit := max(2*r.MaxResultSize, 2<<30)

@@ -229,6 +229,19 @@ func TestRightSize(t *testing.T) {
 		if a := run(s, r, removed("Command exited with code 53"), Account(s, r, removed("Command exited with code 53"), hour), nil); len(a.Recommendations) == 0 {
 			t.Errorf("after a local-dir failure: no shrink")
 		}
+		// Local dirs in memory (Kubernetes' tmpfs): the pod held its
+		// shuffle files too, which no resident memory shows: no shrink,
+		// and a note says why.
+		tmpfs := s
+		tmpfs.LocalDirsInMemory = true
+		shuffled := four(2<<30, 3<<30, 1_000_000, 10_000)
+		shuffled[2].ShuffleWrite = 3 << 30
+		if a := run(tmpfs, r, shuffled, Account(tmpfs, r, shuffled, hour), nil); len(a.Recommendations) != 0 ||
+			!slices.ContainsFunc(a.Notes, func(n string) bool {
+				return strings.Contains(n, "(the largest executor wrote 3.0 GiB) and spills count against the pod's memory limit")
+			}) {
+			t.Errorf("local dirs in memory: %+v %q", a.Recommendations, a.Notes)
+		}
 		for name, execs := range map[string][]Executor{
 			"crashed": removed("Command exited with code 134"),
 			"vmem":    removed("Container killed by YARN for exceeding virtual memory limits. 10.6 GB of 10.5 GB virtual memory used."),
@@ -625,6 +638,25 @@ func TestRightSize(t *testing.T) {
 		heap, ok2 := find(a.Recommendations, "spark.driver.memory")
 		if !ok1 || !ok2 || limit.ValueString() != "2g" || heap.ValueString() != "4g" || heap.SavingByteSeconds != -float64(3<<30)*7200 {
 			t.Fatalf("%+v", a.Recommendations)
+		}
+	})
+
+	t.Run("Python workers crashed", func(t *testing.T) {
+		// The shrink case's executors, but a stage failed as Python
+		// workers ended without a Python error: possibly the kernel's
+		// OOM killer, so no shrinking, and a note says so. A crash the
+		// fault handler reported is the worker's own: the shrink stands.
+		execs := four(2<<30, 3<<30, 1_000_000, 10_000)
+		crashed := []string{"Job aborted due to stage failure: Task 3 in stage 2.0 failed 4 times, most recent failure: Lost task 3.3 in stage 2.0 (TID 14) (node-2 executor 2): org.apache.spark.SparkException: Python worker exited unexpectedly (crashed)"}
+		a := run(s, r, execs, Account(s, r, execs, hour), crashed)
+		if _, ok := find(a.Recommendations, "spark.executor.memory"); ok ||
+			!slices.ContainsFunc(a.Notes, func(n string) bool { return strings.Contains(n, "usually the kernel's OOM killer") }) {
+			t.Errorf("crashed: %+v %q", a.Recommendations, a.Notes)
+		}
+		own := []string{crashed[0] + ": Fatal Python error: Segmentation fault"}
+		a = run(s, r, execs, Account(s, r, execs, hour), own)
+		if _, ok := find(a.Recommendations, "spark.executor.memory"); !ok || slices.ContainsFunc(a.Notes, func(n string) bool { return strings.Contains(n, "OOM killer") }) {
+			t.Errorf("the worker's own crash: %+v %q", a.Recommendations, a.Notes)
 		}
 	})
 

@@ -101,6 +101,11 @@ type Settings struct {
 	// reads as Spark's defaults, 0.10 and 384 MiB.
 	OverheadFactor float64
 	MinOverhead    int64
+	// LocalDirsInMemory: spark.kubernetes.local.dirs.tmpfs=true on
+	// Kubernetes, whose emptyDir in memory counts the local dirs' files
+	// (shuffle output, spills) against the pod's memory limit, where no
+	// resident memory shows them.
+	LocalDirsInMemory bool
 }
 
 // DefaultOverhead is the overhead Spark gives heap when
@@ -196,6 +201,8 @@ func FromProperties(props map[string]string) (Settings, error) {
 	opts := props["spark.executor.defaultJavaOptions"] + " " + props["spark.executor.extraJavaOptions"]
 	s.ConcurrentGC = concurrentCollector(opts)
 	s.KillOnOOM = KillOnOOM(props)
+	s.LocalDirsInMemory = strings.HasPrefix(strings.TrimSpace(props["spark.master"]), "k8s://") &&
+		strings.EqualFold(strings.TrimSpace(props["spark.kubernetes.local.dirs.tmpfs"]), "true")
 	return s, err
 }
 
@@ -278,6 +285,7 @@ type Executor struct {
 	ID           string
 	Peaks        map[string]int64 // peakMemoryMetrics
 	TaskTimeMs   int64            // totalDuration
+	ShuffleWrite int64            // totalShuffleWrite: bytes of shuffle files it wrote
 	GCTimeMs     int64            // totalGCTime
 	RemoveReason string
 	Cores        int // totalCores
@@ -468,6 +476,16 @@ func Advise(s Settings, execs []Executor) Advice {
 	if !anyRSS {
 		a.Notes = append(a.Notes, "no process-tree metrics: the container and Python rules need spark.executor.processTreeMetrics.enabled=true (Linux)")
 	}
+	if s.LocalDirsInMemory {
+		var shuffle int64
+		for _, x := range execs {
+			if x.ID != "driver" {
+				shuffle = max(shuffle, x.ShuffleWrite)
+			}
+		}
+		a.Notes = append(a.Notes, fmt.Sprintf("the local dirs are in memory (spark.kubernetes.local.dirs.tmpfs=true): their shuffle files (the largest executor wrote %s) and spills count against the pod's memory limit, "+
+			"and no resident memory shows them, so the container figures understate what the pod held, and nothing is shrunk", Bytes(shuffle)))
+	}
 
 	// python first: raising spark.executor.pyspark.memory enlarges the
 	// container the container rule then checks against.
@@ -511,17 +529,18 @@ func Advise(s Settings, execs []Executor) Advice {
 	}
 	grow := heap - s.Heap
 	// Without spark.executor.pyspark.memory the Python workers live in
-	// the overhead beside the JVM's own native memory: the container
-	// holds the whole heap, that and them, even where the JVM's resident
-	// memory is not reported. The JVM's native memory is what it
-	// reported outside the heap, else what Spark's default overhead
-	// leaves for it; thread stacks and the collector's own structures
-	// are not in the former, which the tenth to spare is also for.
-	pythonNeed, native := int64(0), maxNative
-	if s.PySpark == 0 && maxPython > 0 {
-		if native == 0 {
-			native = s.DefaultOverhead(heap)
-		}
+	// the overhead beside the JVM's own native memory: where they take
+	// half of it or more (the python finding), or a container was
+	// killed, the container holds the whole heap, that and them, even
+	// where the JVM's resident memory is not reported. The JVM's native
+	// memory is what Spark's default overhead gives it, or what it
+	// reported outside the heap (non-heap, direct and mapped buffers) if
+	// more: that report is a floor, without thread stacks, the
+	// collector's structures, malloc's arenas, and on Spark 4 netty's
+	// buffers.
+	pythonNeed, native := int64(0), max(maxNative, s.DefaultOverhead(heap))
+	pythonFinding := slices.ContainsFunc(a.Findings, func(f Finding) bool { return f.Rule == "python" })
+	if s.PySpark == 0 && maxPython > 0 && (pythonFinding || killed) {
 		pythonNeed = heap + s.OffHeap + native + maxPython + (native+maxPython)/9
 	}
 	if maxRSS > 0 || killed || pythonNeed > 0 {

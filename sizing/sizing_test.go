@@ -93,6 +93,12 @@ func TestFromProperties(t *testing.T) {
 		// with 3072 MiB of overhead is a 7 GiB container, not 4.4 GiB.
 		{map[string]string{"spark.executor.memory": "4g", "spark.yarn.executor.memoryOverhead": "3072"},
 			Settings{Heap: 4 * gib, Overhead: 3 * gib, OverheadSet: true, MemoryFraction: 0.6, StorageFraction: 0.5}},
+		// Local dirs in memory on Kubernetes only (the setting means
+		// nothing elsewhere).
+		{map[string]string{"spark.master": "k8s://https://api:6443", "spark.kubernetes.local.dirs.tmpfs": "true"},
+			Settings{Heap: gib, Overhead: 384 * mib, MemoryFraction: 0.6, StorageFraction: 0.5, LocalDirsInMemory: true}},
+		{map[string]string{"spark.master": "yarn", "spark.kubernetes.local.dirs.tmpfs": "true"},
+			Settings{Heap: gib, Overhead: 384 * mib, MemoryFraction: 0.6, StorageFraction: 0.5, KillOnOOM: true}},
 		// Both set: the current name wins, as in Spark.
 		{map[string]string{"spark.executor.memoryOverhead": "1g", "spark.yarn.executor.memoryOverhead": "3072"},
 			Settings{Heap: gib, Overhead: gib, OverheadSet: true, MemoryFraction: 0.6, StorageFraction: 0.5}},
@@ -199,14 +205,16 @@ func TestAdvise(t *testing.T) {
 			"set spark.executor.memoryOverhead = 1g (now 409.6 MiB)",
 		},
 	}, {
-		// The probe: 4g heap, Spark's default overhead (409.6
-		// MiB), Python workers at 900 MiB (220 % of the overhead), the
-		// JVM's resident memory sampled before its heap filled (3 GiB;
-		// 3996 MiB in all, 89 % of the container). The whole heap, the
-		// JVM's reported native memory (150 MiB non-heap + 50 MiB
-		// direct) and Python, with a tenth of the last two: 4096 + 200
-		// + 900 + 122.2 = 5318.2 MiB; overhead 1222.2, up to 1280 MiB.
-		// Heap + Python alone (1g, as before) left the JVM 124 MiB.
+		// A 4g heap, Spark's default overhead (409.6 MiB), Python
+		// workers at 900 MiB (220 % of the overhead), the JVM's resident
+		// memory sampled before its heap filled (3 GiB; 3996 MiB in all,
+		// 89 % of the container). The container must hold the whole
+		// heap, the JVM's native memory — Spark's default overhead, more
+		// than the 200 MiB it reported outside the heap, which leaves out
+		// thread stacks and more — and Python, a tenth to spare on the
+		// last two: 4096 + 409.6 + 900 + 145.5 = 5551.1 MiB; overhead
+		// 1455.1, up to 1472 MiB. Heap + Python alone (1g) left the JVM
+		// 124 MiB.
 		name: "Python workers beside the JVM's native memory",
 		s:    Settings{Heap: 4 * gib, Overhead: 429496729, MemoryFraction: 0.6, StorageFraction: 0.5},
 		execs: []Executor{
@@ -214,29 +222,31 @@ func TestAdvise(t *testing.T) {
 		},
 		want: []string{
 			"finding python : Python workers peaked at 900 MiB, 220 % of the memory overhead, which Python workers share with the JVM's off-heap memory without spark.executor.pyspark.memory (409 MiB)",
-			"set spark.executor.memoryOverhead = 1280m (now 409.6 MiB)",
-		},
-	}, {
-		// The same without the JVM's native memory reported: what
-		// Spark's default overhead leaves the JVM stands for it. 4096 +
-		// 409.6 + 900 + 145.5 = 5551.1; overhead 1455.1, up to 1472 MiB.
-		name: "Python workers, the JVM's native memory unreported",
-		s:    Settings{Heap: 4 * gib, Overhead: 429496729, MemoryFraction: 0.6, StorageFraction: 0.5},
-		execs: []Executor{
-			{ID: "1", Peaks: peaks(2*gib, 0, 0, 3*gib, 900*mib, 0)},
-		},
-		want: []string{
-			"finding python : Python workers peaked at 900 MiB, 220 % of the memory overhead, which Python workers share with the JVM's off-heap memory without spark.executor.pyspark.memory (409 MiB)",
 			"set spark.executor.memoryOverhead = 1472m (now 409.6 MiB)",
 		},
 	}, {
-		// Python at 100 MiB and 200 MiB of native memory: 4096 + 300 +
-		// 33.3 = 4429.3, an overhead of 333.3 MiB, which Spark's default
-		// 409.6 already gives: nothing.
+		// Where the JVM reported more outside the heap (600 MiB: Arrow's
+		// direct buffers), that: 4096 + 600 + 900 + 166.7 = 5762.7;
+		// overhead 1666.7, up to 1728 MiB.
+		name: "Python workers beside large direct buffers",
+		s:    Settings{Heap: 4 * gib, Overhead: 429496729, MemoryFraction: 0.6, StorageFraction: 0.5},
+		execs: []Executor{
+			{ID: "1", Peaks: withNative(peaks(2*gib, 0, 0, 3*gib, 900*mib, 0), 150*mib, 450*mib)},
+		},
+		want: []string{
+			"finding python : Python workers peaked at 900 MiB, 220 % of the memory overhead, which Python workers share with the JVM's off-heap memory without spark.executor.pyspark.memory (409 MiB)",
+			"set spark.executor.memoryOverhead = 1728m (now 409.6 MiB)",
+		},
+	}, {
+		// Python at 150 MiB, 37 % of the overhead: no python finding,
+		// and the heap, the JVM and Python are not sized together —
+		// every PySpark application would otherwise be told to grow its
+		// overhead. The measured resident memory (3.1 GiB) is far from
+		// the limit: nothing.
 		name: "small Python workers: nothing",
 		s:    Settings{Heap: 4 * gib, Overhead: 429496729, MemoryFraction: 0.6, StorageFraction: 0.5},
 		execs: []Executor{
-			{ID: "1", Peaks: withNative(peaks(2*gib, 0, 0, 3*gib, 100*mib, 0), 150*mib, 50*mib)},
+			{ID: "1", Peaks: withNative(peaks(2*gib, 0, 0, 3*gib, 150*mib, 0), 150*mib, 50*mib)},
 		},
 	}, {
 		// GC pressure on an 8g heap with Spark's default overhead (819.2

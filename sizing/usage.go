@@ -78,8 +78,10 @@ type Resources struct {
 	// GPUs: spark.executor.resource.gpu.amount and
 	// spark.driver.resource.gpu.amount, 0 when not set. An executor's own
 	// (its REST resources) wins over the property: resource profiles
-	// give other amounts.
+	// give other amounts. TaskGPUs is spark.task.resource.gpu.amount
+	// (a whole number, or a fraction up to 0.5 that shares a GPU).
 	ExecutorGPUs, DriverGPUs int
+	TaskGPUs                 float64
 }
 
 // HeldCores is what the cluster holds of an executor's cores: its pod's
@@ -109,17 +111,34 @@ func (r Resources) gpus(x Executor) int {
 	return r.ExecutorGPUs
 }
 
-// slots is an executor's task slots: Spark's maxTasks, which counts the
-// limiting resource of its profile (a GPU per task on an executor of 4
-// cores and one GPU: one slot), else cores ÷ spark.task.cpus; at least
-// one, and never more than its cores allow.
+// slots is an executor's task slots, the tasks it runs at once, by the
+// resource that limits them (ResourceProfile.maxTasksPerExecutor): its
+// cores ÷ spark.task.cpus, or fewer where each task takes a GPU (4
+// cores and one GPU, a GPU a task: one slot), at least one. Spark's own
+// maxTasks counts the limiting resource only where the live UI knew it:
+// a History Server, and a standalone cluster without
+// spark.executor.cores, list cores ÷ the profile's task cpus. For the
+// default profile the properties say it; for another, its maxTasks.
 func (r Resources) slots(x Executor) int {
-	cores := r.cores(x)
-	byCores := max(cores/max(r.TaskCPUs, 1), 1)
-	if x.Slots > 0 {
-		return min(x.Slots, byCores)
+	cpus := 1 // another profile's task cpus are in its maxTasks
+	if x.ResourceProfile == 0 {
+		cpus = max(r.TaskCPUs, 1)
 	}
-	return byCores
+	n := max(r.cores(x)/cpus, 1)
+	if x.Slots > 0 {
+		n = min(n, x.Slots)
+	}
+	if gpus := r.gpus(x); gpus > 0 && r.TaskGPUs > 0 && x.ResourceProfile == 0 {
+		// ResourceUtils.calculateAmountAndPartsForFraction: a fraction
+		// shares a GPU among 1/amount tasks, a whole number takes that
+		// many GPUs.
+		perTask, parts := int(math.Ceil(r.TaskGPUs)), 1
+		if r.TaskGPUs <= 0.5 {
+			parts = int(math.Floor(1 / r.TaskGPUs))
+		}
+		n = min(n, max(gpus*parts/perTask, 1))
+	}
+	return n
 }
 
 // DriverContainer is the memory the cluster manager grants the driver in
@@ -251,6 +270,14 @@ func ResourcesFromProperties(props map[string]string) (Resources, error) {
 	}
 	r.ExecutorGPUs = count("spark.executor.resource.gpu.amount", 0, maxCores)
 	r.DriverGPUs = count("spark.driver.resource.gpu.amount", 0, maxCores)
+	if v, ok := props["spark.task.resource.gpu.amount"]; ok {
+		f, perr := strconv.ParseFloat(strings.TrimSpace(v), 64)
+		if perr != nil || !(f > 0) || f > maxCores || f > 0.5 && f != math.Trunc(f) {
+			fail("spark.task.resource.gpu.amount", v, "not a whole number of GPUs, or a fraction of one up to 0.5")
+		} else {
+			r.TaskGPUs = f
+		}
+	}
 	if v, ok := props["spark.dynamicAllocation.executorIdleTimeout"]; ok {
 		d, perr := parseSparkDuration(v)
 		if perr != nil {
@@ -263,15 +290,24 @@ func ResourcesFromProperties(props map[string]string) (Resources, error) {
 }
 
 // CPUQuantity reads a Kubernetes CPU quantity as Spark passes it to the
-// pod: a decimal number of cores (1, 0.5) or of millicores (500m).
+// pod (a string the API server parses): a decimal number of cores, with
+// an optional exponent (1, 0.5, 1e3) or suffix, decimal (n, u, m, k, M,
+// G, T, P, E) or binary (Ki … Ei): 500m is half a core.
 func CPUQuantity(v string) (float64, error) {
 	v = strings.TrimSpace(v)
-	scale := 1.0
-	if rest, ok := strings.CutSuffix(v, "m"); ok {
-		v, scale = rest, 1e-3
+	i := len(v)
+	for i > 0 && (v[i-1] >= 'A' && v[i-1] <= 'Z' || v[i-1] >= 'a' && v[i-1] <= 'z') && v[i-1] != 'e' && v[i-1] != 'E' {
+		i--
 	}
-	f, err := strconv.ParseFloat(v, 64)
-	if err != nil || f <= 0 || math.IsNaN(f) || math.IsInf(f, 0) {
+	suffix := map[string]float64{"": 1, "n": 1e-9, "u": 1e-6, "m": 1e-3, "k": 1e3, "M": 1e6, "G": 1e9, "T": 1e12, "P": 1e15, "E": 1e18,
+		"Ki": 1 << 10, "Mi": 1 << 20, "Gi": 1 << 30, "Ti": 1 << 40, "Pi": 1 << 50, "Ei": 1 << 60}
+	scale, ok := suffix[v[i:]]
+	num := v[:i]
+	if !ok || num == "" || strings.ContainsAny(num, "xXpP_") || strings.HasPrefix(num, "-") {
+		return 0, fmt.Errorf("not a CPU quantity")
+	}
+	f, err := strconv.ParseFloat(num, 64)
+	if err != nil || !(f > 0) || math.IsInf(f, 0) {
 		return 0, fmt.Errorf("not a CPU quantity")
 	}
 	return f * scale, nil

@@ -69,12 +69,12 @@ func TestHeldAndSlots(t *testing.T) {
 			!strings.Contains(err.Error(), `spark.kubernetes.executor.request.cores = "one": not a Kubernetes CPU quantity`) {
 			t.Errorf("a bad quantity: %v", err)
 		}
-		for v, want := range map[string]float64{"1": 1, "0.5": 0.5, "500m": 0.5, " 2 ": 2, "1500m": 1.5} {
+		for v, want := range map[string]float64{"1": 1, "0.5": 0.5, "500m": 0.5, " 2 ": 2, "1500m": 1.5, ".5": 0.5, "250000u": 0.25, "1k": 1000, "1e1": 10, "2Ki": 2048} {
 			if got, err := CPUQuantity(v); err != nil || got != want {
 				t.Errorf("CPUQuantity(%q) = %v, %v; want %v", v, got, err, want)
 			}
 		}
-		for _, v := range []string{"", "m", "-1", "0", "NaN", "1k", "Inf"} {
+		for _, v := range []string{"", "m", "-1", "0", "NaN", "Inf", "0x1p0", "1 core", "1q"} {
 			if _, err := CPUQuantity(v); err == nil {
 				t.Errorf("CPUQuantity(%q): no error", v)
 			}
@@ -91,11 +91,33 @@ func TestHeldAndSlots(t *testing.T) {
 		if u.ExecutorGPUSeconds != 36_000 || u.SlotOccupancy == nil || !near(*u.SlotOccupancy, 0.2) || u.SlotCores != 4 || !near(u.BusySlotSeconds, 28_800) {
 			t.Errorf("one GPU a task: %+v", u)
 		}
-		// Without maxTasks (older answers), the property's GPUs and the
-		// cores' slots: GPU-hours still counted.
-		u = Account(s, r, ten(4, 0, 0), hour)
-		if u.ExecutorGPUSeconds != 36_000 || u.SlotOccupancy == nil || !near(*u.SlotOccupancy, 0.05) {
-			t.Errorf("no maxTasks: %+v", u)
+		// A History Server lists maxTasks as cores ÷ task cpus (its
+		// resource profiles never work out the limiting resource), and
+		// older answers none: the properties' GPUs limit the slots.
+		for _, slots := range []int{4, 0} {
+			u = Account(s, r, ten(4, slots, 0), hour)
+			if u.ExecutorGPUSeconds != 36_000 || u.SlotOccupancy == nil || !near(*u.SlotOccupancy, 0.2) {
+				t.Errorf("maxTasks %d: %+v", slots, u)
+			}
+		}
+		// A quarter of a GPU a task shares each GPU among 4 tasks: the
+		// cores limit again.
+		quarter := props("spark.executor.cores", "4", "spark.executor.resource.gpu.amount", "1", "spark.task.resource.gpu.amount", "0.25")
+		if u := Account(s, quarter, ten(4, 4, 1), hour); u.SlotCores != 1 || !near(*u.SlotOccupancy, 0.05) {
+			t.Errorf("a quarter GPU a task: %v cores a slot", u.SlotCores)
+		}
+		// Another resource profile's slots are its maxTasks.
+		other := ten(4, 2, 2)
+		for i := range other {
+			other[i].ResourceProfile = 1
+		}
+		if u := Account(s, r, other, hour); u.SlotCores != 2 || u.ExecutorGPUSeconds != 72_000 {
+			t.Errorf("another profile: %v cores a slot, %v GPU-seconds", u.SlotCores, u.ExecutorGPUSeconds)
+		}
+		for v, want := range map[string]string{"0.75": "not a whole number of GPUs", "0": "not a whole number", "x": "not a whole number"} {
+			if _, err := ResourcesFromProperties(map[string]string{"spark.task.resource.gpu.amount": v}); err == nil || !strings.Contains(err.Error(), want) {
+				t.Errorf("task GPU amount %q: %v", v, err)
+			}
 		}
 		// maxTasks past what the cores allow (task.cpus 2 of 4 cores)
 		// is not believed.

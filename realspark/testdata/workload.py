@@ -26,6 +26,8 @@ Scenarios:
   small     one short job (the application that preempts)
   worker    on a standalone cluster: a worker lost while tasks run (the
             test kills it, see LOSE below)
+  cpus      tasks that each hold their slot for two seconds, for an
+            application whose tasks take two cores (spark.task.cpus=2)
 
 The test and the driver speak through lines the driver says and words
 the test answers. In client mode the lines go to stdout and the answers
@@ -395,6 +397,18 @@ def small_jobs(spark):
     spark.range(0, 100_000, numPartitions=2).agg(F.sum("id")).collect()
 
 
+def cpus_jobs(spark):
+    sc = spark.sparkContext
+    sc.setJobDescription("tasks of two cpus")
+
+    def hold(it):
+        time.sleep(2)
+        yield sum(1 for _ in it)
+
+    if sum(sc.parallelize(range(4000), 4).mapPartitions(hold).collect()) != 4000:
+        raise SystemExit("the tasks of two cpus counted wrong")
+
+
 def worker_jobs(spark, ui, ch, out, n):
     sc = spark.sparkContext
     sc.setJobDescription("warm up")
@@ -469,6 +483,8 @@ def main():
         small_jobs(spark)
     elif scenario == "worker":
         worker_jobs(spark, ui, ch, cfg["out"], want)
+    elif scenario == "cpus":
+        cpus_jobs(spark)
     else:
         raise SystemExit("unknown scenario " + scenario)
 
