@@ -2,6 +2,7 @@ package accounting
 
 import (
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 
@@ -25,6 +26,9 @@ func TestStageFigures(t *testing.T) {
 	StageFigures(&u, list, start, start+100_000)
 	if u.DriverOnlyMs == nil || *u.DriverOnlyMs != 50_000 || u.FailedStageAttempts == nil || *u.FailedStageAttempts != 1 {
 		t.Fatalf("driver-only %v, failed attempts %v; want 50 000 and 1", u.DriverOnlyMs, u.FailedStageAttempts)
+	}
+	if want := []int64{10_000, 20_000, 20_000}; !slices.Equal(u.DriverOnlyGapsMs, want) {
+		t.Errorf("stretches %v, want %v", u.DriverOnlyGapsMs, want)
 	}
 
 	// A stage running at a read 95 s in counts up to the read: 90–95.

@@ -92,6 +92,7 @@ func (t *StageTotals) Figures(u *sizing.Usage, startMs, readMs int64) {
 	}
 	d, n := sizing.DriverOnly(spans, startMs, readMs), t.failedAttempts
 	u.DriverOnlyMs, u.FailedStageAttempts = &d, &n
+	u.DriverOnlyGapsMs = sizing.Gaps(spans, startMs, readMs)
 }
 
 // currentStages sums the stages the attempt holds, for a running

@@ -129,6 +129,31 @@ func Covered(spans []Span, from, to int64) int64 {
 	return covered
 }
 
+// Gaps are the stretches of [from, to] in which none of the spans ran,
+// in order, in ms: the driver-only time, stretch by stretch.
+func Gaps(spans []Span, from, to int64) []int64 {
+	clipped := make([]Span, 0, len(spans))
+	for _, s := range spans {
+		s.Start, s.End = max(s.Start, from), min(s.End, to)
+		if s.End > s.Start {
+			clipped = append(clipped, s)
+		}
+	}
+	slices.SortFunc(clipped, func(a, b Span) int { return cmp.Compare(a.Start, b.Start) })
+	var gaps []int64
+	reach := from
+	for _, s := range clipped {
+		if s.Start > reach {
+			gaps = append(gaps, s.Start-reach)
+		}
+		reach = max(reach, s.End)
+	}
+	if to > reach {
+		gaps = append(gaps, to-reach)
+	}
+	return gaps
+}
+
 // DriverOnly is the time of [from, to] in which none of the spans ran.
 func DriverOnly(spans []Span, from, to int64) int64 {
 	if to <= from {

@@ -1,6 +1,7 @@
 package sizing
 
 import (
+	"slices"
 	"strings"
 	"testing"
 )
@@ -108,5 +109,28 @@ func TestSlotOccupancyTaskCPUs(t *testing.T) {
 	}
 	if got := RunTimeCPUs("4.0.0", 0); got != 1 {
 		t.Errorf("RunTimeCPUs(4.0.0, 0) = %d, want 1", got)
+	}
+}
+
+// Gaps are the stretches no span covers, overlapping spans counting
+// once; together they are DriverOnly.
+func TestGaps(t *testing.T) {
+	spans := []Span{{100, 200}, {150, 300}, {500, 600}, {900, 1200}}
+	got := Gaps(spans, 0, 1000)
+	if want := []int64{100, 200, 300}; !slices.Equal(got, want) {
+		t.Errorf("Gaps = %v, want %v", got, want)
+	}
+	var sum int64
+	for _, g := range got {
+		sum += g
+	}
+	if d := DriverOnly(spans, 0, 1000); d != sum {
+		t.Errorf("DriverOnly %d, the gaps' sum %d", d, sum)
+	}
+	if got := Gaps(nil, 0, 50); !slices.Equal(got, []int64{50}) {
+		t.Errorf("no span: %v", got)
+	}
+	if got := Gaps([]Span{{0, 50}}, 0, 50); len(got) != 0 {
+		t.Errorf("all covered: %v", got)
 	}
 }

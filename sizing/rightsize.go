@@ -196,9 +196,24 @@ func RightSize(a *Advice, s Settings, r Resources, u Usage, execs []Executor, fa
 			if pinned {
 				release = "spark.dynamicAllocation.minExecutors below maxExecutors"
 			}
-			a.Notes = append(a.Notes, fmt.Sprintf("task slots were busy %.0f %% of the time they were held, but no stage ran for %.0f %% of the run: "+
+			note := fmt.Sprintf("task slots were busy %.0f %% of the time they were held, but no stage ran for %.0f %% of the run: "+
 				"while stages ran the executors were needed, and between them no number of executors is right; "+
-				"%s would release them while the driver works alone", 100**u.SlotOccupancy, 100*driverOnly, release))
+				"%s would release them while the driver works alone", 100**u.SlotOccupancy, 100*driverOnly, release)
+			// What releasing would save: each stretch with no stage, less
+			// the idle timeout an executor waits before it goes, at the
+			// cores and containers held on average. An upper bound:
+			// executors that hold cached blocks, or shuffle output
+			// without an external shuffle service, stay.
+			var releasable float64
+			for _, g := range u.DriverOnlyGapsMs {
+				releasable += max(0, float64(g)/1000-r.IdleTimeout.Seconds())
+			}
+			if releasable > 0 {
+				note += fmt.Sprintf(": up to %s core-hours and %s GiB-hours less, the stretches with no stage after spark.dynamicAllocation.executorIdleTimeout (%s), "+
+					"where the executors hold no cached blocks, nor shuffle output the next stages read without an external shuffle service (shuffle tracking keeps those executors)",
+					human.Hours(releasable*u.ExecutorCoreSeconds/seconds/3600), human.Hours(releasable*float64(planned)*execSeconds/seconds/gibHour), durationText(r.IdleTimeout))
+			}
+			a.Notes = append(a.Notes, note)
 		}
 		if float64(need) < held {
 			idle = true

@@ -383,6 +383,7 @@ type Usage struct {
 	// notes say why (see figures.go).
 	SlotOccupancy       *float64 `json:"slot_occupancy,omitempty"`        // Σ task run time ÷ executor core-seconds held
 	DriverOnlyMs        *int64   `json:"driver_only_ms,omitempty"`        // wall clock with no stage attempt running
+	DriverOnlyGapsMs    []int64  `json:"-"`                               // the same, stretch by stretch (Gaps)
 	LostTaskSeconds     *float64 `json:"lost_task_seconds,omitempty"`     // run time of task attempts that failed or were killed
 	FailedStageAttempts *int     `json:"failed_stage_attempts,omitempty"` // stage attempts Spark marked FAILED
 	Outcome             string   `json:"outcome,omitempty"`               // succeeded, failed, running, unknown, driver_lost
