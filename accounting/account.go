@@ -31,6 +31,9 @@ type Attempt struct {
 	// SparkVersion is the application's (appSparkVersion): what Spark's
 	// task run time counts depends on it (sizing.RunTimeCPUs).
 	SparkVersion string
+	// Hadoop holds the environment's Hadoop properties of
+	// sizing.YARNAllocationKeys: how YARN rounded its containers.
+	Hadoop map[string]string
 }
 
 // Stage is a stage attempt as Spark lists it, with the failed tasks read
@@ -191,6 +194,9 @@ func anyCluster(u sizing.Usage) error {
 func (a *Attempt) settings() (sizing.Settings, sizing.Resources, error) {
 	s, r, err := Settings(a.Properties)
 	r.RunTimeCPUs = sizing.RunTimeCPUs(a.SparkVersion, r.TaskCPUs)
+	if r.YARN && a.Hadoop != nil {
+		r.YARNMinMemory, r.YARNMemoryStep = sizing.YARNAllocation(a.Hadoop)
+	}
 	return s, r, err
 }
 

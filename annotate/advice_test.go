@@ -135,6 +135,7 @@ func recordedApp(t *testing.T, dir string) *appState {
 	var env sparkapi.Environment
 	readJSONFile(t, filepath.Join(dir, "environment.json"), &env)
 	st.properties = env.Properties()
+	st.hadoop = env.HadoopSubset(sizing.YARNAllocationKeys)
 	st.metricsKey = metricsKey(app.ID, st.properties)
 	var execs []sparkapi.Executor
 	readJSONFile(t, filepath.Join(dir, "allexecutors.json"), &execs)
@@ -159,4 +160,41 @@ func recordedApp(t *testing.T, dir string) *appState {
 
 func hasRule(recs []sizing.Setting, rule string) bool {
 	return slices.ContainsFunc(recs, func(r sizing.Setting) bool { return r.Rule == rule })
+}
+
+// TestRecordedYARNHeld: on the suite's real YARN, what YARN says it held
+// for each application's containers (its memorySeconds, from each
+// container's allocation) is never less than Spark's view, which counts
+// each container as YARN's scheduler rounded it (512 MiB minimum
+// allocation there: the 896 MiB executor is a 1 GiB container) from the
+// executor's registration.
+func TestRecordedYARNHeld(t *testing.T) {
+	dirs, _ := filepath.Glob(filepath.Join("..", "testdata", "spark-real", "*", "yarn", "*", "app.json"))
+	if len(dirs) < 4 {
+		t.Fatalf("recorded YARN applications: %v", dirs)
+	}
+	for _, f := range dirs {
+		dir := filepath.Dir(f)
+		var meta struct {
+			YARN struct{ MemorySeconds, FinishedTime int64 } `json:"yarn"`
+		}
+		readJSONFile(t, f, &meta)
+		st := recordedApp(t, dir)
+		if st.end <= 0 {
+			// Recorded from the live UI before its end: YARN's end,
+			// the latest Spark's view could count to.
+			st.end = meta.YARN.FinishedTime
+		}
+		_, res, err := assess(st, st.end, false)
+		if err != nil {
+			t.Fatal(err)
+		}
+		u, r := res.Usage, res.Resources
+		spark := u.ExecutorMemoryByteSeconds + u.DriverMemoryByteSeconds
+		yarn := float64(meta.YARN.MemorySeconds) * (1 << 20)
+		if r.YARNMemoryStep != 512<<20 || yarn < 0.999*spark-(1<<20) {
+			t.Errorf("%s: YARN held %.0f MB-s, Spark's view (rounded to %d MiB) %.0f", dir, yarn/(1<<20), r.YARNMemoryStep>>20, spark/(1<<20))
+		}
+		t.Logf("%s: YARN held %.2f × the memory Spark's view counts", dir, yarn/spark)
+	}
 }

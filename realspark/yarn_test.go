@@ -638,6 +638,13 @@ func checkYARNUsage(t *testing.T, r *yarnRun) {
 		if spark := num(row["executor_core_seconds"]) + num(row["driver_core_seconds"]); float64(y.VcoreSeconds) < spark-1 {
 			t.Errorf("%s: YARN reports %d vcore-seconds, less than the %.1f Spark's view counts", a.name, y.VcoreSeconds, spark)
 		}
+		// Memory too, now that Spark's view is rounded as YARN's scheduler
+		// rounds (yarn.scheduler.minimum-allocation-mb, 512 here: the
+		// 896 MiB executor is a 1 GiB container); YARN's figure is whole
+		// MB-seconds per container.
+		if spark := num(row["executor_memory_byte_seconds"]) + num(row["driver_memory_byte_seconds"]); float64(y.MemorySeconds)*(1<<20) < 0.999*spark-(1<<20) {
+			t.Errorf("%s: YARN reports %d MB-s, less than the %.0f MB-s Spark's view counts, rounded as YARN rounds", a.name, y.MemorySeconds, spark/(1<<20))
+		}
 		t.Logf("%s: run %d ms", a.name, end-start)
 		// YARN's own figures, as its ResourceManager reports them at the
 		// end: what it held, from each container's allocation.

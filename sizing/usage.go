@@ -75,6 +75,11 @@ type Resources struct {
 	// when set, else the cores; 0 when not set.
 	Kubernetes                               bool
 	ExecutorRequestCores, DriverRequestCores float64
+	// YARNMinMemory and YARNMemoryStep are how YARN's scheduler rounds a
+	// container's memory up (YARNAllocation): at least the minimum, in
+	// steps; 0 when not known (then Spark's sizes are what is counted).
+	// Set by the caller from the Hadoop properties.
+	YARNMinMemory, YARNMemoryStep int64
 	// GPUs: spark.executor.resource.gpu.amount and
 	// spark.driver.resource.gpu.amount, 0 when not set. An executor's own
 	// (its REST resources) wins over the property: resource profiles
@@ -82,6 +87,54 @@ type Resources struct {
 	// (a whole number, or a fraction up to 0.5 that shares a GPU).
 	ExecutorGPUs, DriverGPUs int
 	TaskGPUs                 float64
+}
+
+// YARNAllocationKeys are the Hadoop properties YARNAllocation reads.
+var YARNAllocationKeys = []string{"yarn.resourcemanager.scheduler.class", "yarn.scheduler.minimum-allocation-mb",
+	"yarn.resource-types.memory-mb.increment-allocation", "yarn.scheduler.increment-allocation-mb"}
+
+// YARNAllocation is how YARN's scheduler rounds a container's memory,
+// from the Hadoop configuration the application ran with (Spark's
+// environment lists it): the capacity scheduler, YARN's default, to a
+// multiple of yarn.scheduler.minimum-allocation-mb (1024); the fair
+// scheduler to at least that, in steps of its increment (yarn.resource-
+// types.memory-mb.increment-allocation, before Hadoop 3.1
+// yarn.scheduler.increment-allocation-mb; 1024). Zeros when a value is
+// not a whole number of MiB, or the scheduler is another's.
+func YARNAllocation(hadoop map[string]string) (least, step int64) {
+	mb := func(key string, def int64) int64 {
+		v, ok := hadoop[key]
+		if !ok {
+			return def
+		}
+		n, err := strconv.ParseInt(strings.TrimSpace(v), 10, 64)
+		if err != nil || n <= 0 || n > 1<<30 {
+			return -1
+		}
+		return n
+	}
+	least = mb("yarn.scheduler.minimum-allocation-mb", 1024)
+	switch class := strings.TrimSpace(hadoop["yarn.resourcemanager.scheduler.class"]); {
+	case class == "" || strings.HasSuffix(class, ".CapacityScheduler"):
+		step = least
+	case strings.HasSuffix(class, ".FairScheduler"):
+		step = mb("yarn.resource-types.memory-mb.increment-allocation", mb("yarn.scheduler.increment-allocation-mb", 1024))
+	default:
+		return 0, 0
+	}
+	if least < 0 || step <= 0 {
+		return 0, 0
+	}
+	return least * mib, step * mib
+}
+
+// YARNContainer is the memory YARN holds for a container Spark asks
+// bytes for: rounded up as its scheduler does, where that is known.
+func (r Resources) YARNContainer(bytes int64) int64 {
+	if !r.YARN || r.YARNMemoryStep <= 0 {
+		return bytes
+	}
+	return roundUp(max(bytes, r.YARNMinMemory), r.YARNMemoryStep)
 }
 
 // HeldCores is what the cluster holds of an executor's cores: its pod's
@@ -169,9 +222,9 @@ func (r Resources) DriverHeld() (cores float64, bytes int64, gpus int, what stri
 	case r.ClusterMode && r.DriverRequestCores > 0:
 		return r.DriverRequestCores, r.DriverContainer(), r.DriverGPUs, DriverInCluster
 	case r.ClusterMode:
-		return float64(r.DriverCores), r.DriverContainer(), r.DriverGPUs, DriverInCluster
+		return float64(r.DriverCores), r.YARNContainer(r.DriverContainer()), r.DriverGPUs, DriverInCluster
 	case r.YARN:
-		return float64(r.AMCores), r.AMMemory + r.AMOverhead, 0, DriverYARNAM
+		return float64(r.AMCores), r.YARNContainer(r.AMMemory + r.AMOverhead), 0, DriverYARNAM
 	}
 	return 0, 0, 0, DriverOutside
 }
@@ -483,7 +536,7 @@ func Account(s Settings, r Resources, execs []Executor, durationMs int64) Usage 
 		u.SlotCoreSeconds += float64(cores) * alive
 		slotSeconds += float64(r.slots(x)) * alive
 		u.ExecutorGPUSeconds += float64(r.gpus(x)) * alive
-		u.ExecutorMemoryByteSeconds += float64(u.Container) * alive
+		u.ExecutorMemoryByteSeconds += float64(r.YARNContainer(u.Container)) * alive
 		if x.CPUNs > 0 {
 			withCPU++
 		}

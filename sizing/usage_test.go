@@ -151,3 +151,48 @@ func TestHeldAndSlots(t *testing.T) {
 		}
 	})
 }
+
+// YARN rounds a container's memory up: the capacity scheduler to a
+// multiple of its minimum allocation, the fair scheduler to at least the
+// minimum in steps of its increment. Spark's view counts what YARN holds.
+func TestYARNAllocation(t *testing.T) {
+	for _, c := range []struct {
+		hadoop      map[string]string
+		least, step int64
+	}{
+		{nil, 1 << 30, 1 << 30}, // the capacity scheduler's defaults
+		{map[string]string{"yarn.scheduler.minimum-allocation-mb": "512"}, 512 * mib, 512 * mib},
+		{map[string]string{"yarn.resourcemanager.scheduler.class": "org.apache.hadoop.yarn.server.resourcemanager.scheduler.capacity.CapacityScheduler",
+			"yarn.scheduler.minimum-allocation-mb": "256"}, 256 * mib, 256 * mib},
+		{map[string]string{"yarn.resourcemanager.scheduler.class": "org.apache.hadoop.yarn.server.resourcemanager.scheduler.fair.FairScheduler",
+			"yarn.scheduler.minimum-allocation-mb": "1024", "yarn.resource-types.memory-mb.increment-allocation": "128"}, 1 << 30, 128 * mib},
+		{map[string]string{"yarn.resourcemanager.scheduler.class": "org.apache.hadoop.yarn.server.resourcemanager.scheduler.fair.FairScheduler",
+			"yarn.scheduler.increment-allocation-mb": "256"}, 1 << 30, 256 * mib},
+		// Another scheduler, or a value that is no whole number of MiB:
+		// Spark's sizes.
+		{map[string]string{"yarn.resourcemanager.scheduler.class": "org.example.MyScheduler"}, 0, 0},
+		{map[string]string{"yarn.scheduler.minimum-allocation-mb": "1g"}, 0, 0},
+	} {
+		if least, step := YARNAllocation(c.hadoop); least != c.least || step != c.step {
+			t.Errorf("%v: %d, %d; want %d, %d", c.hadoop, least, step, c.least, c.step)
+		}
+	}
+	// 512m of heap and 384 MiB of overhead: YARN holds 1 GiB under a
+	// 512 MiB minimum; the AM of client mode (512m + 384m) likewise.
+	r, err := ResourcesFromProperties(map[string]string{"spark.master": "yarn", "spark.executor.memory": "512m"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	r.YARNMinMemory, r.YARNMemoryStep = YARNAllocation(map[string]string{"yarn.scheduler.minimum-allocation-mb": "512"})
+	s, _ := FromProperties(map[string]string{"spark.executor.memory": "512m"})
+	u := Account(s, r, []Executor{{ID: "driver", AliveMs: hour}, {ID: "1", Cores: 1, AliveMs: hour}}, hour)
+	if u.ExecutorMemoryByteSeconds != float64(1<<30)*3600 || u.DriverMemoryByteSeconds != float64(1<<30)*3600 || u.Container != 896*mib {
+		t.Errorf("rounded: %v executor byte-s, %v driver byte-s, container %d", u.ExecutorMemoryByteSeconds, u.DriverMemoryByteSeconds, u.Container)
+	}
+	// Not on YARN: Spark's sizes.
+	k := r
+	k.YARN = false
+	if u := Account(s, k, []Executor{{ID: "1", Cores: 1, AliveMs: hour}}, hour); u.ExecutorMemoryByteSeconds != float64(896*mib)*3600 {
+		t.Errorf("elsewhere: %v", u.ExecutorMemoryByteSeconds)
+	}
+}

@@ -25,6 +25,7 @@ package sparkapi
 import (
 	"encoding/json"
 	"fmt"
+	"slices"
 	"time"
 )
 
@@ -296,6 +297,17 @@ type Environment struct {
 	HadoopProperties [][2]string       `json:"hadoopProperties"`
 	SystemProperties [][2]string       `json:"systemProperties"`
 	ClasspathEntries [][2]string       `json:"classpathEntries"`
+}
+
+// HadoopSubset returns the Hadoop properties named in keys that are set.
+func (e *Environment) HadoopSubset(keys []string) map[string]string {
+	m := map[string]string{}
+	for _, kv := range e.HadoopProperties {
+		if slices.Contains(keys, kv[0]) {
+			m[kv[0]] = kv[1]
+		}
+	}
+	return m
 }
 
 // Properties returns the Spark properties as a map, never nil.
