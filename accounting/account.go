@@ -131,6 +131,9 @@ func peakWitness(u sizing.Usage, listed []sparkapi.Executor, execs []sizing.Exec
 					listedAll = false
 				}
 			}
+			if w.what == "peak resident memory" {
+				stream = x.RSS() // a moment's, where the stream says it
+			}
 			if x.ID == "driver" || stream != w.peak {
 				continue
 			}

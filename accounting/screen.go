@@ -209,6 +209,15 @@ func Screen(props map[string]string, runCPUs int, execs []sparkapi.Executor, str
 				}
 			}
 		}
+		// The tree's one-moment peak sums the parts' reports: it goes
+		// with any part set aside.
+		for _, g := range rssGauges {
+			if _, had := t.Peak[g]; had {
+				if _, stays := k.Peak[g]; !stays {
+					k.TreePeak = 0
+				}
+			}
+		}
 		if len(a.Why) > 0 {
 			aside = append(aside, a)
 		}

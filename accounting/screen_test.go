@@ -44,8 +44,9 @@ func genuine() map[string]ProcessTotals {
 		return ProcessTotals{
 			Sums: map[string]float64{"succeededTasks.count": 100, "cpuTime.count": 300e9, "runTime.count": 390_000, "jvmGCTime.count": 8_000,
 				"bytesRead.count": 5 << 30, "shuffleTotalBytesRead.count": 1 << 30, "shuffleBytesWritten.count": 1 << 30},
-			Peak: map[string]float64{"ProcessTreeJVMRSSMemory": 3 << 30, "JVMHeapMemory": 2 << 30},
-			Mean: map[string]float64{"ProcessTreeJVMRSSMemory": 2 << 30, "JVMHeapMemory": 1 << 30},
+			Peak:     map[string]float64{"ProcessTreeJVMRSSMemory": 3 << 30, "JVMHeapMemory": 2 << 30},
+			Mean:     map[string]float64{"ProcessTreeJVMRSSMemory": 2 << 30, "JVMHeapMemory": 1 << 30},
+			TreePeak: 3 << 30,
 		}
 	}
 	return map[string]ProcessTotals{"1": p(), "2": p()}
@@ -164,6 +165,14 @@ func TestScreen(t *testing.T) {
 			for id, p := range stream {
 				if len(kept[id].Sums) == 0 && len(p.Sums) > 0 && !slices.Contains(got, id+":counters") {
 					t.Errorf("process %s's counters lost", id)
+				}
+				// The tree's one-moment peak goes with any of its parts.
+				want := p.TreePeak
+				if slices.ContainsFunc(got, func(g string) bool { return strings.HasPrefix(g, id+":ProcessTree") }) {
+					want = 0
+				}
+				if kept[id].TreePeak != want {
+					t.Errorf("process %s: tree peak %v kept, want %v", id, kept[id].TreePeak, want)
 				}
 			}
 		})

@@ -10,6 +10,11 @@ type ProcessTotals struct {
 	NoDelta    map[string]int     // StreamKey of a StreamCounters metric → samples stored without a delta
 	Peak, Mean map[string]float64 // StreamKey of a StreamGauges metric → max, mean of its value
 	Samples    map[string]float64 // StreamKey of a StreamGauges metric → samples the mean is of; absent: weighed alike
+	// TreePeak is the peak of the process tree's resident memory, JVM,
+	// Python and other processes summed report by report: one moment's,
+	// where the sum of each one's peak adds moments apart. 0: unknown
+	// (a shape that stores them apart, or reports without all three).
+	TreePeak float64
 }
 
 // MergeTotals adds src, read over a window that does not overlap dst's,
@@ -32,6 +37,7 @@ func MergeTotals(dst, src map[string]ProcessTotals) {
 				d.Peak[k] = v
 			}
 		}
+		d.TreePeak = max(d.TreePeak, s.TreePeak)
 		for k, v := range s.Mean {
 			n, m := s.Samples[k], d.Samples[k]
 			if n <= 0 {

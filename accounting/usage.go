@@ -34,6 +34,7 @@ func SizingExecutors(xs []sparkapi.Executor, stream map[string]ProcessTotals, en
 			e.CPUNs, e.RunMs = int64(t.Sums["cpuTime.count"]), int64(t.Sums["runTime.count"])
 			e.CgroupCPUNs = int64(t.Sums["ch.cern.CgroupMetrics.CPUTimeNanosec"])
 			e.MeanRSS = int64(t.Mean["ProcessTreeJVMRSSMemory"] + t.Mean["ProcessTreePythonRSSMemory"] + t.Mean["ProcessTreeOtherRSSMemory"])
+			e.TreeRSS = int64(t.TreePeak)
 			// The larger of Spark's peak (heartbeats) and the stream's
 			// (reports); a copy, as the REST answer's map is kept.
 			peaks := maps.Clone(e.Peaks)

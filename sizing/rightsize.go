@@ -92,7 +92,7 @@ func RightSize(a *Advice, s Settings, r Resources, u Usage, execs []Executor, fa
 		taskSeconds += float64(max(x.TaskTimeMs, 0)) / 1000
 		maxHeap = max(maxHeap, x.Peaks["JVMHeapMemory"])
 		maxUnified = max(maxUnified, x.Peaks["OnHeapExecutionMemory"]+x.Peaks["OnHeapStorageMemory"])
-		rss := x.Peaks["ProcessTreeJVMRSSMemory"] + x.Peaks["ProcessTreePythonRSSMemory"] + x.Peaks["ProcessTreeOtherRSSMemory"]
+		rss := x.RSS()
 		maxRSS = max(maxRSS, rss)
 		allRSS = allRSS && x.Peaks["ProcessTreeJVMRSSMemory"] > 0
 		if x.TaskTimeMs > 0 && float64(x.GCTimeMs) >= 0.05*float64(x.TaskTimeMs) {

@@ -303,6 +303,24 @@ type Executor struct {
 	// CPUTimeNanosec, and the mean of its process-tree resident memory.
 	CPUNs, RunMs, CgroupCPUNs int64
 	MeanRSS                   int64
+	// TreeRSS is the peak of the process tree's resident memory at one
+	// moment (the stream's reports, JVM, Python and other summed report
+	// by report); 0 when not known.
+	TreeRSS int64
+}
+
+// RSS is the peak of an executor's process tree's resident memory: the
+// sum of its JVM's, its Python workers' and its other processes' peaks,
+// which may be moments apart and so overstate it, unless the stream
+// says the peak of their sum at one moment; that, then, but never less
+// than any one part's peak (Spark's heartbeats sample other moments).
+func (x Executor) RSS() int64 {
+	jvm, py, other := x.Peaks["ProcessTreeJVMRSSMemory"], x.Peaks["ProcessTreePythonRSSMemory"], x.Peaks["ProcessTreeOtherRSSMemory"]
+	sum := jvm + py + other
+	if x.TreeRSS <= 0 {
+		return sum
+	}
+	return min(sum, max(x.TreeRSS, jvm, py, other))
 }
 
 // Headroom is one executor's peaks against the limits. The JSON names are
@@ -395,7 +413,7 @@ func Advise(s Settings, execs []Executor) Advice {
 		}
 		p := func(k string) int64 { return x.Peaks[k] }
 		h := Headroom{ID: x.ID, ProcessTreeMetric: p("ProcessTreeJVMRSSMemory") > 0,
-			RSS:  p("ProcessTreeJVMRSSMemory") + p("ProcessTreePythonRSSMemory") + p("ProcessTreeOtherRSSMemory"),
+			RSS:  x.RSS(),
 			Heap: p("JVMHeapMemory"), Unified: p("OnHeapExecutionMemory") + p("OnHeapStorageMemory"),
 			Python: p("ProcessTreePythonRSSMemory")}
 		if x.RemoveReason != "" {

@@ -99,8 +99,9 @@ var YARNAllocationKeys = []string{"yarn.resourcemanager.scheduler.class", "yarn.
 // multiple of yarn.scheduler.minimum-allocation-mb (1024); the fair
 // scheduler to at least that, in steps of its increment (yarn.resource-
 // types.memory-mb.increment-allocation, before Hadoop 3.1
-// yarn.scheduler.increment-allocation-mb; 1024). Zeros when a value is
-// not a whole number of MiB, or the scheduler is another's.
+// yarn.scheduler.increment-allocation-mb; 1024). Zeros when the minimum
+// is not listed (YARN's configuration was not read), a value is not a
+// whole number of MiB, or the scheduler is another's.
 func YARNAllocation(hadoop map[string]string) (least, step int64) {
 	mb := func(key string, def int64) int64 {
 		v, ok := hadoop[key]
@@ -112,6 +113,11 @@ func YARNAllocation(hadoop map[string]string) (least, step int64) {
 			return -1
 		}
 		return n
+	}
+	if _, ok := hadoop["yarn.scheduler.minimum-allocation-mb"]; !ok {
+		// YARN's defaults (yarn-default.xml) list it wherever its
+		// configuration was read: without it, nothing is known.
+		return 0, 0
 	}
 	least = mb("yarn.scheduler.minimum-allocation-mb", 1024)
 	switch class := strings.TrimSpace(hadoop["yarn.resourcemanager.scheduler.class"]); {
@@ -547,7 +553,7 @@ func Account(s Settings, r Resources, execs []Executor, durationMs int64) Usage 
 			cgroupNs += x.CgroupCPUNs
 			cgroupExecs++
 		}
-		rss := x.Peaks["ProcessTreeJVMRSSMemory"] + x.Peaks["ProcessTreePythonRSSMemory"] + x.Peaks["ProcessTreeOtherRSSMemory"]
+		rss := x.RSS()
 		u.PeakRSS = max(u.PeakRSS, rss)
 		u.PeakPythonRSS = max(u.PeakPythonRSS, x.Peaks["ProcessTreePythonRSSMemory"])
 		if x.MeanRSS > 0 {

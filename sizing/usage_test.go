@@ -160,14 +160,15 @@ func TestYARNAllocation(t *testing.T) {
 		hadoop      map[string]string
 		least, step int64
 	}{
-		{nil, 1 << 30, 1 << 30}, // the capacity scheduler's defaults
+		{nil, 0, 0}, // YARN's configuration not read: unknown
+		{map[string]string{"yarn.scheduler.minimum-allocation-mb": "1024"}, 1 << 30, 1 << 30}, // the capacity scheduler's defaults
 		{map[string]string{"yarn.scheduler.minimum-allocation-mb": "512"}, 512 * mib, 512 * mib},
 		{map[string]string{"yarn.resourcemanager.scheduler.class": "org.apache.hadoop.yarn.server.resourcemanager.scheduler.capacity.CapacityScheduler",
 			"yarn.scheduler.minimum-allocation-mb": "256"}, 256 * mib, 256 * mib},
 		{map[string]string{"yarn.resourcemanager.scheduler.class": "org.apache.hadoop.yarn.server.resourcemanager.scheduler.fair.FairScheduler",
 			"yarn.scheduler.minimum-allocation-mb": "1024", "yarn.resource-types.memory-mb.increment-allocation": "128"}, 1 << 30, 128 * mib},
 		{map[string]string{"yarn.resourcemanager.scheduler.class": "org.apache.hadoop.yarn.server.resourcemanager.scheduler.fair.FairScheduler",
-			"yarn.scheduler.increment-allocation-mb": "256"}, 1 << 30, 256 * mib},
+			"yarn.scheduler.minimum-allocation-mb": "1024", "yarn.scheduler.increment-allocation-mb": "256"}, 1 << 30, 256 * mib},
 		// Another scheduler, or a value that is no whole number of MiB:
 		// Spark's sizes.
 		{map[string]string{"yarn.resourcemanager.scheduler.class": "org.example.MyScheduler"}, 0, 0},
@@ -194,5 +195,33 @@ func TestYARNAllocation(t *testing.T) {
 	k.YARN = false
 	if u := Account(s, k, []Executor{{ID: "1", Cores: 1, AliveMs: hour}}, hour); u.ExecutorMemoryByteSeconds != float64(896*mib)*3600 {
 		t.Errorf("elsewhere: %v", u.ExecutorMemoryByteSeconds)
+	}
+}
+
+// An executor's process tree peaks at one moment: where the stream says
+// that peak, it, not the sum of each part's peak at other moments, but
+// never under a part's own peak nor over their sum.
+func TestExecutorRSS(t *testing.T) {
+	x := Executor{Peaks: map[string]int64{"ProcessTreeJVMRSSMemory": 4 << 30, "ProcessTreePythonRSSMemory": 256 * mib, "ProcessTreeOtherRSSMemory": 768 * mib}}
+	for _, c := range []struct{ tree, want int64 }{
+		{0, 5 << 30},             // unknown: the sum of the parts' peaks
+		{4352 * mib, 4352 * mib}, // the stream's one-moment peak
+		{3 << 30, 4 << 30},       // under the JVM's own peak (a heartbeat's): that
+		{8 << 30, 5 << 30},       // never over the sum
+	} {
+		x.TreeRSS = c.tree
+		if got := x.RSS(); got != c.want {
+			t.Errorf("tree %d: RSS %d, want %d", c.tree, got, c.want)
+		}
+	}
+	// The container's use, in Account and Advise, is that figure.
+	s := Settings{Heap: 4 << 30, Overhead: 1 << 30, OverheadSet: true, MemoryFraction: 0.6, StorageFraction: 0.5}
+	x.TreeRSS, x.ID = 4352*mib, "1" // 85 % of the 5 GiB container
+	if a := Advise(s, []Executor{x}); a.Executors[0].RSS != 4352*mib || len(a.Findings) != 0 {
+		t.Errorf("Advise: %+v, findings %+v", a.Executors[0], a.Findings)
+	}
+	x.TreeRSS = 0 // all of the 5 GiB container, summed
+	if a := Advise(s, []Executor{x}); len(a.Findings) != 1 || a.Findings[0].Rule != "container" {
+		t.Errorf("summed: findings %+v", a.Findings)
 	}
 }

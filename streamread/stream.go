@@ -120,6 +120,13 @@ func (s *Stream) Totals(ctx context.Context, app string, from, to time.Time) (ma
 				return nil, s.readError(db.Name, err)
 			}
 			q.add(inDB, series)
+			if st, ok := treePeakStatement(sc, app, from, to); ok {
+				series, err := s.querier.Query(ctx, db.Name, st)
+				if err != nil {
+					return nil, s.readError(db.Name, err)
+				}
+				addTreePeaks(inDB, series)
+			}
 		}
 		for p, t := range inDB {
 			o, ok := out[p]
@@ -136,6 +143,7 @@ func (s *Stream) Totals(ctx context.Context, app string, from, to time.Time) (ma
 			for k, v := range t.Peak {
 				o.Peak[k] = max(o.Peak[k], v)
 			}
+			o.TreePeak = max(o.TreePeak, t.TreePeak)
 			for k, v := range t.Mean {
 				// One database per process is the usual case; where two
 				// hold it, the mean of the one with more samples.
@@ -146,6 +154,44 @@ func (s *Stream) Totals(ctx context.Context, app string, from, to time.Time) (ma
 		}
 	}
 	return out, nil
+}
+
+// treeGauges are the parts of a process tree's resident memory.
+var treeGauges = []spark.Metric{spark.JVMRSSMemory, spark.PythonRSSMemory, spark.OtherRSSMemory}
+
+// treePeakStatement reads, by process, the peak of the process tree's
+// resident memory report by report, in a shape that stores a report's
+// gauges as one point's fields (wide): a row without one of them sums
+// to nothing and is left out. ok is false for other shapes.
+func treePeakStatement(sc spark.Schema, app string, from, to time.Time) (string, bool) {
+	m := sc.Measurement(treeGauges[0])
+	var terms []string
+	for _, g := range treeGauges {
+		if sc.Measurement(g) != m || sc.Field(g) == "value" {
+			return "", false
+		}
+		terms = append(terms, influx.QuoteIdent(sc.Field(g)))
+	}
+	return fmt.Sprintf(`SELECT max("tree") FROM (SELECT %s AS "tree" FROM %s WHERE "applicationid" = %s AND time >= %dms AND time < %dms GROUP BY "process") GROUP BY "process"`,
+		strings.Join(terms, " + "), influx.QuoteIdent(m), influx.QuoteString(app), from.UnixMilli(), to.UnixMilli()), true
+}
+
+// addTreePeaks sets each process's TreePeak from the answer of
+// treePeakStatement: the larger, where a database holds it in two shapes.
+func addTreePeaks(out map[string]accounting.ProcessTotals, series []influx.Series) {
+	for _, sr := range series {
+		p := sr.Tags["process"]
+		v, ok := influx.Number(firstValue(sr, 1))
+		if p == "" || !ok {
+			continue
+		}
+		t, seen := out[p]
+		if !seen {
+			continue // a process with no other figure in the window
+		}
+		t.TreePeak = max(t.TreePeak, v)
+		out[p] = t
+	}
 }
 
 // totalsQuery is the statement that reads the stream's totals in one

@@ -29,7 +29,12 @@ func TestStreamReadsEachBlocksShapes(t *testing.T) {
 		fmt.Sprintf(`JVMHeapMemory,applicationid=%s,namespace=ExecutorMetrics,process=1 value=20 %d`, app, at(10)),
 		// After it: the wide one.
 		fmt.Sprintf(`executor,applicationid=%s,process=1 cpuTime.count=300,cpuTime.count_delta=150,runTime.count=5,runTime.count_delta=5 %d`, app, at(20)),
-		fmt.Sprintf(`ExecutorMetrics,applicationid=%s,process=1 JVMHeapMemory=40,ProcessTreeJVMRSSMemory=1000 %d`, app, at(20)),
+		// The process tree's parts peak at different reports: 1000 + 700
+		// apart, 1300 at once.
+		fmt.Sprintf(`ExecutorMetrics,applicationid=%s,process=1 JVMHeapMemory=40,ProcessTreeJVMRSSMemory=1000,ProcessTreePythonRSSMemory=100,ProcessTreeOtherRSSMemory=0 %d`, app, at(20)),
+		fmt.Sprintf(`ExecutorMetrics,applicationid=%s,process=1 ProcessTreeJVMRSSMemory=600,ProcessTreePythonRSSMemory=700,ProcessTreeOtherRSSMemory=0 %d`, app, at(30)),
+		// A report without all three parts sums to nothing.
+		fmt.Sprintf(`ExecutorMetrics,applicationid=%s,process=1 ProcessTreeJVMRSSMemory=900 %d`, app, at(40)),
 		fmt.Sprintf(`plugin.ch.cern.CgroupMetrics,applicationid=%s,process=1 CPUTimeNanosec=9,CPUTimeNanosec_delta=9 %d`, app, at(20)),
 		// Outside the window read.
 		fmt.Sprintf(`executor,applicationid=%s,process=1 cpuTime.count=900,cpuTime.count_delta=600 %d`, app, at(100)),
@@ -61,16 +66,19 @@ func TestStreamReadsEachBlocksShapes(t *testing.T) {
 	for _, k := range []string{"cpuTime.count", "runTime.count", "succeededTasks.count", "ch.cern.CgroupMetrics.CPUTimeNanosec"} {
 		got = append(got, fmt.Sprintf("sum %s %v, %d without delta", k, p.Sums[k], p.NoDelta[k]))
 	}
-	for _, k := range []string{"JVMHeapMemory", "ProcessTreeJVMRSSMemory"} {
+	for _, k := range []string{"JVMHeapMemory", "ProcessTreeJVMRSSMemory", "ProcessTreePythonRSSMemory"} {
 		got = append(got, fmt.Sprintf("%s peak %v, mean %.6g of %v", k, p.Peak[k], p.Mean[k], p.Samples[k]))
 	}
+	got = append(got, fmt.Sprintf("process tree peak %v at once", p.TreePeak))
 	equalLines(t, "process 1", got, []string{
 		"sum cpuTime.count 250, 1 without delta",
 		"sum runTime.count 5, 0 without delta",
 		"sum succeededTasks.count 7, 0 without delta",
 		"sum ch.cern.CgroupMetrics.CPUTimeNanosec 9, 0 without delta",
 		"JVMHeapMemory peak 40, mean 23.3333 of 3", // the samples of both shapes
-		"ProcessTreeJVMRSSMemory peak 1000, mean 1000 of 1",
+		"ProcessTreeJVMRSSMemory peak 1000, mean 833.333 of 3",
+		"ProcessTreePythonRSSMemory peak 700, mean 400 of 2",
+		"process tree peak 1300 at once",
 	})
 	if len(totals) != 1 {
 		t.Errorf("processes %v, want 1 only", totals)
