@@ -2,6 +2,7 @@ package main
 
 import (
 	"bytes"
+	"context"
 	"encoding/json"
 	"fmt"
 	"io"
@@ -287,5 +288,44 @@ func alignTimes(v1, v2 any, slack int64) {
 				}
 			}
 		}
+	}
+}
+
+// The accounting's read of the metrics stream against 2.x, through its
+// InfluxQL: the sums and peaks, and the process tree's peak at one
+// moment, which takes a subquery (TestStreamReadsEachBlocksShapes on
+// 1.8).
+func TestStreamTotalsInfluxDB2(t *testing.T) {
+	srv := influxtest.Start2(t)
+	const app = "app-20261125100000-0001"
+	t0 := time.Now().Add(-time.Hour).Truncate(time.Second)
+	at := func(s int) int64 { return t0.Add(time.Duration(s) * time.Second).UnixNano() }
+	srv.Write(t, "/api/v2/write?org="+url.QueryEscape(srv.Org)+"&bucket="+url.QueryEscape(srv.Bucket), strings.Join([]string{
+		fmt.Sprintf(`executor,applicationid=%s,process=1 cpuTime.count=300,cpuTime.count_delta=150 %d`, app, at(20)),
+		fmt.Sprintf(`ExecutorMetrics,applicationid=%s,process=1 ProcessTreeJVMRSSMemory=1000,ProcessTreePythonRSSMemory=100,ProcessTreeOtherRSSMemory=0 %d`, app, at(20)),
+		fmt.Sprintf(`ExecutorMetrics,applicationid=%s,process=1 ProcessTreeJVMRSSMemory=600,ProcessTreePythonRSSMemory=700,ProcessTreeOtherRSSMemory=0 %d`, app, at(30)),
+	}, "\n"))
+	getenv := func(k string) string {
+		if k == envToken {
+			return srv.Token
+		}
+		return ""
+	}
+	plan, err := loadPlan(&flagOverrides{config: writeFile(t, "sparkpulse.toml", fmt.Sprintf(`
+[[graphite]]
+  bind-address = "127.0.0.1:0"
+  bucket = %q
+  schema = "wide"
+`, srv.Bucket)), influxURL: srv.URL, influxOrg: srv.Org}, getenv)
+	if err != nil {
+		t.Fatal(err)
+	}
+	totals, err := newStream(plan, nil).Totals(context.Background(), app, t0, t0.Add(time.Minute))
+	if err != nil {
+		t.Fatal(err)
+	}
+	p := totals["1"]
+	if p.Sums["cpuTime.count"] != 150 || p.Peak["ProcessTreeJVMRSSMemory"] != 1000 || p.Peak["ProcessTreePythonRSSMemory"] != 700 || p.TreePeak != 1300 {
+		t.Errorf("process 1: sums %v, peaks %v, tree peak %v; want 150, 1000 and 700, 1300", p.Sums, p.Peak, p.TreePeak)
 	}
 }
