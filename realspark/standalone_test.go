@@ -83,6 +83,7 @@ type standaloneRun struct {
 	hs       string
 	app      *application
 	cpus     *application // after it, tasks of spark.task.cpus = 2
+	limits   *application // then a Python MemoryError and a stopped query
 	lost     []string     // executors of the worker killed
 	lines    []string
 	workerOf map[string]int // executor → worker
@@ -198,18 +199,28 @@ func runStandalone(t *testing.T, version string) {
 	r.app.stop()
 	waitReconciled(t, r.srv, r.app.id)
 
-	// Then, on the worker left (2 cores), an application whose tasks
-	// take both cores of its one executor: spark.task.cpus = 2, which
-	// Spark 4 counts in its run time and 3.5 does not.
-	cpus := maps.Clone(c)
-	cpus["spark.executor.cores"], cpus["spark.task.cpus"], cpus["spark.cores.max"] = "2", "2", "2"
-	r.cpus = submitApplication(t, home, work, nil, []string{"--master", master, "--deploy-mode", "client"},
-		workloadConfig{AppName: "sparkpulse task cpus", Scenario: "cpus", Executors: 1, Out: filepath.Join(work, "cpus"), Conf: cpus})
-	r.cpus.started()
-	r.cpus.waitDone()
-	tee.waitReports(t, r.cpus.id, func() []string { return activeProcesses(r.cpus) }, r.cpus.done)
-	r.cpus.stop()
-	waitReconciled(t, r.srv, r.cpus.id)
+	// Then, one after the other on the worker left (2 cores), each with
+	// one executor of both its cores, applications run to their end.
+	after := func(name, scenario string, set map[string]string) *application {
+		conf := maps.Clone(c)
+		conf["spark.executor.cores"], conf["spark.cores.max"] = "2", "2"
+		maps.Copy(conf, set)
+		a := submitApplication(t, home, work, nil, []string{"--master", master, "--deploy-mode", "client"},
+			workloadConfig{AppName: name, Scenario: scenario, Executors: 1, Out: filepath.Join(work, scenario), Conf: conf})
+		a.started()
+		a.waitDone()
+		tee.waitReports(t, a.id, func() []string { return activeProcesses(a) }, a.done)
+		a.stop()
+		waitReconciled(t, r.srv, a.id)
+		return a
+	}
+	// Tasks that take both cores (spark.task.cpus = 2), which Spark 4
+	// counts in its run time and 3.5 does not.
+	r.cpus = after("sparkpulse task cpus", "cpus", map[string]string{"spark.task.cpus": "2"})
+	// A Python worker over its share of spark.executor.pyspark.memory
+	// (512m over 2 cores: 256 MiB), and a streaming query the program
+	// stops while a micro-batch runs.
+	r.limits = after("sparkpulse limits", "limits", map[string]string{"spark.executor.pyspark.memory": "512m"})
 	var cut int
 	r.lines, cut = tee.taken()
 	t.Logf("%d reports ended in a cut line", cut)
@@ -222,6 +233,53 @@ func runStandalone(t *testing.T, version string) {
 	t.Run("removals", func(t *testing.T) { checkStandaloneRemovals(t, r) })
 	t.Run("reconcile", func(t *testing.T) { checkStandaloneReconcile(t, r) })
 	t.Run("task cpus", func(t *testing.T) { checkTaskCPUs(t, r) })
+	t.Run("limits", func(t *testing.T) { checkLimits(t, r) })
+}
+
+// checkLimits: Spark's own answers first — a task failed with Python's
+// MemoryError, and the last job, the streaming query's micro-batch, was
+// cancelled (FAILED) by the query's stop. Then sparkpulse's: the task
+// failure's class, the advice for spark.executor.pyspark.memory, and the
+// application's outcome, succeeded, as the program stopped the query.
+func checkLimits(t *testing.T, r *standaloneRun) {
+	failed := map[string][]sparkapi.TaskData{}
+	r.limits.rest("failed-tasks", &failed)
+	memoryError := false
+	for _, tasks := range failed {
+		for _, task := range tasks {
+			memoryError = memoryError || sizing.PythonMemoryError(task.ErrorMessage)
+		}
+	}
+	var jobs []sparkapi.Job
+	r.limits.rest("jobs", &jobs)
+	last := slices.MaxFunc(jobs, func(a, b sparkapi.Job) int { return a.JobID - b.JobID })
+	if !memoryError || last.Status != "FAILED" || last.JobGroup == "" {
+		t.Fatalf("Spark %s: a MemoryError among the failed tasks %v; the last job %d %s in group %q", r.version, memoryError, last.JobID, last.Status, last.JobGroup)
+	}
+	id := r.limits.id
+	classes := map[string]bool{}
+	for _, s := range r.srv.Query(t, db, fmt.Sprintf(`SELECT "error_class" FROM "spark_task_failure" WHERE "applicationid" = '%s'`, id)) {
+		for _, row := range s.Values {
+			classes[fmt.Sprint(row[1])] = true
+		}
+	}
+	if !classes["PythonException: MemoryError"] {
+		t.Errorf("Spark %s: task failures %v, no PythonException: MemoryError", r.version, classes)
+	}
+	settings := map[string]string{}
+	for _, s := range r.srv.Query(t, db, fmt.Sprintf(`SELECT "property", "value" FROM "spark_sizing" WHERE "applicationid" = '%s' AND "kind" = 'setting'`, id)) {
+		for _, row := range s.Values {
+			settings[fmt.Sprint(row[1])] = fmt.Sprint(row[2])
+		}
+	}
+	if settings["spark.executor.pyspark.memory"] != "1g" {
+		t.Errorf("Spark %s: settings %v; want spark.executor.pyspark.memory=1g", r.version, settings)
+	}
+	u := one(t, r.srv, db, fmt.Sprintf(`SELECT "outcome", "outcome_reason" FROM "spark_app_usage" WHERE "app_id" = '%s' AND "fact" = 'end'`, id))
+	if u["outcome"] != sizing.OutcomeSucceeded || !strings.Contains(fmt.Sprint(u["outcome_reason"]), "was cancelled as the program stopped the query") {
+		t.Errorf("Spark %s: outcome %v (%v); Spark's last job %d %s in group %s", r.version, u["outcome"], u["outcome_reason"], last.JobID, last.Status, last.JobGroup)
+	}
+	t.Logf("Spark %s: %v; outcome %v: %v", r.version, settings, u["outcome"], u["outcome_reason"])
 }
 
 // checkTaskCPUs: an application whose tasks take 2 cores each. Spark's
@@ -245,10 +303,15 @@ func checkTaskCPUs(t *testing.T, r *standaloneRun) {
 		runMs += s.ExecutorRunTime
 	}
 
-	// The run time leaves out each task's deserialisation, which its
-	// wall time counts: a little under the factor.
-	factor := float64(sizing.RunTimeCPUs(r.version, 2))
-	if ratio := float64(runMs) / float64(wallMs); wallMs < 8000 || ratio > factor || ratio < 0.85*factor {
+	// Spark 4.0 on counts the task's 2 cpus in its run time
+	// (SPARK-51666), 3.5 does not. The run time leaves out each task's
+	// deserialisation, which its wall time counts: a little under the
+	// factor (up to a quarter on a loaded machine).
+	factor := 1.0
+	if !strings.HasPrefix(r.version, "3.") {
+		factor = 2
+	}
+	if ratio := float64(runMs) / float64(wallMs); wallMs < 8000 || ratio > factor || ratio < 0.75*factor {
 		t.Errorf("Spark %s: run time %d ms of wall time %d ms (%.2f×); want %.0f× or a little under", r.version, runMs, wallMs, ratio, factor)
 	}
 	u := one(t, r.srv, db, fmt.Sprintf(`SELECT "set_aside_count", "set_aside", "busy_slot_seconds", "task_run_seconds" FROM "spark_app_usage" WHERE "app_id" = '%s' AND "fact" = 'end'`, r.cpus.id))
@@ -256,7 +319,7 @@ func checkTaskCPUs(t *testing.T, r *standaloneRun) {
 		t.Errorf("Spark %s with spark.task.cpus = 2: the stream set aside: %v", r.version, u["set_aside"])
 	}
 	busy, held := num(u["busy_slot_seconds"]), 2*float64(wallMs)/1000
-	if busy > held || busy < 0.85*held {
+	if busy > held || busy < 0.75*held {
 		t.Errorf("Spark %s: %.3f busy core-seconds; the tasks held 2 cores for %.3f s of wall time (%.3f core-seconds)", r.version, busy, held/2, held)
 	}
 	t.Logf("Spark %s, spark.task.cpus = 2: run time %d ms, wall time %d ms; sparkpulse: %.3f busy core-seconds, task run %v s", r.version, runMs, wallMs, busy, u["task_run_seconds"])

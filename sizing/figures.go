@@ -110,16 +110,8 @@ type Span struct{ Start, End int64 }
 // Covered is how much of [from, to] the spans cover, each clipped to it:
 // where spans overlap (stages running side by side) the time counts once.
 func Covered(spans []Span, from, to int64) int64 {
-	clipped := make([]Span, 0, len(spans))
-	for _, s := range spans {
-		s.Start, s.End = max(s.Start, from), min(s.End, to)
-		if s.End > s.Start {
-			clipped = append(clipped, s)
-		}
-	}
-	slices.SortFunc(clipped, func(a, b Span) int { return cmp.Compare(a.Start, b.Start) })
 	covered, reach := int64(0), from
-	for _, s := range clipped {
+	for _, s := range clip(spans, from, to) {
 		if s.End <= reach {
 			continue // within what is counted
 		}
@@ -132,17 +124,9 @@ func Covered(spans []Span, from, to int64) int64 {
 // Gaps are the stretches of [from, to] in which none of the spans ran,
 // in order, in ms: the driver-only time, stretch by stretch.
 func Gaps(spans []Span, from, to int64) []int64 {
-	clipped := make([]Span, 0, len(spans))
-	for _, s := range spans {
-		s.Start, s.End = max(s.Start, from), min(s.End, to)
-		if s.End > s.Start {
-			clipped = append(clipped, s)
-		}
-	}
-	slices.SortFunc(clipped, func(a, b Span) int { return cmp.Compare(a.Start, b.Start) })
 	var gaps []int64
 	reach := from
-	for _, s := range clipped {
+	for _, s := range clip(spans, from, to) {
 		if s.Start > reach {
 			gaps = append(gaps, s.Start-reach)
 		}
@@ -152,6 +136,19 @@ func Gaps(spans []Span, from, to int64) []int64 {
 		gaps = append(gaps, to-reach)
 	}
 	return gaps
+}
+
+// clip is the spans that run within [from, to], cut to it, by start.
+func clip(spans []Span, from, to int64) []Span {
+	clipped := make([]Span, 0, len(spans))
+	for _, s := range spans {
+		s.Start, s.End = max(s.Start, from), min(s.End, to)
+		if s.End > s.Start {
+			clipped = append(clipped, s)
+		}
+	}
+	slices.SortFunc(clipped, func(a, b Span) int { return cmp.Compare(a.Start, b.Start) })
+	return clipped
 }
 
 // DriverOnly is the time of [from, to] in which none of the spans ran.

@@ -162,6 +162,14 @@ func yarnBytes(num, unit string) int64 {
 	return int64(f * map[string]float64{"": 1, "K": 1 << 10, "M": 1 << 20, "G": 1 << 30, "T": 1 << 40}[unit])
 }
 
+// PythonMemoryError reports whether a task's or stage's failure is a
+// Python worker's MemoryError: Python's traceback, whose last line names
+// the type, in PySpark's PythonException, or on Spark 4 a stage's
+// "[PYTHON_EXCEPTION] An exception was thrown from the Python worker".
+func PythonMemoryError(msg string) bool {
+	return (strings.Contains(msg, "PythonException") || strings.Contains(msg, "[PYTHON_EXCEPTION]")) && strings.Contains(msg, "\nMemoryError")
+}
+
 // PythonWorkerCrashed reports whether a task's or stage's failure is a
 // Python worker that ended without a Python error: Spark's PythonRunner
 // says "Python worker exited unexpectedly (crashed)" (3.5 and 4.x) when

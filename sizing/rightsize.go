@@ -56,14 +56,16 @@ import (
 //     and container for the difference less. The saving is a lower
 //     bound (an executor may idle between tasks without being released);
 //     the risk is executors requested again when the next stage starts.
-//   - cores: a heap rule fired (GC pressure or an executor out of heap)
-//     and executors have 4 cores or more: half the cores per executor
-//     (rounded down: 5 become 2) give each task c ÷ (c/2) times the
-//     heap. Keeping the parallelism takes as many times the executors,
-//     each with a whole container, not only an overhead: the cost is
-//     (factor − 1) containers per executor for as long as they lived,
-//     at today's container (a lower bound when a memory rule also grows
-//     it). With spark.executor.instances set (and no dynamic
+//   - cores: a heap rule fired (GC pressure or an executor out of heap),
+//     executors have 4 cores or more, and a quarter more heap would pass
+//     31 GiB (Advise held it back): half the cores per executor (rounded
+//     down: 5 become 2) give each task c ÷ (c/2) times the heap. Keeping
+//     the parallelism takes as many times the executors, each with a
+//     whole container, not only an overhead: the cost is (factor − 1)
+//     containers per executor for as long as they lived, at the plan's
+//     container. Where more heap is possible the plan takes it (a quarter
+//     of a heap per executor costs less than a container), and this rule
+//     is a note with both costs; never for executors holding GPUs. With spark.executor.instances set (and no dynamic
 //     allocation) the instances are raised to match; under dynamic
 //     allocation, spark.dynamicAllocation.maxExecutors when set (which
 //     dynamic allocation reaches by pending tasks ÷ cores per executor).
@@ -73,6 +75,11 @@ import (
 //     512 MiB or more. A job failed over spark.driver.maxResultSize:
 //     twice the limit (at least 2g), and a driver heap of at least twice
 //     that, since the driver holds the results.
+
+// The recommendations are one plan: the memory settings are applied
+// together (Settings.Planned) and cost the planned container's growth,
+// and the rules that change the executors' number cost against the
+// planned container, so that their savings add up.
 
 // RightSize adds the rules above to a, which Advise made from the same
 // executors; failures are the application's job and stage failure
@@ -105,6 +112,26 @@ func RightSize(a *Advice, s Settings, r Resources, u Usage, execs []Executor, fa
 			memoryRemoved = true
 		}
 	}
+	// A Python worker out of its share of spark.executor.pyspark.memory
+	// fails its task with MemoryError (Spark limits each worker's address
+	// space to the setting ÷ the executor's cores): its stage's failure
+	// says so. Nothing measured says how much more it needed: twice the
+	// setting, or what the workers' address space asks if more.
+	if s.PySpark > 0 && slices.ContainsFunc(failures, PythonMemoryError) {
+		cores := max(r.ExecutorCores, 1)
+		a.find("python", "", "a Python worker ran out of its address space (MemoryError) under spark.executor.pyspark.memory (%s: %s per worker of an executor of %d cores)",
+			Bytes(s.PySpark), Bytes(s.PySpark/int64(cores)), cores)
+		i := slices.IndexFunc(a.Recommendations, func(r Setting) bool { return r.Property == "spark.executor.pyspark.memory" })
+		switch {
+		case i < 0:
+			a.Recommendations = append(a.Recommendations, Setting{Property: "spark.executor.pyspark.memory", Current: s.PySpark, Value: 2 * s.PySpark, Rule: "python",
+				Reason: "a task's Python worker needed more than its share of the setting, and nothing measured says how much more: twice it",
+				Risk:   "a task whose data is larger still fails the same way; fewer cores per executor give each worker a larger share"})
+		case a.Recommendations[i].Value < 2*s.PySpark:
+			a.Recommendations[i].Value = 2 * s.PySpark
+		}
+	}
+
 	// The memory rules' recommendations are one plan: together they
 	// cost the planned container's growth for as long as the executors
 	// lived, each what it adds, the heap's with the default overhead

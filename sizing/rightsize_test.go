@@ -672,6 +672,43 @@ func TestRightSize(t *testing.T) {
 		}
 	})
 
+	t.Run("Python MemoryError", func(t *testing.T) {
+		// A stage failed as a Python worker hit its share of
+		// spark.executor.pyspark.memory (1g over 4 cores: 256 MiB):
+		// twice the setting, its cost the gigabyte more for the four
+		// executors' hour.
+		py := s
+		py.PySpark = 1 << 30
+		r := r
+		r.ExecutorCores = 4
+		execs := four(2<<30, 3<<30, 1_000_000, 10_000)
+		failed := []string{"Job aborted due to stage failure: Task 0 in stage 3.0 failed 4 times, most recent failure: Lost task 0.3 in stage 3.0 (TID 9) (127.0.0.1 executor 1): org.apache.spark.api.python.PythonException: Traceback (most recent call last):\n  File \"/job.py\", line 7, in grab\n    block = bytearray(1 << 30)\nMemoryError\n\n\tat org.apache.spark.api.python.BasePythonRunner$ReaderIterator.handlePythonException(PythonRunner.scala:572)"}
+		a := run(py, r, execs, Account(py, r, execs, hour), failed)
+		rec, ok := find(a.Recommendations, "spark.executor.pyspark.memory")
+		if !ok || rec.ValueString() != "2g" || rec.SavingByteSeconds != -float64(1<<30)*14400 || !slices.ContainsFunc(a.Findings, func(f Finding) bool {
+			return f.Rule == "python" && strings.Contains(f.Text, "(1.0 GiB: 256 MiB per worker of an executor of 4 cores)")
+		}) {
+			t.Errorf("MemoryError: %+v %+v", a.Recommendations, a.Findings)
+		}
+		if _, ok := find(a.Recommendations, "spark.executor.memory"); ok {
+			t.Errorf("shrunk after a MemoryError: %+v", a.Recommendations)
+		}
+		// Spark 4's wording of the stage's failure.
+		spark4 := []string{"[PYTHON_EXCEPTION] An exception was thrown from the Python worker: Traceback (most recent call last):\n  File \"/job.py\", line 7, in grab\n    block = bytearray(1 << 30)\nMemoryError\n SQLSTATE: 38000"}
+		if rec, ok := find(run(py, r, execs, Account(py, r, execs, hour), spark4).Recommendations, "spark.executor.pyspark.memory"); !ok || rec.ValueString() != "2g" {
+			t.Errorf("Spark 4's wording: %+v", rec)
+		}
+		// Must not: no setting (the machine's memory, not the worker's
+		// share), or another Python error.
+		if a := run(s, r, execs, Account(s, r, execs, hour), failed); slices.ContainsFunc(a.Findings, func(f Finding) bool { return f.Rule == "python" }) {
+			t.Errorf("without the setting: %+v", a.Findings)
+		}
+		other := []string{strings.Replace(failed[0], "\nMemoryError", "\nValueError: bad row", 1)}
+		if a := run(py, r, execs, Account(py, r, execs, hour), other); slices.ContainsFunc(a.Findings, func(f Finding) bool { return f.Rule == "python" }) {
+			t.Errorf("a ValueError: %+v", a.Findings)
+		}
+	})
+
 	t.Run("savings add up", func(t *testing.T) {
 		// Shrink and idle together: the idle rule's bytes are against
 		// the shrunk container, so the sum is what the run would hold

@@ -26,9 +26,16 @@
 //     reported, since the cluster manager kills the container above it
 //     (and heartbeats sample, so the true peak was higher). The advice
 //     raises spark.executor.memoryOverhead until the largest peak is 90 %
-//     of the container (a 10 % margin), in steps of 64 MiB. An executor
-//     removed for exceeding memory limits (RemoveKind container_oom)
-//     counts as over 100 %.
+//     of the container (a 10 % margin), in steps of 64 MiB; without
+//     spark.executor.pyspark.memory, where the python rule fired or a
+//     container was killed, until the whole heap, the JVM's native memory
+//     (Spark's default overhead, or what the JVM reports outside the heap
+//     if more) and the Python workers fit with a tenth of the last two to
+//     spare. It is checked with the heap the heap rule gives, and an
+//     overhead Spark's default gives the new heap is not asked for. An
+//     executor removed for exceeding memory limits (RemoveKind
+//     container_oom) counts as over 100 %. The peak is the process
+//     tree's at one moment where the stream says it (Executor.RSS).
 //   - python: Python workers' resident memory comes out of the overhead
 //     unless spark.executor.pyspark.memory sets it apart. Spark enforces
 //     that setting as an address-space limit (RLIMIT_AS) on each Python
@@ -40,7 +47,9 @@
 //     workers' peak virtual memory (ProcessTreePythonVMemory) is 90 % of
 //     it, in steps of 64 MiB, or not advised when that is not reported.
 //     The peaks are of all workers together: one task with far more data
-//     than the others can still fail.
+//     than the others can still fail. A stage failed with Python's
+//     MemoryError under the setting is a finding too, with at least twice
+//     the setting (RightSize, which reads the failures).
 //   - heap: a heap used to its limit is normal for a JVM, which collects
 //     only when it fills; it is reported only together with garbage
 //     collection taking 10 % of task time or more (where Spark's UI turns
@@ -48,7 +57,8 @@
 //     heap_oom: exit code 52, an OutOfMemoryError named, or on YARN an
 //     exit 143, SIGTERM, which is how Spark's -XX:OnOutOfMemoryError='kill
 //     %p' ends a YARN executor out of heap); the advice is 25 % more
-//     heap, in steps of 256 MiB.
+//     heap, in steps of 256 MiB, up to 31 GiB (compressedOops; past it,
+//     RightSize's cores rule instead).
 //   - unified: execution and storage memory at 90 % of the unified region
 //     or more means spills to disk and cached blocks evicted; it is
 //     reported without a number, as the fix (more heap, a larger

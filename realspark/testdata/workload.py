@@ -28,6 +28,9 @@ Scenarios:
             test kills it, see LOSE below)
   cpus      tasks that each hold their slot for two seconds, for an
             application whose tasks take two cores (spark.task.cpus=2)
+  limits    a Python worker over its share of spark.executor.pyspark.memory
+            (MemoryError, the job fails), then a streaming query the
+            program stops while a micro-batch runs
 
 The test and the driver speak through lines the driver says and words
 the test answers. In client mode the lines go to stdout and the answers
@@ -409,6 +412,43 @@ def cpus_jobs(spark):
         raise SystemExit("the tasks of two cpus counted wrong")
 
 
+def limits_jobs(spark, out):
+    sc = spark.sparkContext
+    # Each worker may map its share of spark.executor.pyspark.memory
+    # (RLIMIT_AS): a task that allocates far more fails with MemoryError.
+    sc.setJobDescription("a Python worker over its memory")
+
+    def grab(it):
+        block = bytearray(1 << 30)
+        yield len(block)
+
+    try:
+        sc.parallelize(range(2), 1).mapPartitions(grab).collect()
+        raise SystemExit("no MemoryError under spark.executor.pyspark.memory")
+    except Exception as e:  # the job's failure, as py4j raises it
+        if "MemoryError" not in str(e):
+            raise
+
+    # A streaming query whose micro-batch runs a slow Python UDF, stopped
+    # by the program while the batch runs: stop() cancels the batch's
+    # job group.
+    sc.setJobDescription(None)
+    src = os.path.join(out, "stream-slow")
+    os.makedirs(src, exist_ok=True)
+    with open(os.path.join(src, "part-0.json"), "w") as f:
+        f.writelines('{"value": %d}\n' % v for v in range(4))
+    slow = F.udf(lambda v: time.sleep(60) or v, LongType())
+    query = (spark.readStream.schema("value LONG").json(src).select(slow("value").alias("v"))
+             .writeStream.queryName("slow_batches").format("memory").start())
+    deadline = time.time() + 120
+    while not sc.statusTracker().getActiveJobsIds():
+        if time.time() > deadline:
+            raise SystemExit("the micro-batch did not start")
+        time.sleep(0.1)
+    time.sleep(2)  # its task is running
+    query.stop()
+
+
 def worker_jobs(spark, ui, ch, out, n):
     sc = spark.sparkContext
     sc.setJobDescription("warm up")
@@ -485,6 +525,8 @@ def main():
         worker_jobs(spark, ui, ch, cfg["out"], want)
     elif scenario == "cpus":
         cpus_jobs(spark)
+    elif scenario == "limits":
+        limits_jobs(spark, cfg["out"])
     else:
         raise SystemExit("unknown scenario " + scenario)
 
