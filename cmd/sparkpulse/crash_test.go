@@ -3,6 +3,7 @@ package main
 import (
 	"bytes"
 	"context"
+	"errors"
 	"fmt"
 	"io"
 	"log"
@@ -571,5 +572,50 @@ state-dir = %q
 		if len(usage) != 1 || len(usage[0].Values) != 1 || toFloat(t, usage[0].Values[0][1]) != 0 {
 			t.Errorf("%s: usage %v, want nothing set aside", app, usage)
 		}
+	}
+}
+
+// One process per state-dir: a second sparkpulse on a directory another
+// runs on stops at start, naming the holder, and touches nothing; the
+// holder's end, a kill included, lets the directory go.
+func TestStateDirOneProcess(t *testing.T) {
+	bin := sparkpulseBinary(t, "")
+	srv := influxtest.Start(t)
+	stateDir := t.TempDir()
+	conf := writeFile(t, "sparkpulse.toml", fmt.Sprintf(`
+state-dir = %q
+[influxdb]
+  url = %q
+  create-database = true
+[admin]
+  bind-address = "127.0.0.1:0"
+[internal]
+  enabled = false
+[[graphite]]
+  bind-address = "127.0.0.1:0"
+  database = "metrics"
+`, stateDir, srv.URL))
+	first := startBinary(t, bin, conf)
+	before, _ := os.ReadDir(stateDir)
+
+	ctx, cancel := context.WithTimeout(context.Background(), readyTimeout)
+	defer cancel()
+	out, err := exec.CommandContext(ctx, bin, "run", "--config", conf).CombinedOutput()
+	var exit *exec.ExitError
+	if !errors.As(err, &exit) || ctx.Err() != nil ||
+		!strings.Contains(string(out), fmt.Sprintf("state-dir is in use: process %d holds %s", first.cmd.Process.Pid, filepath.Join(stateDir, "LOCK"))) {
+		t.Fatalf("a second sparkpulse on the state-dir: %v\n%s", err, out)
+	}
+	if after, _ := os.ReadDir(stateDir); len(after) != len(before) {
+		t.Errorf("the second process changed the state-dir: %v, then %v", before, after)
+	}
+
+	// Killed, it holds nothing: the next start takes the directory.
+	first.cmd.Process.Signal(syscall.SIGKILL)
+	first.cmd.Wait()
+	next := startBinary(t, bin, conf)
+	next.cmd.Process.Signal(syscall.SIGTERM)
+	if err := next.cmd.Wait(); err != nil {
+		t.Errorf("after the first was killed: %v\n%s", err, next.logs.String())
 	}
 }

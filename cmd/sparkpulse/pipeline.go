@@ -49,6 +49,8 @@ type pipeline struct {
 	log    *zap.Logger
 	blocks []*block
 	deltas *deltaState // nil when the delta stage is off
+	// stateLock holds state-dir for this process while it runs.
+	stateLock *statefile.Locked
 
 	annotator *annotate.Poller // nil without [annotate] urls
 	annWriter *influx.Writer
@@ -96,6 +98,13 @@ func startPipeline(ctx context.Context, plan *Plan, log *zap.Logger) (_ *pipelin
 		}
 	}()
 	p.logWarnings()
+	if plan.StateDir != "" {
+		// Before anything under it is read or written: a second process
+		// on the directory would overwrite this one's state unseen.
+		if p.stateLock, err = statefile.Lock(plan.StateDir); err != nil {
+			return nil, err
+		}
+	}
 	if err := p.checkTargets(ctx); err != nil {
 		return nil, err
 	}
@@ -541,6 +550,7 @@ func (p *pipeline) shutdown(ctx context.Context) error {
 		_ = p.admin.Shutdown(ctx)
 	}
 	p.bg.Wait()
+	p.stateLock.Unlock() // every state is saved
 	for _, b := range p.blocks {
 		st := b.relay.Stats()
 		p.log.Info("stopped", zap.String("listener", b.Name()),
@@ -678,6 +688,7 @@ func (p *pipeline) abort() {
 	if p.adminLn != nil {
 		p.adminLn.Close()
 	}
+	p.stateLock.Unlock()
 }
 
 // reportEvery writes sparkpulse's own metrics every interval until
