@@ -34,6 +34,8 @@ type Attempt struct {
 	// Hadoop holds the environment's Hadoop properties of
 	// sizing.YARNAllocationKeys: how YARN rounded its containers.
 	Hadoop map[string]string
+	// Profiles are the environment's resource profiles (Spark 3.1+).
+	Profiles []sparkapi.ResourceProfile
 }
 
 // Stage is a stage attempt as Spark lists it, with the failed tasks read
@@ -73,6 +75,7 @@ func Account(a *Attempt, endMs int64) (Result, error) {
 	}
 	stream, aside := Screen(a.Properties, r.RunTimeCPUs, a.Executors, a.Stream, endMs, a.Completed)
 	execs := SizingExecutors(a.Executors, stream, endMs)
+	ProfileLimits(execs, a.Profiles, s)
 	u := sizing.Account(s, r, execs, endMs-a.StartMs)
 	if err := anyCluster(u); err != nil {
 		return Result{}, err
@@ -213,6 +216,7 @@ func Estimate(a *Attempt, stream map[string]ProcessTotals, atMs int64) (sizing.U
 	}
 	stream, aside := Screen(a.Properties, r.RunTimeCPUs, a.Executors, stream, atMs, false)
 	execs := SizingExecutors(a.Executors, stream, atMs)
+	ProfileLimits(execs, a.Profiles, s)
 	u := sizing.Account(s, r, execs, atMs-a.StartMs)
 	if err := anyCluster(u); err != nil {
 		return sizing.Usage{}, err

@@ -80,6 +80,33 @@ func ExecutorSizing(x *sparkapi.Executor) sizing.Executor {
 		Slots:        x.MaxTasks, GPUs: GPUs(x), ResourceProfile: x.ResourceProfileID}
 }
 
+// ProfileLimits sets, on the executors of a resource profile other than
+// the default, the container and task cpus their profile asks for
+// (stage-level scheduling: Spark sizes those executors by the profile,
+// not by spark.executor.*). Memory in MiB, the overhead Spark's default
+// for the heap where the profile sets none; off-heap only where the
+// profile asks for it.
+func ProfileLimits(execs []sizing.Executor, profiles []sparkapi.ResourceProfile, s sizing.Settings) {
+	byID := map[int]*sparkapi.ResourceProfile{}
+	for i := range profiles {
+		byID[profiles[i].ID] = &profiles[i]
+	}
+	for i := range execs {
+		x := &execs[i]
+		p := byID[x.ResourceProfile]
+		if x.ResourceProfile == 0 || p == nil {
+			continue
+		}
+		mib := func(name string) int64 { return max(p.ExecutorResources[name].Amount, 0) << 20 }
+		if heap := mib("memory"); heap > 0 {
+			x.Container = s.ProfileContainer(heap, mib("memoryOverhead"), mib("pyspark.memory"), mib("offHeap"))
+		}
+		if c := p.TaskResources["cpus"].Amount; c >= 1 {
+			x.TaskCPUs = int(c)
+		}
+	}
+}
+
 // GPUs is the GPU addresses Spark gave an executor (its resources'
 // "gpu"), 0 when it lists none.
 func GPUs(x *sparkapi.Executor) int {

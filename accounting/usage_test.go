@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"maps"
+	"slices"
 	"testing"
 	"time"
 
@@ -136,5 +137,43 @@ func TestExecutorSizingResources(t *testing.T) {
 	}
 	if g := got[1]; g.GPUs != 0 || g.Slots != 4 || g.ResourceProfile != 0 {
 		t.Errorf("without: %+v", g)
+	}
+}
+
+// Executors of a resource profile other than the default are held at
+// their profile's container, with its task cpus, as the environment's
+// resourceProfiles (Spark 3.1+) list them; their memory is left out of
+// the default profile's figures and rules.
+func TestProfileLimits(t *testing.T) {
+	var env sparkapi.Environment
+	if err := json.Unmarshal([]byte(`{"resourceProfiles": [
+	  {"id": 0, "executorResources": {"memory": {"resourceName": "memory", "amount": 4096}}, "taskResources": {"cpus": {"resourceName": "cpus", "amount": 1.0}}},
+	  {"id": 1, "executorResources": {"cores": {"resourceName": "cores", "amount": 8}, "memory": {"resourceName": "memory", "amount": 16384},
+	     "memoryOverhead": {"resourceName": "memoryOverhead", "amount": 2048}, "gpu": {"resourceName": "gpu", "amount": 1}},
+	   "taskResources": {"cpus": {"resourceName": "cpus", "amount": 2.0}, "gpu": {"resourceName": "gpu", "amount": 1.0}}},
+	  {"id": 2, "executorResources": {"memory": {"resourceName": "memory", "amount": 8192}}, "taskResources": {}}
+	]}`), &env); err != nil {
+		t.Fatal(err)
+	}
+	s, err := sizing.FromProperties(map[string]string{"spark.executor.memory": "4g"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	execs := []sizing.Executor{{ID: "1", Cores: 4}, {ID: "2", Cores: 8, ResourceProfile: 1}, {ID: "3", Cores: 4, ResourceProfile: 2}, {ID: "4", Cores: 4, ResourceProfile: 3}}
+	ProfileLimits(execs, env.ResourceProfiles, s)
+	got := []int64{execs[0].Container, execs[1].Container, execs[2].Container, execs[3].Container}
+	// Profile 1: 16g + 2g set; profile 2: 8g + Spark's default 10 %
+	// (819.2 MiB); profile 3 is not listed: the default's settings.
+	if want := []int64{0, 18 << 30, 8<<30 + 858993459, 0}; !slices.Equal(got, want) || execs[1].TaskCPUs != 2 || execs[2].TaskCPUs != 0 {
+		t.Errorf("containers %v, want %v; task cpus %d, %d", got, want, execs[1].TaskCPUs, execs[2].TaskCPUs)
+	}
+	// An hour of each: the byte-seconds count each container.
+	for i := range execs {
+		execs[i].AliveMs = 3_600_000
+	}
+	r, _ := sizing.ResourcesFromProperties(nil)
+	u := sizing.Account(s, r, execs, 3_600_000)
+	if want := float64(2*s.Container()+18<<30+8<<30+858993459) * 3600; u.ExecutorMemoryByteSeconds != want {
+		t.Errorf("byte-seconds %v, want %v", u.ExecutorMemoryByteSeconds, want)
 	}
 }

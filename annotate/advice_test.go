@@ -136,6 +136,7 @@ func recordedApp(t *testing.T, dir string) *appState {
 	readJSONFile(t, filepath.Join(dir, "environment.json"), &env)
 	st.properties = env.Properties()
 	st.hadoop = env.HadoopSubset(sizing.YARNAllocationKeys)
+	st.profiles = env.ResourceProfiles
 	st.metricsKey = metricsKey(app.ID, st.properties)
 	var execs []sparkapi.Executor
 	readJSONFile(t, filepath.Join(dir, "allexecutors.json"), &execs)

@@ -49,7 +49,7 @@ func assess(st *appState, endMs int64, withStream bool) (sizing.Advice, accounti
 // and the stream's totals read after the end (withStream: a stream is
 // configured, so that one read without error is reconciled).
 func (st *appState) attempt(withStream bool) *accounting.Attempt {
-	a := &accounting.Attempt{StartMs: st.key.start, Completed: st.completed, SparkVersion: st.version, Properties: st.properties, Hadoop: st.hadoop,
+	a := &accounting.Attempt{StartMs: st.key.start, Completed: st.completed, SparkVersion: st.version, Properties: st.properties, Hadoop: st.hadoop, Profiles: st.profiles,
 		Executors: executorList(st), StageTotals: st.stageTotals, Stream: st.stream, StreamRead: withStream && st.streamErr == ""}
 	for _, id := range slices.SortedFunc(maps.Keys(st.jobs), cmp.Compare[int]) {
 		a.Jobs = append(a.Jobs, st.jobs[id].Job)

@@ -97,9 +97,10 @@ type appState struct {
 	// Sizing advice, worked out once the attempt has completed.
 	properties map[string]string // the environment's Spark properties; nil until read
 	hadoop     map[string]string // of its Hadoop properties, sizing.YARNAllocationKeys
-	metricsKey string            // the applicationid its metrics carry (namespace.go), once properties are read
-	namesakes  []string          // other applications of the source, of the same name, running at the same time
-	tag        string            // the applicationid of its points, once decided (tagKey)
+	profiles   []sparkapi.ResourceProfile
+	metricsKey string   // the applicationid its metrics carry (namespace.go), once properties are read
+	namesakes  []string // other applications of the source, of the same name, running at the same time
+	tag        string   // the applicationid of its points, once decided (tagKey)
 	// Accounting (usage.go).
 	endRead      bool                     // read in full since it completed
 	accounted    bool                     // the stream was read (or given up on) after the end
@@ -622,6 +623,7 @@ func (p *Poller) syncEnvironment(ctx context.Context, st *appState) error {
 	}
 	st.properties = env.Properties()
 	st.hadoop = env.HadoopSubset(sizing.YARNAllocationKeys)
+	st.profiles = env.ResourceProfiles
 	st.metricsKey = metricsKey(st.key.app, st.properties)
 	p.syncYARN(ctx, st)
 	return nil

@@ -95,6 +95,9 @@ func RightSize(a *Advice, s Settings, r Resources, u Usage, execs []Executor, fa
 			driverHeap = x.Peaks["JVMHeapMemory"]
 			continue
 		}
+		if x.ResourceProfile != 0 {
+			continue // another profile's: its settings are not these
+		}
 		execSeconds += alive
 		taskSeconds += float64(max(x.TaskTimeMs, 0)) / 1000
 		maxHeap = max(maxHeap, x.Peaks["JVMHeapMemory"])

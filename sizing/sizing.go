@@ -159,6 +159,16 @@ func (s Settings) Unified() int64 {
 	return int64(float64(max(s.Heap-reserved, 0)) * s.MemoryFraction)
 }
 
+// ProfileContainer is the container of an executor of a resource
+// profile that asks for heap, overhead (0: Spark's default for the
+// heap), PySpark and off-heap memory, in bytes.
+func (s Settings) ProfileContainer(heap, overhead, pyspark, offHeap int64) int64 {
+	if overhead <= 0 {
+		overhead = s.DefaultOverhead(heap)
+	}
+	return heap + overhead + pyspark + offHeap
+}
+
 // Container is the memory the cluster manager grants the executor.
 func (s Settings) Container() int64 { return s.Heap + s.Overhead + s.PySpark + s.OffHeap }
 
@@ -304,7 +314,13 @@ type Executor struct {
 	// the GPU addresses Spark gave it (its resources); ResourceProfile
 	// its resource profile's id (0: the default, of the properties).
 	Slots, GPUs, ResourceProfile int
-	AliveMs                      int64 // from its addition to its removal, or the application's end
+	// Of an executor of another resource profile than the default, what
+	// its profile says (ProfileContainer; the profile's task cpus): 0
+	// where it is not known, or for the default profile, whose are the
+	// Settings' and Resources'.
+	Container int64
+	TaskCPUs  int
+	AliveMs   int64 // from its addition to its removal, or the application's end
 	// Released: the driver let it go while the application ran (dynamic
 	// allocation, after spark.dynamicAllocation.executorIdleTimeout idle).
 	Released bool
@@ -417,8 +433,15 @@ func Advise(s Settings, execs []Executor) Advice {
 	anyRSS, killed, heapPressure := false, false, false
 	var limit int64 // the largest limit a YARN kill message stated
 	var vmemKilled []string
+	others := 0
 	for _, x := range execs {
 		if x.ID == "driver" {
+			continue
+		}
+		if x.ResourceProfile != 0 {
+			// Another resource profile's limits are not these
+			// settings': its executors are left out of the rules.
+			others++
 			continue
 		}
 		p := func(k string) int64 { return x.Peaks[k] }
@@ -497,6 +520,9 @@ func Advise(s Settings, execs []Executor) Advice {
 		a.Notes = append(a.Notes, fmt.Sprintf("executor %s killed by YARN's virtual-memory check, which counts address space the JVM reserves and never uses (YARN-4714): "+
 			"no sign of too little memory, and no memory advice from it; the fix is the NodeManager's yarn.nodemanager.vmem-pmem-ratio, or yarn.nodemanager.vmem-check-enabled=false",
 			strings.Join(vmemKilled, ", ")))
+	}
+	if others > 0 {
+		a.Notes = append(a.Notes, fmt.Sprintf("%d executors of other resource profiles (stage-level scheduling) are left out of the memory rules: their limits are their profiles'", others))
 	}
 	if s.ConcurrentGC != "" {
 		a.Notes = append(a.Notes, "the executors run "+s.ConcurrentGC+", whose GC time is that of its concurrent cycles, not of pauses: the GC-pressure part of the heap rule is quiet")

@@ -179,9 +179,12 @@ func (r Resources) gpus(x Executor) int {
 // spark.executor.cores, list cores ÷ the profile's task cpus. For the
 // default profile the properties say it; for another, its maxTasks.
 func (r Resources) slots(x Executor) int {
-	cpus := 1 // another profile's task cpus are in its maxTasks
-	if x.ResourceProfile == 0 {
+	cpus := 1 // another profile's task cpus are in its maxTasks, when not known
+	switch {
+	case x.ResourceProfile == 0:
 		cpus = max(r.TaskCPUs, 1)
+	case x.TaskCPUs > 0:
+		cpus = x.TaskCPUs
 	}
 	n := max(r.cores(x)/cpus, 1)
 	if x.Slots > 0 {
@@ -523,6 +526,7 @@ func Account(s Settings, r Resources, execs []Executor, durationMs int64) Usage 
 	u := Usage{DurationMs: durationMs, Container: s.Container(), TaskCPUs: max(r.TaskCPUs, 1), RunTimeCPUs: max(r.RunTimeCPUs, 1)}
 	var cpuNs, cgroupNs, runMs, gcMs, meanRSS int64
 	var slotSeconds float64
+	otherProfile := 0 // executors of another resource profile
 	var cgroupExecs, rssExecs, withCPU int
 	coreCount := map[int]int{}
 	for _, x := range execs {
@@ -542,7 +546,11 @@ func Account(s Settings, r Resources, execs []Executor, durationMs int64) Usage 
 		u.SlotCoreSeconds += float64(cores) * alive
 		slotSeconds += float64(r.slots(x)) * alive
 		u.ExecutorGPUSeconds += float64(r.gpus(x)) * alive
-		u.ExecutorMemoryByteSeconds += float64(r.YARNContainer(u.Container)) * alive
+		container := u.Container
+		if x.Container > 0 {
+			container = x.Container // its resource profile's
+		}
+		u.ExecutorMemoryByteSeconds += float64(r.YARNContainer(container)) * alive
 		if x.CPUNs > 0 {
 			withCPU++
 		}
@@ -552,6 +560,10 @@ func Account(s Settings, r Resources, execs []Executor, durationMs int64) Usage 
 		if x.CgroupCPUNs > 0 {
 			cgroupNs += x.CgroupCPUNs
 			cgroupExecs++
+		}
+		if x.ResourceProfile != 0 {
+			otherProfile++
+			continue // its memory is against its own profile's container
 		}
 		rss := x.RSS()
 		u.PeakRSS = max(u.PeakRSS, rss)
@@ -597,7 +609,10 @@ func Account(s Settings, r Resources, execs []Executor, durationMs int64) Usage 
 	}
 	u.MemoryUtilisation = ratio(u.PeakRSS, u.Container)
 	u.MeanMemoryUtilisation = ratio(u.MeanRSS, u.Container)
-	if u.PeakRSS == 0 && u.Executors > 0 {
+	if otherProfile > 0 {
+		u.Notes = append(u.Notes, fmt.Sprintf("%d executors of other resource profiles: held at their profiles' containers, their memory not set against the default profile's nor advised", otherProfile))
+	}
+	if u.PeakRSS == 0 && u.Executors > otherProfile {
 		u.Notes = append(u.Notes, "no process-tree metrics: memory utilisation unknown (spark.executor.processTreeMetrics.enabled=true)")
 	}
 	return u

@@ -2,6 +2,7 @@ package sizing
 
 import (
 	"math"
+	"slices"
 	"strings"
 	"testing"
 )
@@ -223,5 +224,31 @@ func TestExecutorRSS(t *testing.T) {
 	x.TreeRSS = 0 // all of the 5 GiB container, summed
 	if a := Advise(s, []Executor{x}); len(a.Findings) != 1 || a.Findings[0].Rule != "container" {
 		t.Errorf("summed: findings %+v", a.Findings)
+	}
+}
+
+// Executors of another resource profile have their own limits: their
+// memory is neither set against the default profile's container nor
+// advised on, and notes say so.
+func TestOtherProfiles(t *testing.T) {
+	s := Settings{Heap: 4 << 30, Overhead: 1 << 30, OverheadSet: true, MemoryFraction: 0.6, StorageFraction: 0.5}
+	r, _ := ResourcesFromProperties(nil)
+	peaks := map[string]int64{"ProcessTreeJVMRSSMemory": 14 << 30, "JVMHeapMemory": 12 << 30}
+	execs := []Executor{
+		{ID: "1", Cores: 4, AliveMs: hour, Peaks: map[string]int64{"ProcessTreeJVMRSSMemory": 3 << 30, "JVMHeapMemory": 2 << 30}},
+		{ID: "2", Cores: 8, AliveMs: hour, ResourceProfile: 1, Container: 18 << 30, Peaks: peaks},
+	}
+	u := Account(s, r, execs, hour)
+	if u.PeakRSS != 3<<30 || !slices.ContainsFunc(u.Notes, func(n string) bool { return strings.HasPrefix(n, "1 executors of other resource profiles") }) {
+		t.Errorf("Account: peak %d, notes %q", u.PeakRSS, u.Notes)
+	}
+	a := Advise(s, execs)
+	if len(a.Findings) != 0 || len(a.Executors) != 1 || !slices.ContainsFunc(a.Notes, func(n string) bool { return strings.Contains(n, "left out of the memory rules") }) {
+		t.Errorf("Advise: findings %+v, executors %d, notes %q", a.Findings, len(a.Executors), a.Notes)
+	}
+	// Must fire: the same peaks on a default-profile executor.
+	execs[1].ResourceProfile, execs[1].Container = 0, 0
+	if a := Advise(s, execs); len(a.Findings) == 0 {
+		t.Errorf("default profile: no finding for 14 GiB resident in a 5 GiB container")
 	}
 }

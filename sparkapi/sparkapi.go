@@ -297,6 +297,24 @@ type Environment struct {
 	HadoopProperties [][2]string       `json:"hadoopProperties"`
 	SystemProperties [][2]string       `json:"systemProperties"`
 	ClasspathEntries [][2]string       `json:"classpathEntries"`
+	// ResourceProfiles are the application's (Spark 3.1+): the default
+	// (id 0) and those of stage-level scheduling.
+	ResourceProfiles []ResourceProfile `json:"resourceProfiles"`
+}
+
+// ResourceProfile is an entry of the environment's resourceProfiles
+// (ResourceProfileInfo): what each executor of the profile asks for —
+// "cores"; "memory", "memoryOverhead", "pyspark.memory" and "offHeap"
+// in MiB; a resource such as "gpu" in units — and what each task takes
+// ("cpus", "gpu", fractions allowed).
+type ResourceProfile struct {
+	ID                int `json:"id"`
+	ExecutorResources map[string]struct {
+		Amount int64 `json:"amount"`
+	} `json:"executorResources"`
+	TaskResources map[string]struct {
+		Amount float64 `json:"amount"`
+	} `json:"taskResources"`
 }
 
 // HadoopSubset returns the Hadoop properties named in keys that are set.
