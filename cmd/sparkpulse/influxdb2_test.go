@@ -2,7 +2,6 @@ package main
 
 import (
 	"bytes"
-	"context"
 	"encoding/json"
 	"fmt"
 	"io"
@@ -311,20 +310,13 @@ func TestStreamTotalsInfluxDB2(t *testing.T) {
 		}
 		return ""
 	}
-	plan, err := loadPlan(&flagOverrides{config: writeFile(t, "sparkpulse.toml", fmt.Sprintf(`
+	plan := streamPlan(t, &flagOverrides{config: writeFile(t, "sparkpulse.toml", fmt.Sprintf(`
 [[graphite]]
   bind-address = "127.0.0.1:0"
   bucket = %q
   schema = "wide"
 `, srv.Bucket)), influxURL: srv.URL, influxOrg: srv.Org}, getenv)
-	if err != nil {
-		t.Fatal(err)
-	}
-	totals, err := newStream(plan, nil).Totals(context.Background(), app, t0, t0.Add(time.Minute))
-	if err != nil {
-		t.Fatal(err)
-	}
-	p := totals["1"]
+	p := streamTotals(t, plan, app, t0)["1"]
 	if p.Sums["cpuTime.count"] != 150 || p.Peak["ProcessTreeJVMRSSMemory"] != 1000 || p.Peak["ProcessTreePythonRSSMemory"] != 700 || p.TreePeak != 1300 {
 		t.Errorf("process 1: sums %v, peaks %v, tree peak %v; want 150, 1000 and 700, 1300", p.Sums, p.Peak, p.TreePeak)
 	}

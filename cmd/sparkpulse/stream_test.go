@@ -7,6 +7,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/sparkpulse/sparkpulse/accounting"
 	"github.com/sparkpulse/sparkpulse/influx/influxtest"
 )
 
@@ -45,7 +46,7 @@ func TestStreamReadsEachBlocksShapes(t *testing.T) {
 	// Not the shape the block writes: not read.
 	writeLine(t, srv, "cern", fmt.Sprintf(`executor,applicationid=%s,process=1 succeededTasks.count=1000,succeededTasks.count_delta=1000 %d`, app, at(0)))
 
-	plan, err := loadPlan(&flagOverrides{config: writeFile(t, "sparkpulse.toml", `
+	plan := streamPlan(t, &flagOverrides{config: writeFile(t, "sparkpulse.toml", `
 [[graphite]]
   bind-address = "127.0.0.1:0"
   database = "mixed"
@@ -54,13 +55,7 @@ func TestStreamReadsEachBlocksShapes(t *testing.T) {
   database = "cern"
   schema = "cern"
 `), influxURL: srv.URL}, noEnv)
-	if err != nil {
-		t.Fatal(err)
-	}
-	totals, err := newStream(plan, nil).Totals(context.Background(), app, t0, t0.Add(time.Minute))
-	if err != nil {
-		t.Fatal(err)
-	}
+	totals := streamTotals(t, plan, app, t0)
 	p := totals["1"]
 	var got []string
 	for _, k := range []string{"cpuTime.count", "runTime.count", "succeededTasks.count", "ch.cern.CgroupMetrics.CPUTimeNanosec"} {
@@ -92,4 +87,25 @@ func TestStreamReadsEachBlocksShapes(t *testing.T) {
 	if got := strings.Join(dbs, " "); got != "mixed[wide cern] cern[cern]" {
 		t.Errorf("databases read: %s", got)
 	}
+}
+
+// streamPlan loads the plan of o, failing the test on an error.
+func streamPlan(t *testing.T, o *flagOverrides, getenv func(string) string) *Plan {
+	t.Helper()
+	plan, err := loadPlan(o, getenv)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return plan
+}
+
+// streamTotals is what the accounting reads of app's metrics stream in
+// the minute from t0, through plan's blocks.
+func streamTotals(t *testing.T, plan *Plan, app string, t0 time.Time) map[string]accounting.ProcessTotals {
+	t.Helper()
+	totals, err := newStream(plan, nil).Totals(context.Background(), app, t0, t0.Add(time.Minute))
+	if err != nil {
+		t.Fatal(err)
+	}
+	return totals
 }
