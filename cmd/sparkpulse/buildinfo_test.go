@@ -34,3 +34,31 @@ func TestChangelogVersion(t *testing.T) {
 		t.Errorf("CHANGELOG.md's first entry %q is not of the form \"## [X.Y.Z] - YYYY-MM-DD\"", first)
 	}
 }
+
+// A build given no version (a plain go build) reports the version in
+// preparation as a development build, never a bare "dev"; the go
+// command's pseudo-versions are no release.
+func TestVersionString(t *testing.T) {
+	b, err := os.ReadFile("../../VERSION")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if version != "" {
+		t.Skipf("built with -X main.version=%s", version)
+	}
+	if got, want := versionString(), strings.TrimSpace(string(b))+"-dev"; !strings.HasPrefix(got, want) {
+		t.Errorf("versionString() = %q, want %q…", got, want)
+	}
+	for v, pseudo := range map[string]bool{
+		"v0.0.0-20261129101500-abcdef123456":             true,
+		"v0.0.0-20261129101500-abcdef123456+dirty":       true,
+		"v0.2.1-0.20261129101500-abcdef123456":           true,
+		"v0.2.0":                                         false,
+		"v0.2.0-rc.1":                                    false,
+		"v1.2.3-pre.0.20261129101500-abcdef123456+dirty": true,
+	} {
+		if pseudoVersion.MatchString(v) != pseudo {
+			t.Errorf("%s: pseudo-version %v, want %v", v, !pseudo, pseudo)
+		}
+	}
+}

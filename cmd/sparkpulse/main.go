@@ -26,13 +26,16 @@ import (
 	"io/fs"
 	"os"
 	"os/signal"
+	"regexp"
 	"runtime/debug"
+	"strings"
 	"sync/atomic"
 	"syscall"
 	"time"
 
 	"go.uber.org/zap"
 
+	"github.com/sparkpulse/sparkpulse"
 	"github.com/sparkpulse/sparkpulse/human"
 	"github.com/sparkpulse/sparkpulse/simulate"
 )
@@ -82,15 +85,34 @@ func forcedStop(ctx context.Context) <-chan struct{} {
 	return s.forced
 }
 
+// versionString is the version the build reports: the ldflag (make
+// build, make release, the container build); else a release the go
+// command installed by its tag ("v0.2.0"); else the development build of
+// the version in preparation, VERSION's X.Y.Z-dev, with the commit the go
+// command stamps (+<12 hex>, .dirty with changes), as
+// scripts/release.sh names one.
 func versionString() string {
 	if version != "" {
 		return version
 	}
-	if bi, ok := debug.ReadBuildInfo(); ok && bi.Main.Version != "" && bi.Main.Version != "(devel)" {
-		return bi.Main.Version
+	bi, ok := debug.ReadBuildInfo()
+	if ok && strings.HasPrefix(bi.Main.Version, "v") && !pseudoVersion.MatchString(bi.Main.Version) {
+		return strings.TrimPrefix(bi.Main.Version, "v")
 	}
-	return "dev"
+	v := sparkpulse.Version() + "-dev"
+	if rev := revisionString(); rev != "unknown" && len(rev) >= 12 {
+		v += "+" + rev[:12]
+		if strings.HasSuffix(rev, "-dirty") {
+			v += ".dirty"
+		}
+	}
+	return v
 }
+
+// pseudoVersion matches what the go command stamps on a build from a
+// checkout between tags (v0.0.0-20261129101500-abcdef123456, +dirty):
+// not a release.
+var pseudoVersion = regexp.MustCompile(`[-.]\d{14}-[0-9a-f]{12}(\+dirty)?$`)
 
 // cmdRun runs the service until ctx ends. With readyFile, once every
 // listener serves (/readyz answers ready) it writes there the addresses
