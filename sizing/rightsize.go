@@ -330,9 +330,19 @@ func RightSize(a *Advice, s Settings, r Resources, u Usage, execs []Executor, fa
 			a.Notes = append(a.Notes, fmt.Sprintf("the executors hold GPUs: %d cores instead of %d would take %s the executors, and their GPUs, for as many task slots: not advised",
 				half, cores, timesText(factor)))
 		case heapRaised:
+			// The alternative keeps today's heap: its extra executors
+			// hold the plan's container without the heap rule's growth.
+			var keep []Setting
+			for _, rec := range a.Recommendations {
+				if rec.Property != "spark.executor.memory" {
+					keep = append(keep, rec)
+				}
+			}
+			_, _, _, alt := s.Planned(keep)
 			a.Notes = append(a.Notes, fmt.Sprintf("alternatively spark.executor.cores=%d with %s the executors gives each task %s the heap, "+
 				"at %s GiB-hours more held than this run, where a quarter more heap costs %s",
-				half, timesText(factor), timesText(factor), human.Hours(extra/gibHour), human.Hours((float64(planned)-float64(container))*execSeconds/gibHour)))
+				half, timesText(factor), timesText(factor), human.Hours((factor-1)*float64(alt)*execSeconds/gibHour),
+				human.Hours((float64(planned)-float64(container))*execSeconds/gibHour)))
 		default:
 			rec := Setting{Property: "spark.executor.cores", CurrentText: strconv.Itoa(cores), ValueText: strconv.Itoa(half), Rule: "cores",
 				Reason: fmt.Sprintf("%s the heap per task, as GC pressure grows with the tasks sharing a heap, which cannot grow past %s; %s as many executors keep as many task slots",

@@ -527,7 +527,8 @@ func TestRightSize(t *testing.T) {
 		// the plan takes the cheaper: a quarter more heap, 10 GiB, with
 		// Spark's default overhead for it (1 GiB), 2 GiB + 204.8 MiB
 		// (2 362 232 013 B) more per container for 4 × 3600 s. Half the
-		// cores instead would take 4 more containers of 11 GiB: a note.
+		// cores instead, at today's heap, would take 4 more containers of
+		// 8.8 GiB: 35.2 GiB-hours, a note.
 		execs := four(8<<30*95/100, 7<<30, 1_000_000, 120_000)
 		for i := range execs {
 			execs[i].Cores = 8
@@ -540,7 +541,7 @@ func TestRightSize(t *testing.T) {
 			t.Fatalf("%+v", a.Recommendations)
 		}
 		if !slices.ContainsFunc(a.Notes, func(n string) bool {
-			return strings.Contains(n, "alternatively spark.executor.cores=4 with twice the executors gives each task twice the heap, at 44.0 GiB-hours more held than this run, where a quarter more heap costs 8.8")
+			return strings.Contains(n, "alternatively spark.executor.cores=4 with twice the executors gives each task twice the heap, at 35.2 GiB-hours more held than this run, where a quarter more heap costs 8.8")
 		}) {
 			t.Errorf("no alternative: %q", a.Notes)
 		}
