@@ -268,7 +268,9 @@ func runVersion(t *testing.T, version string) {
 // checkStreamOnly: with no source that shows them, each application gets
 // its stream facts, and their figures are the stream's own: the task CPU
 // and run time that the reconciliation (from the same stream, through
-// the other sparkpulse) found, and an executor for each Spark listed.
+// the other sparkpulse) found, and an executor for each one Spark lists
+// that reported (an executor killed before its first report, as the
+// failures scenario's may be on a loaded machine, is not in the stream).
 func checkStreamOnly(t *testing.T, r *run) {
 	for _, a := range []*application{r.main, r.bad} {
 		key := r.keyOf(a)
@@ -284,8 +286,20 @@ func checkStreamOnly(t *testing.T, r *run) {
 		rec := one(t, r.srv, db, fmt.Sprintf(`SELECT "stream_cpu_time_ns", "stream_run_time_ms" FROM "spark_reconcile" WHERE "app_id" = '%s'`, a.id))
 		var execs []sparkapi.Executor
 		getJSON(t, r.hs+"/api/v1/applications/"+a.id+"/allexecutors", &execs)
-		if got, want := num(u["executors"]), float64(len(execs)-1); got != want {
-			t.Errorf("%s: %v executors in the stream facts, Spark lists %v", key, got, want)
+		reported := map[string]bool{}
+		for _, l := range r.lines {
+			if rest, ok := strings.CutPrefix(l, key+"."); ok {
+				reported[strings.SplitN(rest, ".", 2)[0]] = true
+			}
+		}
+		want := 0
+		for _, x := range execs {
+			if x.ID != "driver" && reported[x.ID] {
+				want++
+			}
+		}
+		if got := num(u["executors"]); got != float64(want) || want == 0 {
+			t.Errorf("%s: %v executors in the stream facts; of the %d Spark lists, %d reported", key, got, len(execs)-1, want)
 		}
 		if got, want := num(u["task_cpu_seconds"]), num(rec["stream_cpu_time_ns"])/1e9; math.Abs(got-want) > 1e-6*want {
 			t.Errorf("%s: task_cpu_seconds %v, the reconciliation's stream %v", key, got, want)

@@ -304,22 +304,20 @@ func checkTaskCPUs(t *testing.T, r *standaloneRun) {
 	}
 
 	// Spark 4.0 on counts the task's 2 cpus in its run time
-	// (SPARK-51666), 3.5 does not. The run time leaves out each task's
-	// deserialisation, which its wall time counts: a little under the
-	// factor (up to a quarter on a loaded machine).
-	factor := 1.0
-	if !strings.HasPrefix(r.version, "3.") {
-		factor = 2
-	}
-	if ratio := float64(runMs) / float64(wallMs); wallMs < 8000 || ratio > factor || ratio < 0.75*factor {
-		t.Errorf("Spark %s: run time %d ms of wall time %d ms (%.2f×); want %.0f× or a little under", r.version, runMs, wallMs, ratio, factor)
+	// (SPARK-51666), 3.5 does not. The run time leaves out what a task's
+	// wall time also counts (its launch, deserialisation, its result's
+	// return: 0.94–0.96× alone, 0.74× on a loaded machine), so the two
+	// are told apart at 1×: at most 1× on 3.5, above it on 4.x.
+	ratio := float64(runMs) / float64(wallMs)
+	if four := !strings.HasPrefix(r.version, "3."); wallMs < 8000 || ratio > 2 || four != (ratio > 1) || ratio < 0.5 {
+		t.Errorf("Spark %s: run time %d ms of wall time %d ms (%.2f×); want 1× or under on 3.5, over 1× and up to 2× on 4.x", r.version, runMs, wallMs, ratio)
 	}
 	u := one(t, r.srv, db, fmt.Sprintf(`SELECT "set_aside_count", "set_aside", "busy_slot_seconds", "task_run_seconds" FROM "spark_app_usage" WHERE "app_id" = '%s' AND "fact" = 'end'`, r.cpus.id))
 	if num(u["set_aside_count"]) != 0 {
 		t.Errorf("Spark %s with spark.task.cpus = 2: the stream set aside: %v", r.version, u["set_aside"])
 	}
 	busy, held := num(u["busy_slot_seconds"]), 2*float64(wallMs)/1000
-	if busy > held || busy < 0.75*held {
+	if busy > held || busy < 0.55*held { // run time ÷ 2 on 3.5 would read under half
 		t.Errorf("Spark %s: %.3f busy core-seconds; the tasks held 2 cores for %.3f s of wall time (%.3f core-seconds)", r.version, busy, held/2, held)
 	}
 	t.Logf("Spark %s, spark.task.cpus = 2: run time %d ms, wall time %d ms; sparkpulse: %.3f busy core-seconds, task run %v s", r.version, runMs, wallMs, busy, u["task_run_seconds"])

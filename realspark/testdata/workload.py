@@ -26,7 +26,7 @@ Scenarios:
   small     one short job (the application that preempts)
   worker    on a standalone cluster: a worker lost while tasks run (the
             test kills it, see LOSE below)
-  cpus      tasks that each hold their slot for two seconds, for an
+  cpus      tasks that each hold their slot for three seconds, for an
             application whose tasks take two cores (spark.task.cpus=2)
   limits    a Python worker over its share of spark.executor.pyspark.memory
             (MemoryError, the job fails), then a streaming query the
@@ -405,7 +405,7 @@ def cpus_jobs(spark):
     sc.setJobDescription("tasks of two cpus")
 
     def hold(it):
-        time.sleep(2)
+        time.sleep(3)
         yield sum(1 for _ in it)
 
     if sum(sc.parallelize(range(4000), 4).mapPartitions(hold).collect()) != 4000:
