@@ -286,10 +286,13 @@ func checkStreamOnly(t *testing.T, r *run) {
 		rec := one(t, r.srv, db, fmt.Sprintf(`SELECT "stream_cpu_time_ns", "stream_run_time_ms" FROM "spark_reconcile" WHERE "app_id" = '%s'`, a.id))
 		var execs []sparkapi.Executor
 		getJSON(t, r.hs+"/api/v1/applications/"+a.id+"/allexecutors", &execs)
+		// <prefix>.<key>.<process>.<metric>: the failures application's
+		// lines carry a prefix (spark.metrics.conf's).
 		reported := map[string]bool{}
 		for _, l := range r.lines {
-			if rest, ok := strings.CutPrefix(l, key+"."); ok {
-				reported[strings.SplitN(rest, ".", 2)[0]] = true
+			parts := strings.Split(strings.Fields(l + " ")[0], ".")
+			if i := slices.Index(parts, key); i >= 0 && i+1 < len(parts) {
+				reported[parts[i+1]] = true
 			}
 		}
 		want := 0
