@@ -84,6 +84,7 @@ type standaloneRun struct {
 	app      *application
 	cpus     *application // after it, tasks of spark.task.cpus = 2
 	limits   *application // then a Python MemoryError and a stopped query
+	scaling  *application // then dynamic allocation with decommissioning
 	lost     []string     // executors of the worker killed
 	lines    []string
 	workerOf map[string]int // executor → worker
@@ -221,6 +222,12 @@ func runStandalone(t *testing.T, version string) {
 	// (512m over 2 cores: 256 MiB), and a streaming query the program
 	// stops while a micro-batch runs.
 	r.limits = after("sparkpulse limits", "limits", map[string]string{"spark.executor.pyspark.memory": "512m"})
+	// Dynamic allocation that scales, one core per executor, with
+	// decommissioning: executors let go when idle.
+	r.scaling = after("sparkpulse scaling", "scaling", map[string]string{"spark.executor.cores": "1",
+		"spark.dynamicAllocation.enabled": "true", "spark.dynamicAllocation.shuffleTracking.enabled": "true", "spark.decommission.enabled": "true",
+		"spark.dynamicAllocation.minExecutors": "0", "spark.dynamicAllocation.initialExecutors": "1", "spark.dynamicAllocation.maxExecutors": "2",
+		"spark.dynamicAllocation.executorIdleTimeout": "2s"})
 	var cut int
 	r.lines, cut = tee.taken()
 	t.Logf("%d reports ended in a cut line", cut)
@@ -234,6 +241,42 @@ func runStandalone(t *testing.T, version string) {
 	t.Run("reconcile", func(t *testing.T) { checkStandaloneReconcile(t, r) })
 	t.Run("task cpus", func(t *testing.T) { checkTaskCPUs(t, r) })
 	t.Run("limits", func(t *testing.T) { checkLimits(t, r) })
+	t.Run("scaling", func(t *testing.T) { checkScaling(t, r) })
+}
+
+// checkScaling: Spark's own answer first — dynamic allocation with
+// spark.decommission.enabled lets idle executors go by decommissioning
+// them, "Executor decommission: spark scale down". Then sparkpulse's:
+// each reads as released (the driver let it go), not decommissioned (a
+// worker or host going).
+func checkScaling(t *testing.T, r *standaloneRun) {
+	var execs []sparkapi.Executor
+	r.scaling.rest("allexecutors", &execs)
+	let := map[string]bool{}
+	for _, x := range execs {
+		if x.ID != "driver" && x.RemoveReason == "Executor decommission: spark scale down" {
+			let[x.ID] = true
+		}
+	}
+	if len(let) < 2 {
+		var reasons []string
+		for _, x := range execs {
+			reasons = append(reasons, x.ID+": "+x.RemoveReason)
+		}
+		t.Fatalf("Spark %s: %d executors decommissioned by dynamic allocation; removals %q", r.version, len(let), reasons)
+	}
+	got := map[string]string{}
+	for _, s := range r.srv.Query(t, db, fmt.Sprintf(`SELECT "executor_id", "remove_kind" FROM "spark_executor_removal" WHERE "applicationid" = '%s'`, r.scaling.id)) {
+		for _, row := range s.Values {
+			got[fmt.Sprint(row[1])] = fmt.Sprint(row[2])
+		}
+	}
+	for id := range let {
+		if got[id] != sizing.RemovedReleased {
+			t.Errorf("Spark %s: executor %s, decommissioned by dynamic allocation, removed as %q; want %s", r.version, id, got[id], sizing.RemovedReleased)
+		}
+	}
+	t.Logf("Spark %s: executors %v let go by decommissioning: %v", r.version, slices.Sorted(maps.Keys(let)), got)
 }
 
 // checkLimits: Spark's own answers first — a task failed with Python's

@@ -28,6 +28,8 @@ Scenarios:
             test kills it, see LOSE below)
   cpus      tasks that each hold their slot for three seconds, for an
             application whose tasks take two cores (spark.task.cpus=2)
+  scaling   dynamic allocation with decommissioning: two executors for a
+            job of two tasks, both let go once idle
   limits    a Python worker over its share of spark.executor.pyspark.memory
             (MemoryError, the job fails), then a streaming query the
             program stops while a micro-batch runs
@@ -449,6 +451,20 @@ def limits_jobs(spark, out):
     query.stop()
 
 
+def scaling_jobs(spark, ui):
+    sc = spark.sparkContext
+    app_id = sc.applicationId
+    sc.setJobDescription("two tasks")
+    sc.parallelize(range(2), 2).map(lambda x: time.sleep(3) or x).collect()
+    # Idle: dynamic allocation lets both go (spark.dynamicAllocation.
+    # minExecutors is 0), decommissioning them.
+    deadline = time.time() + 120
+    while executors(ui, app_id):
+        if time.time() > deadline:
+            raise SystemExit("executors not let go: %r" % executors(ui, app_id))
+        time.sleep(0.2)
+
+
 def worker_jobs(spark, ui, ch, out, n):
     sc = spark.sparkContext
     sc.setJobDescription("warm up")
@@ -527,6 +543,8 @@ def main():
         cpus_jobs(spark)
     elif scenario == "limits":
         limits_jobs(spark, cfg["out"])
+    elif scenario == "scaling":
+        scaling_jobs(spark, ui)
     else:
         raise SystemExit("unknown scenario " + scenario)
 
