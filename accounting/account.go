@@ -277,7 +277,7 @@ func StreamOnly(stream map[string]ProcessTotals, firstMs, lastMs int64) sizing.U
 			gcMs += v
 		}
 		var peak, mean float64
-		for _, m := range []spark.Metric{spark.JVMRSSMemory, spark.PythonRSSMemory, spark.OtherRSSMemory} {
+		for _, m := range TreeGauges {
 			if v, ok := plausibleMemory(t.Peak[StreamKey(m)]); ok {
 				peak += v
 			}

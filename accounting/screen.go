@@ -231,8 +231,13 @@ func Screen(props map[string]string, runCPUs int, execs []sparkapi.Executor, str
 // tenth of its unit ("4.6 GB").
 const yarnUsedSlack = 0.05
 
-// rssGauges are the resident memory of a process tree, in parts.
-var rssGauges = []string{"ProcessTreeJVMRSSMemory", "ProcessTreePythonRSSMemory", "ProcessTreeOtherRSSMemory"}
+// rssGauges are TreeGauges' keys.
+var rssGauges = func() (keys []string) {
+	for _, m := range TreeGauges {
+		keys = append(keys, StreamKey(m))
+	}
+	return keys
+}()
 
 // yarnUsed is the process tree's use that YARN's kill of x states, 0
 // without one.

@@ -1,6 +1,8 @@
 package accounting
 
 import (
+	"slices"
+
 	"github.com/sparkpulse/sparkpulse/spark"
 )
 
@@ -65,8 +67,12 @@ func CloneTotals(src map[string]ProcessTotals) map[string]ProcessTotals {
 var StreamCounters = []spark.Metric{spark.SucceededTasks, spark.CPUTime, spark.RunTime, spark.JVMGCTime,
 	spark.BytesRead, spark.ShuffleRead, spark.ShuffleWritten, spark.CgroupCPU}
 
+// TreeGauges are the parts of a process tree's resident memory: the
+// JVM, its Python workers, its other children.
+var TreeGauges = []spark.Metric{spark.JVMRSSMemory, spark.PythonRSSMemory, spark.OtherRSSMemory}
+
 // StreamGauges are the gauges whose peak and mean the accounting reads.
-var StreamGauges = []spark.Metric{spark.JVMRSSMemory, spark.PythonRSSMemory, spark.OtherRSSMemory, spark.JVMHeapMemory}
+var StreamGauges = append(slices.Clone(TreeGauges), spark.JVMHeapMemory)
 
 // StreamKey is m's key in ProcessTotals' maps, whatever shape the stream
 // is stored in: its measurement in the CERN shape ("cpuTime.count",

@@ -65,8 +65,9 @@ import (
 //     containers per executor for as long as they lived, at the plan's
 //     container. Where more heap is possible the plan takes it (a quarter
 //     of a heap per executor costs less than a container), and this rule
-//     is a note with both costs; never for executors holding GPUs. With spark.executor.instances set (and no dynamic
-//     allocation) the instances are raised to match; under dynamic
+//     is a note with both costs; never for executors holding GPUs. With
+//     spark.executor.instances set (and no dynamic allocation) the
+//     instances are raised to match; under dynamic
 //     allocation, spark.dynamicAllocation.maxExecutors when set (which
 //     dynamic allocation reaches by pending tasks ÷ cores per executor).
 //   - driver: the driver's heap peaked at or under 40 % of a
@@ -147,11 +148,7 @@ func RightSize(a *Advice, s Settings, r Resources, u Usage, execs []Executor, fa
 		case "spark.executor.pyspark.memory":
 			rec.SavingByteSeconds = -float64(rec.Value-rec.Current) * execSeconds
 		case "spark.executor.memoryOverhead":
-			base := s.Overhead
-			if !s.OverheadSet {
-				base = s.DefaultOverhead(heap)
-			}
-			rec.SavingByteSeconds = -float64(overhead-base) * execSeconds
+			rec.SavingByteSeconds = -float64(overhead-s.OverheadFor(heap)) * execSeconds
 		}
 	}
 	for i := range a.Recommendations {
@@ -177,17 +174,11 @@ func RightSize(a *Advice, s Settings, r Resources, u Usage, execs []Executor, fa
 	if allRSS && !memoryFinding && !memoryRemoved && !s.LocalDirsInMemory && lowGC && execSeconds >= 600 && taskSeconds >= 600 && u.SpilledBytes == 0 && maxHeap > 0 &&
 		float64(maxRSS) <= 0.6*float64(container) && float64(maxHeap) <= 0.7*float64(s.Heap) {
 		heap = max(roundUp(int64(float64(maxHeap)/0.7), 256*mib), 1<<30)
-		overhead := func(h int64) int64 {
-			if s.OverheadSet {
-				return s.Overhead
-			}
-			return s.DefaultOverhead(h)
-		}
 		unified := func(h int64) float64 { return float64(max(h-reserved, 0)) * s.MemoryFraction }
-		for float64(maxRSS) > 0.8*float64(heap+overhead(heap)+s.PySpark+s.OffHeap) || float64(maxUnified) > 0.7*unified(heap) {
+		for float64(maxRSS) > 0.8*float64(heap+s.OverheadFor(heap)+s.PySpark+s.OffHeap) || float64(maxUnified) > 0.7*unified(heap) {
 			heap += 256 * mib
 		}
-		newContainer := heap + overhead(heap) + s.PySpark + s.OffHeap
+		newContainer := heap + s.OverheadFor(heap) + s.PySpark + s.OffHeap
 		if heap < s.Heap && float64(newContainer) <= 0.85*float64(container) {
 			planned = newContainer
 			a.find("shrink", "", "executors peaked at %s resident (%.0f %% of the %s container) and %s of heap (%.0f %% of %s), with garbage collection under 5 %% of task time",
@@ -324,7 +315,6 @@ func RightSize(a *Advice, s Settings, r Resources, u Usage, execs []Executor, fa
 	if heapFinding && cores >= 4 {
 		half := cores / 2
 		factor := float64(cores) / float64(half) // 2, or 2.5 from 5 cores
-		extra := (factor - 1) * float64(planned) * execSeconds
 		switch {
 		case u.ExecutorGPUSeconds > 0:
 			a.Notes = append(a.Notes, fmt.Sprintf("the executors hold GPUs: %d cores instead of %d would take %s the executors, and their GPUs, for as many task slots: not advised",
@@ -349,7 +339,7 @@ func RightSize(a *Advice, s Settings, r Resources, u Usage, execs []Executor, fa
 					timesText(factor), Bytes(compressedOops), timesText(factor)),
 				// The extra executors hold a container each for as long
 				// as these lived; the cores stay as many.
-				SavingByteSeconds: -extra,
+				SavingByteSeconds: -(factor - 1) * float64(planned) * execSeconds,
 				Risk:              "each extra executor also holds its overhead and its share of the driver's bookkeeping; a container start each"}
 			a.Recommendations = append(a.Recommendations, rec)
 			switch {

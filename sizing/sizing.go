@@ -131,6 +131,15 @@ func (s Settings) DefaultOverhead(heap int64) int64 {
 	return max(least, int64(factor*float64(heap)))
 }
 
+// OverheadFor is the overhead the executors get with heap: the one set,
+// else Spark's default for heap.
+func (s Settings) OverheadFor(heap int64) int64 {
+	if s.OverheadSet {
+		return s.Overhead
+	}
+	return s.DefaultOverhead(heap)
+}
+
 // KillOnOOM reports whether an application's executors end with SIGTERM
 // on an OutOfMemoryError (Settings.KillOnOOM), from its properties.
 func KillOnOOM(props map[string]string) bool {
@@ -624,12 +633,7 @@ func Advise(s Settings, execs []Executor) Advice {
 		// With the heap and spark.executor.pyspark.memory of the plan,
 		// the container holds them too; an overhead Spark's default
 		// for the new heap already gives is not asked for.
-		overhead := roundUp(need-heap-pyspark-s.OffHeap, 64*mib)
-		base := s.Overhead
-		if !s.OverheadSet {
-			base = s.DefaultOverhead(heap)
-		}
-		if overhead > base {
+		if overhead := roundUp(need-heap-pyspark-s.OffHeap, 64*mib); overhead > s.OverheadFor(heap) {
 			a.Recommendations = append(a.Recommendations, Setting{Property: "spark.executor.memoryOverhead", Current: s.Overhead, Value: overhead, Reason: why,
 				Rule: "container", Risk: "executors killed over their memory limit, and their tasks run again"})
 		}
@@ -653,19 +657,19 @@ const compressedOops = 31 << 30
 // recommended.
 func (s Settings) Planned(recs []Setting) (heap, overhead, pyspark, container int64) {
 	heap, pyspark = s.Heap, s.PySpark
-	o, oSet := s.Overhead, s.OverheadSet
+	o := int64(-1) // recommended; else the heap's (OverheadFor)
 	for _, r := range recs {
 		switch r.Property {
 		case "spark.executor.memory":
 			heap = r.Value
 		case "spark.executor.memoryOverhead":
-			o, oSet = r.Value, true
+			o = r.Value
 		case "spark.executor.pyspark.memory":
 			pyspark = r.Value
 		}
 	}
-	if !oSet {
-		o = s.DefaultOverhead(heap)
+	if o < 0 {
+		o = s.OverheadFor(heap)
 	}
 	return heap, o, pyspark, heap + o + pyspark + s.OffHeap
 }

@@ -68,12 +68,11 @@ type Resources struct {
 	// files at fixed paths; in a YARN container, which has no cgroup
 	// namespace of its own, those are the node's.
 	YARN bool
-	// Kubernetes: spark.master is k8s://. A pod's CPU request, which the
+	// On Kubernetes (spark.master k8s://) a pod's CPU request, which the
 	// scheduler holds for it, is spark.kubernetes.executor.request.cores
 	// (executors of the default resource profile only: Spark's
 	// BasicExecutorFeatureStep) and spark.kubernetes.driver.request.cores
 	// when set, else the cores; 0 when not set.
-	Kubernetes                               bool
 	ExecutorRequestCores, DriverRequestCores float64
 	// YARNMinMemory and YARNMemoryStep are how YARN's scheduler rounds a
 	// container's memory up (YARNAllocation): at least the minimum, in
@@ -314,19 +313,18 @@ func ResourcesFromProperties(props map[string]string) (Resources, error) {
 	r.AMCores = count("spark.yarn.am.cores", 1, maxCores)
 	r.AMMemory = size("spark.yarn.am.memory", mib, 512*mib)
 	r.AMOverhead = size("spark.yarn.am.memoryOverhead", mib, max(384*mib, r.AMMemory/10))
-	r.Kubernetes = strings.HasPrefix(master, "k8s://")
-	if r.Kubernetes {
+	if strings.HasPrefix(master, "k8s://") {
 		for _, p := range []struct {
 			key string
 			to  *float64
 		}{{"spark.kubernetes.executor.request.cores", &r.ExecutorRequestCores}, {"spark.kubernetes.driver.request.cores", &r.DriverRequestCores}} {
 			key, to := p.key, p.to
 			if v, ok := props[key]; ok {
-				c, perr := CPUQuantity(v)
-				if perr != nil || c > maxCores {
+				if c, perr := CPUQuantity(v); perr != nil || c > maxCores {
 					fail(key, v, "not a Kubernetes CPU quantity such as 1, 0.5 or 500m")
+				} else {
+					*to = c
 				}
-				*to = c
 			}
 		}
 	}

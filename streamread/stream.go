@@ -123,7 +123,7 @@ func (s *Stream) Totals(ctx context.Context, app string, from, to time.Time) (ma
 			// A target whose InfluxQL lacks subqueries leaves the peak
 			// of the sum unknown: each part's peak summed, an upper
 			// bound, as before.
-			if st, ok := treePeakStatement(sc, app, from, to); ok {
+			if st, ok := treePeakStatement(sc, where); ok {
 				if series, err := s.querier.Query(ctx, db.Name, st); err == nil {
 					addTreePeaks(inDB, series)
 				}
@@ -157,24 +157,22 @@ func (s *Stream) Totals(ctx context.Context, app string, from, to time.Time) (ma
 	return out, nil
 }
 
-// treeGauges are the parts of a process tree's resident memory.
-var treeGauges = []spark.Metric{spark.JVMRSSMemory, spark.PythonRSSMemory, spark.OtherRSSMemory}
-
 // treePeakStatement reads, by process, the peak of the process tree's
 // resident memory report by report, in a shape that stores a report's
 // gauges as one point's fields (wide): a row without one of them sums
-// to nothing and is left out. ok is false for other shapes.
-func treePeakStatement(sc spark.Schema, app string, from, to time.Time) (string, bool) {
-	m := sc.Measurement(treeGauges[0])
+// to nothing and is left out. where selects the application's window by
+// process, as Totals' statement does. ok is false for other shapes.
+func treePeakStatement(sc spark.Schema, where string) (string, bool) {
+	m := sc.Measurement(accounting.TreeGauges[0])
 	var terms []string
-	for _, g := range treeGauges {
+	for _, g := range accounting.TreeGauges {
 		if sc.Measurement(g) != m || sc.Field(g) == "value" {
 			return "", false
 		}
 		terms = append(terms, influx.QuoteIdent(sc.Field(g)))
 	}
-	return fmt.Sprintf(`SELECT max("tree") FROM (SELECT %s AS "tree" FROM %s WHERE "applicationid" = %s AND time >= %dms AND time < %dms GROUP BY "process") GROUP BY "process"`,
-		strings.Join(terms, " + "), influx.QuoteIdent(m), influx.QuoteString(app), from.UnixMilli(), to.UnixMilli()), true
+	return fmt.Sprintf(`SELECT max("tree") FROM (SELECT %s AS "tree" FROM %s %s) GROUP BY "process"`,
+		strings.Join(terms, " + "), influx.QuoteIdent(m), where), true
 }
 
 // addTreePeaks sets each process's TreePeak from the answer of
