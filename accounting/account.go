@@ -73,9 +73,9 @@ func Account(a *Attempt, endMs int64) (Result, error) {
 	if err != nil {
 		return Result{}, err
 	}
-	stream, aside := Screen(a.Properties, r.RunTimeCPUs, a.Executors, a.Stream, endMs, a.Completed)
+	stream, aside := Screen(a.Properties, RunCPUsOf(a.SparkVersion, r.TaskCPUs, a.Profiles), a.Executors, a.Stream, endMs, a.Completed)
 	execs := SizingExecutors(a.Executors, stream, endMs)
-	ProfileLimits(execs, a.Profiles, s)
+	ProfileLimits(execs, a.Profiles, s, a.SparkVersion)
 	u := sizing.Account(s, r, execs, endMs-a.StartMs)
 	if err := anyCluster(u); err != nil {
 		return Result{}, err
@@ -214,9 +214,9 @@ func Estimate(a *Attempt, stream map[string]ProcessTotals, atMs int64) (sizing.U
 	if err != nil {
 		return sizing.Usage{}, err
 	}
-	stream, aside := Screen(a.Properties, r.RunTimeCPUs, a.Executors, stream, atMs, false)
+	stream, aside := Screen(a.Properties, RunCPUsOf(a.SparkVersion, r.TaskCPUs, a.Profiles), a.Executors, stream, atMs, false)
 	execs := SizingExecutors(a.Executors, stream, atMs)
-	ProfileLimits(execs, a.Profiles, s)
+	ProfileLimits(execs, a.Profiles, s, a.SparkVersion)
 	u := sizing.Account(s, r, execs, atMs-a.StartMs)
 	if err := anyCluster(u); err != nil {
 		return sizing.Usage{}, err

@@ -88,15 +88,38 @@ func (a SetAside) String() string {
 	return fmt.Sprintf("process %s: %s", a.Process, strings.Join(a.Why, ", "))
 }
 
+// RunCPUs is what a task's run time counts of its cpus, by resource
+// profile id (sizing.RunTimeCPUs: 1 before Spark 4, the profile's task
+// cpus from 4.0); a profile not listed counts as the default's, id 0.
+type RunCPUs map[int]int
+
+// RunCPUsOf is the attempt's RunCPUs: the default profile's from
+// spark.task.cpus (taskCPUs), each other profile's from its own.
+func RunCPUsOf(sparkVersion string, taskCPUs int, profiles []sparkapi.ResourceProfile) RunCPUs {
+	m := RunCPUs{0: sizing.RunTimeCPUs(sparkVersion, taskCPUs)}
+	for _, p := range profiles {
+		if c := p.TaskResources["cpus"].Amount; p.ID != 0 && c >= 1 {
+			m[p.ID] = sizing.RunTimeCPUs(sparkVersion, int(c))
+		}
+	}
+	return m
+}
+
+func (m RunCPUs) of(profile int) int {
+	if c, ok := m[profile]; ok {
+		return max(c, 1)
+	}
+	return max(m[0], 1)
+}
+
 // Screen returns the stream figures that may be used, as a new map (the
 // stream is kept as read), and what it set aside, given the application's
 // Spark properties and its executors as Spark lists them; runCPUs is
-// what its task run time counts of spark.task.cpus (Resources.RunTimeCPUs:
-// 1 before Spark 4). final: the application has ended and its executor
-// list was read after the end, so Spark's totals bound the counters.
-func Screen(props map[string]string, runCPUs int, execs []sparkapi.Executor, stream map[string]ProcessTotals, endMs int64, final bool) (map[string]ProcessTotals, []SetAside) {
+// what their task run time counts of their tasks' cpus (RunCPUsOf).
+// final: the application has ended and its executor list was read after
+// the end, so Spark's totals bound the counters.
+func Screen(props map[string]string, runCPUs RunCPUs, execs []sparkapi.Executor, stream map[string]ProcessTotals, endMs int64, final bool) (map[string]ProcessTotals, []SetAside) {
 	bounds := boundsOf(props)
-	runCPUs = max(runCPUs, 1)
 	listed := byID(execs)
 	kept := make(map[string]ProcessTotals, len(stream))
 	var aside []SetAside
@@ -135,8 +158,8 @@ func Screen(props map[string]string, runCPUs int, execs []sparkapi.Executor, str
 				}
 			}
 			above("tasks", "succeededTasks.count", float64(x.CompletedTasks))
-			above("cpu_time_ns", "cpuTime.count", float64(x.TotalDuration)*1e6)              // a task's CPU is within its duration
-			above("run_time_ms", "runTime.count", float64(x.TotalDuration)*float64(runCPUs)) // Spark 4 counts a task's cpus
+			above("cpu_time_ns", "cpuTime.count", float64(x.TotalDuration)*1e6)                                      // a task's CPU is within its duration
+			above("run_time_ms", "runTime.count", float64(x.TotalDuration)*float64(runCPUs.of(x.ResourceProfileID))) // Spark 4 counts a task's cpus
 			above("gc_time_ms", "jvmGCTime.count", float64(x.TotalGCTime))
 			above("input_bytes", "bytesRead.count", float64(x.TotalInputBytes))
 			above("shuffle_read_bytes", "shuffleTotalBytesRead.count", float64(x.TotalShuffleRead))

@@ -128,7 +128,7 @@ func TestScreen(t *testing.T) {
 			st, stream := screenApp(), genuine()
 			tc.change(stream)
 			before, _ := json.Marshal(stream)
-			kept, aside := Screen(st.Properties, 1, st.Executors, stream, end, tc.final)
+			kept, aside := Screen(st.Properties, RunCPUs{0: 1}, st.Executors, stream, end, tc.final)
 			if after, _ := json.Marshal(stream); string(after) != string(before) {
 				t.Error("screen changed the stream it was given")
 			}
@@ -188,21 +188,21 @@ func TestScreenUnbounded(t *testing.T) {
 	st.Properties["spark.master"] = "spark://master:7077"
 	st.Executors[0].PeakMemoryMetrics = nil // Spark lists no peaks (metrics off): nothing bounds it
 	stream["1"].Peak["ProcessTreeJVMRSSMemory"] = 60 << 30
-	if _, aside := Screen(st.Properties, 1, st.Executors, stream, ms(at(600)), true); len(aside) != 0 {
+	if _, aside := Screen(st.Properties, RunCPUs{0: 1}, st.Executors, stream, ms(at(600)), true); len(aside) != 0 {
 		t.Errorf("standalone: set aside %v", aside)
 	}
 	// Spark's own peak is no bound either: its peaks miss polls between
 	// stages (the usage says the figure is the stream's alone).
 	st = screenApp()
 	st.Properties["spark.master"] = "spark://master:7077"
-	if _, aside := Screen(st.Properties, 1, st.Executors, stream, ms(at(600)), true); len(aside) != 0 {
+	if _, aside := Screen(st.Properties, RunCPUs{0: 1}, st.Executors, stream, ms(at(600)), true); len(aside) != 0 {
 		t.Errorf("standalone, Spark's peak listed: set aside %v", aside)
 	}
 	st, stream = screenApp(), genuine()
 	st.Executors[1].PeakMemoryMetrics["JVMHeapMemory"] = 5 << 30
 	stream["2"].Peak["JVMHeapMemory"] = 5 << 30
 	stream["1"].Peak["JVMHeapMemory"] = 5 << 30
-	_, aside := Screen(st.Properties, 1, st.Executors, stream, ms(at(600)), true)
+	_, aside := Screen(st.Properties, RunCPUs{0: 1}, st.Executors, stream, ms(at(600)), true)
 	if len(aside) != 1 || aside[0].Process != "1" {
 		t.Errorf("heap above the setting: set aside %v, want executor 1's only", aside)
 	}
@@ -219,7 +219,7 @@ func TestScreenedAccounting(t *testing.T) {
 	s, _ := sizing.FromProperties(st.Properties)
 	r, _ := sizing.ResourcesFromProperties(st.Properties)
 	account := func(stream map[string]ProcessTotals) (sizing.Usage, sizing.Advice, Reconciliation) {
-		kept, aside := Screen(st.Properties, 1, st.Executors, stream, end, true)
+		kept, aside := Screen(st.Properties, RunCPUs{0: 1}, st.Executors, stream, end, true)
 		execs := SizingExecutors(st.Executors, kept, end)
 		u := sizing.Account(s, r, execs, end-st.StartMs)
 		SetAsideIn(&u, aside, st.StageTotals)
@@ -287,7 +287,7 @@ func TestScreenByClusterManager(t *testing.T) {
 		st.Properties["spark.master"] = tc.master
 		st.Executors[0].PeakMemoryMetrics = nil // Spark lists no peaks: the cluster manager's bound alone
 		stream["1"].Peak["ProcessTreeJVMRSSMemory"] = tc.rss
-		_, aside := Screen(st.Properties, 1, st.Executors, stream, ms(at(600)), true)
+		_, aside := Screen(st.Properties, RunCPUs{0: 1}, st.Executors, stream, ms(at(600)), true)
 		if got := len(aside) > 0; got != tc.aside {
 			t.Errorf("%s, resident %.3g: set aside %v, want %v: %v", tc.master, tc.rss, aside, tc.aside, aside)
 		}
@@ -378,33 +378,52 @@ func TestPeakWitness(t *testing.T) {
 // Spark 4 counts a task's spark.task.cpus in its run time, and not in the
 // executors' totalDuration (wall time): a run time up to cpus times
 // Spark's total is genuine there, and on 3.5 it is not. The cores still
-// bound it: tasks of 2 cpus on 2 cores run one at a time.
+// bound it: tasks of 2 cpus on 2 cores run one at a time. An executor of
+// another resource profile counts its profile's task cpus, not
+// spark.task.cpus (profile: executor 1 in a profile of 2 task cpus).
 func TestScreenTaskCPUs(t *testing.T) {
 	for _, tc := range []struct {
 		version, cpus string
+		profile       bool
 		runMs         float64
 		why           string // "" when kept
 	}{
-		{"4.0.1", "2", 780_000, ""},
-		{"4.3.0", "2", 780_000, ""},
-		{"3.5.9", "2", 780_000, "run_time_ms 780000 > 400000, Spark's total"},
-		{"4.0.1", "1", 780_000, "run_time_ms 780000 > 400000, Spark's total"},
-		{"4.0.1", "2", 1_400_000, "run_time_ms 1.4e+06 > 1.32e+06, 2 cores for 10m0s"},
+		{"4.0.1", "1", true, 780_000, ""},
+		{"3.5.9", "1", true, 780_000, "run_time_ms 780000 > 400000, Spark's total"},
+		{"4.0.1", "2", true, 780_000, ""},
+		{"4.0.1", "2", false, 780_000, ""},
+		{"4.3.0", "2", false, 780_000, ""},
+		{"3.5.9", "2", false, 780_000, "run_time_ms 780000 > 400000, Spark's total"},
+		{"4.0.1", "1", false, 780_000, "run_time_ms 780000 > 400000, Spark's total"},
+		{"4.0.1", "2", false, 1_400_000, "run_time_ms 1.4e+06 > 1.32e+06, 2 cores for 10m0s"},
 	} {
 		st, stream := screenApp(), genuine()
 		st.Properties["spark.task.cpus"] = tc.cpus
 		stream["1"].Sums["runTime.count"] = tc.runMs
 		cpus, _ := strconv.Atoi(tc.cpus)
-		_, aside := Screen(st.Properties, sizing.RunTimeCPUs(tc.version, cpus), st.Executors, stream, ms(at(600)), true)
+		var profiles []sparkapi.ResourceProfile
+		if tc.profile {
+			for i := range st.Executors {
+				if st.Executors[i].ID == "1" {
+					st.Executors[i].ResourceProfileID = 1
+				}
+			}
+			var p sparkapi.ResourceProfile
+			if err := json.Unmarshal([]byte(`{"id": 1, "taskResources": {"cpus": {"amount": 2.0}}}`), &p); err != nil {
+				t.Fatal(err)
+			}
+			profiles = append(profiles, p)
+		}
+		_, aside := Screen(st.Properties, RunCPUsOf(tc.version, cpus, profiles), st.Executors, stream, ms(at(600)), true)
 		var why []string
 		for _, a := range aside {
 			why = append(why, a.Why...)
 		}
 		switch got := strings.Join(why, "; "); {
 		case tc.why == "" && got != "":
-			t.Errorf("Spark %s, task.cpus %s, run time %g: set aside (%s)", tc.version, tc.cpus, tc.runMs, got)
+			t.Errorf("Spark %s, task.cpus %s (profile %v), run time %g: set aside (%s)", tc.version, tc.cpus, tc.profile, tc.runMs, got)
 		case tc.why != "" && !strings.Contains(got, tc.why):
-			t.Errorf("Spark %s, task.cpus %s, run time %g: set aside %q, want %q", tc.version, tc.cpus, tc.runMs, got, tc.why)
+			t.Errorf("Spark %s, task.cpus %s (profile %v), run time %g: set aside %q, want %q", tc.version, tc.cpus, tc.profile, tc.runMs, got, tc.why)
 		}
 	}
 }

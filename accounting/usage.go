@@ -85,8 +85,9 @@ func ExecutorSizing(x *sparkapi.Executor) sizing.Executor {
 // (stage-level scheduling: Spark sizes those executors by the profile,
 // not by spark.executor.*). Memory in MiB, the overhead Spark's default
 // for the heap where the profile sets none; off-heap only where the
-// profile asks for it.
-func ProfileLimits(execs []sizing.Executor, profiles []sparkapi.ResourceProfile, s sizing.Settings) {
+// profile asks for it. sparkVersion says what their tasks' run time
+// counts of the profile's cpus (sizing.RunTimeCPUs).
+func ProfileLimits(execs []sizing.Executor, profiles []sparkapi.ResourceProfile, s sizing.Settings, sparkVersion string) {
 	byID := map[int]*sparkapi.ResourceProfile{}
 	for i := range profiles {
 		byID[profiles[i].ID] = &profiles[i]
@@ -103,6 +104,7 @@ func ProfileLimits(execs []sizing.Executor, profiles []sparkapi.ResourceProfile,
 		}
 		if c := p.TaskResources["cpus"].Amount; c >= 1 {
 			x.TaskCPUs = int(c)
+			x.RunTimeCPUs = sizing.RunTimeCPUs(sparkVersion, x.TaskCPUs)
 		}
 	}
 }

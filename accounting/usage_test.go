@@ -160,7 +160,7 @@ func TestProfileLimits(t *testing.T) {
 		t.Fatal(err)
 	}
 	execs := []sizing.Executor{{ID: "1", Cores: 4}, {ID: "2", Cores: 8, ResourceProfile: 1}, {ID: "3", Cores: 4, ResourceProfile: 2}, {ID: "4", Cores: 4, ResourceProfile: 3}}
-	ProfileLimits(execs, env.ResourceProfiles, s)
+	ProfileLimits(execs, env.ResourceProfiles, s, "4.0.1")
 	got := []int64{execs[0].Container, execs[1].Container, execs[2].Container, execs[3].Container}
 	// Profile 1: 16g + 2g set; profile 2: 8g + Spark's default 10 %
 	// (819.2 MiB); profile 3 is not listed: the default's settings.
@@ -175,5 +175,41 @@ func TestProfileLimits(t *testing.T) {
 	u := sizing.Account(s, r, execs, 3_600_000)
 	if want := float64(2*s.Container()+18<<30+8<<30+858993459) * 3600; u.ExecutorMemoryByteSeconds != want {
 		t.Errorf("byte-seconds %v, want %v", u.ExecutorMemoryByteSeconds, want)
+	}
+}
+
+// Spark 4 multiplies a task's run time by its profile's task cpus: an
+// executor of a profile of 2 task cpus reports twice its wall time there,
+// once on 3.5. Both read the same slot occupancy.
+func TestProfileRunTime(t *testing.T) {
+	var env sparkapi.Environment
+	if err := json.Unmarshal([]byte(`{"resourceProfiles": [{"id": 1, "executorResources": {"cores": {"amount": 8}},
+	   "taskResources": {"cpus": {"amount": 2.0}}}]}`), &env); err != nil {
+		t.Fatal(err)
+	}
+	s, err := sizing.FromProperties(nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	occupancy := map[string]float64{}
+	for _, tc := range []struct {
+		version string
+		factor  int64 // what Spark's run time counts of the profile's 2 cpus
+	}{{"3.5.9", 1}, {"4.0.1", 2}} {
+		// An hour each: 4 cores of the default profile, one task all the
+		// time; 8 cores of profile 1 (4 slots of 2), one task all the time.
+		execs := []sizing.Executor{{ID: "1", Cores: 4, AliveMs: 3_600_000, RunMs: 3_600_000, CPUNs: 3e12},
+			{ID: "2", Cores: 8, ResourceProfile: 1, AliveMs: 3_600_000, RunMs: 3_600_000 * tc.factor, CPUNs: 3e12}}
+		ProfileLimits(execs, env.ResourceProfiles, s, tc.version)
+		r, _ := sizing.ResourcesFromProperties(nil)
+		r.RunTimeCPUs = sizing.RunTimeCPUs(tc.version, r.TaskCPUs)
+		u := sizing.Account(s, r, execs, 3_600_000)
+		if u.SlotOccupancy == nil {
+			t.Fatalf("Spark %s: no occupancy", tc.version)
+		}
+		occupancy[tc.version] = *u.SlotOccupancy
+	}
+	if occupancy["3.5.9"] != occupancy["4.0.1"] || occupancy["3.5.9"] <= 0 {
+		t.Errorf("slot occupancy %v: the versions must agree", occupancy)
 	}
 }

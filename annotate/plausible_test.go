@@ -33,7 +33,7 @@ func TestScreenRealSpark(t *testing.T) {
 				if len(stream) < 3 {
 					t.Fatalf("%s: stream of %d processes", name, len(stream))
 				}
-				_, aside := accounting.Screen(st.properties, 1, executorList(st), stream, last[st.metricsKey], true)
+				_, aside := accounting.Screen(st.properties, accounting.RunCPUs{0: 1}, executorList(st), stream, last[st.metricsKey], true)
 				for _, a := range aside {
 					t.Errorf("%s: set aside %s", name, a)
 				}

@@ -329,7 +329,11 @@ type Executor struct {
 	// Settings' and Resources'.
 	Container int64
 	TaskCPUs  int
-	AliveMs   int64 // from its addition to its removal, or the application's end
+	// RunTimeCPUs is how many of its profile's task cpus Spark's run time
+	// of its tasks counts (RunTimeCPUs by Spark version): 0 where it is
+	// the application's (Resources.RunTimeCPUs).
+	RunTimeCPUs int
+	AliveMs     int64 // from its addition to its removal, or the application's end
 	// Released: the driver let it go while the application ran (dynamic
 	// allocation, after spark.dynamicAllocation.executorIdleTimeout idle).
 	Released bool

@@ -553,7 +553,14 @@ func Account(s Settings, r Resources, execs []Executor, durationMs int64) Usage 
 			withCPU++
 		}
 		cpuNs += x.CPUNs
-		runMs += x.RunMs
+		if c := x.RunTimeCPUs; c > 0 && c != u.RunTimeCPUs {
+			// Another profile's run time counts its own task cpus (Spark
+			// 4): in the application's count, so that one factor turns
+			// the sum into slot time.
+			runMs += x.RunMs / int64(c) * int64(u.RunTimeCPUs)
+		} else {
+			runMs += x.RunMs
+		}
 		gcMs += x.GCTimeMs
 		if x.CgroupCPUNs > 0 {
 			cgroupNs += x.CgroupCPUNs
