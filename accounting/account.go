@@ -92,7 +92,7 @@ func Account(a *Attempt, endMs int64) (Result, error) {
 			r := Reconcile(a.Executors, *a.StageTotals, a.Stream, aside)
 			rec = &r
 		}
-		LostTasks(&u, a.StageTotals, FailedTaskRunMs(a.Stages, a.StageTotals), rec)
+		LostTasks(&u, a.StageTotals, FailedTaskRunMs(a.Stages, a.StageTotals), RecomputeRunMs(a.Stages), rec)
 	} else {
 		// Running: the stages held so far, as the estimate reads them.
 		currentStages(a.Stages).Figures(&u, a.StartMs, endMs)

@@ -71,26 +71,31 @@ func TestLostTasks(t *testing.T) {
 		failed, killed int
 		dropped        bool
 		fromTasks      *int64
+		recompute      int64
 		rec            *Reconciliation
 		want           float64 // < 0: absent
 		note           string
 	}{
 		// Every failed task read from taskList: their 7.5 s, whatever the
 		// stream (here short: a killed executor's last report is missing).
-		{"failed tasks read", 3, 0, false, &listed, &Reconciliation{Verdict: ReconcileShort, Metrics: run(612_000, 500_000)}, 7.5, ""},
+		{"failed tasks read", 3, 0, false, &listed, 0, &Reconciliation{Verdict: ReconcileShort, Metrics: run(612_000, 500_000)}, 7.5, ""},
 		// 612 s in Spark's stages, 600 s in the executors' counters: the 3
 		// failed and 1 killed tasks ran 12 s.
-		{"failed tasks", 3, 1, false, nil, &Reconciliation{Verdict: ReconcileFailedTasks, Metrics: run(612_000, 600_000)}, 12, ""},
+		{"failed tasks", 3, 1, false, nil, 0, &Reconciliation{Verdict: ReconcileFailedTasks, Metrics: run(612_000, 600_000)}, 12, ""},
 		// Every task succeeded: nothing lost, stream or not.
-		{"no failed task, no stream", 0, 0, false, nil, nil, 0, ""},
-		{"no failed task, a short stream", 0, 0, false, nil, &Reconciliation{Verdict: ReconcileShort}, 0, ""},
+		{"no failed task, no stream", 0, 0, false, nil, 0, nil, 0, ""},
+		{"no failed task, a short stream", 0, 0, false, nil, 0, &Reconciliation{Verdict: ReconcileShort}, 0, ""},
 		// Failed tasks without metrics (fetch failures, lost executors):
 		// the totals agree, and nothing measurable was lost.
-		{"failed tasks without metrics", 2, 0, false, nil, &Reconciliation{Verdict: ReconcileExact, Metrics: run(600_000, 600_000)}, 0, ""},
+		{"failed tasks without metrics", 2, 0, false, nil, 0, &Reconciliation{Verdict: ReconcileExact, Metrics: run(600_000, 600_000)}, 0, ""},
 		// Must not: a difference that a missing report would make.
-		{"short stream", 3, 0, false, nil, &Reconciliation{Verdict: ReconcileShort, Metrics: run(612_000, 500_000)}, -1, "do not match Spark's (short)"},
-		{"no stream", 3, 0, false, nil, nil, -1, "no metrics stream"},
-		{"stages dropped", 0, 0, true, &listed, nil, -1, "spark.ui.retainedStages"},
+		{"short stream", 3, 0, false, nil, 0, &Reconciliation{Verdict: ReconcileShort, Metrics: run(612_000, 500_000)}, -1, "do not match Spark's (short)"},
+		{"no stream", 3, 0, false, nil, 0, nil, -1, "no metrics stream"},
+		{"stages dropped", 0, 0, true, &listed, 0, nil, -1, "spark.ui.retainedStages"},
+		// Tasks run again for lost shuffle output add to whichever figure.
+		{"recompute, failed tasks read", 3, 0, false, &listed, 4_250, nil, 11.75, ""},
+		{"recompute, no failed task", 0, 0, false, nil, 4_250, nil, 4.25, ""},
+		{"recompute, failed tasks unknown", 3, 0, false, nil, 4_250, nil, -1, "no metrics stream"},
 	} {
 		st := whole
 		st.Failed, st.Killed = tc.failed, tc.killed
@@ -98,7 +103,7 @@ func TestLostTasks(t *testing.T) {
 			st.ids, st.maxID = map[int]bool{1: true}, 1
 		}
 		var u sizing.Usage
-		LostTasks(&u, &st, tc.fromTasks, tc.rec)
+		LostTasks(&u, &st, tc.fromTasks, tc.recompute, tc.rec)
 		switch {
 		case tc.want < 0 && u.LostTaskSeconds != nil:
 			t.Errorf("%s: %v s lost, want absent", tc.name, *u.LostTaskSeconds)
@@ -106,6 +111,10 @@ func TestLostTasks(t *testing.T) {
 			t.Errorf("%s: %v, want %v s", tc.name, u.LostTaskSeconds, tc.want)
 		case tc.note != "" && !strings.Contains(strings.Join(u.Notes, ";"), tc.note):
 			t.Errorf("%s: notes %q, want %q", tc.name, u.Notes, tc.note)
+		case (tc.recompute > 0 && !tc.dropped) != (u.RecomputeTaskSeconds != nil):
+			t.Errorf("%s: recompute %v, from %d ms", tc.name, u.RecomputeTaskSeconds, tc.recompute)
+		case u.RecomputeTaskSeconds != nil && *u.RecomputeTaskSeconds != float64(tc.recompute)/1000:
+			t.Errorf("%s: recompute %v s, want %d ms", tc.name, *u.RecomputeTaskSeconds, tc.recompute)
 		}
 	}
 }
@@ -224,6 +233,45 @@ func TestStageFiguresOfRealSpark(t *testing.T) {
 		}
 		if got != sizing.OutcomeSucceeded || reason != wantReason {
 			t.Errorf("%s: %s (%s), want succeeded (%s)", key, got, reason, wantReason)
+		}
+	}
+}
+
+// Tasks run again for shuffle output lost with an executor: every attempt
+// of a stage whose previous attempt had completed, less its own failed
+// tasks' run time; never a re-attempt of a stage that failed, nor one
+// whose previous attempt is not held.
+func TestRecomputeRunMs(t *testing.T) {
+	stage := func(id, attempt int, status string, runMs int64, failed ...int64) Stage {
+		s := Stage{Stage: stageAt(id, attempt, status, 10, 20)}
+		s.ExecutorRunTime = runMs
+		for _, ms := range failed {
+			s.NumFailedTasks++
+			if ms >= 0 {
+				s.FailedTasks = append(s.FailedTasks, sparkapi.TaskData{Status: "FAILED", TaskMetrics: &sparkapi.TaskMetrics{ExecutorRunTime: ms}})
+			}
+		}
+		s.DetailsRead = true
+		return s
+	}
+	for _, tc := range []struct {
+		name   string
+		stages []Stage
+		want   int64
+	}{
+		// Must fire.
+		{"resubmitted after it completed", []Stage{stage(3, 0, "COMPLETE", 10_000), stage(3, 1, "COMPLETE", 4_000)}, 4_000},
+		{"a later job's stage, skipped, then run again", []Stage{stage(0, 0, "COMPLETE", 7_000), stage(2, 0, "SKIPPED", 0), stage(2, 1, "COMPLETE", 3_500)}, 3_500},
+		{"twice", []Stage{stage(8, 0, "COMPLETE", 9_000), stage(8, 1, "COMPLETE", 3_000), stage(8, 2, "COMPLETE", 2_000)}, 5_000},
+		{"its own failed task read", []Stage{stage(6, 0, "COMPLETE", 10_000), stage(6, 1, "COMPLETE", 3_000, 500)}, 2_500},
+		// Must not fire.
+		{"one attempt", []Stage{stage(3, 0, "COMPLETE", 10_000)}, 0},
+		{"re-attempt of a failed stage", []Stage{stage(4, 0, "FAILED", 2_000, -1), stage(4, 1, "COMPLETE", 6_000)}, 0},
+		{"previous attempt not held", []Stage{stage(5, 1, "COMPLETE", 6_000)}, 0},
+		{"its failed tasks not all read", []Stage{stage(7, 0, "COMPLETE", 10_000), stage(7, 1, "COMPLETE", 3_000, 500, -1)}, 0},
+	} {
+		if got := RecomputeRunMs(tc.stages); got != tc.want {
+			t.Errorf("%s: %d ms, want %d", tc.name, got, tc.want)
 		}
 	}
 }

@@ -213,13 +213,15 @@ func WithinSparkTotals(u *sizing.Usage, t *StageTotals) {
 // killed: killed tasks are not read); else Spark's stage total less the
 // stream's, when the stream holds every successful task (the
 // reconciliation's verdict is exact or failed_tasks). Without failed or
-// killed tasks it is 0. Never counted, as no number tells them apart: the
-// successful tasks of a job that failed (whether their work was lost
-// depends on what the program did next: a later job reuses their shuffle
-// output), the tasks run again for shuffle output lost with an executor
-// (successful tasks of a later attempt), and the failed tasks without
-// metrics above. The figure is a lower bound of the compute failures cost.
-func LostTasks(u *sizing.Usage, t *StageTotals, fromTasks *int64, rec *Reconciliation) {
+// killed tasks it is 0. To it is added recomputeMs, the successful
+// tasks run again for shuffle output lost with an executor
+// (RecomputeRunMs; also in RecomputeTaskSeconds, as the stream counts
+// them among the successful tasks). Never counted, as no number tells
+// them apart: the successful tasks of a job that failed (whether their
+// work was lost depends on what the program did next: a later job reuses
+// their shuffle output), and the failed tasks without metrics above. The
+// figure is a lower bound of the compute failures cost.
+func LostTasks(u *sizing.Usage, t *StageTotals, fromTasks *int64, recomputeMs int64, rec *Reconciliation) {
 	const unknown = "lost task time unknown: "
 	var lostMs float64
 	switch {
@@ -229,6 +231,12 @@ func LostTasks(u *sizing.Usage, t *StageTotals, fromTasks *int64, rec *Reconcili
 	case t.Dropped() > 0:
 		u.Notes = append(u.Notes, unknown+"Spark no longer lists every stage (spark.ui.retainedStages)")
 		return
+	}
+	if recomputeMs > 0 { // known whether or not the failed tasks' time is
+		r := float64(recomputeMs) / 1000
+		u.RecomputeTaskSeconds = &r
+	}
+	switch {
 	case t.Failed+t.Killed == 0:
 	case fromTasks != nil:
 		lostMs = float64(*fromTasks)
@@ -245,8 +253,54 @@ func LostTasks(u *sizing.Usage, t *StageTotals, fromTasks *int64, rec *Reconcili
 			}
 		}
 	}
-	v := lostMs / 1000
+	v := (lostMs + float64(recomputeMs)) / 1000
 	u.LostTaskSeconds = &v
+}
+
+// RecomputeRunMs sums the run time of the successful tasks that ran
+// again for shuffle output lost with an executor: the tasks of every
+// attempt of a shuffle map stage whose previous attempt had completed, or
+// was skipped (a later job's stage for a shuffle an earlier job made:
+// Spark lists its first attempt SKIPPED when the output was all there as
+// the job began). Spark resubmits such a stage only when map output is
+// gone (an executor lost without a shuffle service, a fetch failure), and
+// runs its missing partitions alone (all of them where the stage is
+// indeterminate and had to roll back): each had succeeded before, and
+// its first run's work was lost. Where the attempt had failed or killed
+// tasks of its own, only its successful tasks count: its run time less
+// its failed tasks' as read (the attempt is left out when they were not
+// all read). A resubmission within a stage attempt (an executor lost
+// while its stage still ran: end reason Resubmitted) and a re-attempt
+// whose previous attempt is not held are not counted, nor a later job's
+// first attempt that runs only what an executor lost took (a job
+// cancelled part way leaves the same): a lower bound.
+func RecomputeRunMs(stages []Stage) int64 {
+	type key struct{ id, attempt int }
+	byKey := make(map[key]*Stage, len(stages))
+	for i := range stages {
+		byKey[key{stages[i].StageID, stages[i].AttemptID}] = &stages[i]
+	}
+	var sum int64
+	for i := range stages {
+		s := &stages[i]
+		prev := byKey[key{s.StageID, s.AttemptID - 1}]
+		if s.AttemptID == 0 || prev == nil || prev.Status != "COMPLETE" && prev.Status != "SKIPPED" {
+			continue
+		}
+		run := max(s.ExecutorRunTime, 0)
+		if s.NumFailedTasks+s.NumKilledTasks > 0 {
+			if s.NumKilledTasks > 0 || !s.DetailsRead || len(s.FailedTasks) < s.NumFailedTasks {
+				continue
+			}
+			for _, task := range s.FailedTasks {
+				if task.TaskMetrics != nil {
+					run -= max(task.TaskMetrics.ExecutorRunTime, 0)
+				}
+			}
+		}
+		sum = addSat(sum, max(run, 0))
+	}
+	return sum
 }
 
 // FailedTaskRunMs sums the run time of the failed tasks read of the

@@ -104,6 +104,7 @@ func (p *Poller) SeeApp(id string) {
 	defer p.mu.Unlock()
 	p.wakeFor(id)
 	p.seenInStream(id)
+	p.streamNamedLocked(id, p.cfg.Now())
 	if len(p.templates) == 0 {
 		return
 	}

@@ -237,7 +237,7 @@ func TestLostTasksOfRealSpark(t *testing.T) {
 			t.Errorf("%s: the stream's verdict %s (%s), want short", version, rec.Verdict, rec.Text)
 		}
 		var u sizing.Usage
-		accounting.LostTasks(&u, &totals, accounting.FailedTaskRunMs(st.attempt(false).Stages, &totals), &rec)
+		accounting.LostTasks(&u, &totals, accounting.FailedTaskRunMs(st.attempt(false).Stages, &totals), accounting.RecomputeRunMs(st.attempt(false).Stages), &rec)
 		if u.LostTaskSeconds == nil || *u.LostTaskSeconds != wantLost[version] {
 			t.Errorf("%s: lost %v s, want %v s (notes %q)", version, u.LostTaskSeconds, wantLost[version], u.Notes)
 		}

@@ -162,6 +162,9 @@ const (
 	// UsageLostTaskSeconds is the run time of failed and killed tasks,
 	// when it can be told.
 	UsageLostTaskSeconds = "lost_task_seconds"
+	// UsageRecomputeTaskSeconds is the part of lost_task_seconds that
+	// successful tasks ran again for shuffle output lost with an executor.
+	UsageRecomputeTaskSeconds = "recompute_task_seconds"
 	// UsageOutcome is how the application ended: succeeded, failed,
 	// running, unknown, driver_lost.
 	UsageOutcome = "outcome"

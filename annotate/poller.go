@@ -211,11 +211,18 @@ type Poller struct {
 	owners   map[appKey]*source          // which source syncs an attempt
 	seconded map[appKey]map[*source]bool // other sources that showed an owned attempt, counted once
 	orphans  map[appKey]*appState        // attempts whose source lost them
-	errors   map[[2]string]uint64        // (source, kind) → failed polls
-	facts    *ledger                     // facts written (facts.go)
-	addrs    addrBook                    // where Spark lists each process (peers.go)
-	journal  *journal                    // the ledger's durability, once Recover has opened it (journal.go)
-	inFlight sync.WaitGroup
+	// Drivers gone under a History Server (gone.go): the attempts a live
+	// UI lost while they ran, the live UIs that list an attempt another
+	// source syncs, and when the stream last named a dropped attempt's
+	// id or metrics key (zero: not since).
+	drops       map[appKey]*drop
+	liveSeconds map[appKey]liveSecond
+	watched     map[string]time.Time
+	errors      map[[2]string]uint64 // (source, kind) → failed polls
+	facts       *ledger              // facts written (facts.go)
+	addrs       addrBook             // where Spark lists each process (peers.go)
+	journal     *journal             // the ledger's durability, once Recover has opened it (journal.go)
+	inFlight    sync.WaitGroup
 	// emitLocks serialise the emits of one application (emit), striped
 	// by its id.
 	emitLocks [emitStripes]sync.Mutex
@@ -338,22 +345,25 @@ func New(cfg Config) (*Poller, error) {
 		return nil, errors.New("annotate: no sink")
 	}
 	p := &Poller{
-		cfg:      cfg,
-		client:   newClient(cfg),
-		perApp:   map[string][]*source{},
-		retired:  map[string]time.Time{},
-		nominees: map[string]int{},
-		woken:    map[string]struct{}{},
-		unseen:   map[string]*unseenApp{},
-		polling:  map[*source]time.Time{},
-		answered: map[string]time.Time{},
-		emitSeed: maphash.MakeSeed(),
-		refused:  map[string]uint64{},
-		owners:   map[appKey]*source{},
-		seconded: map[appKey]map[*source]bool{},
-		orphans:  map[appKey]*appState{},
-		errors:   map[[2]string]uint64{},
-		facts:    newLedger(),
+		cfg:         cfg,
+		client:      newClient(cfg),
+		perApp:      map[string][]*source{},
+		retired:     map[string]time.Time{},
+		nominees:    map[string]int{},
+		woken:       map[string]struct{}{},
+		unseen:      map[string]*unseenApp{},
+		polling:     map[*source]time.Time{},
+		answered:    map[string]time.Time{},
+		emitSeed:    maphash.MakeSeed(),
+		refused:     map[string]uint64{},
+		owners:      map[appKey]*source{},
+		seconded:    map[appKey]map[*source]bool{},
+		orphans:     map[appKey]*appState{},
+		watched:     map[string]time.Time{},
+		drops:       map[appKey]*drop{},
+		liveSeconds: map[appKey]liveSecond{},
+		errors:      map[[2]string]uint64{},
+		facts:       newLedger(),
 	}
 	// A source that fails keeps failing every poll: a few entries a second.
 	p.log = cfg.Log.WithOptions(zap.WrapCore(func(c zapcore.Core) zapcore.Core {
@@ -666,11 +676,18 @@ func (p *Poller) pollSource(ctx context.Context, s *source, patient bool) {
 			}
 			if st == nil {
 				if st = p.claim(s, key); st == nil {
+					if isLive(att.Completed, att.StartMs(), att.LastUpdatedMs()) {
+						p.secondedLive(s, key, now)
+					}
 					continue // another source syncs it
 				}
 				s.apps[key] = st
 			}
 			st.refresh(s, &app, att)
+			if d := p.driverGone(st, now); d != nil {
+				p.closeOutGone(s, key, st, d, now)
+				continue
+			}
 			if ids := overlaps[key]; ids != nil && st.namesakes == nil {
 				st.namesakes = ids // kept: a namesake that ended may drop out of later listings
 			}
@@ -706,6 +723,9 @@ func (p *Poller) pollSource(ctx context.Context, s *source, patient bool) {
 	if ctx.Err() != nil {
 		return
 	}
+	p.mu.Lock()
+	p.dropSecondsLocked(s, listed, now)
+	p.mu.Unlock()
 	for key, st := range s.apps {
 		if listed[key] || p.settle(ctx, s, st) || st.final {
 			continue
@@ -723,7 +743,9 @@ func (p *Poller) pollSource(ctx context.Context, s *source, patient bool) {
 		}
 	}
 	for key, end := range s.done {
-		if end < now.Add(-recheck-p.cfg.Lookback).UnixMilli() {
+		// A running attempt closed out as lost (gone.go), end -1, is
+		// remembered while the source lists it running.
+		if end < 0 && !listed[key] || end >= 0 && end < now.Add(-recheck-p.cfg.Lookback).UnixMilli() {
 			delete(s.done, key)
 		}
 	}
@@ -896,6 +918,7 @@ func (p *Poller) finish(s *source, key appKey, end int64) {
 	if p.owners[key] == s { // not taken over meanwhile
 		delete(p.owners, key)
 		delete(p.seconded, key)
+		p.forgetLocked(key)
 	}
 	if s.appID != "" {
 		p.retireLocked(s.appID)
@@ -922,6 +945,9 @@ func (p *Poller) lose(s *source, key appKey, st *appState, now time.Time) {
 	delete(p.seconded, key)
 	st.lostAt = now
 	p.orphans[key] = st
+	if isLive(st.completed, st.key.start, st.updated) {
+		p.dropLocked(key, now, st.lastSeen)
+	}
 	p.log.Info("Spark application no longer shown by its source; waiting for another source (a History Server) to show it",
 		zap.String("application", key.String()), zap.String("source", s.name), zap.String("url", s.base))
 }
@@ -929,6 +955,9 @@ func (p *Poller) lose(s *source, key appKey, st *appState, now time.Time) {
 // loseAll is lose for every attempt of a source that stopped answering,
 // but those whose sync still runs: a later poll loses them.
 func (p *Poller) loseAll(ctx context.Context, s *source, now time.Time) {
+	p.mu.Lock()
+	p.dropSecondsLocked(s, nil, now)
+	p.mu.Unlock()
 	for key, st := range s.apps {
 		if p.settle(ctx, s, st) || st.final {
 			continue
@@ -955,6 +984,9 @@ func (p *Poller) closeOutOrphans(now time.Time) {
 	}
 	p.mu.Unlock()
 	for _, st := range expired {
+		p.mu.Lock()
+		p.forgetLocked(st.key)
+		p.mu.Unlock()
 		n := p.emit(st, st.lastSeen, true)
 		p.stats.closedOut.Add(1)
 		p.log.Warn("Spark application closed out: no source has shown it since it was lost; its running items are written as UNKNOWN",

@@ -73,7 +73,10 @@ type appState struct {
 	final    bool // written in its completed state
 	lastSeen time.Time
 	lostAt   time.Time
-	syncs    int
+	// goneWhy says why it was closed out as lost while a History Server
+	// showed it running (gone.go).
+	goneWhy string
+	syncs   int
 	// syncing is closed when a sync started by a configured source's poll
 	// ends, and syncErr is then its outcome; nil when no sync runs. Only
 	// the goroutine polling the source reads them, and touches nothing

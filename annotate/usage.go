@@ -233,6 +233,9 @@ func (p *Poller) accounts(st *appState, nowMs int64, closeOut bool) accounts {
 	}
 	if closeOut && !st.completed && st.properties != nil && len(st.executors) > 0 {
 		if u, err := accounting.Lost(st.attempt(false), nowMs, st.lostAt); err == nil {
+			if st.goneWhy != "" {
+				u.OutcomeReason = st.goneWhy
+			}
 			out.lost = &u
 		}
 	}
@@ -336,6 +339,9 @@ func (w *points) usage(u sizing.Usage, a sizing.Advice, ph int, ts int64) {
 	}
 	if u.LostTaskSeconds != nil {
 		w.float(UsageLostTaskSeconds, *u.LostTaskSeconds)
+	}
+	if u.RecomputeTaskSeconds != nil {
+		w.float(UsageRecomputeTaskSeconds, *u.RecomputeTaskSeconds)
 	}
 	w.str(UsageOutcome, u.Outcome)
 	w.str(UsageOutcomeReason, w.reason(u.OutcomeReason))

@@ -1,8 +1,11 @@
 package realspark
 
 import (
+	"encoding/json"
+	"errors"
 	"fmt"
 	"maps"
+	"math"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -40,11 +43,18 @@ var (
 // until its log matches ready.
 func startDaemon(t *testing.T, home, workDir, class string, ready *regexp.Regexp, args ...string) (*standaloneDaemon, []string) {
 	t.Helper()
+	return startDaemonEnv(t, home, workDir, nil, class, ready, args...)
+}
+
+// startDaemonEnv is startDaemon with env added to its environment, which a
+// worker passes on to its executors.
+func startDaemonEnv(t *testing.T, home, workDir string, env []string, class string, ready *regexp.Regexp, args ...string) (*standaloneDaemon, []string) {
+	t.Helper()
 	d := &standaloneDaemon{logs: &lockedBuffer{}, exited: make(chan struct{})}
 	d.cmd = exec.Command(filepath.Join(home, "pyspark", "bin", "spark-class"), append([]string{class}, args...)...)
 	// The master and the workers compile with C1 only, as the
 	// applications' JVMs do (quickJVM).
-	d.cmd.Env = append(sparkEnv(home, workDir), "SPARK_DAEMON_JAVA_OPTS="+quickJVM)
+	d.cmd.Env = append(append(sparkEnv(home, workDir), "SPARK_DAEMON_JAVA_OPTS="+quickJVM), env...)
 	d.cmd.Stdout, d.cmd.Stderr = d.logs, d.logs
 	d.cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
 	if err := d.cmd.Start(); err != nil {
@@ -85,7 +95,12 @@ type standaloneRun struct {
 	cpus     *application // after it, tasks of spark.task.cpus = 2
 	limits   *application // then a Python MemoryError and a stopped query
 	scaling  *application // then dynamic allocation with decommissioning
-	lost     []string     // executors of the worker killed
+	recomp   *application // then map output lost with an executor
+	skew     *application // then a skew join, whole and split by adaptive execution
+	spec     *application // then speculation, on a worker of its own host
+	killed   *application // then a driver killed while its job runs
+	killedAt time.Time
+	lost     []string // executors of the worker killed
 	lines    []string
 	workerOf map[string]int // executor → worker
 }
@@ -133,6 +148,7 @@ func runStandalone(t *testing.T, version string) {
   urls = [%q, %q]
   interval = "1s"
   usage-delay = "3s"
+  close-out-after = "30s"
 [[graphite]]
   bind-address = "127.0.0.1:0"
   protocol = "tcp"
@@ -228,6 +244,45 @@ func runStandalone(t *testing.T, version string) {
 		"spark.dynamicAllocation.enabled": "true", "spark.dynamicAllocation.shuffleTracking.enabled": "true", "spark.decommission.enabled": "true",
 		"spark.dynamicAllocation.minExecutors": "0", "spark.dynamicAllocation.initialExecutors": "1", "spark.dynamicAllocation.maxExecutors": "2",
 		"spark.dynamicAllocation.executorIdleTimeout": "2s"})
+	// Two executors of a core hold a shuffle's map output; one is killed
+	// while the shuffle is read again (no shuffle service): FetchFailed,
+	// and the map stage runs again for what it held.
+	r.recomp = after("sparkpulse recompute", "recompute", map[string]string{"spark.executor.cores": "1",
+		"spark.shuffle.io.maxRetries": "1", "spark.shuffle.io.retryWait": "1s",
+		// Executors on one host read each other's shuffle files from disk,
+		// a dead one's too: here every executor is on one host.
+		"spark.shuffle.readHostLocalDisk": "false"})
+	// A sort-merge join with a hot key, adaptive execution's skew join
+	// off, then on.
+	r.skew = after("sparkpulse skew join", "skewjoin", map[string]string{"spark.executor.memory": "1g"})
+	// Speculation: Spark never runs a copy of a task on a host that runs
+	// it already, so a second worker is advertised as localhost, another
+	// host name of the loopback address; its executors' tasks are slow.
+	dir := filepath.Join(work, "worker-localhost")
+	startDaemonEnv(t, home, work, []string{"SPARKPULSE_SLOW=1"}, "org.apache.spark.deploy.worker.Worker", workerRegistered,
+		"--host", "localhost", "--port", "0", "--webui-port", "0", "--cores", "1", "--memory", "1g", "--work-dir", dir, master)
+	r.spec = after("sparkpulse speculation", "speculation", map[string]string{"spark.executor.cores": "1",
+		"spark.speculation": "true", "spark.speculation.interval": "200ms", "spark.speculation.quantile": "0.5",
+		"spark.speculation.multiplier": "2", "spark.speculation.minTaskRuntime": "500ms"})
+	// A driver killed with SIGKILL while its job runs, as the kernel's
+	// OOM killer or a lost host ends it: its event log is never
+	// completed, and sparkpulse closes the application out as lost.
+	conf := maps.Clone(c)
+	conf["spark.executor.cores"], conf["spark.cores.max"] = "2", "2"
+	r.killed = submitApplication(t, home, work, nil, []string{"--master", master, "--deploy-mode", "client"},
+		workloadConfig{AppName: "sparkpulse killed", Scenario: "killed", Executors: 1, Out: filepath.Join(work, "killed"), Conf: conf})
+	r.killed.started()
+	r.killed.expect("KILL", 3*time.Minute)
+	r.killedAt = time.Now()
+	r.killed.cmd.Process.Signal(syscall.SIGKILL) // spark-submit execs the driver's JVM
+	<-r.killed.exited
+	eventually(t, 3*time.Minute, "the killed driver's application closed out", func() error {
+		q := fmt.Sprintf(`SELECT "outcome" FROM "spark_app_usage" WHERE "app_id" = '%s' AND "fact" = 'lost'`, r.killed.id)
+		if len(r.srv.Query(t, db, q)) == 0 {
+			return errors.New("no lost usage yet")
+		}
+		return nil
+	})
 	var cut int
 	r.lines, cut = tee.taken()
 	t.Logf("%d reports ended in a cut line", cut)
@@ -242,6 +297,213 @@ func runStandalone(t *testing.T, version string) {
 	t.Run("task cpus", func(t *testing.T) { checkTaskCPUs(t, r) })
 	t.Run("limits", func(t *testing.T) { checkLimits(t, r) })
 	t.Run("scaling", func(t *testing.T) { checkScaling(t, r) })
+	t.Run("recompute", func(t *testing.T) { checkRecompute(t, r) })
+	t.Run("killed", func(t *testing.T) { checkKilled(t, r) })
+	t.Run("speculation", func(t *testing.T) { checkSpeculation(t, r) })
+	t.Run("skew join", func(t *testing.T) { checkSkewJoin(t, r) })
+}
+
+// checkSkewJoin: Spark's own answers first — the query with the skew join
+// on ran a SortMergeJoin(skew=true) (its final adaptive plan), split the
+// hot partition into more join tasks than the 8 shuffle partitions, and
+// the one with it off did neither; the whole join's largest task read at
+// least 4 times its median's shuffle bytes. Then sparkpulse's, with
+// `report` from the History Server: the whole join stage is judged
+// skewed, and the split one is not.
+func checkSkewJoin(t *testing.T, r *standaloneRun) {
+	id := r.skew.id
+	var execs []sparkapi.SQLExecution
+	getJSON(t, r.hs+"/api/v1/applications/"+id+"/sql?details=true&planDescription=true", &execs)
+	plans := map[string]string{}
+	for _, x := range execs {
+		plans[x.Description] = x.PlanDescription
+	}
+	split, whole := plans["skew join, split"], plans["skew join, whole"]
+	if !strings.Contains(split, "SortMergeJoin(skew=true)") || whole == "" || strings.Contains(whole, "skew=true") {
+		t.Fatalf("Spark %s: the split query's plan:\n%s\nthe whole one's:\n%s", r.version, split, whole)
+	}
+	var stages []sparkapi.Stage
+	r.skew.rest("stages", &stages)
+	join := map[string]sparkapi.Stage{} // by description: the stage that read the most shuffle
+	for _, st := range stages {
+		if j, ok := join[st.Description]; st.Status == "COMPLETE" && (!ok || st.ShuffleReadBytes > j.ShuffleReadBytes) {
+			join[st.Description] = st
+		}
+	}
+	ws, ss := join["skew join, whole"], join["skew join, split"]
+	if ws.NumTasks != 8 || ss.NumTasks <= 8 {
+		t.Fatalf("Spark %s: the whole join ran %d tasks, the split one %d; want 8 and more", r.version, ws.NumTasks, ss.NumTasks)
+	}
+	var sum sparkapi.TaskSummary
+	getJSON(t, fmt.Sprintf("%s/api/v1/applications/%s/stages/%d/%d/taskSummary?quantiles=0.5,1.0", r.hs, id, ws.StageID, ws.AttemptID), &sum)
+	if rb := sum.ShuffleReadMetrics.ReadBytes; len(rb) != 2 || rb[1] < 4*rb[0] {
+		t.Fatalf("Spark %s: the whole join's shuffle read by task, median and largest: %v", r.version, rb)
+	}
+	out, err := exec.Command(binary(t), "report", "--url", r.hs, "--json", id).Output()
+	if err != nil {
+		t.Fatalf("sparkpulse report %s: %v\n%s", id, err, out)
+	}
+	var rep struct {
+		Time struct {
+			Slowest []struct {
+				Stage    string
+				Verdicts []struct{ Rule, Text string }
+				Note     string
+			}
+		} `json:"where_the_time_went"`
+	}
+	if err := json.Unmarshal(out, &rep); err != nil {
+		t.Fatalf("report %s: %v\n%s", id, err, out)
+	}
+	judged := map[string][]string{}
+	for _, s := range rep.Time.Slowest {
+		rules := []string{}
+		for _, v := range s.Verdicts {
+			rules = append(rules, v.Rule)
+		}
+		judged[s.Stage] = rules
+		t.Logf("Spark %s: stage %s: %v %s", r.version, s.Stage, s.Verdicts, s.Note)
+	}
+	wk, sk := fmt.Sprintf("%d.%d", ws.StageID, ws.AttemptID), fmt.Sprintf("%d.%d", ss.StageID, ss.AttemptID)
+	if rules, ok := judged[wk]; !ok || !slices.Contains(rules, "skewed") {
+		t.Errorf("Spark %s: the whole join, stage %s: %v (judged %v), want skewed", r.version, wk, rules, ok)
+	}
+	if rules, ok := judged[sk]; !ok || slices.Contains(rules, "skewed") || slices.Contains(rules, "straggler") {
+		t.Errorf("Spark %s: the split join, stage %s of %d tasks: %v (judged %v), want neither skewed nor straggler", r.version, sk, ss.NumTasks, rules, ok)
+	}
+}
+
+// checkSpeculation: Spark's own answer first — the slow executor's task,
+// on host localhost, was killed because its speculative copy on
+// 127.0.0.1 succeeded, and no other task failed or was killed. Then sparkpulse's: the killed task's run time, as
+// Spark reports it, is lost_task_seconds (Spark's stage totals less the
+// stream's, which counts successful tasks only), to the millisecond.
+func checkSpeculation(t *testing.T, r *standaloneRun) {
+	failed := map[string][]sparkapi.TaskData{}
+	r.spec.rest("failed-tasks", &failed)
+	var killedMs int64
+	var killed []string
+	for _, tasks := range failed {
+		for _, task := range tasks {
+			if task.Status != "KILLED" {
+				t.Errorf("Spark %s: task %d %s (%s), want none but the speculated one killed", r.version, task.TaskID, task.Status, task.ErrorMessage)
+				continue
+			}
+			// Killed for its copy; on 3.5 the stage's end, a moment later,
+			// may word the kill the executor reports.
+			if why := task.ErrorMessage; !strings.Contains(why, "another attempt succeeded") && !strings.Contains(why, "Stage finished") || task.Host != "localhost" {
+				t.Errorf("Spark %s: task %d on %s killed: %s", r.version, task.TaskID, task.Host, task.ErrorMessage)
+			}
+			if task.TaskMetrics != nil {
+				killedMs += task.TaskMetrics.ExecutorRunTime
+			}
+			killed = append(killed, fmt.Sprintf("%d on %s (%d ms run)", task.TaskID, task.Host, killedMs))
+		}
+	}
+	if len(killed) == 0 {
+		t.Fatalf("Spark %s: no task killed for its speculative copy", r.version)
+	}
+	u := one(t, r.srv, db, fmt.Sprintf(`SELECT "lost_task_seconds", "killed_tasks", "notes" FROM "spark_app_usage" WHERE "app_id" = '%s' AND "fact" = 'end'`, r.spec.id))
+	if got := num(u["lost_task_seconds"]); u["lost_task_seconds"] == nil || math.Abs(got-float64(killedMs)/1000) > 1e-9 {
+		t.Errorf("Spark %s: lost_task_seconds %v; Spark killed %v: %d ms (notes %v)", r.version, u["lost_task_seconds"], killed, killedMs, u["notes"])
+	}
+	t.Logf("Spark %s: killed %v; sparkpulse: lost %v s, %v killed tasks", r.version, killed, u["lost_task_seconds"], u["killed_tasks"])
+}
+
+// checkKilled: Spark's own answer first — the History Server lists the
+// killed driver's attempt as incomplete (its event log was never
+// finished), and Spark's live UI is gone. Then sparkpulse's: the
+// application closed out as lost (outcome driver_lost, the reason naming
+// the three signals), its duration ending between the event log's last
+// change and the kill, and the job that ran written UNKNOWN.
+func checkKilled(t *testing.T, r *standaloneRun) {
+	var apps []sparkapi.Application
+	getJSON(t, r.hs+"/api/v1/applications?status=running", &apps)
+	var att *sparkapi.Attempt
+	for i := range apps {
+		if apps[i].ID == r.killed.id && len(apps[i].Attempts) == 1 {
+			att = &apps[i].Attempts[0]
+		}
+	}
+	if att == nil || att.Completed {
+		t.Fatalf("Spark %s: the History Server lists %s as %+v, want one attempt, running", r.version, r.killed.id, att)
+	}
+	u := one(t, r.srv, db, fmt.Sprintf(`SELECT "outcome", "outcome_reason", "duration_ms", "executor_core_seconds" FROM "spark_app_usage" WHERE "app_id" = '%s' AND "fact" = 'lost'`, r.killed.id))
+	if u["outcome"] != sizing.OutcomeDriverLost || !strings.Contains(fmt.Sprint(u["outcome_reason"]), "the driver was lost") {
+		t.Errorf("Spark %s: outcome %v (%v)", r.version, u["outcome"], u["outcome_reason"])
+	}
+	start, logged := att.StartMs(), att.LastUpdatedMs()
+	if end := start + int64(num(u["duration_ms"])); end < logged-1000 || end > r.killedAt.UnixMilli()+1000 {
+		t.Errorf("Spark %s: closed out at %d ms; the event log last changed at %d, the driver was killed at %d", r.version, end, logged, r.killedAt.UnixMilli())
+	}
+	if num(u["executor_core_seconds"]) <= 0 {
+		t.Errorf("Spark %s: no executor core-seconds held: %v", r.version, u)
+	}
+	statuses := map[string]bool{}
+	for _, s := range r.srv.Query(t, db, fmt.Sprintf(`SELECT "status" FROM "spark_job" WHERE "applicationid" = '%s' AND "fact" = 'lost'`, r.killed.id)) {
+		for _, row := range s.Values {
+			statuses[fmt.Sprint(row[1])] = true
+		}
+	}
+	if !statuses["UNKNOWN"] {
+		t.Errorf("Spark %s: the running job's lost facts %v, want UNKNOWN", r.version, statuses)
+	}
+	t.Logf("Spark %s: the History Server lists %s running, its log last changed %d ms after the start; sparkpulse: %v after %v ms, %v core-seconds (%v)",
+		r.version, r.killed.id, logged-start, u["outcome"], u["duration_ms"], u["executor_core_seconds"], u["outcome_reason"])
+}
+
+// checkRecompute: Spark's own answer first — a task of the shuffle's
+// second read failed on a fetch failure, and the map stage ran again (an
+// attempt after a COMPLETE one, or after the SKIPPED one of the second
+// job, whose output the first job made). Then
+// sparkpulse's: the fetch failure is a task failure of its kind, the
+// tasks run again are recompute_task_seconds, Spark's run time of those
+// attempts to the millisecond, and part of lost_task_seconds where that
+// is known; the application succeeded.
+func checkRecompute(t *testing.T, r *standaloneRun) {
+	failed := map[string][]sparkapi.TaskData{}
+	r.recomp.rest("failed-tasks", &failed)
+	fetchFailed := 0
+	for _, tasks := range failed {
+		for _, task := range tasks {
+			if strings.HasPrefix(task.ErrorMessage, "FetchFailed") {
+				fetchFailed++
+			}
+		}
+	}
+	var stages []sparkapi.Stage
+	r.recomp.rest("stages", &stages)
+	status := map[[2]int]string{}
+	for _, s := range stages {
+		status[[2]int{s.StageID, s.AttemptID}] = s.Status
+	}
+	var rerunMs int64
+	var reruns []string
+	for _, s := range stages {
+		if prev := status[[2]int{s.StageID, s.AttemptID - 1}]; s.AttemptID > 0 && (prev == "COMPLETE" || prev == "SKIPPED") {
+			rerunMs += s.ExecutorRunTime
+			reruns = append(reruns, fmt.Sprintf("%d.%d (%d tasks, %d ms)", s.StageID, s.AttemptID, s.NumCompleteTasks, s.ExecutorRunTime))
+		}
+	}
+	if fetchFailed == 0 || rerunMs == 0 {
+		t.Fatalf("Spark %s: %d tasks failed on a fetch failure; stage attempts run again after their stage completed: %v", r.version, fetchFailed, reruns)
+	}
+	id := r.recomp.id
+	classes := failureClasses(t, r, id)
+	if !classes["FetchFailed"] {
+		t.Errorf("Spark %s: task failures %v, no FetchFailed", r.version, classes)
+	}
+	u := one(t, r.srv, db, fmt.Sprintf(`SELECT "recompute_task_seconds", "lost_task_seconds", "outcome", "notes" FROM "spark_app_usage" WHERE "app_id" = '%s' AND "fact" = 'end'`, id))
+	if got := num(u["recompute_task_seconds"]); math.Abs(got-float64(rerunMs)/1000) > 1e-9 {
+		t.Errorf("Spark %s: recompute_task_seconds %v; Spark ran %v again: %d ms", r.version, u["recompute_task_seconds"], reruns, rerunMs)
+	}
+	if u["lost_task_seconds"] != nil && num(u["lost_task_seconds"]) < float64(rerunMs)/1000 {
+		t.Errorf("Spark %s: lost_task_seconds %v below the %d ms run again", r.version, u["lost_task_seconds"], rerunMs)
+	}
+	if u["outcome"] != sizing.OutcomeSucceeded {
+		t.Errorf("Spark %s: outcome %v", r.version, u["outcome"])
+	}
+	t.Logf("Spark %s: %d fetch failures, run again %v; sparkpulse: recompute %v s, lost %v s (notes %v)", r.version, fetchFailed, reruns, u["recompute_task_seconds"], u["lost_task_seconds"], u["notes"])
 }
 
 // checkScaling: Spark's own answer first — dynamic allocation with
@@ -300,12 +562,7 @@ func checkLimits(t *testing.T, r *standaloneRun) {
 		t.Fatalf("Spark %s: a MemoryError among the failed tasks %v; the last job %d %s in group %q", r.version, memoryError, last.JobID, last.Status, last.JobGroup)
 	}
 	id := r.limits.id
-	classes := map[string]bool{}
-	for _, s := range r.srv.Query(t, db, fmt.Sprintf(`SELECT "error_class" FROM "spark_task_failure" WHERE "applicationid" = '%s'`, id)) {
-		for _, row := range s.Values {
-			classes[fmt.Sprint(row[1])] = true
-		}
-	}
+	classes := failureClasses(t, r, id)
 	if !classes["PythonException: MemoryError"] {
 		t.Errorf("Spark %s: task failures %v, no PythonException: MemoryError", r.version, classes)
 	}
@@ -443,4 +700,17 @@ func (r *standaloneRun) record(t *testing.T) {
 	}
 	r.app.record(t, filepath.Join(repoRoot, "testdata", "spark-real", r.version, "standalone", r.app.name),
 		map[string]any{"application": r.app.id, "metrics_key": r.app.id, "removed": removed})
+}
+
+// failureClasses are the error classes of the application's task
+// failures, as sparkpulse wrote them.
+func failureClasses(t *testing.T, r *standaloneRun, id string) map[string]bool {
+	t.Helper()
+	classes := map[string]bool{}
+	for _, s := range r.srv.Query(t, db, fmt.Sprintf(`SELECT "error_class" FROM "spark_task_failure" WHERE "applicationid" = '%s'`, id)) {
+		for _, row := range s.Values {
+			classes[fmt.Sprint(row[1])] = true
+		}
+	}
+	return classes
 }

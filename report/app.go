@@ -154,7 +154,11 @@ func printUsage(w io.Writer, u sizing.Usage) {
 		busy = append(busy, human.Count(*u.FailedStageAttempts, "failed stage attempt"))
 	}
 	if u.LostTaskSeconds != nil && *u.LostTaskSeconds > 0 {
-		busy = append(busy, fmt.Sprintf("%s of task time lost to failed and killed tasks", time.Duration(*u.LostTaskSeconds*float64(time.Second)).Round(time.Second)))
+		lost := fmt.Sprintf("%s of task time lost to failed and killed tasks", time.Duration(*u.LostTaskSeconds*float64(time.Second)).Round(time.Second))
+		if r := u.RecomputeTaskSeconds; r != nil && *r > 0 {
+			lost += fmt.Sprintf(" (%s of it tasks run again for shuffle output lost with an executor)", time.Duration(*r*float64(time.Second)).Round(time.Second))
+		}
+		busy = append(busy, lost)
 	}
 	if len(busy) > 0 {
 		fmt.Fprintln(w, strings.Join(busy, "; "))

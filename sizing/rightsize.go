@@ -209,7 +209,11 @@ func RightSize(a *Advice, s Settings, r Resources, u Usage, execs []Executor, fa
 			stageSeconds = max(seconds-float64(*u.DriverOnlyMs)/1000, 1)
 		}
 		if u.LostTaskSeconds != nil && u.CPUFrom != "stages" {
-			busy += u.BusyCoreSeconds(*u.LostTaskSeconds)
+			lost := *u.LostTaskSeconds
+			if u.RecomputeTaskSeconds != nil {
+				lost -= *u.RecomputeTaskSeconds // successful tasks: in the run time already
+			}
+			busy += u.BusyCoreSeconds(max(lost, 0))
 		}
 		need := max(1, int(math.Ceil(busy/(0.6*stageSeconds*float64(cores)))))
 		if driverOnly := 1 - stageSeconds/seconds; float64(need) >= held && driverOnly >= 0.25 {

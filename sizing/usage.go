@@ -441,18 +441,22 @@ type Usage struct {
 	SpilledBytes int64 `json:"-"`
 	// The figures below are nil (absent) when they cannot be known; the
 	// notes say why (see figures.go).
-	SlotOccupancy       *float64 `json:"slot_occupancy,omitempty"`        // Σ task run time ÷ executor core-seconds held
-	DriverOnlyMs        *int64   `json:"driver_only_ms,omitempty"`        // wall clock with no stage attempt running
-	DriverOnlyGapsMs    []int64  `json:"-"`                               // the same, stretch by stretch (Gaps)
-	LostTaskSeconds     *float64 `json:"lost_task_seconds,omitempty"`     // run time of task attempts that failed or were killed
-	FailedStageAttempts *int     `json:"failed_stage_attempts,omitempty"` // stage attempts Spark marked FAILED
-	Outcome             string   `json:"outcome,omitempty"`               // succeeded, failed, running, unknown, driver_lost
-	CoresHeld           int      `json:"cores_held,omitempty"`            // a running application's: its live executors' cores at the read
-	TaskCPUs            int      `json:"task_cpus"`                       // spark.task.cpus: the cores each task holds
-	RunTimeCPUs         int      `json:"-"`                               // of them, those Spark's task run time counts already (RunTimeCPUs)
-	BusySlotSeconds     float64  `json:"busy_slot_seconds"`               // the core-seconds held while tasks ran: executor_core_seconds × slot occupancy
-	OutcomeReason       string   `json:"outcome_reason,omitempty"`
-	Notes               []string
+	SlotOccupancy    *float64 `json:"slot_occupancy,omitempty"`    // Σ task run time ÷ executor core-seconds held
+	DriverOnlyMs     *int64   `json:"driver_only_ms,omitempty"`    // wall clock with no stage attempt running
+	DriverOnlyGapsMs []int64  `json:"-"`                           // the same, stretch by stretch (Gaps)
+	LostTaskSeconds  *float64 `json:"lost_task_seconds,omitempty"` // run time of task attempts that failed or were killed, and of tasks run again
+	// RecomputeTaskSeconds is the part of LostTaskSeconds that successful
+	// tasks ran again for shuffle output lost with an executor: the
+	// stream's run time counts it already.
+	RecomputeTaskSeconds *float64 `json:"recompute_task_seconds,omitempty"`
+	FailedStageAttempts  *int     `json:"failed_stage_attempts,omitempty"` // stage attempts Spark marked FAILED
+	Outcome              string   `json:"outcome,omitempty"`               // succeeded, failed, running, unknown, driver_lost
+	CoresHeld            int      `json:"cores_held,omitempty"`            // a running application's: its live executors' cores at the read
+	TaskCPUs             int      `json:"task_cpus"`                       // spark.task.cpus: the cores each task holds
+	RunTimeCPUs          int      `json:"-"`                               // of them, those Spark's task run time counts already (RunTimeCPUs)
+	BusySlotSeconds      float64  `json:"busy_slot_seconds"`               // the core-seconds held while tasks ran: executor_core_seconds × slot occupancy
+	OutcomeReason        string   `json:"outcome_reason,omitempty"`
+	Notes                []string
 }
 
 // cgroupPartial begins Account's note when the cgroup plugin reported

@@ -30,6 +30,21 @@ Scenarios:
             application whose tasks take two cores (spark.task.cpus=2)
   scaling   dynamic allocation with decommissioning: two executors for a
             job of two tasks, both let go once idle
+  recompute two executors of one core hold a shuffle's map output; one is
+            killed with SIGKILL while the shuffle is read again: its
+            output is fetched in vain (FetchFailed), and Spark runs the
+            map stage again for the partitions lost with it
+  speculation
+            two executors on two hosts (workers advertised as 127.0.0.1
+            and localhost); the second's worker sets SPARKPULSE_SLOW, and
+            its tasks take 30 s where the others take 1 s: Spark runs a
+            speculative copy on the first, and kills the slow original
+  skewjoin  a sort-merge join of a table where nine rows in ten share one
+            key, twice: adaptive execution's skew join off ("skew join,
+            whole"), then on with thresholds the hot partition passes
+            ("skew join, split"), which splits it by map output
+  killed    a job runs when the test kills the driver's JVM with SIGKILL
+            (see KILL below): its event log is never completed
   limits    a Python worker over its share of spark.executor.pyspark.memory
             (MemoryError, the job fails), then a streaming query the
             program stops while a micro-batch runs
@@ -40,7 +55,8 @@ come on stdin; in YARN's cluster mode, where the driver runs in a
 container, the lines are appended to OUT/said and each answer is a file
 OUT/<word>. The lines: "APP <id> <ui>", "LOSE <executor nodes>" (the
 tasks then wait for the answer "lost", which the test gives once Spark
-lists the lost executors), "FULL" (likewise, answer "preempted"), and
+lists the lost executors), "FULL" (likewise, answer "preempted"), "KILL"
+(the test then kills the driver's JVM; the script ends once it is gone), and
 "DONE <epoch seconds>", after which the driver stops at "stop".
 """
 
@@ -249,6 +265,14 @@ def executor_pid(app_id, executor_id):
     return None
 
 
+def kill_executor(app_id, executor_id, when):
+    pid = executor_pid(app_id, executor_id)
+    if pid is None:
+        raise SystemExit("executor %s not found" % executor_id)
+    os.kill(pid, signal.SIGKILL)
+    log("killed executor %s (pid %d) %s" % (executor_id, pid, when))
+
+
 def failures_jobs(spark, ui):
     sc = spark.sparkContext
     app_id = sc.applicationId
@@ -297,11 +321,7 @@ def failures_jobs(spark, ui):
         if ex.get("1", {}).get("completedTasks", 0) >= 20 and ex["1"].get("activeTasks", 0) > 0:
             break
         time.sleep(0.1)
-    pid = executor_pid(app_id, "1")
-    if pid is None:
-        raise SystemExit("executor 1 not found")
-    os.kill(pid, signal.SIGKILL)
-    log("killed executor 1 (pid %d)" % pid)
+    kill_executor(app_id, "1", "while its tasks run")
     t.join()
     if result.get("n") != 40_000:
         raise SystemExit("the job with the killed executor counted %r" % result.get("n"))
@@ -465,6 +485,144 @@ def scaling_jobs(spark, ui):
         time.sleep(0.2)
 
 
+def recompute_jobs(spark, ui):
+    sc = spark.sparkContext
+    app_id = sc.applicationId
+    wait_executors(ui, app_id, 2)
+
+    def slow_map(it):
+        time.sleep(1)  # each executor takes map tasks
+        for x in it:
+            yield (x % 16, 1)
+
+    # The map stage runs once, in its own job: both executors hold its
+    # output (no shuffle service).
+    sc.setJobDescription("map output on both executors")
+    pairs = sc.parallelize(range(40_000), 4).mapPartitions(slow_map).partitionBy(4)
+    if pairs.count() != 40_000:
+        raise SystemExit("the map job counted wrong")
+    holders = {e["id"] for e in executors(ui, app_id) if e.get("completedTasks", 0) > 0}
+    if holders != {"0", "1"}:
+        raise SystemExit("map output not on both executors: %r" % sorted(holders))
+
+    # The shuffle read again, each reduce task holding its slot for two
+    # seconds: executor 1 is killed while the first two run, and the
+    # next two, launched after, find its output gone.
+    import threading
+
+    result = {}
+
+    def run():
+        sc.setJobDescription("the shuffle read again, an executor killed")
+
+        def slow_reduce(it):
+            time.sleep(2)
+            return [sum(v for _, v in it)]
+        result["n"] = sum(pairs.mapPartitions(slow_reduce).collect())
+
+    t = threading.Thread(target=run)
+    t.start()
+    deadline = time.time() + 60
+    while time.time() < deadline:
+        busy = {e["id"] for e in executors(ui, app_id) if e.get("activeTasks", 0) > 0}
+        if busy == {"0", "1"}:
+            break
+        time.sleep(0.05)
+    else:
+        raise SystemExit("the reduce tasks did not start on both executors")
+    kill_executor(app_id, "1", "while the shuffle is read")
+    t.join()
+    if result.get("n") != 40_000:
+        raise SystemExit("the job with the lost map output counted %r" % result.get("n"))
+
+
+def speculation_jobs(spark, ui):
+    sc = spark.sparkContext
+    app_id = sc.applicationId
+    ex = wait_executors(ui, app_id, 2)
+    hosts = sorted(e["hostPort"].rsplit(":", 1)[0] for e in ex)
+    if hosts != ["127.0.0.1", "localhost"]:
+        raise SystemExit("executors on %r, want one on each host" % hosts)
+    sc.setJobDescription("a slow executor's task speculated")
+
+    def work(it):
+        time.sleep(30 if os.environ.get("SPARKPULSE_SLOW") else 1)
+        yield sum(1 for _ in it)
+    if sum(sc.parallelize(range(8000), 8).mapPartitions(work).collect()) != 8000:
+        raise SystemExit("the speculated job counted wrong")
+    # The slow original is killed once its copy succeeded; its end comes
+    # after the job's.
+    deadline = time.time() + 60
+    while sum(st["numKilledTasks"] for st in rest(ui, "applications/%s/stages" % app_id)) == 0:
+        if time.time() > deadline:
+            raise SystemExit("no task killed for its speculative copy")
+        time.sleep(0.2)
+
+
+def skewjoin_jobs(spark):
+    sc = spark.sparkContext
+    for k, v in {
+        "spark.sql.adaptive.enabled": "true",
+        "spark.sql.autoBroadcastJoinThreshold": "-1",  # a sort-merge join
+        "spark.sql.adaptive.coalescePartitions.enabled": "false",
+        "spark.sql.shuffle.partitions": "8",
+        "spark.sql.adaptive.skewJoin.skewedPartitionFactor": "2",
+        "spark.sql.adaptive.skewJoin.skewedPartitionThresholdInBytes": "1MB",
+        "spark.sql.adaptive.advisoryPartitionSizeInBytes": "1MB",
+    }.items():
+        spark.conf.set(k, v)
+    # 32 map tasks: a skewed partition is split along map outputs, so up
+    # to 32 pieces.
+    facts = spark.range(0, 4_000_000, numPartitions=32).selectExpr(
+        "IF(id % 10 < 9, 0, id % 1000) AS k", "id AS v")
+    dim = spark.range(0, 1000, numPartitions=2).selectExpr("id AS k", "id * 2 AS w")
+    want = None
+    for split in (False, True):
+        spark.conf.set("spark.sql.adaptive.skewJoin.enabled", "true" if split else "false")
+        sc.setJobDescription("skew join, " + ("split" if split else "whole"))
+        got = facts.join(dim, "k").agg(F.sum("v"), F.count("*")).collect()[0]
+        if want is not None and tuple(got) != want:
+            raise SystemExit("the split join gave %r, the whole one %r" % (tuple(got), want))
+        want = tuple(got)
+    if want[1] != 4_000_000:
+        raise SystemExit("the join counted %r rows" % (want,))
+
+
+def killed_jobs(spark, ui, ch):
+    sc = spark.sparkContext
+    app_id = sc.applicationId
+    import threading
+
+    def run():
+        sc.setJobDescription("running when the driver is killed")
+
+        def hold(it):
+            time.sleep(600)
+            yield 1
+        try:
+            sc.parallelize(range(2), 2).mapPartitions(hold).collect()
+        except Exception:  # noqa: BLE001 - the driver is gone
+            pass
+
+    threading.Thread(target=run, daemon=True).start()
+    deadline = time.time() + 60
+    while not any(e.get("activeTasks", 0) > 0 for e in executors(ui, app_id)):
+        if time.time() > deadline:
+            raise SystemExit("the tasks did not start")
+        time.sleep(0.1)
+    time.sleep(3)  # a few metrics reports of the running tasks
+    jvm = os.getppid()
+    ch.say("KILL")
+    # The driver's JVM is this process's parent: once it is gone, this
+    # process is another's child, and ends.
+    deadline = time.time() + 120
+    while os.getppid() == jvm:
+        if time.time() > deadline:
+            raise SystemExit("the driver was not killed")
+        time.sleep(0.1)
+    os._exit(0)
+
+
 def worker_jobs(spark, ui, ch, out, n):
     sc = spark.sparkContext
     sc.setJobDescription("warm up")
@@ -545,6 +703,14 @@ def main():
         limits_jobs(spark, cfg["out"])
     elif scenario == "scaling":
         scaling_jobs(spark, ui)
+    elif scenario == "recompute":
+        recompute_jobs(spark, ui)
+    elif scenario == "speculation":
+        speculation_jobs(spark, ui)
+    elif scenario == "skewjoin":
+        skewjoin_jobs(spark)
+    elif scenario == "killed":
+        killed_jobs(spark, ui, ch)
     else:
         raise SystemExit("unknown scenario " + scenario)
 
