@@ -81,6 +81,9 @@ func Account(a *Attempt, endMs int64) (Result, error) {
 		return Result{}, err
 	}
 	SetAsideIn(&u, aside, a.StageTotals)
+	if n := TaskOnlyNote(a.SparkVersion, r.TaskCPUs, a.Profiles); n != "" && u.SlotOccupancy != nil {
+		u.Notes = append(u.Notes, n)
+	}
 	if a.StageTotals != nil {
 		u.SpilledBytes = a.StageTotals.MemSpill
 	}

@@ -94,15 +94,40 @@ func (a SetAside) String() string {
 type RunCPUs map[int]int
 
 // RunCPUsOf is the attempt's RunCPUs: the default profile's from
-// spark.task.cpus (taskCPUs), each other profile's from its own.
+// spark.task.cpus (taskCPUs), each other profile's from its own. Spark
+// multiplies by the cpus of the task's profile, not the executor's: the
+// tasks of a task-only profile (no executor resources; dynamic
+// allocation off) run on the default profile's executors, whose bound is
+// then the largest of those profiles' (TaskOnlyNote says what it does to
+// the occupancy).
 func RunCPUsOf(sparkVersion string, taskCPUs int, profiles []sparkapi.ResourceProfile) RunCPUs {
 	m := RunCPUs{0: sizing.RunTimeCPUs(sparkVersion, taskCPUs)}
 	for _, p := range profiles {
-		if c := p.TaskResources["cpus"].Amount; p.ID != 0 && c >= 1 {
+		c := p.TaskResources["cpus"].Amount
+		switch {
+		case p.ID == 0 || c < 1:
+		case len(p.ExecutorResources) == 0:
+			m[0] = max(m[0], sizing.RunTimeCPUs(sparkVersion, int(c)))
+		default:
 			m[p.ID] = sizing.RunTimeCPUs(sparkVersion, int(c))
 		}
 	}
 	return m
+}
+
+// TaskOnlyNote says, where Spark counts the run time of a task-only
+// profile's tasks at other cpus than spark.task.cpus (4.x), that the
+// default executors' slot occupancy reads it at spark.task.cpus; "" when
+// none does.
+func TaskOnlyNote(sparkVersion string, taskCPUs int, profiles []sparkapi.ResourceProfile) string {
+	def := sizing.RunTimeCPUs(sparkVersion, taskCPUs)
+	for _, p := range profiles {
+		if c := p.TaskResources["cpus"].Amount; p.ID != 0 && c >= 1 && len(p.ExecutorResources) == 0 && sizing.RunTimeCPUs(sparkVersion, int(c)) != def {
+			return fmt.Sprintf("slot occupancy: Spark %s counts the run time of task-only resource profile %d's tasks (%d cpus each) times their cpus, and they ran on the default profile's executors, whose occupancy reads it at spark.task.cpus (%d): up to %d× too high for them",
+				sparkVersion, p.ID, int(c), taskCPUs, max(int(c)/max(taskCPUs, 1), 1))
+		}
+	}
+	return ""
 }
 
 func (m RunCPUs) of(profile int) int {

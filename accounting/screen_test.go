@@ -391,6 +391,10 @@ func TestScreenTaskCPUs(t *testing.T) {
 		{"4.0.1", "1", true, 780_000, ""},
 		{"3.5.9", "1", true, 780_000, "run_time_ms 780000 > 400000, Spark's total"},
 		{"4.0.1", "2", true, 780_000, ""},
+		// A task-only profile of 2 cpus (no executor resources): its tasks
+		// ran on the default executors (executor 1), at 2 cpus on 4.x.
+		{"4.0.1", "1", false, 780_000, "task-only"},
+		{"3.5.9", "1", false, 780_000, "task-only: run_time_ms 780000 > 400000, Spark's total"},
 		{"4.0.1", "2", false, 780_000, ""},
 		{"4.3.0", "2", false, 780_000, ""},
 		{"3.5.9", "2", false, 780_000, "run_time_ms 780000 > 400000, Spark's total"},
@@ -402,6 +406,15 @@ func TestScreenTaskCPUs(t *testing.T) {
 		stream["1"].Sums["runTime.count"] = tc.runMs
 		cpus, _ := strconv.Atoi(tc.cpus)
 		var profiles []sparkapi.ResourceProfile
+		why := tc.why
+		if w, ok := strings.CutPrefix(why, "task-only"); ok {
+			why = strings.TrimPrefix(w, ": ")
+			var p sparkapi.ResourceProfile
+			if err := json.Unmarshal([]byte(`{"id": 2, "executorResources": {}, "taskResources": {"cpus": {"amount": 2.0}}}`), &p); err != nil {
+				t.Fatal(err)
+			}
+			profiles = append(profiles, p)
+		}
 		if tc.profile {
 			for i := range st.Executors {
 				if st.Executors[i].ID == "1" {
@@ -415,15 +428,15 @@ func TestScreenTaskCPUs(t *testing.T) {
 			profiles = append(profiles, p)
 		}
 		_, aside := Screen(st.Properties, RunCPUsOf(tc.version, cpus, profiles), st.Executors, stream, ms(at(600)), true)
-		var why []string
+		var aw []string
 		for _, a := range aside {
-			why = append(why, a.Why...)
+			aw = append(aw, a.Why...)
 		}
-		switch got := strings.Join(why, "; "); {
-		case tc.why == "" && got != "":
-			t.Errorf("Spark %s, task.cpus %s (profile %v), run time %g: set aside (%s)", tc.version, tc.cpus, tc.profile, tc.runMs, got)
-		case tc.why != "" && !strings.Contains(got, tc.why):
-			t.Errorf("Spark %s, task.cpus %s (profile %v), run time %g: set aside %q, want %q", tc.version, tc.cpus, tc.profile, tc.runMs, got, tc.why)
+		switch got := strings.Join(aw, "; "); {
+		case why == "" && got != "":
+			t.Errorf("Spark %s, task.cpus %s (%s), run time %g: set aside (%s)", tc.version, tc.cpus, tc.why, tc.runMs, got)
+		case why != "" && !strings.Contains(got, why):
+			t.Errorf("Spark %s, task.cpus %s (%s), run time %g: set aside %q, want %q", tc.version, tc.cpus, tc.why, tc.runMs, got, why)
 		}
 	}
 }

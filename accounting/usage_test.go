@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"maps"
 	"slices"
+	"strings"
 	"testing"
 	"time"
 
@@ -211,5 +212,30 @@ func TestProfileRunTime(t *testing.T) {
 	}
 	if occupancy["3.5.9"] != occupancy["4.0.1"] || occupancy["3.5.9"] <= 0 {
 		t.Errorf("slot occupancy %v: the versions must agree", occupancy)
+	}
+}
+
+// A task-only profile's tasks run on the default executors; on 4.x their
+// run time counts their own cpus, which the occupancy cannot tell apart:
+// a note says so, and only then.
+func TestTaskOnlyNote(t *testing.T) {
+	var env sparkapi.Environment
+	if err := json.Unmarshal([]byte(`{"resourceProfiles": [{"id": 1, "executorResources": {"cores": {"amount": 8}}, "taskResources": {"cpus": {"amount": 4.0}}},
+	   {"id": 2, "executorResources": {}, "taskResources": {"cpus": {"amount": 2.0}}}]}`), &env); err != nil {
+		t.Fatal(err)
+	}
+	if n := TaskOnlyNote("4.0.1", 1, env.ResourceProfiles); !strings.Contains(n, "task-only resource profile 2's tasks (2 cpus each)") || !strings.Contains(n, "up to 2×") {
+		t.Errorf("4.0.1: %q", n)
+	}
+	for _, tc := range []struct {
+		version string
+		cpus    int
+	}{{"3.5.9", 1}, {"4.0.1", 2}} {
+		if n := TaskOnlyNote(tc.version, tc.cpus, env.ResourceProfiles); n != "" {
+			t.Errorf("Spark %s, spark.task.cpus %d: %q", tc.version, tc.cpus, n)
+		}
+	}
+	if n := TaskOnlyNote("4.0.1", 1, env.ResourceProfiles[:1]); n != "" {
+		t.Errorf("no task-only profile: %q", n)
 	}
 }

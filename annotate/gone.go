@@ -2,6 +2,7 @@ package annotate
 
 import (
 	"fmt"
+	"slices"
 	"time"
 
 	"go.uber.org/zap"
@@ -12,28 +13,35 @@ import (
 // the application would stay running in every fact. Its live UI going is
 // not enough to tell death from a network that no longer reaches it, nor
 // is a quiet event log (an idle driver writes nothing). The attempt is
-// closed out as lost (outcome driver_lost) when all three agree:
+// closed out as lost (outcome driver_lost) when all three agree for
+// LostDriverAfter:
 //
 //   - a live UI that showed it running stopped answering, or stopped
 //     listing it, while it ran: the drop (whichever source syncs it: a
 //     History Server often lists a new attempt first, and the live UI is
 //     then its second source);
-//   - the source that syncs it is a History Server whose event log of it
-//     has not changed since (lastUpdated at most the drop): a driver that
-//     lives writes its jobs' and stages' events there;
-//   - for CloseOutAfter since the drop, and for the last half of it, no
-//     metrics named it: a driver that lives reports every period
-//     (spark.metrics.conf's period), and its executors die with it.
+//   - the source that syncs it is a History Server whose listing of it has
+//     not changed since: a History Server lists a running attempt's
+//     lastUpdated as when it last read the event log, which it does again
+//     only when the log changed, and a driver that lives writes its jobs'
+//     and stages' events there. A change restarts the wait (a History
+//     Server restarting reads every log again);
+//   - for the last half of the wait, no metrics named it: a driver that
+//     lives reports every period (spark.metrics.conf's period), and its
+//     executors die with it.
 //
-// A metrics line naming it keeps it running (the stream is spoofable, so
-// it may only veto: at worst an application stays running as before). It
-// is closed out with what it held until the live UI last showed it.
+// A live UI that lists it again forgets the drop. A metrics line naming it
+// keeps it running (the stream is spoofable, so it may only veto: at
+// worst an application stays running as before). It is closed out with
+// what it held until the live UI last showed it.
 
 // drop is when a live UI lost a running attempt, and when it last showed
-// it; keys are the stream keys watched for it.
+// it; since is when the wait began (the drop, or the syncing source's
+// listing changing: updated); keys are the stream keys watched for it.
 type drop struct {
-	at, seenUntil time.Time
-	keys          []string
+	at, seenUntil, since time.Time
+	updated              int64
+	keys                 []string
 }
 
 // liveSecond is a live UI that lists an attempt another source syncs, and
@@ -43,22 +51,32 @@ type liveSecond struct {
 	at  time.Time
 }
 
+// watch is when the stream last named a watched key (zero: not since it
+// was watched), and how many drops watch it.
+type watch struct {
+	last time.Time
+	refs int
+}
+
 // maxWatched bounds the attempts watched (drops, and live UIs seconding
 // another source).
 const maxWatched = 2048
 
 // isLive reports whether a listing's attempt is a running one as a live
 // UI lists it: a live UI reports the start time as lastUpdated, where a
-// History Server reports its event log's modification time.
+// History Server reports when it last read the event log.
 func isLive(completed bool, startMs, updatedMs int64) bool {
 	return !completed && updatedMs == startMs
 }
 
 // secondedLive notes that live UI s lists the running attempt key that
-// another source syncs.
+// another source syncs: it lives, whatever was dropped of it.
 func (p *Poller) secondedLive(s *source, key appKey, now time.Time) {
 	p.mu.Lock()
 	defer p.mu.Unlock()
+	if p.drops[key] != nil {
+		p.forgetLocked(key)
+	}
 	if _, ok := p.liveSeconds[key]; ok || len(p.liveSeconds) < maxWatched {
 		p.liveSeconds[key] = liveSecond{s, now}
 	}
@@ -84,18 +102,22 @@ func (p *Poller) dropLocked(key appKey, now, seenUntil time.Time) {
 	if _, ok := p.drops[key]; ok || len(p.drops) >= maxWatched {
 		return
 	}
-	p.drops[key] = &drop{at: now, seenUntil: seenUntil}
-	p.watchLocked(p.drops[key], key.app)
+	d := &drop{at: now, seenUntil: seenUntil, since: now, updated: -1}
+	p.drops[key] = d
+	p.watchLocked(d, key.app)
 }
 
 func (p *Poller) watchLocked(d *drop, k string) {
-	if k == "" {
+	if k == "" || slices.Contains(d.keys, k) {
 		return
 	}
-	if _, ok := p.watched[k]; !ok {
-		p.watched[k] = time.Time{}
-		d.keys = append(d.keys, k)
+	w := p.watched[k]
+	if w == nil {
+		w = &watch{}
+		p.watched[k] = w
 	}
+	w.refs++
+	d.keys = append(d.keys, k)
 }
 
 // forgetLocked forgets what was noted of the attempt here. Called with mu
@@ -103,7 +125,11 @@ func (p *Poller) watchLocked(d *drop, k string) {
 func (p *Poller) forgetLocked(key appKey) {
 	if d := p.drops[key]; d != nil {
 		for _, k := range d.keys {
-			delete(p.watched, k)
+			if w := p.watched[k]; w != nil {
+				if w.refs--; w.refs <= 0 {
+					delete(p.watched, k)
+				}
+			}
 		}
 	}
 	delete(p.drops, key)
@@ -113,15 +139,15 @@ func (p *Poller) forgetLocked(key appKey) {
 // streamNamedLocked notes a metrics line naming key, if it is watched.
 // Called with mu held.
 func (p *Poller) streamNamedLocked(key string, now time.Time) {
-	if _, ok := p.watched[key]; ok {
-		p.watched[key] = now
+	if w := p.watched[key]; w != nil {
+		w.last = now
 	}
 }
 
 // driverGone returns the drop of an attempt, as its syncing source lists
 // it, whose driver is gone (see above); nil otherwise. It forgets the drop
-// when the attempt completed, or the driver shows it lives: a live UI
-// syncs it again, or its event log moved.
+// when the attempt completed or a live UI syncs it again, and restarts
+// the wait when the listing changed.
 func (p *Poller) driverGone(st *appState, now time.Time) *drop {
 	p.mu.Lock()
 	defer p.mu.Unlock()
@@ -129,21 +155,26 @@ func (p *Poller) driverGone(st *appState, now time.Time) *drop {
 	switch {
 	case d == nil:
 		return nil
-	case st.completed || st.updated == st.key.start || st.updated > d.at.UnixMilli():
+	case st.completed || st.updated == st.key.start:
 		p.forgetLocked(st.key)
 		return nil
+	case st.updated != d.updated:
+		if d.updated >= 0 {
+			d.since = now // the event log was read again
+		}
+		d.updated = st.updated
 	}
 	p.watchLocked(d, st.metricsKey)
-	if now.Sub(d.at) < p.cfg.CloseOutAfter {
+	if now.Sub(d.since) < p.cfg.LostDriverAfter {
 		return nil
 	}
 	var last time.Time
 	for _, k := range d.keys {
-		if t := p.watched[k]; t.After(last) {
-			last = t
+		if w := p.watched[k]; w != nil && w.last.After(last) {
+			last = w.last
 		}
 	}
-	if now.Sub(last) < p.cfg.CloseOutAfter/2 {
+	if now.Sub(last) < p.cfg.LostDriverAfter/2 {
 		return nil
 	}
 	return d
@@ -153,8 +184,8 @@ func (p *Poller) driverGone(st *appState, now time.Time) *drop {
 // live UI last showed it, with outcome driver_lost, and lets s forget it
 // while s lists it unchanged.
 func (p *Poller) closeOutGone(s *source, key appKey, st *appState, d *drop, now time.Time) {
-	st.goneWhy = fmt.Sprintf("its live UI stopped answering at %s while it ran, its event log (as %s lists it) has not changed since, and no metrics named it for %s: the driver was lost (crashed or killed)",
-		d.at.UTC().Format(time.RFC3339), s.name, now.Sub(d.at).Round(time.Second))
+	st.goneWhy = fmt.Sprintf("its live UI stopped answering at %s while it ran, %s has not read its event log again since %s, and no metrics named it for %s: the driver was lost (crashed or killed)",
+		d.at.UTC().Format(time.RFC3339), s.name, d.since.UTC().Format(time.RFC3339), (p.cfg.LostDriverAfter / 2).Round(time.Second))
 	n := p.emit(st, d.seenUntil, true)
 	p.stats.closedOut.Add(1)
 	p.log.Warn("Spark application closed out: its live UI went while it ran, its event log stopped and its metrics stopped; its running items are written as UNKNOWN",

@@ -17,7 +17,9 @@ import (
 func TestDriverGoneUnderHistoryServer(t *testing.T) {
 	for _, tc := range []struct {
 		name       string
-		logMovesAt float64 // > 0: the event log changes then
+		logMovesAt float64 // > 0: the History Server reads the event log again then, and at every poll after
+		logReadAt  float64 // > 0: the History Server reads it again then, once
+		uiBackAt   float64 // > 0: the live UI answers again then
 		metrics    float64 // metrics name it until then
 		closedBy   float64 // closed out by then, and not before closedAfter; 0: never
 		after      float64
@@ -32,10 +34,16 @@ func TestDriverGoneUnderHistoryServer(t *testing.T) {
 		// Metrics named it until 1000 s: closed once they are quiet for
 		// half of CloseOutAfter.
 		{name: "metrics stopped later", metrics: 1000, closedBy: 1330, after: 1290},
+		// The History Server read the log again once (a restart): the
+		// wait starts again then.
+		{name: "log read again once", logReadAt: 300, closedBy: 910, after: 900},
 		// Must not fire: its event log moved after the live UI went (the
-		// UI unreachable, the driver alive), or its metrics still arrive.
+		// UI unreachable, the driver alive), its live UI answers again, or
+		// its metrics still arrive.
 		{name: "event log moves", logMovesAt: 150},
 		{name: "metrics arrive", metrics: 2000},
+		{name: "live UI back", uiBackAt: 300},
+		{name: "live UI back, the History Server first", hsFirst: true, uiBackAt: 300},
 		// Must not fire: the watch list is full, so the metrics could
 		// not say it lives; it stays running, as without the rule.
 		{name: "watch list full", full: true},
@@ -85,8 +93,11 @@ func TestDriverGoneUnderHistoryServer(t *testing.T) {
 			closedAt := 0.0
 			for sec := 40.0; sec <= 2000; sec += 10 {
 				s.clk.Set(at(sec))
-				if tc.logMovesAt > 0 && sec >= tc.logMovesAt {
+				if tc.logMovesAt > 0 && sec >= tc.logMovesAt || sec == tc.logReadAt {
 					shs.Update(func(m *sparkui.Model) { m.Apps[0].Attempts[0].Updated = at(sec) })
+				}
+				if sec == tc.uiBackAt {
+					s.srv.Intercept(nil)
 				}
 				if sec <= tc.metrics {
 					p.SeeApp(scriptApp)

@@ -160,10 +160,12 @@ const (
 	// Spark lists every stage).
 	UsageFailedStageAttempts = "failed_stage_attempts"
 	// UsageLostTaskSeconds is the run time of failed and killed tasks,
-	// when it can be told.
+	// and of successful tasks run again for shuffle output lost with an
+	// executor, when it can be told.
 	UsageLostTaskSeconds = "lost_task_seconds"
-	// UsageRecomputeTaskSeconds is the part of lost_task_seconds that
-	// successful tasks ran again for shuffle output lost with an executor.
+	// UsageRecomputeTaskSeconds is the run time of successful tasks run
+	// again for shuffle output lost with an executor (in lost_task_seconds
+	// when that is known).
 	UsageRecomputeTaskSeconds = "recompute_task_seconds"
 	// UsageOutcome is how the application ended: succeeded, failed,
 	// running, unknown, driver_lost.

@@ -77,7 +77,14 @@ type Config struct {
 	// last seen (default 10m). With only live UIs among the sources, no
 	// other source will show it: a minute is enough.
 	CloseOutAfter time.Duration
-	Auth          Auth
+	// LostDriverAfter is how long an attempt a History Server lists as
+	// running, whose live UI went while it ran, waits with its event log
+	// unread and its metrics quiet (the last half of it) before it is
+	// closed out as lost (gone.go; default 10m). Shorter than the time a
+	// History Server takes to read a completed log, an application that
+	// ended would read lost.
+	LostDriverAfter time.Duration
+	Auth            Auth
 	// Transport carries the requests (TLS settings live there); nil uses
 	// http.DefaultTransport.
 	Transport http.RoundTripper
@@ -102,6 +109,7 @@ const (
 	DefaultUsageDelay              = time.Minute
 	DefaultStreamRetry             = 6 * time.Hour
 	DefaultCloseOutAfter           = 10 * time.Minute
+	DefaultLostDriverAfter         = 10 * time.Minute
 )
 
 const (
@@ -217,7 +225,7 @@ type Poller struct {
 	// id or metrics key (zero: not since).
 	drops       map[appKey]*drop
 	liveSeconds map[appKey]liveSecond
-	watched     map[string]time.Time
+	watched     map[string]*watch
 	errors      map[[2]string]uint64 // (source, kind) → failed polls
 	facts       *ledger              // facts written (facts.go)
 	addrs       addrBook             // where Spark lists each process (peers.go)
@@ -301,6 +309,9 @@ func (cfg Config) WithDefaults() Config {
 	if cfg.CloseOutAfter == 0 {
 		cfg.CloseOutAfter = DefaultCloseOutAfter
 	}
+	if cfg.LostDriverAfter == 0 {
+		cfg.LostDriverAfter = DefaultLostDriverAfter
+	}
 	if cfg.Now == nil {
 		cfg.Now = time.Now
 	}
@@ -322,8 +333,8 @@ func (cfg Config) Validate() error {
 	if cfg.MaxText != 0 && cfg.MaxText < 20 {
 		errs = append(errs, fmt.Errorf("max-text %d: must be at least 20", cfg.MaxText))
 	}
-	if cfg.UsageDelay < 0 || cfg.StreamRetry < 0 || cfg.CloseOutAfter < 0 {
-		errs = append(errs, fmt.Errorf("usage-delay %s, stream-retry %s, close-out-after %s: must not be negative", cfg.UsageDelay, cfg.StreamRetry, cfg.CloseOutAfter))
+	if cfg.UsageDelay < 0 || cfg.StreamRetry < 0 || cfg.CloseOutAfter < 0 || cfg.LostDriverAfter < 0 {
+		errs = append(errs, fmt.Errorf("usage-delay %s, stream-retry %s, close-out-after %s, lost-driver-after %s: must not be negative", cfg.UsageDelay, cfg.StreamRetry, cfg.CloseOutAfter, cfg.LostDriverAfter))
 	}
 	if cfg.FailedTasksPerStage < 0 {
 		errs = append(errs, fmt.Errorf("failed-tasks-per-stage %d: must not be negative", cfg.FailedTasksPerStage))
@@ -359,7 +370,7 @@ func New(cfg Config) (*Poller, error) {
 		owners:      map[appKey]*source{},
 		seconded:    map[appKey]map[*source]bool{},
 		orphans:     map[appKey]*appState{},
-		watched:     map[string]time.Time{},
+		watched:     map[string]*watch{},
 		drops:       map[appKey]*drop{},
 		liveSeconds: map[appKey]liveSecond{},
 		errors:      map[[2]string]uint64{},
@@ -980,13 +991,11 @@ func (p *Poller) closeOutOrphans(now time.Time) {
 		if now.Sub(st.lostAt) >= p.cfg.CloseOutAfter {
 			expired = append(expired, st)
 			delete(p.orphans, key)
+			p.forgetLocked(key)
 		}
 	}
 	p.mu.Unlock()
 	for _, st := range expired {
-		p.mu.Lock()
-		p.forgetLocked(st.key)
-		p.mu.Unlock()
 		n := p.emit(st, st.lastSeen, true)
 		p.stats.closedOut.Add(1)
 		p.log.Warn("Spark application closed out: no source has shown it since it was lost; its running items are written as UNKNOWN",

@@ -445,9 +445,10 @@ type Usage struct {
 	DriverOnlyMs     *int64   `json:"driver_only_ms,omitempty"`    // wall clock with no stage attempt running
 	DriverOnlyGapsMs []int64  `json:"-"`                           // the same, stretch by stretch (Gaps)
 	LostTaskSeconds  *float64 `json:"lost_task_seconds,omitempty"` // run time of task attempts that failed or were killed, and of tasks run again
-	// RecomputeTaskSeconds is the part of LostTaskSeconds that successful
-	// tasks ran again for shuffle output lost with an executor: the
-	// stream's run time counts it already.
+	// RecomputeTaskSeconds is the run time of successful tasks run again
+	// for shuffle output lost with an executor, in LostTaskSeconds when
+	// that is known (the failed tasks' time may not be): the stream's run
+	// time counts it already.
 	RecomputeTaskSeconds *float64 `json:"recompute_task_seconds,omitempty"`
 	FailedStageAttempts  *int     `json:"failed_stage_attempts,omitempty"` // stage attempts Spark marked FAILED
 	Outcome              string   `json:"outcome,omitempty"`               // succeeded, failed, running, unknown, driver_lost
@@ -561,7 +562,7 @@ func Account(s Settings, r Resources, execs []Executor, durationMs int64) Usage 
 			// Another profile's run time counts its own task cpus (Spark
 			// 4): in the application's count, so that one factor turns
 			// the sum into slot time.
-			runMs += x.RunMs / int64(c) * int64(u.RunTimeCPUs)
+			runMs += x.RunMs * int64(u.RunTimeCPUs) / int64(c)
 		} else {
 			runMs += x.RunMs
 		}

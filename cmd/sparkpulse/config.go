@@ -71,6 +71,10 @@ type AnnotateConfig struct {
 	// How long an application no source shows any more waits for one to
 	// show its end before it is closed out (default 10m).
 	CloseOutAfter Duration `toml:"close-out-after"`
+	// How long an application a History Server lists as running, whose
+	// live UI went, waits with its event log unread and its metrics
+	// quiet before it is closed out as lost (default 10m).
+	LostDriverAfter Duration `toml:"lost-driver-after"`
 	// Where the points go; default: the first [[graphite]] block's target.
 	Database        string `toml:"database"`
 	RetentionPolicy string `toml:"retention-policy"`

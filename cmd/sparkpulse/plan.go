@@ -493,7 +493,7 @@ func (c *Config) prepareAnnotate(p *Plan, getenv func(string) string) error {
 		MaxResponseBytes: a.MaxResponseBytes, MaxApps: a.MaxApps, NewAppsPerPoll: a.NewAppsPerPoll,
 		StageDetailsMinDuration: time.Duration(a.StageDetailsMinDuration), StageDetailsRequests: a.StageDetailsRequests,
 		FailedTasksPerStage: a.FailedTasksPerStage, UsageDelay: time.Duration(a.UsageDelay), StreamRetry: time.Duration(a.StreamRetry),
-		CloseOutAfter: time.Duration(a.CloseOutAfter)}
+		CloseOutAfter: time.Duration(a.CloseOutAfter), LostDriverAfter: time.Duration(a.LostDriverAfter)}
 	if err := pc.Validate(); err != nil {
 		e.add(err)
 	}
