@@ -51,7 +51,7 @@ test: deps check check-deploy release-check fuzz
 # take the binary built here, once, from SPARKPULSE_BIN; run alone with
 # go test, each package builds its own.
 check: build
-	@echo "make: check: gofmt, go vet, then every test with the race detector (about 16 min on 2 cores, 14 of them real Spark; a package prints its line when it ends)"
+	@echo "make: check: gofmt, go vet, then every test with the race detector (about 20 min on 2 cores, 18 of them real Spark; a package prints its line when it ends)"
 	@unformatted=$$(gofmt -l $$(git ls-files '*.go' 2>/dev/null || find . -name '*.go')); \
 	  if [ -n "$$unformatted" ]; then echo "gofmt needed:"; echo "$$unformatted"; exit 1; fi
 	$(GO) vet ./...
