@@ -44,6 +44,7 @@ type Stage struct {
 	sparkapi.Stage
 	DetailsRead bool                // its details were read (or tried)
 	FailedTasks []sparkapi.TaskData // its failed tasks, as read with the details
+	KilledTasks []sparkapi.TaskData // and its killed ones
 }
 
 // Result is the accounting of an attempt up to a time, and what package

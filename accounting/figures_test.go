@@ -275,3 +275,41 @@ func TestRecomputeRunMs(t *testing.T) {
 		}
 	}
 }
+
+// The failed and killed tasks read give the lost time when every one of
+// them was read, and only then.
+func TestFailedTaskRunMs(t *testing.T) {
+	task := func(status string, ms int64) sparkapi.TaskData {
+		d := sparkapi.TaskData{Status: status}
+		if ms >= 0 {
+			d.TaskMetrics = &sparkapi.TaskMetrics{ExecutorRunTime: ms}
+		}
+		return d
+	}
+	stage := func(failed, killed []sparkapi.TaskData, numFailed, numKilled int) Stage {
+		s := Stage{Stage: stageAt(1, 0, "COMPLETE", 10, 20), DetailsRead: true, FailedTasks: failed, KilledTasks: killed}
+		s.NumFailedTasks, s.NumKilledTasks = numFailed, numKilled
+		return s
+	}
+	both := []sparkapi.TaskData{task("FAILED", 100), task("FAILED", -1)} // the second lost with its executor: no metrics
+	killed := []sparkapi.TaskData{task("KILLED", 300)}
+	for _, tc := range []struct {
+		name  string
+		stage Stage
+		want  int64 // < 0: nil
+	}{
+		{"failed and killed, all read", stage(both, killed, 2, 1), 400},
+		{"killed alone", stage(nil, killed, 0, 1), 300},
+		{"a killed task not read", stage(both, nil, 2, 1), -1},
+		{"a failed task not read", stage(both[:1], killed, 2, 1), -1},
+	} {
+		totals := StageTotals{Failed: tc.stage.NumFailedTasks, Killed: tc.stage.NumKilledTasks}
+		got := FailedTaskRunMs([]Stage{tc.stage}, &totals)
+		switch {
+		case tc.want < 0 && got != nil:
+			t.Errorf("%s: %d ms, want none", tc.name, *got)
+		case tc.want >= 0 && (got == nil || *got != tc.want):
+			t.Errorf("%s: %v, want %d ms", tc.name, got, tc.want)
+		}
+	}
+}

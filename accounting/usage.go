@@ -205,12 +205,12 @@ func WithinSparkTotals(u *sizing.Usage, t *StageTotals) {
 //     the task end's metrics are null) and are in no total;
 //   - the executors' runTime counter (ExecutorSource, in the stream) is
 //     added to only when a task succeeds;
-//   - taskList gives each failed task with its own metrics.
+//   - taskList gives each failed or killed task with its own metrics.
 //
 // So the figure is, by the first source that holds every such task: the
-// failed tasks' run time as taskList gave them (fromTasks, when every
-// stage attempt with failed tasks had all of them read, and none was
-// killed: killed tasks are not read); else Spark's stage total less the
+// failed and killed tasks' run time as taskList gave them (fromTasks,
+// when every stage attempt with such tasks had all of them read); else
+// Spark's stage total less the
 // stream's, when the stream holds every successful task (the
 // reconciliation's verdict is exact or failed_tasks). Without failed or
 // killed tasks it is 0. To it is added recomputeMs, the successful
@@ -268,8 +268,8 @@ func LostTasks(u *sizing.Usage, t *StageTotals, fromTasks *int64, recomputeMs in
 // indeterminate and had to roll back): each had succeeded before, and
 // its first run's work was lost. Where the attempt had failed or killed
 // tasks of its own, only its successful tasks count: its run time less
-// its failed tasks' as read (the attempt is left out when they were not
-// all read). A resubmission within a stage attempt (an executor lost
+// its failed and killed tasks' as read (the attempt is left out when
+// they were not all read). A resubmission within a stage attempt (an executor lost
 // while its stage still ran: end reason Resubmitted) and a re-attempt
 // whose previous attempt is not held are not counted, nor a later job's
 // first attempt that runs only what an executor lost took (a job
@@ -289,24 +289,21 @@ func RecomputeRunMs(stages []Stage) int64 {
 		}
 		run := max(s.ExecutorRunTime, 0)
 		if s.NumFailedTasks+s.NumKilledTasks > 0 {
-			if s.NumKilledTasks > 0 || !s.DetailsRead || len(s.FailedTasks) < s.NumFailedTasks {
+			if !s.DetailsRead || len(s.FailedTasks) < s.NumFailedTasks || len(s.KilledTasks) < s.NumKilledTasks {
 				continue
 			}
-			for _, task := range s.FailedTasks {
-				if task.TaskMetrics != nil {
-					run -= max(task.TaskMetrics.ExecutorRunTime, 0)
-				}
-			}
+			run -= runMsOf(s.FailedTasks, s.KilledTasks)
 		}
 		sum = addSat(sum, max(run, 0))
 	}
 	return sum
 }
 
-// FailedTaskRunMs sums the run time of the failed tasks read of the
-// attempt's stage attempts (their details: Stage.FailedTasks), when they are every failed or killed task
-// of its stage list t: every stage attempt with failed tasks had all of
-// them read, and none had killed tasks; nil otherwise.
+// FailedTaskRunMs sums the run time of the failed and killed tasks read
+// of the attempt's stage attempts (their details: Stage.FailedTasks and
+// KilledTasks), when they are every failed or killed task of its stage
+// list t: every stage attempt with such tasks had all of them read; nil
+// otherwise.
 func FailedTaskRunMs(stages []Stage, t *StageTotals) *int64 {
 	if t == nil {
 		return nil
@@ -317,15 +314,11 @@ func FailedTaskRunMs(stages []Stage, t *StageTotals) *int64 {
 		if s.NumFailedTasks+s.NumKilledTasks == 0 {
 			continue
 		}
-		if s.NumKilledTasks > 0 || !s.DetailsRead || len(s.FailedTasks) < s.NumFailedTasks {
+		if !s.DetailsRead || len(s.FailedTasks) < s.NumFailedTasks || len(s.KilledTasks) < s.NumKilledTasks {
 			return nil
 		}
-		failed += s.NumFailedTasks
-		for _, task := range s.FailedTasks {
-			if task.TaskMetrics != nil {
-				sum = addSat(sum, max(task.TaskMetrics.ExecutorRunTime, 0))
-			}
-		}
+		failed += s.NumFailedTasks + s.NumKilledTasks
+		sum = addSat(sum, runMsOf(s.FailedTasks, s.KilledTasks))
 	}
 	if failed != t.Failed+t.Killed {
 		return nil // stages with failures that sparkpulse no longer holds
@@ -467,4 +460,18 @@ func firstLine(s string) string {
 		s = s[:i]
 	}
 	return strings.TrimSpace(s)
+}
+
+// runMsOf sums the run time the tasks reported (a task without metrics:
+// 0).
+func runMsOf(lists ...[]sparkapi.TaskData) int64 {
+	var sum int64
+	for _, tasks := range lists {
+		for _, task := range tasks {
+			if task.TaskMetrics != nil {
+				sum = addSat(sum, max(task.TaskMetrics.ExecutorRunTime, 0))
+			}
+		}
+	}
+	return sum
 }

@@ -163,7 +163,7 @@ func TestScriptedLiveApp(t *testing.T) {
 		// Stage details: stage 2 had a failed task (its failed tasks,
 		// first), stages 0 and 1 ran 15 s and 14 s (≥ 5 s: the task
 		// distribution and the slowest task, the longest first).
-		"/stages/2/0/taskList?status=failed&length=20",
+		"/stages/2/0/taskList?status=failed&status=killed&length=40",
 		"/stages/0/0/taskSummary?quantiles=0.5,0.95,1.0", "/stages/0/0/taskList?sortBy=-runtime&length=1",
 		"/stages/1/0/taskSummary?quantiles=0.5,0.95,1.0", "/stages/1/0/taskList?sortBy=-runtime&length=1",
 	})

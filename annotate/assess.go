@@ -58,7 +58,7 @@ func (st *appState) attempt(withStream bool) *accounting.Attempt {
 		s := st.stages[k]
 		x := accounting.Stage{Stage: s.Stage, DetailsRead: s.details != nil}
 		if s.details != nil {
-			x.FailedTasks = s.details.failed
+			x.FailedTasks, x.KilledTasks = s.details.failed, s.details.killed
 		}
 		a.Stages = append(a.Stages, x)
 	}

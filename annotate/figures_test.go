@@ -207,7 +207,15 @@ func TestLostTasksOfRealSpark(t *testing.T) {
 			totals.Add(&stages[i])
 			it := &stageItem{Stage: s}
 			if tasks, ok := failed[fmt.Sprintf("%d.%d", s.StageID, s.AttemptID)]; ok {
-				it.details = &stageDetails{why: detailsRead, failed: tasks}
+				d := &stageDetails{why: detailsRead}
+				for _, task := range tasks {
+					if task.Status == "KILLED" {
+						d.killed = append(d.killed, task)
+					} else {
+						d.failed = append(d.failed, task)
+					}
+				}
+				it.details = d
 			}
 			st.stages[stageKey{s.StageID, s.AttemptID}] = it
 			var withMetrics int64

@@ -25,9 +25,10 @@ import (
 //     of each metric over the successful tasks (multiples of 0.05, which
 //     Spark caches); skew is the largest run time over the median;
 //   - taskList?sortBy=-runtime&length=1: the slowest task, the straggler;
-//   - taskList?status=failed&length=FailedTasksPerStage, when tasks
-//     failed (Spark before 3.0 ignores status: its tasks are filtered
-//     here).
+//   - taskList?status=failed&status=killed&length=FailedTasksPerStage,
+//     when tasks failed or were killed (Spark before 3.0 ignores status:
+//     its tasks are filtered here): the failed ones are written as task
+//     failures, and both give the accounting their run time.
 //
 // A stage without details says why in task_details (short, budget,
 // unavailable); an endpoint that fails costs the stage its details, never
@@ -48,6 +49,7 @@ type stageDetails struct {
 	summary *sparkapi.TaskSummary
 	slowest *sparkapi.TaskData
 	failed  []sparkapi.TaskData
+	killed  []sparkapi.TaskData // a speculative copy that lost, a cancelled job's
 }
 
 // syncStageDetails reads the details of stage attempts that ended since
@@ -60,7 +62,7 @@ func (p *Poller) syncStageDetails(ctx context.Context, st *appState) error {
 	slices.SortStableFunc(keys, func(a, b stageKey) int {
 		x, y := st.stages[a], st.stages[b]
 		failed := func(s *stageItem) int {
-			if s.NumFailedTasks > 0 {
+			if s.NumFailedTasks+s.NumKilledTasks > 0 {
 				return 0
 			}
 			return 1
@@ -87,7 +89,7 @@ func (p *Poller) syncStageDetails(ctx context.Context, st *appState) error {
 		if long {
 			need += 2
 		}
-		if s.NumFailedTasks > 0 {
+		if s.NumFailedTasks+s.NumKilledTasks > 0 {
 			need++
 		}
 		switch {
@@ -102,7 +104,7 @@ func (p *Poller) syncStageDetails(ctx context.Context, st *appState) error {
 		}
 		budget -= need
 		base := st.url + "/stages/" + strconv.Itoa(k.id) + "/" + strconv.Itoa(k.attempt)
-		if err := readDetails(ctx, p.get, base, d, long, s.NumFailedTasks > 0, p.cfg.FailedTasksPerStage); err != nil {
+		if err := readDetails(ctx, p.get, base, d, long, s.NumFailedTasks+s.NumKilledTasks > 0, p.cfg.FailedTasksPerStage); err != nil {
 			return err
 		}
 		if d.why == detailsUnavailable {
@@ -211,9 +213,10 @@ func (w *points) stageProgressPoint(k stageKey, s *stageItem) {
 }
 
 // readDetails reads into d the task distribution and slowest task (with
-// long) and the failed tasks (with failed) of the stage attempt at base.
-// A source that does not answer costs the stage its details; only the end
-// of ctx is an error. At most maxFailed failed tasks are read.
+// long) and the failed and killed tasks (with failed) of the stage
+// attempt at base. A source that does not answer costs the stage its
+// details; only the end of ctx is an error. At most maxFailed failed
+// tasks, and as many killed ones, are kept.
 func readDetails(ctx context.Context, get getFunc, base string, d *stageDetails, long, failed bool, maxFailed int) error {
 	if long {
 		var sum sparkapi.TaskSummary
@@ -234,13 +237,16 @@ func readDetails(ctx context.Context, get getFunc, base string, d *stageDetails,
 	}
 	if failed {
 		var tasks []sparkapi.TaskData
-		err := get(ctx, base+"/taskList?status=failed&length="+strconv.Itoa(maxFailed), &tasks)
+		err := get(ctx, base+"/taskList?status=failed&status=killed&length="+strconv.Itoa(2*maxFailed), &tasks)
 		if ctx.Err() != nil {
 			return ctx.Err()
 		}
 		if err == nil {
 			for _, t := range tasks {
-				if t.Status != "SUCCESS" && t.Status != "RUNNING" && len(d.failed) < maxFailed {
+				switch {
+				case t.Status == "KILLED" && len(d.killed) < maxFailed:
+					d.killed = append(d.killed, t)
+				case t.Status != "SUCCESS" && t.Status != "RUNNING" && t.Status != "KILLED" && len(d.failed) < maxFailed:
 					d.failed = append(d.failed, t)
 				}
 			}
