@@ -3,6 +3,7 @@ module github.com/sparkpulse/sparkpulse
 go 1.26.0
 
 require (
+	github.com/dchest/siphash v1.2.3
 	github.com/grafana/grafana-foundation-sdk/go v0.0.18
 	github.com/influxdata/influxdb-client-go/v2 v2.14.0
 	github.com/influxdata/line-protocol/v2 v2.2.1

@@ -13,10 +13,11 @@
 //
 //  1. A series is what the caller keeps one State for. Saved state names
 //     it by an [ID], [Tracker.ID] of a key the caller builds (relay: the
-//     target bucket and the point's text up to its value): xxh3's 128-bit
-//     hash with the tracker's [Seed], chosen at random when no state was
-//     saved and kept in the state file, so that IDs are stable across
-//     restarts and versions yet no sender can predict them.
+//     target bucket and the point's text up to its value): SipHash-2-4's
+//     128-bit keyed hash under the tracker's [Seed], a key chosen at
+//     random when no state was saved and kept in the state file, so that
+//     IDs are stable across restarts and versions yet no sender can
+//     predict them or make two keys share one.
 //  2. Normal sample: value ≥ the previous value and timestamp after the
 //     previous one: delta = value − previous, rate = delta ÷ (ts − previous
 //     ts, in seconds). Outcome Delta.

@@ -11,13 +11,44 @@ var (
 	key300 = strings.Repeat("spark.app-20240101-0001.17.executor.cpuTime.count;", 6)
 )
 
-// TestHashGolden pins Hash: IDs are saved with their seed, so any change
-// here breaks every saved state and needs a new state version. The keys
-// cover xxh3's length classes (0, 1–3, 4–8, 9–16, 17–128, 129–240, more);
-// seed 0 gives XXH3_128bits' reference values, high half first.
+// TestHashGolden pins Hash: IDs are saved with their key, so any change
+// here breaks every saved state and needs a new state version. SipHash's
+// reference vectors first (key 00 01 … 0f, messages 00 01 … of 0 and 15
+// bytes: vectors_sip128 of its reference implementation, little-endian
+// halves), then keys of the lengths Spark's series take.
 func TestHashGolden(t *testing.T) {
+	msg := make([]byte, 15)
+	for i := range msg {
+		msg[i] = byte(i)
+	}
+	ref := SeedOf(0x0706050403020100, 0x0f0e0d0c0b0a0908)
 	for _, tc := range []struct {
 		seed Seed
+		key  string
+		want ID
+	}{
+		{ref, "", ID{0xe6a825ba047f81a3, 0x930255c71472f66d}},
+		{ref, string(msg), ID{0x11a8b03399e99354, 0xd9c3cf970fec087e}},
+		{SeedOf(0, 0), "", ID{0x7de0a38047d74950, 0xf4f2ced447ab0242}},
+		{SeedOf(0, 0), "abcdefghijklmnop", ID{0x9bc5c551090a8900, 0xaf5a6191ed2c530e}},
+		{SeedOf(0, 0), "spark\x00spark_executor,app_id=app-20240101120000-0001,executor_id=17\x00cpuTime", ID{0xa2c7de73494d23f2, 0xc46af682e26451d8}},
+		{SeedOf(0, 0), key300, ID{0x6468a2a5ab8347a9, 0x1d030a981370a7f8}},
+		{SeedOf(0x5eed5eed5eed5eed, 0x0123456789abcdef), "a", ID{0xa9de60cc467be283, 0x2b4846904516f005}},
+		{SeedOf(0x5eed5eed5eed5eed, 0x0123456789abcdef), "spark\x00spark_executor,app_id=app-20240101120000-0001,executor_id=17\x00cpuTime", ID{0x2ef3162679f54e70, 0xd88a03a4e14abe7a}},
+		{SeedOf(0x5eed5eed5eed5eed, 0x0123456789abcdef), key200, ID{0x15dd74d61e03741b, 0x8c8a0c61f42b058}},
+	} {
+		if got := tc.seed.Hash([]byte(tc.key)); got != tc.want {
+			t.Errorf("%v.Hash(%.20q) = %#x, want %#x", tc.seed, tc.key, got, tc.want)
+		}
+	}
+}
+
+// TestLegacyHashGolden pins the hash of state versions 3 and 4, which
+// Restore looks their baselines up by: xxh3's 128-bit hash seeded with a
+// uint64, high half first (seed 0 gives XXH3_128bits' reference values).
+func TestLegacyHashGolden(t *testing.T) {
+	for _, tc := range []struct {
+		seed legacySeed
 		key  string
 		want ID
 	}{
@@ -38,8 +69,8 @@ func TestHashGolden(t *testing.T) {
 		{0x5eed5eed5eed5eed, key200, ID{0x1c79782fa2d9d0f9, 0x13ae72227aff489}},
 		{0x5eed5eed5eed5eed, key300, ID{0xf4cc19232dfa12f1, 0xeceae5f86c3b77ef}},
 	} {
-		if got := tc.seed.Hash([]byte(tc.key)); got != tc.want {
-			t.Errorf("Seed(%#x).Hash(%.20q) = %#x, want %#x", uint64(tc.seed), tc.key, got, tc.want)
+		if got := tc.seed.hash([]byte(tc.key)); got != tc.want {
+			t.Errorf("legacySeed(%#x).hash(%.20q) = %#x, want %#x", uint64(tc.seed), tc.key, got, tc.want)
 		}
 	}
 }
@@ -48,7 +79,7 @@ func TestHashGolden(t *testing.T) {
 func TestSeeds(t *testing.T) {
 	k := []byte("spark\x00executor,applicationid=app-1 cpuTime.count=")
 	a, b := New(Settings{}, t0), New(Settings{}, t0)
-	if a.ID(k) == b.ID(k) || Seed(1).Hash(k) == Seed(2).Hash(k) {
+	if a.ID(k) == b.ID(k) || SeedOf(1, 0).Hash(k) == SeedOf(2, 0).Hash(k) {
 		t.Errorf("two seeds gave the same ID")
 	}
 	if a.ID(k) != a.seed.Hash(k) {
@@ -56,26 +87,37 @@ func TestSeeds(t *testing.T) {
 	}
 }
 
-// Hashing allocates nothing, whatever the key's length (a seeded hash of
-// more than 240 bytes derives its secret on the stack).
+// Hashing allocates nothing, whatever the key's length.
 func TestHashAllocs(t *testing.T) {
 	for _, k := range []string{"a", key200, key300, strings.Repeat(key300, 10)} {
 		key := []byte(k)
-		if n := testing.AllocsPerRun(100, func() { _ = Seed(0x5eed).Hash(key) }); n != 0 {
+		if n := testing.AllocsPerRun(100, func() { _ = SeedOf(0x5eed, 0).Hash(key) }); n != 0 {
 			t.Errorf("%d-byte key: %.0f allocations", len(key), n)
 		}
 	}
 }
 
+// BenchmarkHash: SipHash-2-4-128 (Seed.Hash, what IDs are now) beside
+// seeded xxh3-128 (the hash of state versions 3 and 4), by key length:
+// Spark's paths run 60 to 120 bytes.
 func BenchmarkHash(b *testing.B) {
 	for _, n := range []int{16, 50, 100, 200, 300} {
 		key := []byte(key300[:n])
-		b.Run(fmt.Sprint(n), func(b *testing.B) {
+		b.Run(fmt.Sprintf("siphash/%d", n), func(b *testing.B) {
 			b.SetBytes(int64(n))
 			b.ReportAllocs()
 			var sink ID
 			for b.Loop() {
-				sink = Seed(0x5eed).Hash(key)
+				sink = SeedOf(0x5eed, 1).Hash(key)
+			}
+			_ = sink
+		})
+		b.Run(fmt.Sprintf("xxh3/%d", n), func(b *testing.B) {
+			b.SetBytes(int64(n))
+			b.ReportAllocs()
+			var sink ID
+			for b.Loop() {
+				sink = legacySeed(0x5eed).hash(key)
 			}
 			_ = sink
 		})

@@ -42,7 +42,7 @@ func TestOpenState(t *testing.T) {
 		t.Errorf("load logged %v", logs.All())
 	}
 	got := Unknown()
-	if tr2.ID(key) != tr.ID(key) || !tr2.Restore(tr2.ID(key), "app-1", &got, at(1)) || got != st {
+	if tr2.ID(key) != tr.ID(key) || !tr2.Restore(key, "app-1", &got, at(1)) || got != st {
 		t.Errorf("restored %v, want %v", got, st)
 	}
 	// The mark names the ingest log's segment to replay from, and the

@@ -16,9 +16,9 @@ import (
 // The state file, all integers little-endian:
 //
 //	magic   [8]byte "SPDELTA\x00"
-//	version uint32  4
+//	version uint32  5
 //	saved   int64   save time, unix ns
-//	seed    uint64  the Seed the IDs are hashed with
+//	seed    2 × uint64  the Seed (SipHash key) the IDs are hashed with
 //	start   int64   when the tracker's first run started, unix ns (rule 5)
 //	resume  uint64  the caller's mark: the first ingest log segment the
 //	                baselines lack (Tracker.Resume)
@@ -29,19 +29,24 @@ import (
 //
 // Entries come in chunks of at most chunkSize, so that Save never copies
 // the whole table: a single count up front would need them all. The
-// version says how IDs are made: in version 3, by xxh3's 128-bit hash,
-// seeded with the file's seed, of the bucket, a 0 byte and the point's
-// text up to its value as relay encodes it. Versions 1 and 2 made them
-// another way (version 2 with an unseeded hash of the same key): their
-// files are refused ([ErrOldFormat]), which costs one interval of deltas
-// once. Version 3 lacks start and resume: it is read as a start now with
-// no ingest log.
+// version says how IDs are made: in version 5, by SipHash-2-4-128 keyed
+// with the file's seed ([Seed.Hash]), of the bucket, a 0 byte and the
+// point's text up to its value as relay encodes it. Versions 3 and 4 made
+// them with xxh3's 128-bit hash of the same key, seeded with a uint64
+// seed, which a sender could make collide: they are read, and their
+// baselines restored by that hash (Restore), once; the next save is
+// version 5 with a new key. Version 4 is version 5 with the 8-byte seed;
+// version 3 lacks start and resume too: it is read as a start now with no
+// ingest log. Versions 1 and 2 made them another way (version 2 with an
+// unseeded hash): their files are refused ([ErrOldFormat]), which costs
+// one interval of deltas once.
 const (
 	stateMagic   = "SPDELTA\x00"
-	stateVersion = 4
-	headerSize   = 8 + 4 + 8 // magic, version, saved: the same in every version
-	seedSize     = 8 + 8 + 8 // seed, start, resume (version 3: seed alone)
-	seedSizeV3   = 8
+	stateVersion = 5
+	headerSize   = 8 + 4 + 8  // magic, version, saved: the same in every version
+	seedSize     = 16 + 8 + 8 // seed, start, resume
+	seedSizeV4   = 8 + 8 + 8  // a uint64 seed, start, resume
+	seedSizeV3   = 8          // the seed alone
 	entrySize    = 40
 	chunkSize    = 4096
 )
@@ -67,7 +72,8 @@ func (t *Tracker) Save(w io.Writer, now int64, series iter.Seq2[ID, State]) erro
 	buf = append(buf, stateMagic...)
 	buf = binary.LittleEndian.AppendUint32(buf, stateVersion)
 	buf = binary.LittleEndian.AppendUint64(buf, uint64(now))
-	buf = binary.LittleEndian.AppendUint64(buf, uint64(t.seed))
+	buf = binary.LittleEndian.AppendUint64(buf, t.seed.k0)
+	buf = binary.LittleEndian.AppendUint64(buf, t.seed.k1)
 	buf = binary.LittleEndian.AppendUint64(buf, uint64(t.start))
 	buf = binary.LittleEndian.AppendUint64(buf, t.mark.Load())
 	if _, err := out.Write(buf); err != nil {
@@ -153,8 +159,10 @@ func (s *stateReader) read(n int, what string, index int64) ([]byte, error) {
 // IdleTTL before now (ErrStale: its series would all be idle). Otherwise it
 // skips series idle for longer than IdleTTL, keeps at most MaxSeries, and
 // the tracker takes the file's Seed, so that [Tracker.ID] gives the IDs
-// the last run saved. A restored series has a baseline: its next sample
-// yields a delta (rule 5). Load comes before the tracker's IDs are used.
+// the last run saved; of a version 3 or 4 file it keeps its own key, and
+// Restore finds the saved baselines by their old hash. A restored series
+// has a baseline: its next sample yields a delta (rule 5). Load comes
+// before the tracker's IDs are used.
 func (t *Tracker) Load(r io.Reader, now int64) (int, error) {
 	s := &stateReader{r: bufio.NewReaderSize(r, 64<<10), crc: crc32.NewIEEE()}
 	h, err := s.read(headerSize, "the header", -1)
@@ -168,19 +176,26 @@ func (t *Tracker) Load(r io.Reader, now int64) (int, error) {
 	if v >= 1 && v < 3 {
 		return 0, fmt.Errorf("%w: version %d, this version reads %d (series IDs are made another way)", ErrOldFormat, v, stateVersion)
 	}
-	if v != stateVersion && v != 3 {
+	sizes := map[uint32]int{3: seedSizeV3, 4: seedSizeV4, stateVersion: seedSize}
+	if sizes[v] == 0 {
 		return 0, fmt.Errorf("delta: load state: unsupported version %d (want %d)", v, stateVersion)
 	}
 	saved := int64(binary.LittleEndian.Uint64(h[12:]))
 	s.crc.Write(h)
-	b, err := s.read(map[bool]int{true: seedSize, false: seedSizeV3}[v == stateVersion], "the seed", -1)
+	b, err := s.read(sizes[v], "the seed", -1)
 	if err != nil {
 		return 0, err
 	}
 	s.crc.Write(b)
-	seed := Seed(binary.LittleEndian.Uint64(b))
-	start, resume := t.start, uint64(0)
+	seed, legacy := t.seed, (*legacySeed)(nil)
 	if v == stateVersion {
+		seed, b = SeedOf(binary.LittleEndian.Uint64(b), binary.LittleEndian.Uint64(b[8:])), b[8:]
+	} else {
+		l := legacySeed(binary.LittleEndian.Uint64(b))
+		legacy = &l
+	}
+	start, resume := t.start, uint64(0)
+	if v != 3 {
 		start, resume = min(start, int64(binary.LittleEndian.Uint64(b[8:]))), binary.LittleEndian.Uint64(b[16:])
 	}
 	// A stale file is still read to the end: a damaged one should be
@@ -244,7 +259,7 @@ func (t *Tracker) Load(r io.Reader, now int64) (int, error) {
 	}
 
 	t.mu.Lock()
-	t.restored, t.seed, t.start = recs, seed, start
+	t.restored, t.seed, t.legacy, t.start = recs, seed, legacy, start
 	t.mu.Unlock()
 	t.mark.Store(resume)
 	return len(recs), nil

@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"hash/crc32"
 	"maps"
+	"math"
 	"os"
 	"strings"
 	"testing"
@@ -16,7 +17,7 @@ import (
 func saved(t testing.TB, tr *Tracker, b book, now int64) []byte {
 	t.Helper()
 	var buf bytes.Buffer
-	if err := tr.Save(&buf, now, b.states); err != nil {
+	if err := tr.Save(&buf, now, b.states(tr)); err != nil {
 		t.Fatal(err)
 	}
 	return buf.Bytes()
@@ -28,7 +29,7 @@ func restore(tr *Tracker, now int64, keys ...string) book {
 	b := book{}
 	for _, k := range keys {
 		st := Unknown()
-		if tr.Restore(id(k), "", &st, now) {
+		if tr.Restore([]byte(k), "", &st, now) {
 			b[k] = &st
 		}
 	}
@@ -72,7 +73,7 @@ func TestSaveLoad(t *testing.T) {
 		t.Errorf("c's saved timestamp again: %+v", got)
 	}
 	st := Unknown()
-	if tr.Restore(id("a"), "", &st, at(70)) {
+	if tr.Restore([]byte("a"), "", &st, at(70)) {
 		t.Error("a state restored twice")
 	}
 
@@ -105,7 +106,7 @@ func TestLoadFilters(t *testing.T) {
 		t.Fatalf("Load = %d, %v", n, err)
 	}
 	st := Unknown()
-	if tr.Restore(id("live"), "", &st, at(0)+int64(10*time.Minute)+1) || st.Known() {
+	if tr.Restore([]byte("live"), "", &st, at(0)+int64(10*time.Minute)+1) || st.Known() {
 		t.Error("restored IdleTTL after the start")
 	}
 
@@ -168,15 +169,15 @@ func TestLoadCorrupt(t *testing.T) {
 	}{
 		{"empty", nil, "truncated at byte 0, in the header"},
 		{"not a state file", []byte("# sparkpulse config\n[delta]\nrules = 1\n"), `bad magic "# sparkp"`},
-		{"version 5", edit(func(b []byte) []byte { b[8] = 5; return b }), "unsupported version 5 (want 4)"},
-		{"version 0", edit(func(b []byte) []byte { b[8] = 0; return b }), "unsupported version 0 (want 4)"},
+		{"version 6", edit(func(b []byte) []byte { b[8] = 6; return b }), "unsupported version 6 (want 5)"},
+		{"version 0", edit(func(b []byte) []byte { b[8] = 0; return b }), "unsupported version 0 (want 5)"},
 		{"flipped bit", edit(func(b []byte) []byte { b[headerSize+seedSize+4+20] ^= 0x10; return b }), "checksum mismatch"},
 		{"flipped seed bit", edit(func(b []byte) []byte { b[headerSize+3] ^= 0x10; return b }), "checksum mismatch"},
 		{"bad checksum", edit(func(b []byte) []byte { b[len(b)-1] ^= 1; return b }), "checksum mismatch"},
 		{"trailing data", append(append([]byte(nil), good...), 0), "data after the checksum"},
 		{"total disagrees", edit(func(b []byte) []byte { b[len(b)-12]++; return withCRC(b) }), "4 entries, total says 5"},
 		{"no seed", good[:headerSize+5], "truncated at byte 25, in the seed"},
-		{"entry cut", good[:headerSize+seedSize+4+entrySize+7], "truncated at byte 95, in entry 1"},
+		{"entry cut", good[:headerSize+seedSize+4+entrySize+7], "truncated at byte 103, in entry 1"},
 		{"no checksum", good[:len(good)-4], "truncated at byte"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
@@ -215,7 +216,7 @@ func TestLoadOldFormat(t *testing.T) {
 		if !errors.Is(err, ErrOldFormat) || n != 0 || len(tr.restored) != 0 || tr.seed != seed {
 			t.Errorf("version %d: Load = %d, %v, kept %d; want ErrOldFormat and nothing", file[8], n, err, len(tr.restored))
 		}
-		if err != nil && !strings.Contains(err.Error(), fmt.Sprintf("version %d, this version reads 4", file[8])) {
+		if err != nil && !strings.Contains(err.Error(), fmt.Sprintf("version %d, this version reads 5", file[8])) {
 			t.Errorf("error %q does not name the versions", err)
 		}
 	}
@@ -245,7 +246,7 @@ func TestSeedSaved(t *testing.T) {
 		t.Error("the loaded tracker makes other IDs than the one that saved")
 	}
 	got := Unknown()
-	if !tr.Restore(tr.ID(k), "", &got, at(1)) || got != st {
+	if !tr.Restore(k, "", &got, at(1)) || got != st {
 		t.Errorf("restored %v, want %v", got, st)
 	}
 
@@ -282,7 +283,7 @@ func TestSaveError(t *testing.T) {
 	tr := New(Settings{FirstSampleGrace: NoGrace}, t0)
 	b := many(tr, 5000)
 	for _, after := range []int{0, 100 << 10} {
-		if err := tr.Save(&failWriter{after: after}, at(0), b.states); err == nil || !strings.Contains(err.Error(), "disk full") {
+		if err := tr.Save(&failWriter{after: after}, at(0), b.states(tr)); err == nil || !strings.Contains(err.Error(), "disk full") {
 			t.Errorf("Save to a failing writer: %v", err)
 		}
 	}
@@ -296,7 +297,7 @@ func BenchmarkSaveLoad(b *testing.B) {
 	b.Run("save", func(b *testing.B) {
 		b.SetBytes(int64(len(file)))
 		for b.Loop() {
-			tr.Save(discard{}, at(0), bk.states)
+			tr.Save(discard{}, at(0), bk.states(tr))
 		}
 	})
 	b.Run("load", func(b *testing.B) {
@@ -338,22 +339,64 @@ func FuzzLoad(f *testing.F) {
 	})
 }
 
-// A version 3 file (before the ingest log) is read: its baselines, no
-// mark, and the start of this run.
-func TestLoadVersion3(t *testing.T) {
-	old, ob := New(Settings{FirstSampleGrace: NoGrace}, t0), book{}
-	ob.update(old, "a", 100, at(0), at(0))
-	old.SetMark(9)
-	v4 := saved(t, old, ob, at(10))
-	v3 := append(bytes.Clone(v4[:headerSize+seedSizeV3]), v4[headerSize+seedSize:]...)
-	v3[8] = 3
-	v3 = withCRC(v3)
-	restart := t0.Add(60 * time.Second)
-	tr := New(Settings{}, restart)
-	if n, err := tr.Load(bytes.NewReader(v3), at(60)); n != 1 || err != nil {
-		t.Fatalf("Load = %d, %v", n, err)
+// legacyState is a state file of version 4 or 3 (3: no start nor mark),
+// as those versions wrote it: one baseline, under xxh3's ID of key with
+// seed.
+func legacyState(version uint32, seed legacySeed, key string, st State, saved, start int64, mark uint64) []byte {
+	le := binary.LittleEndian
+	b := le.AppendUint32([]byte(stateMagic), version)
+	b = le.AppendUint64(b, uint64(saved))
+	b = le.AppendUint64(b, uint64(seed))
+	if version == 4 {
+		b = le.AppendUint64(le.AppendUint64(b, uint64(start)), mark)
 	}
-	if tr.Mark() != 0 || tr.start != restart.UnixNano() {
-		t.Errorf("mark %d, start %d; want 0 and this run's", tr.Mark(), tr.start)
+	id := seed.hash([]byte(key))
+	b = le.AppendUint32(b, 1)
+	b = le.AppendUint64(le.AppendUint64(b, id[0]), id[1])
+	b = le.AppendUint64(b, math.Float64bits(st.value))
+	b = le.AppendUint64(le.AppendUint64(b, uint64(st.ts)), uint64(saved))
+	b = le.AppendUint32(b, 0)
+	b = le.AppendUint64(b, 1)
+	return le.AppendUint32(b, crc32.ChecksumIEEE(b))
+}
+
+// A file of version 4 or 3 (xxh3's IDs; 3 before the ingest log too) is
+// read: its baselines go to the series whose keys hash to them under its
+// seed, the tracker keeps a key of its own for what it saves next, and
+// version 3 gives no mark and this run's start.
+func TestLoadLegacyVersions(t *testing.T) {
+	st := State{value: 100, ts: at(0)}
+	for _, v := range []uint32{4, 3} {
+		restart := t0.Add(60 * time.Second)
+		tr := New(Settings{}, restart)
+		own := tr.seed
+		file := legacyState(v, 0x5eed, "spark\x00executor,applicationid=app-1 cpuTime=", st, at(10), at(0), 9)
+		if n, err := tr.Load(bytes.NewReader(file), at(60)); n != 1 || err != nil {
+			t.Fatalf("version %d: Load = %d, %v", v, n, err)
+		}
+		if tr.seed != own {
+			t.Errorf("version %d: the tracker took the file's seed as its key", v)
+		}
+		got := Unknown()
+		if !tr.Restore([]byte("spark\x00executor,applicationid=app-1 cpuTime="), "app-1", &got, at(61)) || got != st {
+			t.Errorf("version %d: restored %v, want %v", v, got, st)
+		}
+		wantMark, wantStart := uint64(9), at(0)
+		if v == 3 {
+			wantMark, wantStart = 0, restart.UnixNano()
+		}
+		if tr.Mark() != wantMark || tr.start != wantStart {
+			t.Errorf("version %d: mark %d, start %d; want %d, %d", v, tr.Mark(), tr.start, wantMark, wantStart)
+		}
+		// What it saves next is version 5, under its own key.
+		b := book{"spark\x00executor,applicationid=app-1 cpuTime=": &got}
+		next := saved(t, tr, b, at(70))
+		if binary.LittleEndian.Uint32(next[8:]) != stateVersion {
+			t.Errorf("version %d: saved as version %d", v, binary.LittleEndian.Uint32(next[8:]))
+		}
+		again := New(Settings{}, restart)
+		if n, err := again.Load(bytes.NewReader(next), at(80)); n != 1 || err != nil || again.seed != own {
+			t.Errorf("version %d, saved again: Load = %d, %v; key kept %v", v, n, err, again.seed == own)
+		}
 	}
 }

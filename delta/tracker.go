@@ -166,8 +166,11 @@ type Tracker struct {
 	lastLost atomic.Int64
 
 	maxPerApp int
-	seed      Seed // IDs' hash seed: random, or the saved state's (Load)
-	mark      atomic.Uint64
+	seed      Seed // IDs' hash key: random, or the saved state's (Load)
+	// legacy is the seed of a state of version 3 or 4 that Load read:
+	// its IDs are xxh3's, and Restore looks them up by it.
+	legacy *legacySeed
+	mark   atomic.Uint64
 
 	mu       sync.Mutex
 	perApp   map[string]int // series with a baseline, by application
@@ -341,14 +344,18 @@ func (t *Tracker) Expire(st State, app string, idle time.Duration, room bool, no
 	return true
 }
 
-// Restore gives st, the state of a series of app seen at now for the
-// first time since start, its baseline saved by the last run (see Load),
-// if there is one. IdleTTL after start, what was not claimed is idle and
-// let go.
-func (t *Tracker) Restore(id ID, app string, st *State, now int64) bool {
+// Restore gives st, the state of the series of key (see ID) of app seen
+// at now for the first time since start, its baseline saved by the last
+// run (see Load), if there is one. IdleTTL after start, what was not
+// claimed is idle and let go.
+func (t *Tracker) Restore(key []byte, app string, st *State, now int64) bool {
+	id := t.ID(key)
 	t.mu.Lock()
 	if now-t.start > t.idleTTL {
 		t.restored = nil
+	}
+	if t.legacy != nil {
+		id = t.legacy.hash(key)
 	}
 	saved, ok := t.restored[id]
 	if ok {

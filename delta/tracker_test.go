@@ -17,7 +17,7 @@ func at(s float64) int64 { return t0.UnixNano() + int64(s*1e9) }
 
 // id is a test key's ID. Saved state takes IDs as they come: the tests
 // make them all with one seed.
-func id(key string) ID { return Seed(1).Hash([]byte(key)) }
+func id(key string) ID { return SeedOf(1, 0).Hash([]byte(key)) }
 
 // book keeps the series' states, as the caller of a Tracker does.
 type book map[string]*State
@@ -51,11 +51,13 @@ func (b book) forget(tr *Tracker, keys ...string) {
 	}
 }
 
-// states yields the book's states by the IDs of their keys.
-func (b book) states(yield func(ID, State) bool) {
-	for k, st := range b {
-		if !yield(id(k), *st) {
-			return
+// states yields the book's states by the IDs tr gives their keys.
+func (b book) states(tr *Tracker) func(yield func(ID, State) bool) {
+	return func(yield func(ID, State) bool) {
+		for k, st := range b {
+			if !yield(tr.ID([]byte(k)), *st) {
+				return
+			}
 		}
 	}
 }
@@ -454,7 +456,7 @@ func TestConcurrent(t *testing.T) {
 					ls.mu.Lock()
 					st := ls.st
 					ls.mu.Unlock()
-					if !yield(id(k), st) {
+					if !yield(tr.ID([]byte(k)), st) {
 						return
 					}
 				}

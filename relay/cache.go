@@ -102,9 +102,12 @@ const (
 	cacheTTL = int64(60e9)
 )
 
-// seriesCache maps path hashes to series. A path's hash is keyed by a
-// random seed of the cache's own, so that a sender cannot craft paths that
-// collide with another application's. Lookups take no lock and write
+// seriesCache maps path hashes to series, and compares nothing else on a
+// hit. A path's hash is SipHash-2-4-128 under a random key of the cache's
+// own (delta.Seed), a pseudorandom function: a sender who does not know
+// the key cannot make a path of theirs take another application's series
+// (a seeded xxh3 could not promise that: its maintainers document
+// collisions that hold for every seed). Lookups take no lock and write
 // no shared memory, so connections on different cores do not contend:
 // each shard's tables are open-addressed arrays of atomic pointers,
 // written under the shard's mutex and published whole when they grow.

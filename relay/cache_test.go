@@ -15,7 +15,7 @@ import (
 
 const sec = int64(1e9)
 
-func id(path string) delta.ID { return delta.Seed(1).Hash([]byte(path)) }
+func id(path string) delta.ID { return delta.SeedOf(1, 0).Hash([]byte(path)) }
 
 // A table finds every series it holds and no other, when their probe
 // sequences run through full buckets, wrap around the table's end, and

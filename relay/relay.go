@@ -596,7 +596,7 @@ func (c *Conn) firstSight(h delta.ID) *series {
 	if ds := c.relay.cfg.Deltas; ds != nil && s.cumulative() {
 		mu := c.relay.cache.stripe(h)
 		mu.Lock()
-		ds.Tracker.Restore(c.stateID(ds.Tracker, ds.Bucket, s.text[:s.field]), s.app(), &s.st, c.receiveTime())
+		ds.Tracker.Restore(c.stateKey(ds.Bucket, s.text[:s.field]), s.app(), &s.st, c.receiveTime())
 		mu.Unlock()
 	}
 	return s
@@ -742,14 +742,13 @@ func (c *Conn) receiveTime() int64 {
 	return c.now
 }
 
-// stateID names a cumulative series' baseline in saved state: the
-// tracker's hash of the bucket, a 0 byte and the point's text up to its
-// value (escaped measurement, tags and field key), which no two series
-// share.
-func (c *Conn) stateID(tr *delta.Tracker, bucket, text string) delta.ID {
-	k := append(append(append(c.key[:0], bucket...), 0), text...)
-	c.key = k
-	return tr.ID(k)
+// stateKey is what names a cumulative series' baseline in saved state
+// (the tracker's ID of it): the bucket, a 0 byte and the point's text up
+// to its value (escaped measurement, tags and field key), which no two
+// series share.
+func (c *Conn) stateKey(bucket, text string) []byte {
+	c.key = append(append(append(c.key[:0], bucket...), 0), text...)
+	return c.key
 }
 
 // States yields the baseline of every cumulative series the Relay keeps,
