@@ -50,6 +50,11 @@ type stageDetails struct {
 	slowest *sparkapi.TaskData
 	failed  []sparkapi.TaskData
 	killed  []sparkapi.TaskData // a speculative copy that lost, a cancelled job's
+	// listedFailed and listedKilled are the stage's counts when its failed
+	// and killed tasks were last asked for: a task killed as its stage
+	// finished may end after the stage's details were read, and the
+	// counts growing has them read again.
+	listedFailed, listedKilled int
 }
 
 // syncStageDetails reads the details of stage attempts that ended since
@@ -71,7 +76,20 @@ func (p *Poller) syncStageDetails(ctx context.Context, st *appState) error {
 	})
 	for _, k := range keys {
 		s := st.stages[k]
-		if s.details != nil || (s.Status != "COMPLETE" && s.Status != "FAILED") {
+		if s.Status != "COMPLETE" && s.Status != "FAILED" {
+			continue
+		}
+		if d := s.details; d != nil {
+			if (d.why == detailsRead || d.why == detailsShort) && budget > 0 &&
+				(s.NumFailedTasks > d.listedFailed || s.NumKilledTasks > d.listedKilled) {
+				budget--
+				base := st.url + "/stages/" + strconv.Itoa(k.id) + "/" + strconv.Itoa(k.attempt)
+				d.failed, d.killed = nil, nil
+				if err := readFailed(ctx, p.get, base, d, p.cfg.FailedTasksPerStage); err != nil {
+					return err
+				}
+				d.listedFailed, d.listedKilled = s.NumFailedTasks, s.NumKilledTasks
+			}
 			continue
 		}
 		start, end := optMS(s.SubmissionTime), optMS(s.CompletionTime)
@@ -107,6 +125,7 @@ func (p *Poller) syncStageDetails(ctx context.Context, st *appState) error {
 		if err := readDetails(ctx, p.get, base, d, long, s.NumFailedTasks+s.NumKilledTasks > 0, p.cfg.FailedTasksPerStage); err != nil {
 			return err
 		}
+		d.listedFailed, d.listedKilled = s.NumFailedTasks, s.NumKilledTasks
 		if d.why == detailsUnavailable {
 			p.stats.stageDetails(d.why)
 		}
@@ -236,19 +255,26 @@ func readDetails(ctx context.Context, get getFunc, base string, d *stageDetails,
 		}
 	}
 	if failed {
-		var tasks []sparkapi.TaskData
-		err := get(ctx, base+"/taskList?status=failed&status=killed&length="+strconv.Itoa(2*maxFailed), &tasks)
-		if ctx.Err() != nil {
-			return ctx.Err()
-		}
-		if err == nil {
-			for _, t := range tasks {
-				switch {
-				case t.Status == "KILLED" && len(d.killed) < maxFailed:
-					d.killed = append(d.killed, t)
-				case t.Status != "SUCCESS" && t.Status != "RUNNING" && t.Status != "KILLED" && len(d.failed) < maxFailed:
-					d.failed = append(d.failed, t)
-				}
+		return readFailed(ctx, get, base, d, maxFailed)
+	}
+	return nil
+}
+
+// readFailed reads into d the failed and killed tasks of the stage
+// attempt at base, at most maxFailed of each.
+func readFailed(ctx context.Context, get getFunc, base string, d *stageDetails, maxFailed int) error {
+	var tasks []sparkapi.TaskData
+	err := get(ctx, base+"/taskList?status=failed&status=killed&length="+strconv.Itoa(2*maxFailed), &tasks)
+	if ctx.Err() != nil {
+		return ctx.Err()
+	}
+	if err == nil {
+		for _, t := range tasks {
+			switch {
+			case t.Status == "KILLED" && len(d.killed) < maxFailed:
+				d.killed = append(d.killed, t)
+			case t.Status != "SUCCESS" && t.Status != "RUNNING" && t.Status != "KILLED" && len(d.failed) < maxFailed:
+				d.failed = append(d.failed, t)
 			}
 		}
 	}
