@@ -703,30 +703,7 @@ func checkStageDetails(t *testing.T, r *run) {
 // History Server: the skewed stage is judged skewed (its bytes were), and
 // the failed tasks read as the failures run made them.
 func checkReport(t *testing.T, r *run) {
-	type report struct {
-		Time struct {
-			Slowest []struct {
-				Stage    string
-				Verdicts []struct{ Rule, Text string }
-				Note     string
-			}
-			FailedTasks []struct {
-				Class, Kind string
-				Tasks       int
-			} `json:"failed_tasks"`
-		} `json:"where_the_time_went"`
-	}
-	run := func(a *application) report {
-		out, err := exec.Command(binary(t), "report", "--url", r.hs, "--json", a.id).Output()
-		if err != nil {
-			t.Fatalf("sparkpulse report %s: %v\n%s", a.id, err, out)
-		}
-		var rep report
-		if err := json.Unmarshal(out, &rep); err != nil {
-			t.Fatalf("report %s: %v\n%s", a.id, err, out)
-		}
-		return rep
-	}
+	run := func(a *application) timeReport { return reportOf(t, r.hs, a.id) }
 
 	var stages []sparkapi.Stage
 	r.main.rest("stages", &stages)
@@ -1043,4 +1020,35 @@ func javaVersion(t *testing.T) string {
 	}
 	first, _, _ := strings.Cut(string(out), "\n")
 	return strings.TrimSpace(first)
+}
+
+// timeReport is what `sparkpulse report --json` says of where an
+// application's time went.
+type timeReport struct {
+	Time struct {
+		Slowest []struct {
+			Stage    string
+			Verdicts []struct{ Rule, Text string }
+			Note     string
+		}
+		FailedTasks []struct {
+			Class, Kind string
+			Tasks       int
+		} `json:"failed_tasks"`
+	} `json:"where_the_time_went"`
+}
+
+// reportOf runs `sparkpulse report --json` on application id, from the
+// History Server at hs.
+func reportOf(t *testing.T, hs, id string) timeReport {
+	t.Helper()
+	out, err := exec.Command(binary(t), "report", "--url", hs, "--json", id).Output()
+	if err != nil {
+		t.Fatalf("sparkpulse report %s: %v\n%s", id, err, out)
+	}
+	var rep timeReport
+	if err := json.Unmarshal(out, &rep); err != nil {
+		t.Fatalf("report %s: %v\n%s", id, err, out)
+	}
+	return rep
 }

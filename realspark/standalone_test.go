@@ -1,7 +1,6 @@
 package realspark
 
 import (
-	"encoding/json"
 	"errors"
 	"fmt"
 	"maps"
@@ -339,22 +338,7 @@ func checkSkewJoin(t *testing.T, r *standaloneRun) {
 	if rb := sum.ShuffleReadMetrics.ReadBytes; len(rb) != 2 || rb[1] < 4*rb[0] {
 		t.Fatalf("Spark %s: the whole join's shuffle read by task, median and largest: %v", r.version, rb)
 	}
-	out, err := exec.Command(binary(t), "report", "--url", r.hs, "--json", id).Output()
-	if err != nil {
-		t.Fatalf("sparkpulse report %s: %v\n%s", id, err, out)
-	}
-	var rep struct {
-		Time struct {
-			Slowest []struct {
-				Stage    string
-				Verdicts []struct{ Rule, Text string }
-				Note     string
-			}
-		} `json:"where_the_time_went"`
-	}
-	if err := json.Unmarshal(out, &rep); err != nil {
-		t.Fatalf("report %s: %v\n%s", id, err, out)
-	}
+	rep := reportOf(t, r.hs, id)
 	judged := map[string][]string{}
 	for _, s := range rep.Time.Slowest {
 		rules := []string{}
