@@ -126,11 +126,18 @@ state-dir = %q
 	var accepted, refusedReports uint64
 	var peak int64
 	var spilled uint64
+	dropped, writeErrors := map[string]uint64{}, map[string]uint64{}
 	collect := func(s *testService) {
 		accepted += acceptedValues(s.blocks[0].relay.Stats())
 		st := s.blocks[0].writer.Stats()
 		peak = max(peak, st.PeakBacklog)
 		spilled += st.DiskSpilled
+		for k, v := range st.PointsDropped {
+			dropped[k] += v
+		}
+		for k, v := range st.WriteErrors {
+			writeErrors[k] += v
+		}
 	}
 	pace := time.NewTicker(40 * time.Millisecond) // about 25 s of streaming
 	defer pace.Stop()
@@ -164,10 +171,10 @@ state-dir = %q
 	collect(svc)
 
 	stored := storedValues(t, srv, "spark", "")
-	t.Logf("%s: %d values accepted, %d stored; %d reports refused while sparkpulse restarted; peak backlog %d bytes, %d batches spilled to disk",
-		time.Since(began).Round(time.Second), accepted, stored, refusedReports, peak, spilled)
-	if stored != accepted || accepted < 500_000 {
-		t.Errorf("InfluxDB stores %d values, sparkpulse accepted %d", stored, accepted)
+	t.Logf("%s: %d values accepted, %d stored; %d reports refused while sparkpulse restarted; peak backlog %d bytes, %d batches spilled to disk; write errors %v",
+		time.Since(began).Round(time.Second), accepted, stored, refusedReports, peak, spilled, writeErrors)
+	if stored != accepted || accepted < 500_000 || len(dropped) > 0 {
+		t.Errorf("InfluxDB stores %d values, sparkpulse accepted %d; points dropped by reason: %v", stored, accepted, dropped)
 	}
 	if spilled == 0 || peak < 4<<20 {
 		t.Errorf("the outages never went to disk: peak backlog %d bytes, %d batches spilled", peak, spilled)

@@ -59,6 +59,7 @@ type Server2 struct {
 
 	cmd     *exec.Cmd
 	exited  chan struct{} // closed when the process has exited
+	held    func()        // after Kill: releases HTTPAddr (see holdPort)
 	log     *syncBuffer
 	logFrom int // where in log the running process's output starts
 	client  *http.Client
@@ -432,10 +433,12 @@ func (s *Server2) Log() string { return s.log.String() }
 func (s *Server2) PID() int { return s.cmd.Process.Pid }
 
 // Kill stops influxd with SIGKILL, as a crash or an OOM kill would, and
-// waits until it has exited. Its data stays for Restart.
+// waits until it has exited. Its data stays for Restart, and its HTTP
+// port is held until then, as Server.Kill does.
 func (s *Server2) Kill() {
 	_ = s.cmd.Process.Kill()
 	<-s.exited
+	s.held = holdAfterKill(s.HTTPAddr)
 }
 
 // Restart starts influxd again on the same HTTP address and data after
@@ -444,7 +447,9 @@ func (s *Server2) Kill() {
 func (s *Server2) Restart(tb testing.TB) {
 	tb.Helper()
 	s.args[0] = "--http-bind-address=" + s.HTTPAddr
-	if err := s.launch(); err != nil {
+	err := s.launch()
+	release(&s.held)
+	if err != nil {
 		tb.Fatalf("influxtest: restart on %s: %v", s.HTTPAddr, restartError(err))
 	}
 }
@@ -452,6 +457,7 @@ func (s *Server2) Restart(tb testing.TB) {
 // Stop sends SIGTERM and waits for influxd to exit, killing it if it takes
 // too long.
 func (s *Server2) Stop() {
+	release(&s.held)
 	select {
 	case <-s.exited:
 		return

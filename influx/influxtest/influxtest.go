@@ -60,6 +60,7 @@ type Server struct {
 
 	cmd     *exec.Cmd
 	exited  chan struct{} // closed when the process has exited
+	held    func()        // after Kill: releases HTTPAddr (see holdPort)
 	log     *syncBuffer
 	logFrom int          // where in log the running process's output starts
 	client  *http.Client // trusts CAFile
@@ -260,22 +261,45 @@ func (s *Server) launch(httpAddr string) error {
 func (s *Server) PID() int { return s.cmd.Process.Pid }
 
 // Kill stops influxd with SIGKILL, as a crash or an OOM kill would, and
-// waits until it has exited. Its data stays for Restart.
+// waits until it has exited. Its data stays for Restart, and its HTTP
+// port is held until then (see holdPort): connections to it are refused.
 func (s *Server) Kill() {
 	_ = s.cmd.Process.Kill()
 	<-s.exited
+	s.held = holdAfterKill(s.HTTPAddr)
+}
+
+// holdAfterKill holds the port of a server just killed, or returns nil
+// when another process took it in the instant since, which its restart
+// then reports.
+func holdAfterKill(addr string) func() {
+	release, err := holdPort(addr)
+	if err != nil {
+		return nil
+	}
+	return release
+}
+
+// release lets the held port go, if one is.
+func release(held *func()) {
+	if *held != nil {
+		(*held)()
+		*held = nil
+	}
 }
 
 // Restart starts influxd again on the same HTTP address and data after
 // Kill, as the programs under test have its URL in their configuration.
-// That port is free from Kill on, so another process can take it before
-// influxd binds it again, which nothing can prevent when restarting on a
-// known address: then influxd cannot start, and Restart fails the test
-// saying so. Its [[graphite]] listeners bind port 0 again: addresses
-// GraphiteAddrs gave before a Restart are stale after it.
+// Kill held the port, so a server another test starts on port 0 meanwhile
+// cannot take it and the writes meant for this one; a process that binds
+// that very port can, and then influxd cannot start, and Restart fails
+// the test saying so. Its [[graphite]] listeners bind port 0 again:
+// addresses GraphiteAddrs gave before a Restart are stale after it.
 func (s *Server) Restart(tb testing.TB) {
 	tb.Helper()
-	if err := s.launch(s.HTTPAddr); err != nil {
+	err := s.launch(s.HTTPAddr)
+	release(&s.held) // influxd listens there now, or the test ends
+	if err != nil {
 		tb.Fatalf("influxtest: restart on %s: %v", s.HTTPAddr, restartError(err))
 	}
 }
@@ -322,6 +346,7 @@ func (s *Server) Log() string { return s.log.String() }
 // Stop sends SIGTERM and waits for influxd to exit, killing it if it takes
 // too long.
 func (s *Server) Stop() {
+	release(&s.held)
 	select {
 	case <-s.exited:
 		return

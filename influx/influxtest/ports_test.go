@@ -59,6 +59,7 @@ ts=2026-11-26T01:47:54.832553Z lvl=info msg=Listening log_id=16mOSKJ0000 service
 }
 
 // influxd comes back on the address Start got, with its data, after Kill.
+// Until then connections to it are refused.
 func TestRestart(t *testing.T) {
 	srv := Start(t)
 	addr := srv.HTTPAddr
@@ -67,6 +68,12 @@ func TestRestart(t *testing.T) {
 	}
 	srv.Exec(t, "CREATE DATABASE kept")
 	srv.Kill()
+	if c, err := net.Dial("tcp", addr); err == nil {
+		c.Close()
+		t.Errorf("a connection to the killed server's %s was accepted", addr)
+	} else if !errors.Is(err, syscall.ECONNREFUSED) {
+		t.Errorf("a connection to the killed server's %s: %v, want connection refused", addr, err)
+	}
 	srv.Restart(t)
 	if srv.HTTPAddr != addr || srv.URL != "http://"+addr {
 		t.Errorf("restarted on %s (%s), want %s", srv.HTTPAddr, srv.URL, addr)
