@@ -5,8 +5,8 @@ import (
 	"fmt"
 	"time"
 
+	"github.com/sparkpulse/sparkpulse/schema"
 	"github.com/sparkpulse/sparkpulse/sizing"
-	"github.com/sparkpulse/sparkpulse/spark"
 	"github.com/sparkpulse/sparkpulse/sparkapi"
 )
 
@@ -270,14 +270,14 @@ func StreamOnly(stream map[string]ProcessTotals, firstMs, lastMs int64) sizing.U
 			continue
 		}
 		u.Executors++
-		if v, ok := plausible(t.Sums[StreamKey(spark.CPUTime)]); ok {
+		if v, ok := plausible(t.Sums[StreamKey(schema.CPUTime)]); ok {
 			cpuNs += v
 			withCPU++
 		}
-		if v, ok := plausible(t.Sums[StreamKey(spark.RunTime)]); ok {
+		if v, ok := plausible(t.Sums[StreamKey(schema.RunTime)]); ok {
 			runMs += v
 		}
-		if v, ok := plausible(t.Sums[StreamKey(spark.JVMGCTime)]); ok {
+		if v, ok := plausible(t.Sums[StreamKey(schema.JVMGCTime)]); ok {
 			gcMs += v
 		}
 		var peak, mean float64
@@ -290,7 +290,7 @@ func StreamOnly(stream map[string]ProcessTotals, firstMs, lastMs int64) sizing.U
 			}
 		}
 		u.PeakRSS = max(u.PeakRSS, int64(peak))
-		if v, ok := plausibleMemory(t.Peak[StreamKey(spark.PythonRSSMemory)]); ok {
+		if v, ok := plausibleMemory(t.Peak[StreamKey(schema.PythonRSSMemory)]); ok {
 			u.PeakPythonRSS = max(u.PeakPythonRSS, int64(v))
 		}
 		if mean > 0 {

@@ -3,7 +3,7 @@ package accounting
 import (
 	"slices"
 
-	"github.com/sparkpulse/sparkpulse/spark"
+	"github.com/sparkpulse/sparkpulse/schema"
 )
 
 // ProcessTotals is what the stream says of one process.
@@ -64,18 +64,18 @@ func CloneTotals(src map[string]ProcessTotals) map[string]ProcessTotals {
 
 // StreamCounters are the counters whose deltas the accounting and
 // reconciliation sum.
-var StreamCounters = []spark.Metric{spark.SucceededTasks, spark.CPUTime, spark.RunTime, spark.JVMGCTime,
-	spark.BytesRead, spark.ShuffleRead, spark.ShuffleWritten, spark.CgroupCPU}
+var StreamCounters = []schema.Metric{schema.SucceededTasks, schema.CPUTime, schema.RunTime, schema.JVMGCTime,
+	schema.BytesRead, schema.ShuffleRead, schema.ShuffleWritten, schema.CgroupCPU}
 
 // TreeGauges are the parts of a process tree's resident memory: the
 // JVM, its Python workers, its other children.
-var TreeGauges = []spark.Metric{spark.JVMRSSMemory, spark.PythonRSSMemory, spark.OtherRSSMemory}
+var TreeGauges = []schema.Metric{schema.JVMRSSMemory, schema.PythonRSSMemory, schema.OtherRSSMemory}
 
 // StreamGauges are the gauges whose peak and mean the accounting reads.
-var StreamGauges = append(slices.Clone(TreeGauges), spark.JVMHeapMemory)
+var StreamGauges = append(slices.Clone(TreeGauges), schema.JVMHeapMemory)
 
 // StreamKey is m's key in ProcessTotals' maps, whatever shape the stream
 // is stored in: its measurement in the CERN shape ("cpuTime.count",
 // "ch.cern.CgroupMetrics.CPUTimeNanosec"), for a gauge of ExecutorMetrics
 // also its name in Spark's peakMemoryMetrics.
-func StreamKey(m spark.Metric) string { return spark.SchemaCERN.Measurement(m) }
+func StreamKey(m schema.Metric) string { return schema.CERN.Measurement(m) }

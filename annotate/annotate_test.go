@@ -18,6 +18,7 @@ import (
 	"go.uber.org/zap/zapcore"
 	"go.uber.org/zap/zaptest/observer"
 
+	"github.com/sparkpulse/sparkpulse/schema"
 	"github.com/sparkpulse/sparkpulse/sparkui"
 )
 
@@ -135,11 +136,11 @@ func TestScriptedLiveApp(t *testing.T) {
 
 	p.PollOnce(ctx)
 	jobStart0 := fmt.Sprintf(`%d job 0 RUNNING end=<nil> dur=<nil> tasks=<nil>/12 failed=<nil> stages=0,1 sql=<nil> reason=""`, factNs(5, 0, phaseStart))
-	equalLines(t, "poll 1 jobs", sink.stored(MeasurementJob, jobRow), []string{jobStart0})
+	equalLines(t, "poll 1 jobs", sink.stored(schema.MeasurementJob, jobRow), []string{jobStart0})
 	stageStart0 := fmt.Sprintf(`%d stage 0.0 ACTIVE end=<nil> tasks=<nil>/8 jobs=<nil> reason=""`, factNs(5, 0, phaseStart))
-	equalLines(t, "poll 1 stages", sink.stored(MeasurementStage, stageRow), []string{stageStart0})
+	equalLines(t, "poll 1 stages", sink.stored(schema.MeasurementStage, stageRow), []string{stageStart0})
 	appStart := fmt.Sprintf("%d app %s Nightly ETL RUNNING end=<nil> dur=<nil>", factNs(0, 0, phaseStart), scriptApp)
-	equalLines(t, "poll 1 app", sink.stored(MeasurementApp, appRow), []string{appStart})
+	equalLines(t, "poll 1 app", sink.stored(schema.MeasurementApp, appRow), []string{appStart})
 	first := s.srv.Requests()
 	for _, r := range []string{"/jobs", "/stages?details=false", "/sql?details=false&planDescription=false&offset=0&length=100"} {
 		if !slices.ContainsFunc(first, func(q string) bool { return strings.HasSuffix(q, scriptApp+r) }) {
@@ -169,20 +170,20 @@ func TestScriptedLiveApp(t *testing.T) {
 	})
 	reason := "Job aborted due to stage failure: Task 1 in stage 2.0 failed 4 times"
 	jobStart2 := fmt.Sprintf(`%d job 2 RUNNING end=<nil> dur=<nil> tasks=<nil>/3 failed=<nil> stages=3 sql=<nil> reason=""`, factNs(39, 2, phaseStart))
-	equalLines(t, "poll 2 jobs", sink.stored(MeasurementJob, jobRow), []string{
+	equalLines(t, "poll 2 jobs", sink.stored(schema.MeasurementJob, jobRow), []string{
 		jobStart0,
 		fmt.Sprintf(`%d job 0 SUCCEEDED end=%d dur=31000 tasks=12/12 failed=0 stages=0,1 sql=0 reason=""`, factNs(5, 0, phaseEnd), ms(at(36))),
 		fmt.Sprintf(`%d job 1 FAILED end=%d dur=1000 tasks=1/2 failed=1 stages=2 sql=0 reason=%q`, factNs(37, 1, phaseEnd), ms(at(38)), reason),
 		jobStart2,
 	})
-	equalLines(t, "poll 2 stages", sink.stored(MeasurementStage, stageRow), []string{
+	equalLines(t, "poll 2 stages", sink.stored(schema.MeasurementStage, stageRow), []string{
 		stageStart0,
 		fmt.Sprintf(`%d stage 0.0 COMPLETE end=%d tasks=8/8 jobs=0 reason=""`, factNs(5, 0, phaseEnd), ms(at(20))),
 		fmt.Sprintf(`%d stage 1.0 COMPLETE end=%d tasks=4/4 jobs=0 reason=""`, factNs(21, 10, phaseEnd), ms(at(35))),
 		fmt.Sprintf(`%d stage 2.0 FAILED end=%d tasks=1/2 jobs=1 reason=%q`, factNs(37, 20, phaseEnd), ms(at(38)), reason),
 		fmt.Sprintf(`%d stage 3.0 ACTIVE end=<nil> tasks=<nil>/3 jobs=<nil> reason=""`, factNs(39, 30, phaseStart)),
 	})
-	equalLines(t, "poll 2 sql", sink.stored(MeasurementSQL, sqlRow), []string{
+	equalLines(t, "poll 2 sql", sink.stored(schema.MeasurementSQL, sqlRow), []string{
 		fmt.Sprintf(`%d sql 0 RUNNING end=<nil> jobs=<nil> failed=<nil> desc="INSERT INTO sales SELECT * FROM staging"`, factNs(4, 0, phaseStart)),
 		fmt.Sprintf(`%d sql 0 FAILED end=%d jobs=0,1 failed=1 desc="INSERT INTO sales SELECT * FROM staging"`, factNs(4, 0, phaseEnd), ms(at(38))),
 		fmt.Sprintf(`%d sql 1 RUNNING end=<nil> jobs=<nil> failed=<nil> desc="SELECT count(*) FROM sales"`, factNs(39, 1, phaseStart)),
@@ -190,18 +191,18 @@ func TestScriptedLiveApp(t *testing.T) {
 
 	s.step3()
 	p.PollOnce(ctx)
-	equalLines(t, "final jobs", sink.stored(MeasurementJob, jobRow)[3:], []string{
+	equalLines(t, "final jobs", sink.stored(schema.MeasurementJob, jobRow)[3:], []string{
 		jobStart2,
 		fmt.Sprintf(`%d job 2 SUCCEEDED end=%d dur=11000 tasks=3/3 failed=0 stages=3 sql=1 reason=""`, factNs(39, 2, phaseEnd), ms(at(50))),
 	})
-	equalLines(t, "final app", sink.stored(MeasurementApp, appRow), []string{
+	equalLines(t, "final app", sink.stored(schema.MeasurementApp, appRow), []string{
 		appStart,
 		fmt.Sprintf("%d app %s Nightly ETL COMPLETED end=%d dur=55000", factNs(0, 0, phaseEnd), scriptApp, ms(at(55))),
 	})
-	if n := len(sink.stored(MeasurementStage, stageRow)); n != 6 {
+	if n := len(sink.stored(schema.MeasurementStage, stageRow)); n != 6 {
 		t.Errorf("%d stage facts, want 6: an end for each of the 4 stage attempts that ran, a start for the 2 seen running", n)
 	}
-	if n := len(sink.stored(MeasurementSQL, sqlRow)); n != 4 {
+	if n := len(sink.stored(schema.MeasurementSQL, sqlRow)); n != 4 {
 		t.Errorf("%d SQL facts, want 4", n)
 	}
 	s.srv.Requests()
@@ -254,7 +255,7 @@ func TestHistoryServerUnchangedLog(t *testing.T) {
 	if reqs := s.srv.Requests(); len(reqs) != 1 {
 		t.Errorf("unchanged log: requests %q, want the listing only", reqs)
 	}
-	if got := sink.stored(MeasurementJob, jobRow); len(got) != 1 || !strings.Contains(got[0], "RUNNING end=<nil>") {
+	if got := sink.stored(schema.MeasurementJob, jobRow); len(got) != 1 || !strings.Contains(got[0], "RUNNING end=<nil>") {
 		t.Errorf("running job: %q, want its start fact only", got)
 	}
 	s.srv.Update(func(m *sparkui.Model) { m.Apps[0].Attempts[0].Updated = at(39) })
@@ -285,7 +286,7 @@ func TestBurstReadsTheList(t *testing.T) {
 	if len(reqs) > 12 || !slices.ContainsFunc(reqs, func(r string) bool { return strings.HasSuffix(r, scriptApp+"/jobs") }) {
 		t.Errorf("%d requests for a burst of 100 jobs: %q", len(reqs), reqs)
 	}
-	if n := len(sink.stored(MeasurementJob, jobRow)); n != 102 {
+	if n := len(sink.stored(schema.MeasurementJob, jobRow)); n != 102 {
 		t.Errorf("%d job points, want 102", n)
 	}
 }
@@ -307,7 +308,7 @@ func TestSQLPagingAcrossEviction(t *testing.T) {
 	sink := newMemSink()
 	p := newPoller(t, Config{Sources: []string{serve(t, s.srv)}, Sink: sink, Now: s.clk.Now})
 	p.PollOnce(context.Background())
-	if n := len(sink.stored(MeasurementSQL, sqlRow)); n != 150 {
+	if n := len(sink.stored(schema.MeasurementSQL, sqlRow)); n != 150 {
 		t.Fatalf("%d SQL points after the first read, want 150", n)
 	}
 	// Spark drops the 40 oldest and records 10 more.
@@ -318,7 +319,7 @@ func TestSQLPagingAcrossEviction(t *testing.T) {
 	})
 	s.clk.Set(at(40))
 	p.PollOnce(context.Background())
-	if n := len(sink.stored(MeasurementSQL, sqlRow)); n != 160 {
+	if n := len(sink.stored(schema.MeasurementSQL, sqlRow)); n != 160 {
 		t.Errorf("%d SQL points, want 160: executions recorded while old ones were evicted are found", n)
 	}
 }
@@ -351,7 +352,7 @@ func TestSourceFailures(t *testing.T) {
 	if st.Errors[badURL]["decode"] != 1 || st.Errors["http://127.0.0.1:1"]["network"] != 1 {
 		t.Errorf("errors %v", st.Errors)
 	}
-	if len(sink.stored(MeasurementApp, appRow)) != 1 {
+	if len(sink.stored(schema.MeasurementApp, appRow)) != 1 {
 		t.Error("the good source was not written")
 	}
 	var logged bool
@@ -379,7 +380,7 @@ func TestSourceFailures(t *testing.T) {
 	mode = "ok"
 	s.clk.Set(at(51 + 40))
 	p.PollOnce(context.Background())
-	if got := sink.stored(MeasurementApp, appRow); len(got) != 2 {
+	if got := sink.stored(schema.MeasurementApp, appRow); len(got) != 2 {
 		t.Errorf("recovered source not written: %q", got)
 	}
 }
@@ -458,7 +459,7 @@ func TestRefusedSourceAskedEveryInterval(t *testing.T) {
 	}
 	clk.Set(at(140))
 	p.PollOnce(context.Background())
-	if got := sink.stored(MeasurementApp, appRow); len(got) != 1 || !strings.Contains(got[0], "app-20261122100130-0002") {
+	if got := sink.stored(schema.MeasurementApp, appRow); len(got) != 1 || !strings.Contains(got[0], "app-20261122100130-0002") {
 		t.Errorf("the application's facts after its UI came up: %q", got)
 	}
 }
@@ -528,7 +529,7 @@ func TestSlowSourceDoesNotBlockOthers(t *testing.T) {
 	p := newPoller(t, Config{Sources: []string{serve(t, stuck), serve(t, s.srv)}, Sink: sink, Now: s.clk.Now, Timeout: time.Minute})
 	p.round(context.Background(), false)
 	<-sink.notify // the good source is written while the other still waits
-	if got := sink.stored(MeasurementApp, appRow); len(got) != 1 || !strings.Contains(got[0], scriptApp) {
+	if got := sink.stored(schema.MeasurementApp, appRow); len(got) != 1 || !strings.Contains(got[0], scriptApp) {
 		t.Errorf("written: %q", got)
 	}
 	close(release)
@@ -643,7 +644,7 @@ func TestSlowApplicationDoesNotHoldItsSource(t *testing.T) {
 						m.App(fast).Attempts[0].AddJob(&sparkui.Job{ID: job, Name: "count at etl.py:1", Submitted: listed,
 							StageIDs: []int{job}, Status: sparkui.JobRunning, Tasks: 1, SQLExecutionID: -1})
 					})
-					await(MeasurementJob, fmt.Sprintf("%s %d", fast, job))
+					await(schema.MeasurementJob, fmt.Sprintf("%s %d", fast, job))
 					took = append(took, time.Since(listed).Round(time.Millisecond))
 				}
 				t.Logf("the fast application's jobs written %v after Spark listed them (interval 1s)", took)
@@ -652,7 +653,7 @@ func TestSlowApplicationDoesNotHoldItsSource(t *testing.T) {
 			released = true
 			for id := range slow {
 				if slow[id] {
-					await(MeasurementApp, id) // read in full once its source answers
+					await(schema.MeasurementApp, id) // read in full once its source answers
 				}
 			}
 			mu.Lock()
@@ -698,13 +699,13 @@ func TestLiveUIHandsOverToHistoryServer(t *testing.T) {
 	if st := p.Stats(); st.Tracked != 0 || st.Lost != 0 || st.ClosedOut != 0 {
 		t.Errorf("stats %+v: the History Server should have taken the application over", st)
 	}
-	equalLines(t, "app", sink.stored(MeasurementApp, appRow), []string{
+	equalLines(t, "app", sink.stored(schema.MeasurementApp, appRow), []string{
 		fmt.Sprintf("%d app %s Nightly ETL RUNNING end=<nil> dur=<nil>", factNs(0, 0, phaseStart), scriptApp),
 		fmt.Sprintf("%d app %s Nightly ETL COMPLETED end=%d dur=55000", factNs(0, 0, phaseEnd), scriptApp, ms(at(55))),
 	})
 	// Job 0 was seen running by the live UI; its end and the others' come
 	// from the History Server.
-	if got := sink.stored(MeasurementJob, jobRow); len(got) != 4 || !strings.Contains(got[0], "RUNNING") || !strings.Contains(got[3], "job 2 SUCCEEDED") {
+	if got := sink.stored(schema.MeasurementJob, jobRow); len(got) != 4 || !strings.Contains(got[0], "RUNNING") || !strings.Contains(got[3], "job 2 SUCCEEDED") {
 		t.Errorf("jobs: %q", got)
 	}
 }
@@ -720,11 +721,11 @@ func TestLostApplicationClosedOut(t *testing.T) {
 	if st := p.Stats(); st.ClosedOut != 1 || st.Lost != 0 {
 		t.Errorf("stats %+v", st)
 	}
-	equalLines(t, "jobs", sink.stored(MeasurementJob, jobRow), []string{
+	equalLines(t, "jobs", sink.stored(schema.MeasurementJob, jobRow), []string{
 		fmt.Sprintf(`%d job 0 RUNNING end=<nil> dur=<nil> tasks=<nil>/12 failed=<nil> stages=0,1 sql=<nil> reason=""`, factNs(5, 0, phaseStart)),
 		fmt.Sprintf(`%d job 0 UNKNOWN end=%d dur=25000 tasks=0/12 failed=0 stages=0,1 sql=0 reason=""`, factNs(5, 0, phaseLost), ms(at(30))),
 	})
-	equalLines(t, "app", sink.stored(MeasurementApp, appRow), []string{
+	equalLines(t, "app", sink.stored(schema.MeasurementApp, appRow), []string{
 		fmt.Sprintf("%d app %s Nightly ETL RUNNING end=<nil> dur=<nil>", factNs(0, 0, phaseStart), scriptApp),
 		fmt.Sprintf("%d app %s Nightly ETL UNKNOWN end=%d dur=30000", factNs(0, 0, phaseLost), scriptApp, ms(at(30))),
 	})
@@ -807,7 +808,7 @@ func TestTemplateSourceAndAuth(t *testing.T) {
 	p.SeeApp(scriptApp)
 	p.SeeApp("app-20261122100000-9999") // Spark-shaped, unknown to the proxy
 	p.PollOnce(context.Background())
-	if got := sink.stored(MeasurementApp, appRow); len(got) != 1 {
+	if got := sink.stored(schema.MeasurementApp, appRow); len(got) != 1 {
 		t.Errorf("apps %q", got)
 	}
 	if len(auth) == 0 || auth[0] != "Basic c3Bhcms6czNjcmV0LXB3" {
@@ -895,7 +896,7 @@ func TestExecutorsReadUntilListed(t *testing.T) {
 			t.Errorf("poll %d at %v s: executors read %v, want %v", i+1, step.sec, read, step.read)
 		}
 	}
-	if got := sink.stored(MeasurementExecutor, executorRow); len(got) != 2 || !strings.Contains(got[1], fmt.Sprintf("%d spark_executor 1 process=1", nsAt(50, 0))) {
+	if got := sink.stored(schema.MeasurementExecutor, executorRow); len(got) != 2 || !strings.Contains(got[1], fmt.Sprintf("%d spark_executor 1 process=1", nsAt(50, 0))) {
 		t.Errorf("executor snapshots %q", got)
 	}
 }
@@ -928,7 +929,7 @@ func TestExecutorLifecycle(t *testing.T) {
 	if !readsExecutors() {
 		t.Error("first poll: executors not read")
 	}
-	equalLines(t, "poll 1", slices.Concat(sink.stored(MeasurementExecutor, executorRow), sink.stored(MeasurementExecutorRemoval, executorRow)), []string{
+	equalLines(t, "poll 1", slices.Concat(sink.stored(schema.MeasurementExecutor, executorRow), sink.stored(schema.MeasurementExecutorRemoval, executorRow)), []string{
 		fmt.Sprintf(`%d spark_executor 1 process=1 on node-1 ACTIVE end=<nil> dur=<nil> cores=4 reason="" heap=<nil> python=<nil>`, nsAt(30, 0)),
 		fmt.Sprintf(`%d spark_executor 2 process=2 on node-2 ACTIVE end=<nil> dur=<nil> cores=4 reason="" heap=<nil> python=<nil>`, nsAt(30, 0)),
 		fmt.Sprintf(`%d spark_executor driver process=driver on 10.0.0.1 ACTIVE end=<nil> dur=<nil> cores=0 reason="" heap=<nil> python=<nil>`, nsAt(30, 0)),
@@ -952,13 +953,13 @@ func TestExecutorLifecycle(t *testing.T) {
 		t.Error("poll 4: executors not read")
 	}
 	reason := "Container killed by YARN for exceeding physical memory limits. 1.4 GB of 1.4 GB physical memory used."
-	equalLines(t, "poll 4", slices.Concat(sink.stored(MeasurementExecutor, executorRow), sink.stored(MeasurementExecutorRemoval, executorRow))[3:], []string{
+	equalLines(t, "poll 4", slices.Concat(sink.stored(schema.MeasurementExecutor, executorRow), sink.stored(schema.MeasurementExecutorRemoval, executorRow))[3:], []string{
 		fmt.Sprintf(`%d spark_executor 2 process=2 on node-2 REMOVED end=%d dur=32000 cores=4 reason=%q heap=2900000000 python=2400000000`, nsAt(60, 0), ms(at(35)), reason),
 		fmt.Sprintf(`%d spark_executor_removal 2 process= on node-2 REMOVED end=%d dur=32000 cores=<nil> reason=%q heap=<nil> python=<nil>`, nsAt(35, 3), ms(at(35)), reason),
 	})
 	removal := sink.latest[func() string {
 		for k, pt := range sink.latest {
-			if pt.measurement == MeasurementExecutorRemoval {
+			if pt.measurement == schema.MeasurementExecutorRemoval {
 				return k
 			}
 		}
@@ -973,7 +974,7 @@ func TestExecutorLifecycle(t *testing.T) {
 	s.clk.Set(at(70))
 	s.srv.Update(func(m *sparkui.Model) { m.Apps[0].Attempts[0].End = at(55) })
 	p.PollOnce(ctx)
-	equalLines(t, "final", sink.stored(MeasurementExecutor, executorRow)[4:], []string{
+	equalLines(t, "final", sink.stored(schema.MeasurementExecutor, executorRow)[4:], []string{
 		fmt.Sprintf(`%d spark_executor 1 process=1 on node-1 ENDED end=%d dur=53000 cores=4 reason="" heap=<nil> python=<nil>`, nsAt(70, 0), ms(at(55))),
 		fmt.Sprintf(`%d spark_executor driver process=driver on 10.0.0.1 ENDED end=%d dur=55000 cores=0 reason="" heap=<nil> python=<nil>`, nsAt(70, 0), ms(at(55))),
 	})
@@ -997,7 +998,7 @@ func TestExecutorLifecycle(t *testing.T) {
 		f := p.fields
 		return fmt.Sprintf("%d %v rule=%v executor=%v %v=%v text=%q", p.ns, f["kind"], f["rule"], f["executor"], f["property"], f["value"], f["text"])
 	}
-	equalLines(t, "sizing", sink.stored(MeasurementSizing, sizingRow), []string{
+	equalLines(t, "sizing", sink.stored(schema.MeasurementSizing, sizingRow), []string{
 		fmt.Sprintf(`%d limits rule=<nil> executor=<nil> <nil>=<nil> text="heap 1.0 GiB, overhead 384 MiB, container 1.4 GiB: 2 findings, 1 settings to change · no process-tree metrics: the container and Python rules need spark.executor.processTreeMetrics.enabled=true (Linux)"`, nsAt(55, 0)),
 		fmt.Sprintf(`%d finding rule=container executor=2 <nil>=<nil> text=%q`, nsAt(55, 1), "removed for exceeding its memory limit: "+strings.ReplaceAll(oom, "\n", " ")),
 		fmt.Sprintf(`%d finding rule=python executor=<nil> <nil>=<nil> text="Python workers peaked at 2.2 GiB, 596 %% of the memory overhead, which Python workers share with the JVM's off-heap memory without spark.executor.pyspark.memory (384 MiB)"`, nsAt(55, 2)),
@@ -1023,7 +1024,7 @@ func TestHostilePeakNames(t *testing.T) {
 	p.PollOnce(context.Background())
 	var got []string
 	for _, pt := range sink.written {
-		if pt.measurement != MeasurementExecutor {
+		if pt.measurement != schema.MeasurementExecutor {
 			continue
 		}
 		for k := range pt.fields {

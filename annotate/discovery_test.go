@@ -13,6 +13,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/sparkpulse/sparkpulse/schema"
 	"github.com/sparkpulse/sparkpulse/sparkui"
 )
 
@@ -89,7 +90,7 @@ func TestDiscoveryFlood(t *testing.T) {
 		}
 	}
 	p.PollOnce(context.Background())
-	if got := sink.stored(MeasurementApp, appRow); len(got) != 1 {
+	if got := sink.stored(schema.MeasurementApp, appRow); len(got) != 1 {
 		t.Fatalf("the genuine application was not polled during the flood: %q", got)
 	}
 	first := requests.Load()
@@ -186,7 +187,7 @@ func TestWrongApplicationAnswer(t *testing.T) {
 
 	genuine := newPoller(t, Config{Sources: []string{serve(t, s.srv)}, Sink: sink, Now: s.clk.Now})
 	genuine.PollOnce(context.Background())
-	if sink.latestOf(MeasurementApp) == nil {
+	if sink.latestOf(schema.MeasurementApp) == nil {
 		t.Error("the genuine source wrote no application fact")
 	}
 }
@@ -218,11 +219,11 @@ func TestInventedExecutors(t *testing.T) {
 	for i := range 4 {
 		invent()
 		clk.Set(at(60 + 30*float64(i)))
-		before := len(sink.stored(MeasurementExecutor, func(p point) string { return p.tags["process"] + fmt.Sprint(p.ns) }))
+		before := len(sink.stored(schema.MeasurementExecutor, func(p point) string { return p.tags["process"] + fmt.Sprint(p.ns) }))
 		p.PollOnce(context.Background())
-		after := len(sink.stored(MeasurementExecutor, func(p point) string { return p.tags["process"] + fmt.Sprint(p.ns) }))
+		after := len(sink.stored(schema.MeasurementExecutor, func(p point) string { return p.tags["process"] + fmt.Sprint(p.ns) }))
 		perPoll = append(perPoll, after-before)
-		if i == 0 && len(sink.stored(MeasurementJob, func(p point) string { return p.tags["applicationid"] })) == 0 {
+		if i == 0 && len(sink.stored(schema.MeasurementJob, func(p point) string { return p.tags["applicationid"] })) == 0 {
 			t.Error("the genuine application's job was not written at the first poll")
 		}
 	}
@@ -259,7 +260,7 @@ func TestSecondSource(t *testing.T) {
 	if got := p.Stats().SecondSource; got != 1 {
 		t.Errorf("second_source %d, want 1", got)
 	}
-	if sink.latestOf(MeasurementApp) == nil {
+	if sink.latestOf(schema.MeasurementApp) == nil {
 		t.Error("no application fact")
 	}
 }
@@ -373,7 +374,7 @@ func TestYARNStartingApplication(t *testing.T) {
 	up.Store(true)
 	s.clk.Set(at(50))
 	p.PollOnce(context.Background())
-	if got := sink.stored(MeasurementApp, appRow); len(got) != 1 {
+	if got := sink.stored(schema.MeasurementApp, appRow); len(got) != 1 {
 		t.Errorf("once its UI answered, the application's facts: %q", got)
 	}
 	t.Logf("the ResourceManager was asked %d times", rmAsked.Load())

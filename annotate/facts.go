@@ -10,6 +10,8 @@ import (
 	"slices"
 	"sync"
 	"time"
+
+	"github.com/sparkpulse/sparkpulse/schema"
 )
 
 // Facts are append-only: a series and time is written once and never
@@ -54,9 +56,9 @@ type factKey struct {
 	TS int64 `json:"t"`
 }
 
-var measurements = []string{MeasurementApp, MeasurementJob, MeasurementStage, MeasurementSQL,
-	MeasurementExecutor, MeasurementExecutorRemoval, MeasurementSizing, MeasurementTaskFailure, MeasurementStageProgress,
-	MeasurementUsage, MeasurementReconcile}
+var measurements = []string{schema.MeasurementApp, schema.MeasurementJob, schema.MeasurementStage, schema.MeasurementSQL,
+	schema.MeasurementExecutor, schema.MeasurementExecutorRemoval, schema.MeasurementSizing, schema.MeasurementTaskFailure, schema.MeasurementStageProgress,
+	schema.MeasurementUsage, schema.MeasurementReconcile}
 
 func measurementIndex(m string) uint8 { return uint8(slices.Index(measurements, m)) }
 

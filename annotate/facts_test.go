@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/sparkpulse/sparkpulse/influx/influxtest"
+	"github.com/sparkpulse/sparkpulse/schema"
 	"github.com/sparkpulse/sparkpulse/sparkui"
 )
 
@@ -133,7 +134,7 @@ func TestWholeRunAppendOnly(t *testing.T) {
 			ends[p.measurement]++
 		}
 	}
-	if want := map[string]int{MeasurementApp: 1, MeasurementJob: 3, MeasurementStage: 4, MeasurementSQL: 2, MeasurementExecutorRemoval: 1, MeasurementUsage: 1}; !maps.Equal(ends, want) {
+	if want := map[string]int{schema.MeasurementApp: 1, schema.MeasurementJob: 3, schema.MeasurementStage: 4, schema.MeasurementSQL: 2, schema.MeasurementExecutorRemoval: 1, schema.MeasurementUsage: 1}; !maps.Equal(ends, want) {
 		t.Errorf("end facts %v, want %v", ends, want)
 	}
 }

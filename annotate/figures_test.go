@@ -10,6 +10,7 @@ import (
 	"testing"
 
 	"github.com/sparkpulse/sparkpulse/accounting"
+	"github.com/sparkpulse/sparkpulse/schema"
 	"github.com/sparkpulse/sparkpulse/sizing"
 	"github.com/sparkpulse/sparkpulse/sparkapi"
 	"github.com/sparkpulse/sparkpulse/sparkui"
@@ -33,7 +34,7 @@ func figuresRow(p point) string {
 // stream is short; job 0, the last, succeeded.
 func TestUsageFiguresAtTheEnd(t *testing.T) {
 	sink := accountWith(t, accountedApp(), accountedStream())
-	equalLines(t, "usage", sink.stored(MeasurementUsage, figuresRow), []string{
+	equalLines(t, "usage", sink.stored(schema.MeasurementUsage, figuresRow), []string{
 		fmt.Sprintf(`%d end occupancy=0.1556 driver_only=11000 failed_attempts=0 lost=0 outcome=succeeded reason="its last job, 0, succeeded"`, ms(at(600))*1_000_000),
 	})
 
@@ -54,10 +55,10 @@ func TestUsageFiguresAtTheEnd(t *testing.T) {
 	stream["2"] = ProcessTotals{Sums: map[string]float64{"succeededTasks.count": 50, "cpuTime.count": 150e9, "runTime.count": 200_000, "jvmGCTime.count": 10_000,
 		"bytesRead.count": 512 << 20, "shuffleBytesWritten.count": 50 << 20}}
 	sink = accountWith(t, m, stream)
-	equalLines(t, "usage with failures", sink.stored(MeasurementUsage, figuresRow), []string{
+	equalLines(t, "usage with failures", sink.stored(schema.MeasurementUsage, figuresRow), []string{
 		fmt.Sprintf(`%d end occupancy=0.1667 driver_only=21000 failed_attempts=1 lost=12 outcome=succeeded reason="its last job, 0, succeeded"`, ms(at(600))*1_000_000),
 	})
-	if rec := sink.stored(MeasurementReconcile, func(p point) string { return fmt.Sprint(p.fields["verdict"]) }); len(rec) != 1 || rec[0] != accounting.ReconcileFailedTasks {
+	if rec := sink.stored(schema.MeasurementReconcile, func(p point) string { return fmt.Sprint(p.fields["verdict"]) }); len(rec) != 1 || rec[0] != accounting.ReconcileFailedTasks {
 		t.Errorf("reconciliation %v, want failed_tasks", rec)
 	}
 
@@ -67,7 +68,7 @@ func TestUsageFiguresAtTheEnd(t *testing.T) {
 	a = m.Apps[0].Attempts[0]
 	a.Stage(0, 0).ID = 1
 	sink = accountWith(t, m, accountedStream())
-	u := sink.latestOf(MeasurementUsage)
+	u := sink.latestOf(schema.MeasurementUsage)
 	if u == nil {
 		t.Fatal("no usage")
 	}
@@ -119,7 +120,7 @@ func TestUsageFiguresEstimate(t *testing.T) {
 	// Stage 0 has run since 100 s: 100 s with no stage.
 	// The first sync's estimate, at 10 s: no report yet, no stage yet;
 	// 4 cores held at both.
-	equalLines(t, "estimate", sink.stored(MeasurementUsage, func(p point) string { return figuresRow(p) + fmt.Sprintf(" held=%v", p.fields["cores_held"]) }), []string{
+	equalLines(t, "estimate", sink.stored(schema.MeasurementUsage, func(p point) string { return figuresRow(p) + fmt.Sprintf(" held=%v", p.fields["cores_held"]) }), []string{
 		fmt.Sprintf(`%d estimate occupancy=<nil> driver_only=10000 failed_attempts=0 lost=<nil> outcome=running reason="the attempt has not completed" held=4`, ms(at(10))*1_000_000+1),
 		fmt.Sprintf(`%d estimate occupancy=0.2339 driver_only=100000 failed_attempts=0 lost=<nil> outcome=running reason="the attempt has not completed" held=4`, ms(at(310))*1_000_000+1),
 	})
@@ -144,7 +145,7 @@ func TestUsageEstimateIdleOnHistoryServer(t *testing.T) {
 		p.PollOnce(context.Background())
 	}
 	var times []int64
-	for _, l := range sink.stored(MeasurementUsage, func(p point) string { return fmt.Sprint(p.ns / 1_000_000) }) {
+	for _, l := range sink.stored(schema.MeasurementUsage, func(p point) string { return fmt.Sprint(p.ns / 1_000_000) }) {
 		n, _ := strconv.ParseInt(l, 10, 64)
 		times = append(times, n)
 	}
@@ -169,7 +170,7 @@ func TestUsageDriverLost(t *testing.T) {
 	loseSource(p, s)
 	// Last seen at 30 s: stage 0 had run since 5 s (up to the read), so
 	// 5 s with no stage; no task counters without the stream.
-	u := sink.latestOf(MeasurementUsage)
+	u := sink.latestOf(schema.MeasurementUsage)
 	if u == nil {
 		t.Fatal("no usage for the lost application")
 	}

@@ -6,6 +6,7 @@ import (
 	"net/http"
 	"testing"
 
+	"github.com/sparkpulse/sparkpulse/schema"
 	"github.com/sparkpulse/sparkpulse/sparkui"
 )
 
@@ -117,7 +118,7 @@ func TestDriverGoneUnderHistoryServer(t *testing.T) {
 			}
 			// Ended when the live UI last showed it (30 s), and not
 			// written again while the History Server lists it.
-			equalLines(t, "app", sink.stored(MeasurementApp, appRow), []string{
+			equalLines(t, "app", sink.stored(schema.MeasurementApp, appRow), []string{
 				fmt.Sprintf("%d app %s Nightly ETL RUNNING end=<nil> dur=<nil>", factNs(0, 0, phaseStart), scriptApp),
 				fmt.Sprintf("%d app %s Nightly ETL UNKNOWN end=%d dur=30000", factNs(0, 0, phaseLost), scriptApp, ms(at(30))),
 			})

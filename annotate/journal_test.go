@@ -18,6 +18,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/sparkpulse/sparkpulse/schema"
 	"github.com/sparkpulse/sparkpulse/sparkui"
 )
 
@@ -79,7 +80,7 @@ func TestJournalAcrossACrash(t *testing.T) {
 		t.Fatalf("%d records replayed from an empty state-dir", n)
 	}
 	p1.PollOnce(ctx)
-	if rec := first.stored(MeasurementReconcile, reconcileRow); len(rec) != 1 || !strings.Contains(rec[0], " short short=2 ") {
+	if rec := first.stored(schema.MeasurementReconcile, reconcileRow); len(rec) != 1 || !strings.Contains(rec[0], " short short=2 ") {
 		t.Fatalf("first run's reconciliation %q", rec)
 	}
 	// Killed: no checkpoint. A half-written record at the end of the
@@ -117,7 +118,7 @@ func TestJournalAcrossACrash(t *testing.T) {
 		}
 	}
 	for key := range second.latest {
-		if _, ok := first.latest[key]; !ok && !strings.HasPrefix(key, MeasurementExecutor+"|") {
+		if _, ok := first.latest[key]; !ok && !strings.HasPrefix(key, schema.MeasurementExecutor+"|") {
 			t.Errorf("%s: a fact the first run did not write", key)
 		}
 	}
@@ -175,7 +176,7 @@ func journalDownAtStart(t *testing.T, down bool) {
 	s.step3()
 	p1.PollOnce(context.Background())
 	// One record more than InfluxDB is asked for when it is down.
-	extra := journalRecord{App: "app-extra", N: 1, Facts: []factKey{{M: measurementIndex(MeasurementApp), TS: factTime(ms(t0), 0, phaseStart)}},
+	extra := journalRecord{App: "app-extra", N: 1, Facts: []factKey{{M: measurementIndex(schema.MeasurementApp), TS: factTime(ms(t0), 0, phaseStart)}},
 		Lines: "spark_app,applicationid=app-extra status=\"RUNNING\" " + strconv.FormatInt(ms(t0)*1_000_000, 10) + "\n"}
 	if err := p1.journal.append(extra); err != nil {
 		t.Fatal(err)
@@ -240,7 +241,7 @@ func TestJournalDamaged(t *testing.T) {
 	dir := t.TempDir()
 	clk := &clock{now: t0}
 	rec := func(app string) journalRecord {
-		return journalRecord{App: app, Facts: []factKey{{M: measurementIndex(MeasurementApp), TS: factTime(ms(t0), 0, phaseStart)}}, N: 1,
+		return journalRecord{App: app, Facts: []factKey{{M: measurementIndex(schema.MeasurementApp), TS: factTime(ms(t0), 0, phaseStart)}}, N: 1,
 			Lines: "spark_app,applicationid=" + app + " status=\"RUNNING\" " + strconv.FormatInt(ms(t0)*1_000_000, 10) + "\n"}
 	}
 	p, _ := restart(t, dir, Config{Sink: newMemSink(), Now: clk.Now})
@@ -275,7 +276,7 @@ func TestJournalDamaged(t *testing.T) {
 	}
 	sink := newMemSink()
 	p2, n := restart(t, dir, Config{Sink: sink, Now: clk.Now})
-	got := sink.stored(MeasurementApp, func(p point) string { return p.tags[TagApplicationID] })
+	got := sink.stored(schema.MeasurementApp, func(p point) string { return p.tags[schema.TagApplicationID] })
 	slices.Sort(got)
 	if n != 3 || !slices.Equal(got, []string{"app-1", "app-3", "app-4"}) || p2.Stats().JournalDamaged != 1 {
 		t.Errorf("recovered %d records, points of %q, %d damaged; want 3, app-1, app-3 and app-4, 1", n, got, p2.Stats().JournalDamaged)

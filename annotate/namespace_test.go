@@ -7,6 +7,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/sparkpulse/sparkpulse/schema"
 	"github.com/sparkpulse/sparkpulse/sparkui"
 )
 
@@ -69,7 +70,7 @@ func TestAccountingByName(t *testing.T) {
 	p := newPoller(t, Config{Sources: []string{serve(t, srv)}, Sink: sink, Now: clk.Now, Stream: stream})
 	p.PollOnce(context.Background())
 
-	for _, meas := range []string{MeasurementApp, MeasurementUsage, MeasurementReconcile, MeasurementExecutor} {
+	for _, meas := range []string{schema.MeasurementApp, schema.MeasurementUsage, schema.MeasurementReconcile, schema.MeasurementExecutor} {
 		keys := sink.stored(meas, func(p point) string { return p.tags["applicationid"] })
 		if len(keys) == 0 {
 			t.Errorf("no %s points", meas)
@@ -80,10 +81,10 @@ func TestAccountingByName(t *testing.T) {
 			}
 		}
 	}
-	if rec := sink.stored(MeasurementReconcile, reconcileRow); len(rec) != 1 || !strings.Contains(rec[0], " short short=2 tasks=140/150 ") {
+	if rec := sink.stored(schema.MeasurementReconcile, reconcileRow); len(rec) != 1 || !strings.Contains(rec[0], " short short=2 tasks=140/150 ") {
 		t.Errorf("reconciled by name: %q", rec)
 	}
-	if ids := sink.stored(MeasurementUsage, func(p point) string { return fmt.Sprint(p.fields["app_id"]) }); len(ids) != 1 || ids[0] != scriptApp {
+	if ids := sink.stored(schema.MeasurementUsage, func(p point) string { return fmt.Sprint(p.fields["app_id"]) }); len(ids) != 1 || ids[0] != scriptApp {
 		t.Errorf("usage app_id: %q, want %s", ids, scriptApp)
 	}
 
@@ -101,7 +102,7 @@ func TestAccountingByName(t *testing.T) {
 	sink2 := newMemSink()
 	p2 := newPoller(t, Config{Sources: []string{serve(t, srv2)}, Sink: sink2, Now: clk.Now, Stream: stream2})
 	p2.PollOnce(context.Background())
-	for _, k := range sink2.stored(MeasurementApp, func(p point) string { return p.tags["applicationid"] }) {
+	for _, k := range sink2.stored(schema.MeasurementApp, func(p point) string { return p.tags["applicationid"] }) {
 		if k != scriptApp && k != twin.ID {
 			t.Errorf("namesakes' points under %q, want their ids", k)
 		}
@@ -109,7 +110,7 @@ func TestAccountingByName(t *testing.T) {
 	if len(stream2.asked) != 0 {
 		t.Errorf("the stream was read for ambiguous applications: %v", stream2.asked)
 	}
-	rec := sink2.stored(MeasurementReconcile, reconcileRow)
+	rec := sink2.stored(schema.MeasurementReconcile, reconcileRow)
 	if len(rec) != 2 {
 		t.Fatalf("reconciliations %q", rec)
 	}

@@ -15,6 +15,7 @@ import (
 	"github.com/sparkpulse/sparkpulse/accounting"
 	"github.com/sparkpulse/sparkpulse/delta"
 	"github.com/sparkpulse/sparkpulse/relay"
+	"github.com/sparkpulse/sparkpulse/schema"
 	"github.com/sparkpulse/sparkpulse/spark"
 )
 
@@ -89,7 +90,7 @@ func realStream(t *testing.T, dir, file string) (map[string]map[string]ProcessTo
 		for dec.Next() {
 			m, _ := dec.Measurement()
 			meas := string(m)
-			is := func(m spark.Metric) bool { return accounting.StreamKey(m) == meas }
+			is := func(m schema.Metric) bool { return accounting.StreamKey(m) == meas }
 			counter, gauge := slices.ContainsFunc(accounting.StreamCounters, is), slices.ContainsFunc(accounting.StreamGauges, is)
 			var app, process string
 			for {

@@ -20,33 +20,9 @@ import (
 
 	"github.com/sparkpulse/sparkpulse/accounting"
 	"github.com/sparkpulse/sparkpulse/human"
+	"github.com/sparkpulse/sparkpulse/schema"
 	"github.com/sparkpulse/sparkpulse/sizing"
 	"github.com/sparkpulse/sparkpulse/timespent"
-)
-
-// Measurements.
-const (
-	MeasurementApp   = "spark_app"
-	MeasurementJob   = "spark_job"
-	MeasurementStage = "spark_stage"
-	MeasurementSQL   = "spark_sql"
-	// MeasurementExecutor has a point per driver and executor at the time
-	// it was added: its host, cores, end and removal reason, and its peak
-	// memory metrics.
-	MeasurementExecutor = "spark_executor"
-	// MeasurementExecutorRemoval has a point per executor removal at the
-	// time of the removal, with the reason as text.
-	MeasurementExecutorRemoval = "spark_executor_removal"
-	// MeasurementSizing has, for a completed application, at its end: the
-	// executors' memory limits (kind "limits"), then a point per finding
-	// and per recommended setting of package sizing.
-	MeasurementSizing = "spark_sizing"
-	// MeasurementStageProgress has a point per read of a stage running
-	// long (see stages.go): its finished tasks and its longest running.
-	MeasurementStageProgress = "spark_stage_progress"
-	// MeasurementTaskFailure has a point per failed or killed task read of
-	// a stage attempt (see stages.go), at the task's launch.
-	MeasurementTaskFailure = "spark_task_failure"
 )
 
 // statusUnknown marks the running items of an attempt closed out after
@@ -221,7 +197,7 @@ func (w *points) job(j *jobItem, l links, nowMs int64, closeOut bool) {
 		return // never ran, or Spark knows no time for it
 	}
 	ph, status := phase(j.Status, "RUNNING", closeOut)
-	if !w.begin(MeasurementJob, factTime(start, int64(j.JobID), ph)) {
+	if !w.begin(schema.MeasurementJob, factTime(start, int64(j.JobID), ph)) {
 		return
 	}
 	var stages []string
@@ -229,14 +205,14 @@ func (w *points) job(j *jobItem, l links, nowMs int64, closeOut bool) {
 		stages = append(stages, strconv.Itoa(s))
 	}
 	title := fmt.Sprintf("Job %d %s", j.JobID, status)
-	w.int("job_id", int64(j.JobID))
-	w.str("status", status)
-	w.str("name", w.text(j.Name))
-	w.str("description", w.text(j.Description))
-	w.str("job_group", w.text(j.JobGroup))
-	w.int("num_tasks", int64(j.NumTasks))
-	w.int("num_stages", int64(len(j.StageIDs)))
-	w.str("stage_ids", strings.Join(stages, ","))
+	w.int(schema.FieldJobID, int64(j.JobID))
+	w.str(schema.FieldStatus, status)
+	w.str(schema.FieldName, w.text(j.Name))
+	w.str(schema.FieldDescription, w.text(j.Description))
+	w.str(schema.FieldJobGroup, w.text(j.JobGroup))
+	w.int(schema.FieldNumTasks, int64(j.NumTasks))
+	w.int(schema.FieldNumStages, int64(len(j.StageIDs)))
+	w.str(schema.FieldStageIDs, strings.Join(stages, ","))
 	if ph == phaseStart {
 		w.common(ph, title, joinText(w.text(firstNonEmpty(j.Description, j.Name)), tasks(j.NumTasks, 0, 0)))
 		w.end()
@@ -250,18 +226,18 @@ func (w *points) job(j *jobItem, l links, nowMs int64, closeOut bool) {
 	if j.Status == "FAILED" {
 		reason = w.jobFailure(j.StageIDs)
 	}
-	w.int("end_ms", end)
-	w.int("duration_ms", end-start)
-	w.int("num_completed_tasks", int64(j.NumCompletedTasks))
-	w.int("num_failed_tasks", int64(j.NumFailedTasks))
-	w.int("num_killed_tasks", int64(j.NumKilledTasks))
-	w.int("num_skipped_tasks", int64(j.NumSkippedTasks))
-	w.int("num_failed_stages", int64(j.NumFailedStages))
-	w.int("num_skipped_stages", int64(j.NumSkippedStages))
+	w.int(schema.FieldEndMs, end)
+	w.int(schema.FieldDurationMs, end-start)
+	w.int(schema.FieldNumCompletedTasks, int64(j.NumCompletedTasks))
+	w.int(schema.FieldNumFailedTasks, int64(j.NumFailedTasks))
+	w.int(schema.FieldNumKilledTasks, int64(j.NumKilledTasks))
+	w.int(schema.FieldNumSkippedTasks, int64(j.NumSkippedTasks))
+	w.int(schema.FieldNumFailedStages, int64(j.NumFailedStages))
+	w.int(schema.FieldNumSkippedStages, int64(j.NumSkippedStages))
 	if x, ok := l.jobSQL[j.JobID]; ok {
-		w.int("sql_id", x)
+		w.int(schema.FieldSQLID, x)
 	}
-	w.str("failure_reason", w.reason(reason))
+	w.str(schema.FieldFailureReason, w.reason(reason))
 	w.common(ph, title, joinText(w.text(firstNonEmpty(j.Description, j.Name)), timespent.Duration(end-start),
 		tasks(j.NumTasks, j.NumFailedTasks, j.NumKilledTasks), w.reason(reason)))
 	w.end()
@@ -277,16 +253,16 @@ func (w *points) stage(k stageKey, s *stageItem, l links, nowMs int64, closeOut 
 	if ph == phaseEnd {
 		w.taskFailures(k, s) // each written once, like the stage's end
 	}
-	if !w.begin(MeasurementStage, stageFactTime(k, start, ph)) {
+	if !w.begin(schema.MeasurementStage, stageFactTime(k, start, ph)) {
 		return
 	}
 	title := fmt.Sprintf("Stage %d.%d %s", k.id, k.attempt, status)
-	w.int("stage_id", int64(k.id))
-	w.int("stage_attempt", int64(k.attempt))
-	w.str("status", status)
-	w.str("name", w.text(s.Name))
-	w.str("description", w.text(s.Description))
-	w.int("num_tasks", int64(s.NumTasks))
+	w.int(schema.FieldStageID, int64(k.id))
+	w.int(schema.FieldStageAttempt, int64(k.attempt))
+	w.str(schema.FieldStatus, status)
+	w.str(schema.FieldName, w.text(s.Name))
+	w.str(schema.FieldDescription, w.text(s.Description))
+	w.int(schema.FieldNumTasks, int64(s.NumTasks))
 	if ph == phaseStart {
 		w.common(ph, title, joinText(w.text(firstNonEmpty(s.Description, s.Name)), tasks(s.NumTasks, 0, 0)))
 		w.end()
@@ -303,21 +279,21 @@ func (w *points) stage(k stageKey, s *stageItem, l links, nowMs int64, closeOut 
 		jobs = append(jobs, strconv.Itoa(j))
 	}
 	reason := firstLine(s.FailureReason)
-	w.int("end_ms", end)
-	w.int("duration_ms", end-start)
-	w.int("num_complete_tasks", int64(s.NumCompleteTasks))
-	w.int("num_failed_tasks", int64(s.NumFailedTasks))
-	w.int("num_killed_tasks", int64(s.NumKilledTasks))
-	w.str("job_ids", strings.Join(jobs, ","))
-	w.str("failure_reason", w.reason(reason))
-	w.int("executor_run_time_ms", s.ExecutorRunTime)
-	w.int("executor_cpu_time_ns", s.ExecutorCPUTime)
-	w.int("input_bytes", s.InputBytes)
-	w.int("output_bytes", s.OutputBytes)
-	w.int("shuffle_read_bytes", s.ShuffleReadBytes)
-	w.int("shuffle_write_bytes", s.ShuffleWriteBytes)
-	w.int("memory_bytes_spilled", s.MemoryBytesSpilled)
-	w.int("disk_bytes_spilled", s.DiskBytesSpilled)
+	w.int(schema.FieldEndMs, end)
+	w.int(schema.FieldDurationMs, end-start)
+	w.int(schema.FieldNumCompleteTasks, int64(s.NumCompleteTasks))
+	w.int(schema.FieldNumFailedTasks, int64(s.NumFailedTasks))
+	w.int(schema.FieldNumKilledTasks, int64(s.NumKilledTasks))
+	w.str(schema.FieldJobIDs, strings.Join(jobs, ","))
+	w.str(schema.FieldFailureReason, w.reason(reason))
+	w.int(schema.FieldExecutorRunTimeMs, s.ExecutorRunTime)
+	w.int(schema.FieldExecutorCpuTimeNs, s.ExecutorCPUTime)
+	w.int(schema.FieldInputBytes, s.InputBytes)
+	w.int(schema.FieldOutputBytes, s.OutputBytes)
+	w.int(schema.FieldShuffleReadBytes, s.ShuffleReadBytes)
+	w.int(schema.FieldShuffleWriteBytes, s.ShuffleWriteBytes)
+	w.int(schema.FieldMemoryBytesSpilled, s.MemoryBytesSpilled)
+	w.int(schema.FieldDiskBytesSpilled, s.DiskBytesSpilled)
 	w.stageDetailFields(s)
 	w.common(ph, title, joinText(w.text(firstNonEmpty(s.Description, s.Name)), timespent.Duration(end-start), w.skewText(s),
 		tasks(s.NumTasks, s.NumFailedTasks, s.NumKilledTasks), w.reason(reason)))
@@ -331,13 +307,13 @@ func (w *points) sql(x *sqlItem, nowMs int64, closeOut bool) {
 		return
 	}
 	ph, status := phase(x.Status, "RUNNING", closeOut)
-	if !w.begin(MeasurementSQL, factTime(start, x.ID, ph)) {
+	if !w.begin(schema.MeasurementSQL, factTime(start, x.ID, ph)) {
 		return
 	}
 	title := fmt.Sprintf("SQL %d %s", x.ID, status)
-	w.int("execution_id", x.ID)
-	w.str("status", status)
-	w.str("description", w.text(x.Description))
+	w.int(schema.FieldExecutionID, x.ID)
+	w.str(schema.FieldStatus, status)
+	w.str(schema.FieldDescription, w.text(x.Description))
 	if ph == phaseStart {
 		w.common(ph, title, w.text(x.Description))
 		w.end()
@@ -350,10 +326,10 @@ func (w *points) sql(x *sqlItem, nowMs int64, closeOut bool) {
 	end = max(end, start)
 	jobs := slices.Concat(x.SuccessJobIDs, x.FailedJobIDs, x.RunningJobIDs)
 	slices.Sort(jobs)
-	w.int("end_ms", end)
-	w.int("duration_ms", end-start)
-	w.str("job_ids", human.IDs(jobs))
-	w.str("failed_job_ids", human.IDs(x.FailedJobIDs))
+	w.int(schema.FieldEndMs, end)
+	w.int(schema.FieldDurationMs, end-start)
+	w.str(schema.FieldJobIDs, human.IDs(jobs))
+	w.str(schema.FieldFailedJobIDs, human.IDs(x.FailedJobIDs))
 	w.common(ph, title, joinText(w.text(x.Description), timespent.Duration(end-start), jobList("jobs ", jobs), jobList("failed jobs ", x.FailedJobIDs)))
 	w.end()
 }
@@ -368,13 +344,13 @@ func (w *points) app(nowMs int64, closeOut bool) {
 	ph, status := phase(status, "RUNNING", closeOut)
 	// All attempts of an application share id 0: a live UI and a History
 	// Server show the same attempt with different ids.
-	if !w.begin(MeasurementApp, factTime(st.key.start, 0, ph)) {
+	if !w.begin(schema.MeasurementApp, factTime(st.key.start, 0, ph)) {
 		return
 	}
-	w.str("status", status)
-	w.str("app_id", w.text(st.key.app)) // the applicationid tag is the metrics' key (namespace.go)
-	w.str("spark_user", w.text(st.user))
-	w.str("spark_version", w.text(st.version))
+	w.str(schema.FieldStatus, status)
+	w.str(schema.FieldAppID, w.text(st.key.app)) // the applicationid tag is the metrics' key (namespace.go)
+	w.str(schema.FieldSparkUser, w.text(st.user))
+	w.str(schema.FieldSparkVersion, w.text(st.version))
 	title := firstNonEmpty(st.name, st.key.app) + " " + status
 	if ph == phaseStart {
 		w.common(ph, title, joinText(st.key.app, prefixed("user ", st.user), prefixed("Spark ", st.version)))
@@ -386,8 +362,8 @@ func (w *points) app(nowMs int64, closeOut bool) {
 		end = nowMs
 	}
 	end = max(end, st.key.start)
-	w.int("end_ms", end)
-	w.int("duration_ms", end-st.key.start)
+	w.int(schema.FieldEndMs, end)
+	w.int(schema.FieldDurationMs, end-st.key.start)
 	w.common(ph, title, joinText(st.key.app, timespent.Duration(end-st.key.start), prefixed("user ", st.user), prefixed("Spark ", st.version)))
 	w.end()
 }
@@ -450,47 +426,47 @@ func (w *points) executor(x *executorItem, now time.Time, closeOut bool) {
 	}
 	process := tagValue(x.ID)
 
-	w.startLine(MeasurementExecutor)
-	w.enc.AddTag("process", process)
-	w.str("executor_id", w.text(x.ID))
-	w.str("host", w.text(host))
-	w.str("host_port", w.text(x.HostPort))
-	w.str("status", status)
-	w.int("added_ms", added)
+	w.startLine(schema.MeasurementExecutor)
+	w.enc.AddTag(schema.TagProcess, process)
+	w.str(schema.FieldExecutorID, w.text(x.ID))
+	w.str(schema.FieldHost, w.text(host))
+	w.str(schema.FieldHostPort, w.text(x.HostPort))
+	w.str(schema.FieldStatus, status)
+	w.int(schema.FieldAddedMs, added)
 	if status != "ACTIVE" { // an active executor's end and duration change with every look
-		w.int("end_ms", end)
-		w.int("duration_ms", end-added)
+		w.int(schema.FieldEndMs, end)
+		w.int(schema.FieldDurationMs, end-added)
 	}
-	w.int("cores", int64(x.TotalCores))
-	w.int("max_memory", x.MaxMemory)
-	w.int("completed_tasks", int64(x.CompletedTasks))
-	w.int("failed_tasks", int64(x.FailedTasks))
-	w.int("task_time_ms", x.TotalDuration)
-	w.int("gc_time_ms", x.TotalGCTime)
+	w.int(schema.FieldCores, int64(x.TotalCores))
+	w.int(schema.FieldMaxMemory, x.MaxMemory)
+	w.int(schema.FieldCompletedTasks, int64(x.CompletedTasks))
+	w.int(schema.FieldFailedTasks, int64(x.FailedTasks))
+	w.int(schema.FieldTaskTimeMs, x.TotalDuration)
+	w.int(schema.FieldGCTimeMs, x.TotalGCTime)
 	if x.TotalDuration > 0 {
-		w.float("gc_share", float64(x.TotalGCTime)/float64(x.TotalDuration))
+		w.float(schema.FieldGCShare, float64(x.TotalGCTime)/float64(x.TotalDuration))
 	}
-	w.str("remove_reason", w.reason(reason))
+	w.str(schema.FieldRemoveReason, w.reason(reason))
 	if x.RemoveReason != "" {
-		w.str("remove_kind", w.st.removeKind(x.RemoveReason))
+		w.str(schema.FieldRemoveKind, w.st.removeKind(x.RemoveReason))
 	}
 	w.peaks(x.PeakMemoryMetrics)
-	w.str("title", w.text(fmt.Sprintf("%s %s", name, status)))
-	w.str("text", joinText("on "+host, fmt.Sprintf("%d cores", x.TotalCores), peaks, w.reason(reason)))
-	w.str("attempt_id", w.text(w.st.attemptID))
+	w.str(schema.FieldTitle, w.text(fmt.Sprintf("%s %s", name, status)))
+	w.str(schema.FieldText, joinText("on "+host, fmt.Sprintf("%d cores", x.TotalCores), peaks, w.reason(reason)))
+	w.str(schema.FieldAttemptID, w.text(w.st.attemptID))
 	w.snapshot(process, now.UnixNano())
 
-	if removed == 0 || !w.begin(MeasurementExecutorRemoval, removed*1_000_000+executorSub(x.ID)) {
+	if removed == 0 || !w.begin(schema.MeasurementExecutorRemoval, removed*1_000_000+executorSub(x.ID)) {
 		return
 	}
-	w.str("executor_id", w.text(x.ID))
-	w.str("host", w.text(host))
-	w.str("status", "REMOVED")
-	w.int("end_ms", removed) // a moment, not a region
-	w.int("added_ms", added)
-	w.int("duration_ms", removed-added)
-	w.str("remove_reason", w.reason(reason))
-	w.str("remove_kind", w.st.removeKind(x.RemoveReason))
+	w.str(schema.FieldExecutorID, w.text(x.ID))
+	w.str(schema.FieldHost, w.text(host))
+	w.str(schema.FieldStatus, "REMOVED")
+	w.int(schema.FieldEndMs, removed) // a moment, not a region
+	w.int(schema.FieldAddedMs, added)
+	w.int(schema.FieldDurationMs, removed-added)
+	w.str(schema.FieldRemoveReason, w.reason(reason))
+	w.str(schema.FieldRemoveKind, w.st.removeKind(x.RemoveReason))
 	w.common(phaseEnd, name+" removed", joinText("on "+host, "after "+timespent.Duration(removed-added), peaks, w.reason(reason)))
 	w.end()
 }
@@ -509,56 +485,56 @@ func (w *points) sizing(f *assessed) {
 	i := 0
 	next := func(kind string) bool {
 		i++
-		if !w.begin(MeasurementSizing, st.end*1_000_000+int64(i-1)) {
+		if !w.begin(schema.MeasurementSizing, st.end*1_000_000+int64(i-1)) {
 			return false
 		}
-		w.str(SizingKind, kind)
+		w.str(schema.SizingKind, kind)
 		return true
 	}
 	done := func() {
-		w.str(FieldAttemptID, w.text(st.attemptID))
+		w.str(schema.FieldAttemptID, w.text(st.attemptID))
 		w.end()
 	}
 	if !next("limits") {
 		return // written before: advice is written whole, once
 	}
 	s := a.Settings
-	w.int(SizingHeapBytes, s.Heap)
-	w.int(SizingUnifiedBytes, s.Unified())
-	w.int(SizingOverheadBytes, s.Overhead)
-	w.int(SizingPySparkBytes, s.PySpark)
-	w.int(SizingOffHeapBytes, s.OffHeap)
-	w.int(SizingContainerBytes, s.Container())
-	w.int(SizingExecutors, int64(len(a.Executors)))
+	w.int(schema.SizingHeapBytes, s.Heap)
+	w.int(schema.SizingUnifiedBytes, s.Unified())
+	w.int(schema.SizingOverheadBytes, s.Overhead)
+	w.int(schema.SizingPySparkBytes, s.PySpark)
+	w.int(schema.SizingOffHeapBytes, s.OffHeap)
+	w.int(schema.SizingContainerBytes, s.Container())
+	w.int(schema.SizingExecutors, int64(len(a.Executors)))
 	summary := fmt.Sprintf("heap %s, overhead %s, container %s: %d findings, %d settings to change",
 		sizing.Bytes(s.Heap), sizing.Bytes(s.Overhead), sizing.Bytes(s.Container()), len(a.Findings), len(a.Recommendations))
-	w.str(FieldText, joinText(append([]string{summary}, a.Notes...)...))
+	w.str(schema.FieldText, joinText(append([]string{summary}, a.Notes...)...))
 	done()
 	for _, f := range a.Findings {
 		if !next("finding") {
 			continue
 		}
-		w.str(SizingRule, f.Rule)
-		w.str(SizingExecutor, w.text(f.Executor))
-		w.str(FieldText, w.reason(f.Text))
+		w.str(schema.SizingRule, f.Rule)
+		w.str(schema.SizingExecutor, w.text(f.Executor))
+		w.str(schema.FieldText, w.reason(f.Text))
 		done()
 	}
 	for _, r := range a.Recommendations {
 		if !next("setting") {
 			continue
 		}
-		w.str(SizingProperty, r.Property)
-		w.str(SizingValue, r.ValueString())
-		w.str(SizingCurrent, r.CurrentString())
-		w.str(SizingRule, r.Rule)
-		w.str(SizingReason, w.reason(r.Reason))
-		w.str(SizingRisk, r.Risk)
-		w.float(SizingSavingCoreSeconds, r.SavingCoreSeconds)
-		w.float(SizingSavingByteSeconds, r.SavingByteSeconds)
+		w.str(schema.SizingProperty, r.Property)
+		w.str(schema.SizingValue, r.ValueString())
+		w.str(schema.SizingCurrent, r.CurrentString())
+		w.str(schema.SizingRule, r.Rule)
+		w.str(schema.SizingReason, w.reason(r.Reason))
+		w.str(schema.SizingRisk, r.Risk)
+		w.float(schema.SizingSavingCoreSeconds, r.SavingCoreSeconds)
+		w.float(schema.SizingSavingByteSeconds, r.SavingByteSeconds)
 		if r.SavingGPUSeconds != 0 {
-			w.float(SizingSavingGPUSeconds, r.SavingGPUSeconds)
+			w.float(schema.SizingSavingGPUSeconds, r.SavingGPUSeconds)
 		}
-		w.str(FieldText, fmt.Sprintf("--conf %s=%s", r.Property, r.ValueString()))
+		w.str(schema.FieldText, fmt.Sprintf("--conf %s=%s", r.Property, r.ValueString()))
 		done()
 	}
 }
@@ -587,7 +563,7 @@ func (w *points) begin(measurement string, ts int64) bool {
 	// The application's share of the writer per poll: the rest waits for
 	// the next poll (it is not recorded as written). The advice and the
 	// accounting, a few points written whole, are not held back.
-	if measurement != MeasurementSizing && measurement != MeasurementUsage && measurement != MeasurementReconcile && w.full() {
+	if measurement != schema.MeasurementSizing && measurement != schema.MeasurementUsage && measurement != schema.MeasurementReconcile && w.full() {
 		return false
 	}
 	w.startLine(measurement)
@@ -609,9 +585,9 @@ func (w *points) full() bool {
 func (w *points) startLine(measurement string) {
 	w.enc.Reset()
 	w.enc.StartLine(measurement)
-	w.enc.AddTag(TagApplicationID, tagValue(w.st.tagKey()))
+	w.enc.AddTag(schema.TagApplicationID, tagValue(w.st.tagKey()))
 	if name := tagValue(w.st.name); name != "" {
-		w.enc.AddTag(TagAppName, name)
+		w.enc.AddTag(schema.TagAppName, name)
 	}
 }
 
@@ -652,7 +628,7 @@ func (w *points) peaks(m map[string]int64) {
 			w.p.stats.invalid.Add(1)
 			continue
 		}
-		w.int("peak_"+k, m[k])
+		w.int(schema.FieldPeakPrefix+k, m[k])
 		n++
 	}
 }
@@ -675,10 +651,10 @@ func (w *points) str(key, v string) {
 
 // common adds the fields every item's fact has.
 func (w *points) common(ph int, title, text string) {
-	w.str("fact", phaseNames[ph])
-	w.str("title", w.text(title))
-	w.str("text", text)
-	w.str("attempt_id", w.text(w.st.attemptID))
+	w.str(schema.FieldFact, phaseNames[ph])
+	w.str(schema.FieldTitle, w.text(title))
+	w.str(schema.FieldText, text)
+	w.str(schema.FieldAttemptID, w.text(w.st.attemptID))
 }
 
 // end finishes the fact begun and adds it to the batch.

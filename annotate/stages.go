@@ -11,6 +11,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/sparkpulse/sparkpulse/schema"
 	"github.com/sparkpulse/sparkpulse/sizing"
 	"github.com/sparkpulse/sparkpulse/sparkapi"
 	"github.com/sparkpulse/sparkpulse/timespent"
@@ -96,7 +97,7 @@ func (p *Poller) syncStageDetails(ctx context.Context, st *appState) error {
 		if start == 0 {
 			continue // it never ran
 		}
-		if p.facts.has(st.key.app, factKey{M: measurementIndex(MeasurementStage), TS: stageFactTime(k, start, phaseEnd)}, p.cfg.Now()) {
+		if p.facts.has(st.key.app, factKey{M: measurementIndex(schema.MeasurementStage), TS: stageFactTime(k, start, phaseEnd)}, p.cfg.Now()) {
 			s.details = &stageDetails{why: detailsRead} // written before a restart
 			continue
 		}
@@ -193,41 +194,41 @@ func (w *points) stageProgressPoint(k stageKey, s *stageItem) {
 	pr := s.progress
 	s.progress = nil
 	start := optMS(s.SubmissionTime)
-	if pr == nil || !w.begin(MeasurementStageProgress, stageFactTime(k, pr.at.UnixMilli(), phaseStart)) {
+	if pr == nil || !w.begin(schema.MeasurementStageProgress, stageFactTime(k, pr.at.UnixMilli(), phaseStart)) {
 		return
 	}
-	w.int("stage_id", int64(k.id))
-	w.int("stage_attempt", int64(k.attempt))
-	w.str("name", w.text(s.Name))
-	w.int("running_ms", pr.at.UnixMilli()-start)
-	w.int("num_tasks", int64(s.NumTasks))
-	w.int("num_complete_tasks", int64(s.NumCompleteTasks))
-	w.int("num_active_tasks", int64(s.NumActiveTasks))
+	w.int(schema.FieldStageID, int64(k.id))
+	w.int(schema.FieldStageAttempt, int64(k.attempt))
+	w.str(schema.FieldName, w.text(s.Name))
+	w.int(schema.FieldRunningMs, pr.at.UnixMilli()-start)
+	w.int(schema.FieldNumTasks, int64(s.NumTasks))
+	w.int(schema.FieldNumCompleteTasks, int64(s.NumCompleteTasks))
+	w.int(schema.FieldNumActiveTasks, int64(s.NumActiveTasks))
 	var median float64
 	if sum := pr.summary; sum != nil {
 		median = sum.ExecutorRunTime[0]
-		w.int("task_run_time_ms_p50", int64(sum.ExecutorRunTime[0]))
-		w.int("task_run_time_ms_p95", int64(sum.ExecutorRunTime[1]))
-		w.int("task_run_time_ms_max", int64(sum.ExecutorRunTime[2]))
+		w.int(schema.FieldTaskRunTimeMsP50, int64(sum.ExecutorRunTime[0]))
+		w.int(schema.FieldTaskRunTimeMsP95, int64(sum.ExecutorRunTime[1]))
+		w.int(schema.FieldTaskRunTimeMsMax, int64(sum.ExecutorRunTime[2]))
 		if median > 0 {
-			w.float("task_skew", sum.ExecutorRunTime[2]/median)
+			w.float(schema.FieldTaskSkew, sum.ExecutorRunTime[2]/median)
 		}
 	}
 	text := fmt.Sprintf("%d of %d tasks done", s.NumCompleteTasks, s.NumTasks)
 	if t := pr.longest; t != nil {
 		ran := pr.at.Sub(t.LaunchTime.Time).Milliseconds()
-		w.str("straggler_executor", w.text(t.ExecutorID))
-		w.str("straggler_host", w.text(t.Host))
-		w.int("straggler_task_index", int64(t.Index))
-		w.int("straggler_running_ms", ran)
+		w.str(schema.FieldStragglerExecutor, w.text(t.ExecutorID))
+		w.str(schema.FieldStragglerHost, w.text(t.Host))
+		w.int(schema.FieldStragglerTaskIndex, int64(t.Index))
+		w.int(schema.FieldStragglerRunningMs, ran)
 		if median > 0 {
-			w.float("straggler_vs_median", float64(ran)/median)
+			w.float(schema.FieldStragglerVsMedian, float64(ran)/median)
 		}
 		text = joinText(text, fmt.Sprintf("task %d running %s on %s", t.Index, timespent.Duration(ran), w.text(t.Host)))
 	}
-	w.str("title", w.text(fmt.Sprintf("Stage %d.%d running for %s", k.id, k.attempt, timespent.Duration(pr.at.UnixMilli()-start))))
-	w.str("text", text)
-	w.str("attempt_id", w.text(w.st.attemptID))
+	w.str(schema.FieldTitle, w.text(fmt.Sprintf("Stage %d.%d running for %s", k.id, k.attempt, timespent.Duration(pr.at.UnixMilli()-start))))
+	w.str(schema.FieldText, text)
+	w.str(schema.FieldAttemptID, w.text(w.st.attemptID))
 	w.end()
 }
 
@@ -295,15 +296,15 @@ func stageFactTime(k stageKey, startMs int64, phase int) int64 {
 
 // stageDetailFields adds a stage's details to its end fact.
 func (w *points) stageDetailFields(s *stageItem) {
-	w.int("jvm_gc_time_ms", s.JVMGCTime)
-	w.int("shuffle_fetch_wait_ms", s.ShuffleFetchWaitTime)
-	w.int("peak_execution_memory_bytes", s.PeakExecutionMemory)
+	w.int(schema.FieldJVMGCTimeMs, s.JVMGCTime)
+	w.int(schema.FieldShuffleFetchWaitMs, s.ShuffleFetchWaitTime)
+	w.int(schema.FieldPeakExecutionMemoryBytes, s.PeakExecutionMemory)
 	w.peaks(s.PeakExecutorMetrics)
 	d := s.details
 	if d == nil {
 		return
 	}
-	w.str("task_details", d.why)
+	w.str(schema.FieldTaskDetails, d.why)
 	if sum := d.summary; sum != nil {
 		pair := func(name string, vs []float64, p95 bool) {
 			if len(vs) != 3 {
@@ -317,7 +318,7 @@ func (w *points) stageDetailFields(s *stageItem) {
 		}
 		pair("task_run_time_ms", sum.ExecutorRunTime, true)
 		if median := sum.ExecutorRunTime[0]; median > 0 {
-			w.float("task_skew", sum.ExecutorRunTime[2]/median)
+			w.float(schema.FieldTaskSkew, sum.ExecutorRunTime[2]/median)
 		}
 		pair("task_gc_time_ms", sum.JVMGCTime, false)
 		pair("task_shuffle_read_bytes", sum.ShuffleReadMetrics.ReadBytes, false)
@@ -327,16 +328,16 @@ func (w *points) stageDetailFields(s *stageItem) {
 		pair("task_peak_execution_memory_bytes", sum.PeakExecutionMemory, false)
 	}
 	if t := d.slowest; t != nil {
-		w.str("straggler_executor", w.text(t.ExecutorID))
-		w.str("straggler_host", w.text(t.Host))
-		w.int("straggler_task_index", int64(t.Index))
+		w.str(schema.FieldStragglerExecutor, w.text(t.ExecutorID))
+		w.str(schema.FieldStragglerHost, w.text(t.Host))
+		w.int(schema.FieldStragglerTaskIndex, int64(t.Index))
 		if t.TaskMetrics != nil {
-			w.int("straggler_run_time_ms", t.TaskMetrics.ExecutorRunTime)
+			w.int(schema.FieldStragglerRunTimeMs, t.TaskMetrics.ExecutorRunTime)
 		}
-		w.bool("straggler_speculative", t.Speculative)
+		w.bool(schema.FieldStragglerSpeculative, t.Speculative)
 	}
 	if len(d.failed) > 0 {
-		w.int("failed_tasks_read", int64(len(d.failed)))
+		w.int(schema.FieldFailedTasksRead, int64(len(d.failed)))
 	}
 }
 
@@ -348,29 +349,29 @@ func (w *points) taskFailures(k stageKey, s *stageItem) {
 	}
 	for _, t := range s.details.failed {
 		launch := optMS(t.LaunchTime)
-		if launch == 0 || !w.begin(MeasurementTaskFailure, factTime(launch, t.TaskID, phaseEnd)) {
+		if launch == 0 || !w.begin(schema.MeasurementTaskFailure, factTime(launch, t.TaskID, phaseEnd)) {
 			continue
 		}
 		class, kind, line := TaskError(t.ErrorMessage, t.Status)
 		class, status, first := w.text(class), w.text(t.Status), w.reason(line)
-		w.int("stage_id", int64(k.id))
-		w.int("stage_attempt", int64(k.attempt))
-		w.int("task_id", t.TaskID)
-		w.int("task_index", int64(t.Index))
-		w.int("task_attempt", int64(t.Attempt))
-		w.str("executor_id", w.text(t.ExecutorID))
-		w.str("host", w.text(t.Host))
-		w.str("status", status)
-		w.str("error_class", class)
-		w.str("kind", kind)
-		w.str("error", first)
+		w.int(schema.FieldStageID, int64(k.id))
+		w.int(schema.FieldStageAttempt, int64(k.attempt))
+		w.int(schema.FieldTaskID, t.TaskID)
+		w.int(schema.FieldTaskIndex, int64(t.Index))
+		w.int(schema.FieldTaskAttempt, int64(t.Attempt))
+		w.str(schema.FieldExecutorID, w.text(t.ExecutorID))
+		w.str(schema.FieldHost, w.text(t.Host))
+		w.str(schema.FieldStatus, status)
+		w.str(schema.FieldErrorClass, class)
+		w.str(schema.FieldKind, kind)
+		w.str(schema.FieldError, first)
 		// An executor lost under its tasks: why it went, as its removal
 		// says (container_oom, heap_oom, killed …), when Spark said by now.
 		if x, ok := w.st.executors[t.ExecutorID]; ok && kind == TaskExecutorLost && x.RemoveReason != "" {
-			w.str("executor_remove_kind", w.st.removeKind(x.RemoveReason))
+			w.str(schema.FieldExecutorRemoveKind, w.st.removeKind(x.RemoveReason))
 		}
-		w.bool("speculative", t.Speculative)
-		w.int("end_ms", launch+t.Duration)
+		w.bool(schema.FieldSpeculative, t.Speculative)
+		w.int(schema.FieldEndMs, launch+t.Duration)
 		w.common(phaseEnd, fmt.Sprintf("Task %d.%d of stage %d.%d %s: %s", t.Index, t.Attempt, k.id, k.attempt, status, class),
 			joinText("on "+w.text(t.Host), "executor "+w.text(t.ExecutorID), first))
 		w.end()

@@ -10,6 +10,7 @@ import (
 	"github.com/sparkpulse/sparkpulse/accounting"
 	"github.com/sparkpulse/sparkpulse/influx/influxtest"
 	"github.com/sparkpulse/sparkpulse/realspark/recorded"
+	"github.com/sparkpulse/sparkpulse/schema"
 	"github.com/sparkpulse/sparkpulse/sparkapi"
 	"github.com/sparkpulse/sparkpulse/sparkui"
 )
@@ -239,7 +240,7 @@ func TestRunningStageProgress(t *testing.T) {
 	}
 	want := []string{fmt.Sprintf(`%d 0.0 running=75000 tasks=4/10 p50=30000 p95=40000 max=40000 skew=1.333 straggler=4@2/node-2 running=70000 vs=2.333 "Stage 0.0 running for 1m15s": "4 of 10 tasks done · task 4 running 1m10s on node-2"`,
 		factTime(ms(at(80)), 0, phaseStart))}
-	equalLines(t, "progress", sink.stored(MeasurementStageProgress, row), want)
+	equalLines(t, "progress", sink.stored(schema.MeasurementStageProgress, row), want)
 
 	// Five more syncs read nothing; the twelfth reads again.
 	for s := 90.0; s <= 140; s += 10 {
@@ -249,7 +250,7 @@ func TestRunningStageProgress(t *testing.T) {
 	if n := progressReads(); n != 2 {
 		t.Errorf("syncs 7 to 12: %d task requests, want 2", n)
 	}
-	if got := sink.stored(MeasurementStageProgress, row); len(got) != 2 || !strings.Contains(got[1], "running=135000") {
+	if got := sink.stored(schema.MeasurementStageProgress, row); len(got) != 2 || !strings.Contains(got[1], "running=135000") {
 		t.Errorf("after sync 12: %q, want a second point at 135 s", got)
 	}
 }
@@ -322,5 +323,5 @@ func TestKilledTasksRead(t *testing.T) {
 		t.Errorf("after the kill: %d lists read again, lost %v; want 1 and 2000 ms", n, got)
 	}
 	row := func(p point) string { return fmt.Sprintf("%v %v", p.fields["task_index"], p.fields["kind"]) }
-	equalLines(t, "task failures", sink.stored(MeasurementTaskFailure, row), []string{"0 exception"})
+	equalLines(t, "task failures", sink.stored(schema.MeasurementTaskFailure, row), []string{"0 exception"})
 }

@@ -15,6 +15,7 @@ import (
 	"go.uber.org/zap"
 
 	"github.com/sparkpulse/sparkpulse/accounting"
+	"github.com/sparkpulse/sparkpulse/schema"
 	"github.com/sparkpulse/sparkpulse/sizing"
 	"github.com/sparkpulse/sparkpulse/spark"
 	"github.com/sparkpulse/sparkpulse/timespent"
@@ -219,44 +220,44 @@ func (p *Poller) emitUnseen(key string, u unseenApp, usage sizing.Usage) (int, b
 	if spark.IsAppID([]byte(key)) {
 		id = key
 	}
-	if w.begin(MeasurementApp, factTime(first, 0, phaseStream)) {
-		w.str(FieldStatus, statusUnknown)
-		w.str(FieldAppID, id)
-		w.int(FieldEndMs, last)
-		w.int(FieldDurationMs, last-first)
+	if w.begin(schema.MeasurementApp, factTime(first, 0, phaseStream)) {
+		w.str(schema.FieldStatus, statusUnknown)
+		w.str(schema.FieldAppID, id)
+		w.int(schema.FieldEndMs, last)
+		w.int(schema.FieldDurationMs, last-first)
 		w.common(phaseStream, key+" seen only in its metrics",
 			joinText(timespent.Duration(last-first)+" of reports", "no Spark REST source showed it"))
 		w.end()
 	}
-	if w.begin(MeasurementUsage, last*1_000_000+phaseStream) {
-		w.str(FieldFact, phaseNames[phaseStream])
-		w.str(FieldAppID, id)
-		w.int(UsageDurationMs, usage.DurationMs)
-		w.int(UsageExecutors, int64(usage.Executors))
+	if w.begin(schema.MeasurementUsage, last*1_000_000+phaseStream) {
+		w.str(schema.FieldFact, phaseNames[phaseStream])
+		w.str(schema.FieldAppID, id)
+		w.int(schema.UsageDurationMs, usage.DurationMs)
+		w.int(schema.UsageExecutors, int64(usage.Executors))
 		if usage.CPUFrom != "" {
-			w.float(UsageTaskCPUSeconds, usage.TaskCPUSeconds)
-			w.float(UsageTaskRunSeconds, usage.TaskRunSeconds)
-			w.float(UsageCPUUsedSeconds, usage.CPUUsedSeconds)
-			w.str(UsageCPUFrom, usage.CPUFrom)
+			w.float(schema.UsageTaskCPUSeconds, usage.TaskCPUSeconds)
+			w.float(schema.UsageTaskRunSeconds, usage.TaskRunSeconds)
+			w.float(schema.UsageCPUUsedSeconds, usage.CPUUsedSeconds)
+			w.str(schema.UsageCPUFrom, usage.CPUFrom)
 		}
-		w.float(UsageGCSeconds, usage.GCSeconds)
+		w.float(schema.UsageGCSeconds, usage.GCSeconds)
 		if usage.TaskRunSeconds > 0 {
-			w.float(UsageGCShare, usage.GCSeconds/usage.TaskRunSeconds)
+			w.float(schema.UsageGCShare, usage.GCSeconds/usage.TaskRunSeconds)
 		}
 		if usage.PeakRSS > 0 {
-			w.int(UsagePeakRSSBytes, usage.PeakRSS)
+			w.int(schema.UsagePeakRSSBytes, usage.PeakRSS)
 		}
 		if usage.MeanRSS > 0 {
-			w.int(UsageMeanRSSBytes, usage.MeanRSS)
+			w.int(schema.UsageMeanRSSBytes, usage.MeanRSS)
 		}
 		if usage.PeakPythonRSS > 0 {
-			w.int(UsagePeakPythonRSSBytes, usage.PeakPythonRSS)
+			w.int(schema.UsagePeakPythonRSSBytes, usage.PeakPythonRSS)
 		}
-		w.str(UsageOutcome, usage.Outcome)
-		w.str(UsageOutcomeReason, usage.OutcomeReason)
-		w.str(UsageNotes, w.reason(strings.Join(usage.Notes, "; ")))
-		w.str(FieldTitle, w.text("Usage of "+key+", seen only in its metrics"))
-		w.str(FieldText, w.reason(streamOnlyText(usage)))
+		w.str(schema.UsageOutcome, usage.Outcome)
+		w.str(schema.UsageOutcomeReason, usage.OutcomeReason)
+		w.str(schema.UsageNotes, w.reason(strings.Join(usage.Notes, "; ")))
+		w.str(schema.FieldTitle, w.text("Usage of "+key+", seen only in its metrics"))
+		w.str(schema.FieldText, w.reason(streamOnlyText(usage)))
 		w.end()
 	}
 	return p.deliver(st, w)

@@ -12,6 +12,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/sparkpulse/sparkpulse/schema"
 	"github.com/sparkpulse/sparkpulse/sparkui"
 )
 
@@ -38,7 +39,7 @@ func pointOf(t *testing.T, sink *memSink, measurement, fact string) *point {
 	defer sink.mu.Unlock()
 	var found *point
 	for _, p := range sink.latest {
-		if p.measurement == measurement && p.fields[FieldFact] == fact {
+		if p.measurement == measurement && p.fields[schema.FieldFact] == fact {
 			if found != nil {
 				t.Fatalf("%s: two %s facts", measurement, fact)
 			}
@@ -80,35 +81,35 @@ func TestStreamOnly(t *testing.T) {
 	}
 	clk.Set(at(60).Add(DefaultCloseOutAfter - time.Second))
 	p.PollOnce(context.Background())
-	if a := pointOf(t, sink, MeasurementApp, "stream"); a != nil {
+	if a := pointOf(t, sink, schema.MeasurementApp, "stream"); a != nil {
 		t.Fatalf("written before close-out-after: %v", a.fields)
 	}
 	clk.Set(at(60).Add(DefaultCloseOutAfter))
 	p.PollOnce(context.Background())
 
-	a := pointOf(t, sink, MeasurementApp, "stream")
+	a := pointOf(t, sink, schema.MeasurementApp, "stream")
 	if a == nil {
 		t.Fatal("no spark_app stream fact")
 	}
-	if a.tags[TagApplicationID] != unseen || a.ns != factTime(ms(t0), 0, phaseStream) || a.fields["status"] != statusUnknown ||
-		a.fields[FieldAppID] != unseen || a.fields["end_ms"] != ms(at(60)) || a.fields["duration_ms"] != int64(60_000) {
+	if a.tags[schema.TagApplicationID] != unseen || a.ns != factTime(ms(t0), 0, phaseStream) || a.fields["status"] != statusUnknown ||
+		a.fields[schema.FieldAppID] != unseen || a.fields["end_ms"] != ms(at(60)) || a.fields["duration_ms"] != int64(60_000) {
 		t.Errorf("spark_app stream fact: tags %v at %d, fields %v", a.tags, a.ns, a.fields)
 	}
-	u := pointOf(t, sink, MeasurementUsage, "stream")
+	u := pointOf(t, sink, schema.MeasurementUsage, "stream")
 	if u == nil {
 		t.Fatal("no spark_app_usage stream fact")
 	}
 	want := map[string]any{
-		UsageDurationMs: int64(60_000), UsageExecutors: int64(3), UsageTaskCPUSeconds: 60.0, UsageTaskRunSeconds: 80.0,
-		UsageGCSeconds: 3.0, UsageGCShare: 3.0 / 80, UsagePeakRSSBytes: int64(1.5 * (1 << 30)), UsagePeakPythonRSSBytes: int64(256 << 20),
-		UsageOutcome: "unknown", FieldAppID: unseen,
+		schema.UsageDurationMs: int64(60_000), schema.UsageExecutors: int64(3), schema.UsageTaskCPUSeconds: 60.0, schema.UsageTaskRunSeconds: 80.0,
+		schema.UsageGCSeconds: 3.0, schema.UsageGCShare: 3.0 / 80, schema.UsagePeakRSSBytes: int64(1.5 * (1 << 30)), schema.UsagePeakPythonRSSBytes: int64(256 << 20),
+		schema.UsageOutcome: "unknown", schema.FieldAppID: unseen,
 	}
 	for k, v := range want {
 		if u.fields[k] != v {
 			t.Errorf("spark_app_usage %s = %v (%T), want %v", k, u.fields[k], u.fields[k], v)
 		}
 	}
-	for _, k := range []string{UsageExecutorCoreSeconds, UsageCPUUtilisation, UsageSlotOccupancy, UsageRecommended} {
+	for _, k := range []string{schema.UsageExecutorCoreSeconds, schema.UsageCPUUtilisation, schema.UsageSlotOccupancy, schema.UsageRecommended} {
 		if v, ok := u.fields[k]; ok {
 			t.Errorf("spark_app_usage %s = %v: the stream alone cannot say", k, v)
 		}
@@ -119,8 +120,8 @@ func TestStreamOnly(t *testing.T) {
 	if got, want := stream.asked[len(stream.asked)-1], [2]time.Time{t0.Add(-time.Minute), at(120)}; got != want {
 		t.Errorf("stream read over %v, want from a minute before the first report to a minute after the last", got)
 	}
-	if n := len(sink.stored(MeasurementApp, func(p point) string {
-		return fmt.Sprint(p.tags[TagApplicationID], p.fields[FieldFact])
+	if n := len(sink.stored(schema.MeasurementApp, func(p point) string {
+		return fmt.Sprint(p.tags[schema.TagApplicationID], p.fields[schema.FieldFact])
 	})); n != 2 {
 		t.Errorf("%d spark_app facts, want the shown application's start and the stream fact", n)
 	}
@@ -140,7 +141,7 @@ func TestStreamOnly(t *testing.T) {
 	p.PollOnce(context.Background())
 	sink.mu.Lock()
 	for _, pt := range sink.written[before:] {
-		if pt.tags[TagApplicationID] == unseen {
+		if pt.tags[schema.TagApplicationID] == unseen {
 			t.Errorf("written again after it was written once: %s %v", pt.measurement, pt.fields)
 		}
 	}
@@ -160,7 +161,7 @@ func TestStreamOnlyRetried(t *testing.T) {
 	p.PollOnce(context.Background())
 	clk.Set(t0.Add(DefaultCloseOutAfter))
 	p.PollOnce(context.Background())
-	if a := pointOf(t, sink, MeasurementApp, "stream"); a != nil {
+	if a := pointOf(t, sink, schema.MeasurementApp, "stream"); a != nil {
 		t.Fatal("written while the stream could not be read")
 	}
 	stream.mu.Lock()
@@ -168,8 +169,8 @@ func TestStreamOnlyRetried(t *testing.T) {
 	stream.mu.Unlock()
 	clk.Set(t0.Add(DefaultCloseOutAfter + DefaultInterval))
 	p.PollOnce(context.Background())
-	u := pointOf(t, sink, MeasurementUsage, "stream")
-	if u == nil || u.fields[UsageTaskCPUSeconds] != 4.0 {
+	u := pointOf(t, sink, schema.MeasurementUsage, "stream")
+	if u == nil || u.fields[schema.UsageTaskCPUSeconds] != 4.0 {
 		t.Fatalf("after the retry: %v, want the stream's figures", u)
 	}
 }
@@ -193,7 +194,7 @@ func TestStreamOnlyBounded(t *testing.T) {
 		t.Errorf("%d written in one round, want %d", got, unseenPerRound)
 	}
 	// A key that is not a Spark id has no app_id.
-	ids := sink.stored(MeasurementApp, func(p point) string { return fmt.Sprint(p.fields[FieldAppID]) })
+	ids := sink.stored(schema.MeasurementApp, func(p point) string { return fmt.Sprint(p.fields[schema.FieldAppID]) })
 	if len(ids) != unseenPerRound || ids[0] != "<nil>" {
 		t.Errorf("app_id of the forged keys' facts: %v, want %d without", ids, unseenPerRound)
 	}
@@ -240,7 +241,7 @@ func TestStreamOnlyAnswered(t *testing.T) {
 	t.Cleanup(func() { sink.appendOnly(t) })
 	ui.SetNow(clk.Now)
 	p := newPoller(t, Config{Sources: []string{base + "/ui/{app_id}", failing}, Sink: sink, Now: clk.Now})
-	p.facts.record(kept, []factKey{{M: measurementIndex(MeasurementApp), TS: factTime(ms(t0)-3_600_000, 0, phaseEnd)}}, nil, t0)
+	p.facts.record(kept, []factKey{{M: measurementIndex(schema.MeasurementApp), TS: factTime(ms(t0)-3_600_000, 0, phaseEnd)}}, nil, t0)
 	for s := 0.0; s <= 60; s += 10 {
 		clk.Set(at(s))
 		for _, k := range []string{denied, silent, kept, listed} {
@@ -251,7 +252,9 @@ func TestStreamOnlyAnswered(t *testing.T) {
 	// Past giveUp, when the denied id's retirement has lapsed.
 	clk.Set(at(60).Add(DefaultCloseOutAfter))
 	p.PollOnce(context.Background())
-	ids := sink.stored(MeasurementApp, func(p point) string { return p.tags[TagApplicationID] + " " + fmt.Sprint(p.fields[FieldFact]) })
+	ids := sink.stored(schema.MeasurementApp, func(p point) string {
+		return p.tags[schema.TagApplicationID] + " " + fmt.Sprint(p.fields[schema.FieldFact])
+	})
 	if want := []string{silent + " stream"}; !slices.Equal(ids, want) {
 		t.Errorf("spark_app facts %q, want %q", ids, want)
 	}
@@ -268,7 +271,9 @@ func TestStreamOnlyAnswered(t *testing.T) {
 	sink.closing.Store(false)
 	clk.Set(clk.Now().Add(DefaultInterval))
 	p.PollOnce(context.Background())
-	ids = sink.stored(MeasurementApp, func(p point) string { return p.tags[TagApplicationID] + " " + fmt.Sprint(p.fields[FieldFact]) })
+	ids = sink.stored(schema.MeasurementApp, func(p point) string {
+		return p.tags[schema.TagApplicationID] + " " + fmt.Sprint(p.fields[schema.FieldFact])
+	})
 	if want := []string{silent + " stream", closing + " stream"}; !slices.Equal(ids, want) || p.Stats().StreamOnly["written"] != 2 {
 		t.Errorf("once the sink takes it: spark_app facts %q, written %d; want %q", ids, p.Stats().StreamOnly["written"], want)
 	}

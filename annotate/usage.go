@@ -12,6 +12,7 @@ import (
 
 	"github.com/sparkpulse/sparkpulse/accounting"
 	"github.com/sparkpulse/sparkpulse/human"
+	"github.com/sparkpulse/sparkpulse/schema"
 	"github.com/sparkpulse/sparkpulse/sizing"
 	"github.com/sparkpulse/sparkpulse/timespent"
 )
@@ -252,115 +253,115 @@ func queueOf(props map[string]string) string {
 // estimate (ph < 0) at the time of the read.
 func (w *points) usage(u sizing.Usage, a sizing.Advice, ph int, ts int64) {
 	st := w.st
-	if !w.begin(MeasurementUsage, ts) {
+	if !w.begin(schema.MeasurementUsage, ts) {
 		return
 	}
 	if q := tagValue(cmp.Or(st.yarnQueue, queueOf(st.properties))); q != "" {
-		w.enc.AddTag(TagQueue, q)
+		w.enc.AddTag(schema.TagQueue, q)
 	}
 	if user := tagValue(cmp.Or(st.yarnUser, st.user)); user != "" {
-		w.enc.AddTag(TagUser, user)
+		w.enc.AddTag(schema.TagUser, user)
 	}
 	fact := "estimate"
 	if ph >= 0 {
 		fact = phaseNames[ph]
 	}
-	w.str(FieldFact, fact)
-	w.str(FieldAppID, w.text(st.key.app))
-	w.int(UsageDurationMs, u.DurationMs)
-	w.int(UsageExecutors, int64(u.Executors))
-	w.int(UsageExecutorCores, int64(u.Cores))
-	w.int(UsageContainerBytes, u.Container)
-	w.float(UsageExecutorCoreSeconds, u.ExecutorCoreSeconds)
-	w.float(UsageExecutorMemoryByteSeconds, u.ExecutorMemoryByteSeconds)
-	w.float(UsageDriverCoreSeconds, u.DriverCoreSeconds)
-	w.float(UsageDriverMemoryByteSeconds, u.DriverMemoryByteSeconds)
-	w.str(UsageDriverHeld, u.DriverHeld)
+	w.str(schema.FieldFact, fact)
+	w.str(schema.FieldAppID, w.text(st.key.app))
+	w.int(schema.UsageDurationMs, u.DurationMs)
+	w.int(schema.UsageExecutors, int64(u.Executors))
+	w.int(schema.UsageExecutorCores, int64(u.Cores))
+	w.int(schema.UsageContainerBytes, u.Container)
+	w.float(schema.UsageExecutorCoreSeconds, u.ExecutorCoreSeconds)
+	w.float(schema.UsageExecutorMemoryByteSeconds, u.ExecutorMemoryByteSeconds)
+	w.float(schema.UsageDriverCoreSeconds, u.DriverCoreSeconds)
+	w.float(schema.UsageDriverMemoryByteSeconds, u.DriverMemoryByteSeconds)
+	w.str(schema.UsageDriverHeld, u.DriverHeld)
 	if u.ExecutorGPUSeconds > 0 || u.DriverGPUSeconds > 0 {
-		w.float(UsageExecutorGPUSeconds, u.ExecutorGPUSeconds)
-		w.float(UsageDriverGPUSeconds, u.DriverGPUSeconds)
+		w.float(schema.UsageExecutorGPUSeconds, u.ExecutorGPUSeconds)
+		w.float(schema.UsageDriverGPUSeconds, u.DriverGPUSeconds)
 	}
 	if y := st.yarnHeld; y != nil && ph >= 0 && y.App.VcoreSeconds >= 0 && y.App.MemorySeconds >= 0 {
-		w.int(UsageYARNVcoreSeconds, y.App.VcoreSeconds)
-		w.float(UsageYARNMemoryByteSeconds, float64(y.App.MemorySeconds)*(1<<20)) // as the other byte-seconds: no overflow
+		w.int(schema.UsageYARNVcoreSeconds, y.App.VcoreSeconds)
+		w.float(schema.UsageYARNMemoryByteSeconds, float64(y.App.MemorySeconds)*(1<<20)) // as the other byte-seconds: no overflow
 	}
 	if ph < 0 {
 		// An estimate's, zero included: an application read before its
 		// executors registered holds none yet.
-		w.int(UsageCoresHeld, int64(u.CoresHeld))
+		w.int(schema.UsageCoresHeld, int64(u.CoresHeld))
 	}
 	if u.CPUFrom != "" {
-		w.float(UsageTaskCPUSeconds, u.TaskCPUSeconds)
-		w.float(UsageTaskRunSeconds, u.TaskRunSeconds)
-		w.float(UsageBusySlotSeconds, u.BusySlotSeconds)
-		w.float(UsageCPUUsedSeconds, u.CPUUsedSeconds)
-		w.float(UsageCPUUtilisation, u.CPUUtilisation)
-		w.str(UsageCPUFrom, u.CPUFrom)
+		w.float(schema.UsageTaskCPUSeconds, u.TaskCPUSeconds)
+		w.float(schema.UsageTaskRunSeconds, u.TaskRunSeconds)
+		w.float(schema.UsageBusySlotSeconds, u.BusySlotSeconds)
+		w.float(schema.UsageCPUUsedSeconds, u.CPUUsedSeconds)
+		w.float(schema.UsageCPUUtilisation, u.CPUUtilisation)
+		w.str(schema.UsageCPUFrom, u.CPUFrom)
 	}
 	if u.ContainerCPUSeconds > 0 {
-		w.float(UsageContainerCPUSeconds, u.ContainerCPUSeconds)
+		w.float(schema.UsageContainerCPUSeconds, u.ContainerCPUSeconds)
 	}
 	var taskMs, gcMs int64
 	for _, x := range st.executors {
 		taskMs += x.TotalDuration
 		gcMs += x.TotalGCTime
 	}
-	w.float(UsageGCSeconds, float64(gcMs)/1000)
+	w.float(schema.UsageGCSeconds, float64(gcMs)/1000)
 	if taskMs > 0 {
-		w.float(UsageGCShare, float64(gcMs)/float64(taskMs))
+		w.float(schema.UsageGCShare, float64(gcMs)/float64(taskMs))
 	}
 	if u.PeakRSS > 0 {
-		w.int(UsagePeakRSSBytes, u.PeakRSS)
-		w.float(UsageMemoryUtilisation, u.MemoryUtilisation)
+		w.int(schema.UsagePeakRSSBytes, u.PeakRSS)
+		w.float(schema.UsageMemoryUtilisation, u.MemoryUtilisation)
 	}
 	if u.MeanRSS > 0 {
-		w.int(UsageMeanRSSBytes, u.MeanRSS)
-		w.float(UsageMeanMemoryUtilisation, u.MeanMemoryUtilisation)
-		w.float(UsageMeanRSSByteSeconds, u.MeanRSSByteSeconds)
+		w.int(schema.UsageMeanRSSBytes, u.MeanRSS)
+		w.float(schema.UsageMeanMemoryUtilisation, u.MeanMemoryUtilisation)
+		w.float(schema.UsageMeanRSSByteSeconds, u.MeanRSSByteSeconds)
 	}
 	if u.PeakPythonRSS > 0 {
-		w.int(UsagePeakPythonRSSBytes, u.PeakPythonRSS)
+		w.int(schema.UsagePeakPythonRSSBytes, u.PeakPythonRSS)
 	}
 	if t := st.stageTotals; t != nil && ph >= 0 {
-		w.int(UsageMemorySpilledBytes, t.MemSpill)
-		w.int(UsageDiskSpilledBytes, t.DiskSpill)
-		w.int(UsageFailedTasks, int64(t.Failed))
-		w.int(UsageKilledTasks, int64(t.Killed))
-		w.int(UsageShuffleFetchWaitMs, t.ShuffleFetchWaitMs)
+		w.int(schema.UsageMemorySpilledBytes, t.MemSpill)
+		w.int(schema.UsageDiskSpilledBytes, t.DiskSpill)
+		w.int(schema.UsageFailedTasks, int64(t.Failed))
+		w.int(schema.UsageKilledTasks, int64(t.Killed))
+		w.int(schema.UsageShuffleFetchWaitMs, t.ShuffleFetchWaitMs)
 	}
 	if u.SlotOccupancy != nil {
-		w.float(UsageSlotOccupancy, *u.SlotOccupancy)
+		w.float(schema.UsageSlotOccupancy, *u.SlotOccupancy)
 	}
 	if u.DriverOnlyMs != nil {
-		w.int(UsageDriverOnlyMs, *u.DriverOnlyMs)
+		w.int(schema.UsageDriverOnlyMs, *u.DriverOnlyMs)
 	}
 	if u.FailedStageAttempts != nil {
-		w.int(UsageFailedStageAttempts, int64(*u.FailedStageAttempts))
+		w.int(schema.UsageFailedStageAttempts, int64(*u.FailedStageAttempts))
 	}
 	if u.LostTaskSeconds != nil {
-		w.float(UsageLostTaskSeconds, *u.LostTaskSeconds)
+		w.float(schema.UsageLostTaskSeconds, *u.LostTaskSeconds)
 	}
 	if u.RecomputeTaskSeconds != nil {
-		w.float(UsageRecomputeTaskSeconds, *u.RecomputeTaskSeconds)
+		w.float(schema.UsageRecomputeTaskSeconds, *u.RecomputeTaskSeconds)
 	}
-	w.str(UsageOutcome, u.Outcome)
-	w.str(UsageOutcomeReason, w.reason(u.OutcomeReason))
+	w.str(schema.UsageOutcome, u.Outcome)
+	w.str(schema.UsageOutcomeReason, w.reason(u.OutcomeReason))
 	cores, bytes, gpus := a.Savings()
-	w.int(UsageFindings, int64(len(a.Findings)))
-	w.int(UsageRecommendations, int64(len(a.Recommendations)))
-	w.float(UsageSavingCoreSeconds, cores)
-	w.float(UsageSavingByteSeconds, bytes)
+	w.int(schema.UsageFindings, int64(len(a.Findings)))
+	w.int(schema.UsageRecommendations, int64(len(a.Recommendations)))
+	w.float(schema.UsageSavingCoreSeconds, cores)
+	w.float(schema.UsageSavingByteSeconds, bytes)
 	if u.ExecutorGPUSeconds > 0 {
-		w.float(UsageSavingGPUSeconds, gpus)
+		w.float(schema.UsageSavingGPUSeconds, gpus)
 	}
 	var confs []string
 	for _, r := range a.Recommendations {
 		confs = append(confs, "--conf "+r.Property+"="+r.ValueString())
 	}
-	w.str(UsageRecommended, w.reason(strings.Join(confs, " ")))
-	w.int(UsageSetAsideCount, int64(len(u.SetAside)))
+	w.str(schema.UsageRecommended, w.reason(strings.Join(confs, " ")))
+	w.int(schema.UsageSetAsideCount, int64(len(u.SetAside)))
 	if len(u.SetAside) > 0 {
-		w.str(UsageSetAside, w.reason(strings.Join(u.SetAside, "; ")))
+		w.str(schema.UsageSetAside, w.reason(strings.Join(u.SetAside, "; ")))
 	}
 	notes := u.Notes
 	if st.invalid > 0 {
@@ -369,7 +370,7 @@ func (w *points) usage(u sizing.Usage, a sizing.Advice, ph int, ts int64) {
 	if st.streamErr != "" {
 		notes = append(notes, "metrics stream not read: "+st.streamErr)
 	}
-	w.str(UsageNotes, w.reason(strings.Join(notes, "; ")))
+	w.str(schema.UsageNotes, w.reason(strings.Join(notes, "; ")))
 	text := fmt.Sprintf("%s core-hours and %s GiB-hours held by %d executors", human.Hours(u.ExecutorCoreSeconds/3600),
 		human.Hours(u.ExecutorMemoryByteSeconds/3600/(1<<30)), u.Executors)
 	if u.CPUFrom != "" {
@@ -390,9 +391,9 @@ func (w *points) usage(u sizing.Usage, a sizing.Advice, ph int, ts int64) {
 	if u.Outcome != "" {
 		text += "; " + u.Outcome
 	}
-	w.str(FieldTitle, w.text(fmt.Sprintf("Usage of %s", cmp.Or(st.name, st.key.app))))
-	w.str(FieldText, text)
-	w.str(FieldAttemptID, w.text(st.attemptID))
+	w.str(schema.FieldTitle, w.text(fmt.Sprintf("Usage of %s", cmp.Or(st.name, st.key.app))))
+	w.str(schema.FieldText, text)
+	w.str(schema.FieldAttemptID, w.text(st.attemptID))
 	w.end()
 }
 
@@ -407,7 +408,7 @@ func (w *points) usageEstimate(u sizing.Usage, atMs int64) {
 // was not read.
 func (w *points) reconcile(rec *accounting.Reconciliation) {
 	st := w.st
-	if !w.begin(MeasurementReconcile, st.end*1_000_000) {
+	if !w.begin(schema.MeasurementReconcile, st.end*1_000_000) {
 		return
 	}
 	if st.streamErr != "" || st.stageTotals == nil || rec == nil {
@@ -415,31 +416,31 @@ func (w *points) reconcile(rec *accounting.Reconciliation) {
 		if st.streamErr == "" {
 			why = "Spark's stage list was not read after the end"
 		}
-		w.str(ReconcileVerdict, accounting.ReconcileNoStream)
-		w.str(FieldAppID, w.text(st.key.app))
-		w.str(FieldText, w.reason(why))
-		w.str(FieldAttemptID, w.text(st.attemptID))
+		w.str(schema.ReconcileVerdict, accounting.ReconcileNoStream)
+		w.str(schema.FieldAppID, w.text(st.key.app))
+		w.str(schema.FieldText, w.reason(why))
+		w.str(schema.FieldAttemptID, w.text(st.attemptID))
 		w.end()
 		return
 	}
 	r := *rec
-	w.str(ReconcileVerdict, r.Verdict)
-	w.str(FieldAppID, w.text(st.key.app))
+	w.str(schema.ReconcileVerdict, r.Verdict)
+	w.str(schema.FieldAppID, w.text(st.key.app))
 	for _, m := range r.Metrics {
-		w.float(ReconcileStreamPrefix+m.Name, m.Stream)
-		w.float(ReconcileSparkPrefix+m.Name, m.Spark)
-		w.float(ReconcileDiffPrefix+m.Name, m.Diff())
+		w.float(schema.ReconcileStreamPrefix+m.Name, m.Stream)
+		w.float(schema.ReconcileSparkPrefix+m.Name, m.Spark)
+		w.float(schema.ReconcileDiffPrefix+m.Name, m.Diff())
 	}
-	w.int(ReconcileAboveCount, int64(len(r.Above)))
-	w.str(ReconcileAboveExecutors, w.text(strings.Join(r.Above, ",")))
-	w.int(ReconcileShortCount, int64(len(r.Short)))
-	w.str(ReconcileShortExecutors, w.text(strings.Join(r.Short, ",")))
-	w.int(ReconcileUnlistedProcesses, int64(r.Unlisted))
-	w.int(ReconcileStagesDropped, int64(r.StagesDropped))
-	w.int(ReconcileFailedTasks, int64(r.FailedTasks))
-	w.str(FieldTitle, w.text("Reconciliation of "+cmp.Or(st.name, st.key.app)+": "+r.Verdict))
-	w.str(FieldText, w.reason(r.Text))
-	w.str(FieldAttemptID, w.text(st.attemptID))
+	w.int(schema.ReconcileAboveCount, int64(len(r.Above)))
+	w.str(schema.ReconcileAboveExecutors, w.text(strings.Join(r.Above, ",")))
+	w.int(schema.ReconcileShortCount, int64(len(r.Short)))
+	w.str(schema.ReconcileShortExecutors, w.text(strings.Join(r.Short, ",")))
+	w.int(schema.ReconcileUnlistedProcesses, int64(r.Unlisted))
+	w.int(schema.ReconcileStagesDropped, int64(r.StagesDropped))
+	w.int(schema.ReconcileFailedTasks, int64(r.FailedTasks))
+	w.str(schema.FieldTitle, w.text("Reconciliation of "+cmp.Or(st.name, st.key.app)+": "+r.Verdict))
+	w.str(schema.FieldText, w.reason(r.Text))
+	w.str(schema.FieldAttemptID, w.text(st.attemptID))
 	w.end()
 }
 

@@ -13,6 +13,7 @@ import (
 	"time"
 
 	"github.com/sparkpulse/sparkpulse/accounting"
+	"github.com/sparkpulse/sparkpulse/schema"
 	"github.com/sparkpulse/sparkpulse/sparkui"
 )
 
@@ -96,8 +97,8 @@ func TestAccountingAndReconciliation(t *testing.T) {
 
 	// 30 s after the end: the last reports may still be on their way.
 	p.PollOnce(ctx)
-	if len(stream.asked) != 0 || len(sink.stored(MeasurementUsage, usageRow)) != 0 {
-		t.Fatalf("before the delay: stream asked %v, usage %v", stream.asked, sink.stored(MeasurementUsage, usageRow))
+	if len(stream.asked) != 0 || len(sink.stored(schema.MeasurementUsage, usageRow)) != 0 {
+		t.Fatalf("before the delay: stream asked %v, usage %v", stream.asked, sink.stored(schema.MeasurementUsage, usageRow))
 	}
 	// A minute after: the stream is read over the whole run, once.
 	clk.Set(at(661))
@@ -113,19 +114,19 @@ func TestAccountingAndReconciliation(t *testing.T) {
 	// for 900 s. Used: 420 s of task CPU: 11.7 %. The largest resident
 	// memory, 4 GiB, is 90.9 % of the container; the mean of the means
 	// 2 GiB. GC: 30 s of 600 s of task time.
-	got := sink.stored(MeasurementUsage, usageRow)
+	got := sink.stored(schema.MeasurementUsage, usageRow)
 	want := []string{fmt.Sprintf("%d end queue=etl user=etl dur=600000 execs=2 cores=3600 bytes=%v cpu=420 util=0.1167 from=tasks peak=%d mem=0.9091 mean=%d gc=0.0500 failed=0 killed=0 spill=1048576",
 		ms(at(600))*1_000_000, float64(4724464025*900), int64(4<<30), int64(2<<30))}
 	equalLines(t, "usage", got, want)
 
 	// Reconciled: executor 2 is 10 tasks short; CPU against the stage
 	// list's 450 s; input 1.375 GiB of 1.5 GiB: −112/1536 = −7.29 %.
-	rec := sink.stored(MeasurementReconcile, reconcileRow)
+	rec := sink.stored(schema.MeasurementReconcile, reconcileRow)
 	equalLines(t, "reconcile", rec, []string{fmt.Sprintf(`%d short short=2 tasks=140/150 cpu=420/450 gc=28000/30000 text="the last reports of executor 2 are missing: tasks -6.67 %%, cpu_time_ns -6.67 %%, run_time_ms -6.67 %%, gc_time_ms -6.67 %%, input_bytes -7.29 %%, shuffle_write_bytes -6.67 %%"`,
 		ms(at(600))*1_000_000)})
 
 	// The sizing advice came with it, the same time as ever.
-	if n := len(sink.stored(MeasurementSizing, func(p point) string { return fmt.Sprint(p.fields["kind"]) })); n == 0 {
+	if n := len(sink.stored(schema.MeasurementSizing, func(p point) string { return fmt.Sprint(p.fields["kind"]) })); n == 0 {
 		t.Error("no sizing advice")
 	}
 }
@@ -149,14 +150,14 @@ func TestAccountingWithoutTheStream(t *testing.T) {
 	if n := len(stream.asked); n < 8 || n > 12 {
 		t.Errorf("stream asked %d times in 32 min, want 8 to 12", n)
 	}
-	usage := sink.latestOf(MeasurementUsage)
+	usage := sink.latestOf(schema.MeasurementUsage)
 	if usage == nil || usage.fields["cpu_utilisation"] != nil ||
 		!strings.HasPrefix(fmt.Sprint(usage.fields["notes"]), "no task CPU time in the metrics stream: CPU utilisation unknown; "+
 			"no process-tree metrics: memory utilisation unknown (spark.executor.processTreeMetrics.enabled=true); "+
 			"metrics stream not read: influx: connection refused (failing for 3") {
 		t.Errorf("usage %+v", usage)
 	}
-	rec := sink.latestOf(MeasurementReconcile)
+	rec := sink.latestOf(schema.MeasurementReconcile)
 	if rec == nil || rec.fields["verdict"] != accounting.ReconcileNoStream {
 		t.Errorf("reconcile %+v", rec)
 	}
@@ -184,11 +185,11 @@ func TestAccountingThroughAnOutage(t *testing.T) {
 	if n := len(stream.asked); n < 10 || n > 20 {
 		t.Errorf("stream asked %d times in an hour, want 10 to 20", n)
 	}
-	got := sink.stored(MeasurementUsage, usageRow)
+	got := sink.stored(schema.MeasurementUsage, usageRow)
 	if len(got) != 1 || !strings.Contains(got[0], " cpu=420 ") {
 		t.Errorf("usage %q, want one end fact with the stream's 420 s of CPU", got)
 	}
-	if rec := sink.stored(MeasurementReconcile, reconcileRow); len(rec) != 1 || !strings.Contains(rec[0], " short short=2 ") {
+	if rec := sink.stored(schema.MeasurementReconcile, reconcileRow); len(rec) != 1 || !strings.Contains(rec[0], " short short=2 ") {
 		t.Errorf("reconcile %q", rec)
 	}
 }
@@ -245,7 +246,7 @@ func TestImpossibleAnswersNoted(t *testing.T) {
 	sink := newMemSink()
 	p := newPoller(t, Config{Sources: []string{serve(t, srv)}, Sink: sink, Now: clk.Now, Stream: &fakeStream{totals: accountedStream()}})
 	p.PollOnce(context.Background())
-	u := sink.latestOf(MeasurementUsage)
+	u := sink.latestOf(schema.MeasurementUsage)
 	if u == nil {
 		t.Fatal("no usage")
 	}
@@ -306,8 +307,8 @@ func TestYARNQueueAndUser(t *testing.T) {
 				clk.Set(at(s))
 				p.PollOnce(context.Background())
 			}
-			got := sink.stored(MeasurementUsage, func(p point) string {
-				return fmt.Sprint(p.tags[TagQueue], " ", p.tags[TagUser], " ", p.fields[UsageYARNVcoreSeconds], " ", p.fields[UsageYARNMemoryByteSeconds])
+			got := sink.stored(schema.MeasurementUsage, func(p point) string {
+				return fmt.Sprint(p.tags[schema.TagQueue], " ", p.tags[schema.TagUser], " ", p.fields[schema.UsageYARNVcoreSeconds], " ", p.fields[schema.UsageYARNMemoryByteSeconds])
 			})
 			if want := tc.queue + " " + tc.user + " " + tc.held; len(got) != 1 || got[0] != want {
 				t.Errorf("usage %q, want %q", got, want)
@@ -352,8 +353,8 @@ func TestYARNAfterTakeOver(t *testing.T) {
 				clk.Set(at(s))
 				p.PollOnce(context.Background())
 			}
-			got := sink.stored(MeasurementUsage, func(p point) string {
-				return fmt.Sprint(p.tags[TagQueue], " ", p.tags[TagUser], " ", p.fields[UsageYARNVcoreSeconds])
+			got := sink.stored(schema.MeasurementUsage, func(p point) string {
+				return fmt.Sprint(p.tags[schema.TagQueue], " ", p.tags[schema.TagUser], " ", p.fields[schema.UsageYARNVcoreSeconds])
 			})
 			if want := "root.etl etl-svc 3"; len(got) != 1 || got[0] != want {
 				t.Errorf("usage %q, want %q", got, want)

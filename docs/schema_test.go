@@ -24,19 +24,33 @@ type measurementSchema struct {
 // The encoder is a value with methods begin and startLine, which start a
 // point of a Measurement… constant, int, str, float and bool, which add a
 // field, and enc.AddTag and enc.AddField; names are string literals or
-// the package's string constants (names.go declares those the dashboards
-// and reports read), alone or summed. The source is walked in order,
+// string constants, the package's or, read as pkg.Name, those of the
+// packages in constDirs (package schema declares every name), alone or
+// summed. The source is walked in order,
 // as the encoder runs: a field belongs to the point begun last, calls to
 // other encoder methods and to local closures are followed (a closure's
 // string and bool arguments bound, so that `name+"_p50"` and `if p95`
 // are resolved), and a name the walk cannot resolve to text is an error,
 // so that no field can be added in a way this reading misses. Text that
 // is not known (`"peak_"+k`) is "*".
-func annotateSchema(dir string) (map[string]*measurementSchema, error) {
+func annotateSchema(dir string, constDirs ...string) (map[string]*measurementSchema, error) {
 	fset := token.NewFileSet()
 	files, err := filepath.Glob(filepath.Join(dir, "*.go"))
 	if err != nil {
 		return nil, err
+	}
+	// The constants of the packages in constDirs (package schema) are
+	// read as pkg.Name, as the encoder spells them.
+	pkgOf := map[string]string{}
+	for _, cd := range constDirs {
+		more, err := filepath.Glob(filepath.Join(cd, "*.go"))
+		if err != nil {
+			return nil, err
+		}
+		for _, f := range more {
+			pkgOf[f] = filepath.Base(cd) + "."
+		}
+		files = append(files, more...)
 	}
 	consts := map[string]string{}
 	methods := map[string]*ast.FuncDecl{} // of the encoder type
@@ -60,7 +74,7 @@ func annotateSchema(dir string) (map[string]*measurementSchema, error) {
 					for i, n := range vs.Names {
 						if i < len(vs.Values) {
 							if lit, ok := vs.Values[i].(*ast.BasicLit); ok && lit.Kind == token.STRING {
-								consts[n.Name], _ = strconv.Unquote(lit.Value)
+								consts[pkgOf[path]+n.Name], _ = strconv.Unquote(lit.Value)
 							}
 						}
 					}
@@ -82,7 +96,7 @@ func annotateSchema(dir string) (map[string]*measurementSchema, error) {
 	}
 	out := map[string]*measurementSchema{}
 	for name, v := range consts {
-		if strings.HasPrefix(name, "Measurement") {
+		if strings.HasPrefix(name[strings.LastIndexByte(name, '.')+1:], "Measurement") {
 			out[v] = &measurementSchema{tags: nameSet{}, fields: nameSet{}}
 		}
 	}
@@ -213,12 +227,12 @@ func (w *schemaWalk) call(c *ast.CallExpr, env map[string]binding, depth int) {
 		}
 		switch name {
 		case "begin", "startLine":
-			id, ok := c.Args[0].(*ast.Ident)
-			if !ok || w.out[w.consts[id.Name]] == nil {
+			name, ok := constName(c.Args[0])
+			if !ok || w.out[w.consts[name]] == nil {
 				w.fail(c, "a point of a measurement that is not a Measurement… constant")
 				return
 			}
-			w.cur = w.consts[id.Name]
+			w.cur = w.consts[name]
 			// Every point starts in startLine, with the tags it adds.
 			w.starting = true
 			w.walk(w.methods["startLine"].Body, nil, depth+1)
@@ -232,6 +246,19 @@ func (w *schemaWalk) call(c *ast.CallExpr, env map[string]binding, depth int) {
 			w.closures = outer
 		}
 	}
+}
+
+// constName is the name of the constant e may be: Name, or pkg.Name.
+func constName(e ast.Expr) (string, bool) {
+	switch e := e.(type) {
+	case *ast.Ident:
+		return e.Name, true
+	case *ast.SelectorExpr:
+		if pkg, ok := e.X.(*ast.Ident); ok {
+			return pkg.Name + "." + e.Sel.Name, true
+		}
+	}
+	return "", false
 }
 
 // bind binds the parameters of a function of type ft to the arguments
@@ -284,6 +311,11 @@ func (w *schemaWalk) text(e ast.Expr, env map[string]binding) (string, bool) {
 		}
 		if s, ok := w.consts[e.Name]; ok {
 			return s, true
+		}
+	case *ast.SelectorExpr:
+		if name, ok := constName(e); ok {
+			s, ok := w.consts[name]
+			return s, ok
 		}
 	case *ast.ParenExpr:
 		return w.text(e.X, env)
@@ -348,7 +380,7 @@ func writeFile(t *testing.T, path, content string) {
 }
 
 // TestAnnotateSchemaNames: a field or tag named by a constant (declared
-// in another file, as annotate's names.go declares them) or by a
+// in another file, as package schema declares them) or by a
 // constant prefix is read as its text, and reported when the docs lack
 // it; a name the walk cannot read is an error.
 func TestAnnotateSchemaNames(t *testing.T) {

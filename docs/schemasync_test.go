@@ -21,6 +21,7 @@ import (
 
 	"github.com/sparkpulse/sparkpulse/accounting"
 	"github.com/sparkpulse/sparkpulse/annotate"
+	"github.com/sparkpulse/sparkpulse/schema"
 	"github.com/sparkpulse/sparkpulse/selfmetrics"
 	"github.com/sparkpulse/sparkpulse/sparkui"
 )
@@ -32,7 +33,7 @@ const (
 )
 
 func TestDocsSchema(t *testing.T) {
-	code, err := annotateSchema("../annotate")
+	code, err := annotateSchema("../annotate", "../schema")
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -100,6 +101,10 @@ func byteVars(dir, file string, keep func(string) bool) (nameSet, error) {
 	if err != nil {
 		return nil, err
 	}
+	consts, err := stringConsts("../schema", "schema.")
+	if err != nil {
+		return nil, err
+	}
 	out := nameSet{}
 	ast.Inspect(f, func(n ast.Node) bool {
 		vs, ok := n.(*ast.ValueSpec)
@@ -114,11 +119,42 @@ func byteVars(dir, file string, keep func(string) bool) (nameSet, error) {
 				if lit, ok := c.Args[0].(*ast.BasicLit); ok && lit.Kind == token.STRING {
 					s, _ := strconv.Unquote(lit.Value)
 					out[s] = true
+				} else if name, ok := constName(c.Args[0]); ok && consts[name] != "" {
+					out[consts[name]] = true
 				}
 			}
 		}
 		return true
 	})
+	return out, nil
+}
+
+// stringConsts reads the string constants of the package in dir, each
+// named prefix+Name.
+func stringConsts(dir, prefix string) (map[string]string, error) {
+	files, err := filepath.Glob(filepath.Join(dir, "*.go"))
+	if err != nil {
+		return nil, err
+	}
+	out := map[string]string{}
+	for _, path := range files {
+		f, err := parser.ParseFile(token.NewFileSet(), path, nil, parser.SkipObjectResolution)
+		if err != nil {
+			return nil, err
+		}
+		ast.Inspect(f, func(n ast.Node) bool {
+			if vs, ok := n.(*ast.ValueSpec); ok {
+				for i, name := range vs.Names {
+					if i < len(vs.Values) {
+						if lit, ok := vs.Values[i].(*ast.BasicLit); ok && lit.Kind == token.STRING {
+							out[prefix+name.Name], _ = strconv.Unquote(lit.Value)
+						}
+					}
+				}
+			}
+			return true
+		})
+	}
 	return out, nil
 }
 
@@ -232,7 +268,7 @@ func matches(set nameSet, name string) bool {
 // them, polled with an accounting, write only measurements, tags and
 // fields that annotateSchema found.
 func TestDocsSchemaFixtures(t *testing.T) {
-	code, err := annotateSchema("../annotate")
+	code, err := annotateSchema("../annotate", "../schema")
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -279,7 +315,7 @@ func TestDocsSchemaFixtures(t *testing.T) {
 	}
 	slices.Sort(names)
 	t.Logf("measurements written from the fixtures: %v", names)
-	for _, want := range []string{annotate.MeasurementApp, annotate.MeasurementJob, annotate.MeasurementStage, annotate.MeasurementExecutor, annotate.MeasurementUsage} {
+	for _, want := range []string{schema.MeasurementApp, schema.MeasurementJob, schema.MeasurementStage, schema.MeasurementExecutor, schema.MeasurementUsage} {
 		if got[want] == nil {
 			t.Errorf("no %s point from the fixtures: the check would prove little", want)
 		}

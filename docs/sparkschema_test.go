@@ -15,6 +15,7 @@ import (
 	"github.com/sparkpulse/sparkpulse/delta"
 	"github.com/sparkpulse/sparkpulse/queue"
 	"github.com/sparkpulse/sparkpulse/relay"
+	"github.com/sparkpulse/sparkpulse/schema"
 	"github.com/sparkpulse/sparkpulse/spark"
 	"github.com/sparkpulse/sparkpulse/templates"
 )
@@ -49,10 +50,10 @@ func checkSparkMapping(t *testing.T, f *mdFile) {
 		}
 	}
 	paths, others, prefixes := sparkPaths(t)
-	cern := sparkMappingWrites(t, spark.SchemaCERN, paths, prefixes)
-	wide := sparkMappingWrites(t, spark.SchemaWide, paths, prefixes)
-	other := sparkMappingWrites(t, spark.SchemaWide, others, prefixes)
-	if o := sparkMappingWrites(t, spark.SchemaCERN, others, prefixes); fmt.Sprint(o) != fmt.Sprint(other) {
+	cern := sparkMappingWrites(t, schema.CERN, paths, prefixes)
+	wide := sparkMappingWrites(t, schema.Wide, paths, prefixes)
+	other := sparkMappingWrites(t, schema.Wide, others, prefixes)
+	if o := sparkMappingWrites(t, schema.CERN, others, prefixes); fmt.Sprint(o) != fmt.Sprint(other) {
 		t.Errorf("paths that are not Spark's: cern writes %v, wide %v", o, other)
 	}
 
@@ -261,7 +262,7 @@ func sparkPaths(t *testing.T) (paths, others, prefixes []string) {
 // sparkMappingWrites runs the built-in mapping of schema s, with the
 // built-in delta rules, over two samples of each path, and returns what
 // the relay wrote.
-func sparkMappingWrites(t *testing.T, s spark.Schema, paths, prefixes []string) *sparkSchema {
+func sparkMappingWrites(t *testing.T, s schema.Shape, paths, prefixes []string) *sparkSchema {
 	t.Helper()
 	rules, err := delta.CompileRules(spark.DeltaRules())
 	if err != nil {
@@ -272,7 +273,7 @@ func sparkMappingWrites(t *testing.T, s spark.Schema, paths, prefixes []string) 
 		Mapper: spark.NewMapper(spark.Options{Prefixes: prefixes, Schema: s}),
 		Sink:   sink,
 		Deltas: &relay.Deltas{Rules: rules, Tracker: delta.New(delta.Settings{FirstSampleGrace: delta.NoGrace}, time.Now()),
-			Bucket: "spark", MatchField: s == spark.SchemaWide},
+			Bucket: "spark", MatchField: s == schema.Wide},
 	}).NewConn(nil)
 	now := time.Now().Unix()
 	for i, ts := range []int64{now - 20, now - 10} {

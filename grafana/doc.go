@@ -11,11 +11,11 @@
 // # Schemas
 //
 // The dashboards that read Spark's metrics are generated for each schema
-// of the built-in mapping (spark.Schema), as its [[graphite]] block wrote
+// of the built-in mapping (schema.Shape), as its [[graphite]] block wrote
 // them: dashboards/ holds the default schema's set, the one provisioned,
 // with the health dashboard (sparkpulse's own metrics, stored alike in
 // both); dashboards-cern/ the CERN schema's, with their own uids and
-// titles (Dir). Every stream metric is read where spark.Schema says for a
+// titles (Dir). Every stream metric is read where schema.Shape says for a
 // metric of its catalogue. Metrics whose name carries a scheme or a
 // collector are one measurement each in the CERN shape and one field each
 // in the wide one, matched by a regular expression, and so are the JVM's

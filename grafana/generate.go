@@ -8,7 +8,7 @@ import (
 
 	"github.com/grafana/grafana-foundation-sdk/go/dashboard"
 
-	"github.com/sparkpulse/sparkpulse/spark"
+	"github.com/sparkpulse/sparkpulse/schema"
 )
 
 // Dir is the folder, under grafana/, of the dashboards that read the
@@ -16,8 +16,8 @@ import (
 // files load, with the health dashboard in dashboards/; another schema's
 // in dashboards-<schema>/, with distinct uids and titles, so that both
 // sets can be imported into one Grafana.
-func Dir(sc spark.Schema) string {
-	if sc == spark.DefaultSchema {
+func Dir(sc schema.Shape) string {
+	if sc == schema.Default {
 		return "dashboards"
 	}
 	return "dashboards-" + sc.String()
@@ -27,10 +27,10 @@ func Dir(sc spark.Schema) string {
 // its path under grafana/ (Dir).
 func Files() (map[string][]byte, error) {
 	builders := map[string]*dashboard.DashboardBuilder{
-		path.Join(Dir(spark.DefaultSchema), "health.json"): Health(),
+		path.Join(Dir(schema.Default), "health.json"): Health(),
 	}
-	for _, name := range spark.Schemas {
-		sc, err := spark.ParseSchema(name)
+	for _, name := range schema.Shapes {
+		sc, err := schema.ParseShape(name)
 		if err != nil {
 			return nil, err
 		}

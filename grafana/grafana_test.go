@@ -13,7 +13,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/sparkpulse/sparkpulse/spark"
+	"github.com/sparkpulse/sparkpulse/schema"
 )
 
 var update = flag.Bool("update", false, "rewrite the dashboards' JSON files from the code")
@@ -86,8 +86,8 @@ func TestParseAndRegex(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	for _, name := range spark.Schemas {
-		sc, _ := spark.ParseSchema(name)
+	for _, name := range schema.Shapes {
+		sc, _ := schema.ParseShape(name)
 		file := path.Join(Dir(sc), "spark.json")
 		vars, qs, err := Parse(files[file])
 		if err != nil {
@@ -137,10 +137,10 @@ func TestDashboardsReadTheirSchema(t *testing.T) {
 	cern := regexp.MustCompile(`"(value|delta|rate|namespace|pool)"`)
 	wide := regexp.MustCompile(`_(delta|rate)"|_rate\$/`)
 	sets := 0
-	for _, name := range spark.Schemas {
-		sc, _ := spark.ParseSchema(name)
+	for _, name := range schema.Shapes {
+		sc, _ := schema.ParseShape(name)
 		wrong := wide
-		if sc == spark.SchemaWide {
+		if sc == schema.Wide {
 			wrong = cern
 		}
 		for _, f := range []string{"spark.json", "spark-query-time.json", "fleet.json"} {
@@ -160,7 +160,7 @@ func TestDashboardsReadTheirSchema(t *testing.T) {
 			sets++
 		}
 	}
-	if sets != 3*len(spark.Schemas) {
+	if sets != 3*len(schema.Shapes) {
 		t.Errorf("%d dashboards checked", sets)
 	}
 }

@@ -8,8 +8,7 @@ import (
 	"github.com/grafana/grafana-foundation-sdk/go/dashboard"
 	"github.com/grafana/grafana-foundation-sdk/go/table"
 
-	"github.com/sparkpulse/sparkpulse/annotate"
-	"github.com/sparkpulse/sparkpulse/spark"
+	"github.com/sparkpulse/sparkpulse/schema"
 )
 
 const healthDashboard = "sparkpulse-health"
@@ -35,7 +34,7 @@ func Health() *dashboard.DashboardBuilder {
 
 	h := []string{byHost}
 	// sparkpulse's own metrics are stored alike in every schema (own).
-	v := ingestDeltas(spark.DefaultSchema)
+	v := ingestDeltas(schema.Default)
 	counterRate := func(measurement string, s scale, groupBy string, conds ...string) string {
 		return v.rate(own(measurement), s, append(h, conds...), groupBy)
 	}
@@ -107,12 +106,12 @@ func Health() *dashboard.DashboardBuilder {
 	d.WithRow(dashboard.NewRowBuilder("Reconciliation: the stream against Spark's totals"))
 	d.WithPanel(single("Tasks missing from the stream", "short", "Over the applications that ended in the range: the successful tasks Spark counts less those the executors' reports carried. Above 0, some executors' last reports never arrived (killed, lost, or sent while sparkpulse could not take them): the table names them.",
 		fmt.Sprintf(`SELECT sum(%s) - sum(%s) FROM %s WHERE $timeFilter`,
-			m(annotate.ReconcileSpark(annotate.TotalTasks)), m(annotate.ReconcileStream(annotate.TotalTasks)), m(annotate.MeasurementReconcile))))
+			m(schema.ReconcileSpark(schema.TotalTasks)), m(schema.ReconcileStream(schema.TotalTasks)), m(schema.MeasurementReconcile))))
 	// The table's columns, and the names it shows.
-	recCols := []struct{ field, name string }{{annotate.TagApplicationID, "Application"}, {annotate.TagAppName, "Name"}, {annotate.ReconcileVerdict, "Verdict"},
-		{annotate.ReconcileShortExecutors, "Executors short"}, {annotate.ReconcileDiff(annotate.TotalTasks), "Tasks"}, {annotate.ReconcileDiff(annotate.TotalCPUTimeNs), "CPU time"},
-		{annotate.ReconcileDiff(annotate.TotalRunTimeMs), "Run time"}, {annotate.ReconcileDiff(annotate.TotalGCTimeMs), "GC time"}, {annotate.ReconcileDiff(annotate.TotalInputBytes), "Input"},
-		{annotate.ReconcileDiff(annotate.TotalShuffleReadBytes), "Shuffle read"}, {annotate.ReconcileDiff(annotate.TotalShuffleWriteBytes), "Shuffle write"}, {annotate.FieldText, "Why"}}
+	recCols := []struct{ field, name string }{{schema.TagApplicationID, "Application"}, {schema.TagAppName, "Name"}, {schema.ReconcileVerdict, "Verdict"},
+		{schema.ReconcileShortExecutors, "Executors short"}, {schema.ReconcileDiff(schema.TotalTasks), "Tasks"}, {schema.ReconcileDiff(schema.TotalCPUTimeNs), "CPU time"},
+		{schema.ReconcileDiff(schema.TotalRunTimeMs), "Run time"}, {schema.ReconcileDiff(schema.TotalGCTimeMs), "GC time"}, {schema.ReconcileDiff(schema.TotalInputBytes), "Input"},
+		{schema.ReconcileDiff(schema.TotalShuffleReadBytes), "Shuffle read"}, {schema.ReconcileDiff(schema.TotalShuffleWriteBytes), "Shuffle write"}, {schema.FieldText, "Why"}}
 	var recFields []string
 	for _, c := range recCols {
 		recFields = append(recFields, c.field)
@@ -125,11 +124,11 @@ func Health() *dashboard.DashboardBuilder {
 		Height(8).
 		Footer(common.NewTableFooterOptionsBuilder().Show(false).Reducer([]string{})).
 		WithTarget(&influxQLBuilder{InfluxQL{RefID: "A", RawQuery: true, ResultFormat: "table",
-			Query: "SELECT " + fieldList(recFields...) + " FROM " + m(annotate.MeasurementReconcile) + " WHERE $timeFilter"}}).
+			Query: "SELECT " + fieldList(recFields...) + " FROM " + m(schema.MeasurementReconcile) + " WHERE $timeFilter"}}).
 		OverrideByName("Time", []dashboard.DynamicConfigValue{{Id: "displayName", Value: "Ended"}})
 	for _, c := range recCols {
 		props := []dashboard.DynamicConfigValue{{Id: "displayName", Value: c.name}}
-		if strings.HasPrefix(c.field, annotate.ReconcileDiffPrefix) {
+		if strings.HasPrefix(c.field, schema.ReconcileDiffPrefix) {
 			props = append(props, dashboard.DynamicConfigValue{Id: "unit", Value: "percentunit"})
 		}
 		rec.OverrideByName(c.field, props)

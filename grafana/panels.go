@@ -10,24 +10,29 @@ import (
 	"github.com/grafana/grafana-foundation-sdk/go/stat"
 	"github.com/grafana/grafana-foundation-sdk/go/table"
 	"github.com/grafana/grafana-foundation-sdk/go/timeseries"
+
+	"github.com/sparkpulse/sparkpulse/schema"
 )
 
 // WHERE clause parts of the Spark dashboard. Variables sit in regular
 // expressions, which Grafana fills with escaped values, or an All value.
+var (
+	byApp         = m(schema.TagApplicationID) + ` =~ /^$app$/`
+	byProcess     = m(schema.TagProcess) + ` =~ /^$process$/`
+	executorsOnly = byProcess + ` AND ` + m(schema.TagProcess) + ` != 'driver'`
+	driverOnly    = m(schema.TagProcess) + ` = 'driver'`
+	// overlaps keeps the facts of items that overlap the range: ended ones
+	// that end in it or after it (they began before its end: factsRange),
+	// and start marks (which have no end).
+	overlaps = fmt.Sprintf(`(%s >= ${__from} OR %s = 'start')`, m(schema.FieldEndMs), m(schema.FieldFact))
+)
+
 const (
-	byApp         = `"applicationid" =~ /^$app$/`
-	byProcess     = `"process" =~ /^$process$/`
-	executorsOnly = `"process" =~ /^$process$/ AND "process" != 'driver'`
-	driverOnly    = `"process" = 'driver'`
-	timeFilter    = `$timeFilter`
+	timeFilter = `$timeFilter`
 	// factsRange is the time range of annotation facts, which sit at their
 	// item's start: from a day before the dashboard's range, so that jobs,
 	// stages and executors that began before it still show (rule 3).
 	factsRange = `time >= ${__from}ms - 1d AND time <= ${__to}ms`
-	// overlaps keeps the facts of items that overlap the range: ended ones
-	// that end in it or after it (they began before its end: factsRange),
-	// and start marks (which have no end).
-	overlaps = `("end_ms" >= ${__from} OR "fact" = 'start')`
 )
 
 // where joins conditions and the time filter.
@@ -49,6 +54,15 @@ const (
 
 // m quotes an identifier.
 func m(name string) string { return fmt.Sprintf("%q", name) }
+
+// ms is names quoted by m, joined with commas.
+func ms(names ...string) string {
+	quoted := make([]string, len(names))
+	for i, n := range names {
+		quoted[i] = m(n)
+	}
+	return strings.Join(quoted, ", ")
+}
 
 // panel is a panel before it is placed on the grid.
 type panel = cog.Builder[dashboard.Panel]
@@ -129,7 +143,7 @@ func all(v *dashboard.QueryVariableBuilder, allValue string) *dashboard.QueryVar
 // (or loss) as a region from its start to end_ms, an item seen running as
 // a mark at its start (it has no end_ms), each with its title and text.
 func annotation(name, color, measurement string, enable bool) *dashboard.AnnotationQueryBuilder {
-	q := fmt.Sprintf(`SELECT "title", "text", "end_ms", "status" FROM %q WHERE %s AND %s AND %s`, measurement, byApp, factsRange, overlaps)
+	q := fmt.Sprintf(`SELECT %s FROM %s WHERE %s AND %s AND %s`, ms(schema.FieldTitle, schema.FieldText, schema.FieldEndMs, schema.FieldStatus), m(measurement), byApp, factsRange, overlaps)
 	return dashboard.NewAnnotationQueryBuilder().
 		Name(name).
 		Datasource(datasource).
@@ -137,7 +151,7 @@ func annotation(name, color, measurement string, enable bool) *dashboard.Annotat
 		IconColor(color).
 		Target(&influxQLBuilder{InfluxQL{
 			RefID: "Anno", Query: q, RawQuery: true, ResultFormat: "table",
-			FromAnnotations: true, TitleColumn: "title", TextColumn: "text", TimeEndColumn: "end_ms", TagsColumn: "status",
+			FromAnnotations: true, TitleColumn: schema.FieldTitle, TextColumn: schema.FieldText, TimeEndColumn: schema.FieldEndMs, TagsColumn: schema.FieldStatus,
 			Limit: 500,
 		}})
 }

@@ -9,7 +9,7 @@ import (
 
 	"go.yaml.in/yaml/v3"
 
-	"github.com/sparkpulse/sparkpulse/spark"
+	"github.com/sparkpulse/sparkpulse/schema"
 )
 
 func readYAML(t *testing.T, path string, out any) {
@@ -72,7 +72,7 @@ func TestProvisioning(t *testing.T) {
 	// mountedUnder returns where a volume line mounts the set of schema sc,
 	// if it is under the provider's path.
 	under := prov.Providers[0].Options.Path + "/"
-	mountedUnder := func(volume string, sc spark.Schema) (string, bool) {
+	mountedUnder := func(volume string, sc schema.Shape) (string, bool) {
 		target, ok := strings.CutPrefix(volume, "./grafana/"+Dir(sc)+":")
 		target, ro := strings.CutSuffix(target, ":ro")
 		return target, ok && ro && strings.HasPrefix(target, under)
@@ -82,7 +82,7 @@ func TestProvisioning(t *testing.T) {
 	// mounts each where the provider reads it.
 	var defaultSet string
 	for _, v := range grafana.Volumes {
-		if target, ok := mountedUnder(v, spark.DefaultSchema); ok {
+		if target, ok := mountedUnder(v, schema.Default); ok {
 			defaultSet = target
 		}
 	}
@@ -94,9 +94,9 @@ func TestProvisioning(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	for _, name := range spark.Schemas {
-		sc, _ := spark.ParseSchema(name)
-		if sc == spark.DefaultSchema {
+	for _, name := range schema.Shapes {
+		sc, _ := schema.ParseShape(name)
+		if sc == schema.Default {
 			continue
 		}
 		for _, v := range grafana.Volumes {

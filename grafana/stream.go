@@ -8,7 +8,7 @@ import (
 	"github.com/grafana/grafana-foundation-sdk/go/dashboard"
 	"github.com/grafana/grafana-foundation-sdk/go/timeseries"
 
-	"github.com/sparkpulse/sparkpulse/spark"
+	"github.com/sparkpulse/sparkpulse/schema"
 )
 
 // variant is what a dashboard is generated for: the schema of the stream
@@ -19,13 +19,13 @@ import (
 // differenced at query time, which misses each process's first interval
 // and the work before a counter restart.
 type variant struct {
-	sc        spark.Schema
+	sc        schema.Shape
 	queryTime bool
 	note      string // for panel descriptions
 }
 
-func ingestDeltas(sc spark.Schema) variant   { return variant{sc: sc, note: deltaNoteText} }
-func queryTimeRates(sc spark.Schema) variant { return variant{sc: sc, queryTime: true} }
+func ingestDeltas(sc schema.Shape) variant   { return variant{sc: sc, note: deltaNoteText} }
+func queryTimeRates(sc schema.Shape) variant { return variant{sc: sc, queryTime: true} }
 
 // col is where a metric is stored: its measurement (quoted, or a regular
 // expression) and field, and for a cumulative metric the field of its
@@ -33,7 +33,7 @@ func queryTimeRates(sc spark.Schema) variant { return variant{sc: sc, queryTime:
 type col struct{ from, field, delta string }
 
 // of is where v's stream stores a metric of the catalogue.
-func (v variant) of(mt spark.Metric) col {
+func (v variant) of(mt schema.Metric) col {
 	return col{m(v.sc.Measurement(mt)), v.sc.Field(mt), v.sc.DeltaField(mt)}
 }
 
@@ -81,7 +81,7 @@ func (v variant) title(s string) string {
 	if v.queryTime {
 		base += ", query-time rates"
 	}
-	if v.sc != spark.DefaultSchema {
+	if v.sc != schema.Default {
 		base += ", " + v.sc.String() + " schema"
 	}
 	return base + ")"
@@ -91,7 +91,7 @@ func (v variant) uid(s string) string {
 	if v.queryTime {
 		s += "-query-time"
 	}
-	if v.sc != spark.DefaultSchema {
+	if v.sc != schema.Default {
 		s += "-" + v.sc.String()
 	}
 	return s
@@ -101,7 +101,7 @@ func (v variant) description(s string) string {
 	if v.queryTime {
 		s = "The Spark performance dashboard for receivers with [deltas] off: counters are differenced at query time, per process; each process's first interval and the work before a counter restart are not counted."
 	}
-	if v.sc != spark.DefaultSchema {
+	if v.sc != schema.Default {
 		s += fmt.Sprintf(" For the metrics of [[graphite]] blocks with schema = %q.", v.sc.String())
 	}
 	return s
@@ -117,15 +117,17 @@ func gauge(agg string, c col, conds []string, groupBy string) string {
 }
 
 // gaugeOf, rateOf and totalOf read a metric of the catalogue.
-func (v variant) gaugeOf(agg string, mt spark.Metric, conds []string, groupBy string) string {
+func (v variant) gaugeOf(agg string, mt schema.Metric, conds []string, groupBy string) string {
 	return gauge(agg, v.of(mt), conds, groupBy)
 }
 
-func (v variant) rateOf(mt spark.Metric, s scale, conds []string, groupBy string) string {
+func (v variant) rateOf(mt schema.Metric, s scale, conds []string, groupBy string) string {
 	return v.rate(v.of(mt), s, conds, groupBy)
 }
 
-func (v variant) totalOf(mt spark.Metric, conds ...string) string { return v.total(v.of(mt), conds...) }
+func (v variant) totalOf(mt schema.Metric, conds ...string) string {
+	return v.total(v.of(mt), conds...)
+}
 
 // latestPerProcess aggregates each process's latest value of c in the
 // range.
@@ -136,7 +138,7 @@ func latestPerProcess(agg string, c col, conds ...string) string {
 // appMeasurements have every application: each executor's task counters
 // (ExecutorSource) and the driver's block manager.
 func (v variant) appMeasurements() string {
-	return fmt.Sprintf("/^(%s|%s)$/", regexp.QuoteMeta(v.sc.Measurement(spark.CPUTime)), regexp.QuoteMeta(v.sc.Measurement(spark.BlockMemoryMax)))
+	return fmt.Sprintf("/^(%s|%s)$/", regexp.QuoteMeta(v.sc.Measurement(schema.CPUTime)), regexp.QuoteMeta(v.sc.Measurement(schema.BlockMemoryMax)))
 }
 
 // family is a set of cumulative metrics of one source whose names differ
@@ -157,8 +159,8 @@ type family struct {
 // field"), so it reads the ingest-time rate field, or the query-time
 // derivative, both per second: s must be perSecond there.
 func (v variant) familyRate(f family, s scale, conds []string, groupBy, suffix string) *influxQLBuilder {
-	mt := spark.Metric{Source: f.of, Name: f.pattern}
-	if v.sc != spark.SchemaWide {
+	mt := schema.Metric{Source: f.of, Name: f.pattern}
+	if v.sc != schema.Wide {
 		if ns := v.sc.Namespace(mt); f.namespaced && ns != "" {
 			conds = append(conds[:len(conds):len(conds)], fmt.Sprintf(`"namespace" = '%s'`, ns))
 		}
@@ -190,7 +192,7 @@ func (v variant) familyRate(f family, s scale, conds []string, groupBy, suffix s
 // without the function and rate field the column's name carries
 // (mean_filesystem.hdfs.read_bytes_rate 3: filesystem.hdfs.read_bytes 3).
 func (v variant) fieldLegends(b *timeseries.PanelBuilder) *timeseries.PanelBuilder {
-	if v.sc != spark.SchemaWide {
+	if v.sc != schema.Wide {
 		return b
 	}
 	return b.WithTransformation(dashboard.DataTransformerConfig{Id: "renameByRegex", Options: map[string]any{
@@ -199,12 +201,12 @@ func (v variant) fieldLegends(b *timeseries.PanelBuilder) *timeseries.PanelBuild
 	}})
 }
 
-// pools is agg of a JVM memory pools' attribute (spark.PoolUsed) per
+// pools is agg of a JVM memory pools' attribute (schema.PoolUsed) per
 // interval, a series per pool: grouped by the CERN shape's pool tag; in
 // the wide shape every pool is a field of the process's jvm point,
 // read by a regular expression and named by poolLegends.
-func (v variant) pools(agg string, mt spark.Metric, conds []string) *influxQLBuilder {
-	if v.sc != spark.SchemaWide {
+func (v variant) pools(agg string, mt schema.Metric, conds []string) *influxQLBuilder {
+	if v.sc != schema.Wide {
 		return query("", v.gaugeOf(agg, mt, conds, `"pool"`), "$tag_pool")
 	}
 	return query("", fmt.Sprintf(`SELECT %s(/^%s$/) FROM %s WHERE %s GROUP BY time($__interval) fill(null)`,
@@ -213,15 +215,15 @@ func (v variant) pools(agg string, mt spark.Metric, conds []string) *influxQLBui
 
 // poolField is the wide shape's field of a pools.<attr> metric as a
 // regular expression, pool that of the pool's name (which may have dots).
-func poolField(mt spark.Metric, pool string) string {
+func poolField(mt schema.Metric, pool string) string {
 	prefix, attr, _ := strings.Cut(mt.Name, ".")
 	return regexp.QuoteMeta(prefix) + `\.` + pool + `\.` + regexp.QuoteMeta(attr)
 }
 
 // poolLegends names the wide shape's series of pools by the pool, as the
 // CERN shape's pool tag does (max_pools.G1-Eden-Space.used: G1-Eden-Space).
-func (v variant) poolLegends(agg string, mt spark.Metric, b *timeseries.PanelBuilder) *timeseries.PanelBuilder {
-	if v.sc != spark.SchemaWide {
+func (v variant) poolLegends(agg string, mt schema.Metric, b *timeseries.PanelBuilder) *timeseries.PanelBuilder {
+	if v.sc != schema.Wide {
 		return b
 	}
 	return b.WithTransformation(dashboard.DataTransformerConfig{Id: "renameByRegex", Options: map[string]any{
@@ -234,19 +236,19 @@ func (v variant) poolLegends(agg string, mt spark.Metric, b *timeseries.PanelBui
 // wide shape's field, with the listener or queue in a tag; the CERN shape
 // keeps them in the measurement's name, which cern matches.
 type busMetric struct {
-	wide       spark.Metric
+	wide       schema.Metric
 	tag, alias string // the wide shape's tag and legend
 	cern       string // a regular expression of the CERN shape's names
 }
 
 var (
-	queueDropped = busMetric{spark.Metric{Source: spark.EventsPosted.Source, Name: "queue.numDroppedEvents.count"}, `"queue"`, "$tag_queue",
+	queueDropped = busMetric{schema.Metric{Source: schema.EventsPosted.Source, Name: "queue.numDroppedEvents.count"}, `"queue"`, "$tag_queue",
 		`queue\..+\.numDroppedEvents\.count`}
-	queueSize = busMetric{spark.Metric{Source: spark.EventsPosted.Source, Name: "queue.size"}, `"queue"`, "$tag_queue",
+	queueSize = busMetric{schema.Metric{Source: schema.EventsPosted.Source, Name: "queue.size"}, `"queue"`, "$tag_queue",
 		`queue\..+\.size`}
-	listenerTimeP99 = busMetric{spark.Metric{Source: spark.EventsPosted.Source, Name: "listenerProcessingTime.p99"}, `"listener"`, "$tag_listener",
+	listenerTimeP99 = busMetric{schema.Metric{Source: schema.EventsPosted.Source, Name: "listenerProcessingTime.p99"}, `"listener"`, "$tag_listener",
 		`listenerProcessingTime\..+\.p99`}
-	queueListenerTimeP99 = busMetric{spark.Metric{Source: spark.EventsPosted.Source, Name: "queue.listenerProcessingTime.p99"}, `"queue"`, "queue $tag_queue",
+	queueListenerTimeP99 = busMetric{schema.Metric{Source: schema.EventsPosted.Source, Name: "queue.listenerProcessingTime.p99"}, `"queue"`, "queue $tag_queue",
 		`queue\..+\.listenerProcessingTime\.p99`}
 )
 
@@ -254,7 +256,7 @@ var (
 // listener or queue: one query in the CERN shape, whose measurements name
 // them, one per metric grouped by its tag in the wide one.
 func (v variant) listenerBus(build func(c col, groupBy, alias string) *influxQLBuilder, ms ...busMetric) []*influxQLBuilder {
-	if v.sc != spark.SchemaWide {
+	if v.sc != schema.Wide {
 		var names []string
 		for _, b := range ms {
 			names = append(names, b.cern)

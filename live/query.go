@@ -15,9 +15,8 @@ import (
 	"github.com/prometheus/common/expfmt"
 	"github.com/prometheus/common/model"
 
-	"github.com/sparkpulse/sparkpulse/annotate"
 	"github.com/sparkpulse/sparkpulse/influx"
-	"github.com/sparkpulse/sparkpulse/spark"
+	"github.com/sparkpulse/sparkpulse/schema"
 )
 
 // Config says where a Querier reads.
@@ -28,7 +27,7 @@ type Config struct {
 	// defaults to the other.
 	MetricsDB, AnnotationsDB string
 	// Schemas are the shapes MetricsDB may hold; nil: both.
-	Schemas []spark.Schema
+	Schemas []schema.Shape
 	// AdminURL is sparkpulse's admin endpoint (http://host:port); "" leaves
 	// its figures out.
 	AdminURL string
@@ -87,7 +86,7 @@ func NewQuerier(cfg Config) (*Querier, error) {
 	}
 	cfg.Interval = cmp.Or(cfg.Interval, DefaultInterval)
 	if len(cfg.Schemas) == 0 {
-		cfg.Schemas = []spark.Schema{spark.SchemaWide, spark.SchemaCERN}
+		cfg.Schemas = []schema.Shape{schema.Wide, schema.CERN}
 	}
 	cfg.AdminURL = strings.TrimSuffix(cfg.AdminURL, "/")
 	db, err := influx.NewQuerier(cfg.Influx)
@@ -128,26 +127,26 @@ func (q *Querier) readInflux(ctx context.Context, s *Snapshot) error {
 	// shows one later has the last word, though its facts are older).
 	apps := map[string]*App{}
 	for _, sel := range []string{"!=", "="} {
-		appFacts, err := q.query(ctx, ann, fmt.Sprintf(`SELECT "status", %s FROM %s WHERE %s AND %s %s 'stream' GROUP BY %s, %s ORDER BY time DESC LIMIT 1`,
-			influx.QuoteIdent(annotate.FieldAppID), influx.QuoteIdent(annotate.MeasurementApp), since, influx.QuoteIdent(annotate.FieldFact), sel,
-			influx.QuoteIdent(annotate.TagApplicationID), influx.QuoteIdent(annotate.TagAppName)))
+		appFacts, err := q.query(ctx, ann, fmt.Sprintf(`SELECT %s, %s FROM %s WHERE %s AND %s %s 'stream' GROUP BY %s, %s ORDER BY time DESC LIMIT 1`,
+			influx.QuoteIdent(schema.FieldStatus), influx.QuoteIdent(schema.FieldAppID), influx.QuoteIdent(schema.MeasurementApp), since, influx.QuoteIdent(schema.FieldFact), sel,
+			influx.QuoteIdent(schema.TagApplicationID), influx.QuoteIdent(schema.TagAppName)))
 		if err != nil {
 			return err
 		}
 		for _, sr := range appFacts {
-			key := sr.Tags[annotate.TagApplicationID]
+			key := sr.Tags[schema.TagApplicationID]
 			if _, shown := apps[key]; shown {
 				continue
 			}
 			for _, row := range rows(sr) {
-				a := &App{ID: cmp.Or(row.str(annotate.FieldAppID), key), Name: sr.Tags[annotate.TagAppName], Started: row.time().Truncate(time.Millisecond),
+				a := &App{ID: cmp.Or(row.str(schema.FieldAppID), key), Name: sr.Tags[schema.TagAppName], Started: row.time().Truncate(time.Millisecond),
 					Executors: -1, Cores: -1, Busy: -1}
 				switch {
 				case sel == "=":
 					a.Status = StatusStream
-				case row.str("status") == "RUNNING":
+				case row.str(schema.FieldStatus) == "RUNNING":
 					a.Status = StatusRunning
-				case row.str("status") == "UNKNOWN":
+				case row.str(schema.FieldStatus) == "UNKNOWN":
 					a.Status = StatusLost
 				default:
 					a.Status = StatusEnded
@@ -160,26 +159,27 @@ func (q *Querier) readInflux(ctx context.Context, s *Snapshot) error {
 		return q.readVerdicts(ctx, s, since)
 	}
 
-	jobs, err := q.query(ctx, ann, fmt.Sprintf(`SELECT "job_id", "status" FROM %s WHERE %s GROUP BY "applicationid" ORDER BY time DESC LIMIT 1`,
-		influx.QuoteIdent(annotate.MeasurementJob), since))
+	jobs, err := q.query(ctx, ann, fmt.Sprintf(`SELECT %s FROM %s WHERE %s GROUP BY %s ORDER BY time DESC LIMIT 1`,
+		influx.QuoteIdents(schema.FieldJobID, schema.FieldStatus), influx.QuoteIdent(schema.MeasurementJob), since, influx.QuoteIdent(schema.TagApplicationID)))
 	if err != nil {
 		return err
 	}
 	for _, sr := range jobs {
-		if a := apps[sr.Tags["applicationid"]]; a != nil {
+		if a := apps[sr.Tags[schema.TagApplicationID]]; a != nil {
 			for _, row := range rows(sr) {
-				id, _ := row.num("job_id")
-				a.Job = &Job{ID: int(id), Status: row.str("status")}
+				id, _ := row.num(schema.FieldJobID)
+				a.Job = &Job{ID: int(id), Status: row.str(schema.FieldStatus)}
 			}
 		}
 	}
-	failed, err := q.query(ctx, ann, fmt.Sprintf(`SELECT count("job_id") FROM %s WHERE %s AND "status" = 'FAILED' AND "fact" = 'end' GROUP BY "applicationid"`,
-		influx.QuoteIdent(annotate.MeasurementJob), since))
+	failed, err := q.query(ctx, ann, fmt.Sprintf(`SELECT count(%s) FROM %s WHERE %s AND %s = 'FAILED' AND %s = 'end' GROUP BY %s`,
+		influx.QuoteIdent(schema.FieldJobID), influx.QuoteIdent(schema.MeasurementJob), since,
+		influx.QuoteIdent(schema.FieldStatus), influx.QuoteIdent(schema.FieldFact), influx.QuoteIdent(schema.TagApplicationID)))
 	if err != nil {
 		return err
 	}
 	for _, sr := range failed {
-		if a := apps[sr.Tags["applicationid"]]; a != nil {
+		if a := apps[sr.Tags[schema.TagApplicationID]]; a != nil {
 			for _, row := range rows(sr) {
 				n, _ := row.num("count")
 				a.FailedJobs = int(n)
@@ -188,24 +188,25 @@ func (q *Querier) readInflux(ctx context.Context, s *Snapshot) error {
 	}
 
 	// Executors: each one's latest snapshot.
-	execs, err := q.query(ctx, ann, fmt.Sprintf(`SELECT last("status") AS "status", last("cores") AS "cores" FROM %s WHERE %s GROUP BY "applicationid", "process"`,
-		influx.QuoteIdent(annotate.MeasurementExecutor), since))
+	status, cores := influx.QuoteIdent(schema.FieldStatus), influx.QuoteIdent(schema.FieldCores)
+	execs, err := q.query(ctx, ann, fmt.Sprintf(`SELECT last(%s) AS %s, last(%s) AS %s FROM %s WHERE %s GROUP BY %s`,
+		status, status, cores, cores, influx.QuoteIdent(schema.MeasurementExecutor), since, influx.QuoteIdents(schema.TagApplicationID, schema.TagProcess)))
 	if err != nil {
 		return err
 	}
 	for _, sr := range execs {
-		a := apps[sr.Tags["applicationid"]]
-		if a == nil || sr.Tags["process"] == "driver" {
+		a := apps[sr.Tags[schema.TagApplicationID]]
+		if a == nil || sr.Tags[schema.TagProcess] == "driver" {
 			continue
 		}
 		if a.Executors < 0 {
 			a.Executors, a.Cores = 0, 0
 		}
 		for _, row := range rows(sr) {
-			if row.str("status") == "ACTIVE" {
-				cores, _ := row.num("cores")
+			if row.str(schema.FieldStatus) == "ACTIVE" {
+				n, _ := row.num(schema.FieldCores)
 				a.Executors++
-				a.Cores += int(cores)
+				a.Cores += int(n)
 			}
 		}
 	}
@@ -218,8 +219,8 @@ func (q *Querier) readInflux(ctx context.Context, s *Snapshot) error {
 	}
 	window := s.At.Sub(from)
 	if window >= time.Second {
-		busy, err := q.stream(ctx, "sum", spark.RunTime, true, fmt.Sprintf(`time >= %dms AND time <= %dms GROUP BY "applicationid"`,
-			from.UnixMilli(), s.At.UnixMilli()))
+		busy, err := q.stream(ctx, "sum", schema.RunTime, true, fmt.Sprintf(`time >= %dms AND time <= %dms GROUP BY %s`,
+			from.UnixMilli(), s.At.UnixMilli(), influx.QuoteIdent(schema.TagApplicationID)))
 		if err != nil {
 			return err
 		}
@@ -229,7 +230,7 @@ func (q *Querier) readInflux(ctx context.Context, s *Snapshot) error {
 			}
 		}
 		for _, sr := range busy {
-			if a := apps[sr.Tags["applicationid"]]; a != nil {
+			if a := apps[sr.Tags[schema.TagApplicationID]]; a != nil {
 				for _, row := range rows(sr) {
 					if ms, ok := row.num("sum"); ok {
 						a.Busy, a.BusyWindow = max(a.Busy, 0)+ms/1000/window.Seconds(), window
@@ -241,12 +242,13 @@ func (q *Querier) readInflux(ctx context.Context, s *Snapshot) error {
 
 	// Heap: each executor's peak against its limit; the application
 	// shows the executor nearest its limit.
-	executors := since + ` AND "process" != 'driver' GROUP BY "applicationid", "process"`
-	peaks, err := q.stream(ctx, "max", spark.JVMHeapMemory, false, executors)
+	executors := since + fmt.Sprintf(` AND %s != 'driver' GROUP BY %s`,
+		influx.QuoteIdent(schema.TagProcess), influx.QuoteIdents(schema.TagApplicationID, schema.TagProcess))
+	peaks, err := q.stream(ctx, "max", schema.JVMHeapMemory, false, executors)
 	if err != nil {
 		return err
 	}
-	limits, err := q.stream(ctx, "last", spark.HeapMax, false, executors)
+	limits, err := q.stream(ctx, "last", schema.HeapMax, false, executors)
 	if err != nil {
 		return err
 	}
@@ -254,13 +256,13 @@ func (q *Querier) readInflux(ctx context.Context, s *Snapshot) error {
 	for _, sr := range limits {
 		for _, row := range rows(sr) {
 			if v, ok := row.num("last"); ok {
-				k := [2]string{sr.Tags["applicationid"], sr.Tags["process"]}
+				k := [2]string{sr.Tags[schema.TagApplicationID], sr.Tags[schema.TagProcess]}
 				limit[k] = max(limit[k], v)
 			}
 		}
 	}
 	for _, sr := range peaks {
-		a := apps[sr.Tags["applicationid"]]
+		a := apps[sr.Tags[schema.TagApplicationID]]
 		if a == nil {
 			continue
 		}
@@ -269,7 +271,7 @@ func (q *Querier) readInflux(ctx context.Context, s *Snapshot) error {
 			if !ok {
 				continue
 			}
-			lim := limit[[2]string{sr.Tags["applicationid"], sr.Tags["process"]}]
+			lim := limit[[2]string{sr.Tags[schema.TagApplicationID], sr.Tags[schema.TagProcess]}]
 			if nearer(peak, lim, a.HeapPeak, a.HeapMax) {
 				a.HeapPeak, a.HeapMax = peak, lim
 			}
@@ -303,15 +305,15 @@ func nearer(peak, lim, peak0, lim0 float64) bool {
 func (q *Querier) readVerdicts(ctx context.Context, s *Snapshot, since string) error {
 	ann := q.cfg.AnnotationsDB
 	usage, err := q.query(ctx, ann, fmt.Sprintf(`SELECT %s FROM %s WHERE %s AND %s = 'end' ORDER BY time DESC LIMIT %d`,
-		influx.QuoteIdents(annotate.TagApplicationID, annotate.TagAppName, annotate.FieldAppID, annotate.UsageExecutors, annotate.UsageExecutorCoreSeconds,
-			annotate.UsageExecutorMemoryByteSeconds, annotate.UsageCPUUtilisation, annotate.UsageMemoryUtilisation),
-		influx.QuoteIdent(annotate.MeasurementUsage), since, influx.QuoteIdent(annotate.FieldFact), maxVerdicts))
+		influx.QuoteIdents(schema.TagApplicationID, schema.TagAppName, schema.FieldAppID, schema.UsageExecutors, schema.UsageExecutorCoreSeconds,
+			schema.UsageExecutorMemoryByteSeconds, schema.UsageCPUUtilisation, schema.UsageMemoryUtilisation),
+		influx.QuoteIdent(schema.MeasurementUsage), since, influx.QuoteIdent(schema.FieldFact), maxVerdicts))
 	if err != nil {
 		return err
 	}
 	rec, err := q.query(ctx, ann, fmt.Sprintf(`SELECT %s FROM %s WHERE %s ORDER BY time DESC LIMIT %d`,
-		influx.QuoteIdents(annotate.TagApplicationID, annotate.ReconcileVerdict, annotate.FieldText),
-		influx.QuoteIdent(annotate.MeasurementReconcile), since, 4*maxVerdicts))
+		influx.QuoteIdents(schema.TagApplicationID, schema.ReconcileVerdict, schema.FieldText),
+		influx.QuoteIdent(schema.MeasurementReconcile), since, 4*maxVerdicts))
 	if err != nil {
 		return err
 	}
@@ -319,26 +321,26 @@ func (q *Querier) readVerdicts(ctx context.Context, s *Snapshot, since string) e
 	byApp := map[string]recon{}
 	for _, sr := range rec {
 		for _, row := range rows(sr) {
-			if _, seen := byApp[row.str(annotate.TagApplicationID)]; !seen {
-				byApp[row.str(annotate.TagApplicationID)] = recon{row.str(annotate.ReconcileVerdict), row.str(annotate.FieldText)}
+			if _, seen := byApp[row.str(schema.TagApplicationID)]; !seen {
+				byApp[row.str(schema.TagApplicationID)] = recon{row.str(schema.ReconcileVerdict), row.str(schema.FieldText)}
 			}
 		}
 	}
 	for _, sr := range usage {
 		for _, row := range rows(sr) {
-			key := row.str(annotate.TagApplicationID)
+			key := row.str(schema.TagApplicationID)
 			r := byApp[key]
-			v := Verdict{Ended: row.time(), App: cmp.Or(row.str(annotate.FieldAppID), key), Name: row.str(annotate.TagAppName), Verdict: r.verdict, Detail: r.text,
+			v := Verdict{Ended: row.time(), App: cmp.Or(row.str(schema.FieldAppID), key), Name: row.str(schema.TagAppName), Verdict: r.verdict, Detail: r.text,
 				CPUUsed: -1, MemoryPeak: -1}
-			n, _ := row.num(annotate.UsageExecutors)
+			n, _ := row.num(schema.UsageExecutors)
 			v.Executors = int(n)
-			cs, _ := row.num(annotate.UsageExecutorCoreSeconds)
-			bs, _ := row.num(annotate.UsageExecutorMemoryByteSeconds)
+			cs, _ := row.num(schema.UsageExecutorCoreSeconds)
+			bs, _ := row.num(schema.UsageExecutorMemoryByteSeconds)
 			v.CoreHours, v.GiBHours = cs/3600, bs/3600/(1<<30)
-			if u, ok := row.num(annotate.UsageCPUUtilisation); ok {
+			if u, ok := row.num(schema.UsageCPUUtilisation); ok {
 				v.CPUUsed = u
 			}
-			if u, ok := row.num(annotate.UsageMemoryUtilisation); ok {
+			if u, ok := row.num(schema.UsageMemoryUtilisation); ok {
 				v.MemoryPeak = u
 			}
 			s.Verdicts = append(s.Verdicts, v)
@@ -351,7 +353,7 @@ func (q *Querier) readVerdicts(ctx context.Context, s *Snapshot, since string) e
 // column is named after it) of its value, or of its delta, in each shape
 // the database may hold: the series of every shape, for the caller to add
 // up.
-func (q *Querier) stream(ctx context.Context, fn string, m spark.Metric, delta bool, where string) ([]influx.Series, error) {
+func (q *Querier) stream(ctx context.Context, fn string, m schema.Metric, delta bool, where string) ([]influx.Series, error) {
 	var out []influx.Series
 	for _, sc := range q.cfg.Schemas {
 		field := sc.Field(m)

@@ -16,7 +16,7 @@ import (
 
 	"github.com/sparkpulse/sparkpulse/influx"
 	"github.com/sparkpulse/sparkpulse/influx/influxtest"
-	"github.com/sparkpulse/sparkpulse/spark"
+	"github.com/sparkpulse/sparkpulse/schema"
 )
 
 // The querier reads applications, executors, busy cores, heap peaks, jobs
@@ -25,15 +25,15 @@ import (
 // before and after a change of schema).
 func TestQuerierReadsInfluxDB(t *testing.T) {
 	srv := influxtest.Start(t)
-	wide, cern := spark.SchemaWide, spark.SchemaCERN
+	wide, cern := schema.Wide, schema.CERN
 	for _, tc := range []struct {
 		name    string
-		written []spark.Schema // the stream's points take these shapes in turn
-		read    []spark.Schema // Config.Schemas
+		written []schema.Shape // the stream's points take these shapes in turn
+		read    []schema.Shape // Config.Schemas
 	}{
-		{"wide", []spark.Schema{wide}, nil},
-		{"cern", []spark.Schema{cern}, []spark.Schema{cern}},
-		{"both", []spark.Schema{cern, wide}, nil},
+		{"wide", []schema.Shape{wide}, nil},
+		{"cern", []schema.Shape{cern}, []schema.Shape{cern}},
+		{"both", []schema.Shape{cern, wide}, nil},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			db := "spark_" + tc.name
@@ -43,7 +43,7 @@ func TestQuerierReadsInfluxDB(t *testing.T) {
 	}
 }
 
-func querierReadsInfluxDB(t *testing.T, url, db string, written, read []spark.Schema) {
+func querierReadsInfluxDB(t *testing.T, url, db string, written, read []schema.Shape) {
 	now := time.Now().Truncate(time.Second)
 	since := now.Add(-2 * time.Minute)
 	ms := func(d time.Duration) int64 { return now.Add(d).UnixNano() }
@@ -52,7 +52,7 @@ func querierReadsInfluxDB(t *testing.T, url, db string, written, read []spark.Sc
 	line := func(format string, a ...any) { fmt.Fprintf(&lp, format+"\n", a...) }
 	points := 0
 	// stream writes a point of the metrics stream; delta < 0: none.
-	stream := func(m spark.Metric, process string, value, delta float64, at time.Duration) {
+	stream := func(m schema.Metric, process string, value, delta float64, at time.Duration) {
 		sc := written[points%len(written)]
 		points++
 		tags := fmt.Sprintf("applicationid=%s,process=%s", a1, process)
@@ -76,15 +76,15 @@ func querierReadsInfluxDB(t *testing.T, url, db string, written, read []spark.Sc
 	line(`spark_job,applicationid=%s fact="end",job_id=2i,status="FAILED" %d`, a1, ms(-60*time.Second)+1)
 	line(`spark_job,applicationid=%s fact="start",job_id=3i,status="RUNNING" %d`, a1, ms(-30*time.Second))
 	// 36 s of task time in the last minute over two executors: 0.6 cores busy.
-	stream(spark.RunTime, "1", 50000, 20000, -40*time.Second)
-	stream(spark.RunTime, "2", 50000, 16000, -10*time.Second)
-	stream(spark.RunTime, "2", 34000, 99000, -100*time.Second) // before the window
+	stream(schema.RunTime, "1", 50000, 20000, -40*time.Second)
+	stream(schema.RunTime, "2", 50000, 16000, -10*time.Second)
+	stream(schema.RunTime, "2", 34000, 99000, -100*time.Second) // before the window
 	// Heap: executor 2 is nearer its limit than executor 1 with a larger peak.
-	stream(spark.JVMHeapMemory, "1", 3000000000, -1, -30*time.Second)
-	stream(spark.HeapMax, "1", 8589934592, -1, -30*time.Second)
-	stream(spark.JVMHeapMemory, "2", 2000000000, -1, -30*time.Second)
-	stream(spark.HeapMax, "2", 2147483648, -1, -30*time.Second)
-	stream(spark.JVMHeapMemory, "driver", 4000000000, -1, -30*time.Second)
+	stream(schema.JVMHeapMemory, "1", 3000000000, -1, -30*time.Second)
+	stream(schema.HeapMax, "1", 8589934592, -1, -30*time.Second)
+	stream(schema.JVMHeapMemory, "2", 2000000000, -1, -30*time.Second)
+	stream(schema.HeapMax, "2", 2147483648, -1, -30*time.Second)
+	stream(schema.JVMHeapMemory, "driver", 4000000000, -1, -30*time.Second)
 	// a2: ended, accounted and reconciled.
 	line(`spark_app,applicationid=%s,appname=ml fact="start",status="RUNNING",app_id="%s" %d`, a2, a2, ms(-100*time.Second))
 	line(`spark_app,applicationid=%s,appname=ml fact="end",status="COMPLETED",app_id="%s" %d`, a2, a2, ms(-100*time.Second)+1)

@@ -23,6 +23,7 @@ import (
 	"github.com/sparkpulse/sparkpulse/accounting"
 	"github.com/sparkpulse/sparkpulse/grafana/grafanatest"
 	"github.com/sparkpulse/sparkpulse/influx/influxtest"
+	"github.com/sparkpulse/sparkpulse/schema"
 	"github.com/sparkpulse/sparkpulse/sizing"
 	"github.com/sparkpulse/sparkpulse/spark"
 	"github.com/sparkpulse/sparkpulse/sparkapi"
@@ -464,12 +465,12 @@ func checkInventory(t *testing.T, r *run) {
 // every executor's last task counters, and the sums of their deltas, are
 // the same in both.
 func checkUDP(t *testing.T, r *run) {
-	for _, m := range []spark.Metric{spark.SucceededTasks, spark.CPUTime, spark.RunTime} {
-		query := func(s spark.Schema, agg, field string) string {
+	for _, m := range []schema.Metric{schema.SucceededTasks, schema.CPUTime, schema.RunTime} {
+		query := func(s schema.Shape, agg, field string) string {
 			return fmt.Sprintf(`SELECT %s(%q) FROM %q WHERE "applicationid" = '%s' GROUP BY "process"`,
 				agg, field, s.Measurement(m), r.main.id)
 		}
-		wide, cern := spark.SchemaWide, spark.SchemaCERN
+		wide, cern := schema.Wide, schema.CERN
 		for _, c := range []struct{ agg, tcp, udp string }{
 			{"last", wide.Field(m), cern.Field(m)},
 			{"sum", wide.DeltaField(m), cern.DeltaField(m)},

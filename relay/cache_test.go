@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/sparkpulse/sparkpulse/delta"
+	"github.com/sparkpulse/sparkpulse/schema"
 	"github.com/sparkpulse/sparkpulse/spark"
 )
 
@@ -213,11 +214,11 @@ func TestCachedSeriesSameAsFirst(t *testing.T) {
 // bytesPerCachedSeries is the heap held per series by a cache of n Spark
 // executor series (a counter) with their descriptions and, with deltas,
 // their baselines.
-func bytesPerCachedSeries(tb testing.TB, n int, deltas bool, schema spark.Schema) float64 {
-	cfg := Config{Mapper: spark.NewMapper(spark.Options{Schema: schema}), Sink: &nullSink{}, CacheSize: 4 * n}
+func bytesPerCachedSeries(tb testing.TB, n int, deltas bool, shape schema.Shape) float64 {
+	cfg := Config{Mapper: spark.NewMapper(spark.Options{Schema: shape}), Sink: &nullSink{}, CacheSize: 4 * n}
 	if deltas {
 		cfg.Deltas = newDeltas(tb, "spark")
-		cfg.Deltas.MatchField = schema == spark.SchemaWide
+		cfg.Deltas.MatchField = shape == schema.Wide
 	}
 	r := New(cfg)
 	c := r.NewConn(nil).(*Conn)
@@ -246,11 +247,11 @@ func bytesPerCachedSeries(tb testing.TB, n int, deltas bool, schema spark.Schema
 }
 
 func BenchmarkMemoryPerCachedSeries(b *testing.B) {
-	for _, schema := range []spark.Schema{spark.SchemaCERN, spark.SchemaWide} {
+	for _, shape := range []schema.Shape{schema.CERN, schema.Wide} {
 		for _, deltas := range []bool{false, true} {
-			b.Run(fmt.Sprint(schema, "/deltas=", deltas), func(b *testing.B) {
+			b.Run(fmt.Sprint(shape, "/deltas=", deltas), func(b *testing.B) {
 				for b.Loop() {
-					b.ReportMetric(bytesPerCachedSeries(b, 500_000, deltas, schema), "B/series")
+					b.ReportMetric(bytesPerCachedSeries(b, 500_000, deltas, shape), "B/series")
 				}
 			})
 		}
@@ -263,11 +264,11 @@ func TestMemoryPerCumulativeSeries(t *testing.T) {
 	if testing.Short() {
 		t.Skip("200 000 series")
 	}
-	for _, schema := range []spark.Schema{spark.SchemaCERN, spark.SchemaWide} {
-		b := bytesPerCachedSeries(t, 200_000, true, schema)
-		t.Logf("%s: %.1f bytes per cumulative series", schema, b)
+	for _, shape := range []schema.Shape{schema.CERN, schema.Wide} {
+		b := bytesPerCachedSeries(t, 200_000, true, shape)
+		t.Logf("%s: %.1f bytes per cumulative series", shape, b)
 		if b > 200 {
-			t.Errorf("%s: %.1f bytes per cumulative series, want ≤ 200", schema, b)
+			t.Errorf("%s: %.1f bytes per cumulative series, want ≤ 200", shape, b)
 		}
 	}
 }

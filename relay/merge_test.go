@@ -9,13 +9,14 @@ import (
 	"github.com/influxdata/line-protocol/v2/lineprotocol"
 
 	"github.com/sparkpulse/sparkpulse/delta"
+	"github.com/sparkpulse/sparkpulse/schema"
 	"github.com/sparkpulse/sparkpulse/spark"
 )
 
 func wideConn(t testing.TB, s Sink) *Conn {
 	d := newDeltas(t, "db")
 	d.MatchField = true
-	return New(Config{Mapper: spark.NewMapper(spark.Options{Schema: spark.SchemaWide}), Sink: s, Deltas: d,
+	return New(Config{Mapper: spark.NewMapper(spark.Options{Schema: schema.Wide}), Sink: s, Deltas: d,
 		JoinReports: true, Now: func() time.Time { return fixedNow }}).NewConn(nil).(*Conn)
 }
 
@@ -163,15 +164,15 @@ func simulatedWide(t testing.TB) [][]byte { return simulated(t, "", 2) }
 // metric's name, the field, so that one rule serves both schemas.
 func TestWideDeltaRuleOnField(t *testing.T) {
 	const line = "app-20261122101500-0001.3.plugin.com.example.Rows.written 40 1795300000"
-	for _, schema := range []spark.Schema{spark.SchemaCERN, spark.SchemaWide} {
+	for _, shape := range []schema.Shape{schema.CERN, schema.Wide} {
 		d := newDeltas(t, "db", delta.Rule{Source: "test", Cumulative: true, Measurement: []string{"written", "com.example.Rows.written"}})
-		d.MatchField = schema == spark.SchemaWide
+		d.MatchField = shape == schema.Wide
 		s := &sink{}
-		c := New(Config{Mapper: spark.NewMapper(spark.Options{Schema: schema}), Sink: s, Deltas: d}).NewConn(nil)
+		c := New(Config{Mapper: spark.NewMapper(spark.Options{Schema: shape}), Sink: s, Deltas: d}).NewConn(nil)
 		c.Line([]byte(line))
 		c.Flush()
 		if !strings.Contains(s.buf.String(), "delta=40") {
-			t.Errorf("%s: %q has no delta", schema, s.buf.String())
+			t.Errorf("%s: %q has no delta", shape, s.buf.String())
 		}
 	}
 	// A path that is not Spark's is a measurement with a value in both
@@ -179,7 +180,7 @@ func TestWideDeltaRuleOnField(t *testing.T) {
 	d0 := newDeltas(t, "db", delta.Rule{Source: "test", Cumulative: true, Measurement: []string{"servers.*.rows"}})
 	d0.MatchField = true
 	s0 := &sink{}
-	c0 := New(Config{Mapper: spark.NewMapper(spark.Options{Schema: spark.SchemaWide}), Sink: s0, Deltas: d0}).NewConn(nil)
+	c0 := New(Config{Mapper: spark.NewMapper(spark.Options{Schema: schema.Wide}), Sink: s0, Deltas: d0}).NewConn(nil)
 	c0.Line([]byte("servers.host1.rows 40 1795300000"))
 	c0.Flush()
 	if got := s0.buf.String(); got != "servers.host1.rows value=40,delta=40 1795300000000000000\n" {
@@ -190,7 +191,7 @@ func TestWideDeltaRuleOnField(t *testing.T) {
 	d := newDeltas(t, "db", delta.Rule{Source: "test", Cumulative: true, Measurement: []string{"plugin.com.example.Rows"}})
 	d.MatchField = true
 	s := &sink{}
-	c := New(Config{Mapper: spark.NewMapper(spark.Options{Schema: spark.SchemaWide}), Sink: s, Deltas: d}).NewConn(nil)
+	c := New(Config{Mapper: spark.NewMapper(spark.Options{Schema: schema.Wide}), Sink: s, Deltas: d}).NewConn(nil)
 	c.Line([]byte(line))
 	c.Flush()
 	if strings.Contains(s.buf.String(), "delta") {
@@ -207,7 +208,7 @@ func FuzzWideBlock(f *testing.F) {
 	f.Add(app+".3.executor.threadpool.activeTasks 4 1795300000\n"+app+".3.jvm.heap.used 9 1795300000\n"+app+".3.executor.cpuTime.count 100 1795300000", uint8(0))
 	f.Add(app+".3.executor.a 1 1795300000\n"+app+".3.jvm.b 2 1795300000\n"+app+".3.executor.a 3 1795300000\n"+app+".3.executor.c 4 1795300000", uint8(1))
 	f.Add(app+".driver.LiveListenerBus.queue.x.size 1 1795300000\nnot.spark 2 1795300000\n"+app+".driver.LiveListenerBus.queue.y.size 3 1795300000", uint8(2))
-	mapper := spark.NewMapper(spark.Options{Schema: spark.SchemaWide})
+	mapper := spark.NewMapper(spark.Options{Schema: schema.Wide})
 	f.Fuzz(func(t *testing.T, block string, flushAt uint8) {
 		lines := strings.Split(block, "\n")
 		s := &sink{}

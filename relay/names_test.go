@@ -6,6 +6,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/sparkpulse/sparkpulse/schema"
 	"github.com/sparkpulse/sparkpulse/spark"
 	"github.com/sparkpulse/sparkpulse/templates"
 )
@@ -16,7 +17,7 @@ import (
 // and the block's table stops at its size (both made small here).
 func TestNamesBounded(t *testing.T) {
 	s := &sink{}
-	r := New(Config{Mapper: spark.NewMapper(spark.Options{Schema: spark.SchemaWide}), Sink: s, Now: func() time.Time { return fixedNow }})
+	r := New(Config{Mapper: spark.NewMapper(spark.Options{Schema: schema.Wide}), Sink: s, Now: func() time.Time { return fixedNow }})
 	const maxNames, maxNamesPerApp = 256, 32
 	r.names = newNameGuard(maxNames, maxNamesPerApp)
 	c := r.NewConn(nil)

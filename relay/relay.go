@@ -50,6 +50,7 @@ import (
 	"github.com/sparkpulse/sparkpulse/delta"
 	"github.com/sparkpulse/sparkpulse/graphite"
 	"github.com/sparkpulse/sparkpulse/queue"
+	"github.com/sparkpulse/sparkpulse/schema"
 	"github.com/sparkpulse/sparkpulse/templates"
 )
 
@@ -239,7 +240,7 @@ func New(cfg Config) *Relay {
 		cfg.MaxFuture = delta.DefaultMaxFuture
 	}
 	if cfg.AppTag == "" {
-		cfg.AppTag = "applicationid"
+		cfg.AppTag = schema.TagApplicationID
 	}
 	var tracker *delta.Tracker
 	if cfg.Deltas != nil {
@@ -434,7 +435,7 @@ func (o *openPoint) add(s *series) bool {
 func (o *openPoint) close() { o.key, o.end = "", 0 }
 
 var (
-	processKey   = []byte("process") // the tag of a Spark process, for PeerCheck
+	processKey   = []byte(schema.TagProcess) // the tag of a Spark process, for PeerCheck
 	timeKey      = []byte("time")
 	errNoKey     = errors.New(`InfluxDB refuses a tag or field named "time"`)
 	errComment   = errors.New(`a measurement beginning with "#" would be read as a comment by InfluxDB and silently lost`)

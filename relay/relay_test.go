@@ -16,6 +16,7 @@ import (
 	"github.com/sparkpulse/sparkpulse/graphite"
 	"github.com/sparkpulse/sparkpulse/ingestlog"
 	"github.com/sparkpulse/sparkpulse/queue"
+	"github.com/sparkpulse/sparkpulse/schema"
 	"github.com/sparkpulse/sparkpulse/simulate"
 	"github.com/sparkpulse/sparkpulse/spark"
 	"github.com/sparkpulse/sparkpulse/templates"
@@ -235,9 +236,9 @@ func BenchmarkConn(b *testing.B) {
 		{"spark+deltas+admission", spark.NewMapper(spark.Options{}), "", true, true, false},
 		{"spark+deltas+admission+peer", spark.NewMapper(spark.Options{}), "", true, true, true},
 		{"cern-templates", mustCompile(b, simulate.CERNTemplates...), "spark.prod", false, false, false},
-		{"wide+deltas", spark.NewMapper(spark.Options{Schema: spark.SchemaWide}), "", true, false, false},
+		{"wide+deltas", spark.NewMapper(spark.Options{Schema: schema.Wide}), "", true, false, false},
 		// With state-dir: every block's lines appended to the ingest log.
-		{"wide+deltas+ingestlog", spark.NewMapper(spark.Options{Schema: spark.SchemaWide}), "", true, false, false},
+		{"wide+deltas+ingestlog", spark.NewMapper(spark.Options{Schema: schema.Wide}), "", true, false, false},
 	} {
 		b.Run(bc.name, func(b *testing.B) {
 			lines := simulated(b, bc.prefix, 20)

@@ -12,6 +12,7 @@ import (
 
 	"github.com/sparkpulse/sparkpulse/delta"
 	"github.com/sparkpulse/sparkpulse/realspark/recorded"
+	"github.com/sparkpulse/sparkpulse/schema"
 	"github.com/sparkpulse/sparkpulse/spark"
 )
 
@@ -26,18 +27,18 @@ func TestRealSparkShapes(t *testing.T) {
 			lines := recordedLines(t, meta)
 			var values [2]map[string]float64
 			var points, size [2]int
-			for i, schema := range []spark.Schema{spark.SchemaCERN, spark.SchemaWide} {
+			for i, shape := range []schema.Shape{schema.CERN, schema.Wide} {
 				rules, err := delta.CompileRules(spark.DeltaRules())
 				if err != nil {
 					t.Fatal(err)
 				}
 				s := &sink{}
 				conn := New(Config{
-					Mapper:      spark.NewMapper(spark.Options{Prefixes: []string{meta.Prefix}, Schema: schema}),
+					Mapper:      spark.NewMapper(spark.Options{Prefixes: []string{meta.Prefix}, Schema: shape}),
 					Sink:        s,
-					JoinReports: schema == spark.SchemaWide,
+					JoinReports: shape == schema.Wide,
 					Deltas: &Deltas{Rules: rules, Tracker: delta.New(delta.Settings{FirstSampleGrace: delta.NoGrace}, time.Now()),
-						Bucket: "spark", MatchField: schema == spark.SchemaWide},
+						Bucket: "spark", MatchField: shape == schema.Wide},
 				}).NewConn(nil)
 				for k, l := range lines {
 					conn.Line(l)
@@ -46,7 +47,7 @@ func TestRealSparkShapes(t *testing.T) {
 					}
 				}
 				conn.Flush()
-				values[i], points[i] = decodeValues(t, s.buf.Bytes(), schema)
+				values[i], points[i] = decodeValues(t, s.buf.Bytes(), shape)
 				size[i] = s.buf.Len()
 			}
 			if len(values[0]) != len(values[1]) {
@@ -76,7 +77,7 @@ func TestRealSparkShapes(t *testing.T) {
 // names (value, delta, rate) become the wide shape's measurement and
 // field names, and the CERN shape's pool tag part of the field's name.
 // LiveListenerBus's identity tags are put back into the metric's name.
-func decodeValues(t *testing.T, lp []byte, schema spark.Schema) (map[string]float64, int) {
+func decodeValues(t *testing.T, lp []byte, shape schema.Shape) (map[string]float64, int) {
 	t.Helper()
 	out := map[string]float64{}
 	dec := lineprotocol.NewDecoderWithBytes(lp)
@@ -132,7 +133,7 @@ func decodeValues(t *testing.T, lp []byte, schema spark.Schema) (map[string]floa
 		}
 		for _, f := range fields {
 			metric, suffix := meas, ""
-			if schema == spark.SchemaCERN {
+			if shape == schema.CERN {
 				if ns != "" {
 					metric = ns + "." + meas
 				}

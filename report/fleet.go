@@ -13,9 +13,9 @@ import (
 	"text/tabwriter"
 	"time"
 
-	"github.com/sparkpulse/sparkpulse/annotate"
 	"github.com/sparkpulse/sparkpulse/human"
 	"github.com/sparkpulse/sparkpulse/influx"
+	"github.com/sparkpulse/sparkpulse/schema"
 	"github.com/sparkpulse/sparkpulse/sizing"
 	"github.com/sparkpulse/sparkpulse/timespent"
 )
@@ -140,38 +140,38 @@ func appendFleetApps(apps []FleetApp, s influx.Series) []FleetApp {
 		num := func(k string) (float64, bool) { return influx.Number(get(k)) }
 		f := func(k string) float64 { v, _ := num(k); return v }
 		str := func(k string) string { v, _ := get(k).(string); return v }
-		a := FleetApp{Application: cmp.Or(str(annotate.FieldAppID), str(annotate.TagApplicationID)), MetricsKey: str(annotate.TagApplicationID), Name: str(annotate.TagAppName), User: str(annotate.TagUser), Queue: str(annotate.TagQueue),
-			Ended: str("time"), DurationMs: int64(f(annotate.UsageDurationMs)), Executors: int64(f(annotate.UsageExecutors)),
-			CoreHours: f(annotate.UsageExecutorCoreSeconds) / 3600, GiBHours: f(annotate.UsageExecutorMemoryByteSeconds) / gibHour,
-			GCShare: f(annotate.UsageGCShare), FailedTasks: int64(f(annotate.UsageFailedTasks)),
-			SavingCoreHours: f(annotate.UsageSavingCoreSeconds) / 3600, SavingGiBHours: f(annotate.UsageSavingByteSeconds) / gibHour,
-			Recommended: str(annotate.UsageRecommended), Outcome: str(annotate.UsageOutcome), DriverHeld: str(annotate.UsageDriverHeld),
-			DriverCoreHours: f(annotate.UsageDriverCoreSeconds) / 3600, DriverGiBHours: f(annotate.UsageDriverMemoryByteSeconds) / gibHour,
-			GPUHours: (f(annotate.UsageExecutorGPUSeconds) + f(annotate.UsageDriverGPUSeconds)) / 3600, SavingGPUHours: f(annotate.UsageSavingGPUSeconds) / 3600}
-		if v, ok := num(annotate.UsageSlotOccupancy); ok {
+		a := FleetApp{Application: cmp.Or(str(schema.FieldAppID), str(schema.TagApplicationID)), MetricsKey: str(schema.TagApplicationID), Name: str(schema.TagAppName), User: str(schema.TagUser), Queue: str(schema.TagQueue),
+			Ended: str("time"), DurationMs: int64(f(schema.UsageDurationMs)), Executors: int64(f(schema.UsageExecutors)),
+			CoreHours: f(schema.UsageExecutorCoreSeconds) / 3600, GiBHours: f(schema.UsageExecutorMemoryByteSeconds) / gibHour,
+			GCShare: f(schema.UsageGCShare), FailedTasks: int64(f(schema.UsageFailedTasks)),
+			SavingCoreHours: f(schema.UsageSavingCoreSeconds) / 3600, SavingGiBHours: f(schema.UsageSavingByteSeconds) / gibHour,
+			Recommended: str(schema.UsageRecommended), Outcome: str(schema.UsageOutcome), DriverHeld: str(schema.UsageDriverHeld),
+			DriverCoreHours: f(schema.UsageDriverCoreSeconds) / 3600, DriverGiBHours: f(schema.UsageDriverMemoryByteSeconds) / gibHour,
+			GPUHours: (f(schema.UsageExecutorGPUSeconds) + f(schema.UsageDriverGPUSeconds)) / 3600, SavingGPUHours: f(schema.UsageSavingGPUSeconds) / 3600}
+		if v, ok := num(schema.UsageSlotOccupancy); ok {
 			a.SlotOccupancy = &v
 		}
-		if v, ok := num(annotate.UsageDriverOnlyMs); ok && a.DurationMs > 0 {
+		if v, ok := num(schema.UsageDriverOnlyMs); ok && a.DurationMs > 0 {
 			share := v / float64(a.DurationMs)
 			a.DriverOnly = &share
 		}
-		if v, ok := num(annotate.UsageLostTaskSeconds); ok {
+		if v, ok := num(schema.UsageLostTaskSeconds); ok {
 			h := v / 3600
 			a.LostTaskHours = &h
 		}
-		if v, ok := num(annotate.UsageCPUUtilisation); ok {
+		if v, ok := num(schema.UsageCPUUtilisation); ok {
 			a.CPUUtilisation = &v
 		}
 		// Idle is task slots no task ran in, as Sparklens counts them, not
 		// CPU left unused: task CPU leaves out Python workers, GC and I/O
 		// waits, so a busy PySpark or I/O-bound job would read as idle.
-		if run, ok := num(annotate.UsageBusySlotSeconds); ok {
-			a.IdleCoreHours = max(0, f(annotate.UsageExecutorCoreSeconds)-run) / 3600
+		if run, ok := num(schema.UsageBusySlotSeconds); ok {
+			a.IdleCoreHours = max(0, f(schema.UsageExecutorCoreSeconds)-run) / 3600
 		}
-		if v, ok := num(annotate.UsageMemoryUtilisation); ok {
+		if v, ok := num(schema.UsageMemoryUtilisation); ok {
 			a.MemoryUtilisation = &v
 		}
-		if v, ok := num(annotate.UsageMeanMemoryUtilisation); ok {
+		if v, ok := num(schema.UsageMeanMemoryUtilisation); ok {
 			a.UnusedGiBHours = a.GiBHours * (1 - v)
 		}
 		apps = append(apps, a)
@@ -235,19 +235,19 @@ func WriteFleet(ctx context.Context, q FleetQuery, asJSON, wide bool, w io.Write
 }
 
 // fleetFields are the columns of spark_app_usage the fleet report reads.
-var fleetFields = []string{annotate.TagApplicationID, annotate.FieldAppID, annotate.TagAppName, annotate.TagUser, annotate.TagQueue,
-	annotate.UsageDurationMs, annotate.UsageExecutors, annotate.UsageExecutorCoreSeconds, annotate.UsageExecutorMemoryByteSeconds,
-	annotate.UsageCPUUtilisation, annotate.UsageBusySlotSeconds, annotate.UsageMemoryUtilisation, annotate.UsageMeanMemoryUtilisation,
-	annotate.UsageGCShare, annotate.UsageFailedTasks, annotate.UsageSavingCoreSeconds, annotate.UsageSavingByteSeconds,
-	annotate.UsageRecommended, annotate.UsageDriverCoreSeconds, annotate.UsageDriverMemoryByteSeconds, annotate.UsageDriverHeld,
-	annotate.UsageOutcome, annotate.UsageSlotOccupancy, annotate.UsageDriverOnlyMs, annotate.UsageLostTaskSeconds,
-	annotate.UsageExecutorGPUSeconds, annotate.UsageDriverGPUSeconds, annotate.UsageSavingGPUSeconds}
+var fleetFields = []string{schema.TagApplicationID, schema.FieldAppID, schema.TagAppName, schema.TagUser, schema.TagQueue,
+	schema.UsageDurationMs, schema.UsageExecutors, schema.UsageExecutorCoreSeconds, schema.UsageExecutorMemoryByteSeconds,
+	schema.UsageCPUUtilisation, schema.UsageBusySlotSeconds, schema.UsageMemoryUtilisation, schema.UsageMeanMemoryUtilisation,
+	schema.UsageGCShare, schema.UsageFailedTasks, schema.UsageSavingCoreSeconds, schema.UsageSavingByteSeconds,
+	schema.UsageRecommended, schema.UsageDriverCoreSeconds, schema.UsageDriverMemoryByteSeconds, schema.UsageDriverHeld,
+	schema.UsageOutcome, schema.UsageSlotOccupancy, schema.UsageDriverOnlyMs, schema.UsageLostTaskSeconds,
+	schema.UsageExecutorGPUSeconds, schema.UsageDriverGPUSeconds, schema.UsageSavingGPUSeconds}
 
 // ReadFleet reads and ranks what WriteFleet prints.
 func ReadFleet(ctx context.Context, fq FleetQuery) (Fleet, error) {
 	db, since := fq.Database, fq.Since
 	q := fmt.Sprintf(`SELECT %s FROM %s WHERE time >= now() - %dm AND (%[4]s = 'end' OR %[4]s = 'lost')`,
-		influx.QuoteIdents(fleetFields...), influx.QuoteIdent(annotate.MeasurementUsage), int64(since/time.Minute), influx.QuoteIdent(annotate.FieldFact))
+		influx.QuoteIdents(fleetFields...), influx.QuoteIdent(schema.MeasurementUsage), int64(since/time.Minute), influx.QuoteIdent(schema.FieldFact))
 	reader, err := influx.NewQuerier(fq.Influx)
 	if err != nil {
 		return Fleet{}, err
@@ -264,7 +264,7 @@ func ReadFleet(ctx context.Context, fq FleetQuery) (Fleet, error) {
 			hint = "; give the database run writes to with --database (or --bucket), or in the config file"
 		}
 		return Fleet{}, fmt.Errorf("reading the accounting (%s) from database %q at %s: %w%s",
-			annotate.MeasurementUsage, db, influx.RedactURL(fq.Influx.WithDefaults().URL), err, hint)
+			schema.MeasurementUsage, db, influx.RedactURL(fq.Influx.WithDefaults().URL), err, hint)
 	}
 	r := Fleet{Since: since.String(), SinceText: fq.SinceText, Database: db, Applications: []FleetApp{}, Running: []RunningApp{}, Unknown: []RunningApp{},
 		StreamOnly: []StreamApp{}}
@@ -290,14 +290,14 @@ func ReadFleet(ctx context.Context, fq FleetQuery) (Fleet, error) {
 }
 
 // streamFields are the columns of a stream fact the fleet report reads.
-var streamFields = []string{annotate.TagApplicationID, annotate.FieldAppID, annotate.UsageDurationMs, annotate.UsageExecutors,
-	annotate.UsageTaskCPUSeconds, annotate.UsagePeakRSSBytes}
+var streamFields = []string{schema.TagApplicationID, schema.FieldAppID, schema.UsageDurationMs, schema.UsageExecutors,
+	schema.UsageTaskCPUSeconds, schema.UsagePeakRSSBytes}
 
 // readStreamOnly reads the stream facts of the range, less the
 // applications a source showed after all (their own facts are above).
 func readStreamOnly(ctx context.Context, reader *influx.Querier, db string, since time.Duration, r Fleet) ([]StreamApp, error) {
 	q := fmt.Sprintf(`SELECT %s FROM %s WHERE time >= now() - %dm AND %s = 'stream'`,
-		influx.QuoteIdents(streamFields...), influx.QuoteIdent(annotate.MeasurementUsage), int64(since/time.Minute), influx.QuoteIdent(annotate.FieldFact))
+		influx.QuoteIdents(streamFields...), influx.QuoteIdent(schema.MeasurementUsage), int64(since/time.Minute), influx.QuoteIdent(schema.FieldFact))
 	series, err := reader.Query(ctx, db, q)
 	if err != nil {
 		if inner := errors.Unwrap(err); inner != nil {
@@ -323,10 +323,10 @@ func readStreamOnly(ctx context.Context, reader *influx.Querier, db string, sinc
 			}
 			str := func(k string) string { x, _ := row[k].(string); return x }
 			num := func(k string) float64 { x, _ := influx.Number(row[k]); return x }
-			a := StreamApp{MetricsKey: str(annotate.TagApplicationID), LastReport: str("time"), DurationMs: int64(num(annotate.UsageDurationMs)),
-				Executors: int64(num(annotate.UsageExecutors)), TaskCPUHours: num(annotate.UsageTaskCPUSeconds) / 3600,
-				PeakRSSBytes: int64(num(annotate.UsagePeakRSSBytes))}
-			a.Application = cmp.Or(str(annotate.FieldAppID), a.MetricsKey)
+			a := StreamApp{MetricsKey: str(schema.TagApplicationID), LastReport: str("time"), DurationMs: int64(num(schema.UsageDurationMs)),
+				Executors: int64(num(schema.UsageExecutors)), TaskCPUHours: num(schema.UsageTaskCPUSeconds) / 3600,
+				PeakRSSBytes: int64(num(schema.UsagePeakRSSBytes))}
+			a.Application = cmp.Or(str(schema.FieldAppID), a.MetricsKey)
 			if !shown[a.MetricsKey] && !shown[a.Application] {
 				out = append(out, a)
 			}
@@ -340,7 +340,7 @@ func readStreamOnly(ctx context.Context, reader *influx.Querier, db string, sinc
 
 // runningFields are the cumulative figures of a running application's
 // estimates whose difference over the range is what it held and ran in it.
-var runningFields = []string{annotate.UsageExecutorCoreSeconds, annotate.UsageExecutorMemoryByteSeconds, annotate.UsageBusySlotSeconds, annotate.UsageCPUUsedSeconds}
+var runningFields = []string{schema.UsageExecutorCoreSeconds, schema.UsageExecutorMemoryByteSeconds, schema.UsageBusySlotSeconds, schema.UsageCPUUsedSeconds}
 
 // readRunning reads the applications with an estimate in the range that
 // did not end in it: their latest estimate, less their last estimate of
@@ -348,12 +348,12 @@ var runningFields = []string{annotate.UsageExecutorCoreSeconds, annotate.UsageEx
 // are bounded in time.
 func readRunning(ctx context.Context, reader *influx.Querier, db string, since time.Duration, ended []FleetApp) ([]RunningApp, error) {
 	var sel []string
-	for _, f := range slices.Concat(runningFields, []string{annotate.FieldAppID, annotate.TagAppName, annotate.TagUser}) {
+	for _, f := range slices.Concat(runningFields, []string{schema.FieldAppID, schema.TagAppName, schema.TagUser}) {
 		sel = append(sel, fmt.Sprintf("last(%s) AS %s", influx.QuoteIdent(f), influx.QuoteIdent(f)))
 	}
 	read := func(where string) (map[string]map[string]any, error) {
 		q := fmt.Sprintf(`SELECT %s FROM %s WHERE %s = 'estimate' AND %s GROUP BY %s`,
-			strings.Join(sel, ", "), influx.QuoteIdent(annotate.MeasurementUsage), influx.QuoteIdent(annotate.FieldFact), where, influx.QuoteIdent(annotate.TagApplicationID))
+			strings.Join(sel, ", "), influx.QuoteIdent(schema.MeasurementUsage), influx.QuoteIdent(schema.FieldFact), where, influx.QuoteIdent(schema.TagApplicationID))
 		series, err := reader.Query(ctx, db, q)
 		if err != nil {
 			if inner := errors.Unwrap(err); inner != nil {
@@ -372,7 +372,7 @@ func readRunning(ctx context.Context, reader *influx.Querier, db string, since t
 					row[c] = s.Values[0][i]
 				}
 			}
-			out[s.Tags[annotate.TagApplicationID]] = row
+			out[s.Tags[schema.TagApplicationID]] = row
 		}
 		return out, nil
 	}
@@ -384,8 +384,8 @@ func readRunning(ctx context.Context, reader *influx.Querier, db string, since t
 	// When each latest estimate was written: a lone selector returns its
 	// point's time (several return the range's start).
 	q := fmt.Sprintf(`SELECT last(%s) FROM %s WHERE %s = 'estimate' AND time >= now() - %dm GROUP BY %s`,
-		influx.QuoteIdent(annotate.UsageExecutorCoreSeconds), influx.QuoteIdent(annotate.MeasurementUsage), influx.QuoteIdent(annotate.FieldFact),
-		mins, influx.QuoteIdent(annotate.TagApplicationID))
+		influx.QuoteIdent(schema.UsageExecutorCoreSeconds), influx.QuoteIdent(schema.MeasurementUsage), influx.QuoteIdent(schema.FieldFact),
+		mins, influx.QuoteIdent(schema.TagApplicationID))
 	series, err := reader.Query(ctx, db, q)
 	if err != nil {
 		return nil, fmt.Errorf("reading when the running applications' estimates were written, from database %q: %w", db, err)
@@ -394,7 +394,7 @@ func readRunning(ctx context.Context, reader *influx.Querier, db string, since t
 	for _, s := range series {
 		if len(s.Values) > 0 && len(s.Values[0]) > 0 {
 			if ts, ok := s.Values[0][0].(string); ok {
-				written[s.Tags[annotate.TagApplicationID]], _ = time.Parse(time.RFC3339Nano, ts)
+				written[s.Tags[schema.TagApplicationID]], _ = time.Parse(time.RFC3339Nano, ts)
 			}
 		}
 	}
@@ -418,16 +418,16 @@ func readRunning(ctx context.Context, reader *influx.Querier, db string, since t
 			return max(v-b, 0)
 		}
 		str := func(k string) string { v, _ := row[k].(string); return v }
-		a := RunningApp{Application: cmp.Or(str(annotate.FieldAppID), key), Name: str(annotate.TagAppName), User: str(annotate.TagUser),
-			CoreHours: diff(annotate.UsageExecutorCoreSeconds) / 3600, GiBHours: diff(annotate.UsageExecutorMemoryByteSeconds) / gibHour,
+		a := RunningApp{Application: cmp.Or(str(schema.FieldAppID), key), Name: str(schema.TagAppName), User: str(schema.TagUser),
+			CoreHours: diff(schema.UsageExecutorCoreSeconds) / 3600, GiBHours: diff(schema.UsageExecutorMemoryByteSeconds) / gibHour,
 			LastEstimate: written[key]}
-		if held := diff(annotate.UsageExecutorCoreSeconds); held > 0 {
-			if _, ok := influx.Number(row[annotate.UsageBusySlotSeconds]); ok {
-				v := diff(annotate.UsageBusySlotSeconds) / held
+		if held := diff(schema.UsageExecutorCoreSeconds); held > 0 {
+			if _, ok := influx.Number(row[schema.UsageBusySlotSeconds]); ok {
+				v := diff(schema.UsageBusySlotSeconds) / held
 				a.SlotOccupancy = &v
 			}
-			if _, ok := influx.Number(row[annotate.UsageCPUUsedSeconds]); ok {
-				v := diff(annotate.UsageCPUUsedSeconds) / held
+			if _, ok := influx.Number(row[schema.UsageCPUUsedSeconds]); ok {
+				v := diff(schema.UsageCPUUsedSeconds) / held
 				a.CPU = &v
 			}
 		}

@@ -10,8 +10,8 @@ import (
 	"slices"
 	"time"
 
-	"github.com/sparkpulse/sparkpulse/annotate"
 	"github.com/sparkpulse/sparkpulse/influx"
+	"github.com/sparkpulse/sparkpulse/schema"
 	"github.com/sparkpulse/sparkpulse/timespent"
 )
 
@@ -97,10 +97,10 @@ func ReadRecorded(ctx context.Context, rq RecordQuery, app string) (Recorded, er
 		}
 		return rows, nil
 	}
-	facts, err := read(annotate.MeasurementApp, fmt.Sprintf(`SELECT * FROM %s WHERE (%s = %s OR %s = %s) AND %s GROUP BY %s, %s`,
-		influx.QuoteIdent(annotate.MeasurementApp), influx.QuoteIdent(annotate.FieldAppID), influx.QuoteString(app),
-		influx.QuoteIdent(annotate.TagApplicationID), influx.QuoteString(app), within,
-		influx.QuoteIdent(annotate.TagApplicationID), influx.QuoteIdent(annotate.TagAppName)))
+	facts, err := read(schema.MeasurementApp, fmt.Sprintf(`SELECT * FROM %s WHERE (%s = %s OR %s = %s) AND %s GROUP BY %s, %s`,
+		influx.QuoteIdent(schema.MeasurementApp), influx.QuoteIdent(schema.FieldAppID), influx.QuoteString(app),
+		influx.QuoteIdent(schema.TagApplicationID), influx.QuoteString(app), within,
+		influx.QuoteIdent(schema.TagApplicationID), influx.QuoteIdent(schema.TagAppName)))
 	if err != nil {
 		return Recorded{}, err
 	}
@@ -108,53 +108,53 @@ func ReadRecorded(ctx context.Context, rq RecordQuery, app string) (Recorded, er
 		return Recorded{}, fmt.Errorf("%w in database %q (the last %s)", ErrNotRecorded, rq.Database, timespent.Duration(recordLookback.Milliseconds()))
 	}
 	best := latestRun(facts)
-	key := str(best, annotate.TagApplicationID)
-	r.MetricsKey, r.Name = key, str(best, annotate.TagAppName)
-	r.Application = cmp.Or(str(best, annotate.FieldAppID), key)
-	r.Fact, r.Status = str(best, annotate.FieldFact), str(best, annotate.FieldStatus)
-	r.Title, r.Text = str(best, annotate.FieldTitle), str(best, annotate.FieldText)
+	key := str(best, schema.TagApplicationID)
+	r.MetricsKey, r.Name = key, str(best, schema.TagAppName)
+	r.Application = cmp.Or(str(best, schema.FieldAppID), key)
+	r.Fact, r.Status = str(best, schema.FieldFact), str(best, schema.FieldStatus)
+	r.Title, r.Text = str(best, schema.FieldTitle), str(best, schema.FieldText)
 	// The run's facts are within its start and the end its fact states
 	// (at its millisecond: a fact's sub-millisecond digits tell facts
 	// apart), so another run sharing the metrics key (its name as
 	// spark.metrics.namespace) is not read with it.
-	byKey := fmt.Sprintf("%s = %s AND time >= %d", influx.QuoteIdent(annotate.TagApplicationID), influx.QuoteString(key),
+	byKey := fmt.Sprintf("%s = %s AND time >= %d", influx.QuoteIdent(schema.TagApplicationID), influx.QuoteString(key),
 		when(best).Truncate(time.Millisecond).UnixNano())
-	if end, ok := influx.Number(best[annotate.FieldEndMs]); ok && r.Fact != "start" {
+	if end, ok := influx.Number(best[schema.FieldEndMs]); ok && r.Fact != "start" {
 		byKey += fmt.Sprintf(" AND time < %d", (int64(end)+1)*int64(time.Millisecond))
 	}
 
-	usage, err := read(annotate.MeasurementUsage, fmt.Sprintf(`SELECT * FROM %s WHERE %s`, influx.QuoteIdent(annotate.MeasurementUsage), byKey))
+	usage, err := read(schema.MeasurementUsage, fmt.Sprintf(`SELECT * FROM %s WHERE %s`, influx.QuoteIdent(schema.MeasurementUsage), byKey))
 	if err != nil {
 		return Recorded{}, err
 	}
 	usageRank := map[string]int{"estimate": 0, "stream": 1, "lost": 2, "end": 3}
 	for _, u := range usage {
-		if r.Usage == nil || cmp.Or(cmp.Compare(usageRank[str(u, annotate.FieldFact)], usageRank[str(r.Usage, annotate.FieldFact)]),
+		if r.Usage == nil || cmp.Or(cmp.Compare(usageRank[str(u, schema.FieldFact)], usageRank[str(r.Usage, schema.FieldFact)]),
 			when(u).Compare(when(r.Usage))) > 0 {
 			r.Usage = u
 		}
 	}
-	advice, err := read(annotate.MeasurementSizing, fmt.Sprintf(`SELECT * FROM %s WHERE %s`, influx.QuoteIdent(annotate.MeasurementSizing), byKey))
+	advice, err := read(schema.MeasurementSizing, fmt.Sprintf(`SELECT * FROM %s WHERE %s`, influx.QuoteIdent(schema.MeasurementSizing), byKey))
 	if err != nil {
 		return Recorded{}, err
 	}
 	r.Advice = append(r.Advice, advice...)
-	rec, err := read(annotate.MeasurementReconcile, fmt.Sprintf(`SELECT * FROM %s WHERE %s`, influx.QuoteIdent(annotate.MeasurementReconcile), byKey))
+	rec, err := read(schema.MeasurementReconcile, fmt.Sprintf(`SELECT * FROM %s WHERE %s`, influx.QuoteIdent(schema.MeasurementReconcile), byKey))
 	if err != nil {
 		return Recorded{}, err
 	}
 	if len(rec) > 0 {
 		r.Reconciliation = rec[len(rec)-1]
 	}
-	stages, err := read(annotate.MeasurementStage, fmt.Sprintf(`SELECT %s FROM %s WHERE %s AND %s = 'end'`,
-		influx.QuoteIdents(annotate.FieldTitle, annotate.FieldText, annotate.FieldDurationMs), influx.QuoteIdent(annotate.MeasurementStage), byKey,
-		influx.QuoteIdent(annotate.FieldFact)))
+	stages, err := read(schema.MeasurementStage, fmt.Sprintf(`SELECT %s FROM %s WHERE %s AND %s = 'end'`,
+		influx.QuoteIdents(schema.FieldTitle, schema.FieldText, schema.FieldDurationMs), influx.QuoteIdent(schema.MeasurementStage), byKey,
+		influx.QuoteIdent(schema.FieldFact)))
 	if err != nil {
 		return Recorded{}, err
 	}
 	for _, s := range stages {
-		d, _ := influx.Number(s[annotate.FieldDurationMs])
-		r.Stages = append(r.Stages, RecordedStage{Title: str(s, annotate.FieldTitle), Text: str(s, annotate.FieldText), DurationMs: int64(d)})
+		d, _ := influx.Number(s[schema.FieldDurationMs])
+		r.Stages = append(r.Stages, RecordedStage{Title: str(s, schema.FieldTitle), Text: str(s, schema.FieldText), DurationMs: int64(d)})
 	}
 	slices.SortStableFunc(r.Stages, func(a, b RecordedStage) int { return cmp.Compare(b.DurationMs, a.DurationMs) })
 	r.Stages = r.Stages[:min(len(r.Stages), slowestStages)]
@@ -191,9 +191,9 @@ func WriteRecorded(ctx context.Context, rq RecordQuery, app, why string, asJSON 
 		fmt.Fprintln(w, "  seen only in its metrics: no Spark REST source showed it (see the [annotate] urls)")
 	}
 	if u := r.Usage; u != nil {
-		fmt.Fprintf(w, "\nusage (%s): %s\n", str(u, annotate.FieldFact), str(u, annotate.FieldText))
-		for _, k := range []struct{ label, field string }{{"outcome", annotate.UsageOutcome}, {"why", annotate.UsageOutcomeReason},
-			{"recommended", annotate.UsageRecommended}, {"set aside", annotate.UsageSetAside}, {"notes", annotate.UsageNotes}} {
+		fmt.Fprintf(w, "\nusage (%s): %s\n", str(u, schema.FieldFact), str(u, schema.FieldText))
+		for _, k := range []struct{ label, field string }{{"outcome", schema.UsageOutcome}, {"why", schema.UsageOutcomeReason},
+			{"recommended", schema.UsageRecommended}, {"set aside", schema.UsageSetAside}, {"notes", schema.UsageNotes}} {
 			if v := str(u, k.field); v != "" {
 				fmt.Fprintf(w, "  %s: %s\n", k.label, v)
 			}
@@ -204,15 +204,15 @@ func WriteRecorded(ctx context.Context, rq RecordQuery, app, why string, asJSON 
 	if len(r.Advice) > 0 {
 		fmt.Fprintln(w, "\nadvice, as written at its end:")
 		for _, a := range r.Advice {
-			line := str(a, annotate.FieldText)
-			if reason := str(a, annotate.SizingReason); reason != "" {
+			line := str(a, schema.FieldText)
+			if reason := str(a, schema.SizingReason); reason != "" {
 				line += ": " + reason
 			}
-			fmt.Fprintf(w, "  %s %s\n", str(a, annotate.SizingKind), line)
+			fmt.Fprintf(w, "  %s %s\n", str(a, schema.SizingKind), line)
 		}
 	}
 	if rc := r.Reconciliation; rc != nil {
-		fmt.Fprintf(w, "\nreconciled with Spark's totals: %s · %s\n", str(rc, annotate.ReconcileVerdict), str(rc, annotate.FieldText))
+		fmt.Fprintf(w, "\nreconciled with Spark's totals: %s · %s\n", str(rc, schema.ReconcileVerdict), str(rc, schema.FieldText))
 	}
 	if len(r.Stages) > 0 {
 		fmt.Fprintln(w, "\nlongest stages:")
@@ -234,14 +234,14 @@ func latestRun(facts []map[string]any) map[string]any {
 	rank := map[string]int{"start": 0, "lost": 1, "end": 2}
 	var src, stream map[string]any
 	for _, f := range facts {
-		if str(f, annotate.FieldFact) == "stream" {
+		if str(f, schema.FieldFact) == "stream" {
 			if stream == nil || when(f).After(when(stream)) {
 				stream = f
 			}
 			continue
 		}
 		if src == nil || cmp.Or(when(f).Truncate(time.Millisecond).Compare(when(src).Truncate(time.Millisecond)),
-			cmp.Compare(rank[str(f, annotate.FieldFact)], rank[str(src, annotate.FieldFact)])) > 0 {
+			cmp.Compare(rank[str(f, schema.FieldFact)], rank[str(src, schema.FieldFact)])) > 0 {
 			src = f
 		}
 	}
@@ -254,7 +254,7 @@ func latestRun(facts []map[string]any) map[string]any {
 	// A running attempt's end is unknown: its start fact is older news
 	// than a stream fact that began after it.
 	end := when(src)
-	if ms, ok := influx.Number(src[annotate.FieldEndMs]); ok {
+	if ms, ok := influx.Number(src[schema.FieldEndMs]); ok {
 		end = time.UnixMilli(int64(ms))
 	}
 	if end.Before(when(stream)) {

@@ -6,7 +6,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/sparkpulse/sparkpulse/annotate"
+	"github.com/sparkpulse/sparkpulse/schema"
 )
 
 // The newest run's last word: the attempt started last, its end over its
@@ -17,10 +17,10 @@ func TestLatestRun(t *testing.T) {
 	// fact is a spark_app fact of an attempt started at min minutes, phase
 	// digit sub, ending at end minutes (none if negative).
 	fact := func(kind string, min, sub, end int) map[string]any {
-		f := map[string]any{annotate.FieldFact: kind, annotate.FieldText: kind + "@" + strconv.Itoa(min),
+		f := map[string]any{schema.FieldFact: kind, schema.FieldText: kind + "@" + strconv.Itoa(min),
 			"time": t0.Add(time.Duration(min)*time.Minute + time.Duration(sub)).Format(time.RFC3339Nano)}
 		if end >= 0 {
-			f[annotate.FieldEndMs] = json.Number(strconv.FormatInt(t0.Add(time.Duration(end)*time.Minute).UnixMilli(), 10))
+			f[schema.FieldEndMs] = json.Number(strconv.FormatInt(t0.Add(time.Duration(end)*time.Minute).UnixMilli(), 10))
 		}
 		return f
 	}
@@ -38,7 +38,7 @@ func TestLatestRun(t *testing.T) {
 		{"a running attempt's start over an earlier stream fact", []map[string]any{fact("stream", 0, 3, 1), fact("start", 10, 0, -1)}, "start@10"},
 		{"the newer of two stream facts", []map[string]any{fact("stream", 60, 3, 61), fact("stream", 0, 3, 1)}, "stream@60"},
 	} {
-		if got := str(latestRun(c.facts), annotate.FieldText); got != c.want {
+		if got := str(latestRun(c.facts), schema.FieldText); got != c.want {
 			t.Errorf("%s: %s, want %s", c.name, got, c.want)
 		}
 	}

@@ -12,6 +12,7 @@ import (
 	"github.com/sparkpulse/sparkpulse/annotate"
 	"github.com/sparkpulse/sparkpulse/human"
 	"github.com/sparkpulse/sparkpulse/influx"
+	"github.com/sparkpulse/sparkpulse/schema"
 	"github.com/sparkpulse/sparkpulse/sizing"
 	"github.com/sparkpulse/sparkpulse/sparkapi"
 )
@@ -75,7 +76,7 @@ func TestWhereTimeWentTaskCPUs(t *testing.T) {
 // and the text says so.
 func TestFleetRankAndText(t *testing.T) {
 	n := func(f float64) json.Number { return json.Number(strconv.FormatFloat(f, 'g', -1, 64)) } // as InfluxDB's answers are read
-	s := influx.Series{Name: annotate.MeasurementUsage,
+	s := influx.Series{Name: schema.MeasurementUsage,
 		Columns: []string{"time", "applicationid", "app_id", "appname", "user", "duration_ms", "executors", "executor_core_seconds",
 			"executor_memory_byte_seconds", "busy_slot_seconds", "mean_memory_utilisation", "outcome", "recommended", "lost_task_seconds"},
 		Values: [][]any{

@@ -6,6 +6,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/sparkpulse/sparkpulse/schema"
 	"github.com/sparkpulse/sparkpulse/templates"
 )
 
@@ -17,7 +18,7 @@ func TestKnownNames(t *testing.T) {
 	var r templates.Result
 	for _, dir := range recordings(t) {
 		lines, prefix := readRecording(t, dir)
-		for _, sc := range []Schema{SchemaCERN, SchemaWide} {
+		for _, sc := range []schema.Shape{schema.CERN, schema.Wide} {
 			m := NewMapper(Options{Prefixes: []string{prefix}, Schema: sc})
 			for _, l := range lines {
 				path, _, _ := strings.Cut(l, " ")
@@ -46,7 +47,7 @@ func TestKnownNames(t *testing.T) {
 	if text != knownNamesFile {
 		t.Errorf("known-names.txt is not the recordings' names: go test ./spark -run TestKnownNames -update")
 	}
-	m := NewMapper(Options{Schema: SchemaWide})
+	m := NewMapper(Options{Schema: schema.Wide})
 	if err := m.Apply([]byte("app-20261122101500-0001.1.executor.f1.count"), &r); err != nil || m.Known(&r) {
 		t.Errorf("a name no Spark sends (%s %s) is known: %v", r.Measurement, r.Field, err)
 	}

@@ -6,6 +6,7 @@ import (
 	"slices"
 	"strings"
 
+	"github.com/sparkpulse/sparkpulse/schema"
 	"github.com/sparkpulse/sparkpulse/templates"
 )
 
@@ -20,7 +21,7 @@ type Options struct {
 	GlobalTags []templates.Tag
 	// Schema is the shape of the points (see Schema); the zero value is
 	// the CERN shape.
-	Schema Schema
+	Schema schema.Shape
 }
 
 // Mapper maps Spark Graphite paths. It is safe for concurrent use.
@@ -33,7 +34,7 @@ type Mapper struct {
 // NewMapper returns a Mapper for o. Leading and trailing dots of prefixes
 // are ignored, and so are empty prefixes.
 func NewMapper(o Options) *Mapper {
-	m := &Mapper{globalTags: slices.Clone(o.GlobalTags), wide: o.Schema == SchemaWide}
+	m := &Mapper{globalTags: slices.Clone(o.GlobalTags), wide: o.Schema == schema.Wide}
 	for _, p := range o.Prefixes {
 		if p = strings.Trim(p, "."); p != "" {
 			m.prefixes = append(m.prefixes, []byte(p))
@@ -47,16 +48,16 @@ var errEmptyPath = errors.New("spark: empty metric path")
 
 // Tag keys. Shared, never modified.
 var (
-	keyAppName       = []byte("appname")
-	keyAppStart      = []byte("appstart")
-	keyApplicationID = []byte("applicationid")
-	keyID            = []byte("id")
-	keyListener      = []byte("listener")
-	keyNamespace     = []byte("namespace")
-	keyPool          = []byte("pool")
-	keyProcess       = []byte("process")
-	keyQueue         = []byte("queue")
-	keyUsername      = []byte("username")
+	keyAppName       = []byte(schema.TagAppName)
+	keyAppStart      = []byte(schema.TagAppStart)
+	keyApplicationID = []byte(schema.TagApplicationID)
+	keyID            = []byte(schema.TagID)
+	keyListener      = []byte(schema.TagListener)
+	keyNamespace     = []byte(schema.TagNamespace)
+	keyPool          = []byte(schema.TagPool)
+	keyProcess       = []byte(schema.TagProcess)
+	keyQueue         = []byte(schema.TagQueue)
+	keyUsername      = []byte(schema.TagUsername)
 )
 
 // Measurements of jvm.pools.<pool>.<attr>: not contiguous in the path, so

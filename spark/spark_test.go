@@ -9,6 +9,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/sparkpulse/sparkpulse/schema"
 	"github.com/sparkpulse/sparkpulse/templates"
 )
 
@@ -477,7 +478,7 @@ func FuzzApply(f *testing.F) {
 		f.Add(c.path)
 	}
 	m := NewMapper(Options{Prefixes: []string{"spark.prod", "lucatest"}})
-	wide := NewMapper(Options{Prefixes: []string{"spark.prod", "lucatest"}, Schema: SchemaWide})
+	wide := NewMapper(Options{Prefixes: []string{"spark.prod", "lucatest"}, Schema: schema.Wide})
 	var r, w templates.Result
 	f.Fuzz(func(t *testing.T, s string) {
 		if err := wide.Apply([]byte(s), &w); err == nil {
@@ -578,7 +579,7 @@ func BenchmarkApply(b *testing.B) {
 	}{
 		{"default", Options{Prefixes: []string{"spark.prod"}}},
 		{"global-tag", Options{Prefixes: []string{"spark.prod"}, GlobalTags: []templates.Tag{{Key: []byte("cluster"), Value: []byte("prod")}}}},
-		{"wide", Options{Prefixes: []string{"spark.prod"}, Schema: SchemaWide}},
+		{"wide", Options{Prefixes: []string{"spark.prod"}, Schema: schema.Wide}},
 	} {
 		b.Run(bc.name, func(b *testing.B) {
 			m := NewMapper(bc.opts)
@@ -596,7 +597,7 @@ func BenchmarkApply(b *testing.B) {
 }
 
 func TestApplyDoesNotAllocate(t *testing.T) {
-	for _, s := range []Schema{SchemaCERN, SchemaWide} {
+	for _, s := range []schema.Shape{schema.CERN, schema.Wide} {
 		m := NewMapper(Options{Prefixes: []string{"spark.prod"}, Schema: s})
 		var r templates.Result
 		allocs := testing.AllocsPerRun(100, func() {

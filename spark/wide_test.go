@@ -9,6 +9,7 @@ import (
 	"testing"
 
 	"github.com/sparkpulse/sparkpulse/delta"
+	"github.com/sparkpulse/sparkpulse/schema"
 	"github.com/sparkpulse/sparkpulse/templates"
 )
 
@@ -46,7 +47,7 @@ var wideExamples = []struct{ path, want string }{
 }
 
 func TestWideMapping(t *testing.T) {
-	m := NewMapper(Options{Schema: SchemaWide})
+	m := NewMapper(Options{Schema: schema.Wide})
 	for _, c := range wideExamples {
 		if got := mapPath(t, m, c.path+" 1 1717171717"); got != c.want {
 			t.Errorf("%s\n got %s\nwant %s", c.path, got, c.want)
@@ -78,7 +79,7 @@ func TestWideMatchesCERN(t *testing.T) {
 		}
 	}
 	cern := NewMapper(Options{Prefixes: prefixes})
-	wide := NewMapper(Options{Prefixes: prefixes, Schema: SchemaWide})
+	wide := NewMapper(Options{Prefixes: prefixes, Schema: schema.Wide})
 	var rc, rw templates.Result
 	for _, p := range paths {
 		if err := cern.Apply([]byte(p), &rc); err != nil {
@@ -141,10 +142,10 @@ func TestWideMatchesCERN(t *testing.T) {
 
 // The catalogue's metrics are where each schema's mapping puts them.
 func TestSchemaCatalogue(t *testing.T) {
-	for _, m := range []Metric{SucceededTasks, CPUTime, RunTime, JVMGCTime, BytesRead, ShuffleRead, ShuffleWritten,
-		ActiveTasks, CgroupCPU, JVMHeapMemory, JVMRSSMemory, PythonRSSMemory, OtherRSSMemory} {
+	for _, m := range []schema.Metric{schema.SucceededTasks, schema.CPUTime, schema.RunTime, schema.JVMGCTime, schema.BytesRead, schema.ShuffleRead, schema.ShuffleWritten,
+		schema.ActiveTasks, schema.CgroupCPU, schema.JVMHeapMemory, schema.JVMRSSMemory, schema.PythonRSSMemory, schema.OtherRSSMemory} {
 		path := []byte(yarnID + ".3." + m.Source + "." + m.Name)
-		for _, s := range []Schema{SchemaCERN, SchemaWide} {
+		for _, s := range []schema.Shape{schema.CERN, schema.Wide} {
 			var r templates.Result
 			if err := NewMapper(Options{Schema: s}).Apply(path, &r); err != nil {
 				t.Fatal(err)
@@ -162,11 +163,11 @@ func TestSchemaCatalogue(t *testing.T) {
 		}
 	}
 	for _, name := range []string{"", "wide", "cern"} {
-		if _, err := ParseSchema(name); err != nil {
+		if _, err := schema.ParseShape(name); err != nil {
 			t.Error(err)
 		}
 	}
-	if _, err := ParseSchema("narrow"); err == nil || !strings.Contains(err.Error(), `"narrow"`) {
+	if _, err := schema.ParseShape("narrow"); err == nil || !strings.Contains(err.Error(), `"narrow"`) {
 		t.Errorf("ParseSchema(narrow): %v", err)
 	}
 }
@@ -206,7 +207,7 @@ func TestWideColumns(t *testing.T) {
 					paths = append(paths, p)
 				}
 			}
-			m := NewMapper(Options{Prefixes: prefixes, Schema: SchemaWide})
+			m := NewMapper(Options{Prefixes: prefixes, Schema: schema.Wide})
 			tables := map[string]map[string]bool{}
 			var r templates.Result
 			for _, p := range paths {

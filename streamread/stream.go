@@ -10,7 +10,7 @@ import (
 
 	"github.com/sparkpulse/sparkpulse/accounting"
 	"github.com/sparkpulse/sparkpulse/influx"
-	"github.com/sparkpulse/sparkpulse/spark"
+	"github.com/sparkpulse/sparkpulse/schema"
 )
 
 // Stream reads the metrics stream back from InfluxDB for the annotator's
@@ -28,7 +28,7 @@ type Stream struct {
 // Database is a database of the stream and the shapes it is read in.
 type Database struct {
 	Name    string
-	Schemas []spark.Schema
+	Schemas []schema.Shape
 }
 
 // Block is a [[graphite]] block as the stream is read: where it writes
@@ -36,7 +36,7 @@ type Database struct {
 type Block struct {
 	Bucket    string       // database, or database/retention policy
 	Templates bool         // it maps with templates
-	Schema    spark.Schema // the shape it names, when SchemaSet
+	Schema    schema.Shape // the shape it names, when SchemaSet
 	SchemaSet bool         // it names its schema
 }
 
@@ -69,14 +69,14 @@ func Databases(blocks []Block) []Database {
 			dbs = append(dbs, Database{Name: name})
 			i = len(dbs) - 1
 		}
-		var schemas []spark.Schema
+		var schemas []schema.Shape
 		switch {
 		case l.Templates:
-			schemas = []spark.Schema{spark.SchemaCERN}
+			schemas = []schema.Shape{schema.CERN}
 		case l.SchemaSet:
-			schemas = []spark.Schema{l.Schema}
+			schemas = []schema.Shape{l.Schema}
 		default:
-			schemas = []spark.Schema{spark.SchemaWide, spark.SchemaCERN}
+			schemas = []schema.Shape{schema.Wide, schema.CERN}
 		}
 		for _, sc := range schemas {
 			if !slices.Contains(dbs[i].Schemas, sc) {
@@ -108,8 +108,8 @@ func (s *Stream) Delivered(until time.Time) bool {
 // weighed by their samples. Where several databases hold the application,
 // their sums add up and their peaks are the larger.
 func (s *Stream) Totals(ctx context.Context, app string, from, to time.Time) (map[string]accounting.ProcessTotals, error) {
-	where := fmt.Sprintf(`WHERE "applicationid" = %s AND time >= %dms AND time < %dms GROUP BY "process"`,
-		influx.QuoteString(app), from.UnixMilli(), to.UnixMilli())
+	where := fmt.Sprintf(`WHERE %s = %s AND time >= %dms AND time < %dms GROUP BY %s`,
+		influx.QuoteIdent(schema.TagApplicationID), influx.QuoteString(app), from.UnixMilli(), to.UnixMilli(), influx.QuoteIdent(schema.TagProcess))
 	out := map[string]accounting.ProcessTotals{}
 	for _, db := range s.dbs {
 		inDB := map[string]accounting.ProcessTotals{}
@@ -162,7 +162,7 @@ func (s *Stream) Totals(ctx context.Context, app string, from, to time.Time) (ma
 // gauges as one point's fields (wide): a row without one of them sums
 // to nothing and is left out. where selects the application's window by
 // process, as Totals' statement does. ok is false for other shapes.
-func treePeakStatement(sc spark.Schema, where string) (string, bool) {
+func treePeakStatement(sc schema.Shape, where string) (string, bool) {
 	m := sc.Measurement(accounting.TreeGauges[0])
 	var terms []string
 	for _, g := range accounting.TreeGauges {
@@ -171,15 +171,15 @@ func treePeakStatement(sc spark.Schema, where string) (string, bool) {
 		}
 		terms = append(terms, influx.QuoteIdent(sc.Field(g)))
 	}
-	return fmt.Sprintf(`SELECT max("tree") FROM (SELECT %s AS "tree" FROM %s %s) GROUP BY "process"`,
-		strings.Join(terms, " + "), influx.QuoteIdent(m), where), true
+	return fmt.Sprintf(`SELECT max("tree") FROM (SELECT %s AS "tree" FROM %s %s) GROUP BY %s`,
+		strings.Join(terms, " + "), influx.QuoteIdent(m), where, influx.QuoteIdent(schema.TagProcess)), true
 }
 
 // addTreePeaks sets each process's TreePeak from the answer of
 // treePeakStatement: the larger, where a database holds it in two shapes.
 func addTreePeaks(out map[string]accounting.ProcessTotals, series []influx.Series) {
 	for _, sr := range series {
-		p := sr.Tags["process"]
+		p := sr.Tags[schema.TagProcess]
 		v, ok := influx.Number(firstValue(sr, 1))
 		if p == "" || !ok {
 			continue
@@ -197,18 +197,18 @@ func addTreePeaks(out map[string]accounting.ProcessTotals, series []influx.Serie
 // shape: an aggregate per column, each column once, and where each
 // metric's aggregates are.
 type totalsQuery struct {
-	schema  spark.Schema
+	shape   schema.Shape
 	from    []string       // measurements
 	columns []string       // aggregates, from column 1 on (0 is time)
 	index   map[string]int // aggregate → column
-	at      map[spark.Metric][3]int
+	at      map[schema.Metric][3]int
 }
 
-// newTotalsQuery lays out the statement of schema: for a counter the sum
+// newTotalsQuery lays out the statement of shape: for a counter the sum
 // and count of its delta and the count of its value, for a gauge the max,
 // mean and count of its value.
-func newTotalsQuery(schema spark.Schema) *totalsQuery {
-	q := &totalsQuery{schema: schema, index: map[string]int{}, at: map[spark.Metric][3]int{}}
+func newTotalsQuery(shape schema.Shape) *totalsQuery {
+	q := &totalsQuery{shape: shape, index: map[string]int{}, at: map[schema.Metric][3]int{}}
 	col := func(fn, field string) int {
 		expr := fn + "(" + influx.QuoteIdent(field) + ")"
 		if i, ok := q.index[expr]; ok {
@@ -218,18 +218,18 @@ func newTotalsQuery(schema spark.Schema) *totalsQuery {
 		q.index[expr] = len(q.columns)
 		return len(q.columns)
 	}
-	measurement := func(m spark.Metric) {
-		if name := schema.Measurement(m); !slices.Contains(q.from, name) {
+	measurement := func(m schema.Metric) {
+		if name := shape.Measurement(m); !slices.Contains(q.from, name) {
 			q.from = append(q.from, name)
 		}
 	}
 	for _, m := range accounting.StreamCounters {
 		measurement(m)
-		q.at[m] = [3]int{col("sum", schema.DeltaField(m)), col("count", schema.DeltaField(m)), col("count", schema.Field(m))}
+		q.at[m] = [3]int{col("sum", shape.DeltaField(m)), col("count", shape.DeltaField(m)), col("count", shape.Field(m))}
 	}
 	for _, m := range accounting.StreamGauges {
 		measurement(m)
-		q.at[m] = [3]int{col("max", schema.Field(m)), col("mean", schema.Field(m)), col("count", schema.Field(m))}
+		q.at[m] = [3]int{col("max", shape.Field(m)), col("mean", shape.Field(m)), col("count", shape.Field(m))}
 	}
 	return q
 }
@@ -242,7 +242,7 @@ func (q *totalsQuery) statement(where string) string {
 // add up, peaks are the larger, means are weighed by their samples.
 func (q *totalsQuery) add(out map[string]accounting.ProcessTotals, series []influx.Series) {
 	for _, sr := range series {
-		p := sr.Tags["process"]
+		p := sr.Tags[schema.TagProcess]
 		if p == "" {
 			continue
 		}
@@ -252,7 +252,7 @@ func (q *totalsQuery) add(out map[string]accounting.ProcessTotals, series []infl
 			out[p] = t
 		}
 		for _, m := range accounting.StreamCounters {
-			if q.schema.Measurement(m) != sr.Name {
+			if q.shape.Measurement(m) != sr.Name {
 				continue
 			}
 			at, key := q.at[m], accounting.StreamKey(m)
@@ -265,7 +265,7 @@ func (q *totalsQuery) add(out map[string]accounting.ProcessTotals, series []infl
 			}
 		}
 		for _, m := range accounting.StreamGauges {
-			if q.schema.Measurement(m) != sr.Name {
+			if q.shape.Measurement(m) != sr.Name {
 				continue
 			}
 			at, key := q.at[m], accounting.StreamKey(m)

@@ -8,7 +8,7 @@ import (
 
 	"github.com/sparkpulse/sparkpulse/accounting"
 	"github.com/sparkpulse/sparkpulse/influx"
-	"github.com/sparkpulse/sparkpulse/spark"
+	"github.com/sparkpulse/sparkpulse/schema"
 )
 
 // Each database is read in the shapes its blocks write: templates the
@@ -17,9 +17,9 @@ import (
 func TestDatabases(t *testing.T) {
 	dbs := Databases([]Block{
 		{Bucket: "mixed"},
-		{Bucket: "cern", Schema: spark.SchemaCERN, SchemaSet: true},
+		{Bucket: "cern", Schema: schema.CERN, SchemaSet: true},
 		{Bucket: "tmpl/autogen", Templates: true},
-		{Bucket: "wide", Schema: spark.SchemaWide, SchemaSet: true},
+		{Bucket: "wide", Schema: schema.Wide, SchemaSet: true},
 		{Bucket: "wide/week", Templates: true},
 	})
 	var got []string
@@ -34,14 +34,14 @@ func TestDatabases(t *testing.T) {
 // One statement per shape reads every column once; its answer adds up by
 // process, a sample without a delta counted, means weighed by samples.
 func TestTotalsQuery(t *testing.T) {
-	q := newTotalsQuery(spark.SchemaWide)
+	q := newTotalsQuery(schema.Wide)
 	st := q.statement("WHERE true")
 	if strings.Count(st, `sum("cpuTime.count_delta")`) != 1 || !strings.Contains(st, ` FROM "executor", `) {
 		t.Errorf("statement %s", st)
 	}
 	n := func(f float64) json.Number { return json.Number(fmt.Sprint(f)) }
 	row := make([]any, len(q.columns)+1)
-	cpu, heap := q.at[spark.CPUTime], q.at[spark.JVMHeapMemory]
+	cpu, heap := q.at[schema.CPUTime], q.at[schema.JVMHeapMemory]
 	row[cpu[0]], row[cpu[1]], row[cpu[2]] = n(250), n(2), n(3)
 	out := map[string]accounting.ProcessTotals{}
 	q.add(out, []influx.Series{{Name: "executor", Tags: map[string]string{"process": "1"}, Values: [][]any{row}}})
@@ -50,7 +50,7 @@ func TestTotalsQuery(t *testing.T) {
 	q.add(out, []influx.Series{{Name: "ExecutorMetrics", Tags: map[string]string{"process": "1"}, Values: [][]any{heapRow}}})
 	heapRow[heap[0]], heapRow[heap[1]], heapRow[heap[2]] = n(10), n(0), n(1)
 	q.add(out, []influx.Series{{Name: "ExecutorMetrics", Tags: map[string]string{"process": "1"}, Values: [][]any{heapRow}}})
-	p, key := out["1"], accounting.StreamKey(spark.JVMHeapMemory)
+	p, key := out["1"], accounting.StreamKey(schema.JVMHeapMemory)
 	if p.Sums["cpuTime.count"] != 250 || p.NoDelta["cpuTime.count"] != 1 || p.Peak[key] != 40 || p.Mean[key] != 20 || p.Samples[key] != 3 {
 		t.Errorf("process 1: %+v", p)
 	}

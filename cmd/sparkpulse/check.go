@@ -12,7 +12,7 @@ import (
 	"github.com/sparkpulse/sparkpulse/delta"
 	"github.com/sparkpulse/sparkpulse/human"
 	"github.com/sparkpulse/sparkpulse/influx"
-	"github.com/sparkpulse/sparkpulse/spark"
+	"github.com/sparkpulse/sparkpulse/schema"
 )
 
 // cmdCheck validates the settings run would start with and says what each
@@ -187,7 +187,7 @@ func describeListener(w io.Writer, l *Listener, base influx.Config) {
 		return
 	}
 	shape := "a measurement per metric, field \"value\""
-	if l.Schema == spark.SchemaWide {
+	if l.Schema == schema.Wide {
 		shape = "a measurement per Spark source, a field per metric"
 	}
 	fmt.Fprintf(w, "  built-in Spark mapping (no templates configured), schema %q: %s\n", l.Schema, shape)
@@ -210,9 +210,9 @@ type schemaCost struct {
 	driverSeries, executorSeries, tables, maxColumns int
 }
 
-var schemaCosts = map[spark.Schema]schemaCost{
-	spark.SchemaCERN: {driverSeries: 374, executorSeries: 194, tables: 402, maxColumns: 8},
-	spark.SchemaWide: {driverSeries: 22, executorSeries: 7, tables: 16, maxColumns: 148},
+var schemaCosts = map[schema.Shape]schemaCost{
+	schema.CERN: {driverSeries: 374, executorSeries: 194, tables: 402, maxColumns: 8},
+	schema.Wide: {driverSeries: 22, executorSeries: 7, tables: 16, maxColumns: 148},
 }
 
 // The limits of InfluxDB that a schema decides whether a target reaches.
@@ -234,7 +234,7 @@ const (
 func schemaWarnings(p *Plan, t influx.Target, res influx.CheckResult) []string {
 	var out []string
 	core := strings.Contains(res.Build, "Core")
-	wide := schemaCosts[spark.SchemaWide]
+	wide := schemaCosts[schema.Wide]
 	for _, l := range p.Listeners {
 		if l.Templates != nil || l.Target != t {
 			continue
@@ -242,12 +242,12 @@ func schemaWarnings(p *Plan, t influx.Target, res influx.CheckResult) []string {
 		block := fmt.Sprintf("[[graphite]] #%d (%s)", l.Index, p.at(blockKey("graphite", l.Index, "schema")))
 		c := schemaCosts[l.Schema]
 		switch {
-		case res.Major == 1 && l.Schema == spark.SchemaCERN:
+		case res.Major == 1 && l.Schema == schema.CERN:
 			out = append(out, fmt.Sprintf("%s: schema \"cern\" makes %d series per executor, %d per driver: the inmem index's "+
 				"max-series-per-database (a million by default; the server does not tell its own) is reached after about %d executors kept; "+
 				"use schema = \"wide\" (%d per executor)",
 				block, c.executorSeries, c.driverSeries, maxSeries1x/c.executorSeries/100*100, wide.executorSeries))
-		case res.Major == 3 && l.Schema == spark.SchemaCERN:
+		case res.Major == 3 && l.Schema == schema.CERN:
 			limit := fmt.Sprintf("InfluxDB 3 Cloud Dedicated and Clustered allow %d per database by default", maxTables3)
 			if core {
 				limit = fmt.Sprintf("InfluxDB 3 Core allows %d across its databases", maxTables3Core)

@@ -12,6 +12,7 @@ import (
 	"github.com/sparkpulse/sparkpulse/delta"
 	"github.com/sparkpulse/sparkpulse/influx/influxtest"
 	"github.com/sparkpulse/sparkpulse/realspark/recorded"
+	"github.com/sparkpulse/sparkpulse/schema"
 	"github.com/sparkpulse/sparkpulse/spark"
 	"github.com/sparkpulse/sparkpulse/templates"
 )
@@ -29,10 +30,10 @@ func TestSchemaCosts(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	got := map[spark.Schema]schemaCost{}
+	got := map[schema.Shape]schemaCost{}
 	for _, file := range dirs {
 		paths, prefix := readSparkRecording(t, filepath.Dir(file))
-		for _, s := range []spark.Schema{spark.SchemaCERN, spark.SchemaWide} {
+		for _, s := range []schema.Shape{schema.CERN, schema.Wide} {
 			c := costOf(t, spark.NewMapper(spark.Options{Prefixes: []string{prefix}, Schema: s}), rules, s, paths)
 			t.Logf("Spark %s, schema %s: %+v", filepath.Base(filepath.Dir(file)), s, c)
 			g := got[s]
@@ -73,7 +74,7 @@ func TestSchemaCosts(t *testing.T) {
 	}
 
 	// The figures the warnings rest on.
-	if cern, wide := got[spark.SchemaCERN], got[spark.SchemaWide]; cern.executorSeries < 10*wide.executorSeries ||
+	if cern, wide := got[schema.CERN], got[schema.Wide]; cern.executorSeries < 10*wide.executorSeries ||
 		cern.tables < 20*wide.tables || wide.maxColumns > maxColumns3 {
 		t.Errorf("cern %+v, wide %+v", cern, wide)
 	}
@@ -81,7 +82,7 @@ func TestSchemaCosts(t *testing.T) {
 
 // costOf counts what the mapping m of schema s makes of paths: the series
 // of each driver and executor, the tables and their columns.
-func costOf(t *testing.T, m *spark.Mapper, rules *delta.Rules, s spark.Schema, paths []string) schemaCost {
+func costOf(t *testing.T, m *spark.Mapper, rules *delta.Rules, s schema.Shape, paths []string) schemaCost {
 	t.Helper()
 	series := map[string]map[string]bool{} // process → series keys
 	role := map[string]string{}
@@ -113,7 +114,7 @@ func costOf(t *testing.T, m *spark.Mapper, rules *delta.Rules, s spark.Schema, p
 		}
 		cols[string(r.Field)] = true
 		name := r.Measurement
-		if s == spark.SchemaWide {
+		if s == schema.Wide {
 			name = r.Field
 		}
 		if cum, _ := rules.Match([]byte(p), name); cum {
@@ -204,7 +205,7 @@ func schemaConfig(t *testing.T, lines ...string) string {
 func TestCheckSchemaWarnings(t *testing.T) {
 	influx1 := influxtest.Start(t).URL
 	manyTags := `tags = [` + strings.Join(slices.Collect(func(yield func(string) bool) {
-		for i := range maxColumns3 - schemaCosts[spark.SchemaWide].maxColumns + 1 {
+		for i := range maxColumns3 - schemaCosts[schema.Wide].maxColumns + 1 {
 			if !yield(fmt.Sprintf(`"t%d=x"`, i)) {
 				return
 			}

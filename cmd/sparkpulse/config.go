@@ -179,7 +179,7 @@ type GraphiteConfig struct {
 	SparkPrefixes []string `toml:"spark-prefixes"`
 	// Schema is the built-in Spark mapping's shape: "wide" (the default,
 	// a measurement per Spark source) or "cern" (a measurement per
-	// metric, for the CERN dashboards). See spark.Schema.
+	// metric, for the CERN dashboards). See schema.Shape.
 	Schema string `toml:"schema"`
 	// CheckPeer drops a TCP connection's points of a Spark process unless
 	// they come from the IP address Spark's REST API lists for it (needs

@@ -14,8 +14,8 @@ import (
 	"github.com/sparkpulse/sparkpulse/grafana"
 	"github.com/sparkpulse/sparkpulse/grafana/grafanatest"
 	"github.com/sparkpulse/sparkpulse/influx/influxtest"
+	"github.com/sparkpulse/sparkpulse/schema"
 	"github.com/sparkpulse/sparkpulse/simulate"
-	"github.com/sparkpulse/sparkpulse/spark"
 )
 
 // Every panel, variable and annotation query of every committed dashboard
@@ -68,11 +68,11 @@ func TestDashboardsOnRealData(t *testing.T) {
 
 // dashboardSchemas are the schemas whose dashboards are checked: every
 // schema a [[graphite]] block may name.
-func dashboardSchemas(t *testing.T) []spark.Schema {
+func dashboardSchemas(t *testing.T) []schema.Shape {
 	t.Helper()
-	var out []spark.Schema
-	for _, name := range spark.Schemas {
-		sc, err := spark.ParseSchema(name)
+	var out []schema.Shape
+	for _, name := range schema.Shapes {
+		sc, err := schema.ParseShape(name)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -83,8 +83,8 @@ func dashboardSchemas(t *testing.T) []spark.Schema {
 
 // dashboardDB is the database (or bucket) sc's workload is written to: the
 // one the provisioned data source reads for the default schema.
-func dashboardDB(sc spark.Schema) string {
-	if sc == spark.DefaultSchema {
+func dashboardDB(sc schema.Shape) string {
+	if sc == schema.Default {
 		return "spark"
 	}
 	return "spark_" + sc.String()
@@ -92,12 +92,12 @@ func dashboardDB(sc spark.Schema) string {
 
 // dashboardTarget is the [[graphite]] block's target (key: database or
 // bucket) and schema for sc.
-func dashboardTarget(key string, sc spark.Schema) string {
+func dashboardTarget(key string, sc schema.Shape) string {
 	return fmt.Sprintf("%s = %q\n  schema = %q", key, dashboardDB(sc), sc)
 }
 
 // dashboardFiles are the committed dashboards of sc's set.
-func dashboardFiles(t *testing.T, sc spark.Schema) []string {
+func dashboardFiles(t *testing.T, sc schema.Shape) []string {
 	t.Helper()
 	files, _ := filepath.Glob(filepath.Join("../../grafana", grafana.Dir(sc), "*.json"))
 	if len(files) < 3 {
@@ -111,8 +111,8 @@ func dashboardFiles(t *testing.T, sc spark.Schema) []string {
 // points and the health dashboard's refusal and error panels have data.
 // Its source is one no dashboard reads: a refused wide point takes the
 // source's other metrics of its report with it.
-func typeConflict(sc spark.Schema, at time.Time) string {
-	mt := spark.Metric{Source: "HiveExternalCatalog", Name: "fileCacheHits.count"}
+func typeConflict(sc schema.Shape, at time.Time) string {
+	mt := schema.Metric{Source: "HiveExternalCatalog", Name: "fileCacheHits.count"}
 	return fmt.Sprintf(`%s,applicationid=x %s="conflict" %d`, sc.Measurement(mt), sc.Field(mt), at.UnixNano())
 }
 
@@ -122,7 +122,7 @@ func typeConflict(sc spark.Schema, at time.Time) string {
 // default schema's otherwise.
 type docExample struct {
 	file, query string
-	schema      spark.Schema
+	schema      schema.Shape
 }
 
 // docExamples returns every InfluxQL example the documentation shows, so
@@ -134,15 +134,15 @@ func docExamples(t *testing.T) []docExample {
 		f := page.path
 		for n, block := range strings.Split(page.text, "```sql\n")[1:] {
 			block, _, _ = strings.Cut(block, "```")
-			sc := spark.DefaultSchema
+			sc := schema.Default
 			// Each schema's statements of the block: with Grafana's
 			// variables, and as pasted (none).
-			forms := map[spark.Schema][2]int{}
+			forms := map[schema.Shape][2]int{}
 			for _, line := range strings.Split(block, "\n") {
 				line = strings.TrimSpace(line)
 				if c, ok := strings.CutPrefix(line, "--"); ok {
 					if w := strings.Fields(c); len(w) > 0 && strings.TrimSuffix(w[0], ":") != "" {
-						if s, err := spark.ParseSchema(strings.TrimSuffix(w[0], ":")); err == nil {
+						if s, err := schema.ParseShape(strings.TrimSuffix(w[0], ":")); err == nil {
 							sc = s
 						}
 					}
@@ -171,7 +171,7 @@ func docExamples(t *testing.T) []docExample {
 
 // runExamples runs sc's examples against db, for the second application,
 // and returns how many ran; each must return data.
-func runExamples(t *testing.T, srv *influxtest.Server, db string, sc spark.Schema, examples []docExample, from, to time.Time) int {
+func runExamples(t *testing.T, srv *influxtest.Server, db string, sc schema.Shape, examples []docExample, from, to time.Time) int {
 	t.Helper()
 	vars := []grafana.Variable{{Name: "app"}}
 	vals := grafana.Values{Selected: map[string][]string{"app": {simulate.AppID(from, 1)}}}
@@ -205,7 +205,7 @@ func runExamples(t *testing.T, srv *influxtest.Server, db string, sc spark.Schem
 	}
 	// The README's two, and an example of each other schema.
 	want := 1
-	if sc == spark.DefaultSchema {
+	if sc == schema.Default {
 		want = 2
 	}
 	if ran < want {

@@ -10,7 +10,7 @@ import (
 
 	"github.com/sparkpulse/sparkpulse/influx"
 	"github.com/sparkpulse/sparkpulse/influx/influxtest"
-	"github.com/sparkpulse/sparkpulse/spark"
+	"github.com/sparkpulse/sparkpulse/schema"
 )
 
 // TestDeltaSums drives Dropwizard's real GraphiteReporter as a driver and
@@ -26,12 +26,12 @@ import (
 func TestDeltaSums(t *testing.T) {
 	reporter := sparkReporter(t)
 	srv := influxtest.Start(t)
-	forEachSchema(t, func(t *testing.T, sc spark.Schema, setting string) {
+	forEachSchema(t, func(t *testing.T, sc schema.Shape, setting string) {
 		deltaSums(t, reporter, srv, sc, setting)
 	})
 }
 
-func deltaSums(t *testing.T, reporter func(args ...string) *exec.Cmd, srv *influxtest.Server, sc spark.Schema, setting string) {
+func deltaSums(t *testing.T, reporter func(args ...string) *exec.Cmd, srv *influxtest.Server, sc schema.Shape, setting string) {
 	db := "deltas_" + sc.String()
 	const (
 		app       = "app-20261122101500-0002"
@@ -78,11 +78,11 @@ state-dir = %q
 	runReports(restartAt, reports) // a new sparkpulse, reports 3, 4, 5
 
 	for _, m := range []struct {
-		spark.Metric
+		schema.Metric
 		inc func(n, r int) int64
 	}{
-		{spark.CPUTime, func(n, r int) int64 { return int64(n)*1_000_000_000 + int64(r)*1000 }},
-		{spark.RunTime, func(n, r int) int64 { return int64(n)*100 + int64(r) }},
+		{schema.CPUTime, func(n, r int) int64 { return int64(n)*1_000_000_000 + int64(r)*1000 }},
+		{schema.RunTime, func(n, r int) int64 { return int64(n)*100 + int64(r) }},
 	} {
 		var want []string
 		for n := 1; n <= executors; n++ {
@@ -110,8 +110,8 @@ state-dir = %q
 
 	// rate = delta per second between the two reports (10 s apart), and
 	// the reset report carries the value since the restart.
-	res := srv.Query(t, db, fmt.Sprintf(`SELECT %s, %s, %s FROM %s WHERE "process" = '2'`, influx.QuoteIdent(sc.Field(spark.CPUTime)),
-		influx.QuoteIdent(sc.DeltaField(spark.CPUTime)), influx.QuoteIdent(sc.RateField(spark.CPUTime)), influx.QuoteIdent(sc.Measurement(spark.CPUTime))))
+	res := srv.Query(t, db, fmt.Sprintf(`SELECT %s, %s, %s FROM %s WHERE "process" = '2'`, influx.QuoteIdent(sc.Field(schema.CPUTime)),
+		influx.QuoteIdent(sc.DeltaField(schema.CPUTime)), influx.QuoteIdent(sc.RateField(schema.CPUTime)), influx.QuoteIdent(sc.Measurement(schema.CPUTime))))
 	if len(res) != 1 || len(res[0].Values) != reports {
 		t.Fatalf("executor 2 cpuTime.count: %v", res)
 	}

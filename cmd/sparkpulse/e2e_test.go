@@ -16,7 +16,7 @@ import (
 
 	"github.com/sparkpulse/sparkpulse/influx/influxtest"
 	"github.com/sparkpulse/sparkpulse/relay"
-	"github.com/sparkpulse/sparkpulse/spark"
+	"github.com/sparkpulse/sparkpulse/schema"
 )
 
 // testService runs the whole service in-process, as `sparkpulse run` would,
@@ -63,10 +63,10 @@ func startService(t *testing.T, conf string, o flagOverrides, getenv func(string
 // forEachSchema runs test as a subtest in each shape of the built-in
 // mapping, with the [[graphite]] setting that selects it (none for the
 // default).
-func forEachSchema(t *testing.T, test func(t *testing.T, sc spark.Schema, setting string)) {
-	for _, sc := range []spark.Schema{spark.SchemaWide, spark.SchemaCERN} {
+func forEachSchema(t *testing.T, test func(t *testing.T, sc schema.Shape, setting string)) {
+	for _, sc := range []schema.Shape{schema.Wide, schema.CERN} {
 		setting := fmt.Sprintf("schema = %q", sc)
-		if sc == spark.DefaultSchema {
+		if sc == schema.Default {
 			setting = ""
 		}
 		t.Run(sc.String(), func(t *testing.T) { test(t, sc, setting) })

@@ -16,12 +16,11 @@ import (
 	"testing"
 	"time"
 
-	"github.com/sparkpulse/sparkpulse/annotate"
 	"github.com/sparkpulse/sparkpulse/influx/influxtest"
 	"github.com/sparkpulse/sparkpulse/report"
+	"github.com/sparkpulse/sparkpulse/schema"
 	"github.com/sparkpulse/sparkpulse/simulate"
 	"github.com/sparkpulse/sparkpulse/sizing"
-	"github.com/sparkpulse/sparkpulse/spark"
 	"github.com/sparkpulse/sparkpulse/sparkui"
 )
 
@@ -37,7 +36,7 @@ import (
 // and total them. The same in either shape of the built-in mapping.
 func TestFleetRealInfluxDB(t *testing.T) {
 	srv := influxtest.Start(t)
-	forEachSchema(t, func(t *testing.T, sc spark.Schema, setting string) {
+	forEachSchema(t, func(t *testing.T, sc schema.Shape, setting string) {
 		fleetRealInfluxDB(t, srv, "spark_"+sc.String(), setting)
 	})
 }
@@ -389,7 +388,7 @@ func TestReconcileSparkEventLogs(t *testing.T) {
 			}
 		}
 	}
-	forEachSchema(t, func(t *testing.T, sc spark.Schema, setting string) {
+	forEachSchema(t, func(t *testing.T, sc schema.Shape, setting string) {
 		reconcileSparkEventLogs(t, srv, shs.URL, "spark_"+sc.String(), setting, lines.String(), reported)
 	})
 }
@@ -660,11 +659,11 @@ func TestRecordedRuns(t *testing.T) {
 		}
 		var advice []any
 		for _, a := range r.Advice {
-			advice = append(advice, a[annotate.FieldText])
+			advice = append(advice, a[schema.FieldText])
 		}
-		if r.Application != c.app || r.Fact != c.fact || r.Usage[annotate.FieldText] != c.usage || fmt.Sprint(advice) != c.advice {
+		if r.Application != c.app || r.Fact != c.fact || r.Usage[schema.FieldText] != c.usage || fmt.Sprint(advice) != c.advice {
 			t.Errorf("report %s: application %s, fact %s, usage %v, advice %v; want %s, %s, %s, %s",
-				c.ask, r.Application, r.Fact, r.Usage[annotate.FieldText], advice, c.app, c.fact, c.usage, c.advice)
+				c.ask, r.Application, r.Fact, r.Usage[schema.FieldText], advice, c.app, c.fact, c.usage, c.advice)
 		}
 	}
 }

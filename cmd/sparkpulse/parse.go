@@ -10,7 +10,7 @@ import (
 
 	"github.com/sparkpulse/sparkpulse/delta"
 	"github.com/sparkpulse/sparkpulse/relay"
-	"github.com/sparkpulse/sparkpulse/spark"
+	"github.com/sparkpulse/sparkpulse/schema"
 )
 
 // cmdParse reads Graphite lines on stdin and prints each as the line
@@ -41,7 +41,7 @@ func cmdParse(args []string, getenv func(string) string, stdin io.Reader, stdout
 			settings.FirstSampleGrace = delta.NoGrace
 		}
 		rc.Deltas = &relay.Deltas{Rules: d.Rules, Tracker: delta.New(settings, time.Now()), Bucket: l.Target.Bucket,
-			MatchField: l.Templates == nil && l.Schema == spark.SchemaWide}
+			MatchField: l.Templates == nil && l.Schema == schema.Wide}
 	}
 	conn := relay.New(rc).NewConn(nil).(*relay.Conn)
 	return translate(stdin, stdout, conn, l.TCP().WithDefaults().MaxLineLength)

@@ -28,8 +28,8 @@ import (
 	"github.com/sparkpulse/sparkpulse/influx"
 	"github.com/sparkpulse/sparkpulse/queue"
 	"github.com/sparkpulse/sparkpulse/relay"
+	"github.com/sparkpulse/sparkpulse/schema"
 	"github.com/sparkpulse/sparkpulse/selfmetrics"
-	"github.com/sparkpulse/sparkpulse/spark"
 	"github.com/sparkpulse/sparkpulse/statefile"
 )
 
@@ -282,14 +282,14 @@ func (p *pipeline) openBlock(l *Listener) (*block, error) {
 		// UDP senders cannot be slowed down: a full queue drops, counted,
 		// rather than stop the reader draining the socket.
 		NonBlocking: l.Config.Protocol == "udp",
-		JoinReports: l.Templates == nil && l.Schema == spark.SchemaWide,
+		JoinReports: l.Templates == nil && l.Schema == schema.Wide,
 	}
 	if a := p.plan.Annotate; a != nil {
 		rc.AppTag = a.AppIDTag
 	}
 	if p.deltas != nil {
 		rc.Deltas = &relay.Deltas{Rules: p.plan.Deltas.Rules, Tracker: p.deltas.tracker, Bucket: l.Target.Bucket,
-			MatchField: l.Templates == nil && l.Schema == spark.SchemaWide}
+			MatchField: l.Templates == nil && l.Schema == schema.Wide}
 		if p.deltas.ingest != nil {
 			rc.Ingest, rc.IngestBlock = p.deltas.ingest, len(p.blocks)
 		}

@@ -19,6 +19,7 @@ import (
 	"github.com/sparkpulse/sparkpulse/ingestlog"
 	"github.com/sparkpulse/sparkpulse/queue"
 	"github.com/sparkpulse/sparkpulse/relay"
+	"github.com/sparkpulse/sparkpulse/schema"
 	"github.com/sparkpulse/sparkpulse/spark"
 	"github.com/sparkpulse/sparkpulse/templates"
 )
@@ -64,7 +65,7 @@ type Listener struct {
 	// built-in Spark mapping.
 	Templates *templates.Engine
 	// Schema is the built-in mapping's shape; meaningless with Templates.
-	Schema spark.Schema
+	Schema schema.Shape
 	Target influx.Target
 }
 
@@ -393,7 +394,7 @@ func (g GraphiteConfig) compile(p *Plan, index int) (*Listener, error) {
 func (l *Listener) compileMapper() error {
 	g := l.Config
 	if len(g.Templates) == 0 {
-		schema, err := spark.ParseSchema(g.Schema)
+		schema, err := schema.ParseShape(g.Schema)
 		if err != nil {
 			return fmt.Errorf("schema: %w", err)
 		}
@@ -507,7 +508,7 @@ func (c *Config) prepareAnnotate(p *Plan, getenv func(string) string) error {
 		e.add(err)
 	}
 	pc.Transport = sourceTransport(tlsConf)
-	plan := &AnnotatePlan{Poller: pc, AppIDTag: cmpOr(a.AppIDTag, "applicationid")}
+	plan := &AnnotatePlan{Poller: pc, AppIDTag: cmpOr(a.AppIDTag, schema.TagApplicationID)}
 	if plan.Target, err = target(a.Bucket, a.Database, a.RetentionPolicy, p.defaultTarget()); err != nil {
 		e.add(err)
 	}

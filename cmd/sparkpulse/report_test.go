@@ -14,9 +14,9 @@ import (
 	"time"
 
 	"github.com/sparkpulse/sparkpulse/influx/influxtest"
+	"github.com/sparkpulse/sparkpulse/schema"
 	"github.com/sparkpulse/sparkpulse/simulate"
 	"github.com/sparkpulse/sparkpulse/sizing"
-	"github.com/sparkpulse/sparkpulse/spark"
 	"github.com/sparkpulse/sparkpulse/sparkui"
 )
 
@@ -197,8 +197,8 @@ func TestReportStreamPeaks(t *testing.T) {
 	}
 	// Executor 3's resident memory, as InfluxDB holds it.
 	var want int64
-	sc := spark.DefaultSchema
-	for _, m := range []spark.Metric{spark.JVMRSSMemory, spark.PythonRSSMemory, spark.OtherRSSMemory} {
+	sc := schema.Default
+	for _, m := range []schema.Metric{schema.JVMRSSMemory, schema.PythonRSSMemory, schema.OtherRSSMemory} {
 		res := srv.Query(t, "spark", fmt.Sprintf(`SELECT max(%q) FROM %q WHERE "applicationid" = '%s' AND "process" = '3'`, sc.Field(m), sc.Measurement(m), app))
 		if len(res) == 1 {
 			want += int64(toFloat(t, res[0].Values[0][1]))

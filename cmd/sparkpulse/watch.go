@@ -8,7 +8,7 @@ import (
 	"time"
 
 	"github.com/sparkpulse/sparkpulse/live"
-	"github.com/sparkpulse/sparkpulse/spark"
+	"github.com/sparkpulse/sparkpulse/schema"
 )
 
 // watchOptions are what `sparkpulse watch` reads: InfluxDB as report reads
@@ -38,7 +38,7 @@ func runWatch(ctx context.Context, o watchOptions, stdout io.Writer) error {
 	if admin != "" && !strings.Contains(admin, "://") {
 		admin = "http://" + admin
 	}
-	var schemas []spark.Schema // the shapes the blocks writing metrics write; none: both
+	var schemas []schema.Shape // the shapes the blocks writing metrics write; none: both
 	for _, d := range streamDBs(o.Plan) {
 		if d.Name == metrics {
 			schemas = d.Schemas

@@ -1,58 +1,89 @@
-package spark
+package schema
 
 import (
 	"fmt"
 	"strings"
 )
 
-// Schema is the shape the built-in mapping gives a block's points.
+// Shape is the shape the built-in mapping gives a block's points, as a
+// [[graphite]] block's `schema` names it.
 //
-//   - SchemaWide: one measurement per Spark source (the namespace of the
+//   - Wide: one measurement per Spark source (the namespace of the
 //     CERN shape: executor, jvm, ExecutorMetrics, LiveListenerBus, …), one
 //     point per process, source and report, each metric a field. It costs
 //     InfluxDB the least: with Spark 3.5's and 4.x's metrics, 16 tables
 //     instead of about 400, a 27th of an executor's series (7 against
 //     194) and a twentieth of the points (docs/schema.md; bench/README.md
 //     measures InfluxDB's CPU).
-//   - SchemaCERN: one measurement per metric with the field "value", the
+//   - CERN: one measurement per metric with the field "value", the
 //     schema of the CERN Spark dashboard, for its dashboards.
 //
-// The zero value is SchemaCERN, so that a library caller's zero Options
-// keep the package's original contract; the configuration's default is
-// DefaultSchema.
-type Schema uint8
+// The zero value is CERN, so that a library caller's zero spark.Options
+// keep that package's original contract; the configuration's default is
+// Default.
+type Shape uint8
 
 const (
-	SchemaCERN Schema = iota
-	SchemaWide
+	CERN Shape = iota
+	Wide
 )
 
-// DefaultSchema is the schema of a [[graphite]] block that names none.
-const DefaultSchema = SchemaWide
+// Default is the shape of a [[graphite]] block that names none.
+const Default = Wide
 
-// Schemas are the schemas' names, as the configuration spells them.
-var Schemas = []string{SchemaWide.String(), SchemaCERN.String()}
+// Shapes are the shapes' names, as the configuration spells them.
+var Shapes = []string{Wide.String(), CERN.String()}
 
-// String is the schema's name in the configuration.
-func (s Schema) String() string {
-	if s == SchemaWide {
+// String is the shape's name in the configuration.
+func (s Shape) String() string {
+	if s == Wide {
 		return "wide"
 	}
 	return "cern"
 }
 
-// ParseSchema reads a schema's name; "" is DefaultSchema.
-func ParseSchema(name string) (Schema, error) {
+// ParseShape reads a shape's name; "" is Default.
+func ParseShape(name string) (Shape, error) {
 	switch name {
 	case "":
-		return DefaultSchema, nil
+		return Default, nil
 	case "wide":
-		return SchemaWide, nil
+		return Wide, nil
 	case "cern":
-		return SchemaCERN, nil
+		return CERN, nil
 	}
-	return 0, fmt.Errorf("unknown schema %q: want %s", name, strings.Join(Schemas, " or "))
+	return 0, fmt.Errorf("unknown schema %q: want %s", name, strings.Join(Shapes, " or "))
 }
+
+// Tags of the metrics, as the built-in mapping gives them (package
+// spark's documentation has the grammar). The facts carry TagApplicationID
+// and TagAppName too.
+const (
+	// TagApplicationID is the application's key: NS, its id or what
+	// spark.metrics.namespace makes of it.
+	TagApplicationID = "applicationid"
+	// TagProcess is the driver or an executor: EXECID, "driver" or the
+	// executor's id.
+	TagProcess = "process"
+	// TagNamespace is a metric's source in the CERN shape (executor, jvm,
+	// plugin, …); the wide shape has none, the source being the
+	// measurement.
+	TagNamespace = "namespace"
+	// TagAppName is the application's name: of application.APPNAME
+	// paths, and of the facts.
+	TagAppName = "appname"
+	// TagAppStart is the start (epoch ms) of application.APPNAME paths.
+	TagAppStart = "appstart"
+	// TagPool is the JVM memory pool of jvm.pools paths.
+	TagPool = "pool"
+	// TagID is a streaming query's name or a DStream application's.
+	TagID = "id"
+	// TagListener is a LiveListenerBus queue's listener.
+	TagListener = "listener"
+	// TagUsername is the GraphiteSink prefix, where a path has one.
+	TagUsername = "username"
+	// TagQueue (facts.go) is also a LiveListenerBus queue's name.
+)
 
 // Metric names a metric of a Spark source as its Graphite path does: the
 // source (executor, jvm, ExecutorMetrics, plugin.ch.cern.CgroupMetrics,
@@ -158,8 +189,8 @@ var (
 )
 
 // Measurement is where s stores m.
-func (s Schema) Measurement(m Metric) string {
-	if s == SchemaWide {
+func (s Shape) Measurement(m Metric) string {
+	if s == Wide {
 		return m.Source
 	}
 	if class, ok := strings.CutPrefix(m.Source, "plugin."); ok {
@@ -169,8 +200,8 @@ func (s Schema) Measurement(m Metric) string {
 }
 
 // Field is the field that holds m's value in s.
-func (s Schema) Field(m Metric) string {
-	if s == SchemaWide {
+func (s Shape) Field(m Metric) string {
+	if s == Wide {
 		return m.Name
 	}
 	return "value"
@@ -178,16 +209,16 @@ func (s Schema) Field(m Metric) string {
 
 // DeltaField is the field that holds the increase of a cumulative m since
 // its previous sample, and RateField that increase per second.
-func (s Schema) DeltaField(m Metric) string {
-	if s == SchemaWide {
+func (s Shape) DeltaField(m Metric) string {
+	if s == Wide {
 		return m.Name + "_delta"
 	}
 	return "delta"
 }
 
 // RateField: see DeltaField.
-func (s Schema) RateField(m Metric) string {
-	if s == SchemaWide {
+func (s Shape) RateField(m Metric) string {
+	if s == Wide {
 		return m.Name + "_rate"
 	}
 	return "rate"
@@ -195,8 +226,8 @@ func (s Schema) RateField(m Metric) string {
 
 // Namespace is the value of the namespace tag that tells m's source in
 // the CERN shape, "" in the wide one, where the measurement is the source.
-func (s Schema) Namespace(m Metric) string {
-	if s == SchemaWide {
+func (s Shape) Namespace(m Metric) string {
+	if s == Wide {
 		return ""
 	}
 	if strings.HasPrefix(m.Source, "plugin.") {

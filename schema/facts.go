@@ -1,26 +1,41 @@
-package annotate
+package schema
 
-// The names of what the annotator writes about an application's
-// accounting: its measurements, tags and fields, declared once for the
-// encoder that writes them and for the dashboards, reports and live view
-// that read them back (docs/schema.md lists them; docs/sizing.md says how
-// each figure is worked out).
+// The facts the annotator writes from Spark's REST API: their
+// measurements, tags and fields (docs/schema.md lists them; docs/sizing.md
+// says how each figure of the accounting is worked out).
 
+// Measurements of the facts.
 const (
+	MeasurementApp   = "spark_app"
+	MeasurementJob   = "spark_job"
+	MeasurementStage = "spark_stage"
+	MeasurementSQL   = "spark_sql"
+	// MeasurementExecutor has a point per driver and executor at the time
+	// it was added: its host, cores, end and removal reason, and its peak
+	// memory metrics.
+	MeasurementExecutor = "spark_executor"
+	// MeasurementExecutorRemoval has a point per executor removal at the
+	// time of the removal, with the reason as text.
+	MeasurementExecutorRemoval = "spark_executor_removal"
+	// MeasurementSizing has, for a completed application, at its end: the
+	// executors' memory limits (kind "limits"), then a point per finding
+	// and per recommended setting of package sizing.
+	MeasurementSizing = "spark_sizing"
+	// MeasurementStageProgress has a point per read of a stage running
+	// long: its finished tasks and its longest running.
+	MeasurementStageProgress = "spark_stage_progress"
+	// MeasurementTaskFailure has a point per failed task read of a stage
+	// attempt, at the task's launch.
+	MeasurementTaskFailure = "spark_task_failure"
 	// MeasurementUsage has an application's accounting.
 	MeasurementUsage = "spark_app_usage"
 	// MeasurementReconcile compares the stream's totals with Spark's.
 	MeasurementReconcile = "spark_reconcile"
 )
 
-// Tags.
+// Tags of the facts. TagApplicationID and TagAppName (metrics.go) are on
+// every point, TagProcess on spark_executor's.
 const (
-	// TagApplicationID is on every annotation point: the key the
-	// application's metrics carry (its id, or what spark.metrics.namespace
-	// makes of it).
-	TagApplicationID = "applicationid"
-	// TagAppName is the application's name, where it has one.
-	TagAppName = "appname"
 	// TagUser is the user the application ran for, on spark_app_usage:
 	// YARN's word where its ResourceManager's proxy serves the UI, else
 	// Spark's (sparkUser).
@@ -53,6 +68,116 @@ const (
 	// jobs, stages and SQL executions.
 	FieldEndMs      = "end_ms"
 	FieldDurationMs = "duration_ms"
+)
+
+// Fields of spark_job (besides those above): Spark's job as its REST API
+// lists it.
+const (
+	FieldJobID             = "job_id"
+	FieldName              = "name"
+	FieldDescription       = "description"
+	FieldJobGroup          = "job_group"
+	FieldNumTasks          = "num_tasks"
+	FieldNumStages         = "num_stages"
+	FieldStageIDs          = "stage_ids"
+	FieldNumCompletedTasks = "num_completed_tasks"
+	FieldNumFailedTasks    = "num_failed_tasks"
+	FieldNumKilledTasks    = "num_killed_tasks"
+	FieldNumSkippedTasks   = "num_skipped_tasks"
+	FieldNumFailedStages   = "num_failed_stages"
+	FieldNumSkippedStages  = "num_skipped_stages"
+	FieldSQLID             = "sql_id"
+	FieldFailureReason     = "failure_reason"
+)
+
+// Fields of spark_stage: a stage attempt, with FieldName, FieldDescription,
+// FieldNumTasks, FieldNumFailedTasks, FieldNumKilledTasks and
+// FieldFailureReason; the task statistics and the straggler where its tasks
+// were read.
+const (
+	FieldStageID                  = "stage_id"
+	FieldStageAttempt             = "stage_attempt"
+	FieldNumCompleteTasks         = "num_complete_tasks"
+	FieldJobIDs                   = "job_ids"
+	FieldExecutorRunTimeMs        = "executor_run_time_ms"
+	FieldExecutorCpuTimeNs        = "executor_cpu_time_ns"
+	FieldInputBytes               = "input_bytes"
+	FieldOutputBytes              = "output_bytes"
+	FieldShuffleReadBytes         = "shuffle_read_bytes"
+	FieldShuffleWriteBytes        = "shuffle_write_bytes"
+	FieldMemoryBytesSpilled       = "memory_bytes_spilled"
+	FieldDiskBytesSpilled         = "disk_bytes_spilled"
+	FieldJVMGCTimeMs              = "jvm_gc_time_ms"
+	FieldShuffleFetchWaitMs       = "shuffle_fetch_wait_ms"
+	FieldPeakExecutionMemoryBytes = "peak_execution_memory_bytes"
+	FieldTaskDetails              = "task_details"
+	FieldTaskSkew                 = "task_skew"
+	FieldStragglerExecutor        = "straggler_executor"
+	FieldStragglerHost            = "straggler_host"
+	FieldStragglerTaskIndex       = "straggler_task_index"
+	FieldStragglerRunTimeMs       = "straggler_run_time_ms"
+	FieldStragglerSpeculative     = "straggler_speculative"
+	FieldFailedTasksRead          = "failed_tasks_read"
+)
+
+// Fields of spark_stage_progress: a stage running long, at a read, with
+// FieldStageID, FieldStageAttempt, FieldName, FieldNumTasks,
+// FieldNumCompleteTasks, FieldTaskSkew and the straggler's executor, host
+// and index.
+const (
+	FieldRunningMs          = "running_ms"
+	FieldNumActiveTasks     = "num_active_tasks"
+	FieldTaskRunTimeMsP50   = "task_run_time_ms_p50"
+	FieldTaskRunTimeMsP95   = "task_run_time_ms_p95"
+	FieldTaskRunTimeMsMax   = "task_run_time_ms_max"
+	FieldStragglerRunningMs = "straggler_running_ms"
+	FieldStragglerVsMedian  = "straggler_vs_median"
+)
+
+// Fields of spark_sql: a SQL execution, with FieldDescription and
+// FieldJobIDs.
+const (
+	FieldExecutionID  = "execution_id"
+	FieldFailedJobIDs = "failed_job_ids"
+)
+
+// Fields of spark_app: the application attempt, with FieldAppID.
+const (
+	FieldSparkUser    = "spark_user"
+	FieldSparkVersion = "spark_version"
+)
+
+// Fields of spark_executor (tag TagProcess) and spark_executor_removal: the
+// driver or an executor, its removal, and (spark_executor) its peak memory
+// metrics, FieldPeakPrefix and the metric's name.
+const (
+	FieldExecutorID     = "executor_id"
+	FieldHost           = "host"
+	FieldHostPort       = "host_port"
+	FieldAddedMs        = "added_ms"
+	FieldCores          = "cores"
+	FieldMaxMemory      = "max_memory"
+	FieldCompletedTasks = "completed_tasks"
+	FieldFailedTasks    = "failed_tasks"
+	FieldTaskTimeMs     = "task_time_ms"
+	FieldGCTimeMs       = "gc_time_ms"
+	FieldGCShare        = "gc_share"
+	FieldRemoveReason   = "remove_reason"
+	FieldRemoveKind     = "remove_kind"
+	FieldPeakPrefix     = "peak_"
+)
+
+// Fields of spark_task_failure: a failed task, with FieldStageID,
+// FieldStageAttempt, FieldExecutorID and FieldHost.
+const (
+	FieldTaskID             = "task_id"
+	FieldTaskIndex          = "task_index"
+	FieldTaskAttempt        = "task_attempt"
+	FieldErrorClass         = "error_class"
+	FieldKind               = "kind"
+	FieldError              = "error"
+	FieldExecutorRemoveKind = "executor_remove_kind"
+	FieldSpeculative        = "speculative"
 )
 
 // Fields of spark_app_usage: what the application was given and used,
