@@ -20,8 +20,8 @@ import (
 // the code has, and nothing the code does not have. Each set of names is
 // read from its single source in the code, and from one place in docs/:
 //
-//   - config keys: the toml tags of type Config in cmd/sparkpulse and the
-//     types it nests, against the first column of the tables headed "key"
+//   - config keys: the toml tags of type Config in package config and
+//     the types it nests, against the first column of the tables headed "key"
 //     in configuration.md (`section.key`, `[[graphite]]` keys as
 //     `graphite.key`), each with its environment variable in the column
 //     "variable" as the scheme names it (see envVar); every ```toml
@@ -206,7 +206,7 @@ func configKeys(dir string) (keys, blocks nameSet, err error) {
 }
 
 // envVar is the environment variable of a config key, by the scheme
-// cmd/sparkpulse's env.go states: SPARKPULSE_, the section, the key, in
+// package config's env.go states: SPARKPULSE_, the section, the key, in
 // upper case with dashes as underscores; a block's keys with the block's
 // position, written <N>: graphite.bind-address → SPARKPULSE_GRAPHITE_<N>_BIND_ADDRESS.
 func envVar(key string, blocks nameSet) string {
@@ -302,7 +302,7 @@ func tomlKeys(doc string) (nameSet, error) {
 }
 
 func TestDocsConfigKeys(t *testing.T) {
-	code, blocks, err := configKeys("../cmd/sparkpulse")
+	code, blocks, err := configKeys("../config")
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -96,49 +96,6 @@ func TestAnnotationsEndToEnd(t *testing.T) {
 	}
 }
 
-func TestConfigAnnotate(t *testing.T) {
-	plan, err := loadFile(t, `
-[annotate]
-  urls = ["http://hs:18080", "http://rm:8088/proxy/{app_id}"]
-  username = "spark"
-  password-file = "`+writeFile(t, "pw", "from-file\n")+`"
-[[graphite]]
-  database = "spark"
-  retention-policy = "week"
-`, noEnv)
-	if err != nil {
-		t.Fatal(err)
-	}
-	a := plan.Annotate
-	if a.Target.Bucket != "spark/week" || a.Poller.Auth.Password != "from-file" ||
-		a.Poller.WithDefaults().Interval != 10*time.Second || a.AppIDTag != "applicationid" {
-		t.Errorf("plan %+v", a)
-	}
-	plan, err = loadFile(t, "[annotate]\nurls = [\"http://hs:18080\"]\ntoken = \"in-file\"\nbucket = \"ann\"\n[[graphite]]\n",
-		envOf(map[string]string{envAnnotateToken: "from-env"}))
-	if err != nil || plan.Annotate.Poller.Auth.Token != "from-env" || plan.Annotate.Target.Bucket != "ann" {
-		t.Errorf("env token: %+v, %v", plan.Annotate, err)
-	}
-	if plan, err = loadFile(t, "[[graphite]]\n", noEnv); err != nil || plan.Annotate != nil {
-		t.Errorf("no urls: annotate %+v, %v", plan.Annotate, err)
-	}
-	for _, tc := range []struct{ conf, want string }{
-		{`urls = ["hs:18080"]`, `[annotate] urls entry 1 "hs:18080": must start with http:// or https://`},
-		{`urls = ["http://u:p@hs"]`, "must not hold credentials"},
-		{"urls = [\"http://hs\"]\nusername = \"u\"\ntoken = \"t\"", "choose basic auth or a bearer token"},
-		{"urls = [\"http://hs\"]\npassword = \"p\"", "a password needs a username"},
-		{"urls = [\"http://hs\"]\nretention-policy = \"rp\"", "retention-policy needs database"},
-		{"urls = [\"http://hs\"]\ninterval = \"100ms\"", "interval 100ms: must be at least 1s"},
-		{"urls = [\"http://hs\"]\ntoken-file = \"/nonexistent\"", "[annotate] token-file: open /nonexistent"},
-		{"urls = [\"http://hs\"]\nlookbak = \"1h\"", `unknown key "annotate.lookbak"`},
-	} {
-		_, err := loadFile(t, "[annotate]\n"+tc.conf+"\n[[graphite]]\n", noEnv)
-		if err == nil || !strings.Contains(err.Error(), tc.want) {
-			t.Errorf("%s: error %v, want %q", tc.conf, err, tc.want)
-		}
-	}
-}
-
 func TestCheckShowsAnnotate(t *testing.T) {
 	var out strings.Builder
 	path := writeFile(t, "c.toml", "[annotate]\nurls = [\"http://rm:8088/proxy/{app_id}\"]\nusername = \"spark\"\npassword = \"s3cret\"\n[[graphite]]\n")

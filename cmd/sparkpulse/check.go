@@ -9,6 +9,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/sparkpulse/sparkpulse/config"
 	"github.com/sparkpulse/sparkpulse/delta"
 	"github.com/sparkpulse/sparkpulse/human"
 	"github.com/sparkpulse/sparkpulse/influx"
@@ -18,8 +19,8 @@ import (
 // cmdCheck validates the settings run would start with and says what each
 // part of them will do, with the defaults applied. Every problem is
 // reported, each with where its value came from.
-func cmdCheck(o *flagOverrides, getenv func(string) string, stdout io.Writer) error {
-	plan, err := loadPlan(o, getenv)
+func cmdCheck(o *config.Overrides, getenv func(string) string, stdout io.Writer) error {
+	plan, err := config.Load(o, getenv)
 	if err != nil {
 		return err
 	}
@@ -67,7 +68,7 @@ const checkTimeout = 5 * time.Second
 // the dashboards run into there. An unreachable InfluxDB is only noted;
 // a missing target (that run would not create) or refused credentials
 // fail the check, as they would fail run; all of them are reported.
-func describeTargets(w io.Writer, plan *Plan) error {
+func describeTargets(w io.Writer, plan *config.Plan) error {
 	ctx, cancel := context.WithTimeout(context.Background(), checkTimeout)
 	defer cancel()
 	var errs []error
@@ -77,7 +78,7 @@ func describeTargets(w io.Writer, plan *Plan) error {
 			fmt.Fprintf(w, "influxdb: not reached, the targets were not checked: %v\n", c.err)
 			return errors.Join(errs...)
 		case errors.Is(c.err, influx.ErrMissing) && plan.CreateDatabase && c.res.Major == 1:
-			fmt.Fprintf(w, "target %s: %s; run creates it (%s)\n", c.target.Bucket, c.res.String(), plan.createDatabaseOrigin())
+			fmt.Fprintf(w, "target %s: %s; run creates it (%s)\n", c.target.Bucket, c.res.String(), plan.CreateDatabaseOrigin())
 		case c.err != nil:
 			fmt.Fprintf(w, "target %s: FAILED\n", c.target.Bucket)
 			errs = append(errs, explainMissing(c.err, plan))
@@ -92,40 +93,14 @@ func describeTargets(w io.Writer, plan *Plan) error {
 	return errors.Join(errs...)
 }
 
-// createDatabaseOrigin says where create-database = true was set.
-func (p *Plan) createDatabaseOrigin() string {
-	o, ok := p.origins["influxdb.create-database"]
-	switch {
-	case !ok:
-		return "create-database = true"
-	case o.flag != "":
-		return o.flag
-	case o.env != "":
-		return o.String()
-	}
-	return "create-database = true at " + o.String()
-}
-
 // explainMissing rewrites the remedy of a missing InfluxDB 1.x database or
-// retention policy: the flag or variable to set, or the key where the file
-// set it false; the file's key only when there is a file.
-func explainMissing(err error, p *Plan) error {
+// retention policy as the plan's (see config.Plan.CreateDatabaseHint).
+func explainMissing(err error, p *config.Plan) error {
 	const remedy = "set create-database = true"
 	if !errors.Is(err, influx.ErrMissing) || !strings.Contains(err.Error(), remedy) {
 		return err
 	}
-	var how string
-	switch o, ok := p.origins["influxdb.create-database"]; {
-	case ok && o.line > 0:
-		how = fmt.Sprintf("set create-database = true at %s (it is false)", o)
-	case ok && o.env != "":
-		how = fmt.Sprintf("set %s=true (it is %s)", o.env, o.value)
-	case p.Source != "default config":
-		how = fmt.Sprintf("run with --create-database, set %s=true, or add create-database = true to [influxdb] in %s", envCreateDatabase, p.Source)
-	default:
-		how = fmt.Sprintf("run with --create-database or set %s=true", envCreateDatabase)
-	}
-	return &hintedError{strings.Replace(err.Error(), remedy, how, 1), err}
+	return &hintedError{strings.Replace(err.Error(), remedy, p.CreateDatabaseHint(), 1), err}
 }
 
 // hintedError is an error with a better text, still matching the original.
@@ -137,18 +112,18 @@ type hintedError struct {
 func (e *hintedError) Error() string { return e.msg }
 func (e *hintedError) Unwrap() error { return e.err }
 
-func describeDeltas(w io.Writer, d *DeltaPlan) {
+func describeDeltas(w io.Writer, d *config.DeltaPlan) {
 	if d == nil {
 		fmt.Fprintln(w, "deltas: off")
 		return
 	}
 	s := d.Settings
-	grace := formatDuration(s.FirstSampleGrace)
+	grace := config.FormatDuration(s.FirstSampleGrace)
 	if s.FirstSampleGrace == delta.NoGrace {
 		grace = "none"
 	}
 	fmt.Fprintf(w, "deltas: %s, then %s; first-sample-grace %s, idle-ttl %s, max-series %d, %d per application\n",
-		human.Count(len(d.UserRules), "[[delta]] rule"), human.Count(d.Rules.Len()-len(d.UserRules), "built-in Spark rule"), grace, formatDuration(s.IdleTTL), s.MaxSeries, s.MaxSeriesPerApp)
+		human.Count(len(d.UserRules), "[[delta]] rule"), human.Count(d.Rules.Len()-len(d.UserRules), "built-in Spark rule"), grace, config.FormatDuration(s.IdleTTL), s.MaxSeries, s.MaxSeriesPerApp)
 	for _, r := range d.UserRules {
 		kind := "cumulative"
 		if !r.Cumulative {
@@ -158,12 +133,12 @@ func describeDeltas(w io.Writer, d *DeltaPlan) {
 	}
 }
 
-func describeAnnotate(w io.Writer, a *AnnotatePlan) {
+func describeAnnotate(w io.Writer, a *config.AnnotatePlan) {
 	if a == nil {
 		return
 	}
 	pc := a.Poller.WithDefaults()
-	fmt.Fprintf(w, "annotate: every %s → bucket %q, auth: %s\n", formatDuration(pc.Interval), a.Target.Bucket, pc.Auth)
+	fmt.Fprintf(w, "annotate: every %s → bucket %q, auth: %s\n", config.FormatDuration(pc.Interval), a.Target.Bucket, pc.Auth)
 	for _, u := range pc.Sources {
 		what := "a live UI or History Server"
 		if strings.Contains(u, "{app_id}") {
@@ -173,10 +148,10 @@ func describeAnnotate(w io.Writer, a *AnnotatePlan) {
 	}
 }
 
-func describeListener(w io.Writer, l *Listener, base influx.Config) {
+func describeListener(w io.Writer, l *config.Listener, base influx.Config) {
 	wc := l.Writer(base).WithDefaults()
 	fmt.Fprintf(w, "[[graphite]] #%d: %s → bucket %q, batches of %s or %s\n",
-		l.Index, l.Name(), l.Target.Bucket, human.Count(wc.BatchSize, "point"), formatDuration(wc.BatchTimeout))
+		l.Index, l.Name(), l.Target.Bucket, human.Count(wc.BatchSize, "point"), config.FormatDuration(wc.BatchTimeout))
 	if l.Templates != nil {
 		for _, d := range l.Templates.Describe() {
 			fmt.Fprintf(w, "  %s\n", d)
@@ -231,7 +206,7 @@ const (
 // schemaWarnings are the limits of the server res describes that the
 // built-in mapping's blocks writing to t run into, each naming the block
 // and the remedy. run may log them as check prints them.
-func schemaWarnings(p *Plan, t influx.Target, res influx.CheckResult) []string {
+func schemaWarnings(p *config.Plan, t influx.Target, res influx.CheckResult) []string {
 	var out []string
 	core := strings.Contains(res.Build, "Core")
 	wide := schemaCosts[schema.Wide]
@@ -239,7 +214,7 @@ func schemaWarnings(p *Plan, t influx.Target, res influx.CheckResult) []string {
 		if l.Templates != nil || l.Target != t {
 			continue
 		}
-		block := fmt.Sprintf("[[graphite]] #%d (%s)", l.Index, p.at(blockKey("graphite", l.Index, "schema")))
+		block := fmt.Sprintf("[[graphite]] #%d (%s)", l.Index, p.Origin(fmt.Sprintf("graphite.%d.schema", l.Index)))
 		c := schemaCosts[l.Schema]
 		switch {
 		case res.Major == 1 && l.Schema == schema.CERN:

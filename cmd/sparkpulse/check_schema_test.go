@@ -9,6 +9,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/sparkpulse/sparkpulse/config"
 	"github.com/sparkpulse/sparkpulse/delta"
 	"github.com/sparkpulse/sparkpulse/influx/influxtest"
 	"github.com/sparkpulse/sparkpulse/realspark/recorded"
@@ -273,7 +274,7 @@ func TestCheckSchemaWarningOrigin(t *testing.T) {
 		"[[graphite]]\nbind-address = \"127.0.0.1:0\"\ndatabase = \"other\"\nschema = \"cern\"\n")
 	url := influxdb3(t, "Core")
 	var out strings.Builder
-	env := envOf(map[string]string{envURL: url, "SPARKPULSE_GRAPHITE_1_SCHEMA": "cern"})
+	env := envOf(map[string]string{config.EnvURL: url, "SPARKPULSE_GRAPHITE_1_SCHEMA": "cern"})
 	if err := run(t.Context(), []string{"check", "--config", conf}, env, nil, &out, &strings.Builder{}); err != nil {
 		t.Fatalf("%v\n%s", err, out.String())
 	}

@@ -11,13 +11,15 @@ import (
 	"github.com/spf13/cobra"
 	"github.com/spf13/pflag"
 
+	"github.com/sparkpulse/sparkpulse/config"
 	"github.com/sparkpulse/sparkpulse/influx"
 	"github.com/sparkpulse/sparkpulse/live"
 	"github.com/sparkpulse/sparkpulse/simulate"
 )
 
-// errUsage marks errors in how the command was called (exit status 2).
-var errUsage = errors.New("usage")
+// errUsage marks errors in how the command was called (exit status 2),
+// config's flag combinations among them.
+var errUsage = config.ErrUsage
 
 // errForced marks a stop forced by a second signal (exit status 130).
 var errForced = errors.New("stopped at once by a second signal")
@@ -136,48 +138,32 @@ func noArgs(cmd *cobra.Command, args []string) error {
 	return nil
 }
 
-// flagOverrides are the settings that flags may override in any config.
-type flagOverrides struct {
-	config         string
-	influxURL      string
-	influxOrg      string
-	database       string
-	bucket         string
-	bind           string
-	adminAddr      string
-	logFormat      string
-	logLevel       string
-	createDatabase bool
-	stateDir       string
-	annotateURLs   []string
-}
-
 // addConfigFlag adds --config.
-func addConfigFlag(cmd *cobra.Command, o *flagOverrides) {
-	cmd.Flags().StringVar(&o.config, "config", "", "config `FILE`: sparkpulse TOML, or an influxdb.conf whose [[graphite]] blocks are used (env "+envConfig+")")
+func addConfigFlag(cmd *cobra.Command, o *config.Overrides) {
+	cmd.Flags().StringVar(&o.Config, "config", "", "config `FILE`: sparkpulse TOML, or an influxdb.conf whose [[graphite]] blocks are used (env "+config.EnvConfig+")")
 	_ = cmd.MarkFlagFilename("config", "toml", "conf")
 }
 
 // addInfluxFlags adds where InfluxDB is: the same flags for run, check,
 // report and watch.
-func addInfluxFlags(cmd *cobra.Command, o *flagOverrides) {
+func addInfluxFlags(cmd *cobra.Command, o *config.Overrides) {
 	fs := cmd.Flags()
-	fs.StringVar(&o.influxURL, "influxdb-url", "", "InfluxDB `URL` (default "+influx.DefaultURL+"; env "+envURL+")")
-	fs.StringVar(&o.influxOrg, "influxdb-org", "", "InfluxDB 2.x/3.x organization `ORG` (env "+envOrg+")")
-	fs.StringVar(&o.database, "database", "", "InfluxDB 1.x `DATABASE` of every [[graphite]] block (default "+defaultDatabase+")")
-	fs.StringVar(&o.bucket, "bucket", "", "InfluxDB 2.x/3.x `BUCKET` of every [[graphite]] block")
+	fs.StringVar(&o.InfluxURL, "influxdb-url", "", "InfluxDB `URL` (default "+influx.DefaultURL+"; env "+config.EnvURL+")")
+	fs.StringVar(&o.InfluxOrg, "influxdb-org", "", "InfluxDB 2.x/3.x organization `ORG` (env "+config.EnvOrg+")")
+	fs.StringVar(&o.Database, "database", "", "InfluxDB 1.x `DATABASE` of every [[graphite]] block (default "+config.DefaultDatabase+")")
+	fs.StringVar(&o.Bucket, "bucket", "", "InfluxDB 2.x/3.x `BUCKET` of every [[graphite]] block")
 }
 
 // addServiceFlags adds the settings of the running service.
-func addServiceFlags(cmd *cobra.Command, o *flagOverrides) {
+func addServiceFlags(cmd *cobra.Command, o *config.Overrides) {
 	fs := cmd.Flags()
-	fs.StringVar(&o.bind, "bind", "", "`ADDR`, the address of the default TCP and UDP listeners when no config file is given (default "+defaultBindAddr+")")
-	fs.StringVar(&o.adminAddr, "admin-bind", "", "`ADDR`, the address of /metrics and /healthz (default "+defaultAdminAddr+"; \"off\" disables; env "+envAdminBind+")")
-	fs.StringVar(&o.logFormat, "log-format", "", "`FORMAT`: console or json (default "+defaultLogFormat+")")
-	fs.StringVar(&o.logLevel, "log-level", "", "`LEVEL`: debug, info, warn or error (default "+defaultLogLevel+")")
-	fs.BoolVar(&o.createDatabase, "create-database", false, "create the InfluxDB 1.x database when it is missing, at start and on a write answered 404 (env "+envCreateDatabase+")")
-	fs.StringVar(&o.stateDir, "state-dir", "", "`DIR`, the directory for state kept across restarts: delta baselines, disk queue (env SPARKPULSE_STATE_DIR)")
-	fs.StringArrayVar(&o.annotateURLs, "annotate-url", nil, "Spark UI, History Server or {app_id} `URL` template to poll for annotations (repeatable; replaces [annotate] urls)")
+	fs.StringVar(&o.Bind, "bind", "", "`ADDR`, the address of the default TCP and UDP listeners when no config file is given (default "+config.DefaultBindAddr+")")
+	fs.StringVar(&o.AdminAddr, "admin-bind", "", "`ADDR`, the address of /metrics and /healthz (default "+config.DefaultAdminAddr+"; \"off\" disables; env "+config.EnvAdminBind+")")
+	fs.StringVar(&o.LogFormat, "log-format", "", "`FORMAT`: console or json (default "+config.DefaultLogFormat+")")
+	fs.StringVar(&o.LogLevel, "log-level", "", "`LEVEL`: debug, info, warn or error (default "+config.DefaultLogLevel+")")
+	fs.BoolVar(&o.CreateDatabase, "create-database", false, "create the InfluxDB 1.x database when it is missing, at start and on a write answered 404 (env "+config.EnvCreateDatabase+")")
+	fs.StringVar(&o.StateDir, "state-dir", "", "`DIR`, the directory for state kept across restarts: delta baselines, disk queue (env SPARKPULSE_STATE_DIR)")
+	fs.StringArrayVar(&o.AnnotateURLs, "annotate-url", nil, "Spark UI, History Server or {app_id} `URL` template to poll for annotations (repeatable; replaces [annotate] urls)")
 	_ = cmd.RegisterFlagCompletionFunc("log-format", fixedValues("console", "json"))
 	_ = cmd.RegisterFlagCompletionFunc("log-level", fixedValues("debug", "info", "warn", "error"))
 	_ = cmd.MarkFlagDirname("state-dir")
@@ -190,7 +176,7 @@ func fixedValues(v ...string) cobra.CompletionFunc {
 }
 
 func newRunCmd(getenv func(string) string) *cobra.Command {
-	var o flagOverrides
+	var o config.Overrides
 	var readyFile string
 	cmd := &cobra.Command{
 		Use:   "run",
@@ -213,7 +199,7 @@ once (exit status 130), saying what was abandoned.`,
 }
 
 func newCheckCmd(getenv func(string) string) *cobra.Command {
-	var o flagOverrides
+	var o config.Overrides
 	cmd := &cobra.Command{
 		Use:   "check",
 		Short: "Validate the settings and print what each part does",
@@ -233,7 +219,7 @@ Every problem is reported, each with where its value came from.`,
 }
 
 func newParseCmd(getenv func(string) string) *cobra.Command {
-	var o flagOverrides
+	var o config.Overrides
 	var block int
 	var newSeries bool
 	cmd := &cobra.Command{
@@ -242,8 +228,8 @@ func newParseCmd(getenv func(string) string) *cobra.Command {
 		Args:  noArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			args := []string{"--block", fmt.Sprint(block)}
-			if o.config != "" {
-				args = append(args, "--config", o.config)
+			if o.Config != "" {
+				args = append(args, "--config", o.Config)
 			}
 			if newSeries {
 				args = append(args, "--new-series")
@@ -259,10 +245,10 @@ func newParseCmd(getenv func(string) string) *cobra.Command {
 
 // newFlagSet and parseFlags read the flags cmdParse is called with: the
 // parse command has checked them already.
-func newFlagSet(name string, stderr io.Writer, o *flagOverrides, _ bool) *flagSet {
+func newFlagSet(name string, stderr io.Writer, o *config.Overrides, _ bool) *flagSet {
 	fs := &flagSet{pflag.NewFlagSet("sparkpulse "+name, pflag.ContinueOnError)}
 	fs.SetOutput(stderr)
-	fs.StringVar(&o.config, "config", "", "config file")
+	fs.StringVar(&o.Config, "config", "", "config file")
 	return fs
 }
 
@@ -306,7 +292,7 @@ func newSimulateCmd() *cobra.Command {
 }
 
 func newReportCmd(getenv func(string) string) *cobra.Command {
-	var o flagOverrides
+	var o config.Overrides
 	var asJSON, fleet, wide bool
 	var since time.Duration
 	cmd := &cobra.Command{
@@ -330,12 +316,12 @@ same flags.`,
 			case wide && !fleet:
 				return fmt.Errorf("%w: --wide is for --fleet", errUsage)
 			case fleet && since <= 0:
-				return fmt.Errorf("%w: --since %s: must be positive", errUsage, formatDuration(since))
+				return fmt.Errorf("%w: --since %s: must be positive", errUsage, config.FormatDuration(since))
 			}
 			return nil
 		},
 		RunE: func(cmd *cobra.Command, args []string) error {
-			plan, err := loadPlan(&o, getenv)
+			plan, err := config.Load(&o, getenv)
 			if err != nil {
 				return err
 			}
@@ -348,7 +334,7 @@ same flags.`,
 	addConfigFlag(cmd, &o)
 	addInfluxFlags(cmd, &o)
 	fs := cmd.Flags()
-	fs.StringArrayVar(&o.annotateURLs, "url", nil, "Spark UI, History Server or {app_id} `URL` template to ask (repeatable; default [annotate] urls)")
+	fs.StringArrayVar(&o.AnnotateURLs, "url", nil, "Spark UI, History Server or {app_id} `URL` template to ask (repeatable; default [annotate] urls)")
 	fs.BoolVar(&asJSON, "json", false, "print JSON instead of tables")
 	fs.BoolVar(&fleet, "fleet", false, "every application that ended in --since, from the accounting in InfluxDB, instead of one")
 	fs.Var(newDurationFlag(&since, 7*24*time.Hour), "since", "with --fleet: how far back, e.g. 36h, 7d, 2w")
@@ -362,7 +348,7 @@ func cmdReport(ctx context.Context, args []string, getenv func(string) string, s
 }
 
 func newWatchCmd(getenv func(string) string) *cobra.Command {
-	var o flagOverrides
+	var o config.Overrides
 	var adminURL string
 	var interval, since time.Duration
 	var notes []string
@@ -375,12 +361,12 @@ and what InfluxDB holds, found as report finds it.`,
 		Args: noArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			if interval <= 0 {
-				return fmt.Errorf("%w: --interval %s: must be positive", errUsage, formatDuration(interval))
+				return fmt.Errorf("%w: --interval %s: must be positive", errUsage, config.FormatDuration(interval))
 			}
 			if since < 0 {
-				return fmt.Errorf("%w: --since %s: must not be negative", errUsage, formatDuration(since))
+				return fmt.Errorf("%w: --since %s: must not be negative", errUsage, config.FormatDuration(since))
 			}
-			plan, err := loadPlan(&o, getenv)
+			plan, err := config.Load(&o, getenv)
 			if err != nil {
 				return err
 			}
@@ -396,7 +382,7 @@ and what InfluxDB holds, found as report finds it.`,
 	}
 	addConfigFlag(cmd, &o)
 	addInfluxFlags(cmd, &o)
-	cmd.Flags().StringVar(&adminURL, "admin-url", "", "sparkpulse's admin endpoint `URL` (default: from [admin] bind-address or "+envAdminBind+", 0.0.0.0 read as 127.0.0.1)")
+	cmd.Flags().StringVar(&adminURL, "admin-url", "", "sparkpulse's admin endpoint `URL` (default: from [admin] bind-address or "+config.EnvAdminBind+", 0.0.0.0 read as 127.0.0.1)")
 	cmd.Flags().Var(newDurationFlag(&interval, 2*time.Second), "interval", "redraw period")
 	cmd.Flags().Var(newDurationFlag(&since, live.DefaultSince), "since", "show what is dated from this long before the view starts: applications started, and ended with their accounting (0s: from the start)")
 	cmd.Flags().StringArrayVar(&notes, "note", nil, "a `LINE` at the foot of every frame, in place of where the dashboards are (repeatable; make run lists its next commands)")

@@ -16,6 +16,7 @@ import (
 	"sync"
 	"testing"
 
+	"github.com/sparkpulse/sparkpulse/config"
 	"github.com/sparkpulse/sparkpulse/influx/influxtest"
 	"github.com/sparkpulse/sparkpulse/report"
 )
@@ -166,7 +167,7 @@ func startFakeInflux(t *testing.T, status int, answer string) *fakeInfluxQuery {
 func TestReportFleetFlags(t *testing.T) {
 	f := startFakeInflux(t, http.StatusOK, `{"results":[{"statement_id":0}]}`)
 	var out bytes.Buffer
-	env := envOf(map[string]string{envToken: "s3cret", envOrg: "ops"})
+	env := envOf(map[string]string{config.EnvToken: "s3cret", config.EnvOrg: "ops"})
 	err := run(context.Background(), []string{"report", "--fleet", "--influxdb-url", f.created.URL, "--database", "prod", "--since", "2w3d", "--json"}, env, nil, &out, io.Discard)
 	if err != nil {
 		t.Fatal(err)
@@ -181,7 +182,7 @@ func TestReportFleetFlags(t *testing.T) {
 		t.Errorf("db %q, query %q", db, q)
 	}
 	if !strings.Contains(f.auth[0], "s3cret") {
-		t.Errorf("Authorization %q: the token from %s is not sent", f.auth[0], envToken)
+		t.Errorf("Authorization %q: the token from %s is not sent", f.auth[0], config.EnvToken)
 	}
 	var r report.Fleet
 	if err := json.Unmarshal(out.Bytes(), &r); err != nil || r.Database != "prod" || r.Applications == nil {
@@ -190,7 +191,7 @@ func TestReportFleetFlags(t *testing.T) {
 
 	// The same from the environment, and the words of the text.
 	out.Reset()
-	env = envOf(map[string]string{envURL: f.created.URL, "SPARKPULSE_GRAPHITE_1_DATABASE": "fromenv"})
+	env = envOf(map[string]string{config.EnvURL: f.created.URL, "SPARKPULSE_GRAPHITE_1_DATABASE": "fromenv"})
 	if err := run(context.Background(), []string{"report", "--fleet", "--since", "1w"}, env, nil, &out, io.Discard); err != nil {
 		t.Fatal(err)
 	}
@@ -224,16 +225,16 @@ func TestRunCreateDatabaseHint(t *testing.T) {
 		not  string
 	}{
 		{"no file", []string{"run", "--bind", "127.0.0.1:0"}, nil,
-			[]string{`database "spark" does not exist`, "--create-database", envCreateDatabase + "=true"}, "create-database = true"},
+			[]string{`database "spark" does not exist`, "--create-database", config.EnvCreateDatabase + "=true"}, "create-database = true"},
 		{"file", []string{"run", "--config", conf}, nil,
-			[]string{"--create-database", envCreateDatabase + "=true", "create-database = true to [influxdb] in " + conf}, ""},
+			[]string{"--create-database", config.EnvCreateDatabase + "=true", "create-database = true to [influxdb] in " + conf}, ""},
 		{"file says false", []string{"run", "--config", confFalse}, nil,
 			[]string{"set create-database = true at " + confFalse + ":2:1 (it is false)"}, "--create-database"},
-		{"env says false", []string{"run", "--bind", "127.0.0.1:0"}, map[string]string{envCreateDatabase: "false"},
-			[]string{"set " + envCreateDatabase + "=true (it is false)"}, "--create-database"},
+		{"env says false", []string{"run", "--bind", "127.0.0.1:0"}, map[string]string{config.EnvCreateDatabase: "false"},
+			[]string{"set " + config.EnvCreateDatabase + "=true (it is false)"}, "--create-database"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			env := map[string]string{envURL: srv.URL, envAdminBind: "off"}
+			env := map[string]string{config.EnvURL: srv.URL, config.EnvAdminBind: "off"}
 			for k, v := range tc.env {
 				env[k] = v
 			}
@@ -334,11 +335,11 @@ func TestHealth(t *testing.T) {
 	if code != 0 || !strings.Contains(out, "healthy: http://"+admin+"/healthz answered 200") {
 		t.Errorf("health of a running sparkpulse: exit %d, %q %q", code, out, errOut)
 	}
-	code, out, _ = runMainCLI(t, map[string]string{envConfig: conf}, "health")
+	code, out, _ = runMainCLI(t, map[string]string{config.EnvConfig: conf}, "health")
 	if code != 0 || !strings.Contains(out, "healthy") {
-		t.Errorf("health with %s: exit %d, %q", envConfig, code, out)
+		t.Errorf("health with %s: exit %d, %q", config.EnvConfig, code, out)
 	}
-	code, out, _ = runMainCLI(t, map[string]string{envAdminBind: "0.0.0.0:" + strings.Split(admin, ":")[1]}, "health")
+	code, out, _ = runMainCLI(t, map[string]string{config.EnvAdminBind: "0.0.0.0:" + strings.Split(admin, ":")[1]}, "health")
 	if code != 0 || !strings.Contains(out, "http://127.0.0.1:") {
 		t.Errorf("health of 0.0.0.0: exit %d, %q", code, out)
 	}
@@ -366,7 +367,7 @@ func TestHealthAnswers(t *testing.T) {
 	if code != 1 || !strings.Contains(errOut, "answered 503 Service Unavailable: not ready: InfluxDB unreachable") {
 		t.Errorf("503: exit %d, %q", code, errOut)
 	}
-	code, _, errOut = runMainCLI(t, map[string]string{envAdminBind: "off"}, "health")
+	code, _, errOut = runMainCLI(t, map[string]string{config.EnvAdminBind: "off"}, "health")
 	if code != 1 || !strings.Contains(errOut, "the admin endpoint is off") {
 		t.Errorf("admin off: exit %d, %q", code, errOut)
 	}

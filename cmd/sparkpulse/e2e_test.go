@@ -14,6 +14,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus/promhttp"
 	"go.uber.org/zap/zaptest"
 
+	"github.com/sparkpulse/sparkpulse/config"
 	"github.com/sparkpulse/sparkpulse/influx/influxtest"
 	"github.com/sparkpulse/sparkpulse/relay"
 	"github.com/sparkpulse/sparkpulse/schema"
@@ -33,18 +34,18 @@ type testService struct {
 // databases hold only what a test sends.
 func startSparkpulse(t *testing.T, srv *influxtest.Server, conf string) *testService {
 	t.Helper()
-	return startService(t, conf, flagOverrides{influxURL: srv.URL}, noEnv)
+	return startService(t, conf, config.Overrides{InfluxURL: srv.URL}, noEnv)
 }
 
 // startService starts sparkpulse in-process with conf and the flags o
 // (the config file, admin address and create-database are filled in).
-func startService(t *testing.T, conf string, o flagOverrides, getenv func(string) string) *testService {
+func startService(t *testing.T, conf string, o config.Overrides, getenv func(string) string) *testService {
 	t.Helper()
 	if !strings.Contains(conf, "[internal]") && !strings.Contains(conf, "[meta]") {
 		conf += "\n[internal]\n  enabled = false\n"
 	}
-	o.config, o.adminAddr, o.createDatabase = writeFile(t, "sparkpulse.toml", conf), "127.0.0.1:0", true
-	plan, err := loadPlan(&o, getenv)
+	o.Config, o.AdminAddr, o.CreateDatabase = writeFile(t, "sparkpulse.toml", conf), "127.0.0.1:0", true
+	plan, err := config.Load(&o, getenv)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -12,6 +12,8 @@ import (
 	"time"
 
 	"github.com/spf13/cobra"
+
+	"github.com/sparkpulse/sparkpulse/config"
 )
 
 // healthTimeout bounds `sparkpulse health`, as a container's health check
@@ -19,7 +21,7 @@ import (
 const healthTimeout = 3 * time.Second
 
 func newHealthCmd(getenv func(string) string) *cobra.Command {
-	var o flagOverrides
+	var o config.Overrides
 	var adminURL string
 	cmd := &cobra.Command{
 		Use:   "health",
@@ -36,13 +38,12 @@ from the same config file (--config or SPARKPULSE_CONFIG) and environment
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			u := adminURL
 			if u == "" {
-				cfg, source, err := loadLayers(&o, getenv)
+				addr, from, err := config.AdminAddr(&o, getenv)
 				if err != nil {
 					return err
 				}
-				addr := adminAddr(cfg.Admin)
 				if addr == "" {
-					return fmt.Errorf("the admin endpoint is off (%s: [admin] bind-address is empty): nothing to probe", cfg.origins.at(source, "admin.bind-address"))
+					return fmt.Errorf("the admin endpoint is off (%s: [admin] bind-address is empty): nothing to probe", from)
 				}
 				u = probeURL(addr)
 			}
@@ -52,7 +53,7 @@ from the same config file (--config or SPARKPULSE_CONFIG) and environment
 		},
 	}
 	addConfigFlag(cmd, &o)
-	cmd.Flags().StringVar(&adminURL, "admin-url", "", "admin endpoint `URL` to probe, e.g. http://127.0.0.1:2033 (default: from [admin] bind-address or "+envAdminBind+")")
+	cmd.Flags().StringVar(&adminURL, "admin-url", "", "admin endpoint `URL` to probe, e.g. http://127.0.0.1:2033 (default: from [admin] bind-address or "+config.EnvAdminBind+")")
 	return cmd
 }
 

@@ -16,6 +16,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/sparkpulse/sparkpulse/config"
 	"github.com/sparkpulse/sparkpulse/influx/influxtest"
 )
 
@@ -28,12 +29,12 @@ import (
 func startSparkpulse2(t *testing.T, srv *influxtest.Server2, influxURL, conf string) *testService {
 	t.Helper()
 	getenv := func(k string) string {
-		if k == envToken {
+		if k == config.EnvToken {
 			return srv.Token
 		}
 		return ""
 	}
-	return startService(t, conf, flagOverrides{influxURL: influxURL, influxOrg: srv.Org}, getenv)
+	return startService(t, conf, config.Overrides{InfluxURL: influxURL, InfluxOrg: srv.Org}, getenv)
 }
 
 // TestOutagesLoseNothing against 2.x: Spark-shaped traffic streams into
@@ -305,17 +306,17 @@ func TestStreamTotalsInfluxDB2(t *testing.T) {
 		fmt.Sprintf(`ExecutorMetrics,applicationid=%s,process=1 ProcessTreeJVMRSSMemory=600,ProcessTreePythonRSSMemory=700,ProcessTreeOtherRSSMemory=0 %d`, app, at(30)),
 	}, "\n"))
 	getenv := func(k string) string {
-		if k == envToken {
+		if k == config.EnvToken {
 			return srv.Token
 		}
 		return ""
 	}
-	plan := streamPlan(t, &flagOverrides{config: writeFile(t, "sparkpulse.toml", fmt.Sprintf(`
+	plan := streamPlan(t, &config.Overrides{Config: writeFile(t, "sparkpulse.toml", fmt.Sprintf(`
 [[graphite]]
   bind-address = "127.0.0.1:0"
   bucket = %q
   schema = "wide"
-`, srv.Bucket)), influxURL: srv.URL, influxOrg: srv.Org}, getenv)
+`, srv.Bucket)), InfluxURL: srv.URL, InfluxOrg: srv.Org}, getenv)
 	p := streamTotals(t, plan, app, t0)["1"]
 	if p.Sums["cpuTime.count"] != 150 || p.Peak["ProcessTreeJVMRSSMemory"] != 1000 || p.Peak["ProcessTreePythonRSSMemory"] != 700 || p.TreePeak != 1300 {
 		t.Errorf("process 1: sums %v, peaks %v, tree peak %v; want 150, 1000 and 700, 1300", p.Sums, p.Peak, p.TreePeak)

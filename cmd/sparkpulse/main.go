@@ -12,10 +12,14 @@
 //	sparkpulse version  (or --version)
 //
 // Settings come from the config file, then the environment
-// (SPARKPULSE_<SECTION>_<KEY>, see env.go), then the flags. Exit status: 0
-// done (and help), 1 failed, 2 called wrongly, 130 stopped at once by a
-// second signal. These commands, their flags, the exit statuses and the
-// output of parse are a stable contract; the documentation lists them.
+// (SPARKPULSE_<SECTION>_<KEY>), then the flags. Package config reads,
+// layers and validates them, and words their errors; this package is
+// wiring and flags: the commands, their flags (given to config as
+// config.Overrides), the pipeline started from the config.Plan, and the
+// exit statuses. Exit status: 0 done (and help), 1 failed, 2 called
+// wrongly, 130 stopped at once by a second signal. These commands, their
+// flags, the exit statuses and the output of parse are a stable contract;
+// the documentation lists them.
 package main
 
 import (
@@ -36,6 +40,7 @@ import (
 	"go.uber.org/zap"
 
 	"github.com/sparkpulse/sparkpulse"
+	"github.com/sparkpulse/sparkpulse/config"
 	"github.com/sparkpulse/sparkpulse/human"
 	"github.com/sparkpulse/sparkpulse/simulate"
 )
@@ -119,8 +124,8 @@ var pseudoVersion = regexp.MustCompile(`[-.]\d{14}-[0-9a-f]{12}(\+dirty)?$`)
 // bound (see writeReadyFile), removing a file left by an earlier run first
 // and this one when it returns: a parent that starts sparkpulse with port 0
 // learns its ports without racing for them.
-func cmdRun(ctx context.Context, o *flagOverrides, readyFile string, getenv func(string) string, stderr io.Writer) error {
-	plan, err := loadPlan(o, getenv)
+func cmdRun(ctx context.Context, o *config.Overrides, readyFile string, getenv func(string) string, stderr io.Writer) error {
+	plan, err := config.Load(o, getenv)
 	if err != nil {
 		return err
 	}
@@ -151,7 +156,7 @@ func cmdRun(ctx context.Context, o *flagOverrides, readyFile string, getenv func
 		}
 	}
 	<-ctx.Done()
-	log.Info("shutting down; a second SIGINT or SIGTERM stops at once", zap.String("timeout", formatDuration(shutdownTimeout)))
+	log.Info("shutting down; a second SIGINT or SIGTERM stops at once", zap.String("timeout", config.FormatDuration(shutdownTimeout)))
 	shutdownCtx, cancel := context.WithTimeout(context.Background(), shutdownTimeout)
 	defer cancel()
 	done := make(chan error, 1)
@@ -166,7 +171,7 @@ func cmdRun(ctx context.Context, o *flagOverrides, readyFile string, getenv func
 
 // abandoned says what a stop forced during the graceful one leaves
 // undone.
-func abandoned(plan *Plan) error {
+func abandoned(plan *config.Plan) error {
 	kept := "no state-dir: points not yet delivered to InfluxDB are lost, and the next start has no delta baselines"
 	if plan.StateDir != "" {
 		kept = fmt.Sprintf("points held in memory and not yet delivered to InfluxDB are lost; the disk queue and the delta baselines last saved under %s are used at the next start", plan.StateDir)
@@ -183,7 +188,7 @@ func cmdSimulate(ctx context.Context, cfg simulate.Config, rounds int, stdout io
 		return fmt.Errorf("%w: --apps must be at least 1, --executors and --rounds not negative", errUsage)
 	}
 	if cfg.Period <= 0 {
-		return fmt.Errorf("%w: --period %s: must be positive", errUsage, formatDuration(cfg.Period))
+		return fmt.Errorf("%w: --period %s: must be positive", errUsage, config.FormatDuration(cfg.Period))
 	}
 	proto := "TCP"
 	if cfg.UDP {
@@ -199,7 +204,7 @@ func cmdSimulate(ctx context.Context, cfg simulate.Config, rounds int, stdout io
 		fmt.Fprintf(stdout, "sent %s in %s: %.0f lines/s\n", human.Count(lines, "line"), took.Round(time.Millisecond), float64(lines)/took.Seconds())
 		return err
 	}
-	fmt.Fprintf(stdout, "simulating %s every %s → %s %s\n", what, formatDuration(cfg.Period), proto, cfg.Addr)
+	fmt.Fprintf(stdout, "simulating %s every %s → %s %s\n", what, config.FormatDuration(cfg.Period), proto, cfg.Addr)
 	if cfg.UIAddr != "" {
 		fmt.Fprintf(stdout, "Spark REST API of the simulated applications: http://%s/api/v1/applications\n", cfg.UIAddr)
 	}

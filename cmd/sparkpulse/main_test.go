@@ -15,11 +15,27 @@ import (
 	"testing"
 	"time"
 
+	"github.com/sparkpulse/sparkpulse/config"
 	"github.com/sparkpulse/sparkpulse/human"
 	"github.com/sparkpulse/sparkpulse/influx/influxtest"
 )
 
 var update = flag.Bool("update", false, "rewrite the golden files in testdata/")
+
+func writeFile(t *testing.T, name, content string) string {
+	t.Helper()
+	p := filepath.Join(t.TempDir(), name)
+	if err := os.WriteFile(p, []byte(content), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	return p
+}
+
+func noEnv(string) string { return "" }
+
+func envOf(m map[string]string) func(string) string {
+	return func(k string) string { return m[k] }
+}
 
 // runCLI runs the program as a user would, minus the process.
 func runCLI(t *testing.T, stdin string, args ...string) (stdout, stderr string, err error) {
@@ -53,7 +69,7 @@ func checkWith(t *testing.T, url string, args ...string) (string, error) {
 	t.Helper()
 	var out bytes.Buffer
 	env := func(k string) string {
-		if k == envURL {
+		if k == config.EnvURL {
 			return url
 		}
 		return ""

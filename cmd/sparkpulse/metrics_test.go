@@ -19,6 +19,7 @@ import (
 	"go.uber.org/zap/zaptest"
 
 	"github.com/sparkpulse/sparkpulse/annotate"
+	"github.com/sparkpulse/sparkpulse/config"
 	"github.com/sparkpulse/sparkpulse/influx"
 	"github.com/sparkpulse/sparkpulse/relay"
 )
@@ -72,8 +73,8 @@ state-dir = %q
   protocol = "udp"
   database = "udp"
 `, t.TempDir(), sources[0], sources[1], sources[0]) // one listed twice
-	o := flagOverrides{config: writeFile(t, "sparkpulse.toml", conf), adminAddr: "127.0.0.1:0", influxURL: influxdb.URL}
-	plan, err := loadPlan(&o, noEnv)
+	o := config.Overrides{Config: writeFile(t, "sparkpulse.toml", conf), AdminAddr: "127.0.0.1:0", InfluxURL: influxdb.URL}
+	plan, err := config.Load(&o, noEnv)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -13,6 +13,7 @@ import (
 	"go.uber.org/zap/zapcore"
 	"go.uber.org/zap/zaptest/observer"
 
+	"github.com/sparkpulse/sparkpulse/config"
 	"github.com/sparkpulse/sparkpulse/influx"
 	"github.com/sparkpulse/sparkpulse/influx/influxtest"
 	"github.com/sparkpulse/sparkpulse/relay"
@@ -194,8 +195,8 @@ func TestOrphanDiskQueueWarned(t *testing.T) {
 	if err := os.WriteFile(seg, append([]byte("SPQSEG1\n"), make([]byte, 100)...), 0o600); err != nil {
 		t.Fatal(err)
 	}
-	plan, err := loadPlan(&flagOverrides{config: writeFile(t, "c.toml", "[internal]\n  enabled = false\n[[graphite]]\n  bind-address = \"127.0.0.1:0\"\n"),
-		influxURL: srv.URL, adminAddr: "off", stateDir: stateDir, createDatabase: true}, noEnv)
+	plan, err := config.Load(&config.Overrides{Config: writeFile(t, "c.toml", "[internal]\n  enabled = false\n[[graphite]]\n  bind-address = \"127.0.0.1:0\"\n"),
+		InfluxURL: srv.URL, AdminAddr: "off", StateDir: stateDir, CreateDatabase: true}, noEnv)
 	if err != nil {
 		t.Fatal(err)
 	}

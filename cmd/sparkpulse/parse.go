@@ -8,6 +8,7 @@ import (
 	"io"
 	"time"
 
+	"github.com/sparkpulse/sparkpulse/config"
 	"github.com/sparkpulse/sparkpulse/delta"
 	"github.com/sparkpulse/sparkpulse/relay"
 	"github.com/sparkpulse/sparkpulse/schema"
@@ -16,14 +17,14 @@ import (
 // cmdParse reads Graphite lines on stdin and prints each as the line
 // protocol a block makes of it, or "# <why it is dropped>".
 func cmdParse(args []string, getenv func(string) string, stdin io.Reader, stdout, stderr io.Writer) error {
-	var o flagOverrides
+	var o config.Overrides
 	fs := newFlagSet("parse", stderr, &o, false)
 	block := fs.Int("block", 0, "use the templates of the [[graphite]] block at this position (default: the first enabled one)")
 	newSeries := fs.Bool("new-series", false, "treat the first sample of each cumulative series as new (delta = value) instead of as an unknown baseline (no delta)")
 	if err := parseFlags(fs, args); err != nil {
 		return err
 	}
-	plan, err := loadPlan(&o, getenv)
+	plan, err := config.Load(&o, getenv)
 	if err != nil {
 		return err
 	}
@@ -48,7 +49,7 @@ func cmdParse(args []string, getenv func(string) string, stdin io.Reader, stdout
 }
 
 // pickBlock is the enabled block at position index, or the first one.
-func pickBlock(plan *Plan, index int) (*Listener, error) {
+func pickBlock(plan *config.Plan, index int) (*config.Listener, error) {
 	if index == 0 {
 		return plan.Listeners[0], nil
 	}

@@ -24,6 +24,7 @@ import (
 	"golang.org/x/net/netutil"
 
 	"github.com/sparkpulse/sparkpulse/annotate"
+	"github.com/sparkpulse/sparkpulse/config"
 	"github.com/sparkpulse/sparkpulse/graphite"
 	"github.com/sparkpulse/sparkpulse/influx"
 	"github.com/sparkpulse/sparkpulse/queue"
@@ -45,7 +46,7 @@ import (
 // received so far is delivered; Shutdown stops it, losing nothing that was
 // received.
 type pipeline struct {
-	plan   *Plan
+	plan   *config.Plan
 	log    *zap.Logger
 	blocks []*block
 	deltas *deltaState // nil when the delta stage is off
@@ -75,7 +76,7 @@ type pipeline struct {
 
 // block is one started [[graphite]] block.
 type block struct {
-	*Listener
+	*config.Listener
 	srv    server
 	relay  *relay.Relay
 	writer *influx.Writer
@@ -90,7 +91,7 @@ type server interface {
 	Stats() *graphite.Stats
 }
 
-func startPipeline(ctx context.Context, plan *Plan, log *zap.Logger) (_ *pipeline, err error) {
+func startPipeline(ctx context.Context, plan *config.Plan, log *zap.Logger) (_ *pipeline, err error) {
 	p := &pipeline{plan: plan, log: log, ready: make(chan struct{}), stopping: make(chan struct{})}
 	defer func() {
 		if err != nil {
@@ -222,7 +223,7 @@ type targetCheck struct {
 
 // checkTargets checks each target the plan writes to, once; it stops at
 // the first that cannot be reached.
-func checkTargets(ctx context.Context, plan *Plan, create bool) []targetCheck {
+func checkTargets(ctx context.Context, plan *config.Plan, create bool) []targetCheck {
 	targets := make([]influx.Target, 0, len(plan.Listeners)+2)
 	for _, l := range plan.Listeners {
 		targets = append(targets, l.Target)
@@ -259,7 +260,7 @@ func (p *pipeline) newWriter(name string, cfg influx.Config, t influx.Target) (*
 }
 
 // openBlock opens one [[graphite]] block: its writer, relay and listener.
-func (p *pipeline) openBlock(l *Listener) (*block, error) {
+func (p *pipeline) openBlock(l *config.Listener) (*block, error) {
 	b := &block{Listener: l}
 	b.hist = prometheus.NewHistogram(prometheus.HistogramOpts{
 		Name:        "sparkpulse_influxdb_write_duration_seconds",
@@ -312,7 +313,7 @@ func (p *pipeline) openBlock(l *Listener) (*block, error) {
 }
 
 // listen binds a block's TCP or UDP listener.
-func (p *pipeline) listen(l *Listener, b *block) (server, error) {
+func (p *pipeline) listen(l *config.Listener, b *block) (server, error) {
 	fields := []zap.Field{zap.String("listener", l.Name()), zap.String("bucket", l.Target.Bucket)}
 	if l.Config.Protocol == "tcp" {
 		cfg := l.TCP()
@@ -780,7 +781,7 @@ func sampled(log *zap.Logger) *zap.Logger {
 
 // newLogger builds the service logger: human-readable console by default,
 // JSON for log shippers.
-func newLogger(c LogConfig, w io.Writer) (*zap.Logger, error) {
+func newLogger(c config.LogConfig, w io.Writer) (*zap.Logger, error) {
 	level, err := zapcore.ParseLevel(c.Level)
 	if err != nil {
 		return nil, fmt.Errorf("[log] level %q: %w", c.Level, err)

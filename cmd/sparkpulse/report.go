@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/sparkpulse/sparkpulse/annotate"
+	"github.com/sparkpulse/sparkpulse/config"
 	"github.com/sparkpulse/sparkpulse/influx"
 	"github.com/sparkpulse/sparkpulse/report"
 )
@@ -18,7 +19,7 @@ import (
 // databases; when no source shows the application (annotate.ErrNotShown:
 // its live UI is gone, or there are no sources), what the annotator
 // recorded of it (report.WriteRecorded) where report --fleet reads.
-func reportApp(ctx context.Context, plan *Plan, appID string, asJSON bool, stdout io.Writer) error {
+func reportApp(ctx context.Context, plan *config.Plan, appID string, asJSON bool, stdout io.Writer) error {
 	why := ""
 	if plan.Annotate != nil {
 		cfg := plan.Annotate.Poller
@@ -42,8 +43,8 @@ func reportApp(ctx context.Context, plan *Plan, appID string, asJSON bool, stdou
 
 // recordDatabase is where plan's annotator writes: [annotate]'s
 // database, else the first [[graphite]] block's; "" with neither.
-func recordDatabase(plan *Plan) string {
-	target := plan.defaultTarget()
+func recordDatabase(plan *config.Plan) string {
+	target := plan.DefaultTarget()
 	if plan.Annotate != nil {
 		target = plan.Annotate.Target
 	}
@@ -54,10 +55,10 @@ func recordDatabase(plan *Plan) string {
 // reportFleet is `report --fleet` (report.WriteFleet): the accounting
 // where plan's annotator writes it, [annotate]'s database, else the first
 // [[graphite]] block's.
-func reportFleet(ctx context.Context, plan *Plan, since time.Duration, asJSON, wide bool, stdout io.Writer) error {
+func reportFleet(ctx context.Context, plan *config.Plan, since time.Duration, asJSON, wide bool, stdout io.Writer) error {
 	db := recordDatabase(plan)
 	if db == "" {
 		return fmt.Errorf("%w: no database to read: give a [[graphite]] block or [annotate] database", errUsage)
 	}
-	return report.WriteFleet(ctx, report.FleetQuery{Influx: plan.Influx, Database: db, Since: since, SinceText: formatDuration(since)}, asJSON, wide, stdout)
+	return report.WriteFleet(ctx, report.FleetQuery{Influx: plan.Influx, Database: db, Since: since, SinceText: config.FormatDuration(since)}, asJSON, wide, stdout)
 }

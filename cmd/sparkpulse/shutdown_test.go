@@ -14,6 +14,7 @@ import (
 	"go.uber.org/zap/zapcore"
 	"go.uber.org/zap/zaptest/observer"
 
+	"github.com/sparkpulse/sparkpulse/config"
 	"github.com/sparkpulse/sparkpulse/influx/influxtest"
 	"github.com/sparkpulse/sparkpulse/simulate"
 )
@@ -40,7 +41,7 @@ func startForStop(t *testing.T, influxURL, stateDir string) *stopTestService {
 `), 0o600); err != nil {
 		t.Fatal(err)
 	}
-	plan, err := loadPlan(&flagOverrides{config: conf, influxURL: influxURL, adminAddr: "off", stateDir: stateDir, createDatabase: true},
+	plan, err := config.Load(&config.Overrides{Config: conf, InfluxURL: influxURL, AdminAddr: "off", StateDir: stateDir, CreateDatabase: true},
 		func(string) string { return "" })
 	if err != nil {
 		t.Fatal(err)

@@ -15,6 +15,7 @@ import (
 	"go.uber.org/zap"
 
 	"github.com/sparkpulse/sparkpulse/annotate"
+	"github.com/sparkpulse/sparkpulse/config"
 	"github.com/sparkpulse/sparkpulse/delta"
 	"github.com/sparkpulse/sparkpulse/influx"
 	"github.com/sparkpulse/sparkpulse/ingestlog"
@@ -48,7 +49,7 @@ const (
 
 // openDeltaState starts a tracker with the baselines the last run saved,
 // and opens the ingest log beside them.
-func openDeltaState(plan *Plan, log *zap.Logger) *deltaState {
+func openDeltaState(plan *config.Plan, log *zap.Logger) *deltaState {
 	s := &deltaState{log: log}
 	s.tracker, s.store = delta.OpenState(plan.StateDir, plan.Deltas.Settings, log)
 	if plan.StateDir == "" {

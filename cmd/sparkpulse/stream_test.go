@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/sparkpulse/sparkpulse/accounting"
+	"github.com/sparkpulse/sparkpulse/config"
 	"github.com/sparkpulse/sparkpulse/influx/influxtest"
 )
 
@@ -46,7 +47,7 @@ func TestStreamReadsEachBlocksShapes(t *testing.T) {
 	// Not the shape the block writes: not read.
 	writeLine(t, srv, "cern", fmt.Sprintf(`executor,applicationid=%s,process=1 succeededTasks.count=1000,succeededTasks.count_delta=1000 %d`, app, at(0)))
 
-	plan := streamPlan(t, &flagOverrides{config: writeFile(t, "sparkpulse.toml", `
+	plan := streamPlan(t, &config.Overrides{Config: writeFile(t, "sparkpulse.toml", `
 [[graphite]]
   bind-address = "127.0.0.1:0"
   database = "mixed"
@@ -54,7 +55,7 @@ func TestStreamReadsEachBlocksShapes(t *testing.T) {
   bind-address = "127.0.0.1:0"
   database = "cern"
   schema = "cern"
-`), influxURL: srv.URL}, noEnv)
+`), InfluxURL: srv.URL}, noEnv)
 	totals := streamTotals(t, plan, app, t0)
 	p := totals["1"]
 	var got []string
@@ -90,9 +91,9 @@ func TestStreamReadsEachBlocksShapes(t *testing.T) {
 }
 
 // streamPlan loads the plan of o, failing the test on an error.
-func streamPlan(t *testing.T, o *flagOverrides, getenv func(string) string) *Plan {
+func streamPlan(t *testing.T, o *config.Overrides, getenv func(string) string) *config.Plan {
 	t.Helper()
-	plan, err := loadPlan(o, getenv)
+	plan, err := config.Load(o, getenv)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -101,7 +102,7 @@ func streamPlan(t *testing.T, o *flagOverrides, getenv func(string) string) *Pla
 
 // streamTotals is what the accounting reads of app's metrics stream in
 // the minute from t0, through plan's blocks.
-func streamTotals(t *testing.T, plan *Plan, app string, t0 time.Time) map[string]accounting.ProcessTotals {
+func streamTotals(t *testing.T, plan *config.Plan, app string, t0 time.Time) map[string]accounting.ProcessTotals {
 	t.Helper()
 	totals, err := newStream(plan, nil).Totals(context.Background(), app, t0, t0.Add(time.Minute))
 	if err != nil {

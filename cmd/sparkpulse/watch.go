@@ -7,6 +7,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/sparkpulse/sparkpulse/config"
 	"github.com/sparkpulse/sparkpulse/live"
 	"github.com/sparkpulse/sparkpulse/schema"
 )
@@ -14,7 +15,7 @@ import (
 // watchOptions are what `sparkpulse watch` reads: InfluxDB as report reads
 // it, and sparkpulse's own admin endpoint.
 type watchOptions struct {
-	Plan     *Plan         // InfluxDB URL, credentials and database, from the same flags, env and config as report
+	Plan     *config.Plan  // InfluxDB URL, credentials and database, from the same flags, env and config as report
 	AdminURL string        // base URL of sparkpulse's admin endpoint (…/metrics); "" leaves its figures out
 	Interval time.Duration // redraw period
 	Since    time.Duration // data dated from this long before the view starts
@@ -26,7 +27,7 @@ type watchOptions struct {
 // [[graphite]] block's, the annotations to [annotate]'s), data dated from
 // o.Since before the view's start on.
 func runWatch(ctx context.Context, o watchOptions, stdout io.Writer) error {
-	metrics, _, _ := strings.Cut(o.Plan.defaultTarget().Bucket, "/")
+	metrics, _, _ := strings.Cut(o.Plan.DefaultTarget().Bucket, "/")
 	annotations := metrics
 	if a := o.Plan.Annotate; a != nil {
 		annotations, _, _ = strings.Cut(a.Target.Bucket, "/")

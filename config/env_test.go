@@ -1,4 +1,4 @@
-package main
+package config
 
 import (
 	"fmt"
@@ -33,7 +33,7 @@ func TestEnvEveryKey(t *testing.T) {
 		seen[k.env] = k.key
 	}
 	// The names that were read before the scheme are its names.
-	for _, name := range []string{envToken, envURL, envOrg, envAnnotatePassword, envAnnotateToken, envCreateDatabase, envAdminBind} {
+	for _, name := range []string{EnvToken, EnvURL, EnvOrg, envAnnotatePassword, envAnnotateToken, EnvCreateDatabase, EnvAdminBind} {
 		if _, ok := seen[name]; !ok {
 			t.Errorf("%s is not in the scheme", name)
 		}
@@ -60,7 +60,7 @@ func TestEnvEveryKey(t *testing.T) {
 	}
 
 	file := writeFile(t, "c.toml", "[[delta]]\npath = [\"a.b\"]\n[[graphite]]\n")
-	base, _, err := loadLayers(&flagOverrides{config: file}, noEnv)
+	base, _, err := loadLayers(&Overrides{Config: file}, noEnv)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -75,7 +75,7 @@ func TestEnvEveryKey(t *testing.T) {
 				return // TestEnvSecrets
 			}
 			value := sampleValue(k)
-			cfg, _, err := loadLayers(&flagOverrides{config: file}, envOf(map[string]string{name: value}))
+			cfg, _, err := loadLayers(&Overrides{Config: file}, envOf(map[string]string{name: value}))
 			if err != nil {
 				t.Fatalf("%s=%s: %v", name, value, err)
 			}
@@ -124,7 +124,7 @@ func sampleValue(k envKey) string {
 }
 
 func TestEnvSecrets(t *testing.T) {
-	plan, err := loadPlan(&flagOverrides{}, envOf(map[string]string{envToken: "t0k", envAnnotateToken: "a-t0k",
+	plan, err := Load(&Overrides{}, envOf(map[string]string{EnvToken: "t0k", envAnnotateToken: "a-t0k",
 		"SPARKPULSE_ANNOTATE_URLS": "http://127.0.0.1:18080"}))
 	if err != nil {
 		t.Fatal(err)
@@ -150,7 +150,7 @@ func TestEnvOverrides(t *testing.T) {
 		"SPARKPULSE_INTERNAL_ENABLED":       "false",
 		"SPARKPULSE_INFLUXDB_MAX_IN_FLIGHT": "3",
 	}
-	plan, err := loadPlan(&flagOverrides{config: file, logLevel: "warn"}, envOf(env))
+	plan, err := Load(&Overrides{Config: file, LogLevel: "warn"}, envOf(env))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -175,7 +175,7 @@ func TestEnvOverrides(t *testing.T) {
 	}
 
 	// Without a file, block 1 is the default listeners, TCP and UDP.
-	plan, err = loadPlan(&flagOverrides{}, envOf(map[string]string{"SPARKPULSE_GRAPHITE_1_DATABASE": "metrics", "SPARKPULSE_GRAPHITE_1_BIND_ADDRESS": "127.0.0.1:0"}))
+	plan, err = Load(&Overrides{}, envOf(map[string]string{"SPARKPULSE_GRAPHITE_1_DATABASE": "metrics", "SPARKPULSE_GRAPHITE_1_BIND_ADDRESS": "127.0.0.1:0"}))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -186,9 +186,9 @@ func TestEnvOverrides(t *testing.T) {
 	}
 
 	// The config file's name.
-	plan, err = loadPlan(&flagOverrides{}, envOf(map[string]string{envConfig: file}))
+	plan, err = Load(&Overrides{}, envOf(map[string]string{EnvConfig: file}))
 	if err != nil || plan.Source != file || plan.StateDir != "/file" {
-		t.Errorf("%s: source %q state-dir %q, %v", envConfig, plan.Source, plan.StateDir, err)
+		t.Errorf("%s: source %q state-dir %q, %v", EnvConfig, plan.Source, plan.StateDir, err)
 	}
 }
 
@@ -198,29 +198,29 @@ func TestConfigOrigins(t *testing.T) {
 	file := writeFile(t, "c.toml", "[influxdb]\nurl = \"localhost:8086\"\n[log]\nformat = \"xml\"\n[[graphite]]\nbind-address = \"127.0.0.1:0\"\nprotocol = \"sctp\"\n")
 	for _, tc := range []struct {
 		name string
-		o    flagOverrides
+		o    Overrides
 		env  map[string]string
 		want []string
 		not  []string
 	}{
-		{"file", flagOverrides{config: file}, nil,
+		{"file", Overrides{Config: file}, nil,
 			[]string{`c.toml:2:1: [influxdb] url "localhost:8086": must start with http://`, `c.toml:4:1: [log] format "xml"`,
 				`c.toml:7:1: [[graphite]] #1 (bind-address "127.0.0.1:0"): protocol "sctp"`}, nil},
-		{"env", flagOverrides{config: file}, map[string]string{envURL: "localhost:8087", "SPARKPULSE_LOG_LEVEL": "loud", "SPARKPULSE_GRAPHITE_1_PROTOCOL": "quic"},
+		{"env", Overrides{Config: file}, map[string]string{EnvURL: "localhost:8087", "SPARKPULSE_LOG_LEVEL": "loud", "SPARKPULSE_GRAPHITE_1_PROTOCOL": "quic"},
 			[]string{`SPARKPULSE_INFLUXDB_URL=localhost:8087: [influxdb] url "localhost:8087"`, `SPARKPULSE_LOG_LEVEL=loud: [log] level "loud"`,
 				`SPARKPULSE_GRAPHITE_1_PROTOCOL=quic: [[graphite]] #1 (bind-address "127.0.0.1:0"): protocol "quic"`, `c.toml:4:1: [log] format "xml"`},
 			[]string{`c.toml:2:1`}},
-		{"flags", flagOverrides{config: file, influxURL: "localhost:8088", logFormat: "yaml"}, map[string]string{envURL: "localhost:8087"},
+		{"flags", Overrides{Config: file, InfluxURL: "localhost:8088", LogFormat: "yaml"}, map[string]string{EnvURL: "localhost:8087"},
 			[]string{`--influxdb-url: [influxdb] url "localhost:8088"`, `--log-format: [log] format "yaml"`}, []string{"SPARKPULSE_INFLUXDB_URL"}},
-		{"no file", flagOverrides{}, map[string]string{"SPARKPULSE_INFLUXDB_MAX_IN_FLIGHT": "many", "SPARKPULSE_DELTAS_IDLE_TTL": "soon", "SPARKPULSE_GRAPHITE_2_DATABASE": "x"},
+		{"no file", Overrides{}, map[string]string{"SPARKPULSE_INFLUXDB_MAX_IN_FLIGHT": "many", "SPARKPULSE_DELTAS_IDLE_TTL": "soon", "SPARKPULSE_GRAPHITE_2_DATABASE": "x"},
 			[]string{`SPARKPULSE_INFLUXDB_MAX_IN_FLIGHT=many: [influxdb] max-in-flight: "many": not an integer`,
 				`SPARKPULSE_DELTAS_IDLE_TTL=soon: [deltas] idle-ttl: invalid duration "soon"`,
 				`SPARKPULSE_GRAPHITE_2_DATABASE=x: no [[graphite]] block #2`}, nil},
-		{"url credentials hidden", flagOverrides{}, map[string]string{envURL: "ftp://u:secret@h:8086"},
+		{"url credentials hidden", Overrides{}, map[string]string{EnvURL: "ftp://u:secret@h:8086"},
 			[]string{`SPARKPULSE_INFLUXDB_URL=`}, []string{"secret"}},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			_, err := loadPlan(&tc.o, envOf(tc.env))
+			_, err := Load(&tc.o, envOf(tc.env))
 			if err == nil {
 				t.Fatal("no error")
 			}
@@ -308,7 +308,7 @@ tags = ["cost=$$5", "q=${QUOTED}", 'lit=${DB}']
 }
 
 // The generated list of variables, for the documentation:
-// go test -run TestEnvList -v ./cmd/sparkpulse
+// go test -run TestEnvList -v ./config
 func TestEnvList(t *testing.T) {
 	var b strings.Builder
 	fmt.Fprintln(&b, "| key | variable | type |\n| --- | --- | --- |")

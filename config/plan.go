@@ -1,4 +1,4 @@
-package main
+package config
 
 import (
 	"crypto/tls"
@@ -120,10 +120,14 @@ type AnnotatePlan struct {
 	AppIDTag string
 }
 
-// loadPlan reads the config (or the default one), lays the environment and
+// ErrUsage marks an error in how the flags were combined, which the
+// command reports as a usage error.
+var ErrUsage = errors.New("usage")
+
+// Load reads the config (or the default one), lays the environment and
 // then the flags over it, once, and validates it all. Every problem is
 // reported at once, each starting with where its value came from.
-func loadPlan(o *flagOverrides, getenv func(string) string) (*Plan, error) {
+func Load(o *Overrides, getenv func(string) string) (*Plan, error) {
 	cfg, source, loadErr := loadLayers(o, getenv)
 	if cfg == nil {
 		return nil, loadErr
@@ -135,20 +139,31 @@ func loadPlan(o *flagOverrides, getenv func(string) string) (*Plan, error) {
 	return plan, nil
 }
 
+// AdminAddr is the admin endpoint's address the layers give ("" when it
+// is off) and where it came from, without validating the rest: what a
+// client of the running service, such as a health check, needs.
+func AdminAddr(o *Overrides, getenv func(string) string) (addr, from string, err error) {
+	cfg, source, err := loadLayers(o, getenv)
+	if err != nil {
+		return "", "", err
+	}
+	return cfg.Admin.addr(), cfg.origins.at(source, "admin.bind-address"), nil
+}
+
 // loadLayers reads the config file named by --config or SPARKPULSE_CONFIG
 // (else the default config) and lays the environment and the flags over
 // it, without validating the result. It returns the config with the
 // errors when some values were bad, nil when there is nothing to validate.
-func loadLayers(o *flagOverrides, getenv func(string) string) (*Config, string, error) {
-	path, from := o.config, "--config"
+func loadLayers(o *Overrides, getenv func(string) string) (*Config, string, error) {
+	path, from := o.Config, "--config"
 	if path == "" {
-		path, from = getenv(envConfig), envConfig
+		path, from = getenv(EnvConfig), EnvConfig
 	}
 	cfg, source := defaultConfig(), "default config"
 	var errs []error
 	if path != "" {
-		if o.bind != "" {
-			return nil, "", fmt.Errorf("%w: --bind applies to the default listeners only; set bind-address in %s (from %s)", errUsage, path, from)
+		if o.Bind != "" {
+			return nil, "", fmt.Errorf("%w: --bind applies to the default listeners only; set bind-address in %s (from %s)", ErrUsage, path, from)
 		}
 		c, _, err := loadConfig(path, getenv)
 		if c == nil {
@@ -185,7 +200,7 @@ func (c *Config) prepare(source string, getenv func(string) string) (*Plan, erro
 	for _, l := range p.Listeners {
 		if l.Config.CheckPeer && p.Annotate == nil {
 			errs = append(errs, fmt.Errorf("%s: [[graphite]] #%d check-peer: needs [annotate] urls, where Spark lists each process's address",
-				p.at(blockKey("graphite", l.Index, "check-peer")), l.Index))
+				p.Origin(blockKey("graphite", l.Index, "check-peer")), l.Index))
 		}
 	}
 	if err := errors.Join(errs...); err != nil {
@@ -194,8 +209,40 @@ func (c *Config) prepare(source string, getenv func(string) string) (*Plan, erro
 	return p, nil
 }
 
-// at is where key's value came from (see origins), to start an error.
-func (p *Plan) at(key string) string { return p.origins.at(p.Source, key) }
+// Origin is where key's value came from, to start an error or a warning
+// about it: file:line:col, VARIABLE=value or --flag; else where its
+// section or block is, else the source. Keys are TOML paths, a block's
+// with its position from 1: "influxdb.url", "graphite.2.schema".
+func (p *Plan) Origin(key string) string { return p.origins.at(p.Source, key) }
+
+// CreateDatabaseOrigin says where create-database = true was set.
+func (p *Plan) CreateDatabaseOrigin() string {
+	o, ok := p.origins["influxdb.create-database"]
+	switch {
+	case !ok:
+		return "create-database = true"
+	case o.flag != "":
+		return o.flag
+	case o.env != "":
+		return o.String()
+	}
+	return "create-database = true at " + o.String()
+}
+
+// CreateDatabaseHint says how to have a missing InfluxDB 1.x database
+// created: the flag or variable to set, or the key where the file set it
+// false; the file's key only when there is a file.
+func (p *Plan) CreateDatabaseHint() string {
+	switch o, ok := p.origins["influxdb.create-database"]; {
+	case ok && o.line > 0:
+		return fmt.Sprintf("set create-database = true at %s (it is false)", o)
+	case ok && o.env != "":
+		return fmt.Sprintf("set %s=true (it is %s)", o.env, o.value)
+	case p.Source != "default config":
+		return fmt.Sprintf("run with --create-database, set %s=true, or add create-database = true to [influxdb] in %s", EnvCreateDatabase, p.Source)
+	}
+	return fmt.Sprintf("run with --create-database or set %s=true", EnvCreateDatabase)
+}
 
 // sectionErrors collects a section's errors, each starting with the origin
 // of the key it names.
@@ -217,7 +264,7 @@ func (s *sectionErrors) fail(key, format string, a ...any) {
 	if key != "" {
 		k += "." + key
 	}
-	s.errs = append(s.errs, fmt.Errorf("%s: %s"+format, append([]any{s.p.at(k), s.what}, a...)...))
+	s.errs = append(s.errs, fmt.Errorf("%s: %s"+format, append([]any{s.p.Origin(k), s.what}, a...)...))
 }
 
 // add adds a package's validation errors, each naming its key first.
@@ -260,11 +307,11 @@ func (c *Config) prepareInflux(p *Plan, getenv func(string) string) error {
 	if p.Influx.TLS, err = loadTLS(in.TLSCA, in.TLSCert, in.TLSKey, in.TLSInsecureSkipVerify); err != nil {
 		e.add(err)
 	}
-	if p.Influx.Token, err = p.secret(getenv(envToken), in.TokenFile, in.Token); err != nil {
+	if p.Influx.Token, err = p.secret(getenv(EnvToken), in.TokenFile, in.Token); err != nil {
 		e.fail("token-file", "token-file: %v", err)
 	}
 	if in.Token != "" {
-		p.warnReadable("[influxdb] token", envToken)
+		p.warnReadable("[influxdb] token", EnvToken)
 	}
 	return e.err()
 }
@@ -272,7 +319,7 @@ func (c *Config) prepareInflux(p *Plan, getenv func(string) string) error {
 // prepareAdminAndLog validates [admin] and [log].
 func (c *Config) prepareAdminAndLog(p *Plan) error {
 	admin := p.sectionErrors("admin", "admin", "[admin] ")
-	p.AdminAddr, p.Pprof = adminAddr(c.Admin), c.Admin.Pprof
+	p.AdminAddr, p.Pprof = c.Admin.addr(), c.Admin.Pprof
 	if p.AdminAddr != "" {
 		if _, _, err := net.SplitHostPort(p.AdminAddr); err != nil {
 			admin.fail("bind-address", "bind-address %q: %v", p.AdminAddr, err)
@@ -282,14 +329,14 @@ func (c *Config) prepareAdminAndLog(p *Plan) error {
 	p.Log = c.Log
 	switch p.Log.Format {
 	case "":
-		p.Log.Format = defaultLogFormat
+		p.Log.Format = DefaultLogFormat
 	case "console", "json":
 	default:
 		log.fail("format", "format %q: must be console or json", p.Log.Format)
 	}
 	switch p.Log.Level {
 	case "":
-		p.Log.Level = defaultLogLevel
+		p.Log.Level = DefaultLogLevel
 	case "debug", "info", "warn", "error":
 	default:
 		log.fail("level", "level %q: must be debug, info, warn or error", p.Log.Level)
@@ -297,13 +344,13 @@ func (c *Config) prepareAdminAndLog(p *Plan) error {
 	return errors.Join(admin.err(), log.err())
 }
 
-// adminAddr is the admin endpoint's address: [admin] bind-address, or the
+// addr is the admin endpoint's address: [admin] bind-address, or the
 // default; "" when it is off.
-func adminAddr(a AdminConfig) string {
+func (a AdminConfig) addr() string {
 	if a.BindAddress != nil {
 		return *a.BindAddress
 	}
-	return defaultAdminAddr
+	return DefaultAdminAddr
 }
 
 // prepareListeners compiles the [[graphite]] blocks. Disabled blocks are
@@ -324,7 +371,7 @@ func (c *Config) prepareListeners(p *Plan) error {
 		_, port, _ := net.SplitHostPort(l.Config.BindAddress)
 		if prev, ok := binds[l.Name()]; ok && port != "0" {
 			errs = append(errs, fmt.Errorf("%s: [[graphite]] #%d: bind-address %q with protocol %s is already used by block #%d",
-				p.at(blockKey("graphite", i+1, "bind-address")), i+1, l.Config.BindAddress, l.Config.Protocol, prev))
+				p.Origin(blockKey("graphite", i+1, "bind-address")), i+1, l.Config.BindAddress, l.Config.Protocol, prev))
 			continue
 		}
 		binds[l.Name()] = l.Index
@@ -343,10 +390,10 @@ func (g GraphiteConfig) compile(p *Plan, index int) (*Listener, error) {
 		g.Enabled = &on
 	}
 	if g.BindAddress == "" {
-		g.BindAddress = defaultBindAddr
+		g.BindAddress = DefaultBindAddr
 	}
 	if g.Database == "" {
-		g.Database = defaultDatabase
+		g.Database = DefaultDatabase
 	}
 	if g.Separator == "" {
 		g.Separator = "."
@@ -453,7 +500,7 @@ func (c *Config) prepareDeltas(p *Plan) error {
 	errs := e.errs
 	var rules []delta.Rule
 	for i, r := range c.Delta {
-		where := fmt.Sprintf("%s: [[delta]] #%d", p.at(blockKey("delta", i+1, "")), i+1)
+		where := fmt.Sprintf("%s: [[delta]] #%d", p.Origin(blockKey("delta", i+1, "")), i+1)
 		if len(r.Path) == 0 && len(r.Measurement) == 0 {
 			errs = append(errs, fmt.Errorf("%s: needs path or measurement patterns", where))
 			continue
@@ -509,7 +556,7 @@ func (c *Config) prepareAnnotate(p *Plan, getenv func(string) string) error {
 	}
 	pc.Transport = sourceTransport(tlsConf)
 	plan := &AnnotatePlan{Poller: pc, AppIDTag: cmpOr(a.AppIDTag, schema.TagApplicationID)}
-	if plan.Target, err = target(a.Bucket, a.Database, a.RetentionPolicy, p.defaultTarget()); err != nil {
+	if plan.Target, err = target(a.Bucket, a.Database, a.RetentionPolicy, p.DefaultTarget()); err != nil {
 		e.add(err)
 	}
 	if len(e.errs) > 0 {
@@ -556,7 +603,7 @@ func (c *Config) prepareInternal(p *Plan) error {
 	if interval < time.Second {
 		e.fail("interval", "interval %s: must be at least 1s", interval)
 	}
-	t, err := target(in.Bucket, in.Database, in.RetentionPolicy, p.defaultTarget())
+	t, err := target(in.Bucket, in.Database, in.RetentionPolicy, p.DefaultTarget())
 	if err != nil {
 		e.add(err)
 	}
@@ -590,9 +637,9 @@ func target(bucket, database, rp string, def influx.Target) (influx.Target, erro
 	return def, nil
 }
 
-// defaultTarget is the first [[graphite]] block's target, where sections
+// DefaultTarget is the first [[graphite]] block's target, where sections
 // without their own send their points.
-func (p *Plan) defaultTarget() influx.Target {
+func (p *Plan) DefaultTarget() influx.Target {
 	if len(p.Listeners) == 0 {
 		return influx.Target{}
 	}

@@ -1,4 +1,4 @@
-package main
+package config
 
 import (
 	"fmt"
@@ -8,7 +8,7 @@ import (
 	"time"
 )
 
-// durationUnits are the units parseDuration takes: Go's, then days and
+// durationUnits are the units ParseDuration takes: Go's, then days and
 // weeks, which a retention or a look back is written in.
 var durationUnits = map[string]time.Duration{
 	"ns": time.Nanosecond, "us": time.Microsecond, "µs": time.Microsecond, "μs": time.Microsecond,
@@ -16,17 +16,17 @@ var durationUnits = map[string]time.Duration{
 	"d": 24 * time.Hour, "w": 7 * 24 * time.Hour,
 }
 
-// durationHelp says what parseDuration takes, for its errors and flags.
+// durationHelp says what ParseDuration takes, for its errors and flags.
 const durationHelp = "a number and a unit (ns, us, ms, s, m, h, d = 24h, w = 7d), several in a row, e.g. 90s, 36h, 7d, 2w3d"
 
-// parseDuration is the one duration parser of the command: flags, the
-// config file and the environment. It takes what time.ParseDuration takes,
-// plus d (24 hours) and w (7 days), in any combination: "2w3d", "1d12h",
-// "1.5d". A bare "0" is zero. Written here rather than taken from
+// ParseDuration is the one duration parser of sparkpulse: the config
+// file, the environment and the command's flags. It takes what
+// time.ParseDuration takes, plus d (24 hours) and w (7 days), in any
+// combination: "2w3d", "1d12h", "1.5d". A bare "0" is zero. Written here rather than taken from
 // prometheus/common's model.ParseDuration, which has d and w but no
 // fractions, ns or us, so that every value time.ParseDuration took before
 // (config files written for it: "1.5h", "500us") is still taken.
-func parseDuration(s string) (time.Duration, error) {
+func ParseDuration(s string) (time.Duration, error) {
 	in := s
 	bad := func() (time.Duration, error) {
 		return 0, fmt.Errorf("invalid duration %q: use %s", in, durationHelp)
@@ -64,7 +64,7 @@ func parseDuration(s string) (time.Duration, error) {
 		s = s[j:]
 	}
 	if total > math.MaxInt64 {
-		return 0, fmt.Errorf("invalid duration %q: longer than %s", in, formatDuration(math.MaxInt64))
+		return 0, fmt.Errorf("invalid duration %q: longer than %s", in, FormatDuration(math.MaxInt64))
 	}
 	d := time.Duration(math.Round(total))
 	if neg {
@@ -73,11 +73,11 @@ func parseDuration(s string) (time.Duration, error) {
 	return d, nil
 }
 
-// formatDuration writes d as parseDuration reads it, days counted out:
+// FormatDuration writes d as ParseDuration reads it, days counted out:
 // 24h → "1d", 36h → "1d12h", 90s → "1m30s".
-func formatDuration(d time.Duration) string {
+func FormatDuration(d time.Duration) string {
 	if d < 0 {
-		return "-" + formatDuration(-d)
+		return "-" + FormatDuration(-d)
 	}
 	day := 24 * time.Hour
 	if d < day {
@@ -101,29 +101,3 @@ func trimZeroUnits(s string) string {
 	}
 	return s
 }
-
-// durationFlag is a duration flag read by parseDuration.
-type durationFlag struct{ d *time.Duration }
-
-func newDurationFlag(p *time.Duration, def time.Duration) *durationFlag {
-	*p = def
-	return &durationFlag{p}
-}
-
-func (f *durationFlag) Set(s string) error {
-	d, err := parseDuration(s)
-	if err != nil {
-		return err
-	}
-	*f.d = d
-	return nil
-}
-
-// String is "0" for zero, which pflag takes for "no default".
-func (f *durationFlag) String() string {
-	if f.d == nil || *f.d == 0 {
-		return "0"
-	}
-	return formatDuration(*f.d)
-}
-func (f *durationFlag) Type() string { return "duration" }

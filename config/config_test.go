@@ -1,4 +1,4 @@
-package main
+package config
 
 import (
 	"os"
@@ -29,11 +29,11 @@ func envOf(m map[string]string) func(string) string {
 // loadFile loads and prepares a config file as `run` does.
 func loadFile(t *testing.T, content string, getenv func(string) string) (*Plan, error) {
 	t.Helper()
-	return loadPlan(&flagOverrides{config: writeFile(t, "sparkpulse.toml", content)}, getenv)
+	return Load(&Overrides{Config: writeFile(t, "sparkpulse.toml", content)}, getenv)
 }
 
 func TestConfigDefaults(t *testing.T) {
-	plan, err := loadPlan(&flagOverrides{}, noEnv)
+	plan, err := Load(&Overrides{}, noEnv)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -59,7 +59,7 @@ func TestConfigDefaults(t *testing.T) {
 // [[graphite]] block runs with its templates. This one is the CERN Spark
 // dashboard's, verbatim.
 func TestConfigInfluxDBConf(t *testing.T) {
-	conf, err := os.ReadFile("../../testdata/cern-spark-dashboard/influxdb.conf")
+	conf, err := os.ReadFile("../testdata/cern-spark-dashboard/influxdb.conf")
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -173,7 +173,7 @@ func TestConfigTokenSources(t *testing.T) {
 	}{
 		{"config", conf, nil, "from-config"},
 		{"file beats config", fileConf, nil, "from-file"},
-		{"env beats all", fileConf, map[string]string{envToken: "from-env"}, "from-env"},
+		{"env beats all", fileConf, map[string]string{EnvToken: "from-env"}, "from-env"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			plan, err := loadFile(t, tc.conf, envOf(tc.env))
@@ -193,8 +193,8 @@ func TestConfigTokenSources(t *testing.T) {
 
 func TestConfigFlagsOverride(t *testing.T) {
 	path := writeFile(t, "c.toml", "[influxdb]\nurl = \"http://file:8086\"\n[[graphite]]\ndatabase = \"x\"\nretention-policy = \"rp\"\n")
-	plan, err := loadPlan(&flagOverrides{config: path, influxURL: "http://flag:8086", database: "spark", adminAddr: "off"},
-		envOf(map[string]string{envURL: "http://env:8086"}))
+	plan, err := Load(&Overrides{Config: path, InfluxURL: "http://flag:8086", Database: "spark", AdminAddr: "off"},
+		envOf(map[string]string{EnvURL: "http://env:8086"}))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -207,20 +207,20 @@ func TestConfigFlagsOverride(t *testing.T) {
 	if plan.AdminAddr != "" {
 		t.Errorf("admin %q, want off", plan.AdminAddr)
 	}
-	plan, err = loadPlan(&flagOverrides{config: path}, envOf(map[string]string{envURL: "http://env:8086"}))
+	plan, err = Load(&Overrides{Config: path}, envOf(map[string]string{EnvURL: "http://env:8086"}))
 	if err != nil {
 		t.Fatal(err)
 	}
 	if plan.Influx.URL != "http://env:8086" || plan.Listeners[0].Target.Bucket != "x/rp" {
 		t.Errorf("url %q bucket %q: env beats file; database/rp makes the bucket", plan.Influx.URL, plan.Listeners[0].Target.Bucket)
 	}
-	if _, err := loadPlan(&flagOverrides{config: path, bind: ":1"}, noEnv); err == nil {
+	if _, err := Load(&Overrides{Config: path, Bind: ":1"}, noEnv); err == nil {
 		t.Error("--bind with --config must be refused")
 	}
 }
 
 func TestConfigDeltas(t *testing.T) {
-	plan, err := loadPlan(&flagOverrides{}, noEnv)
+	plan, err := Load(&Overrides{}, noEnv)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -292,5 +292,119 @@ func TestConfigStageDetailsEveryStage(t *testing.T) {
 	if _, err := loadFile(t, "[annotate]\nurls = [\"http://127.0.0.1:4040\"]\nusage-delay = \"-1s\"\n[[graphite]]\n", noEnv); err == nil ||
 		!strings.Contains(err.Error(), "must not be negative") {
 		t.Errorf("a negative usage-delay: %v", err)
+	}
+}
+
+func TestConfigAnnotate(t *testing.T) {
+	plan, err := loadFile(t, `
+[annotate]
+  urls = ["http://hs:18080", "http://rm:8088/proxy/{app_id}"]
+  username = "spark"
+  password-file = "`+writeFile(t, "pw", "from-file\n")+`"
+[[graphite]]
+  database = "spark"
+  retention-policy = "week"
+`, noEnv)
+	if err != nil {
+		t.Fatal(err)
+	}
+	a := plan.Annotate
+	if a.Target.Bucket != "spark/week" || a.Poller.Auth.Password != "from-file" ||
+		a.Poller.WithDefaults().Interval != 10*time.Second || a.AppIDTag != "applicationid" {
+		t.Errorf("plan %+v", a)
+	}
+	plan, err = loadFile(t, "[annotate]\nurls = [\"http://hs:18080\"]\ntoken = \"in-file\"\nbucket = \"ann\"\n[[graphite]]\n",
+		envOf(map[string]string{envAnnotateToken: "from-env"}))
+	if err != nil || plan.Annotate.Poller.Auth.Token != "from-env" || plan.Annotate.Target.Bucket != "ann" {
+		t.Errorf("env token: %+v, %v", plan.Annotate, err)
+	}
+	if plan, err = loadFile(t, "[[graphite]]\n", noEnv); err != nil || plan.Annotate != nil {
+		t.Errorf("no urls: annotate %+v, %v", plan.Annotate, err)
+	}
+	for _, tc := range []struct{ conf, want string }{
+		{`urls = ["hs:18080"]`, `[annotate] urls entry 1 "hs:18080": must start with http:// or https://`},
+		{`urls = ["http://u:p@hs"]`, "must not hold credentials"},
+		{"urls = [\"http://hs\"]\nusername = \"u\"\ntoken = \"t\"", "choose basic auth or a bearer token"},
+		{"urls = [\"http://hs\"]\npassword = \"p\"", "a password needs a username"},
+		{"urls = [\"http://hs\"]\nretention-policy = \"rp\"", "retention-policy needs database"},
+		{"urls = [\"http://hs\"]\ninterval = \"100ms\"", "interval 100ms: must be at least 1s"},
+		{"urls = [\"http://hs\"]\ntoken-file = \"/nonexistent\"", "[annotate] token-file: open /nonexistent"},
+		{"urls = [\"http://hs\"]\nlookbak = \"1h\"", `unknown key "annotate.lookbak"`},
+	} {
+		_, err := loadFile(t, "[annotate]\n"+tc.conf+"\n[[graphite]]\n", noEnv)
+		if err == nil || !strings.Contains(err.Error(), tc.want) {
+			t.Errorf("%s: error %v, want %q", tc.conf, err, tc.want)
+		}
+	}
+}
+
+// Settings that would put a password in a URL are refused without quoting
+// it (cmd/sparkpulse's TestSecretsStayHidden: the running service).
+func TestConfigErrorsHideURLCredentials(t *testing.T) {
+	for _, bad := range []string{
+		"[influxdb]\n  url = \"ftp://admin:SECRET-1@db:8086\"\n[[graphite]]\n",
+		"[annotate]\n  urls = [\"http://spark:SECRET-2@hs:18080\"]\n[[graphite]]\n",
+		"[annotate]\n  urls = [\"http://spark:SECRET-3@hs:18080/%zz\"]\n[[graphite]]\n",
+	} {
+		_, err := loadFile(t, bad, noEnv)
+		if err == nil {
+			t.Errorf("accepted %q", bad)
+			continue
+		}
+		if strings.Contains(err.Error(), "SECRET") {
+			t.Errorf("the config error shows a secret:\n%v", err)
+		}
+	}
+}
+
+// The remedy for a missing InfluxDB 1.x database names where
+// create-database was set, else what sets it (cmd/sparkpulse's
+// TestRunCreateDatabaseHint: in run's error).
+func TestConfigCreateDatabaseHint(t *testing.T) {
+	file := writeFile(t, "c.toml", "[[graphite]]\n")
+	fileFalse := writeFile(t, "f.toml", "[influxdb]\ncreate-database = false\n[[graphite]]\n")
+	for _, tc := range []struct {
+		o            Overrides
+		env          map[string]string
+		hint, origin string
+	}{
+		{Overrides{}, nil, "run with --create-database or set SPARKPULSE_INFLUXDB_CREATE_DATABASE=true", "create-database = true"},
+		{Overrides{Config: file}, nil,
+			"run with --create-database, set SPARKPULSE_INFLUXDB_CREATE_DATABASE=true, or add create-database = true to [influxdb] in " + file, "create-database = true"},
+		{Overrides{Config: fileFalse}, nil, "set create-database = true at " + fileFalse + ":2:1 (it is false)", "create-database = true at " + fileFalse + ":2:1"},
+		{Overrides{}, map[string]string{EnvCreateDatabase: "false"},
+			"set SPARKPULSE_INFLUXDB_CREATE_DATABASE=true (it is false)", "SPARKPULSE_INFLUXDB_CREATE_DATABASE=false"},
+		{Overrides{CreateDatabase: true}, nil, "run with --create-database or set SPARKPULSE_INFLUXDB_CREATE_DATABASE=true", "--create-database"},
+	} {
+		plan, err := Load(&tc.o, envOf(tc.env))
+		if err != nil {
+			t.Fatal(err)
+		}
+		if got := plan.CreateDatabaseHint(); got != tc.hint {
+			t.Errorf("%+v %v: hint %q, want %q", tc.o, tc.env, got, tc.hint)
+		}
+		if got := plan.CreateDatabaseOrigin(); got != tc.origin {
+			t.Errorf("%+v %v: origin %q, want %q", tc.o, tc.env, got, tc.origin)
+		}
+	}
+}
+
+// A health check finds the admin endpoint as run would bind it, and says
+// where an endpoint that is off was turned off.
+func TestConfigAdminAddr(t *testing.T) {
+	for _, tc := range []struct {
+		o                  Overrides
+		env                map[string]string
+		wantAddr, wantFrom string
+	}{
+		{Overrides{}, nil, DefaultAdminAddr, "default config"},
+		{Overrides{AdminAddr: "off"}, nil, "", "--admin-bind"},
+		{Overrides{}, map[string]string{EnvAdminBind: "off"}, "", EnvAdminBind + "=off"},
+		{Overrides{Config: writeFile(t, "c.toml", "[admin]\nbind-address = \"0.0.0.0:9\"\n")}, nil, "0.0.0.0:9", "c.toml:2:1"},
+	} {
+		addr, from, err := AdminAddr(&tc.o, envOf(tc.env))
+		if err != nil || addr != tc.wantAddr || !strings.HasSuffix(from, tc.wantFrom) {
+			t.Errorf("%+v %v: %q from %q, %v; want %q from …%q", tc.o, tc.env, addr, from, err, tc.wantAddr, tc.wantFrom)
+		}
 	}
 }

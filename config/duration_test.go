@@ -1,4 +1,4 @@
-package main
+package config
 
 import (
 	"strings"
@@ -25,16 +25,16 @@ func TestDurationParse(t *testing.T) {
 		{"-1s", -time.Second},
 		{"+2m", 2 * time.Minute},
 	} {
-		got, err := parseDuration(tc.in)
+		got, err := ParseDuration(tc.in)
 		if err != nil || got != tc.want {
-			t.Errorf("parseDuration(%q) = %v, %v; want %v", tc.in, got, err, tc.want)
+			t.Errorf("ParseDuration(%q) = %v, %v; want %v", tc.in, got, err, tc.want)
 		}
 	}
 	for _, bad := range []string{"", "1", "1x", "d", "1h30", "7 d", "soon", "1e3s", "--1s", "99999999999w"} {
-		if d, err := parseDuration(bad); err == nil {
-			t.Errorf("parseDuration(%q) = %v, want an error", bad, d)
+		if d, err := ParseDuration(bad); err == nil {
+			t.Errorf("ParseDuration(%q) = %v, want an error", bad, d)
 		} else if !strings.Contains(err.Error(), bad) {
-			t.Errorf("parseDuration(%q): error %q does not quote the input", bad, err)
+			t.Errorf("ParseDuration(%q): error %q does not quote the input", bad, err)
 		}
 	}
 }
@@ -53,12 +53,12 @@ func TestDurationFormat(t *testing.T) {
 		{7*24*time.Hour + time.Minute, "7d1m"},
 		{-time.Second, "-1s"},
 	} {
-		got := formatDuration(tc.in)
+		got := FormatDuration(tc.in)
 		if got != tc.want {
-			t.Errorf("formatDuration(%v) = %q, want %q", tc.in, got, tc.want)
+			t.Errorf("FormatDuration(%v) = %q, want %q", tc.in, got, tc.want)
 		}
-		if back, err := parseDuration(got); err != nil || back != tc.in {
-			t.Errorf("parseDuration(formatDuration(%v)) = %v, %v", tc.in, back, err)
+		if back, err := ParseDuration(got); err != nil || back != tc.in {
+			t.Errorf("ParseDuration(FormatDuration(%v)) = %v, %v", tc.in, back, err)
 		}
 	}
 }

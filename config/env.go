@@ -1,4 +1,4 @@
-package main
+package config
 
 import (
 	"encoding"
@@ -29,17 +29,18 @@ import (
 // The list is made from Config's toml tags: envKeys is its one source.
 const (
 	envPrefix = "SPARKPULSE_"
-	envConfig = "SPARKPULSE_CONFIG" // the --config flag
+	EnvConfig = "SPARKPULSE_CONFIG" // the --config flag
 
-	// Secrets keep their own order: the variable, then the -file key, then
-	// the key in the file (see Plan.secret).
-	envToken            = "SPARKPULSE_INFLUXDB_TOKEN"
-	envURL              = "SPARKPULSE_INFLUXDB_URL"
-	envOrg              = "SPARKPULSE_INFLUXDB_ORG"
+	// Exported for the command's flag help. Secrets keep their own order:
+	// the variable, then the -file key, then the key in the file (see
+	// Plan.secret).
+	EnvToken            = "SPARKPULSE_INFLUXDB_TOKEN"
+	EnvURL              = "SPARKPULSE_INFLUXDB_URL"
+	EnvOrg              = "SPARKPULSE_INFLUXDB_ORG"
 	envAnnotatePassword = "SPARKPULSE_ANNOTATE_PASSWORD"
 	envAnnotateToken    = "SPARKPULSE_ANNOTATE_TOKEN"
-	envCreateDatabase   = "SPARKPULSE_INFLUXDB_CREATE_DATABASE"
-	envAdminBind        = "SPARKPULSE_ADMIN_BIND_ADDRESS"
+	EnvCreateDatabase   = "SPARKPULSE_INFLUXDB_CREATE_DATABASE"
+	EnvAdminBind        = "SPARKPULSE_ADMIN_BIND_ADDRESS"
 )
 
 // secretKeys are read from the environment by Plan.secret, not laid over
@@ -208,7 +209,7 @@ func describeKey(section, name string) string {
 }
 
 // setValue sets a config field from a variable's text, as the file would:
-// strings as they are; booleans; integers; durations as parseDuration
+// strings as they are; booleans; integers; durations as ParseDuration
 // reads them; lists as a TOML array (["a", "b,c"]) or comma-separated.
 func setValue(v reflect.Value, key, raw string) error {
 	if key == "admin.bind-address" && raw == "off" {
@@ -280,7 +281,7 @@ func parseList(raw string) ([]string, error) {
 // envList is every variable, for the documentation: the key, its variable
 // and its type.
 func envList() [][3]string {
-	out := [][3]string{{"--config", envConfig, "path"}}
+	out := [][3]string{{"--config", EnvConfig, "path"}}
 	for _, k := range envKeys() {
 		key := describeKey(k.section, k.name)
 		if k.array {

@@ -1,4 +1,4 @@
-package main
+package config
 
 import (
 	"bytes"
@@ -192,7 +192,7 @@ type Duration time.Duration
 
 // UnmarshalText implements encoding.TextUnmarshaler.
 func (d *Duration) UnmarshalText(b []byte) error {
-	v, err := parseDuration(string(b))
+	v, err := ParseDuration(string(b))
 	if err != nil {
 		return err
 	}
@@ -204,7 +204,7 @@ func (d *Duration) UnmarshalText(b []byte) error {
 }
 
 // MarshalText implements encoding.TextMarshaler.
-func (d Duration) MarshalText() ([]byte, error) { return []byte(formatDuration(time.Duration(d))), nil }
+func (d Duration) MarshalText() ([]byte, error) { return []byte(FormatDuration(time.Duration(d))), nil }
 
 // SignedDuration is a Duration where a negative value means something,
 // such as stage-details-min-duration's "-1s" (every stage).
@@ -212,7 +212,7 @@ type SignedDuration time.Duration
 
 // UnmarshalText implements encoding.TextUnmarshaler.
 func (d *SignedDuration) UnmarshalText(b []byte) error {
-	v, err := parseDuration(string(b))
+	v, err := ParseDuration(string(b))
 	if err != nil {
 		return err
 	}
@@ -222,18 +222,19 @@ func (d *SignedDuration) UnmarshalText(b []byte) error {
 
 // MarshalText implements encoding.TextMarshaler.
 func (d SignedDuration) MarshalText() ([]byte, error) {
-	return []byte(formatDuration(time.Duration(d))), nil
+	return []byte(FormatDuration(time.Duration(d))), nil
 }
 
-// Defaults of the settings that only the command has; the others are the
-// packages' own (influx, queue, graphite, delta, relay, annotate).
+// Defaults of the settings no component package has; the others are the
+// packages' own (influx, queue, graphite, delta, relay, annotate). The
+// command's flag help names the exported ones.
 const (
-	defaultAdminAddr        = "127.0.0.1:2033"
-	defaultBindAddr         = ":2003"
-	defaultDatabase         = "spark"
+	DefaultAdminAddr        = "127.0.0.1:2033"
+	DefaultBindAddr         = ":2003"
+	DefaultDatabase         = "spark"
 	defaultInternalInterval = 10 * time.Second
-	defaultLogFormat        = "console"
-	defaultLogLevel         = "info"
+	DefaultLogFormat        = "console"
+	DefaultLogLevel         = "info"
 )
 
 // influxdbSections are top-level tables of an influxdb.conf. A file with any
@@ -396,10 +397,27 @@ func defaultConfig() *Config {
 	}, origins: origins{}}
 }
 
+// Overrides are the values the command's flags give; zero values leave the
+// setting to the layers below. The flags' names are the values' origins.
+type Overrides struct {
+	Config         string   // --config; else SPARKPULSE_CONFIG names the file
+	InfluxURL      string   // --influxdb-url
+	InfluxOrg      string   // --influxdb-org
+	Database       string   // --database: every block's, replacing retention-policy and bucket
+	Bucket         string   // --bucket: every block's
+	Bind           string   // --bind: the default listeners' address, refused with a config file
+	AdminAddr      string   // --admin-bind; "off" turns the endpoint off
+	LogFormat      string   // --log-format
+	LogLevel       string   // --log-level
+	CreateDatabase bool     // --create-database
+	StateDir       string   // --state-dir
+	AnnotateURLs   []string // --annotate-url, report's --url: replace [annotate] urls
+}
+
 // applyFlags lays the command line over the file and the environment,
-// noting the flags as the values' origins. defaults says there is no
-// config file (--bind applies to the default listeners only).
-func (c *Config) applyFlags(o *flagOverrides) {
+// noting the flags as the values' origins (--bind applies to the default
+// listeners only: loadLayers refuses it with a config file).
+func (c *Config) applyFlags(o *Overrides) {
 	if c.origins == nil {
 		c.origins = origins{}
 	}
@@ -409,35 +427,35 @@ func (c *Config) applyFlags(o *flagOverrides) {
 			c.origins[key] = origin{flag: flag}
 		}
 	}
-	set("influxdb.url", "--influxdb-url", &c.InfluxDB.URL, o.influxURL)
-	set("influxdb.org", "--influxdb-org", &c.InfluxDB.Org, o.influxOrg)
-	set("log.format", "--log-format", &c.Log.Format, o.logFormat)
-	set("log.level", "--log-level", &c.Log.Level, o.logLevel)
-	set("state-dir", "--state-dir", &c.StateDir, o.stateDir)
-	if o.createDatabase {
+	set("influxdb.url", "--influxdb-url", &c.InfluxDB.URL, o.InfluxURL)
+	set("influxdb.org", "--influxdb-org", &c.InfluxDB.Org, o.InfluxOrg)
+	set("log.format", "--log-format", &c.Log.Format, o.LogFormat)
+	set("log.level", "--log-level", &c.Log.Level, o.LogLevel)
+	set("state-dir", "--state-dir", &c.StateDir, o.StateDir)
+	if o.CreateDatabase {
 		c.InfluxDB.CreateDatabase = true
 		c.origins["influxdb.create-database"] = origin{flag: "--create-database"}
 	}
-	if o.adminAddr != "" {
-		a := o.adminAddr
+	if o.AdminAddr != "" {
+		a := o.AdminAddr
 		if a == "off" {
 			a = ""
 		}
 		c.Admin.BindAddress = &a
 		c.origins["admin.bind-address"] = origin{flag: "--admin-bind"}
 	}
-	if len(o.annotateURLs) > 0 {
-		c.Annotate.URLs = o.annotateURLs
+	if len(o.AnnotateURLs) > 0 {
+		c.Annotate.URLs = o.AnnotateURLs
 		c.origins["annotate.urls"] = origin{flag: "--annotate-url"}
 	}
 	for i := range c.Graphite {
 		g := &c.Graphite[i]
 		key := func(k string) string { return blockKey("graphite", i+1, k) }
-		set(key("bind-address"), "--bind", &g.BindAddress, o.bind)
-		if o.database != "" {
-			g.Database, g.RetentionPolicy, g.Bucket = o.database, "", ""
+		set(key("bind-address"), "--bind", &g.BindAddress, o.Bind)
+		if o.Database != "" {
+			g.Database, g.RetentionPolicy, g.Bucket = o.Database, "", ""
 			c.origins[key("database")] = origin{flag: "--database"}
 		}
-		set(key("bucket"), "--bucket", &g.Bucket, o.bucket)
+		set(key("bucket"), "--bucket", &g.Bucket, o.Bucket)
 	}
 }
