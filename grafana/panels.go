@@ -11,6 +11,7 @@ import (
 	"github.com/grafana/grafana-foundation-sdk/go/table"
 	"github.com/grafana/grafana-foundation-sdk/go/timeseries"
 
+	"github.com/sparkpulse/sparkpulse/influxql"
 	"github.com/sparkpulse/sparkpulse/schema"
 )
 
@@ -52,17 +53,12 @@ const (
 	perMinute scale = ` / $__interval_ms * 60000`
 )
 
-// m quotes an identifier.
-func m(name string) string { return fmt.Sprintf("%q", name) }
-
-// ms is names quoted by m, joined with commas.
-func ms(names ...string) string {
-	quoted := make([]string, len(names))
-	for i, n := range names {
-		quoted[i] = m(n)
-	}
-	return strings.Join(quoted, ", ")
-}
+// m and ms quote identifiers for the dense query text of the dashboards,
+// as every reader of sparkpulse quotes them (package influxql).
+var (
+	m  = influxql.QuoteIdent
+	ms = influxql.QuoteIdents
+)
 
 // panel is a panel before it is placed on the grid.
 type panel = cog.Builder[dashboard.Panel]
@@ -172,7 +168,7 @@ func columnsTable(title, desc string, height uint32, cols []column, query func(s
 		if c.expr == "" {
 			fields = append(fields, m(c.field))
 		} else {
-			fields = append(fields, fmt.Sprintf("%s AS %q", c.expr, c.field))
+			fields = append(fields, c.expr+" AS "+m(c.field))
 		}
 	}
 	t := table.NewPanelBuilder().

@@ -370,7 +370,7 @@ func executors(d *dashboard.DashboardBuilder) {
 	// of those seen from a day before the range to its end: an executor
 	// gets a snapshot whenever something of it changed.
 	for i := range cols {
-		cols[i].expr = fmt.Sprintf("last(%q)", cols[i].field)
+		cols[i].expr = "last(" + m(cols[i].field) + ")"
 	}
 	t := columnsTable("Executors: lifetime, removal and peak memory",
 		"One row per driver and executor of the application seen in the time range (or the day before it), from Spark's REST API (needs [annotate]), as last seen: the host it ran on, how it ended (REMOVED, with Spark's or the cluster manager's reason, e.g. a container killed over its memory limit; ENDED with the application; ACTIVE), and the peak of each memory area over its life (peakMemoryMetrics, Spark 3+, with spark.executor.processTreeMetrics.enabled for the RSS columns). Sorted by peak JVM RSS, what a container memory limit counts.",

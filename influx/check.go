@@ -11,6 +11,8 @@ import (
 	"strings"
 
 	"github.com/influxdata/influxdb-client-go/v2/domain"
+
+	"github.com/sparkpulse/sparkpulse/influxql"
 )
 
 // ErrUnreachable is wrapped by Check's error when InfluxDB cannot be
@@ -223,10 +225,10 @@ func (c *checker) check1x(ctx context.Context, res *CheckResult, bucket string, 
 			return missing("influx: database %q does not exist on %s at %s%s; create it or set create-database = true",
 				db, res.server(), c.url, hint)
 		}
-		q := "CREATE DATABASE " + QuoteIdent(db)
+		q := "CREATE DATABASE " + influxql.QuoteIdent(db)
 		what := fmt.Sprintf("database %q", db)
 		if rp != "" {
-			q += " WITH NAME " + QuoteIdent(rp)
+			q += " WITH NAME " + influxql.QuoteIdent(rp)
 			what += fmt.Sprintf(" with retention policy %q", rp)
 		}
 		if _, err := c.query(ctx, "", q); err != nil {
@@ -238,7 +240,7 @@ func (c *checker) check1x(ctx context.Context, res *CheckResult, bucket string, 
 	if rp == "" {
 		return nil
 	}
-	rps, err := c.query(ctx, db, "SHOW RETENTION POLICIES ON "+QuoteIdent(db))
+	rps, err := c.query(ctx, db, "SHOW RETENTION POLICIES ON "+influxql.QuoteIdent(db))
 	if err != nil {
 		return c.queryFailed(res, "SHOW RETENTION POLICIES", err)
 	}
@@ -249,7 +251,7 @@ func (c *checker) check1x(ctx context.Context, res *CheckResult, bucket string, 
 		return missing("influx: retention policy %q does not exist on database %q on %s at %s; create it or set create-database = true",
 			rp, db, res.server(), c.url)
 	}
-	q := fmt.Sprintf("CREATE RETENTION POLICY %s ON %s DURATION 0s REPLICATION 1 DEFAULT", QuoteIdent(rp), QuoteIdent(db))
+	q := fmt.Sprintf("CREATE RETENTION POLICY %s ON %s DURATION 0s REPLICATION 1 DEFAULT", influxql.QuoteIdent(rp), influxql.QuoteIdent(db))
 	if _, err := c.query(ctx, "", q); err != nil {
 		return c.queryFailed(res, q, err)
 	}

@@ -193,15 +193,6 @@ func TestVersionMajor(t *testing.T) {
 	}
 }
 
-func TestQuote(t *testing.T) {
-	if got := QuoteIdent(`a"b\c`); got != `"a\"b\\c"` {
-		t.Errorf("QuoteIdent: %s", got)
-	}
-	if got := QuoteString(`it's a\b`); got != `'it\'s a\\b'` {
-		t.Errorf("QuoteString: %s", got)
-	}
-}
-
 // Auto compression: plain to the same machine or a LAN, gzip beyond.
 func TestGzipAuto(t *testing.T) {
 	for url, want := range map[string]bool{

@@ -127,26 +127,6 @@ func readOnly(q string) bool {
 	return (strings.EqualFold(verb, "SELECT") && !into) || strings.EqualFold(verb, "SHOW")
 }
 
-// QuoteIdent quotes an InfluxQL identifier: a measurement, tag or field.
-func QuoteIdent(s string) string {
-	return `"` + strings.NewReplacer(`\`, `\\`, `"`, `\"`).Replace(s) + `"`
-}
-
-// QuoteIdents quotes identifiers and joins them with ", ", for a SELECT's
-// fields or a FROM's measurements.
-func QuoteIdents(names ...string) string {
-	q := make([]string, len(names))
-	for i, n := range names {
-		q[i] = QuoteIdent(n)
-	}
-	return strings.Join(q, ", ")
-}
-
-// QuoteString quotes an InfluxQL string literal, such as a tag value.
-func QuoteString(s string) string {
-	return `'` + strings.NewReplacer(`\`, `\\`, `'`, `\'`).Replace(s) + `'`
-}
-
 // Number is a value of a Series as a float64, if it is a number.
 func Number(v any) (float64, bool) {
 	n, ok := v.(json.Number)

@@ -16,6 +16,7 @@ import (
 	"github.com/prometheus/common/model"
 
 	"github.com/sparkpulse/sparkpulse/influx"
+	"github.com/sparkpulse/sparkpulse/influxql"
 	"github.com/sparkpulse/sparkpulse/schema"
 )
 
@@ -128,8 +129,8 @@ func (q *Querier) readInflux(ctx context.Context, s *Snapshot) error {
 	apps := map[string]*App{}
 	for _, sel := range []string{"!=", "="} {
 		appFacts, err := q.query(ctx, ann, fmt.Sprintf(`SELECT %s, %s FROM %s WHERE %s AND %s %s 'stream' GROUP BY %s, %s ORDER BY time DESC LIMIT 1`,
-			influx.QuoteIdent(schema.FieldStatus), influx.QuoteIdent(schema.FieldAppID), influx.QuoteIdent(schema.MeasurementApp), since, influx.QuoteIdent(schema.FieldFact), sel,
-			influx.QuoteIdent(schema.TagApplicationID), influx.QuoteIdent(schema.TagAppName)))
+			influxql.QuoteIdent(schema.FieldStatus), influxql.QuoteIdent(schema.FieldAppID), influxql.QuoteIdent(schema.MeasurementApp), since, influxql.QuoteIdent(schema.FieldFact), sel,
+			influxql.QuoteIdent(schema.TagApplicationID), influxql.QuoteIdent(schema.TagAppName)))
 		if err != nil {
 			return err
 		}
@@ -160,7 +161,7 @@ func (q *Querier) readInflux(ctx context.Context, s *Snapshot) error {
 	}
 
 	jobs, err := q.query(ctx, ann, fmt.Sprintf(`SELECT %s FROM %s WHERE %s GROUP BY %s ORDER BY time DESC LIMIT 1`,
-		influx.QuoteIdents(schema.FieldJobID, schema.FieldStatus), influx.QuoteIdent(schema.MeasurementJob), since, influx.QuoteIdent(schema.TagApplicationID)))
+		influxql.QuoteIdents(schema.FieldJobID, schema.FieldStatus), influxql.QuoteIdent(schema.MeasurementJob), since, influxql.QuoteIdent(schema.TagApplicationID)))
 	if err != nil {
 		return err
 	}
@@ -173,8 +174,8 @@ func (q *Querier) readInflux(ctx context.Context, s *Snapshot) error {
 		}
 	}
 	failed, err := q.query(ctx, ann, fmt.Sprintf(`SELECT count(%s) FROM %s WHERE %s AND %s = 'FAILED' AND %s = 'end' GROUP BY %s`,
-		influx.QuoteIdent(schema.FieldJobID), influx.QuoteIdent(schema.MeasurementJob), since,
-		influx.QuoteIdent(schema.FieldStatus), influx.QuoteIdent(schema.FieldFact), influx.QuoteIdent(schema.TagApplicationID)))
+		influxql.QuoteIdent(schema.FieldJobID), influxql.QuoteIdent(schema.MeasurementJob), since,
+		influxql.QuoteIdent(schema.FieldStatus), influxql.QuoteIdent(schema.FieldFact), influxql.QuoteIdent(schema.TagApplicationID)))
 	if err != nil {
 		return err
 	}
@@ -188,9 +189,9 @@ func (q *Querier) readInflux(ctx context.Context, s *Snapshot) error {
 	}
 
 	// Executors: each one's latest snapshot.
-	status, cores := influx.QuoteIdent(schema.FieldStatus), influx.QuoteIdent(schema.FieldCores)
+	status, cores := influxql.QuoteIdent(schema.FieldStatus), influxql.QuoteIdent(schema.FieldCores)
 	execs, err := q.query(ctx, ann, fmt.Sprintf(`SELECT last(%s) AS %s, last(%s) AS %s FROM %s WHERE %s GROUP BY %s`,
-		status, status, cores, cores, influx.QuoteIdent(schema.MeasurementExecutor), since, influx.QuoteIdents(schema.TagApplicationID, schema.TagProcess)))
+		status, status, cores, cores, influxql.QuoteIdent(schema.MeasurementExecutor), since, influxql.QuoteIdents(schema.TagApplicationID, schema.TagProcess)))
 	if err != nil {
 		return err
 	}
@@ -220,7 +221,7 @@ func (q *Querier) readInflux(ctx context.Context, s *Snapshot) error {
 	window := s.At.Sub(from)
 	if window >= time.Second {
 		busy, err := q.stream(ctx, "sum", schema.RunTime, true, fmt.Sprintf(`time >= %dms AND time <= %dms GROUP BY %s`,
-			from.UnixMilli(), s.At.UnixMilli(), influx.QuoteIdent(schema.TagApplicationID)))
+			from.UnixMilli(), s.At.UnixMilli(), influxql.QuoteIdent(schema.TagApplicationID)))
 		if err != nil {
 			return err
 		}
@@ -243,7 +244,7 @@ func (q *Querier) readInflux(ctx context.Context, s *Snapshot) error {
 	// Heap: each executor's peak against its limit; the application
 	// shows the executor nearest its limit.
 	executors := since + fmt.Sprintf(` AND %s != 'driver' GROUP BY %s`,
-		influx.QuoteIdent(schema.TagProcess), influx.QuoteIdents(schema.TagApplicationID, schema.TagProcess))
+		influxql.QuoteIdent(schema.TagProcess), influxql.QuoteIdents(schema.TagApplicationID, schema.TagProcess))
 	peaks, err := q.stream(ctx, "max", schema.JVMHeapMemory, false, executors)
 	if err != nil {
 		return err
@@ -305,15 +306,15 @@ func nearer(peak, lim, peak0, lim0 float64) bool {
 func (q *Querier) readVerdicts(ctx context.Context, s *Snapshot, since string) error {
 	ann := q.cfg.AnnotationsDB
 	usage, err := q.query(ctx, ann, fmt.Sprintf(`SELECT %s FROM %s WHERE %s AND %s = 'end' ORDER BY time DESC LIMIT %d`,
-		influx.QuoteIdents(schema.TagApplicationID, schema.TagAppName, schema.FieldAppID, schema.UsageExecutors, schema.UsageExecutorCoreSeconds,
+		influxql.QuoteIdents(schema.TagApplicationID, schema.TagAppName, schema.FieldAppID, schema.UsageExecutors, schema.UsageExecutorCoreSeconds,
 			schema.UsageExecutorMemoryByteSeconds, schema.UsageCPUUtilisation, schema.UsageMemoryUtilisation),
-		influx.QuoteIdent(schema.MeasurementUsage), since, influx.QuoteIdent(schema.FieldFact), maxVerdicts))
+		influxql.QuoteIdent(schema.MeasurementUsage), since, influxql.QuoteIdent(schema.FieldFact), maxVerdicts))
 	if err != nil {
 		return err
 	}
 	rec, err := q.query(ctx, ann, fmt.Sprintf(`SELECT %s FROM %s WHERE %s ORDER BY time DESC LIMIT %d`,
-		influx.QuoteIdents(schema.TagApplicationID, schema.ReconcileVerdict, schema.FieldText),
-		influx.QuoteIdent(schema.MeasurementReconcile), since, 4*maxVerdicts))
+		influxql.QuoteIdents(schema.TagApplicationID, schema.ReconcileVerdict, schema.FieldText),
+		influxql.QuoteIdent(schema.MeasurementReconcile), since, 4*maxVerdicts))
 	if err != nil {
 		return err
 	}
@@ -361,7 +362,7 @@ func (q *Querier) stream(ctx context.Context, fn string, m schema.Metric, delta 
 			field = sc.DeltaField(m)
 		}
 		series, err := q.query(ctx, q.cfg.MetricsDB, fmt.Sprintf(`SELECT %s(%s) AS %s FROM %s WHERE %s`,
-			fn, influx.QuoteIdent(field), influx.QuoteIdent(fn), influx.QuoteIdent(sc.Measurement(m)), where))
+			fn, influxql.QuoteIdent(field), influxql.QuoteIdent(fn), influxql.QuoteIdent(sc.Measurement(m)), where))
 		if err != nil {
 			return nil, err
 		}

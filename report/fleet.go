@@ -15,6 +15,7 @@ import (
 
 	"github.com/sparkpulse/sparkpulse/human"
 	"github.com/sparkpulse/sparkpulse/influx"
+	"github.com/sparkpulse/sparkpulse/influxql"
 	"github.com/sparkpulse/sparkpulse/schema"
 	"github.com/sparkpulse/sparkpulse/sizing"
 	"github.com/sparkpulse/sparkpulse/timespent"
@@ -247,7 +248,7 @@ var fleetFields = []string{schema.TagApplicationID, schema.FieldAppID, schema.Ta
 func ReadFleet(ctx context.Context, fq FleetQuery) (Fleet, error) {
 	db, since := fq.Database, fq.Since
 	q := fmt.Sprintf(`SELECT %s FROM %s WHERE time >= now() - %dm AND (%[4]s = 'end' OR %[4]s = 'lost')`,
-		influx.QuoteIdents(fleetFields...), influx.QuoteIdent(schema.MeasurementUsage), int64(since/time.Minute), influx.QuoteIdent(schema.FieldFact))
+		influxql.QuoteIdents(fleetFields...), influxql.QuoteIdent(schema.MeasurementUsage), int64(since/time.Minute), influxql.QuoteIdent(schema.FieldFact))
 	reader, err := influx.NewQuerier(fq.Influx)
 	if err != nil {
 		return Fleet{}, err
@@ -297,7 +298,7 @@ var streamFields = []string{schema.TagApplicationID, schema.FieldAppID, schema.U
 // applications a source showed after all (their own facts are above).
 func readStreamOnly(ctx context.Context, reader *influx.Querier, db string, since time.Duration, r Fleet) ([]StreamApp, error) {
 	q := fmt.Sprintf(`SELECT %s FROM %s WHERE time >= now() - %dm AND %s = 'stream'`,
-		influx.QuoteIdents(streamFields...), influx.QuoteIdent(schema.MeasurementUsage), int64(since/time.Minute), influx.QuoteIdent(schema.FieldFact))
+		influxql.QuoteIdents(streamFields...), influxql.QuoteIdent(schema.MeasurementUsage), int64(since/time.Minute), influxql.QuoteIdent(schema.FieldFact))
 	series, err := reader.Query(ctx, db, q)
 	if err != nil {
 		if inner := errors.Unwrap(err); inner != nil {
@@ -349,11 +350,11 @@ var runningFields = []string{schema.UsageExecutorCoreSeconds, schema.UsageExecut
 func readRunning(ctx context.Context, reader *influx.Querier, db string, since time.Duration, ended []FleetApp) ([]RunningApp, error) {
 	var sel []string
 	for _, f := range slices.Concat(runningFields, []string{schema.FieldAppID, schema.TagAppName, schema.TagUser}) {
-		sel = append(sel, fmt.Sprintf("last(%s) AS %s", influx.QuoteIdent(f), influx.QuoteIdent(f)))
+		sel = append(sel, fmt.Sprintf("last(%s) AS %s", influxql.QuoteIdent(f), influxql.QuoteIdent(f)))
 	}
 	read := func(where string) (map[string]map[string]any, error) {
 		q := fmt.Sprintf(`SELECT %s FROM %s WHERE %s = 'estimate' AND %s GROUP BY %s`,
-			strings.Join(sel, ", "), influx.QuoteIdent(schema.MeasurementUsage), influx.QuoteIdent(schema.FieldFact), where, influx.QuoteIdent(schema.TagApplicationID))
+			strings.Join(sel, ", "), influxql.QuoteIdent(schema.MeasurementUsage), influxql.QuoteIdent(schema.FieldFact), where, influxql.QuoteIdent(schema.TagApplicationID))
 		series, err := reader.Query(ctx, db, q)
 		if err != nil {
 			if inner := errors.Unwrap(err); inner != nil {
@@ -384,8 +385,8 @@ func readRunning(ctx context.Context, reader *influx.Querier, db string, since t
 	// When each latest estimate was written: a lone selector returns its
 	// point's time (several return the range's start).
 	q := fmt.Sprintf(`SELECT last(%s) FROM %s WHERE %s = 'estimate' AND time >= now() - %dm GROUP BY %s`,
-		influx.QuoteIdent(schema.UsageExecutorCoreSeconds), influx.QuoteIdent(schema.MeasurementUsage), influx.QuoteIdent(schema.FieldFact),
-		mins, influx.QuoteIdent(schema.TagApplicationID))
+		influxql.QuoteIdent(schema.UsageExecutorCoreSeconds), influxql.QuoteIdent(schema.MeasurementUsage), influxql.QuoteIdent(schema.FieldFact),
+		mins, influxql.QuoteIdent(schema.TagApplicationID))
 	series, err := reader.Query(ctx, db, q)
 	if err != nil {
 		return nil, fmt.Errorf("reading when the running applications' estimates were written, from database %q: %w", db, err)

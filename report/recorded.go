@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/sparkpulse/sparkpulse/influx"
+	"github.com/sparkpulse/sparkpulse/influxql"
 	"github.com/sparkpulse/sparkpulse/schema"
 	"github.com/sparkpulse/sparkpulse/timespent"
 )
@@ -98,9 +99,9 @@ func ReadRecorded(ctx context.Context, rq RecordQuery, app string) (Recorded, er
 		return rows, nil
 	}
 	facts, err := read(schema.MeasurementApp, fmt.Sprintf(`SELECT * FROM %s WHERE (%s = %s OR %s = %s) AND %s GROUP BY %s, %s`,
-		influx.QuoteIdent(schema.MeasurementApp), influx.QuoteIdent(schema.FieldAppID), influx.QuoteString(app),
-		influx.QuoteIdent(schema.TagApplicationID), influx.QuoteString(app), within,
-		influx.QuoteIdent(schema.TagApplicationID), influx.QuoteIdent(schema.TagAppName)))
+		influxql.QuoteIdent(schema.MeasurementApp), influxql.QuoteIdent(schema.FieldAppID), influxql.QuoteString(app),
+		influxql.QuoteIdent(schema.TagApplicationID), influxql.QuoteString(app), within,
+		influxql.QuoteIdent(schema.TagApplicationID), influxql.QuoteIdent(schema.TagAppName)))
 	if err != nil {
 		return Recorded{}, err
 	}
@@ -117,13 +118,13 @@ func ReadRecorded(ctx context.Context, rq RecordQuery, app string) (Recorded, er
 	// (at its millisecond: a fact's sub-millisecond digits tell facts
 	// apart), so another run sharing the metrics key (its name as
 	// spark.metrics.namespace) is not read with it.
-	byKey := fmt.Sprintf("%s = %s AND time >= %d", influx.QuoteIdent(schema.TagApplicationID), influx.QuoteString(key),
+	byKey := fmt.Sprintf("%s = %s AND time >= %d", influxql.QuoteIdent(schema.TagApplicationID), influxql.QuoteString(key),
 		when(best).Truncate(time.Millisecond).UnixNano())
 	if end, ok := influx.Number(best[schema.FieldEndMs]); ok && r.Fact != "start" {
 		byKey += fmt.Sprintf(" AND time < %d", (int64(end)+1)*int64(time.Millisecond))
 	}
 
-	usage, err := read(schema.MeasurementUsage, fmt.Sprintf(`SELECT * FROM %s WHERE %s`, influx.QuoteIdent(schema.MeasurementUsage), byKey))
+	usage, err := read(schema.MeasurementUsage, fmt.Sprintf(`SELECT * FROM %s WHERE %s`, influxql.QuoteIdent(schema.MeasurementUsage), byKey))
 	if err != nil {
 		return Recorded{}, err
 	}
@@ -134,12 +135,12 @@ func ReadRecorded(ctx context.Context, rq RecordQuery, app string) (Recorded, er
 			r.Usage = u
 		}
 	}
-	advice, err := read(schema.MeasurementSizing, fmt.Sprintf(`SELECT * FROM %s WHERE %s`, influx.QuoteIdent(schema.MeasurementSizing), byKey))
+	advice, err := read(schema.MeasurementSizing, fmt.Sprintf(`SELECT * FROM %s WHERE %s`, influxql.QuoteIdent(schema.MeasurementSizing), byKey))
 	if err != nil {
 		return Recorded{}, err
 	}
 	r.Advice = append(r.Advice, advice...)
-	rec, err := read(schema.MeasurementReconcile, fmt.Sprintf(`SELECT * FROM %s WHERE %s`, influx.QuoteIdent(schema.MeasurementReconcile), byKey))
+	rec, err := read(schema.MeasurementReconcile, fmt.Sprintf(`SELECT * FROM %s WHERE %s`, influxql.QuoteIdent(schema.MeasurementReconcile), byKey))
 	if err != nil {
 		return Recorded{}, err
 	}
@@ -147,8 +148,8 @@ func ReadRecorded(ctx context.Context, rq RecordQuery, app string) (Recorded, er
 		r.Reconciliation = rec[len(rec)-1]
 	}
 	stages, err := read(schema.MeasurementStage, fmt.Sprintf(`SELECT %s FROM %s WHERE %s AND %s = 'end'`,
-		influx.QuoteIdents(schema.FieldTitle, schema.FieldText, schema.FieldDurationMs), influx.QuoteIdent(schema.MeasurementStage), byKey,
-		influx.QuoteIdent(schema.FieldFact)))
+		influxql.QuoteIdents(schema.FieldTitle, schema.FieldText, schema.FieldDurationMs), influxql.QuoteIdent(schema.MeasurementStage), byKey,
+		influxql.QuoteIdent(schema.FieldFact)))
 	if err != nil {
 		return Recorded{}, err
 	}

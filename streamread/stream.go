@@ -10,6 +10,7 @@ import (
 
 	"github.com/sparkpulse/sparkpulse/accounting"
 	"github.com/sparkpulse/sparkpulse/influx"
+	"github.com/sparkpulse/sparkpulse/influxql"
 	"github.com/sparkpulse/sparkpulse/schema"
 )
 
@@ -109,7 +110,7 @@ func (s *Stream) Delivered(until time.Time) bool {
 // their sums add up and their peaks are the larger.
 func (s *Stream) Totals(ctx context.Context, app string, from, to time.Time) (map[string]accounting.ProcessTotals, error) {
 	where := fmt.Sprintf(`WHERE %s = %s AND time >= %dms AND time < %dms GROUP BY %s`,
-		influx.QuoteIdent(schema.TagApplicationID), influx.QuoteString(app), from.UnixMilli(), to.UnixMilli(), influx.QuoteIdent(schema.TagProcess))
+		influxql.QuoteIdent(schema.TagApplicationID), influxql.QuoteString(app), from.UnixMilli(), to.UnixMilli(), influxql.QuoteIdent(schema.TagProcess))
 	out := map[string]accounting.ProcessTotals{}
 	for _, db := range s.dbs {
 		inDB := map[string]accounting.ProcessTotals{}
@@ -169,10 +170,10 @@ func treePeakStatement(sc schema.Shape, where string) (string, bool) {
 		if sc.Measurement(g) != m || sc.Field(g) == "value" {
 			return "", false
 		}
-		terms = append(terms, influx.QuoteIdent(sc.Field(g)))
+		terms = append(terms, influxql.QuoteIdent(sc.Field(g)))
 	}
 	return fmt.Sprintf(`SELECT max("tree") FROM (SELECT %s AS "tree" FROM %s %s) GROUP BY %s`,
-		strings.Join(terms, " + "), influx.QuoteIdent(m), where, influx.QuoteIdent(schema.TagProcess)), true
+		strings.Join(terms, " + "), influxql.QuoteIdent(m), where, influxql.QuoteIdent(schema.TagProcess)), true
 }
 
 // addTreePeaks sets each process's TreePeak from the answer of
@@ -210,7 +211,7 @@ type totalsQuery struct {
 func newTotalsQuery(shape schema.Shape) *totalsQuery {
 	q := &totalsQuery{shape: shape, index: map[string]int{}, at: map[schema.Metric][3]int{}}
 	col := func(fn, field string) int {
-		expr := fn + "(" + influx.QuoteIdent(field) + ")"
+		expr := fn + "(" + influxql.QuoteIdent(field) + ")"
 		if i, ok := q.index[expr]; ok {
 			return i
 		}
@@ -235,7 +236,7 @@ func newTotalsQuery(shape schema.Shape) *totalsQuery {
 }
 
 func (q *totalsQuery) statement(where string) string {
-	return "SELECT " + strings.Join(q.columns, ", ") + " FROM " + influx.QuoteIdents(q.from...) + " " + where
+	return "SELECT " + strings.Join(q.columns, ", ") + " FROM " + influxql.QuoteIdents(q.from...) + " " + where
 }
 
 // add adds the answer's series to out: sums and samples without a delta

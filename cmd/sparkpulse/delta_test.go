@@ -8,8 +8,8 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/sparkpulse/sparkpulse/influx"
 	"github.com/sparkpulse/sparkpulse/influx/influxtest"
+	"github.com/sparkpulse/sparkpulse/influxql"
 	"github.com/sparkpulse/sparkpulse/schema"
 )
 
@@ -93,9 +93,9 @@ state-dir = %q
 			want = append(want, fmt.Sprintf("%s process=%d: %d points, deltas summing to %d", m.Name, n, reports, total))
 		}
 		var got []string
-		value, delta := influx.QuoteIdent(sc.Field(m.Metric)), influx.QuoteIdent(sc.DeltaField(m.Metric))
+		value, delta := influxql.QuoteIdent(sc.Field(m.Metric)), influxql.QuoteIdent(sc.DeltaField(m.Metric))
 		q := fmt.Sprintf(`SELECT count(%s), count(%s), sum(%s) FROM %s WHERE "process" != 'driver' GROUP BY "process"`,
-			value, delta, delta, influx.QuoteIdent(sc.Measurement(m.Metric)))
+			value, delta, delta, influxql.QuoteIdent(sc.Measurement(m.Metric)))
 		for _, s := range srv.Query(t, db, q) {
 			points, deltas := int64(toFloat(t, s.Values[0][1])), int64(toFloat(t, s.Values[0][2]))
 			got = append(got, fmt.Sprintf("%s process=%s: %d points, deltas summing to %d", m.Name, s.Tags["process"],
@@ -110,8 +110,8 @@ state-dir = %q
 
 	// rate = delta per second between the two reports (10 s apart), and
 	// the reset report carries the value since the restart.
-	res := srv.Query(t, db, fmt.Sprintf(`SELECT %s, %s, %s FROM %s WHERE "process" = '2'`, influx.QuoteIdent(sc.Field(schema.CPUTime)),
-		influx.QuoteIdent(sc.DeltaField(schema.CPUTime)), influx.QuoteIdent(sc.RateField(schema.CPUTime)), influx.QuoteIdent(sc.Measurement(schema.CPUTime))))
+	res := srv.Query(t, db, fmt.Sprintf(`SELECT %s, %s, %s FROM %s WHERE "process" = '2'`, influxql.QuoteIdent(sc.Field(schema.CPUTime)),
+		influxql.QuoteIdent(sc.DeltaField(schema.CPUTime)), influxql.QuoteIdent(sc.RateField(schema.CPUTime)), influxql.QuoteIdent(sc.Measurement(schema.CPUTime))))
 	if len(res) != 1 || len(res[0].Values) != reports {
 		t.Fatalf("executor 2 cpuTime.count: %v", res)
 	}

@@ -18,6 +18,7 @@ import (
 	"github.com/sparkpulse/sparkpulse/config"
 	"github.com/sparkpulse/sparkpulse/delta"
 	"github.com/sparkpulse/sparkpulse/influx"
+	"github.com/sparkpulse/sparkpulse/influxql"
 	"github.com/sparkpulse/sparkpulse/ingestlog"
 	"github.com/sparkpulse/sparkpulse/relay"
 	"github.com/sparkpulse/sparkpulse/statefile"
@@ -317,7 +318,7 @@ func (p *pipeline) storedPoints(ctx context.Context, lines []byte) ([]bool, erro
 			if k == nil {
 				break
 			}
-			where += influx.QuoteIdent(string(k)) + " = " + influx.QuoteString(string(v)) + " AND "
+			where += influxql.QuoteIdent(string(k)) + " = " + influxql.QuoteString(string(v)) + " AND "
 		}
 		for {
 			k, _, err := dec.NextField()
@@ -333,7 +334,7 @@ func (p *pipeline) storedPoints(ctx context.Context, lines []byte) ([]bool, erro
 			return nil, err
 		}
 		series, err := reader.Query(ctx, db, fmt.Sprintf("SELECT * FROM %s WHERE %stime = %d LIMIT 1",
-			influx.QuoteIdent(string(m)), where, ts.UnixNano()))
+			influxql.QuoteIdent(string(m)), where, ts.UnixNano()))
 		if err != nil {
 			return nil, err
 		}
