@@ -11,12 +11,14 @@ import (
 	"iter"
 	"math"
 	"time"
+
+	"github.com/sparkpulse/sparkpulse/statefile"
 )
 
 // The state file, all integers little-endian:
 //
 //	magic   [8]byte "SPDELTA\x00"
-//	version uint32  5
+//	version uint32  6
 //	saved   int64   save time, unix ns
 //	seed    2 × uint64  the Seed (SipHash key) the IDs are hashed with
 //	start   int64   when the tracker's first run started, unix ns (rule 5)
@@ -25,24 +27,27 @@ import (
 //	chunks: count uint32 (> 0), then count × entry; a count of 0 ends them
 //	entry:  id0, id1 uint64, value float64 bits, ts, seen int64 (40 bytes)
 //	total   uint64  number of entries
-//	crc     uint32  CRC-32 (IEEE) of everything before it
+//	crc     uint32  CRC-32C of everything before it (statefile.Checksum;
+//	                CRC-32 IEEE up to version 5)
 //
 // Entries come in chunks of at most chunkSize, so that Save never copies
-// the whole table: a single count up front would need them all. The
-// version says how IDs are made: in version 5, by SipHash-2-4-128 keyed
+// the whole table: a single count up front would need them all. Version
+// 6 is version 5 with the checksum every state file has (CRC-32C). The
+// version says how IDs are made: from version 5, by SipHash-2-4-128 keyed
 // with the file's seed ([Seed.Hash]), of the bucket, a 0 byte and the
 // point's text up to its value as relay encodes it. Versions 3 and 4 made
 // them with xxh3's 128-bit hash of the same key, seeded with a uint64
 // seed, which a sender could make collide: they are read, and their
 // baselines restored by that hash (Restore), once; the next save is
-// version 5 with a new key. Version 4 is version 5 with the 8-byte seed;
+// version 6 with a new key. Version 4 is version 5 with the 8-byte seed;
 // version 3 lacks start and resume too: it is read as a start now with no
 // ingest log. Versions 1 and 2 made them another way (version 2 with an
 // unseeded hash): their files are refused ([ErrOldFormat]), which costs
 // one interval of deltas once.
 const (
 	stateMagic   = "SPDELTA\x00"
-	stateVersion = 5
+	stateVersion = 6
+	ieeeUntil    = 5          // the last version checked with CRC-32 (IEEE)
 	headerSize   = 8 + 4 + 8  // magic, version, saved: the same in every version
 	seedSize     = 16 + 8 + 8 // seed, start, resume
 	seedSizeV4   = 8 + 8 + 8  // a uint64 seed, start, resume
@@ -65,7 +70,7 @@ var ErrOldFormat = errors.New("delta: saved state is of an older format")
 // meanwhile.
 func (t *Tracker) Save(w io.Writer, now int64, series iter.Seq2[ID, State]) error {
 	bw := bufio.NewWriterSize(w, 64<<10)
-	crc := crc32.NewIEEE()
+	crc := statefile.NewChecksum()
 	out := io.MultiWriter(bw, crc)
 
 	buf := make([]byte, 0, 4+chunkSize*entrySize)
@@ -164,7 +169,7 @@ func (s *stateReader) read(n int, what string, index int64) ([]byte, error) {
 // has a baseline: its next sample yields a delta (rule 5). Load comes
 // before the tracker's IDs are used.
 func (t *Tracker) Load(r io.Reader, now int64) (int, error) {
-	s := &stateReader{r: bufio.NewReaderSize(r, 64<<10), crc: crc32.NewIEEE()}
+	s := &stateReader{r: bufio.NewReaderSize(r, 64<<10)}
 	h, err := s.read(headerSize, "the header", -1)
 	if err != nil {
 		return 0, err
@@ -176,9 +181,13 @@ func (t *Tracker) Load(r io.Reader, now int64) (int, error) {
 	if v >= 1 && v < 3 {
 		return 0, fmt.Errorf("%w: version %d, this version reads %d (series IDs are made another way)", ErrOldFormat, v, stateVersion)
 	}
-	sizes := map[uint32]int{3: seedSizeV3, 4: seedSizeV4, stateVersion: seedSize}
+	sizes := map[uint32]int{3: seedSizeV3, 4: seedSizeV4, 5: seedSize, stateVersion: seedSize}
 	if sizes[v] == 0 {
 		return 0, fmt.Errorf("delta: load state: unsupported version %d (want %d)", v, stateVersion)
+	}
+	s.crc = statefile.NewChecksum()
+	if v <= ieeeUntil {
+		s.crc = crc32.NewIEEE()
 	}
 	saved := int64(binary.LittleEndian.Uint64(h[12:]))
 	s.crc.Write(h)
@@ -188,7 +197,7 @@ func (t *Tracker) Load(r io.Reader, now int64) (int, error) {
 	}
 	s.crc.Write(b)
 	seed, legacy := t.seed, (*legacySeed)(nil)
-	if v == stateVersion {
+	if v >= 5 {
 		seed, b = SeedOf(binary.LittleEndian.Uint64(b), binary.LittleEndian.Uint64(b[8:])), b[8:]
 	} else {
 		l := legacySeed(binary.LittleEndian.Uint64(b))

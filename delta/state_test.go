@@ -12,6 +12,8 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/sparkpulse/sparkpulse/statefile"
 )
 
 func saved(t testing.TB, tr *Tracker, b book, now int64) []byte {
@@ -150,7 +152,7 @@ func TestLoadStale(t *testing.T) {
 // withCRC replaces the checksum at the end of file by the right one.
 func withCRC(file []byte) []byte {
 	n := len(file) - 4
-	binary.LittleEndian.PutUint32(file[n:], crc32.ChecksumIEEE(file[:n]))
+	binary.LittleEndian.PutUint32(file[n:], statefile.Checksum(file[:n]))
 	return file
 }
 
@@ -169,8 +171,9 @@ func TestLoadCorrupt(t *testing.T) {
 	}{
 		{"empty", nil, "truncated at byte 0, in the header"},
 		{"not a state file", []byte("# sparkpulse config\n[delta]\nrules = 1\n"), `bad magic "# sparkp"`},
-		{"version 6", edit(func(b []byte) []byte { b[8] = 6; return b }), "unsupported version 6 (want 5)"},
-		{"version 0", edit(func(b []byte) []byte { b[8] = 0; return b }), "unsupported version 0 (want 5)"},
+		{"version 7", edit(func(b []byte) []byte { b[8] = 7; return b }), "unsupported version 7 (want 6)"},
+		{"version 0", edit(func(b []byte) []byte { b[8] = 0; return b }), "unsupported version 0 (want 6)"},
+		{"version 5", edit(func(b []byte) []byte { b[8] = 5; return withCRC(b) }), "checksum mismatch"}, // 5 is checked with CRC-32 (IEEE)
 		{"flipped bit", edit(func(b []byte) []byte { b[headerSize+seedSize+4+20] ^= 0x10; return b }), "checksum mismatch"},
 		{"flipped seed bit", edit(func(b []byte) []byte { b[headerSize+3] ^= 0x10; return b }), "checksum mismatch"},
 		{"bad checksum", edit(func(b []byte) []byte { b[len(b)-1] ^= 1; return b }), "checksum mismatch"},
@@ -216,7 +219,7 @@ func TestLoadOldFormat(t *testing.T) {
 		if !errors.Is(err, ErrOldFormat) || n != 0 || len(tr.restored) != 0 || tr.seed != seed {
 			t.Errorf("version %d: Load = %d, %v, kept %d; want ErrOldFormat and nothing", file[8], n, err, len(tr.restored))
 		}
-		if err != nil && !strings.Contains(err.Error(), fmt.Sprintf("version %d, this version reads 5", file[8])) {
+		if err != nil && !strings.Contains(err.Error(), fmt.Sprintf("version %d, this version reads %d", file[8], stateVersion)) {
 			t.Errorf("error %q does not name the versions", err)
 		}
 	}
@@ -258,6 +261,48 @@ func TestSeedSaved(t *testing.T) {
 	file[len(file)-1] ^= 1
 	if _, err := tr.Load(bytes.NewReader(file), at(1)); err == nil || tr.seed != own {
 		t.Errorf("damaged file: %v, seed %#x (own %#x)", err, tr.seed, own)
+	}
+}
+
+// A version 5 file, checked with CRC-32 (IEEE) where version 6 has the
+// CRC-32C of every state file, is read with its key; the next save is
+// version 6 and reads back; a version 6 file with an IEEE checksum is
+// damage.
+func TestLoadVersion5(t *testing.T) {
+	k := []byte("spark\x00executor,applicationid=app-1 cpuTime.count=")
+	old := New(Settings{FirstSampleGrace: NoGrace}, t0)
+	st := Unknown()
+	old.Update(&st, "", 1, at(0), at(0))
+	var buf bytes.Buffer
+	if err := old.Save(&buf, at(0), func(yield func(ID, State) bool) { yield(old.ID(k), st) }); err != nil {
+		t.Fatal(err)
+	}
+	v6 := buf.Bytes()
+	if binary.LittleEndian.Uint32(v6[8:]) != 6 {
+		t.Fatalf("saved as version %d", binary.LittleEndian.Uint32(v6[8:]))
+	}
+	v5 := bytes.Clone(v6)
+	binary.LittleEndian.PutUint32(v5[8:], 5)
+	n := len(v5) - 4
+	binary.LittleEndian.PutUint32(v5[n:], crc32.ChecksumIEEE(v5[:n]))
+
+	tr := New(Settings{}, t0)
+	if n, err := tr.Load(bytes.NewReader(v5), at(1)); n != 1 || err != nil || tr.ID(k) != old.ID(k) {
+		t.Fatalf("version 5: Load = %d, %v; key kept %v", n, err, tr.ID(k) == old.ID(k))
+	}
+	got := Unknown()
+	if !tr.Restore(k, "", &got, at(1)) || got != st {
+		t.Errorf("version 5: restored %v, want %v", got, st)
+	}
+	next := saved(t, tr, book{string(k): &got}, at(2))
+	if n, err := New(Settings{}, t0).Load(bytes.NewReader(next), at(3)); n != 1 || err != nil || binary.LittleEndian.Uint32(next[8:]) != 6 {
+		t.Errorf("saved again: version %d, Load = %d, %v", binary.LittleEndian.Uint32(next[8:]), n, err)
+	}
+	ieee6 := bytes.Clone(v5)
+	binary.LittleEndian.PutUint32(ieee6[8:], 6)
+	binary.LittleEndian.PutUint32(ieee6[n:], crc32.ChecksumIEEE(ieee6[:n]))
+	if _, err := New(Settings{}, t0).Load(bytes.NewReader(ieee6), at(1)); err == nil || !strings.Contains(err.Error(), "checksum mismatch") {
+		t.Errorf("version 6 with an IEEE checksum: %v", err)
 	}
 }
 
@@ -388,7 +433,7 @@ func TestLoadLegacyVersions(t *testing.T) {
 		if tr.Mark() != wantMark || tr.start != wantStart {
 			t.Errorf("version %d: mark %d, start %d; want %d, %d", v, tr.Mark(), tr.start, wantMark, wantStart)
 		}
-		// What it saves next is version 5, under its own key.
+		// What it saves next is this version's, under its own key.
 		b := book{"spark\x00executor,applicationid=app-1 cpuTime=": &got}
 		next := saved(t, tr, b, at(70))
 		if binary.LittleEndian.Uint32(next[8:]) != stateVersion {

@@ -44,7 +44,6 @@ import (
 	"encoding/binary"
 	"errors"
 	"fmt"
-	"hash/crc32"
 	"io"
 	"os"
 	"path/filepath"
@@ -63,8 +62,9 @@ const (
 	suffix = ".log"
 	magic  = "SPINGEST"
 	// version 1: header = magic, version u32, fingerprint length u32 and
-	// text; record = CRC-32C u32 of the rest, length u32 of the lines,
-	// block u32, receive time i64 (unix ns), lines.
+	// text; record (every line of a block) = CRC-32C u32 of the rest
+	// (statefile.Checksum, as in every state file), length u32 of the
+	// lines, block u32, receive time i64 (unix ns), lines.
 	version    = 1
 	recordHead = 4 + 4 + 4 + 8
 	// MaxRecord bounds one record's lines: a block is one read of a
@@ -77,10 +77,6 @@ const (
 	// MinMaxBytes is the least bound: a checkpoint is due at 64 MiB.
 	MinMaxBytes = 128 << 20
 )
-
-// castagnoli is CRC-32C, which processors compute in hardware: a record
-// is every line of a block.
-var castagnoli = crc32.MakeTable(crc32.Castagnoli)
 
 // Log is the ingest log of one state directory. Its methods are safe for
 // concurrent use.
@@ -221,7 +217,7 @@ func (l *Log) replay(path string, fn func(block int, recv int64, lines []byte)) 
 		if _, err := io.ReadFull(br, lines); err != nil {
 			return n, nil
 		}
-		if crc32.Update(crc32.Checksum(rec[4:], castagnoli), castagnoli, lines) != binary.LittleEndian.Uint32(rec) {
+		if statefile.Checksum(rec[4:], lines) != binary.LittleEndian.Uint32(rec) {
 			l.damaged.Add(1)
 			continue
 		}
@@ -256,7 +252,7 @@ func (l *Log) End(block int, recv int64, lines []byte) {
 	b = binary.LittleEndian.AppendUint32(b, uint32(block))
 	b = binary.LittleEndian.AppendUint64(b, uint64(recv))
 	b = append(b, lines...)
-	binary.LittleEndian.PutUint32(b, crc32.Checksum(b[4:], castagnoli))
+	binary.LittleEndian.PutUint32(b, statefile.Checksum(b[4:]))
 	l.buf = b
 	if l.total+int64(len(b)) > l.maxBytes {
 		l.stop(fmt.Errorf("the log holds %d bytes, and %d more would pass max-ingest-log-bytes %d: checkpoints are failing", l.total, len(b), l.maxBytes))

@@ -4,7 +4,6 @@ import (
 	"encoding/binary"
 	"errors"
 	"fmt"
-	"hash/crc32"
 	"io"
 	"os"
 	"path/filepath"
@@ -24,8 +23,12 @@ import (
 //	            length uint32 (payload bytes), points uint32, written int64
 //	            (unix ns), CRC-32C uint32 of the 16 bytes before it and the
 //	            payload, then the payload (complete lines of line protocol)
-//	head        the next record to deliver: seq uint64, offset uint64, and
-//	            the CRC-32C of those 16 bytes; replaced atomically
+//	head        the next record to deliver: "SPQHEAD2", seq uint64, offset
+//	            uint64, and the CRC-32C of the 24 bytes before it; replaced
+//	            atomically (statefile.Replace). Version 1, read still, had
+//	            no magic: seq, offset and the CRC-32C of those 16 bytes.
+//
+// Checksums are statefile.Checksum's, as in every file of state-dir.
 //
 // Every file is created under a fresh random name (os.CreateTemp, which
 // opens with O_EXCL) and renamed into place, or with O_EXCL itself, and
@@ -45,12 +48,13 @@ import (
 // deleted, and their records counted as dropped.
 const (
 	segMagic     = "SPQSEG1\n"
+	headMagic    = "SPQHEAD2"
+	headSize     = len(headMagic) + 8 + 8 + 4
+	headSizeV1   = 8 + 8 + 4
 	recHeader    = 4 + 4 + 8 + 4
 	maxRecord    = 256 << 20 // a batch larger than this in a segment is damage
 	syncInterval = time.Second
 )
-
-var castagnoli = crc32.MakeTable(crc32.Castagnoli)
 
 // diskRecord is one batch read back from the queue.
 type diskRecord struct {
@@ -190,13 +194,25 @@ func (q *diskQueue) path(seq uint64) string {
 	return filepath.Join(q.dir, fmt.Sprintf("%016d.seg", seq))
 }
 
-// readHead reads the saved head, if it is intact.
+// readHead reads the saved head, of either version, if it is intact.
 func (q *diskQueue) readHead() (seq uint64, off int64, ok bool) {
-	b, err := readNoFollow(filepath.Join(q.dir, "head"), 20)
-	if err != nil || len(b) != 20 || crc32.Checksum(b[:16], castagnoli) != binary.LittleEndian.Uint32(b[16:]) {
+	b, err := readNoFollow(filepath.Join(q.dir, "head"), int64(headSize))
+	if err != nil {
 		return 0, 0, false
 	}
-	return binary.LittleEndian.Uint64(b), int64(binary.LittleEndian.Uint64(b[8:])), true
+	var pos []byte
+	switch {
+	case len(b) == headSize && string(b[:len(headMagic)]) == headMagic:
+		pos = b[len(headMagic) : len(headMagic)+16]
+	case len(b) == headSizeV1:
+		pos = b[:16]
+	default:
+		return 0, 0, false
+	}
+	if statefile.Checksum(b[:len(b)-4]) != binary.LittleEndian.Uint32(b[len(b)-4:]) {
+		return 0, 0, false
+	}
+	return binary.LittleEndian.Uint64(pos), int64(binary.LittleEndian.Uint64(pos[8:])), true
 }
 
 // saveHead writes the head atomically. Called with mu held.
@@ -204,47 +220,18 @@ func (q *diskQueue) saveHead() error {
 	if len(q.segs) == 0 {
 		return nil
 	}
-	var b [20]byte
-	binary.LittleEndian.PutUint64(b[:], q.segs[0].seq)
-	binary.LittleEndian.PutUint64(b[8:], uint64(q.headOff))
-	binary.LittleEndian.PutUint32(b[16:], crc32.Checksum(b[:16], castagnoli))
-	if err := replaceFile(q.dir, "head", b[:]); err != nil {
+	b := binary.LittleEndian.AppendUint64([]byte(headMagic), q.segs[0].seq)
+	b = binary.LittleEndian.AppendUint64(b, uint64(q.headOff))
+	b = binary.LittleEndian.AppendUint32(b, statefile.Checksum(b))
+	err := statefile.Replace(q.dir, "head", func(w io.Writer) error {
+		_, err := w.Write(b)
+		return err
+	})
+	if err != nil {
 		return err
 	}
 	q.headSave = false
 	return nil
-}
-
-// replaceFile writes data to dir/name atomically: to a new file of a
-// random name, created exclusively, then renamed over name. A symbolic
-// link at name is replaced, never followed.
-func replaceFile(dir, name string, data []byte) error {
-	f, err := os.CreateTemp(dir, name+".*.tmp")
-	if err != nil {
-		return err
-	}
-	defer os.Remove(f.Name()) // a no-op after the rename
-	if _, err := f.Write(data); err != nil {
-		f.Close()
-		return err
-	}
-	if err := f.Chmod(0o640); err != nil {
-		f.Close()
-		return err
-	}
-	// Synced before the rename, and the directory after: a power loss
-	// leaves the old head or the new one, not an empty file.
-	if err := f.Sync(); err != nil {
-		f.Close()
-		return err
-	}
-	if err := f.Close(); err != nil {
-		return err
-	}
-	if err := os.Rename(f.Name(), filepath.Join(dir, name)); err != nil {
-		return err
-	}
-	return statefile.SyncDir(dir)
 }
 
 // readNoFollow reads at most max bytes of a regular file, refusing a
@@ -304,7 +291,7 @@ func (q *diskQueue) openTail() error {
 		return q.rotate()
 	}
 	last := q.segs[len(q.segs)-1]
-	f, err := statefile.OpenFile(q.path(last.seq), os.O_RDWR, 0o640)
+	f, err := statefile.OpenFile(q.path(last.seq), os.O_RDWR, 0)
 	if err != nil {
 		return fmt.Errorf("queue: disk: %w", err)
 	}
@@ -322,7 +309,7 @@ func (q *diskQueue) rotate() error {
 			last.f = nil
 		}
 	}
-	f, err := statefile.OpenFile(q.path(seq), os.O_RDWR|os.O_CREATE|os.O_EXCL, 0o640)
+	f, err := statefile.OpenFile(q.path(seq), os.O_RDWR|os.O_CREATE|os.O_EXCL, 0o600)
 	if err != nil {
 		return fmt.Errorf("queue: disk: %w", err)
 	}
@@ -372,7 +359,7 @@ func encodeRecord(b []byte, data []byte, points int, written time.Time) []byte {
 	b = binary.LittleEndian.AppendUint32(b, uint32(len(data)))
 	b = binary.LittleEndian.AppendUint32(b, uint32(points))
 	b = binary.LittleEndian.AppendUint64(b, uint64(written.UnixNano()))
-	crc := crc32.Update(crc32.Checksum(b[at:at+16], castagnoli), castagnoli, data)
+	crc := statefile.Checksum(b[at:at+16], data)
 	b = binary.LittleEndian.AppendUint32(b, crc)
 	return append(b, data...)
 }
@@ -399,7 +386,11 @@ func (q *diskQueue) pushFront(recs []diskRecord) error {
 		b = encodeRecord(b, r.data, r.points, r.written)
 	}
 	seq := head.seq - 1
-	if err := replaceFile(q.dir, filepath.Base(q.path(seq)), b); err != nil {
+	err := statefile.Replace(q.dir, filepath.Base(q.path(seq)), func(w io.Writer) error {
+		_, err := w.Write(b)
+		return err
+	})
+	if err != nil {
 		return fmt.Errorf("queue: disk: %w", err)
 	}
 	head.start = q.headOff
@@ -631,7 +622,7 @@ func readRecord(f io.ReaderAt, off, size int64) (diskRecord, int64, error) {
 	if _, err := f.ReadAt(payload, off+recHeader); err != nil {
 		return diskRecord{}, 0, err
 	}
-	crc := crc32.Update(crc32.Checksum(h[:16], castagnoli), castagnoli, payload)
+	crc := statefile.Checksum(h[:16], payload)
 	if crc != binary.LittleEndian.Uint32(h[16:]) {
 		return diskRecord{}, recHeader + n, fmt.Errorf("record at %d: %w", off, errChecksum)
 	}

@@ -1,6 +1,7 @@
 package queue
 
 import (
+	"encoding/binary"
 	"fmt"
 	"os"
 	"path/filepath"
@@ -8,6 +9,8 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/sparkpulse/sparkpulse/statefile"
 )
 
 func mustOpen(t testing.TB, dir string, max int64) *diskQueue {
@@ -82,6 +85,59 @@ func TestDiskQueueOrderAndRestart(t *testing.T) {
 		t.Errorf("%d segment files left after delivery: %v", len(segs), segs)
 	}
 	q.close()
+}
+
+// The head is saved in its versioned form; a head of version 1 (no magic,
+// as an older sparkpulse saved it) is read still, and one that fails its
+// checksum is not (the queue then starts from its first segment).
+func TestDiskQueueHeadVersions(t *testing.T) {
+	dir := t.TempDir()
+	q := mustOpen(t, dir, 1<<30)
+	for i := range 3 {
+		q.push([]byte(batchOf(i, 1)), 1, time.Now())
+	}
+	q.next()
+	q.ack()
+	if err := q.close(); err != nil {
+		t.Fatal(err)
+	}
+	head, err := os.ReadFile(filepath.Join(dir, "head"))
+	if err != nil || len(head) != headSize || string(head[:8]) != headMagic {
+		t.Fatalf("head %q, %v", head, err)
+	}
+	for _, c := range []struct {
+		name string
+		head []byte
+		want int // records left
+	}{
+		{"version 2", head, 2},
+		{"version 1", binary.LittleEndian.AppendUint32(slices.Clone(head[8:24]), statefile.Checksum(head[8:24])), 2},
+		{"damaged", append(slices.Clone(head[:27]), head[27]^1), 3},
+	} {
+		if err := os.WriteFile(filepath.Join(dir, "head"), c.head, 0o600); err != nil {
+			t.Fatal(err)
+		}
+		if got := len(drainCopy(t, dir)); got != c.want {
+			t.Errorf("%s: %d records left, want %d", c.name, got, c.want)
+		}
+	}
+}
+
+// drainCopy drains a copy of the queue in dir, leaving dir as it is.
+func drainCopy(t *testing.T, dir string) []string {
+	t.Helper()
+	cp := t.TempDir()
+	names, _ := filepath.Glob(filepath.Join(dir, "*"))
+	for _, n := range names {
+		b, err := os.ReadFile(n)
+		if err != nil {
+			t.Fatal(err)
+		}
+		os.WriteFile(filepath.Join(cp, filepath.Base(n)), b, 0o600)
+	}
+	q := mustOpen(t, cp, 1<<30)
+	defer q.close()
+	return drain(q)
 }
 
 // A record handed out and not acknowledged (a crash, or Close giving up) is

@@ -23,13 +23,21 @@ import (
 )
 
 // Replace replaces the file name in dir with what write writes: under a
-// fresh temporary name (never through a planted link), synced, then
-// renamed into place. It creates dir (mode 0750) if needed.
+// fresh temporary name, name.<random>.tmp (never through a planted link),
+// synced, then renamed into place. It creates dir (mode 0750) if needed,
+// and first removes the temporary files an earlier Replace of name left
+// when its process was killed mid-write: the directory has one process
+// (Lock), so they are no other writer's.
 func Replace(dir, name string, write func(io.Writer) error) error {
 	if err := os.MkdirAll(dir, 0o750); err != nil {
 		return fmt.Errorf("state-dir: %w", err)
 	}
-	tmp, err := os.CreateTemp(dir, name+".*")
+	if left, err := filepath.Glob(filepath.Join(dir, name+".*.tmp")); err == nil {
+		for _, f := range left {
+			os.Remove(f)
+		}
+	}
+	tmp, err := os.CreateTemp(dir, name+".*.tmp")
 	if err != nil {
 		return fmt.Errorf("saving %s: %w", name, err)
 	}

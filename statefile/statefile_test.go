@@ -55,4 +55,15 @@ func TestReplaceRead(t *testing.T) {
 	if got, _, _ := read(); got != "two" {
 		t.Errorf("read %q", got)
 	}
+	// What a process killed mid-write left is removed by the next
+	// Replace of the file; another file's is not.
+	for _, left := range []string{"f.123.tmp", "g.456.tmp"} {
+		os.WriteFile(filepath.Join(dir, left), []byte("half"), 0o600)
+	}
+	if err := Replace(dir, "f", func(w io.Writer) error { _, err := io.WriteString(w, "three"); return err }); err != nil {
+		t.Fatal(err)
+	}
+	if m, _ := filepath.Glob(filepath.Join(dir, "*")); len(m) != 2 || filepath.Base(m[0]) != "f" || filepath.Base(m[1]) != "g.456.tmp" {
+		t.Errorf("after a replace over a killed one's leftovers: %q", m)
+	}
 }
