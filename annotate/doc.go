@@ -5,8 +5,9 @@
 //
 // # What is written
 //
-// Facts, written once each and never rewritten (facts.go): InfluxDB 3 does
-// not reliably keep the later of two points at one series and time.
+// Facts, written once each and never rewritten (package facts keeps the
+// record; their times: facttime.go): InfluxDB 3 does not reliably keep
+// the later of two points at one series and time.
 //
 // Application attempts, jobs, stage attempts and SQL executions, in the
 // measurements spark_app, spark_job, spark_stage and spark_sql, get a start
@@ -42,9 +43,10 @@
 // metrics have been quiet for CloseOutAfter: what its metrics say, marked
 // as such (unseen.go).
 //
-// The poller remembers which facts it wrote (SaveFacts and LoadFacts keep
-// the record across restarts), so that neither a second source showing an
-// application nor a restart writes a fact again.
+// The poller's facts.Store (Poller.Facts) remembers which facts it
+// wrote, journals them before they are handed to the sink, and keeps the
+// record across restarts and crashes, so that neither a second source
+// showing an application nor a restart writes a fact again.
 //
 // # How it polls
 //

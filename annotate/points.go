@@ -19,6 +19,7 @@ import (
 	"go.uber.org/zap"
 
 	"github.com/sparkpulse/sparkpulse/accounting"
+	"github.com/sparkpulse/sparkpulse/facts"
 	"github.com/sparkpulse/sparkpulse/human"
 	"github.com/sparkpulse/sparkpulse/schema"
 	"github.com/sparkpulse/sparkpulse/sizing"
@@ -38,10 +39,10 @@ type points struct {
 	batch []byte
 	n     int
 	ts    int64 // of the point being encoded, unix ns
-	key   factKey
+	key   facts.Key
 
-	facts []factKey           // written by this emit, for the ledger
-	snaps map[string]snapshot // executor snapshots written, by process
+	facts []facts.Key               // written by this emit, for the ledger
+	snaps map[string]facts.Snapshot // executor snapshots written, by process
 }
 
 // emit writes the attempt's facts not written yet; running items' ends
@@ -57,7 +58,7 @@ func (p *Poller) emit(st *appState, now time.Time, closeOut bool) int {
 	p.markShown(st)
 	nowMs := now.UnixMilli()
 	acc := p.accounts(st, nowMs, closeOut) // worked out first: the encoder only encodes
-	w := &points{p: p, st: st, now: p.cfg.Now(), snaps: map[string]snapshot{}}
+	w := &points{p: p, st: st, now: p.cfg.Now(), snaps: map[string]facts.Snapshot{}}
 	w.enc.SetPrecision(lineprotocol.Nanosecond)
 	l := st.links()
 	w.app(nowMs, closeOut)
@@ -92,27 +93,16 @@ func (p *Poller) emit(st *appState, now time.Time, closeOut bool) int {
 	return n
 }
 
-// deliver journals the points w encoded, hands them to the sink, and
-// records them in the ledger; it returns the number of points written,
-// and false when the sink, closing, took none. Called with the
-// application's emit lock held.
+// deliver writes the points w encoded through the ledger (facts.Store.Write:
+// journalled, handed to the sink, recorded); it returns the number of
+// points written, and false when the sink, closing, took none. Called
+// with the application's emit lock held.
 func (p *Poller) deliver(st *appState, w *points) (int, bool) {
-	if j := p.journal; j != nil && (w.n > 0 || len(w.facts) > 0 || len(w.snaps) > 0) {
-		// Durable before it is handed on (journal.go).
-		j.mu.Lock()
-		defer j.mu.Unlock()
-		if err := j.append(journalRecord{App: st.key.app, Facts: w.facts, Snaps: w.snaps, N: w.n, Lines: string(w.batch)}); err != nil {
-			p.log.Error("facts journal not written: a crash before the next checkpoint could write these facts again",
-				zap.String("application", st.key.String()), zap.Error(err))
-		}
+	b := facts.Batch{App: st.key.app, Attempt: st.key, Facts: w.facts, Snaps: w.snaps, N: w.n, Lines: w.batch}
+	if !p.facts.Write(b, w.now) {
+		return 0, false // the sink is closing: nothing was written
 	}
-	if w.n > 0 {
-		if !p.cfg.Sink.Append(w.batch, true) {
-			return 0, false // the sink is closing: nothing was written
-		}
-		p.stats.points.Add(uint64(w.n))
-	}
-	p.facts.record(st.key.app, w.facts, w.snaps, w.now)
+	p.stats.points.Add(uint64(w.n))
 	return w.n, true
 }
 
@@ -556,8 +546,8 @@ func executorSub(id string) int64 {
 // begin starts the fact of measurement at ts, the application's tags
 // set; false when it was written before, and nothing is to be added.
 func (w *points) begin(measurement string, ts int64) bool {
-	w.key = factKey{M: measurementIndex(measurement), TS: ts}
-	if w.p.facts.has(w.st.key.app, w.key, w.now) || slices.Contains(w.facts, w.key) {
+	w.key = facts.NewKey(measurement, ts)
+	if w.p.facts.Has(w.st.key.app, w.key, w.now) || slices.Contains(w.facts, w.key) {
 		return false
 	}
 	// The application's share of the writer per poll: the rest waits for
@@ -685,7 +675,7 @@ func (w *points) snapshot(process string, nowNs int64) {
 	sum := h.Sum64()
 	last, ok := w.snaps[process]
 	if !ok {
-		last = w.p.facts.lastSnapshot(w.st.key.app, process, w.now)
+		last = w.p.facts.LastSnapshot(w.st.key.app, process, w.now)
 	}
 	if last.Sum == sum {
 		return
@@ -694,7 +684,7 @@ func (w *points) snapshot(process string, nowNs int64) {
 	w.batch = strconv.AppendInt(append(w.batch, body...), ts, 10)
 	w.batch = append(w.batch, '\n')
 	w.n++
-	w.snaps[process] = snapshot{Sum: sum, TS: ts}
+	w.snaps[process] = facts.Snapshot{Sum: sum, TS: ts}
 }
 
 // text prepares user text for a field: white space collapsed, trimmed to

@@ -5,7 +5,6 @@ import (
 	"errors"
 	"fmt"
 	"hash/maphash"
-	"io"
 	"maps"
 	"net/http"
 	"net/url"
@@ -15,6 +14,7 @@ import (
 	"sync/atomic"
 	"time"
 
+	"github.com/sparkpulse/sparkpulse/facts"
 	"github.com/sparkpulse/sparkpulse/sparkapi"
 	"go.uber.org/zap"
 	"go.uber.org/zap/zapcore"
@@ -227,9 +227,8 @@ type Poller struct {
 	liveSeconds map[appKey]liveSecond
 	watched     map[string]*watch
 	errors      map[[2]string]uint64 // (source, kind) → failed polls
-	facts       *ledger              // facts written (facts.go)
+	facts       *facts.Store         // facts written, and their journal
 	addrs       addrBook             // where Spark lists each process (peers.go)
-	journal     *journal             // the ledger's durability, once Recover has opened it (journal.go)
 	inFlight    sync.WaitGroup
 	// emitLocks serialise the emits of one application (emit), striped
 	// by its id.
@@ -249,7 +248,6 @@ type counters struct {
 	deferred        atomic.Uint64
 	unseenWritten   atomic.Uint64 // applications written as seen only in the stream
 	unseenFull      atomic.Uint64 // metrics keys not kept: the table was full
-	journalDamaged  atomic.Uint64 // whole journal records that failed their checksum
 	// Stage attempts that ended, by what became of their details.
 	detailsRead, detailsShort, detailsBudget, detailsUnavailable atomic.Uint64
 }
@@ -374,12 +372,12 @@ func New(cfg Config) (*Poller, error) {
 		drops:       map[appKey]*drop{},
 		liveSeconds: map[appKey]liveSecond{},
 		errors:      map[[2]string]uint64{},
-		facts:       newLedger(),
 	}
 	// A source that fails keeps failing every poll: a few entries a second.
 	p.log = cfg.Log.WithOptions(zap.WrapCore(func(c zapcore.Core) zapcore.Core {
 		return zapcore.NewSamplerWithOptions(c, time.Second, 3, 0)
 	}))
+	p.facts = facts.New(facts.Config{Sink: cfg.Sink, Timeout: cfg.Timeout, Log: p.log, Now: cfg.Now})
 	var errs []error
 	for i, s := range cfg.Sources {
 		if err := CheckSource(s); err != nil {
@@ -423,11 +421,15 @@ func CheckSource(s string) error {
 
 // Run polls every source each Interval until ctx ends, then waits for the
 // polls in flight. A source still busy with its last poll is skipped.
+// Once Facts().Recover has opened the journal, it checkpoints beside the
+// polls, each Interval once a minute has passed: a checkpoint waits for
+// the sink, which an InfluxDB outage makes it wait every time, and
+// polling must go on.
 func (p *Poller) Run(ctx context.Context) {
 	checkpoints := make(chan struct{})
 	go func() {
 		defer close(checkpoints)
-		p.checkpoints(ctx)
+		p.facts.Checkpoints(ctx, p.cfg.Interval)
 	}()
 	t := time.NewTicker(p.cfg.Interval)
 	defer t.Stop()
@@ -437,31 +439,6 @@ func (p *Poller) Run(ctx context.Context) {
 		case <-ctx.Done():
 			p.inFlight.Wait()
 			<-checkpoints
-			return
-		case <-t.C:
-		}
-	}
-}
-
-// checkpoints tries a checkpoint each interval once checkpointEvery has
-// passed since the last, until ctx ends. Apart from the rounds: a
-// checkpoint waits up to Timeout for the sink to deliver, which an
-// InfluxDB outage makes it wait every time, and polling must go on.
-func (p *Poller) checkpoints(ctx context.Context) {
-	j := p.journal
-	if j == nil {
-		return
-	}
-	t := time.NewTicker(p.cfg.Interval)
-	defer t.Stop()
-	for {
-		if p.cfg.Now().Sub(j.last) >= checkpointEvery {
-			if _, err := p.checkpoint(ctx, false); err != nil {
-				p.log.Warn("facts checkpoint failed; the journal keeps them", zap.Error(err))
-			}
-		}
-		select {
-		case <-ctx.Done():
 			return
 		case <-t.C:
 		}
@@ -507,7 +484,7 @@ func (p *Poller) round(ctx context.Context, wait bool) {
 	}
 	p.closeOutOrphans(now)
 	p.closeOutUnseen(ctx, now)
-	p.facts.forget(now, p.factsKept())
+	p.facts.Forget(now, p.factsKept())
 	p.addrs.forget(now.Add(-recheck - max(giveUp, p.cfg.CloseOutAfter)))
 }
 
@@ -518,12 +495,10 @@ func (p *Poller) factsKept() time.Duration {
 	return p.cfg.Lookback + recheck + max(giveUp, p.cfg.CloseOutAfter)
 }
 
-// SaveFacts writes what facts were written, for LoadFacts after a
-// restart, so that none is written twice.
-func (p *Poller) SaveFacts(w io.Writer) error { return p.facts.Save(w) }
-
-// LoadFacts restores what SaveFacts wrote. Call it before Run.
-func (p *Poller) LoadFacts(r io.Reader) error { return p.facts.Load(r) }
+// Facts is the record of the facts written, which keeps each from being
+// written twice: across restarts once Load and Recover have read the last
+// run's, before Run.
+func (p *Poller) Facts() *facts.Store { return p.facts }
 
 // startWorkers starts workers for the queue. A worker polls queued
 // sources until the queue is empty. At most parallel workers are busy
@@ -1044,7 +1019,7 @@ type Stats struct {
 	StreamOnly        map[string]uint64
 	StreamOnlyWaiting int
 	// JournalDamaged counts the journal's whole records that failed
-	// their checksum at a start, skipped (journal.go).
+	// their checksum at a start, skipped (facts.Store.Damaged).
 	JournalDamaged uint64
 }
 
@@ -1055,7 +1030,7 @@ func (p *Poller) Stats() Stats {
 		Requests: p.client.Requests(), Bytes: p.client.Bytes(), Polls: p.stats.polls.Load(),
 		Points: p.stats.points.Load(), ClosedOut: p.stats.closedOut.Load(), Invalid: p.stats.invalid.Load(), Errors: map[string]map[string]uint64{},
 		Capped:       map[string]uint64{"executors": p.stats.cappedExecutors.Load(), "points": p.stats.deferred.Load()},
-		SecondSource: p.stats.secondSource.Load(), JournalDamaged: p.stats.journalDamaged.Load(),
+		SecondSource: p.stats.secondSource.Load(), JournalDamaged: p.facts.Damaged(),
 		StreamOnly: map[string]uint64{"written": p.stats.unseenWritten.Load(), "not_kept": p.stats.unseenFull.Load()},
 		StageDetails: map[string]uint64{detailsRead: p.stats.detailsRead.Load(), detailsShort: p.stats.detailsShort.Load(),
 			detailsBudget: p.stats.detailsBudget.Load(), detailsUnavailable: p.stats.detailsUnavailable.Load()},

@@ -11,6 +11,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/sparkpulse/sparkpulse/facts"
 	"github.com/sparkpulse/sparkpulse/schema"
 	"github.com/sparkpulse/sparkpulse/sizing"
 	"github.com/sparkpulse/sparkpulse/sparkapi"
@@ -97,7 +98,7 @@ func (p *Poller) syncStageDetails(ctx context.Context, st *appState) error {
 		if start == 0 {
 			continue // it never ran
 		}
-		if p.facts.has(st.key.app, factKey{M: measurementIndex(schema.MeasurementStage), TS: stageFactTime(k, start, phaseEnd)}, p.cfg.Now()) {
+		if p.facts.Has(st.key.app, facts.NewKey(schema.MeasurementStage, stageFactTime(k, start, phaseEnd)), p.cfg.Now()) {
 			s.details = &stageDetails{why: detailsRead} // written before a restart
 			continue
 		}

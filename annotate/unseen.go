@@ -15,6 +15,7 @@ import (
 	"go.uber.org/zap"
 
 	"github.com/sparkpulse/sparkpulse/accounting"
+	"github.com/sparkpulse/sparkpulse/facts"
 	"github.com/sparkpulse/sparkpulse/schema"
 	"github.com/sparkpulse/sparkpulse/sizing"
 	"github.com/sparkpulse/sparkpulse/spark"
@@ -51,7 +52,7 @@ import (
 // as long as the ledger keeps facts. The table is not kept across
 // restarts: a key quiet when sparkpulse stops gets no facts. Facts the
 // sink refuses as it closes are written at the next start from the
-// journal, where there is a state directory (journal.go), and are lost
+// journal, where there is a state directory (package facts), and are lost
 // where there is none.
 
 const (
@@ -124,7 +125,7 @@ func (p *Poller) closeOutUnseen(ctx context.Context, now time.Time) {
 	maps.DeleteFunc(p.answered, func(_ string, t time.Time) bool { return t.Before(forget) })
 	p.mu.Unlock()
 	list = slices.DeleteFunc(list, func(d due) bool {
-		if !p.facts.holds(d.key) {
+		if !p.facts.Holds(d.key) {
 			return false
 		}
 		p.mu.Lock()
@@ -214,7 +215,7 @@ func (p *Poller) emitUnseen(key string, u unseenApp, usage sizing.Usage) (int, b
 	defer lock.Unlock()
 	first, last := u.first.UnixMilli(), u.last.UnixMilli()
 	st := newAppState(appKey{key, first})
-	w := &points{p: p, st: st, now: p.cfg.Now(), snaps: map[string]snapshot{}}
+	w := &points{p: p, st: st, now: p.cfg.Now(), snaps: map[string]facts.Snapshot{}}
 	w.enc.SetPrecision(lineprotocol.Nanosecond)
 	id := ""
 	if spark.IsAppID([]byte(key)) {

@@ -12,6 +12,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/sparkpulse/sparkpulse/facts"
 	"github.com/sparkpulse/sparkpulse/schema"
 	"github.com/sparkpulse/sparkpulse/sparkui"
 )
@@ -241,7 +242,7 @@ func TestStreamOnlyAnswered(t *testing.T) {
 	t.Cleanup(func() { sink.appendOnly(t) })
 	ui.SetNow(clk.Now)
 	p := newPoller(t, Config{Sources: []string{base + "/ui/{app_id}", failing}, Sink: sink, Now: clk.Now})
-	p.facts.record(kept, []factKey{{M: measurementIndex(schema.MeasurementApp), TS: factTime(ms(t0)-3_600_000, 0, phaseEnd)}}, nil, t0)
+	p.Facts().Record(kept, []facts.Key{facts.NewKey(schema.MeasurementApp, factTime(ms(t0)-3_600_000, 0, phaseEnd))}, nil, t0)
 	for s := 0.0; s <= 60; s += 10 {
 		clk.Set(at(s))
 		for _, k := range []string{denied, silent, kept, listed} {

@@ -112,7 +112,7 @@ func (s *statusRecorder) WriteHeader(code int) {
 // time with two different values, and none twice with the same values
 // unless InfluxDB could not say at a start which it holds; and it loses no
 // fact: every job that ended and every application that ended has its
-// end fact, its accounting and its reconciliation once (journal.go).
+// end fact, its accounting and its reconciliation once (package facts).
 func TestFactsSurviveKills(t *testing.T) {
 	bin := sparkpulseBinary(t, "kills a real sparkpulse many times")
 	srv := influxtest.Start(t)

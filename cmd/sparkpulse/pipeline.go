@@ -470,7 +470,7 @@ func (p *pipeline) serve() {
 			// The last run's journal, beside ingest and polling: a start
 			// after a long outage does not keep port 2003 closed.
 			wg.Go(func() {
-				if _, err := p.annotator.Resend(ctx); err != nil && ctx.Err() == nil {
+				if _, err := p.annotator.Facts().Resend(ctx); err != nil && ctx.Err() == nil {
 					p.log.Warn("the journal's points were not all handed on again; the next start sends them", zap.Error(err))
 				}
 			})
@@ -546,7 +546,7 @@ func (p *pipeline) shutdown(ctx context.Context) error {
 	stateErr := p.deltas.save(delivered)
 	// The annotation writer's points are delivered or in its disk queue.
 	i := p.annWriterIndex()
-	stateErr = errors.Join(stateErr, p.saveFacts(i >= 0 && errs[i] == nil))
+	stateErr = errors.Join(stateErr, p.saveFacts(ctx, i >= 0 && errs[i] == nil))
 	if p.admin != nil {
 		_ = p.admin.Shutdown(ctx)
 	}

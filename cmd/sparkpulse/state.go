@@ -4,7 +4,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"io"
 	"os"
 	"path/filepath"
 	"strings"
@@ -14,9 +13,9 @@ import (
 	"github.com/influxdata/line-protocol/v2/lineprotocol"
 	"go.uber.org/zap"
 
-	"github.com/sparkpulse/sparkpulse/annotate"
 	"github.com/sparkpulse/sparkpulse/config"
 	"github.com/sparkpulse/sparkpulse/delta"
+	"github.com/sparkpulse/sparkpulse/facts"
 	"github.com/sparkpulse/sparkpulse/influx"
 	"github.com/sparkpulse/sparkpulse/influxql"
 	"github.com/sparkpulse/sparkpulse/ingestlog"
@@ -235,7 +234,7 @@ func (s *deltaState) save(delivered bool) error {
 
 // factsFile keeps which annotation facts were written, so that a restart
 // writes none of them again; journalFile the facts written since, so that
-// a crash does not either (annotate/journal.go).
+// a crash does not either (package facts).
 const (
 	factsFile   = "annotate.state"
 	journalFile = "annotate.journal"
@@ -250,7 +249,7 @@ func (p *pipeline) loadFacts() error {
 	if dir == "" {
 		return nil
 	}
-	found, err := statefile.Read(dir, factsFile, p.annotator.LoadFacts)
+	found, err := statefile.Read(dir, factsFile, p.annotator.Facts().Load)
 	switch {
 	case err != nil:
 		p.log.Warn("ignoring the annotation facts of the last run; facts of applications still listed are written again",
@@ -261,11 +260,9 @@ func (p *pipeline) loadFacts() error {
 	if err := os.MkdirAll(dir, 0o750); err != nil {
 		return fmt.Errorf("state-dir: %w", err)
 	}
-	n, err := p.annotator.Recover(annotate.Durability{
-		Journal: filepath.Join(dir, journalFile),
-		Save:    func(write func(io.Writer) error) error { return statefile.Replace(dir, factsFile, write) },
-		Stored:  p.storedPoints,
-	})
+	d := facts.InDir(dir, journalFile, factsFile)
+	d.Stored = p.storedPoints
+	n, err := p.annotator.Facts().Recover(d)
 	if n > 0 {
 		p.log.Info("the last run stopped without a checkpoint: its last annotation facts are read, and their points sent again beside ingest, with the same values",
 			zap.String("file", filepath.Join(dir, journalFile)), zap.Int("records", n))
@@ -277,15 +274,15 @@ func (p *pipeline) loadFacts() error {
 // are closed: what the annotation writer held is delivered or in its disk
 // queue. delivered is false when it could not close cleanly: the journal
 // then stays, and the next start sends its points again.
-func (p *pipeline) saveFacts(delivered bool) error {
+func (p *pipeline) saveFacts(ctx context.Context, delivered bool) error {
 	if p.annotator == nil || p.plan.StateDir == "" {
 		return nil
 	}
-	defer p.annotator.CloseJournal()
+	defer p.annotator.Facts().Close()
 	if !delivered {
 		return nil
 	}
-	if _, err := p.annotator.Checkpoint(true); err != nil {
+	if _, err := p.annotator.Facts().Checkpoint(ctx, true); err != nil {
 		p.log.Error("annotation facts not saved; the next start sends the journal's points again", zap.Error(err))
 		return err
 	}

@@ -1,0 +1,185 @@
+package facts
+
+import (
+	"context"
+	"fmt"
+	"io"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"go.uber.org/zap"
+)
+
+// Sink receives the points of facts: complete lines of line protocol,
+// delivered in the order received (annotate.Sink). A sink with a method
+// Idle(ctx) error, which waits until it holds nothing (influx.Writer),
+// can be checkpointed without force.
+type Sink interface {
+	Append(lines []byte, wait bool) bool
+}
+
+// idler is a sink that can tell whether it holds nothing.
+type idler interface {
+	Idle(ctx context.Context) error
+}
+
+// Config configures a Store.
+type Config struct {
+	Sink Sink
+	// Timeout bounds each question to InfluxDB (Durability.Stored) and a
+	// checkpoint's wait for the sink.
+	Timeout time.Duration
+	Log     *zap.Logger
+	Now     func() time.Time // default time.Now
+}
+
+// Store is the record of facts written (the ledger) and, once Recover
+// has opened it, its journal; see the package doc.
+type Store struct {
+	cfg Config
+
+	mu   sync.Mutex
+	apps map[string]*appFacts // by application id
+
+	journal *journal // nil until Recover
+	damaged atomic.Uint64
+}
+
+// New returns an empty Store, without a journal until Recover.
+func New(cfg Config) *Store {
+	if cfg.Log == nil {
+		cfg.Log = zap.NewNop()
+	}
+	if cfg.Now == nil {
+		cfg.Now = time.Now
+	}
+	return &Store{cfg: cfg, apps: map[string]*appFacts{}}
+}
+
+// Damaged counts the journal's whole records that failed their checksum
+// at Recover, skipped.
+func (s *Store) Damaged() uint64 { return s.damaged.Load() }
+
+// Batch is the points of one application handed on at once, and the
+// facts and executor snapshots among them.
+type Batch struct {
+	App     string       // the application's id: the ledger's key
+	Attempt fmt.Stringer // the attempt, as logs name it
+	Facts   []Key
+	Snaps   map[string]Snapshot // by process
+	N       int                 // the points in Lines
+	Lines   []byte              // line protocol, a point per line
+}
+
+// Write journals b, hands its points to the sink, and records its facts
+// and snapshots in the ledger, now being the time of the check. The
+// journal is held from the append to the record, so that no checkpoint
+// comes between. It returns false when the sink, closing, took nothing:
+// then nothing is recorded, and the facts are made again.
+func (s *Store) Write(b Batch, now time.Time) bool {
+	if j := s.journal; j != nil && (b.N > 0 || len(b.Facts) > 0 || len(b.Snaps) > 0) {
+		// Durable before it is handed on.
+		j.mu.Lock()
+		defer j.mu.Unlock()
+		if err := j.append(record{App: b.App, Facts: b.Facts, Snaps: b.Snaps, N: b.N, Lines: string(b.Lines)}); err != nil {
+			s.cfg.Log.Error("facts journal not written: a crash before the next checkpoint could write these facts again",
+				zap.Stringer("application", b.Attempt), zap.Error(err))
+		}
+	}
+	if b.N > 0 && !s.cfg.Sink.Append(b.Lines, true) {
+		return false
+	}
+	s.Record(b.App, b.Facts, b.Snaps, now)
+	return true
+}
+
+// checkpointEvery is how often Checkpoints checkpoints.
+const checkpointEvery = time.Minute
+
+// Checkpoint saves the ledger (Durability.Save) and empties the journal,
+// when the sink holds nothing: every point recorded in the journal was
+// delivered or refused. It waits up to Timeout for that, or until ctx
+// ends. With force, it does so whatever the sink holds, for a shutdown
+// after the sink was closed (what it held went to its disk queue). It
+// returns whether it did.
+func (s *Store) Checkpoint(ctx context.Context, force bool) (bool, error) {
+	j := s.journal
+	if j == nil {
+		return false, nil
+	}
+	if !force {
+		idle, ok := s.cfg.Sink.(idler)
+		if !ok {
+			return false, nil
+		}
+		// Drain without the lock, then check, under it, that nothing came
+		// in meanwhile.
+		wait, cancel := context.WithTimeout(ctx, s.cfg.Timeout)
+		err := idle.Idle(wait)
+		cancel()
+		if err != nil {
+			return false, nil
+		}
+		if !j.mu.TryLock() {
+			return false, nil // a batch is being handed on
+		}
+		defer j.mu.Unlock()
+		done, cancel := context.WithCancel(ctx)
+		cancel() // asked with a context done, Idle does not wait
+		if idle.Idle(done) != nil {
+			return false, nil
+		}
+	} else {
+		j.mu.Lock()
+		defer j.mu.Unlock()
+	}
+	if j.pending != nil {
+		return false, nil // the last run's points are not handed on yet (Resend)
+	}
+	if err := j.cfg.Save(s.Save); err != nil {
+		return false, err
+	}
+	if err := j.f.Truncate(0); err != nil {
+		return false, fmt.Errorf("annotate: emptying the facts journal: %w", err)
+	}
+	if _, err := j.f.Seek(0, io.SeekStart); err != nil {
+		return false, err
+	}
+	j.size = 0
+	j.last = s.cfg.Now()
+	return true, nil
+}
+
+// Checkpoints tries a checkpoint every interval once checkpointEvery has
+// passed since the last, until ctx ends. Run it apart from what writes:
+// a checkpoint waits up to Timeout for the sink to deliver, which an
+// InfluxDB outage makes it wait every time.
+func (s *Store) Checkpoints(ctx context.Context, interval time.Duration) {
+	j := s.journal
+	if j == nil {
+		return
+	}
+	t := time.NewTicker(interval)
+	defer t.Stop()
+	for {
+		if s.cfg.Now().Sub(j.last) >= checkpointEvery {
+			if _, err := s.Checkpoint(ctx, false); err != nil {
+				s.cfg.Log.Warn("facts checkpoint failed; the journal keeps them", zap.Error(err))
+			}
+		}
+		select {
+		case <-ctx.Done():
+			return
+		case <-t.C:
+		}
+	}
+}
+
+// Close closes the journal file. Checkpoint first, for a clean stop.
+func (s *Store) Close() error {
+	if s.journal == nil {
+		return nil
+	}
+	return s.journal.f.Close()
+}
