@@ -74,27 +74,31 @@
 //
 // # On disk
 //
-// The journal (state-dir/annotate.journal) is a line per record: the
-// CRC-32 (IEEE) of the JSON that follows as eight lower-case hex digits,
-// a space, the JSON, a newline:
+// The journal (state-dir/annotate.journal) is a line per record: its
+// version, 2, a space, the CRC-32C (statefile.Checksum, as in every state
+// file) of the JSON that follows as eight lower-case hex digits, a space,
+// the JSON, a newline:
 //
-//	750ec5d1 {"a":"app-1","f":[{"m":0,"t":1700000000000000000}],"n":1,"l":"spark_app,applicationid=app-1 status=\"RUNNING\" 1700000000000000000\n"}
+//	2 e47fdecf {"a":"app-1","f":[{"m":0,"t":1700000000000000000}],"n":1,"l":"spark_app,applicationid=app-1 status=\"RUNNING\" 1700000000000000000\n"}
 //
 // a: the application id; f: its facts, m the measurement's index (below)
 // and t the time in ns, omitted when none; x: executor snapshots by
 // process, s the fingerprint of the point's tags and fields and t its
 // time, omitted when none; n: the points in l, line protocol, a point per
-// line. The journal has no version of its own: it is format 1, that of
-// the checkpoint it goes with.
+// line. A line of version 1, an older sparkpulse's, has no version and
+// the CRC-32 (IEEE) of its JSON; it is read still.
 //
 // The checkpoint (state-dir/annotate.state; the caller names both files)
-// is one JSON object and a newline, version 1:
+// is the CRC-32C of what follows as eight hex digits, a space, then one
+// JSON object and a newline, version 2:
 //
-//	{"version":1,"applications":{"app-2":{"used":1700000000500,"facts":[{"m":1,"t":4}],"executors":{"1":{"s":1,"t":2}}}}}
+//	10c83da6 {"version":2,"applications":{"app-2":{"used":1700000000500,"facts":[{"m":1,"t":4}],"executors":{"1":{"s":1,"t":2}}}}}
 //
 // used: the application's last check, unix ms; facts sorted by m, then t.
-// Load refuses another version. A measurement's index is its place in
-// this list, only ever appended to: spark_app 0, spark_job 1, spark_stage
+// Version 1, an older sparkpulse's, is the JSON alone ("version":1), and
+// is read still; Load refuses a damaged file and any other version.
+//
+// A measurement's index is its place in this list, only ever appended to: spark_app 0, spark_job 1, spark_stage
 // 2, spark_sql 3, spark_executor 4, spark_executor_removal 5,
 // spark_sizing 6, spark_task_failure 7, spark_stage_progress 8,
 // spark_app_usage 9, spark_reconcile 10.

@@ -74,15 +74,19 @@ type record struct {
 	Lines string              `json:"l"`
 }
 
-// append writes and syncs a record as a line: its checksum, a space, its
-// JSON. Called with mu held.
+// journalVersion marks each record line of this format; a line of version
+// 1 has no mark (doc.go).
+const journalVersion = "2"
+
+// append writes and syncs a record as a line: its version, its checksum,
+// its JSON. Called with mu held.
 func (j *journal) append(r record) error {
 	payload, err := json.Marshal(r)
 	if err != nil {
 		return err
 	}
 	j.buf.Reset()
-	fmt.Fprintf(&j.buf, "%08x ", crc32.ChecksumIEEE(payload))
+	fmt.Fprintf(&j.buf, "%s %08x ", journalVersion, statefile.Checksum(payload))
 	j.buf.Write(payload)
 	j.buf.WriteByte('\n')
 	_, err = j.f.Write(j.buf.Bytes())
@@ -101,12 +105,20 @@ func (j *journal) append(r record) error {
 	return nil
 }
 
-// parseRecord reads a line append wrote; false when it fails its
+// parseRecord reads a line append wrote, or one of version 1 (an older
+// sparkpulse's: no version, CRC-32 IEEE); false when it fails its
 // checksum or does not decode.
 func parseRecord(line []byte) (record, bool) {
 	var r record
-	sum, payload, ok := bytes.Cut(bytes.TrimSuffix(line, []byte("\n")), []byte(" "))
-	if !ok || len(sum) != 8 || fmt.Sprintf("%08x", crc32.ChecksumIEEE(payload)) != string(sum) {
+	line = bytes.TrimSuffix(line, []byte("\n"))
+	checksum := statefile.Checksum
+	if v2, ok := bytes.CutPrefix(line, []byte(journalVersion+" ")); ok {
+		line = v2
+	} else {
+		checksum = func(b ...[]byte) uint32 { return crc32.ChecksumIEEE(b[0]) }
+	}
+	sum, payload, ok := bytes.Cut(line, []byte(" "))
+	if !ok || len(sum) != 8 || fmt.Sprintf("%08x", checksum(payload)) != string(sum) {
 		return r, false
 	}
 	return r, json.Unmarshal(payload, &r) == nil

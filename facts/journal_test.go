@@ -90,13 +90,28 @@ func TestJournalFormat(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	const want = `8dd9103d {"a":"app-1","f":[{"m":0,"t":1700000000000000000},{"m":2,"t":1700000000000000041}],"x":{"driver":{"s":42,"t":7}},"n":3,"l":"spark_app,applicationid=app-1 status=\"RUNNING\" 1700000000000000000\n"}` + "\n"
+	const want = `2 771713da {"a":"app-1","f":[{"m":0,"t":1700000000000000000},{"m":2,"t":1700000000000000041}],"x":{"driver":{"s":42,"t":7}},"n":3,"l":"spark_app,applicationid=app-1 status=\"RUNNING\" 1700000000000000000\n"}` + "\n"
 	if string(got) != want {
 		t.Errorf("journal\n  %s\nwant\n  %s", got, want)
 	}
-	const doc = `750ec5d1 {"a":"app-1","f":[{"m":0,"t":1700000000000000000}],"n":1,"l":"spark_app,applicationid=app-1 status=\"RUNNING\" 1700000000000000000\n"}` + "\n"
-	if r, ok := parseRecord([]byte(doc)); !ok || r.App != "app-1" || r.N != 1 || len(r.Facts) != 1 {
-		t.Errorf("doc.go's example reads as %+v, %v", r, ok)
+	// doc.go's example, and a line of version 1 (an older sparkpulse's:
+	// no version, CRC-32 IEEE), read; either with its checksum of the
+	// other version, not.
+	const doc = `2 e47fdecf {"a":"app-1","f":[{"m":0,"t":1700000000000000000}],"n":1,"l":"spark_app,applicationid=app-1 status=\"RUNNING\" 1700000000000000000\n"}` + "\n"
+	const v1 = `8dd9103d {"a":"app-1","f":[{"m":0,"t":1700000000000000000},{"m":2,"t":1700000000000000041}],"x":{"driver":{"s":42,"t":7}},"n":3,"l":"spark_app,applicationid=app-1 status=\"RUNNING\" 1700000000000000000\n"}` + "\n"
+	for _, c := range []struct {
+		name, line string
+		ok         bool
+		n          int
+	}{
+		{"doc.go's example", doc, true, 1},
+		{"version 1", v1, true, 3},
+		{"version 2 with version 1's checksum", "2 " + v1, false, 0},
+		{"version 1 with version 2's checksum", want[2:], false, 0},
+	} {
+		if r, ok := parseRecord([]byte(c.line)); ok != c.ok || r.N != c.n || ok && r.App != "app-1" {
+			t.Errorf("%s reads as %+v, %v", c.name, r, ok)
+		}
 	}
 }
 

@@ -1,7 +1,7 @@
 package facts
 
 import (
-	"bufio"
+	"bytes"
 	"cmp"
 	"encoding/json"
 	"fmt"
@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/sparkpulse/sparkpulse/schema"
+	"github.com/sparkpulse/sparkpulse/statefile"
 )
 
 // Key is a written fact: its measurement (an index into measurements)
@@ -118,10 +119,13 @@ func (s *Store) Forget(now time.Time, keep time.Duration) {
 	})
 }
 
-// ledgerVersion is the checkpoint file's format (doc.go).
-const ledgerVersion = 1
+// ledgerVersion is the checkpoint file's format (doc.go); version 1 had no
+// checksum, and is read still.
+const ledgerVersion = 2
 
-// Save writes the ledger as JSON: the checkpoint, which Load reads.
+// Save writes the ledger, the checkpoint, which Load reads: the CRC-32C
+// of what follows as eight hex digits and a space, then the ledger as
+// JSON and a newline.
 func (s *Store) Save(w io.Writer) error {
 	s.mu.Lock()
 	defer s.mu.Unlock()
@@ -130,8 +134,8 @@ func (s *Store) Save(w io.Writer) error {
 			return cmp.Or(cmp.Compare(x.M, y.M), cmp.Compare(x.TS, y.TS))
 		})
 	}
-	bw := bufio.NewWriter(w)
-	err := json.NewEncoder(bw).Encode(struct {
+	var body bytes.Buffer
+	err := json.NewEncoder(&body).Encode(struct {
 		Version int                  `json:"version"`
 		Apps    map[string]*appFacts `json:"applications"`
 	}{ledgerVersion, s.apps})
@@ -141,7 +145,11 @@ func (s *Store) Save(w io.Writer) error {
 	if err != nil {
 		return err
 	}
-	return bw.Flush()
+	if _, err := fmt.Fprintf(w, "%08x ", statefile.Checksum(body.Bytes())); err != nil {
+		return err
+	}
+	_, err = w.Write(body.Bytes())
+	return err
 }
 
 // Load replaces the ledger with one Save wrote. Call it before Recover.
@@ -151,10 +159,22 @@ func (s *Store) Load(r io.Reader) error {
 		Apps    map[string]*appFacts `json:"applications"`
 	}
 	// The messages name the annotator, whose state this is to an operator.
-	if err := json.NewDecoder(r).Decode(&f); err != nil {
+	data, err := io.ReadAll(r)
+	if err != nil {
 		return fmt.Errorf("annotate: reading the facts written: %w", err)
 	}
-	if f.Version != ledgerVersion {
+	want := 1 // a bare JSON object: version 1, without a checksum
+	if len(data) > 0 && data[0] != '{' {
+		sum, body, ok := bytes.Cut(data, []byte(" "))
+		if !ok || len(sum) != 8 || fmt.Sprintf("%08x", statefile.Checksum(body)) != string(sum) {
+			return fmt.Errorf("annotate: facts written: the checksum does not match the content (a damaged file)")
+		}
+		data, want = body, ledgerVersion
+	}
+	if err := json.Unmarshal(data, &f); err != nil {
+		return fmt.Errorf("annotate: reading the facts written: %w", err)
+	}
+	if f.Version != want {
 		return fmt.Errorf("annotate: facts written: version %d, want %d", f.Version, ledgerVersion)
 	}
 	for _, a := range f.Apps {

@@ -2,11 +2,13 @@ package facts
 
 import (
 	"bytes"
+	"fmt"
 	"strings"
 	"testing"
 	"time"
 
 	"github.com/sparkpulse/sparkpulse/schema"
+	"github.com/sparkpulse/sparkpulse/statefile"
 )
 
 // The ledger survives Save and Load; a damaged file is refused whole.
@@ -70,9 +72,28 @@ func TestCheckpointFormat(t *testing.T) {
 	if err := s.Save(&b); err != nil {
 		t.Fatal(err)
 	}
-	const want = `{"version":1,"applications":{"app-2":{"used":1700000000500,"facts":[{"m":1,"t":4},{"m":1,"t":5},{"m":3,"t":9}],"executors":{"1":{"s":1,"t":2}}}}}` + "\n"
-	if b.String() != want {
+	const body = `{"version":2,"applications":{"app-2":{"used":1700000000500,"facts":[{"m":1,"t":4},{"m":1,"t":5},{"m":3,"t":9}],"executors":{"1":{"s":1,"t":2}}}}}` + "\n"
+	if want := "8d831273 " + body; b.String() != want {
 		t.Errorf("checkpoint\n  %s\nwant\n  %s", b.String(), want)
+	}
+	// Read back; version 1 (no checksum, an older sparkpulse's) read too;
+	// a damaged one, or version 1 with a checksum, refused.
+	v1 := strings.Replace(body, `"version":2`, `"version":1`, 1)
+	for _, c := range []struct{ name, file, err string }{
+		{"version 2", b.String(), ""},
+		{"doc.go's example", `10c83da6 {"version":2,"applications":{"app-2":{"used":1700000000500,"facts":[{"m":1,"t":4}],"executors":{"1":{"s":1,"t":2}}}}}` + "\n", ""},
+		{"version 1", v1, ""},
+		{"damaged", strings.Replace(b.String(), `"t":5`, `"t":6`, 1), "checksum"},
+		{"version 1 with a checksum", fmt.Sprintf("%08x %s", statefile.Checksum([]byte(v1)), v1), "version 1, want 2"},
+	} {
+		l := New(Config{})
+		err := l.Load(strings.NewReader(c.file))
+		if c.err == "" && (err != nil || !l.Has("app-2", Key{M: 1, TS: 4}, time.UnixMilli(1_700_000_000_600))) {
+			t.Errorf("%s: %v, or the facts not read", c.name, err)
+		}
+		if c.err != "" && (err == nil || !strings.Contains(err.Error(), c.err)) {
+			t.Errorf("%s: %v, want an error saying %q", c.name, err, c.err)
+		}
 	}
 }
 
