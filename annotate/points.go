@@ -41,7 +41,9 @@ type points struct {
 	ts    int64 // of the point being encoded, unix ns
 	key   facts.Key
 
-	facts []facts.Key               // written by this emit, for the ledger
+	facts []facts.Key // written by this emit, for the ledger
+	hist  []byte      // spark_app_history points (History)
+	hn    int
 	snaps map[string]facts.Snapshot // executor snapshots written, by process
 }
 
@@ -98,7 +100,8 @@ func (p *Poller) emit(st *appState, now time.Time, closeOut bool) int {
 // points written, and false when the sink, closing, took none. Called
 // with the application's emit lock held.
 func (p *Poller) deliver(st *appState, w *points) (int, bool) {
-	b := facts.Batch{App: st.key.app, Attempt: st.key, Facts: w.facts, Snaps: w.snaps, N: w.n, Lines: w.batch}
+	b := facts.Batch{App: st.key.app, Attempt: st.key, Facts: w.facts, Snaps: w.snaps, N: w.n, Lines: w.batch,
+		HistoryN: w.hn, History: w.hist}
 	if !p.facts.Write(b, w.now) {
 		return 0, false // the sink is closing: nothing was written
 	}
@@ -647,16 +650,18 @@ func (w *points) common(ph int, title, text string) {
 	w.str(schema.FieldAttemptID, w.text(w.st.attemptID))
 }
 
-// end finishes the fact begun and adds it to the batch.
-func (w *points) end() {
+// end finishes the fact begun and adds it to the batch; false when it
+// could not be encoded.
+func (w *points) end() bool {
 	w.enc.EndLine(time.Unix(0, w.ts))
 	if err := w.enc.Err(); err != nil {
 		w.p.log.Warn("annotation point not encodable", zap.String("application", w.st.key.String()), zap.Error(err))
-		return
+		return false
 	}
 	w.batch = append(w.batch, w.enc.Bytes()...)
 	w.n++
 	w.facts = append(w.facts, w.key)
+	return true
 }
 
 // snapshot finishes an executor's snapshot, at nowNs, and adds it to the

@@ -89,8 +89,12 @@ type Config struct {
 	// http.DefaultTransport.
 	Transport http.RoundTripper
 	Sink      Sink
-	Log       *zap.Logger
-	Now       func() time.Time
+	// History, when set, receives spark_app_history: each application's
+	// final usage again, by name rather than by application, for a target
+	// that keeps it longer (docs/retention.md).
+	History Sink
+	Log     *zap.Logger
+	Now     func() time.Time
 }
 
 // Defaults.
@@ -377,7 +381,7 @@ func New(cfg Config) (*Poller, error) {
 	p.log = cfg.Log.WithOptions(zap.WrapCore(func(c zapcore.Core) zapcore.Core {
 		return zapcore.NewSamplerWithOptions(c, time.Second, 3, 0)
 	}))
-	p.facts = facts.New(facts.Config{Sink: cfg.Sink, Timeout: cfg.Timeout, Log: p.log, Now: cfg.Now})
+	p.facts = facts.New(facts.Config{Sink: cfg.Sink, History: cfg.History, Timeout: cfg.Timeout, Log: p.log, Now: cfg.Now})
 	var errs []error
 	for i, s := range cfg.Sources {
 		if err := CheckSource(s); err != nil {

@@ -259,7 +259,9 @@ func (p *Poller) emitUnseen(key string, u unseenApp, usage sizing.Usage) (int, b
 		w.str(schema.UsageNotes, w.reason(strings.Join(usage.Notes, "; ")))
 		w.str(schema.FieldTitle, w.text("Usage of "+key+", seen only in its metrics"))
 		w.str(schema.FieldText, w.reason(streamOnlyText(usage)))
-		w.end()
+		if w.end() {
+			w.history()
+		}
 	}
 	return p.deliver(st, w)
 }

@@ -394,7 +394,9 @@ func (w *points) usage(u sizing.Usage, a sizing.Advice, ph int, ts int64) {
 	w.str(schema.FieldTitle, w.text(fmt.Sprintf("Usage of %s", cmp.Or(st.name, st.key.app))))
 	w.str(schema.FieldText, text)
 	w.str(schema.FieldAttemptID, w.text(st.attemptID))
-	w.end()
+	if w.end() && ph >= 0 { // end or lost: final
+		w.history()
+	}
 }
 
 // usageEstimate writes a running application's usage so far, read at

@@ -5,7 +5,10 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"maps"
 	"net/http"
+	"reflect"
+	"slices"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -360,5 +363,60 @@ func TestYARNAfterTakeOver(t *testing.T) {
 				t.Errorf("usage %q, want %q", got, want)
 			}
 		})
+	}
+}
+
+// With a History sink, the usage's end fact is written there again as
+// spark_app_history: its tags but applicationid, its fields, at its
+// millisecond with the application's digits below it; estimates are not.
+// Without one, nothing of it is encoded.
+func TestHistoryPoint(t *testing.T) {
+	srv := sparkui.NewServer(sparkui.HistoryServer, accountedApp())
+	clk := &clock{now: at(661)}
+	srv.SetNow(clk.Now)
+	sink, history := newMemSink(), newMemSink()
+	p := newPoller(t, Config{Sources: []string{serve(t, srv)}, Sink: sink, History: history, Now: clk.Now, Stream: &fakeStream{totals: accountedStream()}})
+	p.PollOnce(context.Background())
+
+	var usage []point
+	sink.mu.Lock()
+	for _, pt := range sink.written {
+		if pt.measurement == schema.MeasurementUsage {
+			usage = append(usage, pt)
+		}
+	}
+	sink.mu.Unlock()
+	history.mu.Lock()
+	got := slices.Clone(history.written)
+	history.mu.Unlock()
+	if len(usage) != 1 || len(got) != 1 {
+		t.Fatalf("%d usage points, %d history points; want one of each", len(usage), len(got))
+	}
+	u, h := usage[0], got[0]
+	wantTags := maps.Clone(u.tags)
+	delete(wantTags, schema.TagApplicationID)
+	if h.measurement != schema.MeasurementAppHistory || !maps.Equal(h.tags, wantTags) || len(h.tags) != 3 {
+		t.Errorf("history %s %v; want %s %v", h.measurement, h.tags, schema.MeasurementAppHistory, wantTags)
+	}
+	if !reflect.DeepEqual(h.fields, u.fields) || h.fields[schema.FieldAppID] != u.tags[schema.TagApplicationID] {
+		t.Errorf("history fields %v\nusage fields %v", h.fields, u.fields)
+	}
+	if h.ns/1_000_000 != u.ns/1_000_000 || h.ns == u.ns || h.ns != historyTime(u.ns, u.tags[schema.TagApplicationID]) {
+		t.Errorf("history at %d, usage at %d", h.ns, u.ns)
+	}
+
+	// Two applications ending in one millisecond: two history times.
+	if historyTime(u.ns, "app-1") == historyTime(u.ns, "app-2") {
+		t.Error("two applications, one history time")
+	}
+
+	// No History sink: none encoded.
+	srv2 := sparkui.NewServer(sparkui.HistoryServer, accountedApp())
+	srv2.SetNow(clk.Now)
+	p2 := newPoller(t, Config{Sources: []string{serve(t, srv2)}, Sink: newMemSink(), Now: clk.Now, Stream: &fakeStream{totals: accountedStream()}})
+	w := &points{p: p2, st: newAppState(appKey{"app-1", 0})}
+	w.history()
+	if w.hn != 0 || len(w.hist) != 0 {
+		t.Errorf("history encoded without a sink: %q", w.hist)
 	}
 }

@@ -79,6 +79,12 @@ type AnnotateConfig struct {
 	Database        string `toml:"database"`
 	RetentionPolicy string `toml:"retention-policy"`
 	Bucket          string `toml:"bucket"`
+	// Where spark_app_history goes, kept longer than the facts; none when
+	// all are empty. A retention policy alone is one of the annotations'
+	// database.
+	HistoryDatabase        string `toml:"history-database"`
+	HistoryRetentionPolicy string `toml:"history-retention-policy"`
+	HistoryBucket          string `toml:"history-bucket"`
 	// Basic auth, or a bearer token; secrets preferably from env or files.
 	Username              string `toml:"username"`
 	Password              string `toml:"password"`

@@ -338,6 +338,43 @@ func TestConfigAnnotate(t *testing.T) {
 	}
 }
 
+// The history's target: none without history-*; a retention policy alone
+// is one of the annotations' database; a database or bucket of its own;
+// never the annotations' own target, nor, with create-database, a
+// retention policy that its creation would make the default of the
+// annotations' database. Errors name the key and where it was set.
+func TestConfigHistory(t *testing.T) {
+	for _, tc := range []struct{ conf, want, err string }{
+		{"", "", ""},
+		{`history-retention-policy = "year"`, "spark/year", ""},
+		{`history-database = "spark_history"`, "spark_history", ""},
+		{"history-database = \"h\"\nhistory-retention-policy = \"year\"", "h/year", ""},
+		{`history-bucket = "history"`, "history", ""},
+		{`history-database = "spark"`, "", `sparkpulse.toml:5:1: [annotate] spark is where the annotations go`},
+		{"history-retention-policy = \"year\"\n[influxdb]\ncreate-database = true", "", `[annotate] with create-database, retention policy "year" would be created as the default of database "spark", where the annotations go; create it yourself (CREATE RETENTION POLICY "year" ON "spark" DURATION 0s REPLICATION 1)`},
+		{"history-database = \"h\"\nhistory-retention-policy = \"year\"\n[influxdb]\ncreate-database = true", "h/year", ""},
+	} {
+		plan, err := loadFile(t, "[[graphite]]\n  database = \"spark\"\n[annotate]\nurls = [\"http://hs:18080\"]\n"+tc.conf+"\n", noEnv)
+		if tc.err != "" {
+			if err == nil || !strings.Contains(err.Error(), tc.err) {
+				t.Errorf("%q: error %v, want %q", tc.conf, err, tc.err)
+			}
+			continue
+		}
+		if err != nil {
+			t.Errorf("%q: %v", tc.conf, err)
+			continue
+		}
+		got := ""
+		if h := plan.Annotate.History; h != nil {
+			got = h.Bucket
+		}
+		if got != tc.want || plan.Annotate.Target.Bucket != "spark" {
+			t.Errorf("%q: history %q, annotations %q; want %q", tc.conf, got, plan.Annotate.Target.Bucket, tc.want)
+		}
+	}
+}
+
 // Settings that would put a password in a URL are refused without quoting
 // it (cmd/sparkpulse's TestSecretsStayHidden: the running service).
 func TestConfigErrorsHideURLCredentials(t *testing.T) {

@@ -16,6 +16,7 @@ import (
 	"github.com/sparkpulse/sparkpulse/graphite"
 	"github.com/sparkpulse/sparkpulse/human"
 	"github.com/sparkpulse/sparkpulse/influx"
+	"github.com/sparkpulse/sparkpulse/influxql"
 	"github.com/sparkpulse/sparkpulse/ingestlog"
 	"github.com/sparkpulse/sparkpulse/queue"
 	"github.com/sparkpulse/sparkpulse/relay"
@@ -115,8 +116,9 @@ type InternalPlan struct {
 
 // AnnotatePlan is the validated [annotate] section.
 type AnnotatePlan struct {
-	Poller   annotate.Config // without Sink, Log and Now
+	Poller   annotate.Config // without Sink, History, Log and Now
 	Target   influx.Target
+	History  *influx.Target // spark_app_history's, nil when none
 	AppIDTag string
 }
 
@@ -559,11 +561,52 @@ func (c *Config) prepareAnnotate(p *Plan, getenv func(string) string) error {
 	if plan.Target, err = target(a.Bucket, a.Database, a.RetentionPolicy, p.DefaultTarget()); err != nil {
 		e.add(err)
 	}
+	if a.HistoryBucket != "" || a.HistoryDatabase != "" || a.HistoryRetentionPolicy != "" {
+		db := a.HistoryDatabase
+		if db == "" && a.HistoryBucket == "" {
+			db, _, _ = strings.Cut(plan.Target.Bucket, "/") // the annotations' database
+		}
+		h, err := target(a.HistoryBucket, db, a.HistoryRetentionPolicy, influx.Target{})
+		switch {
+		case err != nil:
+			e.fail("history-retention-policy", "history-%v", err)
+		case h == plan.Target:
+			e.fail(historyKey(a), "%s is where the annotations go: the history is for a target that keeps it longer (a retention policy or bucket of its own)", h.Bucket)
+		case p.CreateDatabase && a.HistoryBucket == "" && a.HistoryRetentionPolicy != "" && sameDatabase(h, plan.Target):
+			// InfluxDB 1.x's way, which create-database follows: a
+			// retention policy created in an existing database becomes
+			// its default, where the annotations without one would go.
+			e.fail(historyKey(a), "with create-database, retention policy %q would be created as the default of database %q, where the annotations go; create it yourself (CREATE RETENTION POLICY %s ON %s DURATION 0s REPLICATION 1) or give the history a database of its own (history-database)",
+				a.HistoryRetentionPolicy, db, influxql.QuoteIdent(a.HistoryRetentionPolicy), influxql.QuoteIdent(db))
+		default:
+			plan.History = &h
+		}
+	}
 	if len(e.errs) > 0 {
 		return e.err()
 	}
 	p.Annotate = plan
 	return nil
+}
+
+// sameDatabase reports whether two 1.x targets ("db" or "db/rp") are in
+// one database.
+func sameDatabase(a, b influx.Target) bool {
+	da, _, _ := strings.Cut(a.Bucket, "/")
+	db, _, _ := strings.Cut(b.Bucket, "/")
+	return da == db
+}
+
+// historyKey is the history-* key that names the history's target, for
+// an error about it.
+func historyKey(a AnnotateConfig) string {
+	switch {
+	case a.HistoryBucket != "":
+		return "history-bucket"
+	case a.HistoryRetentionPolicy != "":
+		return "history-retention-policy"
+	}
+	return "history-database"
 }
 
 // annotateAuth resolves the Spark sources' credentials: env beats a file,

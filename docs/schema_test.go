@@ -134,7 +134,7 @@ func closuresOf(fn *ast.FuncDecl) map[string]*ast.FuncLit {
 }
 
 // primitive are the encoder's methods the walk knows, not walks.
-var primitive = map[string]bool{"begin": true, "startLine": true, "int": true, "str": true, "float": true, "bool": true}
+var primitive = map[string]bool{"begin": true, "startLine": true, "int": true, "str": true, "float": true, "bool": true, "history": true}
 
 type schemaWalk struct {
 	fset     *token.FileSet
@@ -239,6 +239,27 @@ func (w *schemaWalk) call(c *ast.CallExpr, env map[string]binding, depth int) {
 			w.starting = false
 		case "int", "str", "float", "bool":
 			w.add(c, env, func(s *measurementSchema) nameSet { return s.fields })
+		case "history":
+			// The point just ended again, as spark_app_history: its tags
+			// but applicationid, and its fields.
+			h := w.out[w.consts["schema.MeasurementAppHistory"]]
+			src := w.out[w.cur]
+			if h == nil || src == nil {
+				w.fail(c, "history of a point the walk does not know")
+				return
+			}
+			for k := range src.tags {
+				if k != w.consts["schema.TagApplicationID"] {
+					h.tags[k] = true
+				}
+			}
+			for k := range src.fields {
+				// cores_held is an estimate's, and estimates have no
+				// history: the walk does not tell the branches apart.
+				if k != w.consts["schema.UsageCoresHeld"] {
+					h.fields[k] = true
+				}
+			}
 		default:
 			outer := w.closures
 			w.closures = closuresOf(m)

@@ -25,8 +25,10 @@
 // # When it is journalled
 //
 // [Store.Write] appends the batch's record (its facts, snapshots and
-// points) to the journal and syncs it to disk, then hands the points to
-// the sink, then records the facts in the ledger, holding the journal
+// points, and its history points where a History sink is configured) to
+// the journal and syncs it to disk, then hands the points to the sink
+// (the history points to the History sink), then records the facts in
+// the ledger, holding the journal
 // from the append to the record: a checkpoint never comes between.
 // A checkpoint ([Store.Checkpoint]) saves the ledger atomically through
 // Durability.Save (with InDir, statefile.Replace: a temporary file,
@@ -85,7 +87,9 @@
 // and t the time in ns, omitted when none; x: executor snapshots by
 // process, s the fingerprint of the point's tags and fields and t its
 // time, omitted when none; n: the points in l, line protocol, a point per
-// line. A line of version 1, an older sparkpulse's, has no version and
+// line; hn and h likewise the history points, omitted when none (Resend
+// asks Durability.StoredHistory for them, and hands them to the History
+// sink). A line of version 1, an older sparkpulse's, has no version and
 // the CRC-32 (IEEE) of its JSON; it is read still.
 //
 // The checkpoint (state-dir/annotate.state; the caller names both files)

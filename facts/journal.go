@@ -31,6 +31,9 @@ type Durability struct {
 	// whether InfluxDB holds a point at its series and time already: the
 	// journal's points it holds are not sent again. On an error, all are.
 	Stored func(ctx context.Context, lines []byte) ([]bool, error)
+	// StoredHistory is Stored for the history points, where the History
+	// sink writes them.
+	StoredHistory func(ctx context.Context, lines []byte) ([]bool, error)
 }
 
 // InDir keeps the journal and the checkpoint in the state directory dir,
@@ -72,6 +75,9 @@ type record struct {
 	Snaps map[string]Snapshot `json:"x,omitempty"`
 	N     int                 `json:"n"`
 	Lines string              `json:"l"`
+	// The history points (Batch.History), when there are.
+	HN      int    `json:"hn,omitempty"`
+	History string `json:"h,omitempty"`
 }
 
 // journalVersion marks each record line of this format; a line of version
@@ -208,21 +214,34 @@ func (s *Store) Resend(ctx context.Context) (int, error) {
 	if len(records) == 0 {
 		return 0, nil
 	}
+	// A record's points, and its history points: each part asked for
+	// where its sink writes, and sent there again.
 	type part struct {
+		app    string
 		lines  []byte
 		n      int
+		sink   Sink
+		asker  func(ctx context.Context, lines []byte) ([]bool, error)
 		stored []bool // nil: not known
 	}
-	parts := make([]part, len(records))
+	var parts []part
 	total := 0
-	ask, missing, failed := j.cfg.Stored != nil, false, 0
-	for i, r := range records {
-		parts[i] = part{lines: []byte(r.Lines), n: r.N}
-		total += r.N
-		if !ask || r.N == 0 {
+	for _, r := range records {
+		if r.N > 0 {
+			parts = append(parts, part{app: r.App, lines: []byte(r.Lines), n: r.N, sink: s.cfg.Sink, asker: j.cfg.Stored})
+		}
+		if r.HN > 0 && s.cfg.History != nil {
+			parts = append(parts, part{app: r.App, lines: []byte(r.History), n: r.HN, sink: s.cfg.History, asker: j.cfg.StoredHistory})
+		}
+		total += r.N + r.HN
+	}
+	ask, missing, failed := true, false, 0
+	for i := range parts {
+		pt := &parts[i]
+		if !ask || pt.asker == nil {
 			continue
 		}
-		stored, err := s.askStored(ctx, parts[i].lines, r.N, askTries)
+		stored, err := s.askStored(ctx, pt.asker, pt.lines, pt.n, askTries)
 		if ctx.Err() != nil {
 			return 0, ctx.Err()
 		}
@@ -233,11 +252,11 @@ func (s *Store) Resend(ctx context.Context) (int, error) {
 			failed++
 			ask = failed < askGiveUp
 			s.cfg.Log.Warn("could not tell which of a journal record's points InfluxDB holds: they are sent again, with the same values",
-				zap.String("app", r.App), zap.Bool("asking_for_the_rest", ask), zap.Error(err))
+				zap.String("app", pt.app), zap.Bool("asking_for_the_rest", ask), zap.Error(err))
 			continue
 		}
 		failed = 0
-		parts[i].stored = stored
+		pt.stored = stored
 		missing = missing || slices.Contains(stored, false)
 	}
 	// A request the last run had sent when it was killed may be taken
@@ -249,7 +268,7 @@ func (s *Store) Resend(ctx context.Context) (int, error) {
 		}
 		for i := range parts {
 			if pt := &parts[i]; pt.stored != nil && slices.Contains(pt.stored, false) {
-				if again, err := s.askStored(ctx, pt.lines, pt.n, 1); err == nil {
+				if again, err := s.askStored(ctx, pt.asker, pt.lines, pt.n, 1); err == nil {
 					for k := range pt.stored {
 						pt.stored[k] = pt.stored[k] || again[k]
 					}
@@ -263,7 +282,7 @@ func (s *Store) Resend(ctx context.Context) (int, error) {
 			return sent, ctx.Err()
 		}
 		lines, n := unstoredLines(pt.lines, pt.n, pt.stored)
-		if n > 0 && !s.cfg.Sink.Append(lines, true) {
+		if n > 0 && !pt.sink.Append(lines, true) {
 			return sent, errors.New("annotate: the sink closed while the journal's points were handed to it again")
 		}
 		sent += n
@@ -278,24 +297,24 @@ func (s *Store) Resend(ctx context.Context) (int, error) {
 	return sent, nil
 }
 
-// askStored asks InfluxDB which of the n points of lines it holds, up to
-// tries times (it may still be taking the last run's cut requests), each
-// question bounded by Timeout.
-func (s *Store) askStored(ctx context.Context, lines []byte, n, tries int) ([]bool, error) {
-	var stored []bool
+// askStored asks InfluxDB (stored) which of the n points of lines it
+// holds, up to tries times (it may still be taking the last run's cut
+// requests), each question bounded by Timeout.
+func (s *Store) askStored(ctx context.Context, stored func(context.Context, []byte) ([]bool, error), lines []byte, n, tries int) ([]bool, error) {
+	var held []bool
 	var err error
 	for try := range tries {
 		if try > 0 && !sleep(ctx, time.Duration(try)*askBackoff) {
 			return nil, ctx.Err()
 		}
 		qctx, cancel := context.WithTimeout(ctx, s.cfg.Timeout)
-		stored, err = s.journal.cfg.Stored(qctx, lines)
+		held, err = stored(qctx, lines)
 		cancel()
-		if err == nil && len(stored) != n {
-			err = fmt.Errorf("%d answers for %d points", len(stored), n)
+		if err == nil && len(held) != n {
+			err = fmt.Errorf("%d answers for %d points", len(held), n)
 		}
 		if err == nil {
-			return stored, nil
+			return held, nil
 		}
 	}
 	return nil, err

@@ -316,3 +316,81 @@ func TestWriteJournalsFirst(t *testing.T) {
 		t.Error("a batch the sink took is not recorded")
 	}
 }
+
+// A batch's history points go to the History sink, journalled with its
+// facts: after a kill, those the history's InfluxDB does not hold are
+// sent there again, asked for where it writes (StoredHistory), and the
+// facts' points go to their own sink. Without a History sink, none are
+// written nor journalled.
+func TestHistoryJournalled(t *testing.T) {
+	dir := t.TempDir()
+	history := func(app string) []byte {
+		return fmt.Appendf(nil, "spark_app_history,appname=etl app_id=%q,outcome=\"succeeded\" %d\n", app, t0.UnixNano())
+	}
+	batch := func(app string) Batch {
+		b := appBatch(app)
+		b.HistoryN, b.History = 1, history(app)
+		return b
+	}
+	facts, hist := &lineSink{}, &lineSink{}
+	s := New(Config{Sink: facts, History: hist, Timeout: time.Second})
+	if _, err := s.Recover(durability(dir)); err != nil {
+		t.Fatal(err)
+	}
+	for _, app := range []string{"app-1", "app-2"} {
+		if !s.Write(batch(app), t0) {
+			t.Fatalf("%s not written", app)
+		}
+	}
+	s.Close() // killed: no checkpoint
+	if got, want := hist.got(), []string{string(history("app-1")), string(history("app-2"))}; !slices.Equal(got, want) {
+		t.Fatalf("history sink got %q, want %q", got, want)
+	}
+
+	// The next start: the history's InfluxDB holds app-1's point only;
+	// the facts' InfluxDB none.
+	facts2, hist2 := &lineSink{}, &lineSink{}
+	s2 := New(Config{Sink: facts2, History: hist2, Timeout: time.Second})
+	d := durability(dir)
+	asked := map[string]int{}
+	d.Stored = func(_ context.Context, lines []byte) ([]bool, error) {
+		asked["facts"]++
+		return make([]bool, bytes.Count(lines, []byte("\n"))), nil
+	}
+	d.StoredHistory = func(_ context.Context, lines []byte) ([]bool, error) {
+		asked["history"]++
+		return []bool{strings.Contains(string(lines), `"app-1"`)}, nil
+	}
+	if n, err := s2.Recover(d); n != 2 || err != nil {
+		t.Fatalf("recovered %d, %v", n, err)
+	}
+	t.Cleanup(func() { s2.Close() })
+	if _, err := s2.Resend(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	if got, want := hist2.got(), []string{string(history("app-2"))}; !slices.Equal(got, want) {
+		t.Errorf("history sent again: %q, want %q", got, want)
+	}
+	if got := facts2.got(); len(got) != 2 || strings.Contains(strings.Join(got, ""), "spark_app_history") {
+		t.Errorf("facts sent again: %q", got)
+	}
+	if asked["history"] < 2 || asked["facts"] < 2 {
+		t.Errorf("asked %v", asked)
+	}
+
+	// Without a History sink: no history journalled, none written.
+	dir3 := t.TempDir()
+	plain := &lineSink{}
+	s3 := New(Config{Sink: plain, Timeout: time.Second})
+	if _, err := s3.Recover(durability(dir3)); err != nil {
+		t.Fatal(err)
+	}
+	s3.Write(batch("app-3"), t0)
+	s3.Close()
+	if b, _ := os.ReadFile(filepath.Join(dir3, "annotate.journal")); bytes.Contains(b, []byte("spark_app_history")) {
+		t.Errorf("journalled history without a History sink: %s", b)
+	}
+	if got := plain.got(); len(got) != 1 {
+		t.Errorf("facts sink got %q", got)
+	}
+}

@@ -27,6 +27,11 @@ type idler interface {
 // Config configures a Store.
 type Config struct {
 	Sink Sink
+	// History, when set, receives the batches' history points: the
+	// figures kept far longer than the facts, elsewhere (a retention
+	// policy or bucket of their own). They are journalled with the
+	// batch's facts and sent again with them.
+	History Sink
 	// Timeout bounds each question to InfluxDB (Durability.Stored) and a
 	// checkpoint's wait for the sink.
 	Timeout time.Duration
@@ -70,6 +75,9 @@ type Batch struct {
 	Snaps   map[string]Snapshot // by process
 	N       int                 // the points in Lines
 	Lines   []byte              // line protocol, a point per line
+	// The points for the History sink, likewise; none without one.
+	HistoryN int
+	History  []byte
 }
 
 // Write journals b, hands its points to the sink, and records its facts
@@ -78,17 +86,24 @@ type Batch struct {
 // comes between. It returns false when the sink, closing, took nothing:
 // then nothing is recorded, and the facts are made again.
 func (s *Store) Write(b Batch, now time.Time) bool {
+	if s.cfg.History == nil {
+		b.HistoryN, b.History = 0, nil
+	}
 	if j := s.journal; j != nil && (b.N > 0 || len(b.Facts) > 0 || len(b.Snaps) > 0) {
 		// Durable before it is handed on.
 		j.mu.Lock()
 		defer j.mu.Unlock()
-		if err := j.append(record{App: b.App, Facts: b.Facts, Snaps: b.Snaps, N: b.N, Lines: string(b.Lines)}); err != nil {
+		r := record{App: b.App, Facts: b.Facts, Snaps: b.Snaps, N: b.N, Lines: string(b.Lines), HN: b.HistoryN, History: string(b.History)}
+		if err := j.append(r); err != nil {
 			s.cfg.Log.Error("facts journal not written: a crash before the next checkpoint could write these facts again",
 				zap.Stringer("application", b.Attempt), zap.Error(err))
 		}
 	}
 	if b.N > 0 && !s.cfg.Sink.Append(b.Lines, true) {
 		return false
+	}
+	if b.HistoryN > 0 && !s.cfg.History.Append(b.History, true) {
+		return false // its facts are made again, with their points
 	}
 	s.Record(b.App, b.Facts, b.Snaps, now)
 	return true
@@ -98,7 +113,7 @@ func (s *Store) Write(b Batch, now time.Time) bool {
 const checkpointEvery = time.Minute
 
 // Checkpoint saves the ledger (Durability.Save) and empties the journal,
-// when the sink holds nothing: every point recorded in the journal was
+// when the sinks hold nothing: every point recorded in the journal was
 // delivered or refused. It waits up to Timeout for that, or until ctx
 // ends. With force, it does so whatever the sink holds, for a shutdown
 // after the sink was closed (what it held went to its disk queue). It
@@ -109,14 +124,14 @@ func (s *Store) Checkpoint(ctx context.Context, force bool) (bool, error) {
 		return false, nil
 	}
 	if !force {
-		idle, ok := s.cfg.Sink.(idler)
+		idle, ok := s.idlers()
 		if !ok {
 			return false, nil
 		}
 		// Drain without the lock, then check, under it, that nothing came
 		// in meanwhile.
 		wait, cancel := context.WithTimeout(ctx, s.cfg.Timeout)
-		err := idle.Idle(wait)
+		err := idle(wait)
 		cancel()
 		if err != nil {
 			return false, nil
@@ -127,7 +142,7 @@ func (s *Store) Checkpoint(ctx context.Context, force bool) (bool, error) {
 		defer j.mu.Unlock()
 		done, cancel := context.WithCancel(ctx)
 		cancel() // asked with a context done, Idle does not wait
-		if idle.Idle(done) != nil {
+		if idle(done) != nil {
 			return false, nil
 		}
 	} else {
@@ -149,6 +164,31 @@ func (s *Store) Checkpoint(ctx context.Context, force bool) (bool, error) {
 	j.size = 0
 	j.last = s.cfg.Now()
 	return true, nil
+}
+
+// idlers is a wait until every sink holds nothing; false when a sink
+// cannot tell.
+func (s *Store) idlers() (func(ctx context.Context) error, bool) {
+	sinks := []Sink{s.cfg.Sink}
+	if s.cfg.History != nil {
+		sinks = append(sinks, s.cfg.History)
+	}
+	var idle []idler
+	for _, k := range sinks {
+		i, ok := k.(idler)
+		if !ok {
+			return nil, false
+		}
+		idle = append(idle, i)
+	}
+	return func(ctx context.Context) error {
+		for _, i := range idle {
+			if err := i.Idle(ctx); err != nil {
+				return err
+			}
+		}
+		return nil
+	}, true
 }
 
 // Checkpoints tries a checkpoint every interval once checkpointEvery has

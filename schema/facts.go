@@ -31,6 +31,12 @@ const (
 	MeasurementUsage = "spark_app_usage"
 	// MeasurementReconcile compares the stream's totals with Spark's.
 	MeasurementReconcile = "spark_reconcile"
+	// MeasurementAppHistory is spark_app_usage's end, lost and stream
+	// facts again, without the tag applicationid, written where
+	// [annotate] history-* says: one point per application that ended,
+	// in series per name, queue and user, so that they can be kept far
+	// longer than the facts tagged by application (docs/retention.md).
+	MeasurementAppHistory = "spark_app_history"
 )
 
 // Tags of the facts. TagApplicationID and TagAppName (metrics.go) are on

@@ -98,12 +98,13 @@ func TestAnnotationsEndToEnd(t *testing.T) {
 
 func TestCheckShowsAnnotate(t *testing.T) {
 	var out strings.Builder
-	path := writeFile(t, "c.toml", "[annotate]\nurls = [\"http://rm:8088/proxy/{app_id}\"]\nusername = \"spark\"\npassword = \"s3cret\"\n[[graphite]]\n")
+	path := writeFile(t, "c.toml", "[annotate]\nurls = [\"http://rm:8088/proxy/{app_id}\"]\nusername = \"spark\"\npassword = \"s3cret\"\nhistory-retention-policy = \"year\"\n[[graphite]]\n")
 	if err := run(t.Context(), []string{"check", "--config", path, "--influxdb-url", closedURL(t)}, noEnv, nil, &out, io.Discard); err != nil {
 		t.Fatal(err)
 	}
 	if !strings.Contains(out.String(), `annotate: every 10s → bucket "spark", auth: basic auth as spark`) ||
 		!strings.Contains(out.String(), "http://rm:8088/proxy/{app_id} (filled with each applicationid tag value seen)") ||
+		!strings.Contains(out.String(), `history: each ended application's usage → bucket "spark/year" (spark_app_history, by name)`) ||
 		strings.Contains(out.String(), "s3cret") {
 		t.Errorf("check output:\n%s", out.String())
 	}

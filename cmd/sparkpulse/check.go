@@ -139,6 +139,9 @@ func describeAnnotate(w io.Writer, a *config.AnnotatePlan) {
 	}
 	pc := a.Poller.WithDefaults()
 	fmt.Fprintf(w, "annotate: every %s → bucket %q, auth: %s\n", config.FormatDuration(pc.Interval), a.Target.Bucket, pc.Auth)
+	if a.History != nil {
+		fmt.Fprintf(w, "  history: each ended application's usage → bucket %q (spark_app_history, by name)\n", a.History.Bucket)
+	}
 	for _, u := range pc.Sources {
 		what := "a live UI or History Server"
 		if strings.Contains(u, "{app_id}") {

@@ -53,13 +53,14 @@ func fleetRealInfluxDB(t *testing.T, srv *influxtest.Server, db, setting string)
   urls = [%q]
   interval = "1h"       # polled below
   usage-delay = "1ms"   # the stream is flushed before the poll
+  history-database = %q
 [deltas]
   first-sample-grace = "0s"  # sparkpulse is up before the applications: every first sample is new work
 [[graphite]]
   bind-address = "127.0.0.1:0"
   database = %q
   %s
-`, ui.URL, db, setting)
+`, ui.URL, db+"_history", db, setting)
 	svc := startSparkpulse(t, srv, conf)
 	// The fourth sends its metrics under its name
 	// (spark.metrics.namespace=${spark.app.name}): joined all the same.
@@ -190,6 +191,28 @@ func fleetRealInfluxDB(t *testing.T, srv *influxtest.Server, db, setting string)
 	}
 	if !killedSomewhere {
 		t.Error("no executor was killed over its memory limit: the lost-report case went untested")
+	}
+
+	// The history: each application's end fact again, in the history's
+	// own database, the same figures, by name and not by application.
+	for _, sr := range srv.Query(t, db+"_history", `SHOW SERIES`) {
+		for _, v := range sr.Values {
+			if key := fmt.Sprint(v[0]); !strings.HasPrefix(key, "spark_app_history,") || strings.Contains(key, "applicationid=") {
+				t.Errorf("history series %s", key)
+			}
+		}
+	}
+	history := map[string]map[string]any{}
+	for _, sr := range srv.Query(t, db+"_history", `SELECT "app_id", "fact", "executor_core_seconds", "recommended" FROM "spark_app_history" GROUP BY "appname"`) {
+		for _, v := range sr.Values {
+			history[fmt.Sprint(v[1])] = map[string]any{"appname": sr.Tags["appname"], "fact": v[2], "executor_core_seconds": v[3], "recommended": v[4]}
+		}
+	}
+	for _, id := range apps {
+		h, u := history[id], usage[id]
+		if h == nil || h["appname"] != names[id] || h["fact"] != "end" || num(h["executor_core_seconds"]) != num(u["executor_core_seconds"]) || h["recommended"] != u["recommended"] {
+			t.Errorf("%s: history %v, usage %v", id, h, u)
+		}
 	}
 
 	// report --fleet: every application, the idle one first, and totals

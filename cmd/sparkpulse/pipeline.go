@@ -55,6 +55,7 @@ type pipeline struct {
 
 	annotator *annotate.Poller // nil without [annotate] urls
 	annWriter *influx.Writer
+	hisWriter *influx.Writer // spark_app_history's, nil without [annotate] history-*
 	annCancel context.CancelFunc
 	annDone   chan struct{}
 
@@ -349,6 +350,12 @@ func (p *pipeline) openAnnotator() error {
 	}
 	pc := a.Poller
 	pc.Sink, pc.Log = p.annWriter, p.log.With(zap.String("component", "annotate"))
+	if a.History != nil {
+		if p.hisWriter, err = p.newWriter("history", p.plan.Influx, *a.History); err != nil {
+			return fmt.Errorf("[annotate] history: %w", err)
+		}
+		pc.History = p.hisWriter
+	}
 	pc.Stream = newStream(p.plan, p.blockWriters)
 	if p.annotator, err = annotate.New(pc); err != nil {
 		return fmt.Errorf("[annotate]: %w", err)
@@ -490,6 +497,9 @@ func (p *pipeline) writers() (names []string, ws []*influx.Writer) {
 	if p.annWriter != nil {
 		names, ws = append(names, "annotations"), append(ws, p.annWriter)
 	}
+	if p.hisWriter != nil {
+		names, ws = append(names, "history"), append(ws, p.hisWriter)
+	}
 	if p.intWriter != nil {
 		names, ws = append(names, "own metrics"), append(ws, p.intWriter)
 	}
@@ -544,9 +554,9 @@ func (p *pipeline) shutdown(ctx context.Context) error {
 		delivered = delivered && errs[i] == nil
 	}
 	stateErr := p.deltas.save(delivered)
-	// The annotation writer's points are delivered or in its disk queue.
-	i := p.annWriterIndex()
-	stateErr = errors.Join(stateErr, p.saveFacts(ctx, i >= 0 && errs[i] == nil))
+	// The annotation writer's points, and the history's, are delivered
+	// or in their disk queues.
+	stateErr = errors.Join(stateErr, p.saveFacts(ctx, p.closedCleanly(errs, p.annWriter) && p.closedCleanly(errs, p.hisWriter)))
 	if p.admin != nil {
 		_ = p.admin.Shutdown(ctx)
 	}
@@ -570,13 +580,15 @@ func (p *pipeline) blockWriters() []*influx.Writer {
 	return ws
 }
 
-// annWriterIndex is the annotation writer's place in writers(), -1 if none.
-func (p *pipeline) annWriterIndex() int {
-	if p.annWriter == nil {
-		return -1
+// closedCleanly says whether w, if there is one, closed without error:
+// errs are closeWriters', in the order of writers().
+func (p *pipeline) closedCleanly(errs []error, w *influx.Writer) bool {
+	if w == nil {
+		return true
 	}
 	_, ws := p.writers()
-	return slices.Index(ws, p.annWriter)
+	i := slices.Index(ws, w)
+	return i >= 0 && errs[i] == nil
 }
 
 // shutdownStall bounds how long a stop waits for an InfluxDB that takes

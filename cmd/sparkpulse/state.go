@@ -261,7 +261,10 @@ func (p *pipeline) loadFacts() error {
 		return fmt.Errorf("state-dir: %w", err)
 	}
 	d := facts.InDir(dir, journalFile, factsFile)
-	d.Stored = p.storedPoints
+	d.Stored = p.storedIn(p.plan.Annotate.Target)
+	if h := p.plan.Annotate.History; h != nil {
+		d.StoredHistory = p.storedIn(*h)
+	}
 	n, err := p.annotator.Facts().Recover(d)
 	if n > 0 {
 		p.log.Info("the last run stopped without a checkpoint: its last annotation facts are read, and their points sent again beside ingest, with the same values",
@@ -289,11 +292,19 @@ func (p *pipeline) saveFacts(ctx context.Context, delivered bool) error {
 	return nil
 }
 
-// storedPoints says, for each point of lines, whether the annotations'
-// database holds a point at its series and time: one InfluxQL select per
-// point, for the few a crash left in the journal, over one connection.
-func (p *pipeline) storedPoints(ctx context.Context, lines []byte) ([]bool, error) {
-	db, _, _ := strings.Cut(p.plan.Annotate.Target.Bucket, "/")
+// storedIn says, for each point of lines, whether the database of target
+// t holds a point at its series and time: one InfluxQL select per point,
+// for the few a crash left in the journal, over one connection.
+func (p *pipeline) storedIn(t influx.Target) func(ctx context.Context, lines []byte) ([]bool, error) {
+	return func(ctx context.Context, lines []byte) ([]bool, error) { return p.stored(ctx, t, lines) }
+}
+
+func (p *pipeline) stored(ctx context.Context, t influx.Target, lines []byte) ([]bool, error) {
+	db, rp, _ := strings.Cut(t.Bucket, "/")
+	from := "" // the measurement's retention policy, where the target names one
+	if rp != "" {
+		from = influxql.QuoteIdent(rp) + "."
+	}
 	reader, err := influx.NewQuerier(p.plan.Influx)
 	if err != nil {
 		return nil, err
@@ -330,8 +341,8 @@ func (p *pipeline) storedPoints(ctx context.Context, lines []byte) ([]bool, erro
 		if err != nil {
 			return nil, err
 		}
-		series, err := reader.Query(ctx, db, fmt.Sprintf("SELECT * FROM %s WHERE %stime = %d LIMIT 1",
-			influxql.QuoteIdent(string(m)), where, ts.UnixNano()))
+		series, err := reader.Query(ctx, db, fmt.Sprintf("SELECT * FROM %s%s WHERE %stime = %d LIMIT 1",
+			from, influxql.QuoteIdent(string(m)), where, ts.UnixNano()))
 		if err != nil {
 			return nil, err
 		}
