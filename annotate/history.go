@@ -14,7 +14,8 @@ import (
 // spark_app_usage (end, lost or stream), to the batch's spark_app_history
 // points, when a History sink is configured: the same tags but
 // applicationid, so that its series are per name, queue and user, not
-// per application, and the same fields, app_id among them. Its time is
+// per application, and the same fields, app_id among them (the metrics'
+// key, where a stream fact has no Spark id). Its time is
 // the fact's, with the sub-millisecond digits taken from a hash of the
 // application's id rather than left at zero: two runs of one name ending
 // in the same millisecond are two points, not one.
@@ -31,21 +32,31 @@ func (w *points) history() {
 			break
 		}
 		enc.StartLine(schema.MeasurementAppHistory)
+		key := ""
 		for {
 			k, v, err := dec.NextTag()
 			if err != nil || k == nil {
 				break
 			}
-			if string(k) != schema.TagApplicationID {
+			if string(k) == schema.TagApplicationID {
+				key = string(v)
+			} else {
 				enc.AddTag(string(k), string(v))
 			}
 		}
+		withID := false
 		for {
 			k, v, err := dec.NextField()
 			if err != nil || k == nil {
 				break
 			}
+			withID = withID || string(k) == schema.FieldAppID
 			enc.AddField(string(k), v)
+		}
+		if !withID && key != "" {
+			// A stream fact of metrics whose key is not a Spark id: the
+			// key is all that names the application.
+			enc.AddField(schema.FieldAppID, lineprotocol.MustNewValue(key))
 		}
 		enc.EndLine(time.Unix(0, historyTime(w.ts, w.st.key.app)))
 	}

@@ -211,10 +211,28 @@ func (r *Fleet) rank() {
 // applications that ended in the last Since, in Database at the InfluxDB
 // Influx names.
 type FleetQuery struct {
-	Influx    influx.Config
-	Database  string        // where the annotator writes spark_app_usage
+	Influx   influx.Config
+	Database string // where the annotator writes spark_app_usage
+	// History, when set, is where it writes spark_app_history ("db" or
+	// "db/rp"): the applications that ended are read there, kept longer
+	// than the facts; the running ones' estimates in Database.
+	History   string
 	Since     time.Duration // how far back
 	SinceText string        // Since as a person writes it: 7d, 36h
+}
+
+// ended is where the accounting of the applications that ended is read:
+// a database and the FROM of its measurement.
+func (fq FleetQuery) ended() (db, from string) {
+	if fq.History == "" {
+		return fq.Database, influxql.QuoteIdent(schema.MeasurementUsage)
+	}
+	db, rp, _ := strings.Cut(fq.History, "/")
+	from = influxql.QuoteIdent(schema.MeasurementAppHistory)
+	if rp != "" {
+		from = influxql.QuoteIdent(rp) + "." + from
+	}
+	return db, from
 }
 
 // WriteFleet reads the spark_app_usage facts of the applications that
@@ -246,9 +264,10 @@ var fleetFields = []string{schema.TagApplicationID, schema.FieldAppID, schema.Ta
 
 // ReadFleet reads and ranks what WriteFleet prints.
 func ReadFleet(ctx context.Context, fq FleetQuery) (Fleet, error) {
-	db, since := fq.Database, fq.Since
+	since := fq.Since
+	db, from := fq.ended()
 	q := fmt.Sprintf(`SELECT %s FROM %s WHERE time >= now() - %dm AND (%[4]s = 'end' OR %[4]s = 'lost')`,
-		influxql.QuoteIdents(fleetFields...), influxql.QuoteIdent(schema.MeasurementUsage), int64(since/time.Minute), influxql.QuoteIdent(schema.FieldFact))
+		influxql.QuoteIdents(fleetFields...), from, int64(since/time.Minute), influxql.QuoteIdent(schema.FieldFact))
 	reader, err := influx.NewQuerier(fq.Influx)
 	if err != nil {
 		return Fleet{}, err
@@ -265,14 +284,14 @@ func ReadFleet(ctx context.Context, fq FleetQuery) (Fleet, error) {
 			hint = "; give the database run writes to with --database (or --bucket), or in the config file"
 		}
 		return Fleet{}, fmt.Errorf("reading the accounting (%s) from database %q at %s: %w%s",
-			schema.MeasurementUsage, db, influx.RedactURL(fq.Influx.WithDefaults().URL), err, hint)
+			from, db, influx.RedactURL(fq.Influx.WithDefaults().URL), err, hint)
 	}
 	r := Fleet{Since: since.String(), SinceText: fq.SinceText, Database: db, Applications: []FleetApp{}, Running: []RunningApp{}, Unknown: []RunningApp{},
 		StreamOnly: []StreamApp{}}
 	for _, s := range series {
 		r.Applications = appendFleetApps(r.Applications, s)
 	}
-	running, err := readRunning(ctx, reader, db, since, r.Applications)
+	running, err := readRunning(ctx, reader, fq.Database, since, r.Applications)
 	if err != nil {
 		return Fleet{}, err
 	}
@@ -283,7 +302,7 @@ func ReadFleet(ctx context.Context, fq FleetQuery) (Fleet, error) {
 			r.Running = append(r.Running, a)
 		}
 	}
-	if r.StreamOnly, err = readStreamOnly(ctx, reader, db, since, r); err != nil {
+	if r.StreamOnly, err = readStreamOnly(ctx, reader, fq, r); err != nil {
 		return Fleet{}, err
 	}
 	r.rank()
@@ -294,11 +313,13 @@ func ReadFleet(ctx context.Context, fq FleetQuery) (Fleet, error) {
 var streamFields = []string{schema.TagApplicationID, schema.FieldAppID, schema.UsageDurationMs, schema.UsageExecutors,
 	schema.UsageTaskCPUSeconds, schema.UsagePeakRSSBytes}
 
-// readStreamOnly reads the stream facts of the range, less the
-// applications a source showed after all (their own facts are above).
-func readStreamOnly(ctx context.Context, reader *influx.Querier, db string, since time.Duration, r Fleet) ([]StreamApp, error) {
+// readStreamOnly reads the stream facts of the range, where the ended
+// applications are read, less the applications a source showed after all
+// (their own facts are above).
+func readStreamOnly(ctx context.Context, reader *influx.Querier, fq FleetQuery, r Fleet) ([]StreamApp, error) {
+	db, from := fq.ended()
 	q := fmt.Sprintf(`SELECT %s FROM %s WHERE time >= now() - %dm AND %s = 'stream'`,
-		influxql.QuoteIdents(streamFields...), influxql.QuoteIdent(schema.MeasurementUsage), int64(since/time.Minute), influxql.QuoteIdent(schema.FieldFact))
+		influxql.QuoteIdents(streamFields...), from, int64(fq.Since/time.Minute), influxql.QuoteIdent(schema.FieldFact))
 	series, err := reader.Query(ctx, db, q)
 	if err != nil {
 		if inner := errors.Unwrap(err); inner != nil {

@@ -346,6 +346,29 @@ func fleetRealInfluxDB(t *testing.T, srv *influxtest.Server, db, setting string)
 	if db == "spark_wide" {
 		printedExample(t, "report --fleet", "$ sparkpulse report --fleet --since 1d\n"+out.String())
 	}
+
+	// With a history, the fleet of ended applications is read there: the
+	// same ranking and totals once the facts' spark_app_usage is gone, as
+	// when its retention has passed.
+	srv.Query(t, db, fmt.Sprintf("DROP MEASUREMENT %q", schema.MeasurementUsage))
+	withHistory := writeFile(t, "history.toml", fmt.Sprintf("[influxdb]\n  url = %q\n[annotate]\n  urls = [%q]\n  history-database = %q\n[[graphite]]\n  database = %q\n  %s\n",
+		srv.URL, ui.URL, db+"_history", db, setting))
+	out.Reset()
+	if err := cmdReport(context.Background(), []string{"--config", withHistory, "--fleet", "--since", "1d", "--json"}, noEnv, &out, &errOut); err != nil {
+		t.Fatalf("report --fleet from the history: %v\n%s", err, errOut.String())
+	}
+	var fromHistory report.Fleet
+	if err := json.Unmarshal([]byte(out.String()), &fromHistory); err != nil {
+		t.Fatalf("%v: %s", err, out.String())
+	}
+	if len(fromHistory.Applications) != 4 || fromHistory.Totals != fr.Totals {
+		t.Errorf("report --fleet from the history: %d applications, totals %+v; from the facts %+v", len(fromHistory.Applications), fromHistory.Totals, fr.Totals)
+	}
+	for i, a := range fromHistory.Applications {
+		if f := fr.Applications[i]; a.Application != f.Application || a.CoreHours != f.CoreHours || a.SavingCoreHours != f.SavingCoreHours || a.Name != f.Name {
+			t.Errorf("from the history, row %d: %+v; from the facts %+v", i, a, f)
+		}
+	}
 }
 
 // printedExample holds docs/sizing.md's example of name to text, what the

@@ -60,5 +60,9 @@ func reportFleet(ctx context.Context, plan *config.Plan, since time.Duration, as
 	if db == "" {
 		return fmt.Errorf("%w: no database to read: give a [[graphite]] block or [annotate] database", errUsage)
 	}
-	return report.WriteFleet(ctx, report.FleetQuery{Influx: plan.Influx, Database: db, Since: since, SinceText: config.FormatDuration(since)}, asJSON, wide, stdout)
+	fq := report.FleetQuery{Influx: plan.Influx, Database: db, Since: since, SinceText: config.FormatDuration(since)}
+	if plan.Annotate != nil && plan.Annotate.History != nil {
+		fq.History = plan.Annotate.History.Bucket
+	}
+	return report.WriteFleet(ctx, fq, asJSON, wide, stdout)
 }
