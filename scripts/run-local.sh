@@ -82,6 +82,11 @@ bind-address = "127.0.0.1:8088"
   dir = "$run_dir/influxdb/data"
   wal-dir = "$run_dir/influxdb/wal"
   query-log-enabled = false
+  # As docker-compose.yml's: every application adds series and an
+  # applicationid value (docs/retention.md).
+  index-version = "tsi1"
+  max-series-per-database = 0
+  max-values-per-tag = 0
 [http]
   bind-address = "127.0.0.1:8086"
   log-enabled = false
@@ -98,6 +103,10 @@ CONF
     sleep 0.5
   done
   echo "run: InfluxDB 1.8.10 at $influx_url (data in .run/influxdb, log in .run/influxd.log)"
+  # The metrics and facts kept two weeks, as docker-compose.yml's
+  # influxdb-init.iql has them; a database an earlier run made is left as
+  # it is. The history database sparkpulse creates keeps everything.
+  curl -sf -XPOST "$influx_url/query" --data-urlencode "q=CREATE DATABASE \"$db\" WITH DURATION 14d SHARD DURATION 1d NAME \"two_weeks\"" >/dev/null 2>&1 || true
 fi
 
 # The settings, in a file that report and watch read as run does.
@@ -117,6 +126,7 @@ bind-address = "$admin"
 
 [annotate]
 urls = ["http://$ui"]
+history-database = "${db}_history"   # each ended application's usage, kept for good (docs/retention.md)
 
 [[graphite]]
 bind-address = ":2003"
