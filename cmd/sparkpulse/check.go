@@ -86,7 +86,13 @@ func describeTargets(w io.Writer, plan *config.Plan) error {
 		default:
 			fmt.Fprintf(w, "target %s: %s: OK\n", c.target.Bucket, c.res.String())
 		}
-		for _, warn := range slices.Concat(c.res.Warnings, schemaWarnings(plan, c.target, c.res)) {
+		warnings := slices.Concat(c.res.Warnings, schemaWarnings(plan, c.target, c.res))
+		if c.err == nil && c.res.Major == 1 {
+			if capacity, ok := capacityOf(ctx, plan, c.target); ok {
+				warnings = append(warnings, capacityWarnings(c.target.Bucket, capacity)...)
+			}
+		}
+		for _, warn := range warnings {
 			fmt.Fprintf(w, "warning: %s\n", warn)
 		}
 	}
