@@ -9,6 +9,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/sparkpulse/sparkpulse/config"
 	"github.com/sparkpulse/sparkpulse/influx/influxtest"
 	"github.com/sparkpulse/sparkpulse/sparkui"
 )
@@ -34,15 +35,11 @@ func TestAnnotationsEndToEnd(t *testing.T) {
 	defer rm.Close()
 
 	srv := influxtest.Start(t)
-	svc := startSparkpulse(t, srv, fmt.Sprintf(`
-[annotate]
-  urls = ["%s/proxy/{app_id}"]
-  interval = "1s"
-  database = "annotations"
-[[graphite]]
-  bind-address = "127.0.0.1:0"
-  database = "metrics"
-`, rm.URL))
+	svc := startSparkpulse(t, config.Config{
+		InfluxDB: config.InfluxDBConfig{URL: srv.URL},
+		Annotate: config.AnnotateConfig{URLs: []string{rm.URL + "/proxy/{app_id}"}, Interval: seconds(1), Database: "annotations"},
+		Graphite: []config.GraphiteConfig{{Database: "metrics"}},
+	})
 	sendTCP(t, svc.addr(0), app+".driver.DAGScheduler.job.allJobs 1 "+fmt.Sprint(start.Unix())+"\n")
 	for range 2 {
 		select {

@@ -13,6 +13,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/sparkpulse/sparkpulse/config"
 	"github.com/sparkpulse/sparkpulse/influx/influxtest"
 	"github.com/sparkpulse/sparkpulse/schema"
 	"github.com/sparkpulse/sparkpulse/simulate"
@@ -159,11 +160,7 @@ func TestReportEventLog(t *testing.T) {
 // is sized from what it sent through sparkpulse.
 func TestReportStreamPeaks(t *testing.T) {
 	srv := influxtest.Start(t)
-	svc := startSparkpulse(t, srv, `
-[[graphite]]
-  bind-address = "127.0.0.1:0"
-  database = "spark"
-`)
+	svc := startSparkpulse(t, config.Config{InfluxDB: config.InfluxDBConfig{URL: srv.URL}, Graphite: []config.GraphiteConfig{{Database: "spark"}}})
 	start := time.Now().Add(-10 * time.Minute).Truncate(time.Second)
 	c := simulate.NewCluster(simulate.Config{Addr: svc.addr(0), Apps: 2, Executors: 3, Period: 10 * time.Second, Seed: 7}, start)
 	if _, err := c.Replay(context.Background(), start, 30); err != nil {
