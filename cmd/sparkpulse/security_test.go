@@ -142,7 +142,7 @@ func TestSecretsStayHidden(t *testing.T) {
 
 	// The service, running: a point written with the token, the UI
 	// refusing its password.
-	var logs lockedBuffer
+	var logs influxtest.Output
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
 	bound, done := startRun(t, ctx, path, &logs)

@@ -26,6 +26,7 @@ import (
 	"golang.org/x/sys/unix"
 
 	"github.com/sparkpulse/sparkpulse/config"
+	"github.com/sparkpulse/sparkpulse/influx/influxtest"
 	"github.com/sparkpulse/sparkpulse/relay"
 )
 
@@ -229,7 +230,7 @@ type proc struct {
 	conf  string // its config file
 	bound boundAddrs
 	admin string
-	logs  *lockedBuffer
+	logs  *influxtest.Output
 }
 
 // startBinary runs the sparkpulse binary bin with cfg (see writeConfig)
@@ -239,7 +240,7 @@ type proc struct {
 func startBinary(t *testing.T, bin string, cfg config.Config, env ...string) *proc {
 	t.Helper()
 	readyFile := filepath.Join(t.TempDir(), "ready.json")
-	p := &proc{t: t, conf: writeConfig(t, cfg), logs: &lockedBuffer{}}
+	p := &proc{t: t, conf: writeConfig(t, cfg), logs: &influxtest.Output{}}
 	p.cmd = exec.Command(bin, "run", "--config", p.conf, "--ready-file", readyFile)
 	if len(env) > 0 {
 		p.cmd.Env = append(os.Environ(), env...)
@@ -408,23 +409,4 @@ func (p *proc) until(limit time.Duration, what string, cond func() bool) {
 func waitFor(t *testing.T, p *proc, what string, ok func(map[string]float64) bool) {
 	t.Helper()
 	p.until(30*time.Second, what, func() bool { return ok(p.metrics()) })
-}
-
-// lockedBuffer collects the log of a service running in another goroutine
-// or process.
-type lockedBuffer struct {
-	mu sync.Mutex
-	b  strings.Builder
-}
-
-func (b *lockedBuffer) Write(p []byte) (int, error) {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	return b.b.Write(p)
-}
-
-func (b *lockedBuffer) String() string {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	return b.b.String()
 }

@@ -97,7 +97,7 @@ func start2(dir, bin string, o options) (*Server2, error) {
 			s.Version = h.Version
 			return true
 		},
-		log: &syncBuffer{},
+		log: &Output{},
 		// InfluxQL through the 1.x compatibility API, with the token.
 		client: &http.Client{Timeout: 30 * time.Second, Transport: tokenTransport{token: Token2}},
 	}
@@ -164,7 +164,7 @@ func (s *Server2) setup() error {
 func InfluxQLVia(url string, rt http.RoundTripper) *Server {
 	exited := make(chan struct{})
 	close(exited)
-	return &Server{process: process{URL: url, HTTPAddr: strings.TrimPrefix(url, "http://"), log: &syncBuffer{}, exited: exited,
+	return &Server{process: process{URL: url, HTTPAddr: strings.TrimPrefix(url, "http://"), log: &Output{}, exited: exited,
 		client: &http.Client{Timeout: 30 * time.Second, Transport: rt}}}
 }
 

@@ -86,7 +86,7 @@ func start1(dir, bin string, o options) (*Server, error) {
 		listening: httpListening,
 		probe:     "/ping",
 		ready:     func(r *http.Response) bool { return r.StatusCode == http.StatusNoContent },
-		log:       &syncBuffer{},
+		log:       &Output{},
 		client:    &http.Client{Timeout: 30 * time.Second},
 	}}
 	httpsConf := ""

@@ -13,7 +13,6 @@ import (
 	"os/exec"
 	"path/filepath"
 	"strings"
-	"sync"
 	"syscall"
 	"testing"
 	"time"
@@ -80,7 +79,7 @@ type process struct {
 	cmd     *exec.Cmd
 	exited  chan struct{} // closed when the process has exited
 	held    func()        // after Kill: releases HTTPAddr (see holdPort)
-	log     *syncBuffer
+	log     *Output
 	logFrom int          // where in log the running process's output starts
 	client  *http.Client // probes and InfluxQL: trusts the CA, sends the token
 }
@@ -363,46 +362,4 @@ func (p *process) TryQuery(db, q string) ([]Series, error) {
 		out = append(out, res.Series...)
 	}
 	return out, nil
-}
-
-// syncBuffer collects influxd's output from two pipes, and tells those
-// who wait for a line that more has come.
-type syncBuffer struct {
-	mu      sync.Mutex
-	b       bytes.Buffer
-	written chan struct{} // closed at the next Write
-}
-
-func (b *syncBuffer) Write(p []byte) (int, error) {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	if b.written != nil {
-		close(b.written)
-		b.written = nil
-	}
-	return b.b.Write(p)
-}
-
-// Len is the number of bytes written so far.
-func (b *syncBuffer) Len() int {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	return b.b.Len()
-}
-
-// From returns what was written from offset on, and a channel closed at
-// the next Write.
-func (b *syncBuffer) From(offset int) (string, <-chan struct{}) {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	if b.written == nil {
-		b.written = make(chan struct{})
-	}
-	return string(b.b.Bytes()[offset:]), b.written
-}
-
-func (b *syncBuffer) String() string {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	return b.b.String()
 }
