@@ -96,7 +96,7 @@ func TestAnnotationsEndToEnd(t *testing.T) {
 func TestCheckShowsAnnotate(t *testing.T) {
 	var out strings.Builder
 	path := writeFile(t, "c.toml", "[annotate]\nurls = [\"http://rm:8088/proxy/{app_id}\"]\nusername = \"spark\"\npassword = \"s3cret\"\n[[graphite]]\n")
-	if err := run(t.Context(), []string{"check", "--config", path, "--influxdb-url", closedURL(t)}, noEnv, nil, &out, io.Discard); err != nil {
+	if err := run(t.Context(), []string{"check", "--config", path, "--influxdb-url", refusedURL(t)}, noEnv, nil, &out, io.Discard); err != nil {
 		t.Fatal(err)
 	}
 	if !strings.Contains(out.String(), `annotate: every 10s → bucket "spark", auth: basic auth as spark`) ||

@@ -6,7 +6,6 @@ import (
 	"fmt"
 	"io"
 	"math"
-	"net"
 	"net/http"
 	"net/http/httptest"
 	"os"
@@ -594,16 +593,9 @@ func fleetJSON(t *testing.T, conf, since string) report.Fleet {
 	return r
 }
 
-// refusedURL is a loopback address nothing listens on.
-func refusedURL(t *testing.T) string {
-	t.Helper()
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	ln.Close()
-	return "http://" + ln.Addr().String()
-}
+// refusedURL is a loopback URL whose connections are refused for the
+// whole test: an InfluxDB or a Spark source that is not there.
+func refusedURL(t *testing.T) string { return "http://" + influxtest.RefusingAddr(t) }
 
 // report APP_ID from the record reads one run: runs that share a metrics
 // key (the name as spark.metrics.namespace) are told apart by their

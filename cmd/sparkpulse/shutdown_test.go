@@ -168,7 +168,7 @@ func countStored(t *testing.T, srv influxtest.Influxd) uint64 {
 // still ends within the bound, and fails naming the points lost. Its own
 // metrics alone going undelivered is not a failure.
 func TestStopWithInfluxDBDownWithoutStateDir(t *testing.T) {
-	url := "http://" + influxtest.RefusingAddr(t) // connections refused
+	url := refusedURL(t)
 	const bound = shutdownStall + 2*time.Second
 
 	idle := startForStop(t, url, "")

@@ -70,16 +70,15 @@ func writeConfig(t *testing.T, cfg config.Config) string {
 // seconds is a duration setting of n seconds.
 func seconds(n int) config.Duration { return config.Duration(time.Duration(n) * time.Second) }
 
-// environ is the environment of env's "KEY=value" pairs alone.
+// environ is the environment of env's "KEY=value" pairs alone, as a
+// process started with them reads it (a later pair wins).
 func environ(env []string) func(string) string {
-	return func(k string) string {
-		for _, kv := range slices.Backward(env) {
-			if v, ok := strings.CutPrefix(kv, k+"="); ok {
-				return v
-			}
-		}
-		return ""
+	m := map[string]string{}
+	for _, kv := range env {
+		k, v, _ := strings.Cut(kv, "=")
+		m[k] = v
 	}
+	return envOf(m)
 }
 
 // testService runs the whole service in-process, as `sparkpulse run` would.
