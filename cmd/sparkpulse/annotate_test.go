@@ -48,26 +48,21 @@ func TestAnnotationsEndToEnd(t *testing.T) {
 			t.Fatal("the application's UI was not polled")
 		}
 	}
-	resp, err := http.Get("http://" + svc.adminLn.Addr().String() + "/metrics")
-	if err != nil {
-		t.Fatal(err)
-	}
-	metrics, _ := io.ReadAll(resp.Body)
-	resp.Body.Close()
+	_, metrics := adminGet(t, svc.adminLn.Addr().String(), "/metrics")
 	svc.stop()
 
 	// The first sync wrote the application, its usage estimate, its job
 	// and its stage; later syncs rewrite the running application's point
 	// as its end moves.
 	for _, name := range []string{"sparkpulse_annotate_points_total "} {
-		_, rest, ok := strings.Cut(string(metrics), "\n"+name)
+		_, rest, ok := strings.Cut(metrics, "\n"+name)
 		var n int
 		if _, err := fmt.Sscan(rest, &n); !ok || err != nil || n < 3 {
 			t.Errorf("/metrics: %s%d (%v, %v), want at least 3", name, n, ok, err)
 		}
 	}
 	for _, want := range []string{"sparkpulse_annotate_sources 1", `sparkpulse_influxdb_queue_batches{listener="annotate"}`} {
-		if !strings.Contains(string(metrics), want) {
+		if !strings.Contains(metrics, want) {
 			t.Errorf("/metrics lacks %q", want)
 		}
 	}

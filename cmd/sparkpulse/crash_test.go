@@ -367,13 +367,8 @@ func TestRestartAfterOutageOpensAtOnce(t *testing.T) {
 	if logs := second.logs.String(); strings.Contains(logs, resentLog) {
 		t.Fatalf("ready only once the journal was sent again:\n%s", logs)
 	}
-	resp, err := http.Get("http://" + second.admin + "/healthz")
-	if err != nil {
-		t.Fatal(err)
-	}
-	resp.Body.Close()
-	if resp.StatusCode != http.StatusOK {
-		t.Errorf("/healthz while the journal waits: %s", resp.Status)
+	if status, _ := adminGet(t, second.admin, "/healthz"); status != http.StatusOK {
+		t.Errorf("/healthz while the journal waits: %d", status)
 	}
 	sendTCP(t, second.bound.graphiteAddr(t, 0), fmt.Sprintf("%s.driver.jvm.heap.used 1234 %d\n", simulate.AppID(start, 1), time.Now().Unix()))
 	waitUntil(t, 30*time.Second, "the genuine line stored while the journal waits", func() bool {

@@ -112,11 +112,9 @@ func TestEndToEnd(t *testing.T) {
 		strings.Repeat("a", 2000)+" 1 1795300003\n"+
 		"\n   \n"+
 		"tail.x 7 1795300004") // no newline at the end: cut, as by a sender that died mid-line
-	health, err := http.Get("http://" + svc.adminLn.Addr().String() + "/healthz")
-	if err != nil || health.StatusCode != http.StatusOK {
-		t.Fatalf("/healthz: %v %v", health, err)
+	if status, body := adminGet(t, svc.adminLn.Addr().String(), "/healthz"); status != http.StatusOK {
+		t.Fatalf("/healthz: %d %s", status, body)
 	}
-	health.Body.Close()
 	datagrams := []string{
 		"app-20261122101500-0001.3.executor.cpuTime.count 81234 1795300000\n",
 		"app-20261122101500-0001.driver.jvm.pools.G1-Eden-Space.used 42 1795300000",

@@ -2,7 +2,6 @@ package main
 
 import (
 	"fmt"
-	"io"
 	"maps"
 	"net/http"
 	"net/http/httptest"
@@ -176,17 +175,9 @@ func TestMetricsAtZero(t *testing.T) {
 // convention has it, with the version `sparkpulse version` prints.
 func TestBuildInfo(t *testing.T) {
 	p, _ := startFresh(t)
-	resp, err := http.Get("http://" + p.adminLn.Addr().String() + "/metrics")
-	if err != nil {
-		t.Fatal(err)
-	}
-	body, err := io.ReadAll(resp.Body)
-	resp.Body.Close()
-	if err != nil {
-		t.Fatal(err)
-	}
+	_, body := adminGet(t, p.adminLn.Addr().String(), "/metrics")
 	want := fmt.Sprintf("sparkpulse_build_info{goversion=%q,revision=%q,version=%q} 1\n", runtime.Version(), revisionString(), versionString())
-	if !strings.Contains(string(body), want) {
+	if !strings.Contains(body, want) {
 		t.Errorf("/metrics lacks %q", want)
 	}
 }

@@ -57,13 +57,8 @@ func TestReadyFile(t *testing.T) {
 			t.Errorf("address %q, want 127.0.0.1 and the port bound", a)
 		}
 	}
-	resp, err := http.Get("http://" + bound.Admin + "/readyz")
-	if err != nil {
-		t.Fatal(err)
-	}
-	resp.Body.Close()
-	if resp.StatusCode != http.StatusOK {
-		t.Errorf("/readyz answered %s once the file was there", resp.Status)
+	if status, _ := adminGet(t, bound.Admin, "/readyz"); status != http.StatusOK {
+		t.Errorf("/readyz answered %d once the file was there", status)
 	}
 	c, err := net.Dial("tcp", bound.Graphite[0].Address)
 	if err != nil {

@@ -154,13 +154,8 @@ func TestSecretsStayHidden(t *testing.T) {
 	fmt.Fprintf(conn, "%s.driver.DAGScheduler.job.allJobs 1 %s\n", app, T)
 	conn.Close()
 	waitN(t, refused, 2, "two refused polls")
-	resp, err := http.Get("http://" + adminAddr + "/metrics")
-	if err != nil {
-		t.Fatal(err)
-	}
-	metrics, _ := io.ReadAll(resp.Body)
-	resp.Body.Close()
-	check("/metrics", string(metrics))
+	_, metrics := adminGet(t, adminAddr, "/metrics")
+	check("/metrics", metrics)
 	cancel()
 	if err := <-done; err != nil {
 		t.Errorf("run: %v", err)
@@ -342,12 +337,7 @@ func TestAdminFlood(t *testing.T) {
 		c.Close()
 	}
 	conns = nil
-	resp, err := http.Get("http://" + admin + "/healthz")
-	if err != nil {
-		t.Fatal(err)
-	}
-	resp.Body.Close()
-	if resp.StatusCode != http.StatusOK {
-		t.Errorf("/healthz after the flood: %s", resp.Status)
+	if status, _ := adminGet(t, admin, "/healthz"); status != http.StatusOK {
+		t.Errorf("/healthz after the flood: %d", status)
 	}
 }

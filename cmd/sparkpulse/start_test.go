@@ -350,6 +350,22 @@ func (p *proc) stop() {
 	}
 }
 
+// adminGet gets path from the admin endpoint at addr and returns the
+// answer's status and body; a request that fails fails the test.
+func adminGet(t *testing.T, addr, path string) (status int, body string) {
+	t.Helper()
+	resp, err := http.Get("http://" + addr + path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	b, err := io.ReadAll(resp.Body)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return resp.StatusCode, string(b)
+}
+
 // metrics reads /metrics into name{labels} → value.
 func (p *proc) metrics() map[string]float64 {
 	p.t.Helper()
