@@ -3,7 +3,6 @@ package influx
 import (
 	"encoding/json"
 	"fmt"
-	"io"
 	"net/http"
 	"net/url"
 	"os"
@@ -105,16 +104,7 @@ func TestAnswersRealInfluxDB(t *testing.T) {
 	srv.Exec(t, `CREATE RETENTION POLICY "short" ON "db" DURATION 1h REPLICATION 1`)
 	post := func(bucket, body string) (int, string) {
 		t.Helper()
-		resp, err := http.Post(srv.URL+"/api/v2/write?precision=ns&bucket="+url.QueryEscape(bucket), "text/plain", strings.NewReader(body))
-		if err != nil {
-			t.Fatal(err)
-		}
-		defer resp.Body.Close()
-		b, err := io.ReadAll(resp.Body)
-		if err != nil {
-			t.Fatal(err)
-		}
-		return resp.StatusCode, strings.TrimSpace(string(b))
+		return srv.Post(t, "/api/v2/write?precision=ns&bucket="+url.QueryEscape(bucket), "", body)
 	}
 	if status, body := post("db", "m value=1 1\n"); status != http.StatusNoContent {
 		t.Fatalf("setup: %d %s", status, body)

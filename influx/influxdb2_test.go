@@ -5,7 +5,6 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"io"
 	"net/http"
 	"os"
 	"regexp"
@@ -76,21 +75,7 @@ func TestAnswersRealInfluxDB2(t *testing.T) {
 	tokens := map[string]string{"operator": srv.Token, "read-only": srv.CreateToken(t, "read"), "bad": "not-a-token"}
 	post := func(query, token, body string) (int, string) {
 		t.Helper()
-		req, err := http.NewRequest(http.MethodPost, srv.URL+"/api/v2/write?"+query, strings.NewReader(body))
-		if err != nil {
-			t.Fatal(err)
-		}
-		req.Header.Set("Authorization", "Token "+token)
-		resp, err := http.DefaultClient.Do(req)
-		if err != nil {
-			t.Fatal(err)
-		}
-		defer resp.Body.Close()
-		b, err := io.ReadAll(resp.Body)
-		if err != nil {
-			t.Fatal(err)
-		}
-		return resp.StatusCode, strings.TrimSpace(string(b))
+		return srv.Post(t, "/api/v2/write?"+query, token, body)
 	}
 	if status, body := post("org=spark&bucket=spark&precision=ns", srv.Token, "m value=1 1\n"); status != http.StatusNoContent {
 		t.Fatalf("setup: %d %s", status, body)

@@ -41,7 +41,7 @@ func TestDashboardsOnRealData(t *testing.T) {
 	for _, sc := range dashboardSchemas(t) {
 		db := dashboardDB(sc)
 		srv.Exec(t, fmt.Sprintf(`CREATE DATABASE %q`, db))
-		writeLine(t, srv, db, typeConflict(sc, start))
+		srv.Write(t, "/write?db="+db, typeConflict(sc, start))
 		dashboardWorkload(t, start, end, rounds, config.Config{
 			InfluxDB: config.InfluxDBConfig{URL: srv.URL},
 			Graphite: []config.GraphiteConfig{{Database: db, Schema: sc.String()}},
@@ -210,18 +210,6 @@ func runExamples(t *testing.T, srv *influxtest.Server, db string, sc schema.Shap
 		t.Errorf("%d InfluxQL examples of the %s schema found in the README and docs/", ran, sc)
 	}
 	return ran
-}
-
-func writeLine(t *testing.T, srv *influxtest.Server, db, line string) {
-	t.Helper()
-	resp, err := http.Post(srv.URL+"/write?db="+db, "text/plain", strings.NewReader(line))
-	if err != nil {
-		t.Fatal(err)
-	}
-	resp.Body.Close()
-	if resp.StatusCode != http.StatusNoContent {
-		t.Fatalf("write %q: %s", line, resp.Status)
-	}
 }
 
 // checkDashboard runs the dashboard in file against db and returns how

@@ -466,7 +466,7 @@ func TestFleetRunning(t *testing.T) {
 		est("app-ghost", 50*time.Minute, "estimate", 200, 20),
 		est("app-ghost", 31*time.Minute, "estimate", 400, 40),
 	} {
-		writeLine(t, srv, "spark", l)
+		srv.Write(t, "/write?db=spark", l)
 	}
 	cfg := reportConfig(t, srv)
 	r := fleetJSON(t, cfg, "1h")
@@ -545,8 +545,8 @@ func TestStreamOnlyApplication(t *testing.T) {
 
 	// An application with an end fact of its own and a stream fact (a
 	// History Server showed it after all) is listed once, with its end.
-	writeLine(t, srv, "spark", fmt.Sprintf(`spark_app_usage,applicationid=app-shown fact="end",app_id="app-shown",executor_core_seconds=60,duration_ms=60000i %d`, now.UnixNano()))
-	writeLine(t, srv, "spark", fmt.Sprintf(`spark_app_usage,applicationid=app-shown fact="stream",app_id="app-shown",executors=1i,duration_ms=50000i %d`, now.UnixNano()+3))
+	srv.Write(t, "/write?db=spark", fmt.Sprintf(`spark_app_usage,applicationid=app-shown fact="end",app_id="app-shown",executor_core_seconds=60,duration_ms=60000i %d`, now.UnixNano()))
+	srv.Write(t, "/write?db=spark", fmt.Sprintf(`spark_app_usage,applicationid=app-shown fact="stream",app_id="app-shown",executors=1i,duration_ms=50000i %d`, now.UnixNano()+3))
 	cfg := reportConfig(t, srv)
 	r := fleetJSON(t, cfg, "1h")
 	if len(r.StreamOnly) != 1 || r.StreamOnly[0].Application != app || r.StreamOnly[0].Executors != 2 ||
@@ -618,7 +618,7 @@ func TestRecordedRuns(t *testing.T) {
 		fmt.Sprintf(`spark_app,applicationid=%s fact="stream",app_id="",status="UNKNOWN",end_ms=%di,title="three",text="three" %d`, key, e3.UnixMilli(), ns(s3, 3)),
 		fmt.Sprintf(`spark_app_usage,applicationid=%s fact="stream",app_id="",text="usage three" %d`, key, ns(e3, 3)),
 	} {
-		writeLine(t, srv, "spark", l)
+		srv.Write(t, "/write?db=spark", l)
 	}
 	cfg := reportConfig(t, srv)
 	for _, c := range []struct{ ask, app, fact, usage, advice string }{

@@ -65,7 +65,7 @@ func TestDashboardsOnRealDataInfluxDB2(t *testing.T) {
 			srv2.CreateBucket(t, db, 0)
 		}
 		conflict := typeConflict(sc, start)
-		writeLine(t, srv1, db, conflict)
+		srv1.Write(t, "/write?db="+db, conflict)
 		srv2.Write(t, "/api/v2/write?org="+url.QueryEscape(srv2.Org)+"&bucket="+url.QueryEscape(db), conflict)
 		dest, env := influxdb2(srv2, tee.URL)
 		dashboardWorkload(t, start, end, rounds, config.Config{InfluxDB: dest, Graphite: []config.GraphiteConfig{{Bucket: db, Schema: sc.String()}}}, env)

@@ -41,11 +41,11 @@ func TestStreamReadsEachBlocksShapes(t *testing.T) {
 		// Outside the window read.
 		fmt.Sprintf(`executor,applicationid=%s,process=1 cpuTime.count=900,cpuTime.count_delta=600 %d`, app, at(100)),
 	} {
-		writeLine(t, srv, "mixed", l)
+		srv.Write(t, "/write?db=mixed", l)
 	}
-	writeLine(t, srv, "cern", fmt.Sprintf(`succeededTasks.count,applicationid=%s,namespace=executor,process=1 value=7,delta=7 %d`, app, at(0)))
+	srv.Write(t, "/write?db=cern", fmt.Sprintf(`succeededTasks.count,applicationid=%s,namespace=executor,process=1 value=7,delta=7 %d`, app, at(0)))
 	// Not the shape the block writes: not read.
-	writeLine(t, srv, "cern", fmt.Sprintf(`executor,applicationid=%s,process=1 succeededTasks.count=1000,succeededTasks.count_delta=1000 %d`, app, at(0)))
+	srv.Write(t, "/write?db=cern", fmt.Sprintf(`executor,applicationid=%s,process=1 succeededTasks.count=1000,succeededTasks.count_delta=1000 %d`, app, at(0)))
 
 	plan := streamPlan(t, config.Config{
 		InfluxDB: config.InfluxDBConfig{URL: srv.URL},

@@ -49,8 +49,6 @@ type Server2 struct {
 
 	Org, Bucket, User, Token string // the operator's; Token may do anything
 	OrgID, BucketID, UserID  string
-
-	api2 *http.Client // the 2.x API, with the token each call names
 }
 
 // Start2 runs influxd 2.x until the end of the test, waits until /health
@@ -81,7 +79,7 @@ func Binary2Path() string {
 }
 
 func start2(dir, bin string, o options) (*Server2, error) {
-	s := &Server2{api2: &http.Client{Timeout: 30 * time.Second}}
+	s := &Server2{}
 	s.process = process{
 		Dir:       dir,
 		scheme:    "http",
@@ -97,9 +95,8 @@ func start2(dir, bin string, o options) (*Server2, error) {
 			s.Version = h.Version
 			return true
 		},
-		log: &Output{},
-		// InfluxQL through the 1.x compatibility API, with the token.
-		client: &http.Client{Timeout: 30 * time.Second, Transport: tokenTransport{token: Token2}},
+		log:    &Output{},
+		client: &http.Client{Timeout: 30 * time.Second},
 	}
 	s.command = func(httpAddr string) (*exec.Cmd, error) {
 		cmd := exec.Command(bin,
@@ -152,6 +149,7 @@ func (s *Server2) setup() error {
 		return fmt.Errorf("setup answered %+v", resp)
 	}
 	s.Org, s.Bucket, s.User, s.Token = Org2, Bucket2, User2, Token2
+	s.token = s.Token // InfluxQL through the 1.x compatibility API, and writes
 	s.OrgID, s.BucketID, s.UserID = resp.Org.ID, resp.Bucket.ID, resp.User.ID
 	return nil
 }
@@ -222,7 +220,7 @@ func (s *Server2) api(method, path, token string, in, out any) error {
 	if token != "" {
 		req.Header.Set("Authorization", "Token "+token)
 	}
-	resp, err := s.api2.Do(req)
+	resp, err := s.client.Do(req)
 	if err != nil {
 		return err
 	}
@@ -283,25 +281,6 @@ func (s *Server2) CreateToken(tb testing.TB, actions ...string) string {
 	var auth struct{ Token string }
 	s.API(tb, http.MethodPost, "/api/v2/authorizations", map[string]any{"orgID": s.OrgID, "permissions": perms}, &auth)
 	return auth.Token
-}
-
-// Write posts line protocol to path (/api/v2/write?…, or the 1.x /write?…)
-// with the operator token, and fails the test unless it is taken (204).
-func (s *Server2) Write(tb testing.TB, path, lines string) {
-	tb.Helper()
-	req, err := http.NewRequest(http.MethodPost, s.URL+path, strings.NewReader(lines))
-	if err != nil {
-		tb.Fatal(err)
-	}
-	req.Header.Set("Authorization", "Token "+s.Token)
-	resp, err := http.DefaultClient.Do(req)
-	if err != nil {
-		tb.Fatal(err)
-	}
-	resp.Body.Close()
-	if resp.StatusCode != http.StatusNoContent {
-		tb.Fatalf("write %q to %s: %s", lines, path, resp.Status)
-	}
 }
 
 // InfluxQL is a *Server for code that takes one to run InfluxQL, such as

@@ -48,6 +48,10 @@ type Influxd interface {
 	Query(tb testing.TB, db, q string) []Series
 	// TryQuery is Query returning the error instead of failing the test.
 	TryQuery(db, q string) ([]Series, error)
+	// Write posts line protocol to path (1.x's /write?db=…, or
+	// /api/v2/write?…, which both versions take) with the server's
+	// credentials, and fails the test unless it is taken (204).
+	Write(tb testing.TB, path, lines string)
 }
 
 var (
@@ -81,7 +85,8 @@ type process struct {
 	held    func()        // after Kill: releases HTTPAddr (see holdPort)
 	log     *Output
 	logFrom int          // where in log the running process's output starts
-	client  *http.Client // probes and InfluxQL: trusts the CA, sends the token
+	client  *http.Client // trusts the CA WithTLS
+	token   string       // 2.x: the operator's, sent with queries and writes
 }
 
 // launch runs influxd serving HTTP on httpAddr, reads the address it bound
@@ -330,12 +335,7 @@ func (p *process) TryQuery(db, q string) ([]Series, error) {
 	if db != "" {
 		form.Set("db", db)
 	}
-	resp, err := p.client.PostForm(p.URL+"/query", form)
-	if err != nil {
-		return nil, err
-	}
-	defer resp.Body.Close()
-	body, err := io.ReadAll(resp.Body)
+	status, body, err := p.post("/query", p.token, "application/x-www-form-urlencoded", form.Encode())
 	if err != nil {
 		return nil, err
 	}
@@ -349,7 +349,7 @@ func (p *process) TryQuery(db, q string) ([]Series, error) {
 	dec := json.NewDecoder(bytes.NewReader(body))
 	dec.UseNumber()
 	if err := dec.Decode(&r); err != nil {
-		return nil, fmt.Errorf("%s: %s", resp.Status, body)
+		return nil, fmt.Errorf("%d %s: %s", status, http.StatusText(status), body)
 	}
 	if r.Error != "" {
 		return nil, errors.New(r.Error)
@@ -362,4 +362,43 @@ func (p *process) TryQuery(db, q string) ([]Series, error) {
 		out = append(out, res.Series...)
 	}
 	return out, nil
+}
+
+// Write posts lines to path with the server's credentials (see Influxd).
+func (p *process) Write(tb testing.TB, path, lines string) {
+	tb.Helper()
+	if status, answer := p.Post(tb, path, p.token, lines); status != http.StatusNoContent {
+		tb.Fatalf("influxtest: write %q to %s: %d %s", lines, path, status, answer)
+	}
+}
+
+// Post sends lines (line protocol) to path with token ("" for none:
+// 1.x's own credentials go as "user:password"), and returns the answer's
+// status and body, trimmed, as a test of what the server answers wants
+// them. A request that fails on the way fails the test.
+func (p *process) Post(tb testing.TB, path, token, lines string) (status int, answer string) {
+	tb.Helper()
+	status, body, err := p.post(path, token, "text/plain; charset=utf-8", lines)
+	if err != nil {
+		tb.Fatalf("influxtest: POST %s: %v", path, err)
+	}
+	return status, strings.TrimSpace(string(body))
+}
+
+func (p *process) post(path, token, contentType, body string) (status int, answer []byte, err error) {
+	req, err := http.NewRequest(http.MethodPost, p.URL+path, strings.NewReader(body))
+	if err != nil {
+		return 0, nil, err
+	}
+	req.Header.Set("Content-Type", contentType)
+	if token != "" {
+		req.Header.Set("Authorization", "Token "+token)
+	}
+	resp, err := p.client.Do(req)
+	if err != nil {
+		return 0, nil, err
+	}
+	defer resp.Body.Close()
+	answer, err = io.ReadAll(resp.Body)
+	return resp.StatusCode, answer, err
 }
