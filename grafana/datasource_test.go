@@ -2,6 +2,7 @@ package grafana
 
 import (
 	"encoding/json"
+	"iter"
 	"maps"
 	"regexp"
 	"slices"
@@ -32,6 +33,28 @@ func decoded(t *testing.T) map[string]map[string]any {
 
 func list(v any) []any         { l, _ := v.([]any); return l }
 func obj(v any) map[string]any { m, _ := v.(map[string]any); return m }
+
+// panelsOf yields the panels of dashboard d, those of its rows included,
+// in order; not the rows.
+func panelsOf(d map[string]any) iter.Seq[map[string]any] {
+	return func(yield func(map[string]any) bool) {
+		var walk func(ps []any) bool
+		walk = func(ps []any) bool {
+			for _, p := range ps {
+				p := obj(p)
+				if p["type"] == "row" {
+					if !walk(list(p["panels"])) {
+						return false
+					}
+				} else if !yield(p) {
+					return false
+				}
+			}
+			return true
+		}
+		walk(list(d["panels"]))
+	}
+}
 
 // wantRef is how every reference names the data source: the variable.
 func isVarRef(v any) bool {
@@ -83,27 +106,18 @@ func TestDatasourceReferences(t *testing.T) {
 			}
 		}
 		panels, targets := 0, 0
-		var check func(ps []any)
-		check = func(ps []any) {
-			for _, p := range ps {
-				p := obj(p)
-				if p["type"] == "row" {
-					check(list(p["panels"]))
-					continue
-				}
-				panels++
-				if !isVarRef(p["datasource"]) {
-					t.Errorf("%s: panel %q: data source %v", name, p["title"], p["datasource"])
-				}
-				for _, tg := range list(p["targets"]) {
-					targets++
-					if tg := obj(tg); !isVarRef(tg["datasource"]) {
-						t.Errorf("%s: panel %q target %v: data source %v", name, p["title"], tg["refId"], tg["datasource"])
-					}
+		for p := range panelsOf(d) {
+			panels++
+			if !isVarRef(p["datasource"]) {
+				t.Errorf("%s: panel %q: data source %v", name, p["title"], p["datasource"])
+			}
+			for _, tg := range list(p["targets"]) {
+				targets++
+				if tg := obj(tg); !isVarRef(tg["datasource"]) {
+					t.Errorf("%s: panel %q target %v: data source %v", name, p["title"], tg["refId"], tg["datasource"])
 				}
 			}
 		}
-		check(list(d["panels"]))
 		if panels == 0 || targets < panels {
 			t.Errorf("%s: %d panels, %d targets", name, panels, targets)
 		}
@@ -163,18 +177,9 @@ func TestInputsAndRequires(t *testing.T) {
 			t.Fatalf("%s: __requires: %v", name, err)
 		}
 		types := map[string]bool{}
-		var collect func(ps []any)
-		collect = func(ps []any) {
-			for _, p := range ps {
-				p := obj(p)
-				if p["type"] == "row" {
-					collect(list(p["panels"]))
-				} else {
-					types[p["type"].(string)] = true
-				}
-			}
+		for p := range panelsOf(d) {
+			types[p["type"].(string)] = true
 		}
-		collect(list(d["panels"]))
 		got := map[string]bool{}
 		for _, r := range reqs {
 			switch {

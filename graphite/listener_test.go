@@ -1,10 +1,42 @@
 package graphite
 
 import (
+	"context"
 	"net"
+	"strings"
 	"testing"
 	"time"
 )
+
+// What the TCP and UDP listeners promise alike is checked by the same
+// code for both.
+
+// listenBusy checks that listen on addr, which another listener holds,
+// fails with an error that names the address.
+func listenBusy(t *testing.T, addr net.Addr, listen func(addr string) error) {
+	t.Helper()
+	if err := listen(addr.String()); err == nil || !strings.Contains(err.Error(), addr.String()) {
+		t.Fatalf("listening on the busy %s: %v, want an error naming it", addr, err)
+	}
+}
+
+// shutdownBeforeServe checks that s, just made by a Listen that returned
+// err, shuts down, and that Serve then returns at once without an error.
+func shutdownBeforeServe(t *testing.T, s interface {
+	Serve() error
+	Shutdown(context.Context) error
+}, err error) {
+	t.Helper()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := s.Shutdown(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	if err := s.Serve(); err != nil {
+		t.Fatalf("Serve after Shutdown: %v", err)
+	}
+}
 
 // recorder is a Handler that records everything its ConnHandlers see.
 type recorder struct {

@@ -3,7 +3,6 @@ package influx
 import (
 	"encoding/json"
 	"fmt"
-	"io"
 	"net/http"
 	"net/url"
 	"os"
@@ -105,16 +104,7 @@ func TestAnswersRealInfluxDB(t *testing.T) {
 	srv.Exec(t, `CREATE RETENTION POLICY "short" ON "db" DURATION 1h REPLICATION 1`)
 	post := func(bucket, body string) (int, string) {
 		t.Helper()
-		resp, err := http.Post(srv.URL+"/api/v2/write?precision=ns&bucket="+url.QueryEscape(bucket), "text/plain", strings.NewReader(body))
-		if err != nil {
-			t.Fatal(err)
-		}
-		defer resp.Body.Close()
-		b, err := io.ReadAll(resp.Body)
-		if err != nil {
-			t.Fatal(err)
-		}
-		return resp.StatusCode, strings.TrimSpace(string(b))
+		return srv.Post(t, "/api/v2/write?precision=ns&bucket="+url.QueryEscape(bucket), "", body)
 	}
 	if status, body := post("db", "m value=1 1\n"); status != http.StatusNoContent {
 		t.Fatalf("setup: %d %s", status, body)
@@ -161,22 +151,30 @@ func TestBadLineOnEachServer(t *testing.T) {
 		return []byte(b.String()), good
 	}
 	badAt := func(lines []string) int { return slices.Index(lines, "m value=\"s\" 0") + 1 }
+	// partial answers as a server that takes partial writes: a request
+	// with the bad line stores the others, and is answered status and the
+	// body for the bad line's number (from 1).
+	partial := func(f *fakeInflux, status int, body func(bad int) string) func(*request, int) (int, http.Header, string) {
+		return func(r *request, _ int) (int, http.Header, string) {
+			i := badAt(r.lines)
+			if i == 0 {
+				return 204, nil, ""
+			}
+			f.mu.Lock()
+			f.stored = append(f.stored, slices.Delete(slices.Clone(r.lines), i-1, i)...)
+			f.mu.Unlock()
+			return status, nil, body(i)
+		}
+	}
 	for _, tc := range []struct {
 		server      string
 		respond     func(f *fakeInflux) func(r *request, k int) (int, http.Header, string)
 		maxRequests int
 	}{
 		{"2.x: a type conflict stores the rest", func(f *fakeInflux) func(*request, int) (int, http.Header, string) {
-			return func(r *request, _ int) (int, http.Header, string) {
-				i := badAt(r.lines)
-				if i == 0 {
-					return 204, nil, ""
-				}
-				f.mu.Lock()
-				f.stored = append(f.stored, slices.Delete(slices.Clone(r.lines), i-1, i)...)
-				f.mu.Unlock()
-				return 422, nil, `{"code":"unprocessable entity","message":"failure writing points to database: partial write: field type conflict: input field \"value\" on measurement \"m\" is type string, already exists as type float dropped=1"}`
-			}
+			return partial(f, 422, func(int) string {
+				return `{"code":"unprocessable entity","message":"failure writing points to database: partial write: field type conflict: input field \"value\" on measurement \"m\" is type string, already exists as type float dropped=1"}`
+			})
 		}, 1},
 		{"3.0–3.4.1: all or nothing, the line named", func(f *fakeInflux) func(*request, int) (int, http.Header, string) {
 			return func(r *request, _ int) (int, http.Header, string) {
@@ -198,16 +196,9 @@ func TestBadLineOnEachServer(t *testing.T) {
 			}
 		}, 2 + 2*13 + 1},
 		{"Cloud Dedicated with partial writes: good lines stored, bad ones named", func(f *fakeInflux) func(*request, int) (int, http.Header, string) {
-			return func(r *request, _ int) (int, http.Header, string) {
-				i := badAt(r.lines)
-				if i == 0 {
-					return 204, nil, ""
-				}
-				f.mu.Lock()
-				f.stored = append(f.stored, slices.Delete(slices.Clone(r.lines), i-1, i)...)
-				f.mu.Unlock()
-				return 400, nil, fmt.Sprintf(`{"code":"invalid","line":%d,"message":"failed to parse line protocol: errors encountered on line(s):\nerror writing line %d (1-based): Unable to insert iox::column_type::field::string type into column value with type iox::column_type::field::float"}`, i, i)
-			}
+			return partial(f, 400, func(i int) string {
+				return fmt.Sprintf(`{"code":"invalid","line":%d,"message":"failed to parse line protocol: errors encountered on line(s):\nerror writing line %d (1-based): Unable to insert iox::column_type::field::string type into column value with type iox::column_type::field::float"}`, i, i)
+			})
 		}, 2},
 	} {
 		t.Run(tc.server, func(t *testing.T) {

@@ -79,13 +79,8 @@ func lineTime(l string) string { return l[strings.LastIndexByte(l, ' ')+1:] }
 // would wait.
 func TestTryAppendRefusesWhenFull(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
-		release := make(chan struct{})
-		f := &fakeInflux{respond: func(r *request, n int) (int, http.Header, string) {
-			<-release
-			return http.StatusNoContent, nil, ""
-		}}
+		w, _, release := heldWriter(t)
 		line := []byte("m value=1\n")
-		w := newBubbleWriter(t, f, Config{BatchSize: 1, MaxInFlight: 1, Queue: queue.Config{MaxBytes: 25}})
 		if !w.Append(line, false) || !w.Append(line, false) {
 			t.Fatal("refused with room left")
 		}
@@ -106,13 +101,8 @@ func TestTryAppendRefusesWhenFull(t *testing.T) {
 // never blocks.
 func TestWaitRoom(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
-		release := make(chan struct{})
-		f := &fakeInflux{respond: func(r *request, n int) (int, http.Header, string) {
-			<-release
-			return http.StatusNoContent, nil, ""
-		}}
+		w, f, release := heldWriter(t)
 		line := []byte("m value=1\n")
-		w := newBubbleWriter(t, f, Config{BatchSize: 1, MaxInFlight: 1, Queue: queue.Config{MaxBytes: 25}})
 		w.Append(line, true)
 		w.Append(line, true) // 20 bytes: over three quarters of 25
 		synctest.Wait()

@@ -5,7 +5,6 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"io"
 	"net/http"
 	"os"
 	"regexp"
@@ -29,22 +28,9 @@ func config2(srv *influxtest.Server2) influx.Config {
 	return influx.Config{URL: srv.URL, Org: srv.Org, Token: srv.Token, Gzip: influx.GzipOn}
 }
 
-// count2 runs an InfluxQL count(…) on a 2.x server and returns it.
-func count2(t *testing.T, srv *influxtest.Server2, db, q string) int64 {
-	t.Helper()
-	res := srv.Query(t, db, q)
-	if len(res) != 1 || len(res[0].Values) != 1 {
-		t.Fatalf("%s: %+v", q, res)
-	}
-	n, err := res[0].Values[0][1].(json.Number).Int64()
-	if err != nil {
-		t.Fatal(err)
-	}
-	return n
-}
-
-// values2 returns the "time value" pairs of a one-series InfluxQL result.
-func values2(t *testing.T, srv *influxtest.Server2, db, q string) string {
+// values returns the rows of an InfluxQL result, each as its values
+// joined with spaces: "time value" for a query of one field.
+func values(t *testing.T, srv influxtest.Influxd, db, q string) string {
 	t.Helper()
 	var out []string
 	for _, s := range srv.Query(t, db, q) {
@@ -89,21 +75,7 @@ func TestAnswersRealInfluxDB2(t *testing.T) {
 	tokens := map[string]string{"operator": srv.Token, "read-only": srv.CreateToken(t, "read"), "bad": "not-a-token"}
 	post := func(query, token, body string) (int, string) {
 		t.Helper()
-		req, err := http.NewRequest(http.MethodPost, srv.URL+"/api/v2/write?"+query, strings.NewReader(body))
-		if err != nil {
-			t.Fatal(err)
-		}
-		req.Header.Set("Authorization", "Token "+token)
-		resp, err := http.DefaultClient.Do(req)
-		if err != nil {
-			t.Fatal(err)
-		}
-		defer resp.Body.Close()
-		b, err := io.ReadAll(resp.Body)
-		if err != nil {
-			t.Fatal(err)
-		}
-		return resp.StatusCode, strings.TrimSpace(string(b))
+		return srv.Post(t, "/api/v2/write?"+query, token, body)
 	}
 	if status, body := post("org=spark&bucket=spark&precision=ns", srv.Token, "m value=1 1\n"); status != http.StatusNoContent {
 		t.Fatalf("setup: %d %s", status, body)
@@ -150,10 +122,10 @@ func TestAnswersRealInfluxDB2(t *testing.T) {
 	// What the replays left: the seed (1), the good line beside the type
 	// conflict (3), not the good line beside the unparsable one (4): 2.x
 	// refuses that batch whole. In "short", the two points of now.
-	if got := values2(t, srv, "spark", `SELECT value FROM m`); got != "1 1, 3 3" {
+	if got := values(t, srv, "spark", `SELECT value FROM m`); got != "1 1, 3 3" {
 		t.Errorf("spark holds %q, want the seed and the good line of the partial write", got)
 	}
-	if got := count2(t, srv, "short", `SELECT count(value) FROM m`); got != 2 {
+	if got := count(t, srv, "short", `SELECT count(value) FROM m`); got != 2 {
 		t.Errorf("short holds %d points, want the 2 within its retention", got)
 	}
 }
@@ -183,13 +155,13 @@ func TestRejectedLinesRealInfluxDB2(t *testing.T) {
 	if st.PointsDropped["beyond retention policy"] != 2 || st.PointsWritten != 1 || st.BatchesWritten != 1 {
 		t.Errorf("beyond retention: stats %+v", st)
 	}
-	if got := values2(t, srv, "spark", `SELECT value FROM good`); got != "1 1, 3 3, 5 5, 6 6" {
+	if got := values(t, srv, "spark", `SELECT value FROM good`); got != "1 1, 3 3, 5 5, 6 6" {
 		t.Errorf("good holds %q", got)
 	}
-	if got := values2(t, srv, "spark", `SELECT value FROM m`); got != "1 1, 4 4" {
+	if got := values(t, srv, "spark", `SELECT value FROM m`); got != "1 1, 4 4" {
 		t.Errorf("m holds %q, want 1 and 4 (the integers)", got)
 	}
-	if got := values2(t, srv, "short", `SELECT value FROM r`); got != fmt.Sprintf("%d 2", now) {
+	if got := values(t, srv, "short", `SELECT value FROM r`); got != fmt.Sprintf("%d 2", now) {
 		t.Errorf("r holds %q, want the point of now", got)
 	}
 	for _, e := range logs.All() {
@@ -235,7 +207,7 @@ func TestMissingBucketRetriedRealInfluxDB2(t *testing.T) {
 	if st.PointsWritten != 2 || len(st.PointsDropped) != 0 || st.WriteErrors["4xx"] == 0 {
 		t.Errorf("stats %+v", st)
 	}
-	if got := values2(t, srv, "late", `SELECT value FROM m`); got != "1 1, 2 2" {
+	if got := values(t, srv, "late", `SELECT value FROM m`); got != "1 1, 2 2" {
 		t.Errorf("late holds %q", got)
 	}
 	if len(logs.FilterMessageSnippet(`InfluxDB has no such bucket or database (bucket "late" not found); create it`).All()) == 0 {
@@ -336,7 +308,7 @@ func TestCheckRealInfluxDB2(t *testing.T) {
 	// The writer writes to what Check found, and InfluxQL reads it through
 	// the automatic mapping.
 	write(t, cfg, "spark", "m value=1 1\n")
-	if n := count2(t, srv, "spark", `SELECT count(value) FROM "spark"."autogen"."m"`); n != 1 {
+	if n := count(t, srv, "spark", `SELECT count(value) FROM "spark"."autogen"."m"`); n != 1 {
 		t.Errorf("count %d", n)
 	}
 }
@@ -365,12 +337,12 @@ func TestManualDBRPRealInfluxDB2(t *testing.T) {
 	srv.Write(t, "/write?db=legacy&rp=week&precision=ns", "m,host=b value=2.5 2000\n")
 
 	for _, q := range []string{`SELECT value FROM m`, `SELECT value FROM "legacy"."week"."m"`} {
-		if got := values2(t, srv, "legacy", q); got != "1000 1.5, 2000 2.5" {
+		if got := values(t, srv, "legacy", q); got != "1000 1.5, 2000 2.5" {
 			t.Errorf("%s on legacy: %q", q, got)
 		}
 	}
 	// The bucket's own name maps to it too, and it holds both points.
-	if got := values2(t, srv, "archive", `SELECT value FROM m WHERE host = 'b'`); got != "2000 2.5" {
+	if got := values(t, srv, "archive", `SELECT value FROM m WHERE host = 'b'`); got != "2000 2.5" {
 		t.Errorf("archive holds %q", got)
 	}
 	rps := srv.Query(t, "legacy", `SHOW RETENTION POLICIES ON legacy`)

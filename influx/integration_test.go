@@ -38,7 +38,8 @@ func write(t *testing.T, cfg influx.Config, bucket, text string) influx.Stats {
 	return w.Stats()
 }
 
-func count(t *testing.T, srv *influxtest.Server, db, q string) int64 {
+// count runs an InfluxQL count(…) whose answer is one row, and returns it.
+func count(t *testing.T, srv influxtest.Influxd, db, q string) int64 {
 	t.Helper()
 	res := srv.Query(t, db, q)
 	if len(res) != 1 || len(res[0].Values) != 1 {
@@ -265,21 +266,9 @@ func TestMaxValuesPerTagLosesTheBatch(t *testing.T) {
 	write(t, cfg, "db", full.String())
 	batch := "m,app=new1 value=1 2\nother,app=x value=5 2\nm,app=a5 value=2 2\nm,app=new2 value=1 2\n"
 
-	// InfluxDB itself: the whole batch is lost.
-	if _, err := srv.TryQuery("", "CREATE DATABASE raw"); err != nil {
-		t.Fatal(err)
-	}
+	srv.Exec(t, "CREATE DATABASE raw")
 	write(t, cfg, "raw", full.String())
-	resp, err := http.Post(srv.URL+"/write?db=raw", "text/plain", strings.NewReader(batch))
-	if err != nil {
-		t.Fatal(err)
-	}
-	body, _ := io.ReadAll(resp.Body)
-	resp.Body.Close()
-	if !strings.Contains(string(body), "partial write: max-values-per-tag limit exceeded") || !strings.Contains(string(body), "dropped=2") ||
-		len(srv.Query(t, "raw", `SELECT * FROM other`))+len(srv.Query(t, "raw", `SELECT * FROM m WHERE time > 1`)) != 0 {
-		t.Fatalf("InfluxDB no longer loses the batch (%s): the writer's workaround can go", body)
-	}
+	losesBatch(t, srv, batch, "partial write: max-values-per-tag limit exceeded", 2, `SELECT * FROM other`, `SELECT * FROM m WHERE time > 1`)
 
 	cfg.MaxInFlight = 1
 	w, err := influx.NewWriter(cfg, influx.Target{Bucket: "db"})
@@ -305,16 +294,45 @@ func TestMaxValuesPerTagLosesTheBatch(t *testing.T) {
 	}
 
 	// The same series again: the new values are refused without a request.
+	sameSeriesAgain(t, w, batch, "max values per tag", st)
+	if got := count(t, srv, "db", `SELECT count(value) FROM m WHERE time > 2`); got != 1 {
+		t.Errorf("m holds %d points at 3, want a5's", got)
+	}
+}
+
+// losesBatch posts batch to database raw as InfluxDB's own clients do,
+// and fails the test unless InfluxDB refuses it with a partial write that
+// names limit and the dropped points, and stores none of it (the queries
+// find nothing): while it does, the writer needs its workaround.
+func losesBatch(t *testing.T, srv *influxtest.Server, batch, limit string, dropped int, queries ...string) {
+	t.Helper()
+	resp, err := http.Post(srv.URL+"/write?db=raw", "text/plain", strings.NewReader(batch))
+	if err != nil {
+		t.Fatal(err)
+	}
+	body, _ := io.ReadAll(resp.Body)
+	resp.Body.Close()
+	stored := 0
+	for _, q := range queries {
+		stored += len(srv.Query(t, "raw", q))
+	}
+	if !strings.Contains(string(body), limit) || !strings.Contains(string(body), fmt.Sprintf("dropped=%d", dropped)) || stored != 0 {
+		t.Fatalf("InfluxDB no longer loses the batch (%s): the writer's workaround can go", body)
+	}
+}
+
+// sameSeriesAgain appends batch again, its points a second later, to w,
+// which before had the stats first: the points it refused for reason are
+// refused again and the others written, without a request refused.
+func sameSeriesAgain(t *testing.T, w *influx.Writer, batch, reason string, first influx.Stats) {
+	t.Helper()
 	w.Append([]byte(strings.ReplaceAll(batch, " 2\n", " 3\n")), true)
 	if err := w.Close(ctxT(t)); err != nil {
 		t.Fatal(err)
 	}
-	st = w.Stats()
-	if st.PointsDropped["max values per tag"] != 4 || st.PointsWritten != 4 || st.WriteErrors["4xx"] != 5 {
-		t.Errorf("stats %+v: want 2 more refused, 2 more written, no request refused", st)
-	}
-	if got := count(t, srv, "db", `SELECT count(value) FROM m WHERE time > 2`); got != 1 {
-		t.Errorf("m holds %d points at 3, want a5's", got)
+	st := w.Stats()
+	if st.PointsDropped[reason] != 2*first.PointsDropped[reason] || st.PointsWritten != 2*first.PointsWritten || st.WriteErrors["4xx"] != first.WriteErrors["4xx"] {
+		t.Errorf("stats %+v after %+v: want as many more refused and written, no request refused", st, first)
 	}
 }
 
@@ -338,17 +356,7 @@ func TestMaxSeriesPerDatabase(t *testing.T) {
 	// 2 points of known series, 5 of new ones: 8 + 5 > 10, so all 5 go.
 	batch := "m,app=a1 value=2 2\nm,app=n1 value=1 2\nm,app=n2 value=1 2\nm,app=a2 value=2 2\nm,app=n3 value=1 2\nm,app=n4 value=1 2\nm,app=n5 value=1 2\n"
 
-	// InfluxDB itself: the whole batch is lost.
-	resp, err := http.Post(srv.URL+"/write?db=raw", "text/plain", strings.NewReader(batch))
-	if err != nil {
-		t.Fatal(err)
-	}
-	body, _ := io.ReadAll(resp.Body)
-	resp.Body.Close()
-	if !strings.Contains(string(body), "max-series-per-database limit exceeded") || !strings.Contains(string(body), "dropped=5") ||
-		len(srv.Query(t, "raw", `SELECT * FROM m WHERE time > 1`)) != 0 {
-		t.Fatalf("InfluxDB no longer loses the batch (%s): the writer's workaround can go", body)
-	}
+	losesBatch(t, srv, batch, "max-series-per-database limit exceeded", 5, `SELECT * FROM m WHERE time > 1`)
 
 	w, err := influx.NewWriter(cfg, influx.Target{Bucket: "db"})
 	if err != nil {
@@ -372,14 +380,7 @@ func TestMaxSeriesPerDatabase(t *testing.T) {
 	}
 
 	// The same series again: the new ones are refused without a request.
-	w.Append([]byte(strings.ReplaceAll(batch, " 2\n", " 3\n")), true)
-	if err := w.Close(ctxT(t)); err != nil {
-		t.Fatal(err)
-	}
-	st = w.Stats()
-	if st.PointsDropped["max series per database"] != 6 || st.PointsWritten != 8 || st.WriteErrors["4xx"] != 5 {
-		t.Errorf("stats %+v: want 3 more refused, 4 more written, no request refused", st)
-	}
+	sameSeriesAgain(t, w, batch, "max series per database", st)
 	if got := count(t, srv, "db", `SELECT count(value) FROM m WHERE time > 2`); got != 4 {
 		t.Errorf("m holds %d points at 3, want 4", got)
 	}

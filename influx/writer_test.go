@@ -46,6 +46,20 @@ func newBubbleWriter(t *testing.T, f *fakeInflux, cfg Config) *Writer {
 	return w
 }
 
+// heldWriter is a writer in a bubble that sends batches of one line, one
+// at a time, and queues 25 bytes in memory (two lines of 10 bytes fill it
+// past three quarters), to f, a server that answers each write only once
+// release is sent to or closed.
+func heldWriter(t *testing.T) (w *Writer, f *fakeInflux, release chan struct{}) {
+	t.Helper()
+	release = make(chan struct{})
+	f = &fakeInflux{respond: func(*request, int) (int, http.Header, string) {
+		<-release
+		return http.StatusNoContent, nil, ""
+	}}
+	return newBubbleWriter(t, f, Config{BatchSize: 1, MaxInFlight: 1, Queue: queue.Config{MaxBytes: 25}}), f, release
+}
+
 func closeOK(t *testing.T, w *Writer) {
 	t.Helper()
 	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
@@ -333,13 +347,8 @@ func TestRefusedLinesLogRateLimited(t *testing.T) {
 
 func TestAppendBlocksWhenQueueFull(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
-		release := make(chan struct{})
-		f := &fakeInflux{respond: func(r *request, n int) (int, http.Header, string) {
-			<-release
-			return http.StatusNoContent, nil, ""
-		}}
-		line := []byte("m value=1\n") // 10 bytes
-		w := newBubbleWriter(t, f, Config{BatchSize: 1, MaxInFlight: 1, Queue: queue.Config{MaxBytes: 25}})
+		w, _, release := heldWriter(t)
+		line := []byte("m value=1\n")
 		w.Append(line, true) // in flight, held by the server
 		w.Append(line, true) // queued: 20 of 25 bytes
 		synctest.Wait()

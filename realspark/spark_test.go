@@ -147,40 +147,6 @@ func checkLoopbackDir(t *testing.T, dir string) {
 	})
 }
 
-// lockedBuffer collects a process's output, and tells those who wait for
-// a line that more has come.
-type lockedBuffer struct {
-	mu      sync.Mutex
-	b       bytes.Buffer
-	written chan struct{} // closed at the next Write
-}
-
-func (b *lockedBuffer) Write(p []byte) (int, error) {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	if b.written != nil {
-		close(b.written)
-		b.written = nil
-	}
-	return b.b.Write(p)
-}
-
-// next returns the output so far, and a channel closed at the next Write.
-func (b *lockedBuffer) next() (string, <-chan struct{}) {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	if b.written == nil {
-		b.written = make(chan struct{})
-	}
-	return b.b.String(), b.written
-}
-
-func (b *lockedBuffer) String() string {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	return b.b.String()
-}
-
 // historyBound is the History Server's log line naming the port its UI
 // and REST API bound (Utils.startServiceOnPort), in Spark 3.5 and 4.x.
 var historyBound = regexp.MustCompile(`Successfully started service 'HistoryServerUI' on port (\d+)\.`)
@@ -196,7 +162,7 @@ func historyServer(t *testing.T, home, workDir, dir string) string {
 		"-Dspark.history.fs.update.interval=1s",
 		"-Dspark.ui.showConsoleProgress=false",
 	}, " "))
-	logs := &lockedBuffer{}
+	logs := &influxtest.Output{}
 	cmd.Stdout, cmd.Stderr = logs, logs
 	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
 	if err := cmd.Start(); err != nil {
@@ -216,7 +182,7 @@ func historyServer(t *testing.T, home, workDir, dir string) string {
 	defer deadline.Stop()
 	var url string
 	for {
-		out, more := logs.next()
+		out, more := logs.From(0)
 		if m := historyBound.FindStringSubmatch(out); m != nil {
 			url = "http://127.0.0.1:" + m[1]
 			break
@@ -261,7 +227,7 @@ type application struct {
 	stdin  io.WriteCloser // nil when the driver runs in a container: answers are files
 	stdout *bufio.Reader  // likewise: its lines are in out/said
 	said   int            // lines of out/said read so far
-	stderr *lockedBuffer
+	stderr *influxtest.Output
 	exited chan struct{}
 }
 
@@ -329,7 +295,7 @@ func writeWorkload(t *testing.T, cfg workloadConfig) string {
 
 func launch(t *testing.T, cmd *exec.Cmd, env []string, cfg workloadConfig) *application {
 	t.Helper()
-	a := &application{t: t, name: cfg.Scenario, out: cfg.Out, stderr: &lockedBuffer{}, exited: make(chan struct{}), cmd: cmd}
+	a := &application{t: t, name: cfg.Scenario, out: cfg.Out, stderr: &influxtest.Output{}, exited: make(chan struct{}), cmd: cmd}
 	a.cmd.Env = env
 	a.cmd.Stderr = a.stderr
 	a.cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
@@ -676,7 +642,7 @@ func tagOf(r *templates.Result, key string) string {
 // sparkpulseProc is the real binary, run with a config file.
 type sparkpulseProc struct {
 	cmd    *exec.Cmd
-	logs   *lockedBuffer
+	logs   *influxtest.Output
 	exited chan struct{}
 	bound  boundAddrs
 }
@@ -734,7 +700,7 @@ func startSparkpulse(t *testing.T, influxURL string, conf string) *sparkpulsePro
 	if err := os.WriteFile(path, []byte(conf), 0o644); err != nil {
 		t.Fatal(err)
 	}
-	p := &sparkpulseProc{logs: &lockedBuffer{}, exited: make(chan struct{})}
+	p := &sparkpulseProc{logs: &influxtest.Output{}, exited: make(chan struct{})}
 	p.cmd = exec.Command(binary(t), "run", "--config", path, "--ready-file", readyFile)
 	p.cmd.Stdout, p.cmd.Stderr = p.logs, p.logs
 	if err := p.cmd.Start(); err != nil {

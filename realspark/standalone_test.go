@@ -25,7 +25,7 @@ import (
 // manager, started with spark-class.
 type standaloneDaemon struct {
 	cmd    *exec.Cmd
-	logs   *lockedBuffer
+	logs   *influxtest.Output
 	exited chan struct{}
 	dir    string // a worker's work dir
 }
@@ -49,7 +49,7 @@ func startDaemon(t *testing.T, home, workDir, class string, ready *regexp.Regexp
 // worker passes on to its executors.
 func startDaemonEnv(t *testing.T, home, workDir string, env []string, class string, ready *regexp.Regexp, args ...string) (*standaloneDaemon, []string) {
 	t.Helper()
-	d := &standaloneDaemon{logs: &lockedBuffer{}, exited: make(chan struct{})}
+	d := &standaloneDaemon{logs: &influxtest.Output{}, exited: make(chan struct{})}
 	d.cmd = exec.Command(filepath.Join(home, "pyspark", "bin", "spark-class"), append([]string{class}, args...)...)
 	// The master and the workers compile with C1 only, as the
 	// applications' JVMs do (quickJVM).
@@ -71,7 +71,7 @@ func startDaemonEnv(t *testing.T, home, workDir string, env []string, class stri
 	deadline := time.NewTimer(2 * time.Minute)
 	defer deadline.Stop()
 	for {
-		out, more := d.logs.next()
+		out, more := d.logs.From(0)
 		if m := ready.FindStringSubmatch(out); m != nil {
 			return d, m
 		}

@@ -17,6 +17,8 @@ import (
 	"syscall"
 	"testing"
 	"time"
+
+	"github.com/sparkpulse/sparkpulse/influx/influxtest"
 )
 
 // yarnDir is where scripts/deps.sh builds the YARN harness
@@ -48,7 +50,7 @@ type yarnCluster struct {
 	cmd    *exec.Cmd
 	stdin  io.WriteCloser
 	lines  chan string
-	logs   *lockedBuffer
+	logs   *influxtest.Output
 	exited chan struct{}
 
 	mu    sync.Mutex
@@ -83,7 +85,7 @@ func startYARN(t *testing.T, dir string, settings map[string]string) *yarnCluste
 	}
 	args = append(args, "-Xmx1g", "-cp", filepath.Join(jars, "sparkpulse-yarncluster.jar")+":"+filepath.Join(jars, "lib", "*"),
 		"sparkpulse.yarn.YarnCluster", dir, path)
-	y := &yarnCluster{t: t, dir: dir, conf: filepath.Join(dir, "conf"), logs: &lockedBuffer{}, exited: make(chan struct{}),
+	y := &yarnCluster{t: t, dir: dir, conf: filepath.Join(dir, "conf"), logs: &influxtest.Output{}, exited: make(chan struct{}),
 		lines: make(chan string, 16), nodes: map[string]string{}}
 	y.cmd = exec.Command("java", args...)
 	y.cmd.Dir = dir

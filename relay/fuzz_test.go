@@ -1,7 +1,6 @@
 package relay
 
 import (
-	"bytes"
 	"math"
 	"strings"
 	"testing"
@@ -56,47 +55,35 @@ func FuzzEncode(f *testing.F) {
 		}
 		c.backslashes(&r)
 
-		dec := lineprotocol.NewDecoderWithBytes(lp)
-		if !dec.Next() {
-			t.Fatalf("no line in %q", lp)
+		points, err := parsePoints(lp)
+		if err != nil || len(points) != 1 {
+			t.Fatalf("%q → %q: %d points (%v), want one", line, lp, len(points), err)
 		}
-		m, err := dec.Measurement()
-		if err != nil || !bytes.Equal(m, r.Measurement) {
-			t.Fatalf("%q → %q: measurement %q (%v), want %q", line, lp, m, err, r.Measurement)
+		p := points[0]
+		if p.measurement != string(r.Measurement) {
+			t.Fatalf("%q → %q: measurement %q, want %q", line, lp, p.measurement, r.Measurement)
 		}
-		var tags []templates.Tag
-		for {
-			k, v, err := dec.NextTag()
-			if err != nil {
-				t.Fatalf("%q → %q: tag: %v", line, lp, err)
-			}
-			if k == nil {
-				break
-			}
-			tags = append(tags, templates.Tag{Key: bytes.Clone(k), Value: bytes.Clone(v)})
+		if len(p.tags) != len(r.Tags) {
+			t.Fatalf("%q → %q: tags %q, want %q", line, lp, p.tags, r.Tags)
 		}
-		if len(tags) != len(r.Tags) {
-			t.Fatalf("%q → %q: tags %q, want %q", line, lp, tags, r.Tags)
-		}
-		for i := range tags {
-			if !bytes.Equal(tags[i].Key, r.Tags[i].Key) || !bytes.Equal(tags[i].Value, r.Tags[i].Value) {
-				t.Fatalf("%q → %q: tag %d %q=%q, want %q=%q", line, lp, i, tags[i].Key, tags[i].Value, r.Tags[i].Key, r.Tags[i].Value)
+		for i, kv := range p.tags {
+			if kv[0] != string(r.Tags[i].Key) || kv[1] != string(r.Tags[i].Value) {
+				t.Fatalf("%q → %q: tag %d %q=%q, want %q=%q", line, lp, i, kv[0], kv[1], r.Tags[i].Key, r.Tags[i].Value)
 			}
 		}
-		k, v, err := dec.NextField()
-		if err != nil || !bytes.Equal(k, r.Field) || v.Kind() != lineprotocol.Float || v.FloatV() != gl.Value && !(math.IsNaN(v.FloatV()) && math.IsNaN(gl.Value)) {
-			t.Fatalf("%q → %q: field %q=%v (%v), want %q=%v", line, lp, k, v, err, r.Field, gl.Value)
+		if len(p.fields) != 1 {
+			t.Fatalf("%q → %q: fields %v, want %q", line, lp, p.fields, r.Field)
+		}
+		k, v := p.fields[0].key, p.fields[0].value
+		if k != string(r.Field) || v.Kind() != lineprotocol.Float || v.FloatV() != gl.Value && !(math.IsNaN(v.FloatV()) && math.IsNaN(gl.Value)) {
+			t.Fatalf("%q → %q: field %q=%v, want %q=%v", line, lp, k, v, r.Field, gl.Value)
 		}
 		want := gl.Time
 		if gl.Now {
 			want = fixedNow.UnixNano()
 		}
-		ts, err := dec.Time(lineprotocol.Nanosecond, time.Time{})
-		if err != nil || ts.UnixNano() != want {
-			t.Fatalf("%q → %q: time %v (%v), want %d", line, lp, ts, err, gl.Time)
-		}
-		if dec.Next() {
-			t.Fatalf("%q → %q: more than one line", line, lp)
+		if p.time != want {
+			t.Fatalf("%q → %q: time %d, want %d", line, lp, p.time, gl.Time)
 		}
 	})
 }

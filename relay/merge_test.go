@@ -6,8 +6,6 @@ import (
 	"testing"
 	"time"
 
-	"github.com/influxdata/line-protocol/v2/lineprotocol"
-
 	"github.com/sparkpulse/sparkpulse/delta"
 	"github.com/sparkpulse/sparkpulse/schema"
 	"github.com/sparkpulse/sparkpulse/spark"
@@ -242,45 +240,10 @@ func FuzzWideBlock(f *testing.F) {
 func storedValues(t *testing.T, lp []byte) map[string]float64 {
 	t.Helper()
 	out := map[string]float64{}
-	dec := lineprotocol.NewDecoderWithBytes(lp)
-	for dec.Next() {
-		m, err := dec.Measurement()
-		if err != nil {
-			t.Fatalf("%v in %q", err, lp)
+	for _, p := range decodePoints(t, lp) {
+		for _, f := range p.fields {
+			out[fmt.Sprintf("%s %s %d", p.series(), f.key, p.time)] = f.value.FloatV()
 		}
-		key := string(m)
-		for {
-			k, v, err := dec.NextTag()
-			if err != nil {
-				t.Fatalf("%v in %q", err, lp)
-			}
-			if k == nil {
-				break
-			}
-			key += "," + string(k) + "=" + string(v)
-		}
-		var fields []string
-		var values []float64
-		for {
-			k, v, err := dec.NextField()
-			if err != nil {
-				t.Fatalf("%v in %q", err, lp)
-			}
-			if k == nil {
-				break
-			}
-			fields, values = append(fields, string(k)), append(values, v.FloatV())
-		}
-		ts, err := dec.Time(lineprotocol.Nanosecond, time.Time{})
-		if err != nil {
-			t.Fatalf("%v in %q", err, lp)
-		}
-		for i, fk := range fields {
-			out[fmt.Sprintf("%s %s %d", key, fk, ts.UnixNano())] = values[i]
-		}
-	}
-	if err := dec.Err(); err != nil {
-		t.Fatalf("%v in %q", err, lp)
 	}
 	return out
 }

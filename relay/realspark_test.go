@@ -8,8 +8,6 @@ import (
 	"testing"
 	"time"
 
-	"github.com/influxdata/line-protocol/v2/lineprotocol"
-
 	"github.com/sparkpulse/sparkpulse/delta"
 	"github.com/sparkpulse/sparkpulse/spark"
 	"github.com/sparkpulse/sparkpulse/sparkapi"
@@ -89,40 +87,21 @@ func TestRealSparkDeltas(t *testing.T) {
 // succeededDelta reads the delta of an executor's succeededTasks.count
 // point.
 func succeededDelta(t *testing.T, lp []byte) (app, process string, d int64, ok bool) {
-	dec := lineprotocol.NewDecoderWithBytes(lp)
-	for dec.Next() {
-		m, err := dec.Measurement()
-		if err != nil {
-			t.Fatalf("%s: %v", lp, err)
-		}
-		if string(m) != "succeededTasks.count" {
+	for _, p := range decodePoints(t, lp) {
+		if p.measurement != "succeededTasks.count" {
 			return "", "", 0, false
 		}
-		for {
-			k, v, err := dec.NextTag()
-			if err != nil {
-				t.Fatalf("%s: %v", lp, err)
-			}
-			if k == nil {
-				break
-			}
-			switch string(k) {
+		for _, kv := range p.tags {
+			switch kv[0] {
 			case "applicationid":
-				app = string(v)
+				app = kv[1]
 			case "process":
-				process = string(v)
+				process = kv[1]
 			}
 		}
-		for {
-			k, v, err := dec.NextField()
-			if err != nil {
-				t.Fatalf("%s: %v", lp, err)
-			}
-			if k == nil {
-				break
-			}
-			if string(k) == "delta" {
-				d, ok = int64(v.Interface().(float64)), true
+		for _, f := range p.fields {
+			if f.key == "delta" {
+				d, ok = int64(f.value.FloatV()), true
 			}
 		}
 	}

@@ -9,7 +9,6 @@ import (
 	"testing"
 	"time"
 
-	"github.com/influxdata/line-protocol/v2/lineprotocol"
 	"go.uber.org/zap"
 
 	"github.com/sparkpulse/sparkpulse/delta"
@@ -22,32 +21,14 @@ import (
 type store map[string]map[string]float64
 
 func (s store) AppendLines(l queue.Lines, _ bool) bool {
-	dec := lineprotocol.NewDecoderWithBytes(l.Data)
-	for dec.Next() {
-		m, _ := dec.Measurement()
-		key := string(m)
-		for {
-			k, v, _ := dec.NextTag()
-			if k == nil {
-				break
-			}
-			key += "," + string(k) + "=" + string(v)
-		}
-		fields := map[string]float64{}
-		for {
-			k, v, _ := dec.NextField()
-			if k == nil {
-				break
-			}
-			fields[string(k)] = v.Interface().(float64)
-		}
-		ts, _ := dec.Time(lineprotocol.Nanosecond, time.Time{})
-		key += fmt.Sprint(" ", ts.UnixNano())
+	points, _ := parsePoints(l.Data)
+	for _, p := range points {
+		key := fmt.Sprint(p.series(), " ", p.time)
 		if s[key] == nil {
 			s[key] = map[string]float64{}
 		}
-		for k, v := range fields {
-			s[key][k] = v
+		for _, f := range p.fields {
+			s[key][f.key] = f.value.FloatV()
 		}
 	}
 	return true

@@ -8,8 +8,6 @@ import (
 	"testing"
 	"time"
 
-	"github.com/influxdata/line-protocol/v2/lineprotocol"
-
 	"github.com/sparkpulse/sparkpulse/delta"
 	"github.com/sparkpulse/sparkpulse/realspark/recorded"
 	"github.com/sparkpulse/sparkpulse/schema"
@@ -80,58 +78,26 @@ func TestRealSparkShapes(t *testing.T) {
 func decodeValues(t *testing.T, lp []byte, shape schema.Shape) (map[string]float64, int) {
 	t.Helper()
 	out := map[string]float64{}
-	dec := lineprotocol.NewDecoderWithBytes(lp)
-	points := 0
-	for dec.Next() {
-		points++
-		m, err := dec.Measurement()
-		if err != nil {
-			t.Fatal(err)
-		}
-		meas := string(m)
+	points := decodePoints(t, lp)
+	for _, p := range points {
+		meas := p.measurement
 		var tags []string
 		ns, listener, queue, pool := "", "", "", ""
-		for {
-			k, v, err := dec.NextTag()
-			if err != nil {
-				t.Fatal(err)
-			}
-			if k == nil {
-				break
-			}
-			switch string(k) {
+		for _, kv := range p.tags {
+			switch kv[0] {
 			case "namespace":
-				ns = string(v)
+				ns = kv[1]
 			case "listener":
-				listener = string(v)
+				listener = kv[1]
 			case "queue":
-				queue = string(v)
+				queue = kv[1]
 			case "pool": // the CERN shape's; a part of the field's name in the wide one
-				pool = string(v)
+				pool = kv[1]
 			default:
-				tags = append(tags, string(k)+"="+string(v))
+				tags = append(tags, kv[0]+"="+kv[1])
 			}
 		}
-		type field struct {
-			key string
-			v   float64
-		}
-		var fields []field
-		for {
-			k, v, err := dec.NextField()
-			if err != nil {
-				t.Fatal(err)
-			}
-			if k == nil {
-				break
-			}
-			fields = append(fields, field{string(k), v.FloatV()})
-		}
-		ts, err := dec.Time(lineprotocol.Nanosecond, time.Time{})
-		if err != nil {
-			t.Fatal(err)
-		}
-		for _, f := range fields {
+		for _, f := range p.fields {
 			metric, suffix := meas, ""
 			if shape == schema.CERN {
 				if ns != "" {
@@ -162,13 +128,10 @@ func decodeValues(t *testing.T, lp []byte, shape schema.Shape) (map[string]float
 			}
 			// A series repeated at one time (daemons' jvm metrics carry no
 			// process) keeps its last value, as InfluxDB does.
-			out[fmt.Sprintf("%s%s|%s|%d", metric, suffix, strings.Join(tags, ","), ts.UnixNano())] = f.v
+			out[fmt.Sprintf("%s%s|%s|%d", metric, suffix, strings.Join(tags, ","), p.time)] = f.value.FloatV()
 		}
 	}
-	if err := dec.Err(); err != nil {
-		t.Fatal(err)
-	}
-	return out, points
+	return out, len(points)
 }
 
 // recordings are the recorded real Spark runs (package recorded), one per

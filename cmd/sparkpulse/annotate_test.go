@@ -9,6 +9,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/sparkpulse/sparkpulse/config"
 	"github.com/sparkpulse/sparkpulse/influx/influxtest"
 	"github.com/sparkpulse/sparkpulse/sparkui"
 )
@@ -34,15 +35,11 @@ func TestAnnotationsEndToEnd(t *testing.T) {
 	defer rm.Close()
 
 	srv := influxtest.Start(t)
-	svc := startSparkpulse(t, srv, fmt.Sprintf(`
-[annotate]
-  urls = ["%s/proxy/{app_id}"]
-  interval = "1s"
-  database = "annotations"
-[[graphite]]
-  bind-address = "127.0.0.1:0"
-  database = "metrics"
-`, rm.URL))
+	svc := startSparkpulse(t, config.Config{
+		InfluxDB: config.InfluxDBConfig{URL: srv.URL},
+		Annotate: config.AnnotateConfig{URLs: []string{rm.URL + "/proxy/{app_id}"}, Interval: seconds(1), Database: "annotations"},
+		Graphite: []config.GraphiteConfig{{Database: "metrics"}},
+	})
 	sendTCP(t, svc.addr(0), app+".driver.DAGScheduler.job.allJobs 1 "+fmt.Sprint(start.Unix())+"\n")
 	for range 2 {
 		select {
@@ -51,26 +48,21 @@ func TestAnnotationsEndToEnd(t *testing.T) {
 			t.Fatal("the application's UI was not polled")
 		}
 	}
-	resp, err := http.Get("http://" + svc.adminLn.Addr().String() + "/metrics")
-	if err != nil {
-		t.Fatal(err)
-	}
-	metrics, _ := io.ReadAll(resp.Body)
-	resp.Body.Close()
+	_, metrics := adminGet(t, svc.adminLn.Addr().String(), "/metrics")
 	svc.stop()
 
 	// The first sync wrote the application, its usage estimate, its job
 	// and its stage; later syncs rewrite the running application's point
 	// as its end moves.
 	for _, name := range []string{"sparkpulse_annotate_points_total "} {
-		_, rest, ok := strings.Cut(string(metrics), "\n"+name)
+		_, rest, ok := strings.Cut(metrics, "\n"+name)
 		var n int
 		if _, err := fmt.Sscan(rest, &n); !ok || err != nil || n < 3 {
 			t.Errorf("/metrics: %s%d (%v, %v), want at least 3", name, n, ok, err)
 		}
 	}
 	for _, want := range []string{"sparkpulse_annotate_sources 1", `sparkpulse_influxdb_queue_batches{listener="annotate"}`} {
-		if !strings.Contains(string(metrics), want) {
+		if !strings.Contains(metrics, want) {
 			t.Errorf("/metrics lacks %q", want)
 		}
 	}
@@ -99,7 +91,7 @@ func TestAnnotationsEndToEnd(t *testing.T) {
 func TestCheckShowsAnnotate(t *testing.T) {
 	var out strings.Builder
 	path := writeFile(t, "c.toml", "[annotate]\nurls = [\"http://rm:8088/proxy/{app_id}\"]\nusername = \"spark\"\npassword = \"s3cret\"\nhistory-retention-policy = \"year\"\n[[graphite]]\n")
-	if err := run(t.Context(), []string{"check", "--config", path, "--influxdb-url", closedURL(t)}, noEnv, nil, &out, io.Discard); err != nil {
+	if err := run(t.Context(), []string{"check", "--config", path, "--influxdb-url", refusedURL(t)}, noEnv, nil, &out, io.Discard); err != nil {
 		t.Fatal(err)
 	}
 	if !strings.Contains(out.String(), `annotate: every 10s → bucket "spark", auth: basic auth as spark`) ||

@@ -6,10 +6,10 @@ import (
 	"net/http/httptest"
 	"strings"
 	"sync/atomic"
-	"syscall"
 	"testing"
 	"time"
 
+	"github.com/sparkpulse/sparkpulse/config"
 	"github.com/sparkpulse/sparkpulse/influx/influxtest"
 	"github.com/sparkpulse/sparkpulse/simulate"
 	"github.com/sparkpulse/sparkpulse/sparkui"
@@ -74,25 +74,12 @@ func TestForgedAnswers(t *testing.T) {
 	}))
 	defer ui.Close()
 
-	conf := writeFile(t, "sparkpulse.toml", fmt.Sprintf(`
-state-dir = %q
-[influxdb]
-  url = %q
-  create-database = true
-[admin]
-  bind-address = "127.0.0.1:0"
-[internal]
-  enabled = false
-[annotate]
-  urls = ["%s/proxy/{app_id}"]
-  interval = "1s"
-  database = "answers"
-[[graphite]]
-  bind-address = "127.0.0.1:0"
-  database = "answers"
-`, t.TempDir(), srv.URL, ui.URL))
-	p := startBinary(t, bin, conf)
-	defer p.cmd.Process.Kill()
+	p := startBinary(t, bin, config.Config{
+		StateDir: t.TempDir(),
+		InfluxDB: config.InfluxDBConfig{URL: srv.URL},
+		Annotate: config.AnnotateConfig{URLs: []string{ui.URL + "/proxy/{app_id}"}, Interval: seconds(1), Database: "answers"},
+		Graphite: []config.GraphiteConfig{{Database: "answers"}},
+	})
 	tcpAddr := p.bound.graphiteAddr(t, 0)
 	c := simulate.NewCluster(simulate.Config{Addr: tcpAddr, Apps: 1, Executors: 2, Period: 10 * time.Second, Seed: 13, Confirm: true}, start)
 	cluster.Store(c)
@@ -132,12 +119,7 @@ state-dir = %q
 	if peak > baseRSS+256<<20 {
 		t.Errorf("peak RSS %d MiB, %d MiB at start", peak>>20, baseRSS>>20)
 	}
-	if err := p.cmd.Process.Signal(syscall.SIGTERM); err != nil {
-		t.Fatal(err)
-	}
-	if err := p.cmd.Wait(); err != nil {
-		t.Fatalf("sparkpulse exited: %v\n%s", err, p.logs.String())
-	}
+	p.stop()
 
 	// Nothing written under the impostor's id; the absurd executors have
 	// no impossible cores or times; the inventor's executors stop at 4 096.

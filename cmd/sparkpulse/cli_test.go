@@ -10,7 +10,6 @@ import (
 	"net/http"
 	"net/http/httptest"
 	"net/url"
-	"path/filepath"
 	"regexp"
 	"strings"
 	"sync"
@@ -291,29 +290,13 @@ func (w *logWatch) String() string {
 	return w.buf.String()
 }
 
-// startRun runs `sparkpulse run` with its admin endpoint and TCP listener
-// on port 0, InfluxDB unreachable; it returns once they serve, with the
-// addresses bound and conf, a config naming them as a client reads it.
-func startRun(t *testing.T, ctx context.Context, logs *logWatch) (conf, admin, listener string, done chan error) {
+// startServing runs `sparkpulse run` in-process with its admin endpoint
+// and TCP listener on port 0, InfluxDB unreachable; it returns once they
+// serve, with the addresses bound and conf, a config naming them as a
+// client reads it.
+func startServing(t *testing.T, ctx context.Context, logs *logWatch) (conf, admin, listener string, done <-chan error) {
 	t.Helper()
-	runConf := writeFile(t, "run.toml", "[influxdb]\nurl = \"http://127.0.0.1:1\"\n[admin]\nbind-address = \"127.0.0.1:0\"\n[internal]\nenabled = false\n[[graphite]]\nbind-address = \"127.0.0.1:0\"\n")
-	readyFile := filepath.Join(t.TempDir(), "ready.json")
-	done = make(chan error, 1)
-	ended := make(chan struct{})
-	go func() {
-		err := run(ctx, []string{"run", "--config", runConf, "--ready-file", readyFile}, noEnv, nil, io.Discard, logs)
-		done <- err // buffered: there once ended is closed
-		close(ended)
-	}()
-	bound, err := waitReadyFile(readyFile, ended)
-	if err != nil {
-		select {
-		case <-ended:
-			err = fmt.Errorf("%v: %v", err, <-done)
-		default:
-		}
-		t.Fatalf("run: %v\n%s", err, logs.String())
-	}
+	bound, done := startRun(t, ctx, writeConfig(t, config.Config{InfluxDB: config.InfluxDBConfig{URL: "http://127.0.0.1:1"}, Graphite: []config.GraphiteConfig{{}}}), logs)
 	admin, listener = bound.Admin, bound.graphiteAddr(t, 0)
 	conf = writeFile(t, "client.toml", fmt.Sprintf("[admin]\nbind-address = %q\n", admin))
 	return conf, admin, listener, done
@@ -326,7 +309,7 @@ func TestHealth(t *testing.T) {
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
 	logs := newLogWatch("admin endpoint")
-	conf, admin, _, done := startRun(t, ctx, logs)
+	conf, admin, _, done := startServing(t, ctx, logs)
 	if start, _, _ := strings.Cut(logs.String(), "\n"); !strings.Contains(start, "starting sparkpulse") || !strings.Contains(start, `"version": "`+versionString()+`"`) {
 		t.Errorf("start-up log line without the version: %s", start)
 	}
@@ -386,7 +369,7 @@ func TestRunSecondSignal(t *testing.T) {
 	ctx, cancel := context.WithCancel(context.WithValue(context.Background(), stopSignalsKey{}, stop))
 	defer cancel()
 	logs := newLogWatch("admin endpoint", "shutting down")
-	_, _, listener, done := startRun(t, ctx, logs)
+	_, _, listener, done := startServing(t, ctx, logs)
 	// An open connection holds the graceful stop: it is read to its end.
 	c, err := net.Dial("tcp", listener)
 	if err != nil {

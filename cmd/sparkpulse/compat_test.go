@@ -7,6 +7,9 @@ import (
 	"testing"
 	"time"
 
+	"github.com/pelletier/go-toml/v2"
+
+	"github.com/sparkpulse/sparkpulse/config"
 	"github.com/sparkpulse/sparkpulse/influx/influxtest"
 	"github.com/sparkpulse/sparkpulse/simulate"
 )
@@ -178,7 +181,12 @@ func TestCompatWithInfluxDBGraphite(t *testing.T) {
 	refAddrs := srv.GraphiteAddrs(t, len(compatScenarios))
 	// The delta stage adds fields InfluxDB's listener does not have; the
 	// promise is about what the templates make of each line.
-	svc := startSparkpulse(t, srv, "[deltas]\n  enabled = false\n"+ours.String())
+	var cfg config.Config
+	if err := toml.Unmarshal([]byte(ours.String()), &cfg); err != nil {
+		t.Fatal(err)
+	}
+	cfg.InfluxDB.URL, cfg.Deltas.Enabled = srv.URL, new(false)
+	svc := startSparkpulse(t, cfg)
 
 	for i, sc := range compatScenarios {
 		payload := strings.Join(sc.lines, "\n") + "\n" // InfluxDB drops a last line without newline

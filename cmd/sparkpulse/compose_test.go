@@ -4,12 +4,12 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
-	"regexp"
 	"slices"
 	"strings"
 	"testing"
 	"time"
 
+	"github.com/pelletier/go-toml/v2"
 	"go.yaml.in/yaml/v3"
 
 	"github.com/sparkpulse/sparkpulse/config"
@@ -65,12 +65,24 @@ func TestComposeInfluxDBSetup(t *testing.T) {
 		srv.Exec(t, stmt)
 	}
 
+	// The compose file's sparkpulse settings, as it reads them, with this
+	// InfluxDB's address and free ports.
+	var cfg config.Config
 	conf, err := os.ReadFile("../../deploy/compose/sparkpulse.toml")
 	if err != nil {
 		t.Fatal(err)
 	}
-	free := regexp.MustCompile(`(?m)^bind-address = ":2003"$`).ReplaceAllString(string(conf), `bind-address = "127.0.0.1:0"`)
-	s := startService(t, free, config.Overrides{InfluxURL: srv.URL}, noEnv)
+	if err := toml.Unmarshal(conf, &cfg); err != nil {
+		t.Fatal(err)
+	}
+	if !cfg.InfluxDB.CreateDatabase || len(cfg.Graphite) == 0 {
+		t.Fatalf("deploy/compose/sparkpulse.toml: %+v", cfg)
+	}
+	cfg.InfluxDB.URL = srv.URL
+	for i := range cfg.Graphite {
+		cfg.Graphite[i].BindAddress = ""
+	}
+	s := startSparkpulse(t, cfg)
 	now := time.Now().Unix()
 	sendTCP(t, s.addr(0), fmt.Sprintf("app-20261122101500-0001.1.executor.cpuTime.count 81234 %d\n", now))
 	s.flush()

@@ -26,6 +26,7 @@ import (
 
 	"github.com/influxdata/line-protocol/v2/lineprotocol"
 
+	"github.com/sparkpulse/sparkpulse/config"
 	"github.com/sparkpulse/sparkpulse/influx"
 	"github.com/sparkpulse/sparkpulse/influx/influxtest"
 	"github.com/sparkpulse/sparkpulse/simulate"
@@ -127,30 +128,11 @@ func TestFactsSurviveKills(t *testing.T) {
 		AppLifetime: 8 * time.Minute}, start)
 	ui := httptest.NewServer(cluster.UI)
 	defer ui.Close()
-	stateDir := t.TempDir()
-	conf := writeFile(t, "sparkpulse.toml", fmt.Sprintf(`
-state-dir = %q
-[influxdb]
-  url = %q
-  create-database = true
-[admin]
-  bind-address = "127.0.0.1:0"
-[internal]
-  enabled = false
-[annotate]
-  urls = [%q]
-  interval = "1s"
-  lookback = "3h"
-  usage-delay = "1s"
-  database = "facts"
-[[graphite]]
-  bind-address = "127.0.0.1:0"
-  database = "metrics"
-`, stateDir, influx.URL, ui.URL))
-
-	run := func() (*exec.Cmd, *lockedBuffer) {
-		p := startBinary(t, bin, conf)
-		return p.cmd, p.logs
+	cfg := config.Config{
+		StateDir: t.TempDir(),
+		InfluxDB: config.InfluxDBConfig{URL: influx.URL},
+		Annotate: config.AnnotateConfig{URLs: []string{ui.URL}, Interval: seconds(1), Lookback: config.Duration(3 * time.Hour), UsageDelay: seconds(1), Database: "facts"},
+		Graphite: []config.GraphiteConfig{{Database: "metrics"}},
 	}
 
 	rng := rand.New(rand.NewPCG(7, 7))
@@ -158,8 +140,8 @@ state-dir = %q
 	const kills = 15
 	replayed, untold := 0, 0
 	for i := range kills {
-		cmd, logs := run()
-		if strings.Contains(logs.String(), "sent again") {
+		p := startBinary(t, bin, cfg)
+		if strings.Contains(p.logs.String(), "sent again") {
 			replayed++
 		}
 		// The applications move on while it runs: jobs end, applications
@@ -169,15 +151,14 @@ state-dir = %q
 			cluster.Step(now)
 		}
 		time.Sleep(time.Duration(200+rng.IntN(2300)) * time.Millisecond) // a random point of its work, not a wait for a signal
-		cmd.Process.Signal(syscall.SIGKILL)
-		cmd.Wait()
-		t.Logf("kill %d after %s of simulated time: %s", i+1, now.Sub(start), grepLog(logs.String(), "sent again"))
-		untold += untoldStarts(t, logs.String())
+		p.kill()
+		t.Logf("kill %d after %s of simulated time: %s", i+1, now.Sub(start), grepLog(p.logs.String(), "sent again"))
+		untold += untoldStarts(t, p.logs.String())
 	}
 
 	// A last run, stopped cleanly once every ended application is
 	// reconciled.
-	cmd, logs := run()
+	p := startBinary(t, bin, cfg)
 	ended := map[string]bool{}
 	jobsEnded := map[string]int{}
 	cluster.UI.Update(func(m *sparkui.Model) {
@@ -197,21 +178,9 @@ state-dir = %q
 	if len(ended) < 3 {
 		t.Fatalf("only %d applications ended", len(ended))
 	}
-	deadline := time.Now().Add(60 * time.Second)
-	for tick := time.NewTicker(200 * time.Millisecond); ; <-tick.C {
-		reconciled := srv.Query(t, "facts", `SELECT count("verdict") FROM "spark_reconcile" GROUP BY "applicationid"`)
-		if len(reconciled) >= len(ended) {
-			break
-		}
-		if time.Now().After(deadline) {
-			t.Fatalf("%d of %d ended applications reconciled:\n%s", len(reconciled), len(ended), logs.String())
-		}
-	}
-	cmd.Process.Signal(syscall.SIGTERM)
-	if err := cmd.Wait(); err != nil {
-		t.Fatalf("the last run: %v\n%s", err, logs.String())
-	}
-	untold += untoldStarts(t, logs.String())
+	p.reconciled(srv, "facts", len(ended))
+	p.stop()
+	untold += untoldStarts(t, p.logs.String())
 
 	// Nothing written twice with different values.
 	recorder.mu.Lock()
@@ -351,27 +320,13 @@ func TestRestartAfterOutageOpensAtOnce(t *testing.T) {
 		AppLifetime: 20 * time.Minute}, start)
 	ui := httptest.NewServer(cluster.UI)
 	defer ui.Close()
-	stateDir := t.TempDir()
-	conf := writeFile(t, "sparkpulse.toml", fmt.Sprintf(`
-state-dir = %q
-[influxdb]
-  url = %q
-  create-database = true
-[admin]
-  bind-address = "127.0.0.1:0"
-[internal]
-  enabled = false
-[annotate]
-  urls = [%q]
-  interval = "1s"
-  timeout = "60s"
-  lookback = %q
-  database = "facts"
-[[graphite]]
-  bind-address = "127.0.0.1:0"
-  database = "metrics"
-`, stateDir, influx.URL, ui.URL, span+time.Hour))
-	journal := filepath.Join(stateDir, "annotate.journal")
+	cfg := config.Config{
+		StateDir: t.TempDir(),
+		InfluxDB: config.InfluxDBConfig{URL: influx.URL},
+		Annotate: config.AnnotateConfig{URLs: []string{ui.URL}, Interval: seconds(1), Timeout: seconds(60), Lookback: config.Duration(span + time.Hour), Database: "facts"},
+		Graphite: []config.GraphiteConfig{{Database: "metrics"}},
+	}
+	journal := filepath.Join(cfg.StateDir, "annotate.journal")
 	records := func() int {
 		b, _ := os.ReadFile(journal)
 		return bytes.Count(b, []byte("\n"))
@@ -380,7 +335,7 @@ state-dir = %q
 	// The outage: every poll's new facts go to the journal, none to
 	// InfluxDB. Each step of the applications makes new facts.
 	faulty.failWrites.Store(true)
-	first := startBinary(t, bin, conf)
+	first := startBinary(t, bin, cfg)
 	now := start
 	// A step makes no new fact now and then (a long stage runs on): a
 	// few polls later the next one is taken, and only many steps in a row
@@ -396,12 +351,10 @@ state-dir = %q
 		if idle++; records() > before {
 			idle = 0
 		} else if idle == 20 {
-			first.cmd.Process.Kill()
 			t.Fatalf("the journal stayed at %d records for 20 steps:\n%s", before, first.logs.String())
 		}
 	}
-	first.cmd.Process.Signal(syscall.SIGKILL)
-	first.cmd.Wait()
+	first.kill()
 	n := records()
 
 	// InfluxDB is back, but slow to say which points it holds.
@@ -409,19 +362,13 @@ state-dir = %q
 	release := make(chan struct{})
 	faulty.hold.Store(&release)
 	began := time.Now()
-	second := startBinary(t, bin, conf)
-	defer second.cmd.Process.Kill()
+	second := startBinary(t, bin, cfg)
 	ready := time.Since(began)
 	if logs := second.logs.String(); strings.Contains(logs, resentLog) {
 		t.Fatalf("ready only once the journal was sent again:\n%s", logs)
 	}
-	resp, err := http.Get("http://" + second.admin + "/healthz")
-	if err != nil {
-		t.Fatal(err)
-	}
-	resp.Body.Close()
-	if resp.StatusCode != http.StatusOK {
-		t.Errorf("/healthz while the journal waits: %s", resp.Status)
+	if status, _ := adminGet(t, second.admin, "/healthz"); status != http.StatusOK {
+		t.Errorf("/healthz while the journal waits: %d", status)
 	}
 	sendTCP(t, second.bound.graphiteAddr(t, 0), fmt.Sprintf("%s.driver.jvm.heap.used 1234 %d\n", simulate.AppID(start, 1), time.Now().Unix()))
 	waitUntil(t, 30*time.Second, "the genuine line stored while the journal waits", func() bool {
@@ -474,28 +421,15 @@ func TestKillsLeaveDeltasExact(t *testing.T) {
 	// the accounting waits for what was received until then.
 	end := time.Now().Add(25 * time.Second).Truncate(time.Second)
 	start := end.Add(-rounds * 10 * time.Second)
-	conf := writeFile(t, "sparkpulse.toml", fmt.Sprintf(`
-state-dir = %q
-[influxdb]
-  url = %q
-  create-database = true
-[admin]
-  bind-address = "127.0.0.1:0"
-[internal]
-  enabled = false
-[annotate]
-  urls = [%q]
-  interval = "1s"
-  usage-delay = "3s"
-[deltas]
-  first-sample-grace = "0s"  # the applications start with the first run
-[[graphite]]
-  bind-address = "127.0.0.1:0"
-  database = "spark"
-`, t.TempDir(), srv.URL, ui.URL))
+	cfg := config.Config{
+		StateDir: t.TempDir(),
+		InfluxDB: config.InfluxDBConfig{URL: srv.URL},
+		Annotate: config.AnnotateConfig{URLs: []string{ui.URL}, Interval: seconds(1), UsageDelay: seconds(3)},
+		Deltas:   config.DeltaSettings{FirstSampleGrace: new(config.Duration(0))}, // the applications start with the first run
+		Graphite: []config.GraphiteConfig{{Database: "spark"}},
+	}
 
-	p := startBinary(t, bin, conf)
-	t.Cleanup(func() { p.cmd.Process.Kill() })
+	p := startBinary(t, bin, cfg)
 	c := simulate.NewCluster(simulate.Config{Addr: p.bound.graphiteAddr(t, 0), Apps: 3, Executors: 2, Period: 10 * time.Second, Seed: 9, Confirm: true}, start)
 	cluster.Store(c)
 	rng := rand.New(rand.NewPCG(9, 9))
@@ -519,8 +453,7 @@ state-dir = %q
 		if killed.Load() {
 			p.cmd.Wait()
 			kills++
-			p = startBinary(t, bin, conf)
-			t.Cleanup(func() { p.cmd.Process.Kill() })
+			p = startBinary(t, bin, cfg)
 			if strings.Contains(p.logs.String(), "handed to the relays again") {
 				replays++
 			}
@@ -550,15 +483,7 @@ state-dir = %q
 	}
 	c.End(end)
 	apps := []string{simulate.AppID(start, 1), simulate.AppID(start, 2), simulate.AppID(start, 3)}
-	deadline := time.Now().Add(60 * time.Second)
-	for tick := time.NewTicker(200 * time.Millisecond); ; <-tick.C {
-		if res := srv.Query(t, "spark", `SELECT count("verdict") FROM "spark_reconcile" GROUP BY "applicationid"`); len(res) == len(apps) {
-			break
-		}
-		if time.Now().After(deadline) {
-			t.Fatalf("the applications were not reconciled within 60 s:\n%s", p.logs.String())
-		}
-	}
+	p.reconciled(srv, "spark", len(apps))
 	t.Logf("%d kills, %d starts handed the ingest log to the relays again, %d rounds sent again", kills, replays, resent)
 	if kills < 5 || replays < kills/2 {
 		t.Errorf("%d kills, %d replays: too few to tell", kills, replays)
@@ -582,25 +507,13 @@ func TestStateDirOneProcess(t *testing.T) {
 	bin := sparkpulseBinary(t, "")
 	srv := influxtest.Start(t)
 	stateDir := t.TempDir()
-	conf := writeFile(t, "sparkpulse.toml", fmt.Sprintf(`
-state-dir = %q
-[influxdb]
-  url = %q
-  create-database = true
-[admin]
-  bind-address = "127.0.0.1:0"
-[internal]
-  enabled = false
-[[graphite]]
-  bind-address = "127.0.0.1:0"
-  database = "metrics"
-`, stateDir, srv.URL))
-	first := startBinary(t, bin, conf)
+	cfg := config.Config{StateDir: stateDir, InfluxDB: config.InfluxDBConfig{URL: srv.URL}, Graphite: []config.GraphiteConfig{{Database: "metrics"}}}
+	first := startBinary(t, bin, cfg)
 	before, _ := os.ReadDir(stateDir)
 
 	ctx, cancel := context.WithTimeout(context.Background(), readyTimeout)
 	defer cancel()
-	out, err := exec.CommandContext(ctx, bin, "run", "--config", conf).CombinedOutput()
+	out, err := exec.CommandContext(ctx, bin, "run", "--config", first.conf).CombinedOutput()
 	var exit *exec.ExitError
 	if !errors.As(err, &exit) || ctx.Err() != nil ||
 		!strings.Contains(string(out), fmt.Sprintf("state-dir is in use: process %d holds %s", first.cmd.Process.Pid, filepath.Join(stateDir, "LOCK"))) {
@@ -611,11 +524,6 @@ state-dir = %q
 	}
 
 	// Killed, it holds nothing: the next start takes the directory.
-	first.cmd.Process.Signal(syscall.SIGKILL)
-	first.cmd.Wait()
-	next := startBinary(t, bin, conf)
-	next.cmd.Process.Signal(syscall.SIGTERM)
-	if err := next.cmd.Wait(); err != nil {
-		t.Errorf("after the first was killed: %v\n%s", err, next.logs.String())
-	}
+	first.kill()
+	startBinary(t, bin, cfg).stop()
 }

@@ -11,6 +11,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/sparkpulse/sparkpulse/config"
 	"github.com/sparkpulse/sparkpulse/grafana"
 	"github.com/sparkpulse/sparkpulse/grafana/grafanatest"
 	"github.com/sparkpulse/sparkpulse/influx/influxtest"
@@ -40,8 +41,11 @@ func TestDashboardsOnRealData(t *testing.T) {
 	for _, sc := range dashboardSchemas(t) {
 		db := dashboardDB(sc)
 		srv.Exec(t, fmt.Sprintf(`CREATE DATABASE %q`, db))
-		writeLine(t, srv, db, typeConflict(sc, start))
-		dashboardWorkload(t, start, end, rounds, dashboardTarget("database", sc), func(conf string) *testService { return startSparkpulse(t, srv, conf) })
+		srv.Write(t, "/write?db="+db, typeConflict(sc, start))
+		dashboardWorkload(t, start, end, rounds, config.Config{
+			InfluxDB: config.InfluxDBConfig{URL: srv.URL},
+			Graphite: []config.GraphiteConfig{{Database: db, Schema: sc.String()}},
+		})
 	}
 	// sparkpulse's own metrics are stamped with the wall clock, after the
 	// replayed reports.
@@ -88,12 +92,6 @@ func dashboardDB(sc schema.Shape) string {
 		return "spark"
 	}
 	return "spark_" + sc.String()
-}
-
-// dashboardTarget is the [[graphite]] block's target (key: database or
-// bucket) and schema for sc.
-func dashboardTarget(key string, sc schema.Shape) string {
-	return fmt.Sprintf("%s = %q\n  schema = %q", key, dashboardDB(sc), sc)
 }
 
 // dashboardFiles are the committed dashboards of sc's set.
@@ -214,18 +212,6 @@ func runExamples(t *testing.T, srv *influxtest.Server, db string, sc schema.Shap
 	return ran
 }
 
-func writeLine(t *testing.T, srv *influxtest.Server, db, line string) {
-	t.Helper()
-	resp, err := http.Post(srv.URL+"/write?db="+db, "text/plain", strings.NewReader(line))
-	if err != nil {
-		t.Fatal(err)
-	}
-	resp.Body.Close()
-	if resp.StatusCode != http.StatusNoContent {
-		t.Fatalf("write %q: %s", line, resp.Status)
-	}
-}
-
 // checkDashboard runs the dashboard in file against db and returns how
 // many queries it has, and how many times they ran.
 func checkDashboard(t *testing.T, srv *influxtest.Server, db, file string, from, to time.Time) (queries, runs int) {
@@ -239,12 +225,12 @@ func checkDashboard(t *testing.T, srv *influxtest.Server, db, file string, from,
 }
 
 // dashboardWorkload runs the dashboards' workload through a sparkpulse
-// that startSvc starts from conf (its [[graphite]] block writes with
-// target, e.g. `database = "spark"`): two simulated applications report
-// for rounds periods up to end, their REST API behind a
-// ResourceManager-style proxy whose {app_id} sources exist once metrics
-// name the applications and are first polled once the workload is in.
-func dashboardWorkload(t *testing.T, start, end time.Time, rounds int, target string, startSvc func(conf string) *testService) {
+// that writes as cfg says, from its [[graphite]] block, with env: two
+// simulated applications report for rounds periods up to end, their REST
+// API behind a ResourceManager-style proxy whose {app_id} sources exist
+// once metrics name the applications and are first polled once the
+// workload is in.
+func dashboardWorkload(t *testing.T, start, end time.Time, rounds int, cfg config.Config, env ...string) {
 	t.Helper()
 	var cluster atomic.Pointer[simulate.Cluster]
 	ui := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
@@ -259,17 +245,13 @@ func dashboardWorkload(t *testing.T, start, end time.Time, rounds int, target st
 		c.UI.ServeHTTP(w, r)
 	}))
 	defer ui.Close()
-	svc := startSvc(fmt.Sprintf(`
-[annotate]
-  urls = ["%s/proxy/{app_id}", "http://127.0.0.1:1"]   # the second never answers: its errors are counted
-  interval = "1h"                                      # polled below, once the workload is in
-  usage-delay = "1ms"                                  # the accounting reads the stream at once: it is flushed
-[internal]
-  interval = "1h"
-[[graphite]]
-  bind-address = "127.0.0.1:0"
-  %s
-`, ui.URL, target))
+	cfg.Annotate = config.AnnotateConfig{
+		URLs:       []string{ui.URL + "/proxy/{app_id}", "http://127.0.0.1:1"}, // the second never answers: its errors are counted
+		Interval:   seconds(3600),                                              // polled below, once the workload is in
+		UsageDelay: config.Duration(time.Millisecond),                          // the accounting reads the stream at once: it is flushed
+	}
+	cfg.Internal = config.InternalConfig{Interval: seconds(3600)}
+	svc := startSparkpulse(t, cfg, env...)
 	c := simulate.NewCluster(simulate.Config{Addr: svc.addr(0), Apps: 2, Executors: 3, Period: 10 * time.Second, Seed: 7,
 		ExecutorLifetime: 4 * time.Minute}, start)
 	cluster.Store(c)

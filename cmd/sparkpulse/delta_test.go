@@ -8,6 +8,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/sparkpulse/sparkpulse/config"
 	"github.com/sparkpulse/sparkpulse/influx/influxtest"
 	"github.com/sparkpulse/sparkpulse/influxql"
 	"github.com/sparkpulse/sparkpulse/schema"
@@ -42,15 +43,13 @@ func deltaSums(t *testing.T, reporter func(args ...string) *exec.Cmd, srv *influ
 		period    = 10
 		reset     = "2:2" // executor 2 restarts before report 2
 	)
-	conf := fmt.Sprintf(`
-state-dir = %q
-[deltas]
-  first-sample-grace = "0s"  # every series starts with sparkpulse: its first sample is all new work
-[[graphite]]
-  bind-address = "127.0.0.1:0"
-  database = %q
-  %s
-`, t.TempDir(), db, setting)
+	cfg := config.Config{
+		StateDir: t.TempDir(),
+		InfluxDB: config.InfluxDBConfig{URL: srv.URL},
+		// Every series starts with sparkpulse: its first sample is all new work.
+		Deltas:   config.DeltaSettings{FirstSampleGrace: new(config.Duration(0))},
+		Graphite: []config.GraphiteConfig{{Database: db, Schema: setting}},
+	}
 
 	// The reporter sends its reports back to back, each over its own
 	// connection, and sparkpulse reads connections in parallel: two reports
@@ -59,7 +58,7 @@ state-dir = %q
 	var outOfOrder uint64
 	runReports := func(first, last int) {
 		t.Helper()
-		svc := startSparkpulse(t, srv, conf)
+		svc := startSparkpulse(t, cfg)
 		_, port, _ := strings.Cut(svc.addr(0), "127.0.0.1:")
 		cmd := reporter("127.0.0.1", port, "tcp", "-", app, strconv.Itoa(executors), strconv.Itoa(last),
 			strconv.Itoa(start), strconv.Itoa(period), strconv.Itoa(first), reset)

@@ -1,7 +1,6 @@
 package main
 
 import (
-	"context"
 	"fmt"
 	"net"
 	"net/http"
@@ -12,105 +11,23 @@ import (
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus/promhttp"
-	"go.uber.org/zap/zaptest"
 
 	"github.com/sparkpulse/sparkpulse/config"
 	"github.com/sparkpulse/sparkpulse/influx/influxtest"
-	"github.com/sparkpulse/sparkpulse/relay"
 	"github.com/sparkpulse/sparkpulse/schema"
 )
 
-// testService runs the whole service in-process, as `sparkpulse run` would,
-// against a real influxd, with every listener on a free loopback port.
-type testService struct {
-	*pipeline
-	t       *testing.T
-	stopped bool
-}
-
-// startSparkpulse starts sparkpulse with conf (a config file body whose
-// [[graphite]] blocks should bind 127.0.0.1:0) writing to srv. Unless conf
-// has an [internal] section, sparkpulse's own metrics are off, so that the
-// databases hold only what a test sends.
-func startSparkpulse(t *testing.T, srv *influxtest.Server, conf string) *testService {
-	t.Helper()
-	return startService(t, conf, config.Overrides{InfluxURL: srv.URL}, noEnv)
-}
-
-// startService starts sparkpulse in-process with conf and the flags o
-// (the config file, admin address and create-database are filled in).
-func startService(t *testing.T, conf string, o config.Overrides, getenv func(string) string) *testService {
-	t.Helper()
-	if !strings.Contains(conf, "[internal]") && !strings.Contains(conf, "[meta]") {
-		conf += "\n[internal]\n  enabled = false\n"
-	}
-	o.Config, o.AdminAddr, o.CreateDatabase = writeFile(t, "sparkpulse.toml", conf), "127.0.0.1:0", true
-	plan, err := config.Load(&o, getenv)
-	if err != nil {
-		t.Fatal(err)
-	}
-	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
-	defer cancel()
-	p, err := startPipeline(ctx, plan, zaptest.NewLogger(t))
-	if err != nil {
-		t.Fatal(err)
-	}
-	<-p.Ready()
-	ts := &testService{pipeline: p, t: t}
-	t.Cleanup(func() { ts.stop() })
-	return ts
-}
-
 // forEachSchema runs test as a subtest in each shape of the built-in
-// mapping, with the [[graphite]] setting that selects it (none for the
-// default).
+// mapping, with the [[graphite]] block's schema setting that selects it
+// ("" for the default).
 func forEachSchema(t *testing.T, test func(t *testing.T, sc schema.Shape, setting string)) {
 	for _, sc := range []schema.Shape{schema.Wide, schema.CERN} {
-		setting := fmt.Sprintf("schema = %q", sc)
+		setting := sc.String()
 		if sc == schema.Default {
 			setting = ""
 		}
 		t.Run(sc.String(), func(t *testing.T) { test(t, sc, setting) })
 	}
-}
-
-// addr is the bound address of the n-th listener (from 0).
-func (s *testService) addr(n int) string { return s.blocks[n].srv.Addr().String() }
-
-// flush waits until the points of every line read so far are in InfluxDB.
-func (s *testService) flush() {
-	s.t.Helper()
-	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
-	defer cancel()
-	if err := s.Flush(ctx); err != nil {
-		s.t.Fatal(err)
-	}
-}
-
-// stop shuts the service down, which delivers everything it has received;
-// after it, InfluxDB holds every point. Calling it twice is harmless.
-func (s *testService) stop() {
-	if s.stopped {
-		return
-	}
-	s.stopped = true
-	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
-	defer cancel()
-	if err := s.Shutdown(ctx); err != nil {
-		s.t.Errorf("shutdown: %v", err)
-	}
-}
-
-// dropped reports the relay's drop counter for a reason label.
-func (s *testService) dropped(n int, reason string) uint64 {
-	st := s.blocks[n].relay.Stats()
-	for i := range st.Dropped {
-		if relay.Reason(i).String() == reason {
-			return st.Dropped[i].Load()
-		}
-	}
-	s.t.Fatalf("no drop reason %q", reason)
-	return 0
 }
 
 // sendTCP sends payload on a connection of its own and returns once
@@ -177,27 +94,15 @@ func equalLines(t *testing.T, what string, got, want []string) {
 // 1.8.10 with InfluxQL.
 func TestEndToEnd(t *testing.T) {
 	srv := influxtest.Start(t)
-	svc := startSparkpulse(t, srv, `
-[[graphite]]
-  bind-address = "127.0.0.1:0"
-  protocol = "tcp"
-  database = "e2e_tcp"
-  separator = "_"
-  templates = ["servers.* .host.measurement.field*", "measurement.measurement"]
-  tags = ["dc=east"]
-  max-line-length = 1024
-
-[[graphite]]
-  bind-address = "127.0.0.1:0"
-  protocol = "udp"
-  database = "e2e_udp"
-
-[[graphite]]
-  bind-address = "127.0.0.1:0"
-  protocol = "udp"
-  database = "e2e_cern"
-  schema = "cern"
-`)
+	svc := startSparkpulse(t, config.Config{
+		InfluxDB: config.InfluxDBConfig{URL: srv.URL},
+		Graphite: []config.GraphiteConfig{
+			{Protocol: "tcp", Database: "e2e_tcp", Separator: "_", MaxLineLength: 1024,
+				Templates: []string{"servers.* .host.measurement.field*", "measurement.measurement"}, Tags: []string{"dc=east"}},
+			{Protocol: "udp", Database: "e2e_udp"},
+			{Protocol: "udp", Database: "e2e_cern", Schema: "cern"},
+		},
+	})
 	sendTCP(t, svc.addr(0), "servers.web01.cpu.load.avg 1.5 1795300000\r\n"+
 		"disk.sda 10 1795300001\n"+
 		"bad line\n"+
@@ -207,11 +112,9 @@ func TestEndToEnd(t *testing.T) {
 		strings.Repeat("a", 2000)+" 1 1795300003\n"+
 		"\n   \n"+
 		"tail.x 7 1795300004") // no newline at the end: cut, as by a sender that died mid-line
-	health, err := http.Get("http://" + svc.adminLn.Addr().String() + "/healthz")
-	if err != nil || health.StatusCode != http.StatusOK {
-		t.Fatalf("/healthz: %v %v", health, err)
+	if status, body := adminGet(t, svc.adminLn.Addr().String(), "/healthz"); status != http.StatusOK {
+		t.Fatalf("/healthz: %d %s", status, body)
 	}
-	health.Body.Close()
 	datagrams := []string{
 		"app-20261122101500-0001.3.executor.cpuTime.count 81234 1795300000\n",
 		"app-20261122101500-0001.driver.jvm.pools.G1-Eden-Space.used 42 1795300000",
@@ -275,13 +178,11 @@ func TestEndToEnd(t *testing.T) {
 // sum to the counters' increase; the last sample is written at shutdown.
 func TestInternalMetrics(t *testing.T) {
 	srv := influxtest.Start(t)
-	svc := startSparkpulse(t, srv, `
-[internal]
-  database = "health"
-[[graphite]]
-  bind-address = "127.0.0.1:0"
-  database = "metrics"
-`)
+	svc := startSparkpulse(t, config.Config{
+		InfluxDB: config.InfluxDBConfig{URL: srv.URL},
+		Internal: config.InternalConfig{Database: "health"},
+		Graphite: []config.GraphiteConfig{{Database: "metrics"}},
+	})
 	sendTCP(t, svc.addr(0), "a.b 1 1795300000\na.c 2 1795300000\nbad\n")
 	svc.reportInternal(time.Now())
 	sendTCP(t, svc.addr(0), "a.b 3 1795300010\n")

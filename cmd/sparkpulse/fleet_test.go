@@ -6,7 +6,6 @@ import (
 	"fmt"
 	"io"
 	"math"
-	"net"
 	"net/http"
 	"net/http/httptest"
 	"os"
@@ -16,6 +15,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/sparkpulse/sparkpulse/config"
 	"github.com/sparkpulse/sparkpulse/influx/influxtest"
 	"github.com/sparkpulse/sparkpulse/report"
 	"github.com/sparkpulse/sparkpulse/schema"
@@ -42,26 +42,23 @@ func TestFleetRealInfluxDB(t *testing.T) {
 }
 
 // fleetRealInfluxDB is TestFleetRealInfluxDB in database db, whose
-// [[graphite]] block, and the config of the reports, have setting.
+// [[graphite]] block, and the config of the reports, have the schema
+// setting.
 func fleetRealInfluxDB(t *testing.T, srv *influxtest.Server, db, setting string) {
 	end := time.Now().Truncate(time.Second)
 	const rounds = 60
 	start := end.Add(-rounds * 10 * time.Second)
 	ui, cluster := lateHistoryServer(t)
-	conf := fmt.Sprintf(`
-[annotate]
-  urls = [%q]
-  interval = "1h"       # polled below
-  usage-delay = "1ms"   # the stream is flushed before the poll
-  history-database = %q
-[deltas]
-  first-sample-grace = "0s"  # sparkpulse is up before the applications: every first sample is new work
-[[graphite]]
-  bind-address = "127.0.0.1:0"
-  database = %q
-  %s
-`, ui.URL, db+"_history", db, setting)
-	svc := startSparkpulse(t, srv, conf)
+	cfg := config.Config{
+		InfluxDB: config.InfluxDBConfig{URL: srv.URL},
+		// Polled below, once the stream is flushed.
+		Annotate: config.AnnotateConfig{URLs: []string{ui.URL}, Interval: seconds(3600), UsageDelay: config.Duration(time.Millisecond),
+			HistoryDatabase: db + "_history"},
+		// sparkpulse is up before the applications: every first sample is new work.
+		Deltas:   config.DeltaSettings{FirstSampleGrace: new(config.Duration(0))},
+		Graphite: []config.GraphiteConfig{{Database: db, Schema: setting}},
+	}
+	svc := startSparkpulse(t, cfg)
 	// The fourth sends its metrics under its name
 	// (spark.metrics.namespace=${spark.app.name}): joined all the same.
 	c := simulate.NewCluster(simulate.Config{Addr: svc.addr(0), Apps: 4, Executors: 3, Period: 10 * time.Second, Seed: 11,
@@ -217,15 +214,8 @@ func fleetRealInfluxDB(t *testing.T, srv *influxtest.Server, db, setting string)
 
 	// report --fleet: every application, the idle one first, and totals
 	// that are the sum of the rows.
-	cfg := writeFile(t, "report.toml", fmt.Sprintf("[influxdb]\n  url = %q\n[[graphite]]\n  database = %q\n  %s\n", srv.URL, db, setting))
-	var out, errOut strings.Builder
-	if err := cmdReport(context.Background(), []string{"--config", cfg, "--fleet", "--since", "1d", "--json"}, noEnv, &out, &errOut); err != nil {
-		t.Fatalf("report --fleet: %v\n%s", err, errOut.String())
-	}
-	var fr report.Fleet
-	if err := json.Unmarshal([]byte(out.String()), &fr); err != nil {
-		t.Fatalf("%v: %s", err, out.String())
-	}
+	conf := writeConfig(t, config.Config{InfluxDB: cfg.InfluxDB, Graphite: cfg.Graphite})
+	fr := fleetJSON(t, conf, "1d")
 	if len(fr.Applications) != 4 || fr.Applications[0].Application != apps[2] {
 		t.Fatalf("report --fleet: %+v; want 4 applications, the idle %s first", fr.Applications, apps[2])
 	}
@@ -248,9 +238,10 @@ func fleetRealInfluxDB(t *testing.T, srv *influxtest.Server, db, setting string)
 			stored[sr.Tags["applicationid"]] = append(stored[sr.Tags["applicationid"]], fmt.Sprintf("%v=%v (%v)", v[1], v[2], v[3]))
 		}
 	}
+	var out, errOut strings.Builder
 	for _, id := range apps {
 		out.Reset()
-		if err := cmdReport(context.Background(), []string{"--config", cfg, "--url", ui.URL, "--json", id}, noEnv, &out, &errOut); err != nil {
+		if err := cmdReport(context.Background(), []string{"--config", conf, "--url", ui.URL, "--json", id}, noEnv, &out, &errOut); err != nil {
 			t.Fatalf("report %s: %v\n%s", id, err, errOut.String())
 		}
 		var rep struct {
@@ -277,7 +268,7 @@ func fleetRealInfluxDB(t *testing.T, srv *influxtest.Server, db, setting string)
 		}
 	}
 	out.Reset()
-	if err := cmdReport(context.Background(), []string{"--config", cfg, "--url", ui.URL, apps[1]}, noEnv, &out, &errOut); err != nil {
+	if err := cmdReport(context.Background(), []string{"--config", conf, "--url", ui.URL, apps[1]}, noEnv, &out, &errOut); err != nil {
 		t.Fatal(err)
 	}
 	t.Log(out.String())
@@ -292,7 +283,7 @@ func fleetRealInfluxDB(t *testing.T, srv *influxtest.Server, db, setting string)
 	gone := refusedURL(t)
 	for _, id := range apps {
 		out.Reset()
-		if err := cmdReport(context.Background(), []string{"--config", cfg, "--url", gone, "--json", id}, noEnv, &out, &errOut); err != nil {
+		if err := cmdReport(context.Background(), []string{"--config", conf, "--url", gone, "--json", id}, noEnv, &out, &errOut); err != nil {
 			t.Fatalf("report %s from the record: %v", id, err)
 		}
 		var rec report.Recorded
@@ -312,7 +303,7 @@ func fleetRealInfluxDB(t *testing.T, srv *influxtest.Server, db, setting string)
 		}
 	}
 	out.Reset()
-	if err := cmdReport(context.Background(), []string{"--config", cfg, "--url", gone, apps[1]}, noEnv, &out, &errOut); err != nil {
+	if err := cmdReport(context.Background(), []string{"--config", conf, "--url", gone, apps[1]}, noEnv, &out, &errOut); err != nil {
 		t.Fatal(err)
 	}
 	t.Log(out.String())
@@ -320,7 +311,7 @@ func fleetRealInfluxDB(t *testing.T, srv *influxtest.Server, db, setting string)
 		!strings.Contains(text, "\nusage (end): ") || !strings.Contains(text, "\nreconciled with Spark's totals: ") {
 		t.Errorf("report from the record:\n%s", text)
 	}
-	err := cmdReport(context.Background(), []string{"--config", cfg, "--url", gone, "app-20200101000000-0001"}, noEnv, io.Discard, io.Discard)
+	err := cmdReport(context.Background(), []string{"--config", conf, "--url", gone, "app-20200101000000-0001"}, noEnv, io.Discard, io.Discard)
 	if err == nil || !strings.Contains(err.Error(), "no Spark REST source shows it (") || !strings.Contains(err.Error(), "no fact of it recorded in database") {
 		t.Errorf("an application neither shown nor recorded: %v", err)
 	}
@@ -331,12 +322,12 @@ func fleetRealInfluxDB(t *testing.T, srv *influxtest.Server, db, setting string)
 	}))
 	defer broken.Close()
 	out.Reset()
-	err = cmdReport(context.Background(), []string{"--config", cfg, "--url", broken.URL, apps[1]}, noEnv, &out, io.Discard)
+	err = cmdReport(context.Background(), []string{"--config", conf, "--url", broken.URL, apps[1]}, noEnv, &out, io.Discard)
 	if err == nil || !strings.Contains(err.Error(), "500 Internal Server Error") || out.Len() > 0 {
 		t.Errorf("a failing source: %v, printed %q; want its error and nothing printed", err, out.String())
 	}
 	out.Reset()
-	if err := cmdReport(context.Background(), []string{"--config", cfg, "--fleet", "--since=1d"}, noEnv, &out, &errOut); err != nil {
+	if err := cmdReport(context.Background(), []string{"--config", conf, "--fleet", "--since=1d"}, noEnv, &out, &errOut); err != nil {
 		t.Fatal(err)
 	}
 	t.Log(out.String())
@@ -351,16 +342,8 @@ func fleetRealInfluxDB(t *testing.T, srv *influxtest.Server, db, setting string)
 	// same ranking and totals once the facts' spark_app_usage is gone, as
 	// when its retention has passed.
 	srv.Query(t, db, fmt.Sprintf("DROP MEASUREMENT %q", schema.MeasurementUsage))
-	withHistory := writeFile(t, "history.toml", fmt.Sprintf("[influxdb]\n  url = %q\n[annotate]\n  urls = [%q]\n  history-database = %q\n[[graphite]]\n  database = %q\n  %s\n",
-		srv.URL, ui.URL, db+"_history", db, setting))
-	out.Reset()
-	if err := cmdReport(context.Background(), []string{"--config", withHistory, "--fleet", "--since", "1d", "--json"}, noEnv, &out, &errOut); err != nil {
-		t.Fatalf("report --fleet from the history: %v\n%s", err, errOut.String())
-	}
-	var fromHistory report.Fleet
-	if err := json.Unmarshal([]byte(out.String()), &fromHistory); err != nil {
-		t.Fatalf("%v: %s", err, out.String())
-	}
+	fromHistory := fleetJSON(t, writeConfig(t, config.Config{InfluxDB: cfg.InfluxDB, Graphite: cfg.Graphite,
+		Annotate: config.AnnotateConfig{URLs: []string{ui.URL}, HistoryDatabase: db + "_history"}}), "1d")
 	if len(fromHistory.Applications) != 4 || fromHistory.Totals != fr.Totals {
 		t.Errorf("report --fleet from the history: %d applications, totals %+v; from the facts %+v", len(fromHistory.Applications), fromHistory.Totals, fr.Totals)
 	}
@@ -445,27 +428,20 @@ func TestReconcileSparkEventLogs(t *testing.T) {
 func reconcileSparkEventLogs(t *testing.T, srv *influxtest.Server, shs, db, setting, lines string, reported map[string]bool) {
 	// The reports go in first, as they would while the applications ran;
 	// then a sparkpulse that annotates finds them ended.
-	ingest := startSparkpulse(t, srv, fmt.Sprintf(`
-[deltas]
-  first-sample-grace = "0s"
-[[graphite]]
-  bind-address = "127.0.0.1:0"
-  database = %q
-  %s
-`, db, setting))
+	block := []config.GraphiteConfig{{Database: db, Schema: setting}}
+	ingest := startSparkpulse(t, config.Config{
+		InfluxDB: config.InfluxDBConfig{URL: srv.URL},
+		Deltas:   config.DeltaSettings{FirstSampleGrace: new(config.Duration(0))},
+		Graphite: block,
+	})
 	sendTCP(t, ingest.addr(0), lines)
 	ingest.stop()
-	svc := startSparkpulse(t, srv, fmt.Sprintf(`
-[annotate]
-  urls = [%q]
-  interval = "1h"
-  lookback = "175200h"      # the logs are from 2015 on
-  usage-delay = "1ms"
-[[graphite]]
-  bind-address = "127.0.0.1:0"
-  database = %q
-  %s
-`, shs, db, setting))
+	svc := startSparkpulse(t, config.Config{
+		InfluxDB: config.InfluxDBConfig{URL: srv.URL},
+		// The logs are from 2015 on.
+		Annotate: config.AnnotateConfig{URLs: []string{shs}, Interval: seconds(3600), Lookback: config.Duration(175200 * time.Hour), UsageDelay: config.Duration(time.Millisecond)},
+		Graphite: block,
+	})
 	svc.annotator.PollOnce(context.Background()) // with the first poll, or after it
 	svc.flush()
 
@@ -528,17 +504,10 @@ func TestFleetRunning(t *testing.T) {
 		est("app-ghost", 50*time.Minute, "estimate", 200, 20),
 		est("app-ghost", 31*time.Minute, "estimate", 400, 40),
 	} {
-		writeLine(t, srv, "spark", l)
+		srv.Write(t, "/write?db=spark", l)
 	}
-	cfg := writeFile(t, "report.toml", fmt.Sprintf("[influxdb]\n  url = %q\n[[graphite]]\n  database = \"spark\"\n", srv.URL))
-	var out, errOut strings.Builder
-	if err := cmdReport(context.Background(), []string{"--config", cfg, "--fleet", "--since", "1h", "--json"}, noEnv, &out, &errOut); err != nil {
-		t.Fatalf("%v\n%s", err, errOut.String())
-	}
-	var r report.Fleet
-	if err := json.Unmarshal([]byte(out.String()), &r); err != nil {
-		t.Fatal(err)
-	}
+	cfg := reportConfig(t, srv)
+	r := fleetJSON(t, cfg, "1h")
 	if len(r.Applications) != 1 || r.Applications[0].Application != "app-ended" || len(r.Running) != 2 || len(r.Unknown) != 1 {
 		t.Fatalf("ended %+v, running %+v, unknown %+v", r.Applications, r.Running, r.Unknown)
 	}
@@ -553,7 +522,7 @@ func TestFleetRunning(t *testing.T) {
 		math.Abs(s.GiBHours-5100.0/3600) > 1e-12 || math.Abs(*s.CPU-1650.0/5100) > 1e-12 {
 		t.Errorf("running: %+v %v %v; %+v %v %v", n, *n.SlotOccupancy, *n.CPU, s, *s.SlotOccupancy, *s.CPU)
 	}
-	out.Reset()
+	var out, errOut strings.Builder
 	if err := cmdReport(context.Background(), []string{"--config", cfg, "--fleet", "--since", "1h"}, noEnv, &out, &errOut); err != nil {
 		t.Fatal(err)
 	}
@@ -571,19 +540,13 @@ func TestFleetRunning(t *testing.T) {
 // own there is not listed again.
 func TestStreamOnlyApplication(t *testing.T) {
 	srv := influxtest.Start(t)
-	refused := refusedURL(t)
-	conf := fmt.Sprintf(`
-[annotate]
-  urls = [%q]
-  interval = "1h"          # polled below
-  close-out-after = "1ms"  # quiet at once: every report is sent before the poll
-[deltas]
-  first-sample-grace = "0s"
-[[graphite]]
-  bind-address = "127.0.0.1:0"
-  database = "spark"
-`, refused)
-	svc := startSparkpulse(t, srv, conf)
+	svc := startSparkpulse(t, config.Config{
+		InfluxDB: config.InfluxDBConfig{URL: srv.URL},
+		// Polled below; quiet at once: every report is sent before the poll.
+		Annotate: config.AnnotateConfig{URLs: []string{refusedURL(t)}, Interval: seconds(3600), CloseOutAfter: config.Duration(time.Millisecond)},
+		Deltas:   config.DeltaSettings{FirstSampleGrace: new(config.Duration(0))},
+		Graphite: []config.GraphiteConfig{{Database: "spark"}},
+	})
 	const app = "app-20261122101500-0042"
 	now := time.Now().Truncate(time.Second)
 	var lines strings.Builder
@@ -620,23 +583,16 @@ func TestStreamOnlyApplication(t *testing.T) {
 
 	// An application with an end fact of its own and a stream fact (a
 	// History Server showed it after all) is listed once, with its end.
-	writeLine(t, srv, "spark", fmt.Sprintf(`spark_app_usage,applicationid=app-shown fact="end",app_id="app-shown",executor_core_seconds=60,duration_ms=60000i %d`, now.UnixNano()))
-	writeLine(t, srv, "spark", fmt.Sprintf(`spark_app_usage,applicationid=app-shown fact="stream",app_id="app-shown",executors=1i,duration_ms=50000i %d`, now.UnixNano()+3))
-	cfg := writeFile(t, "report.toml", fmt.Sprintf("[influxdb]\n  url = %q\n[[graphite]]\n  database = \"spark\"\n", srv.URL))
-	var out, errOut strings.Builder
-	if err := cmdReport(context.Background(), []string{"--config", cfg, "--fleet", "--since", "1h", "--json"}, noEnv, &out, &errOut); err != nil {
-		t.Fatalf("%v\n%s", err, errOut.String())
-	}
-	var r report.Fleet
-	if err := json.Unmarshal([]byte(out.String()), &r); err != nil {
-		t.Fatal(err)
-	}
+	srv.Write(t, "/write?db=spark", fmt.Sprintf(`spark_app_usage,applicationid=app-shown fact="end",app_id="app-shown",executor_core_seconds=60,duration_ms=60000i %d`, now.UnixNano()))
+	srv.Write(t, "/write?db=spark", fmt.Sprintf(`spark_app_usage,applicationid=app-shown fact="stream",app_id="app-shown",executors=1i,duration_ms=50000i %d`, now.UnixNano()+3))
+	cfg := reportConfig(t, srv)
+	r := fleetJSON(t, cfg, "1h")
 	if len(r.StreamOnly) != 1 || r.StreamOnly[0].Application != app || r.StreamOnly[0].Executors != 2 ||
 		math.Abs(r.StreamOnly[0].TaskCPUHours-33.0/3600) > 1e-12 ||
 		len(r.Applications) != 1 || r.Totals.Applications != 1 {
 		t.Errorf("stream only %+v; applications %+v", r.StreamOnly, r.Applications)
 	}
-	out.Reset()
+	var out, errOut strings.Builder
 	if err := cmdReport(context.Background(), []string{"--config", cfg, "--fleet", "--since", "1h"}, noEnv, &out, &errOut); err != nil {
 		t.Fatal(err)
 	}
@@ -655,16 +611,29 @@ func TestStreamOnlyApplication(t *testing.T) {
 	}
 }
 
-// refusedURL is a loopback address nothing listens on.
-func refusedURL(t *testing.T) string {
-	t.Helper()
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	ln.Close()
-	return "http://" + ln.Addr().String()
+// reportConfig is the config file of a report on database spark of srv.
+func reportConfig(t *testing.T, srv *influxtest.Server) string {
+	return writeConfig(t, config.Config{InfluxDB: config.InfluxDBConfig{URL: srv.URL}, Graphite: []config.GraphiteConfig{{Database: "spark"}}})
 }
+
+// fleetJSON is `report --fleet --json --since since` with the config
+// file conf.
+func fleetJSON(t *testing.T, conf, since string) report.Fleet {
+	t.Helper()
+	var out, errOut strings.Builder
+	if err := cmdReport(context.Background(), []string{"--config", conf, "--fleet", "--since", since, "--json"}, noEnv, &out, &errOut); err != nil {
+		t.Fatalf("report --fleet: %v\n%s", err, errOut.String())
+	}
+	var r report.Fleet
+	if err := json.Unmarshal([]byte(out.String()), &r); err != nil {
+		t.Fatalf("%v: %s", err, out.String())
+	}
+	return r
+}
+
+// refusedURL is a loopback URL whose connections are refused for the
+// whole test: an InfluxDB or a Spark source that is not there.
+func refusedURL(t *testing.T) string { return "http://" + influxtest.RefusingAddr(t) }
 
 // report APP_ID from the record reads one run: runs that share a metrics
 // key (the name as spark.metrics.namespace) are told apart by their
@@ -687,9 +656,9 @@ func TestRecordedRuns(t *testing.T) {
 		fmt.Sprintf(`spark_app,applicationid=%s fact="stream",app_id="",status="UNKNOWN",end_ms=%di,title="three",text="three" %d`, key, e3.UnixMilli(), ns(s3, 3)),
 		fmt.Sprintf(`spark_app_usage,applicationid=%s fact="stream",app_id="",text="usage three" %d`, key, ns(e3, 3)),
 	} {
-		writeLine(t, srv, "spark", l)
+		srv.Write(t, "/write?db=spark", l)
 	}
-	cfg := writeFile(t, "report.toml", fmt.Sprintf("[influxdb]\n  url = %q\n[[graphite]]\n  database = \"spark\"\n", srv.URL))
+	cfg := reportConfig(t, srv)
 	for _, c := range []struct{ ask, app, fact, usage, advice string }{
 		{run1, run1, "end", "usage one", "[advice one]"},
 		{run2, run2, "end", "usage two", "[]"},

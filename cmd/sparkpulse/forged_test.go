@@ -8,9 +8,9 @@ import (
 	"testing"
 	"time"
 
+	"github.com/sparkpulse/sparkpulse/config"
 	"github.com/sparkpulse/sparkpulse/influx"
 	"github.com/sparkpulse/sparkpulse/influx/influxtest"
-	"github.com/sparkpulse/sparkpulse/relay"
 	"github.com/sparkpulse/sparkpulse/simulate"
 	"github.com/sparkpulse/sparkpulse/sizing"
 	"github.com/sparkpulse/sparkpulse/sparkui"
@@ -53,31 +53,13 @@ func TestForgedNumbers(t *testing.T) {
 	}
 	c.End(end)
 	// Both applications reconciled: the accounting has run.
-	deadline := time.Now().Add(60 * time.Second)
-	for tick := time.NewTicker(200 * time.Millisecond); ; <-tick.C {
-		if res := srv.Query(t, "spark", `SELECT count("verdict") FROM "spark_reconcile" GROUP BY "applicationid"`); len(res) == 2 {
-			break
-		}
-		if time.Now().After(deadline) {
-			t.Fatalf("the applications were not reconciled within 60 s:\n%s", p.logs.String())
-		}
-	}
+	p.reconciled(srv, "spark", 2)
 	m := p.metrics()
 	const listener = "tcp://127.0.0.1:0#1"
 	if f, n := m[`sparkpulse_lines_dropped_total{listener="`+listener+`",reason="future"}`], m[`sparkpulse_lines_dropped_total{listener="`+listener+`",reason="not_counter"}`]; f != 6 || n != 2 {
 		t.Errorf("dropped %v future, %v not_counter; want 6 and 2", f, n)
 	}
-	row := func(q string) map[string]any {
-		series := srv.Query(t, "spark", q)
-		if len(series) != 1 || len(series[0].Values) != 1 {
-			t.Fatalf("%s: %v", q, series)
-		}
-		r := map[string]any{}
-		for i, col := range series[0].Columns {
-			r[col] = series[0].Values[0][i]
-		}
-		return r
-	}
+	row := func(q string) map[string]any { return oneRow(t, srv, "spark", q) }
 	num := func(v any) float64 { f, _ := influx.Number(v); return f }
 	// Spark's own figures for the victim, from the model.
 	var sparkNs int64
@@ -132,39 +114,36 @@ func startForged(t *testing.T, rounds int) (srv *influxtest.Server, p *proc, clu
 	end = time.Now().Truncate(time.Second)
 	start = end.Add(-time.Duration(rounds) * 10 * time.Second)
 	ui, cluster := lateHistoryServer(t)
-	conf := writeFile(t, "sparkpulse.toml", fmt.Sprintf(`
-[influxdb]
-  url = %q
-  create-database = true
-[admin]
-  bind-address = "127.0.0.1:0"
-[internal]
-  enabled = false
-[annotate]
-  urls = [%q]
-  interval = "1s"
-  usage-delay = "5s"   # the stream's last points are in by then
-[deltas]
-  first-sample-grace = "0s"
-[[graphite]]
-  bind-address = "127.0.0.1:0"
-  database = "spark"
-`, srv.URL, ui.URL))
-	p = startBinary(t, bin, conf)
-	t.Cleanup(func() { p.cmd.Process.Kill() })
+	p = startBinary(t, bin, config.Config{
+		InfluxDB: config.InfluxDBConfig{URL: srv.URL},
+		Annotate: config.AnnotateConfig{URLs: []string{ui.URL}, Interval: seconds(1), UsageDelay: seconds(5)}, // the stream's last points are in by then
+		Deltas:   config.DeltaSettings{FirstSampleGrace: new(config.Duration(0))},
+		Graphite: []config.GraphiteConfig{{Database: "spark"}},
+	})
 	return srv, p, cluster, start, end
 }
 
-// relayReason finds a drop reason by its label.
-func relayReason(t *testing.T, label string) relay.Reason {
+// reconciled waits until n applications have their reconciliation in
+// database db of srv (their accounting has run), for up to 60 s.
+func (p *proc) reconciled(srv influxtest.Influxd, db string, n int) {
+	p.t.Helper()
+	p.until(60*time.Second, fmt.Sprintf("%d applications reconciled", n), func() bool {
+		return len(srv.Query(p.t, db, `SELECT count("verdict") FROM "spark_reconcile" GROUP BY "applicationid"`)) >= n
+	})
+}
+
+// oneRow runs q, which must answer one row, and returns it by column.
+func oneRow(t *testing.T, srv influxtest.Influxd, db, q string) map[string]any {
 	t.Helper()
-	for i := relay.Reason(1); i < relay.NumReasons; i++ {
-		if i.String() == label {
-			return i
-		}
+	series := srv.Query(t, db, q)
+	if len(series) != 1 || len(series[0].Values) != 1 {
+		t.Fatalf("%s: %v", q, series)
 	}
-	t.Fatalf("no drop reason %q", label)
-	return 0
+	r := map[string]any{}
+	for i, col := range series[0].Columns {
+		r[col] = series[0].Values[0][i]
+	}
+	return r
 }
 
 // InfluxDB down when an application's accounting is due, through the real
@@ -178,27 +157,13 @@ func TestAccountingAcrossInfluxDBRestart(t *testing.T) {
 	const rounds = 30
 	start := end.Add(-rounds * 10 * time.Second)
 	ui, cluster := lateHistoryServer(t)
-	conf := writeFile(t, "sparkpulse.toml", fmt.Sprintf(`
-state-dir = %q
-[influxdb]
-  url = %q
-  create-database = true
-[admin]
-  bind-address = "127.0.0.1:0"
-[internal]
-  enabled = false
-[annotate]
-  urls = [%q]
-  interval = "1s"
-  usage-delay = "3s"
-[deltas]
-  first-sample-grace = "0s"
-[[graphite]]
-  bind-address = "127.0.0.1:0"
-  database = "spark"
-`, t.TempDir(), srv.URL, ui.URL))
-	p := startBinary(t, bin, conf)
-	defer p.cmd.Process.Kill()
+	p := startBinary(t, bin, config.Config{
+		StateDir: t.TempDir(),
+		InfluxDB: config.InfluxDBConfig{URL: srv.URL},
+		Annotate: config.AnnotateConfig{URLs: []string{ui.URL}, Interval: seconds(1), UsageDelay: seconds(3)},
+		Deltas:   config.DeltaSettings{FirstSampleGrace: new(config.Duration(0))},
+		Graphite: []config.GraphiteConfig{{Database: "spark"}},
+	})
 	tcpAddr := p.bound.graphiteAddr(t, 0)
 	c := simulate.NewCluster(simulate.Config{Addr: tcpAddr, Apps: 1, Executors: 2, Period: 10 * time.Second, Seed: 4, Confirm: true}, start)
 	cluster.Store(c)
@@ -213,25 +178,14 @@ state-dir = %q
 		return m[`sparkpulse_influxdb_points_written_total{listener="tcp://127.0.0.1:0#1"}`] > 0
 	})
 	srv.Kill()
-	deadline := time.Now().Add(30 * time.Second)
-	for tick := time.NewTicker(100 * time.Millisecond); !strings.Contains(p.logs.String(), "metrics stream not read for an application's accounting"); <-tick.C {
-		if time.Now().After(deadline) {
-			t.Fatalf("the accounting's read did not fail while InfluxDB was down:\n%s", p.logs.String())
-		}
-	}
+	p.until(30*time.Second, "the accounting's read failing while InfluxDB is down", func() bool {
+		return strings.Contains(p.logs.String(), "metrics stream not read for an application's accounting")
+	})
 	srv.Restart(t)
-	deadline = time.Now().Add(60 * time.Second)
-	for tick := time.NewTicker(200 * time.Millisecond); ; <-tick.C {
-		if res := srv.Query(t, "spark", `SELECT "verdict", "text" FROM "spark_reconcile"`); len(res) == 1 {
-			// From the whole stream, once InfluxDB was back and the backlog in.
-			if v := res[0].Values; len(v) != 1 || v[0][1] != "exact" {
-				t.Errorf("reconciliation %v, want one, exact", v)
-			}
-			break
-		}
-		if time.Now().After(deadline) {
-			t.Fatalf("not reconciled within 60 s of InfluxDB's return:\n%s", p.logs.String())
-		}
+	p.reconciled(srv, "spark", 1)
+	// From the whole stream, once InfluxDB was back and the backlog in.
+	if res := srv.Query(t, "spark", `SELECT "verdict", "text" FROM "spark_reconcile"`); len(res) != 1 || len(res[0].Values) != 1 || res[0].Values[0][1] != "exact" {
+		t.Errorf("reconciliation %v, want one, exact", res)
 	}
 	if res := srv.Query(t, "spark", fmt.Sprintf(`SELECT "cpu_from" FROM "spark_app_usage" WHERE "fact" = 'end' AND "applicationid" = '%s'`, app)); len(res) != 1 || len(res[0].Values) != 1 || res[0].Values[0][1] == nil {
 		t.Errorf("usage %v, want one end fact with the stream's CPU", res)
@@ -310,37 +264,16 @@ func TestPlausibleForgeries(t *testing.T) {
 	sendTCP(t, tcpAddr, forged.String())
 	// In InfluxDB before Spark says the application ended: the accounting
 	// reads the stream once it has.
-	stored := time.Now().Add(30 * time.Second)
-	for tick := time.NewTicker(100 * time.Millisecond); ; <-tick.C {
-		q := fmt.Sprintf(`SELECT count("cpuTime.count") FROM "executor" WHERE "applicationid" = '%s' AND time = %ds`, late, end.Add(time.Second).Unix())
-		if res := srv.Query(t, "spark", q); len(res) == 1 && len(res[0].Values) == 1 && fmt.Sprint(res[0].Values[0][1]) == "3" {
-			break
-		}
-		if time.Now().After(stored) {
-			t.Fatalf("the forged lines after the last report are not stored:\n%s", p.logs.String())
-		}
-	}
+	q := fmt.Sprintf(`SELECT count("cpuTime.count") FROM "executor" WHERE "applicationid" = '%s' AND time = %ds`, late, end.Add(time.Second).Unix())
+	p.until(30*time.Second, "the forged lines after the last report stored", func() bool {
+		res := srv.Query(t, "spark", q)
+		return len(res) == 1 && len(res[0].Values) == 1 && fmt.Sprint(res[0].Values[0][1]) == "3"
+	})
 	c.End(end)
 
-	deadline := time.Now().Add(60 * time.Second)
-	for tick := time.NewTicker(200 * time.Millisecond); ; <-tick.C {
-		if res := srv.Query(t, "spark", `SELECT count("verdict") FROM "spark_reconcile" GROUP BY "applicationid"`); len(res) == 7 {
-			break
-		}
-		if time.Now().After(deadline) {
-			t.Fatalf("the applications were not reconciled within 60 s:\n%s", p.logs.String())
-		}
-	}
+	p.reconciled(srv, "spark", 7)
 	usage := func(app string) map[string]any {
-		series := srv.Query(t, "spark", fmt.Sprintf(`SELECT "cpu_from", "task_cpu_seconds", "peak_rss_bytes", "set_aside", "set_aside_count", "recommendations", "notes" FROM "spark_app_usage" WHERE "fact" = 'end' AND "app_id" = '%s'`, app))
-		if len(series) != 1 || len(series[0].Values) != 1 {
-			t.Fatalf("%s: %v", app, series)
-		}
-		r := map[string]any{}
-		for i, col := range series[0].Columns {
-			r[col] = series[0].Values[0][i]
-		}
-		return r
+		return oneRow(t, srv, "spark", fmt.Sprintf(`SELECT "cpu_from", "task_cpu_seconds", "peak_rss_bytes", "set_aside", "set_aside_count", "recommendations", "notes" FROM "spark_app_usage" WHERE "fact" = 'end' AND "app_id" = '%s'`, app))
 	}
 	num := func(v any) float64 { f, _ := influx.Number(v); return f }
 	for _, tc := range []struct {

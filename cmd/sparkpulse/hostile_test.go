@@ -7,17 +7,16 @@ import (
 	"io"
 	"math/rand/v2"
 	"net"
-	"net/http"
 	"os"
 	"runtime"
 	"slices"
 	"strconv"
 	"strings"
 	"sync"
-	"syscall"
 	"testing"
 	"time"
 
+	"github.com/sparkpulse/sparkpulse/config"
 	"github.com/sparkpulse/sparkpulse/influx/influxtest"
 )
 
@@ -45,18 +44,13 @@ func settle(t *testing.T, what string, base int) uint64 {
 // connections, and every line is a counted drop or a correct point.
 func TestHostileInput(t *testing.T) {
 	srv := influxtest.Start(t)
-	svc := startSparkpulse(t, srv, `
-[[graphite]]
-  bind-address = "127.0.0.1:0"
-  database = "hostile"
-  templates = ["t.* measurement.time", "f.* measurement.field", "measurement*"]
-  max-line-length = 65536
-  idle-timeout = "2s"
-[[graphite]]
-  bind-address = "127.0.0.1:0"
-  protocol = "udp"
-  database = "hostile"
-`)
+	svc := startSparkpulse(t, config.Config{
+		InfluxDB: config.InfluxDBConfig{URL: srv.URL},
+		Graphite: []config.GraphiteConfig{
+			{Database: "hostile", Templates: []string{"t.* measurement.time", "f.* measurement.field", "measurement*"}, MaxLineLength: 65536, IdleTimeout: seconds(2)},
+			{Protocol: "udp", Database: "hostile"},
+		},
+	})
 	addr := svc.addr(0)
 	baseG := runtime.NumGoroutine()
 	baseHeap := settle(t, "start", baseG)
@@ -205,68 +199,29 @@ func TestHostileInput(t *testing.T) {
 func TestTenThousandIdleConnections(t *testing.T) {
 	srv := influxtest.Start(t)
 	bin := sparkpulseBinary(t, "")
-	conf := writeFile(t, "sparkpulse.toml", fmt.Sprintf(`
-[influxdb]
-  url = %q
-  create-database = true
-[admin]
-  bind-address = "127.0.0.1:0"
-[internal]
-  enabled = false
-[[graphite]]
-  bind-address = "127.0.0.1:0"
-  database = "idle"
-  max-connections = 10100   # above the default 4096: what 10 000 idle ones cost
-`, srv.URL))
-	p := startBinary(t, bin, conf)
-	cmd, logs := p.cmd, p.logs
-	defer cmd.Process.Kill()
+	p := startBinary(t, bin, config.Config{
+		InfluxDB: config.InfluxDBConfig{URL: srv.URL},
+		// Above the default 4096: what 10 000 idle ones cost.
+		Graphite: []config.GraphiteConfig{{Database: "idle", MaxConnections: 10100}},
+	})
 	addr, admin := p.bound.graphiteAddr(t, 0), p.admin
-	// metric reads a value from /metrics once it satisfies ok (sparkpulse
-	// is another process: its state is polled), failing after 20 s.
-	metric := func(name string, ok func(float64) bool) float64 {
+	// metric reads a value from /metrics once it satisfies ok.
+	metric := func(name string, ok func(float64) bool) (v float64) {
 		t.Helper()
-		deadline := time.Now().Add(20 * time.Second)
-		var last string
-		for tick := time.NewTicker(50 * time.Millisecond); ; <-tick.C {
-			resp, err := http.Get("http://" + admin + "/metrics")
-			if err == nil {
-				body, _ := io.ReadAll(resp.Body)
-				resp.Body.Close()
-				for _, l := range strings.Split(string(body), "\n") {
-					if v, found := strings.CutPrefix(l, name+" "); found {
-						last = v
-						if f, _ := strconv.ParseFloat(v, 64); ok(f) {
-							return f
-						}
-					}
-				}
-			}
-			if time.Now().After(deadline) {
-				t.Fatalf("%s = %q in /metrics, not what is awaited (%v)\n%s", name, last, err, logs.String())
-			}
-		}
+		waitFor(t, p, name+" as awaited", func(m map[string]float64) bool {
+			v = m[name]
+			return ok(v)
+		})
+		return v
 	}
 	always := func(float64) bool { return true }
-	rss := func() int64 {
-		b, err := os.ReadFile(fmt.Sprintf("/proc/%d/status", cmd.Process.Pid))
-		if err != nil {
-			t.Fatal(err)
-		}
-		for _, l := range strings.Split(string(b), "\n") {
-			if v, ok := strings.CutPrefix(l, "VmRSS:"); ok {
-				kb, _ := strconv.ParseInt(strings.TrimSuffix(strings.TrimSpace(v), " kB"), 10, 64)
-				return kb << 10
-			}
-		}
-		return 0
-	}
+	rss := func() int64 { return p.status("VmRSS") }
 	baseG := metric("go_goroutines", always)
 	baseRSS := rss()
 	// No socket is opened that the config did not ask for.
 	want := []string{"tcp " + admin, "tcp " + addr}
 	slices.Sort(want)
-	if got := listening(t, cmd.Process.Pid); !slices.Equal(got, want) {
+	if got := listening(t, p.cmd.Process.Pid); !slices.Equal(got, want) {
 		t.Errorf("listening sockets %q, want %q", got, want)
 	}
 
@@ -292,14 +247,9 @@ func TestTenThousandIdleConnections(t *testing.T) {
 		c.Close()
 	}
 	metric("go_goroutines", func(v float64) bool { return v <= baseG+5 })
-	if err := cmd.Process.Signal(syscall.SIGTERM); err != nil {
-		t.Fatal(err)
-	}
-	if err := cmd.Wait(); err != nil {
-		t.Fatalf("sparkpulse exited: %v\n%s", err, logs.String())
-	}
+	p.stop()
 	if res := srv.Query(t, "idle", `SELECT count("value") FROM "while.idle"`); len(res) != 1 {
-		t.Errorf("the line sent while 10 000 connections were open is not stored: %v\n%s", res, logs.String())
+		t.Errorf("the line sent while 10 000 connections were open is not stored: %v\n%s", res, p.logs.String())
 	}
 }
 

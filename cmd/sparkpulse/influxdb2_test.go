@@ -23,18 +23,11 @@ import (
 // Tests of the whole service against a real InfluxDB 2.x (influxd 2.7.12,
 // built by scripts/influxd2.sh), mirroring the 1.8 ones.
 
-// startSparkpulse2 is startSparkpulse for InfluxDB 2.x: sparkpulse writes to
-// influxURL (srv.URL, or a proxy in front of it) with srv's organization
-// and token (from SPARKPULSE_INFLUXDB_TOKEN, as a deployment sets it).
-func startSparkpulse2(t *testing.T, srv *influxtest.Server2, influxURL, conf string) *testService {
-	t.Helper()
-	getenv := func(k string) string {
-		if k == config.EnvToken {
-			return srv.Token
-		}
-		return ""
-	}
-	return startService(t, conf, config.Overrides{InfluxURL: influxURL, InfluxOrg: srv.Org}, getenv)
+// influxdb2 is how sparkpulse writes to srv: to url (srv.URL, or a proxy in
+// front of it) with srv's organization, and srv's token in env, as a
+// deployment sets it (SPARKPULSE_INFLUXDB_TOKEN).
+func influxdb2(srv *influxtest.Server2, url string) (cfg config.InfluxDBConfig, env string) {
+	return config.InfluxDBConfig{URL: url, Org: srv.Org}, config.EnvToken + "=" + srv.Token
 }
 
 // TestOutagesLoseNothing against 2.x: Spark-shaped traffic streams into
@@ -43,7 +36,8 @@ func startSparkpulse2(t *testing.T, srv *influxtest.Server2, influxURL, conf str
 // value sparkpulse accepted is in the bucket at the end, once.
 func TestOutagesLoseNothingInfluxDB2(t *testing.T) {
 	srv := influxtest.Start2(t)
-	outagesLoseNothing(t, srv, `bucket = "spark"`, func(conf string) *testService { return startSparkpulse2(t, srv, srv.URL, conf) })
+	dest, env := influxdb2(srv, srv.URL)
+	outagesLoseNothing(t, srv, config.Config{InfluxDB: dest, Graphite: []config.GraphiteConfig{{Bucket: "spark"}}}, env)
 }
 
 // TestDashboardsOnRealData against 2.x, compared with 1.8: the workload of
@@ -71,9 +65,10 @@ func TestDashboardsOnRealDataInfluxDB2(t *testing.T) {
 			srv2.CreateBucket(t, db, 0)
 		}
 		conflict := typeConflict(sc, start)
-		writeLine(t, srv1, db, conflict)
+		srv1.Write(t, "/write?db="+db, conflict)
 		srv2.Write(t, "/api/v2/write?org="+url.QueryEscape(srv2.Org)+"&bucket="+url.QueryEscape(db), conflict)
-		dashboardWorkload(t, start, end, rounds, dashboardTarget("bucket", sc), func(conf string) *testService { return startSparkpulse2(t, srv2, tee.URL, conf) })
+		dest, env := influxdb2(srv2, tee.URL)
+		dashboardWorkload(t, start, end, rounds, config.Config{InfluxDB: dest, Graphite: []config.GraphiteConfig{{Bucket: db, Schema: sc.String()}}}, env)
 	}
 	tee.Close()
 	t.Logf("%d write requests sent to both servers", tee.writes.Load())
@@ -305,18 +300,8 @@ func TestStreamTotalsInfluxDB2(t *testing.T) {
 		fmt.Sprintf(`ExecutorMetrics,applicationid=%s,process=1 ProcessTreeJVMRSSMemory=1000,ProcessTreePythonRSSMemory=100,ProcessTreeOtherRSSMemory=0 %d`, app, at(20)),
 		fmt.Sprintf(`ExecutorMetrics,applicationid=%s,process=1 ProcessTreeJVMRSSMemory=600,ProcessTreePythonRSSMemory=700,ProcessTreeOtherRSSMemory=0 %d`, app, at(30)),
 	}, "\n"))
-	getenv := func(k string) string {
-		if k == config.EnvToken {
-			return srv.Token
-		}
-		return ""
-	}
-	plan := streamPlan(t, &config.Overrides{Config: writeFile(t, "sparkpulse.toml", fmt.Sprintf(`
-[[graphite]]
-  bind-address = "127.0.0.1:0"
-  bucket = %q
-  schema = "wide"
-`, srv.Bucket)), InfluxURL: srv.URL, InfluxOrg: srv.Org}, getenv)
+	dest, env := influxdb2(srv, srv.URL)
+	plan := streamPlan(t, config.Config{InfluxDB: dest, Graphite: []config.GraphiteConfig{{Bucket: srv.Bucket, Schema: "wide"}}}, env)
 	p := streamTotals(t, plan, app, t0)["1"]
 	if p.Sums["cpuTime.count"] != 150 || p.Peak["ProcessTreeJVMRSSMemory"] != 1000 || p.Peak["ProcessTreePythonRSSMemory"] != 700 || p.TreePeak != 1300 {
 		t.Errorf("process 1: sums %v, peaks %v, tree peak %v; want 150, 1000 and 700, 1300", p.Sums, p.Peak, p.TreePeak)

@@ -1,9 +1,7 @@
 package main
 
 import (
-	"context"
 	"fmt"
-	"io"
 	"maps"
 	"net/http"
 	"net/http/httptest"
@@ -13,10 +11,8 @@ import (
 	"slices"
 	"strings"
 	"testing"
-	"time"
 
 	dto "github.com/prometheus/client_model/go"
-	"go.uber.org/zap/zaptest"
 
 	"github.com/sparkpulse/sparkpulse/annotate"
 	"github.com/sparkpulse/sparkpulse/config"
@@ -54,45 +50,14 @@ func startFresh(t *testing.T) (p *pipeline, sources []string) {
 	t.Cleanup(func() { close(release) })
 
 	sources = []string{spark.URL, spark.URL + "/proxy/{app_id}"}
-	conf := fmt.Sprintf(`
-state-dir = %q
-[influxdb]
-  max-queue-bytes = 2097152
-  max-disk-queue-bytes = 33554432
-[internal]
-  interval = "1h"
-[annotate]
-  urls = [%q, %q, %q]
-  interval = "1h"
-[[graphite]]
-  bind-address = "127.0.0.1:0"
-  protocol = "tcp"
-  database = "tcp"
-[[graphite]]
-  bind-address = "127.0.0.1:0"
-  protocol = "udp"
-  database = "udp"
-`, t.TempDir(), sources[0], sources[1], sources[0]) // one listed twice
-	o := config.Overrides{Config: writeFile(t, "sparkpulse.toml", conf), AdminAddr: "127.0.0.1:0", InfluxURL: influxdb.URL}
-	plan, err := config.Load(&o, noEnv)
-	if err != nil {
-		t.Fatal(err)
-	}
-	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
-	defer cancel()
-	p, err = startPipeline(ctx, plan, zaptest.NewLogger(t))
-	if err != nil {
-		t.Fatal(err)
-	}
-	<-p.Ready()
-	t.Cleanup(func() {
-		ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
-		defer cancel()
-		if err := p.Shutdown(ctx); err != nil {
-			t.Errorf("shutdown: %v", err)
-		}
+	svc := startSparkpulse(t, config.Config{
+		StateDir: t.TempDir(),
+		InfluxDB: config.InfluxDBConfig{URL: influxdb.URL, MaxQueueBytes: 2 << 20, MaxDiskQueueBytes: 32 << 20},
+		Internal: config.InternalConfig{Interval: seconds(3600)},
+		Annotate: config.AnnotateConfig{URLs: []string{sources[0], sources[1], sources[0]}, Interval: seconds(3600)}, // one listed twice
+		Graphite: []config.GraphiteConfig{{Protocol: "tcp", Database: "tcp"}, {Protocol: "udp", Database: "udp"}},
 	})
-	return p, sources
+	return svc.pipeline, sources
 }
 
 // gather returns the sparkpulse_ families of p's registry by name.
@@ -210,17 +175,9 @@ func TestMetricsAtZero(t *testing.T) {
 // convention has it, with the version `sparkpulse version` prints.
 func TestBuildInfo(t *testing.T) {
 	p, _ := startFresh(t)
-	resp, err := http.Get("http://" + p.adminLn.Addr().String() + "/metrics")
-	if err != nil {
-		t.Fatal(err)
-	}
-	body, err := io.ReadAll(resp.Body)
-	resp.Body.Close()
-	if err != nil {
-		t.Fatal(err)
-	}
+	_, body := adminGet(t, p.adminLn.Addr().String(), "/metrics")
 	want := fmt.Sprintf("sparkpulse_build_info{goversion=%q,revision=%q,version=%q} 1\n", runtime.Version(), revisionString(), versionString())
-	if !strings.Contains(string(body), want) {
+	if !strings.Contains(body, want) {
 		t.Errorf("/metrics lacks %q", want)
 	}
 }

@@ -27,15 +27,7 @@ import (
 // refused at connect, as Spark then drops them too.
 func TestOutagesLoseNothing(t *testing.T) {
 	srv := influxtest.Start(t)
-	outagesLoseNothing(t, srv, `database = "spark"`, func(conf string) *testService { return startSparkpulse(t, srv, conf) })
-}
-
-// influxProcess is a real influxd, 1.8 or 2.x, that a test kills and
-// starts again.
-type influxProcess interface {
-	Kill()
-	Restart(tb testing.TB)
-	Query(tb testing.TB, db, q string) []influxtest.Series
+	outagesLoseNothing(t, srv, config.Config{InfluxDB: config.InfluxDBConfig{URL: srv.URL}, Graphite: []config.GraphiteConfig{{Database: "spark"}}})
 }
 
 // storedValues counts the metric values of the points of db that match
@@ -44,7 +36,7 @@ type influxProcess interface {
 // as a wide point holds the values of many lines. A timer's
 // <name>.mean_rate is a value: there is no <name>.mean_delta. The
 // annotations (measurements spark_*) are not counted.
-func storedValues(t *testing.T, srv influxProcess, db, where string) uint64 {
+func storedValues(t *testing.T, srv influxtest.Influxd, db, where string) uint64 {
 	t.Helper()
 	return valuesIn(t, srv.Query(t, db, countValues(where)))
 }
@@ -103,23 +95,16 @@ func acceptedValues(st *relay.Stats) uint64 {
 }
 
 // outagesLoseNothing is TestOutagesLoseNothing against srv, to which
-// startSvc starts sparkpulse from a config whose [[graphite]] block
-// writes with target.
-func outagesLoseNothing(t *testing.T, srv influxProcess, target string, startSvc func(conf string) *testService) {
+// sparkpulse writes as cfg says, from its [[graphite]] block, with env.
+func outagesLoseNothing(t *testing.T, srv influxtest.Influxd, cfg config.Config, env ...string) {
 	t.Helper()
 	// The block binds port 0: each start gets its own port, and the
 	// cluster is pointed at it. Its disk queue is named after the
 	// configured address, so the instance started again finds the queue
 	// the stopped one left.
-	conf := fmt.Sprintf(`
-state-dir = %q
-[influxdb]
-  max-queue-bytes = 1048576   # 1 MiB in memory: outages spill to disk
-[[graphite]]
-  bind-address = "127.0.0.1:0"
-  %s
-`, t.TempDir(), target)
-	svc := startSvc(conf)
+	cfg.StateDir = t.TempDir()
+	cfg.InfluxDB.MaxQueueBytes = 1 << 20 // in memory: outages spill to disk
+	svc := startSparkpulse(t, cfg, env...)
 
 	const rounds = 600
 	start := time.Now().Add(-rounds * 10 * time.Second).Truncate(time.Second)
@@ -152,14 +137,11 @@ state-dir = %q
 			srv.Restart(t)
 			t.Logf("round %d: influxd restarted", r)
 		case 460: // during the second outage: sparkpulse keeps its queue on disk
-			ctx, cancel := context.WithTimeout(context.Background(), 2*time.Second)
-			if err := svc.Shutdown(ctx); err != nil {
+			if _, err := svc.shutdown(2 * time.Second); err != nil {
 				t.Fatalf("shutdown during the outage: %v", err)
 			}
-			cancel()
-			svc.stopped = true
 			collect(svc)
-			svc = startSvc(conf)
+			svc = startSparkpulse(t, cfg, env...)
 			cluster.SetAddr(svc.addr(0))
 			t.Logf("round %d: sparkpulse restarted on %s", r, svc.addr(0))
 		}
@@ -195,21 +177,12 @@ func TestOrphanDiskQueueWarned(t *testing.T) {
 	if err := os.WriteFile(seg, append([]byte("SPQSEG1\n"), make([]byte, 100)...), 0o600); err != nil {
 		t.Fatal(err)
 	}
-	plan, err := config.Load(&config.Overrides{Config: writeFile(t, "c.toml", "[internal]\n  enabled = false\n[[graphite]]\n  bind-address = \"127.0.0.1:0\"\n"),
-		InfluxURL: srv.URL, AdminAddr: "off", StateDir: stateDir, CreateDatabase: true}, noEnv)
-	if err != nil {
-		t.Fatal(err)
-	}
 	core, logs := observer.New(zapcore.WarnLevel)
-	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
-	defer cancel()
-	svc, err := startPipeline(ctx, plan, zap.New(core))
+	svc, err := startService(t, config.Config{StateDir: stateDir, InfluxDB: config.InfluxDBConfig{URL: srv.URL}, Graphite: []config.GraphiteConfig{{}}}, zap.New(core))
 	if err != nil {
 		t.Fatal(err)
 	}
-	if err := svc.Shutdown(ctx); err != nil {
-		t.Fatal(err)
-	}
+	svc.stop()
 	warned := logs.FilterMessageSnippet("no listener of this config uses").All()
 	if len(warned) != 1 || warned[0].ContextMap()["dir"] != orphan || warned[0].ContextMap()["bytes"] != int64(100) {
 		t.Errorf("warnings: %+v", logs.All())
@@ -226,13 +199,10 @@ func TestOrphanDiskQueueWarned(t *testing.T) {
 // report is read and every point stored.
 func TestBackpressureHoldsConnectionsInTheKernel(t *testing.T) {
 	srv := influxtest.Start(t)
-	svc := startSparkpulse(t, srv, `
-[influxdb]
-  max-queue-bytes = 1048576
-[[graphite]]
-  bind-address = "127.0.0.1:0"
-  database = "spark"
-`)
+	svc := startSparkpulse(t, config.Config{
+		InfluxDB: config.InfluxDBConfig{URL: srv.URL, MaxQueueBytes: 1 << 20},
+		Graphite: []config.GraphiteConfig{{Database: "spark"}},
+	})
 	srv.Kill()
 	const rounds = 40 // 2 apps × (driver + 3 executors) × 40: 320 reports, about 4 MiB of points
 	start := time.Now().Add(-rounds * 10 * time.Second).Truncate(time.Second)
@@ -288,7 +258,7 @@ func TestBackpressureHoldsConnectionsInTheKernel(t *testing.T) {
 func TestDatabaseCreatedAfterAStartWithoutInfluxDB(t *testing.T) {
 	srv := influxtest.Start(t)
 	srv.Kill()
-	svc := startSparkpulse(t, srv, "[[graphite]]\n  bind-address = \"127.0.0.1:0\"\n  database = \"late\"\n")
+	svc := startSparkpulse(t, config.Config{InfluxDB: config.InfluxDBConfig{URL: srv.URL}, Graphite: []config.GraphiteConfig{{Database: "late"}}})
 	srv.Restart(t)
 	now := time.Now().Unix()
 	sendTCP(t, svc.addr(0), fmt.Sprintf("app-20261122101500-0001.driver.jvm.heap.used 42 %d\n", now))

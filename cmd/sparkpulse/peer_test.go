@@ -10,6 +10,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/sparkpulse/sparkpulse/config"
 	"github.com/sparkpulse/sparkpulse/influx/influxtest"
 	"github.com/sparkpulse/sparkpulse/sparkui"
 )
@@ -30,15 +31,11 @@ func TestCheckPeer(t *testing.T) {
 		}}}}}}
 	ui := httptest.NewServer(sparkui.NewServer(sparkui.HistoryServer, m))
 	defer ui.Close()
-	svc := startSparkpulse(t, srv, fmt.Sprintf(`
-[annotate]
-  urls = [%q]
-  interval = "1h"   # polled below
-[[graphite]]
-  bind-address = "127.0.0.1:0"
-  database = "spark"
-  check-peer = true
-`, ui.URL))
+	svc := startSparkpulse(t, config.Config{
+		InfluxDB: config.InfluxDBConfig{URL: srv.URL},
+		Annotate: config.AnnotateConfig{URLs: []string{ui.URL}, Interval: seconds(3600)}, // polled below
+		Graphite: []config.GraphiteConfig{{Database: "spark", CheckPeer: true}},
+	})
 	svc.annotator.PollOnce(context.Background()) // where Spark lists the processes
 
 	ts := time.Now().Unix()

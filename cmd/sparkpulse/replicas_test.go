@@ -10,6 +10,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/sparkpulse/sparkpulse/config"
 	"github.com/sparkpulse/sparkpulse/influx/influxtest"
 	"github.com/sparkpulse/sparkpulse/simulate"
 )
@@ -136,17 +137,15 @@ func (s *splitter) remove(i int) {
 // delta, and every other delta is exact.
 func TestReplicasWithAffinity(t *testing.T) {
 	srv := influxtest.Start(t)
-	conf := `
-[deltas]
-  first-sample-grace = "8760h"
-[[graphite]]
-  bind-address = "127.0.0.1:0"
-  database = "spark"
-`
+	cfg := config.Config{
+		InfluxDB: config.InfluxDBConfig{URL: srv.URL},
+		Deltas:   config.DeltaSettings{FirstSampleGrace: new(config.Duration(8760 * time.Hour))},
+		Graphite: []config.GraphiteConfig{{Database: "spark"}},
+	}
 	var replicas []*testService
 	var addrs []string
 	for range 3 {
-		r := startSparkpulse(t, srv, conf)
+		r := startSparkpulse(t, cfg)
 		replicas = append(replicas, r)
 		addrs = append(addrs, r.addr(0))
 	}

@@ -4,7 +4,6 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
-	"net"
 	"net/http/httptest"
 	"os"
 	"path/filepath"
@@ -13,6 +12,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/sparkpulse/sparkpulse/config"
 	"github.com/sparkpulse/sparkpulse/influx/influxtest"
 	"github.com/sparkpulse/sparkpulse/schema"
 	"github.com/sparkpulse/sparkpulse/simulate"
@@ -38,7 +38,7 @@ func TestReportSimulated(t *testing.T) {
 	defer srv.Close()
 	app := simulate.AppID(start, 2) // the PySpark one
 
-	out, _, err := runCLI(t, "", "report", "--influxdb-url", closedURL(t), "--url", "http://127.0.0.1:1", "--url", srv.URL, "--json", app)
+	out, _, err := runCLI(t, "", "report", "--influxdb-url", refusedURL(t), "--url", "http://127.0.0.1:1", "--url", srv.URL, "--json", app)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -92,7 +92,7 @@ func TestReportSimulated(t *testing.T) {
 	}
 
 	// The table.
-	text, _, err := runCLI(t, "", "report", "--influxdb-url", closedURL(t), "--url", srv.URL, app)
+	text, _, err := runCLI(t, "", "report", "--influxdb-url", refusedURL(t), "--url", srv.URL, app)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -115,7 +115,7 @@ func TestReportEventLog(t *testing.T) {
 	}
 	srv := httptest.NewServer(sparkui.NewServer(sparkui.HistoryServer, m))
 	defer srv.Close()
-	out, _, err := runCLI(t, "", "report", "--influxdb-url", closedURL(t), "--url", srv.URL, "application_1553914137147_0018")
+	out, _, err := runCLI(t, "", "report", "--influxdb-url", refusedURL(t), "--url", srv.URL, "application_1553914137147_0018")
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -159,11 +159,7 @@ func TestReportEventLog(t *testing.T) {
 // is sized from what it sent through sparkpulse.
 func TestReportStreamPeaks(t *testing.T) {
 	srv := influxtest.Start(t)
-	svc := startSparkpulse(t, srv, `
-[[graphite]]
-  bind-address = "127.0.0.1:0"
-  database = "spark"
-`)
+	svc := startSparkpulse(t, config.Config{InfluxDB: config.InfluxDBConfig{URL: srv.URL}, Graphite: []config.GraphiteConfig{{Database: "spark"}}})
 	start := time.Now().Add(-10 * time.Minute).Truncate(time.Second)
 	c := simulate.NewCluster(simulate.Config{Addr: svc.addr(0), Apps: 2, Executors: 3, Period: 10 * time.Second, Seed: 7}, start)
 	if _, err := c.Replay(context.Background(), start, 30); err != nil {
@@ -234,7 +230,7 @@ func TestReportWhereTimeWent(t *testing.T) {
 	}
 	srv := httptest.NewServer(sparkui.NewServer(sparkui.HistoryServer, m))
 	defer srv.Close()
-	out, _, err := runCLI(t, "", "report", "--influxdb-url", closedURL(t), "--url", srv.URL, "--json", "local-1422981780767")
+	out, _, err := runCLI(t, "", "report", "--influxdb-url", refusedURL(t), "--url", srv.URL, "--json", "local-1422981780767")
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -285,21 +281,8 @@ func TestReportWhereTimeWent(t *testing.T) {
 		tw.Failures[0].Tasks != failed || !slices.Equal(tw.Failures[0].Stages, []int{2}) {
 		t.Errorf("failed tasks %+v, want %d java.lang.RuntimeException in stage 2", tw.Failures, failed)
 	}
-	text, _, err := runCLI(t, "", "report", "--influxdb-url", closedURL(t), "--url", srv.URL, "local-1422981780767")
+	text, _, err := runCLI(t, "", "report", "--influxdb-url", refusedURL(t), "--url", srv.URL, "local-1422981780767")
 	if err != nil || !strings.Contains(text, "where the time went: the ") || !strings.Contains(text, "× java.lang.RuntimeException (exception) in stages 2") {
 		t.Errorf("text report: %v\n%s", err, text)
 	}
-}
-
-// closedURL is an InfluxDB that is not there: a loopback port nothing
-// listens on, rather than whatever listens on the default port of this
-// machine.
-func closedURL(t *testing.T) string {
-	t.Helper()
-	l, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer l.Close()
-	return "http://" + l.Addr().String()
 }

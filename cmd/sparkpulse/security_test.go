@@ -15,7 +15,6 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
-	"sync"
 	"testing"
 	"time"
 
@@ -63,18 +62,11 @@ func TestTLSWithCustomCA(t *testing.T) {
 	defer ui.Close()
 	uiCA := writeFile(t, "ui-ca.pem", string(pem.EncodeToMemory(&pem.Block{Type: "CERTIFICATE", Bytes: ui.Certificate().Raw})))
 
-	svc := startSparkpulse(t, srv, fmt.Sprintf(`
-[influxdb]
-  tls-ca = %q
-[annotate]
-  urls = [%q]
-  interval = "1s"
-  database = "annotations"
-  tls-ca = %q
-[[graphite]]
-  bind-address = "127.0.0.1:0"
-  database = "metrics"
-`, srv.CAFile, ui.URL, uiCA))
+	svc := startSparkpulse(t, config.Config{
+		InfluxDB: config.InfluxDBConfig{URL: srv.URL, TLSCA: srv.CAFile},
+		Annotate: config.AnnotateConfig{URLs: []string{ui.URL}, Interval: seconds(1), Database: "annotations", TLSCA: uiCA},
+		Graphite: []config.GraphiteConfig{{Database: "metrics"}},
+	})
 	sendTCP(t, svc.addr(0), app+".driver.DAGScheduler.job.allJobs 1 "+T+"\n")
 	waitN(t, listings, 2, "two polls of the UI")
 	svc.stop()
@@ -87,39 +79,13 @@ func TestTLSWithCustomCA(t *testing.T) {
 	}
 
 	// The system roots do not include the test CA.
-	plan, err := config.Load(&config.Overrides{Config: writeFile(t, "notrust.toml", "[[graphite]]\n  bind-address = \"127.0.0.1:0\"\n"),
-		InfluxURL: srv.URL, AdminAddr: "off"}, noEnv)
-	if err != nil {
-		t.Fatal(err)
-	}
-	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
-	defer cancel()
-	s, err := startPipeline(ctx, plan, zap.NewNop())
+	_, err := startService(t, config.Config{InfluxDB: config.InfluxDBConfig{URL: srv.URL}, Graphite: []config.GraphiteConfig{{}}}, zap.NewNop())
 	if err == nil {
-		s.Shutdown(ctx)
 		t.Fatal("started without trusting InfluxDB's certificate")
 	}
 	if !strings.Contains(err.Error(), "check tls-ca") || !strings.Contains(err.Error(), srv.URL) {
 		t.Errorf("error without the CA: %v", err)
 	}
-}
-
-// lockedBuffer collects the log of a service running in another goroutine.
-type lockedBuffer struct {
-	mu sync.Mutex
-	b  bytes.Buffer
-}
-
-func (b *lockedBuffer) Write(p []byte) (int, error) {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	return b.b.Write(p)
-}
-
-func (b *lockedBuffer) String() string {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	return b.b.String()
 }
 
 // Secrets (the InfluxDB token, a Spark UI password) appear in no log line
@@ -153,29 +119,14 @@ func TestSecretsStayHidden(t *testing.T) {
 		t.Fatal(err)
 	}
 	conf := func(token string) string {
-		return fmt.Sprintf(`
-[influxdb]
-  url = %q
-  token = %q
-  create-database = true
-[admin]
-  bind-address = "127.0.0.1:0"
-[log]
-  level = "debug"
-  format = "json"
-[internal]
-  enabled = false
-[annotate]
-  urls = [%q]
-  interval = "1s"
-  username = "spark"
-  password-file = %q
-[[graphite]]
-  bind-address = "127.0.0.1:0"
-  database = "metrics"
-`, srv.URL, token, ui.URL, pwFile)
+		return writeConfig(t, config.Config{
+			InfluxDB: config.InfluxDBConfig{URL: srv.URL, Token: token},
+			Log:      config.LogConfig{Level: "debug", Format: "json"},
+			Annotate: config.AnnotateConfig{URLs: []string{ui.URL}, Interval: seconds(1), Username: "spark", PasswordFile: pwFile},
+			Graphite: []config.GraphiteConfig{{Database: "metrics"}},
+		})
 	}
-	path := writeFile(t, "sparkpulse.toml", conf("admin:SECRET-influx"))
+	path := conf("admin:SECRET-influx")
 	if err := os.Chmod(path, 0o644); err != nil {
 		t.Fatal(err)
 	}
@@ -191,19 +142,10 @@ func TestSecretsStayHidden(t *testing.T) {
 
 	// The service, running: a point written with the token, the UI
 	// refusing its password.
-	var logs lockedBuffer
+	var logs influxtest.Output
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
-	done, ended := make(chan error, 1), make(chan struct{})
-	readyFile := filepath.Join(t.TempDir(), "ready.json")
-	go func() {
-		done <- run(ctx, []string{"run", "--config", path, "--ready-file", readyFile}, noEnv, nil, io.Discard, &logs)
-		close(ended)
-	}()
-	bound, err := waitReadyFile(readyFile, ended)
-	if err != nil {
-		t.Fatalf("sparkpulse did not start: %v\n%s", err, logs.String())
-	}
+	bound, done := startRun(t, ctx, path, &logs)
 	adminAddr := bound.Admin
 	conn, err := net.Dial("tcp", bound.graphiteAddr(t, 0))
 	if err != nil {
@@ -212,13 +154,8 @@ func TestSecretsStayHidden(t *testing.T) {
 	fmt.Fprintf(conn, "%s.driver.DAGScheduler.job.allJobs 1 %s\n", app, T)
 	conn.Close()
 	waitN(t, refused, 2, "two refused polls")
-	resp, err := http.Get("http://" + adminAddr + "/metrics")
-	if err != nil {
-		t.Fatal(err)
-	}
-	metrics, _ := io.ReadAll(resp.Body)
-	resp.Body.Close()
-	check("/metrics", string(metrics))
+	_, metrics := adminGet(t, adminAddr, "/metrics")
+	check("/metrics", metrics)
 	cancel()
 	if err := <-done; err != nil {
 		t.Errorf("run: %v", err)
@@ -249,7 +186,7 @@ func TestSecretsStayHidden(t *testing.T) {
 
 	// Errors: InfluxDB refusing the token at start (the config's own
 	// errors: TestConfigErrorsHideURLCredentials in package config).
-	wrong := writeFile(t, "wrong.toml", conf("admin:SECRET-wrong"))
+	wrong := conf("admin:SECRET-wrong")
 	err = run(context.Background(), []string{"run", "--config", wrong}, noEnv, nil, io.Discard, io.Discard)
 	if err == nil || !strings.Contains(err.Error(), "401") {
 		t.Errorf("a refused token: %v", err)
@@ -322,23 +259,12 @@ func TestStateLinks(t *testing.T) {
 			if err := os.Symlink(victim, link); err != nil {
 				t.Fatal(err)
 			}
-			conf := fmt.Sprintf(`
-state-dir = %q
-[annotate]
-  urls = [%q]
-[[graphite]]
-  bind-address = "127.0.0.1:0"
-  database = "spark"
-`, stateDir, refusedURL(t))
-			o := config.Overrides{InfluxURL: srv.URL, Config: writeFile(t, "sparkpulse.toml", conf+"\n[internal]\n  enabled = false\n"),
-				AdminAddr: "127.0.0.1:0", CreateDatabase: true}
-			plan, err := config.Load(&o, noEnv)
-			if err != nil {
-				t.Fatal(err)
-			}
-			ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
-			defer cancel()
-			p, err := startPipeline(ctx, plan, zaptest.NewLogger(t))
+			p, err := startService(t, config.Config{
+				StateDir: stateDir,
+				InfluxDB: config.InfluxDBConfig{URL: srv.URL},
+				Annotate: config.AnnotateConfig{URLs: []string{refusedURL(t)}},
+				Graphite: []config.GraphiteConfig{{Database: "spark"}},
+			}, zaptest.NewLogger(t))
 			if name == journalFile {
 				if err == nil || !strings.Contains(err.Error(), link+" is a symbolic link") {
 					t.Errorf("started with a linked journal: %v", err)
@@ -347,8 +273,7 @@ state-dir = %q
 				if err != nil {
 					t.Fatal(err)
 				}
-				<-p.Ready()
-				(&testService{pipeline: p, t: t}).stop()
+				p.stop()
 				if fi, err := os.Lstat(link); name == segment && errors.Is(err, os.ErrNotExist) {
 					// An ingest segment the saved baselines hold is dropped.
 				} else if err != nil || !fi.Mode().IsRegular() {
@@ -368,7 +293,7 @@ state-dir = %q
 // adminHeaderTimeout.
 func TestAdminFlood(t *testing.T) {
 	srv := influxtest.Start(t)
-	svc := startSparkpulse(t, srv, "[[graphite]]\n  bind-address = \"127.0.0.1:0\"\n  database = \"spark\"\n")
+	svc := startSparkpulse(t, config.Config{InfluxDB: config.InfluxDBConfig{URL: srv.URL}, Graphite: []config.GraphiteConfig{{Database: "spark"}}})
 	admin := svc.Bound().Admin
 	fds := func() int {
 		ents, err := os.ReadDir("/proc/self/fd")
@@ -412,12 +337,7 @@ func TestAdminFlood(t *testing.T) {
 		c.Close()
 	}
 	conns = nil
-	resp, err := http.Get("http://" + admin + "/healthz")
-	if err != nil {
-		t.Fatal(err)
-	}
-	resp.Body.Close()
-	if resp.StatusCode != http.StatusOK {
-		t.Errorf("/healthz after the flood: %s", resp.Status)
+	if status, _ := adminGet(t, admin, "/healthz"); status != http.StatusOK {
+		t.Errorf("/healthz after the flood: %d", status)
 	}
 }

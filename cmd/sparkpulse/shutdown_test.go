@@ -3,7 +3,6 @@ package main
 import (
 	"context"
 	"fmt"
-	"os"
 	"path/filepath"
 	"strings"
 	"syscall"
@@ -21,40 +20,27 @@ import (
 
 // stopTestService is a pipeline started for the stop tests, with its logs.
 type stopTestService struct {
-	*pipeline
+	*testService
 	logs *observer.ObservedLogs
 }
 
 // startForStop starts sparkpulse writing to influxURL: one TCP listener
 // into database spark, its own metrics into database monitor, with
-// stateDir ("" for none).
+// stateDir ("" for none). Its log goes to the test as well.
 func startForStop(t *testing.T, influxURL, stateDir string) *stopTestService {
 	t.Helper()
-	conf := filepath.Join(t.TempDir(), "sparkpulse.toml")
-	if err := os.WriteFile(conf, []byte(`
-[internal]
-  database = "monitor"
-[[graphite]]
-  bind-address = "127.0.0.1:0"
-  protocol = "tcp"
-  database = "spark"
-`), 0o600); err != nil {
-		t.Fatal(err)
-	}
-	plan, err := config.Load(&config.Overrides{Config: conf, InfluxURL: influxURL, AdminAddr: "off", StateDir: stateDir, CreateDatabase: true},
-		func(string) string { return "" })
-	if err != nil {
-		t.Fatal(err)
-	}
 	core, logs := observer.New(zapcore.InfoLevel)
-	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
-	defer cancel()
-	p, err := startPipeline(ctx, plan, zap.New(zapcore.NewTee(core, zapcore.NewCore(zapcore.NewConsoleEncoder(zap.NewDevelopmentEncoderConfig()), zapcore.AddSync(testWriter{t}), zapcore.InfoLevel))))
+	toTest := zapcore.NewCore(zapcore.NewConsoleEncoder(zap.NewDevelopmentEncoderConfig()), zapcore.AddSync(testWriter{t}), zapcore.InfoLevel)
+	svc, err := startService(t, config.Config{
+		StateDir: stateDir,
+		InfluxDB: config.InfluxDBConfig{URL: influxURL},
+		Internal: config.InternalConfig{Database: "monitor"},
+		Graphite: []config.GraphiteConfig{{Protocol: "tcp", Database: "spark"}},
+	}, zap.New(zapcore.NewTee(core, toTest)))
 	if err != nil {
 		t.Fatal(err)
 	}
-	<-p.Ready()
-	return &stopTestService{p, logs}
+	return &stopTestService{svc, logs}
 }
 
 // testWriter sends log lines to t.Log.
@@ -81,13 +67,7 @@ func (s *stopTestService) send(t *testing.T, seed uint64) (points, values uint64
 
 // stop stops s as `sparkpulse run` does on Ctrl-C and returns its error
 // and how long it took.
-func (s *stopTestService) stop() (time.Duration, error) {
-	ctx, cancel := context.WithTimeout(context.Background(), shutdownTimeout)
-	defer cancel()
-	began := time.Now()
-	err := s.Shutdown(ctx)
-	return time.Since(began), err
-}
+func (s *stopTestService) stop() (time.Duration, error) { return s.shutdown(shutdownTimeout) }
 
 // logged returns the entries whose message contains snippet.
 func (s *stopTestService) logged(snippet string) []observer.LoggedEntry {
@@ -175,7 +155,7 @@ func checkKeptLogged(t *testing.T, s *stopTestService, stateDir string) {
 
 // countStored counts the values of database spark as storedValues does,
 // 0 while InfluxDB does not answer.
-func countStored(t *testing.T, srv *influxtest.Server) uint64 {
+func countStored(t *testing.T, srv influxtest.Influxd) uint64 {
 	t.Helper()
 	series, err := srv.TryQuery("spark", countValues(""))
 	if err != nil {
@@ -188,7 +168,7 @@ func countStored(t *testing.T, srv *influxtest.Server) uint64 {
 // still ends within the bound, and fails naming the points lost. Its own
 // metrics alone going undelivered is not a failure.
 func TestStopWithInfluxDBDownWithoutStateDir(t *testing.T) {
-	url := "http://" + influxtest.RefusingAddr(t) // connections refused
+	url := refusedURL(t)
 	const bound = shutdownStall + 2*time.Second
 
 	idle := startForStop(t, url, "")

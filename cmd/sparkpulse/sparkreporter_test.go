@@ -11,6 +11,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/sparkpulse/sparkpulse/config"
 	"github.com/sparkpulse/sparkpulse/influx/influxtest"
 )
 
@@ -82,13 +83,10 @@ func TestSparkReporter(t *testing.T) {
 			// The reporter sends a datagram per line, as fast as it can: a
 			// receive buffer as recommended for UDP holds the burst while
 			// the reader waits for a core.
-			svc := startSparkpulse(t, srv, fmt.Sprintf(`
-[[graphite]]
-  bind-address = "127.0.0.1:0"
-  protocol = %q
-  database = %q
-  udp-read-buffer = 8388608
-`, proto, db))
+			svc := startSparkpulse(t, config.Config{
+				InfluxDB: config.InfluxDBConfig{URL: srv.URL},
+				Graphite: []config.GraphiteConfig{{Protocol: proto, Database: db, UDPReadBuffer: 8 << 20}},
+			})
 			_, port, _ := strings.Cut(svc.addr(0), "127.0.0.1:")
 			cmd := reporter("127.0.0.1", port, proto, "spark.prod", app,
 				strconv.Itoa(executors), strconv.Itoa(reports), strconv.Itoa(start), strconv.Itoa(period))

@@ -41,21 +41,16 @@ func TestStreamReadsEachBlocksShapes(t *testing.T) {
 		// Outside the window read.
 		fmt.Sprintf(`executor,applicationid=%s,process=1 cpuTime.count=900,cpuTime.count_delta=600 %d`, app, at(100)),
 	} {
-		writeLine(t, srv, "mixed", l)
+		srv.Write(t, "/write?db=mixed", l)
 	}
-	writeLine(t, srv, "cern", fmt.Sprintf(`succeededTasks.count,applicationid=%s,namespace=executor,process=1 value=7,delta=7 %d`, app, at(0)))
+	srv.Write(t, "/write?db=cern", fmt.Sprintf(`succeededTasks.count,applicationid=%s,namespace=executor,process=1 value=7,delta=7 %d`, app, at(0)))
 	// Not the shape the block writes: not read.
-	writeLine(t, srv, "cern", fmt.Sprintf(`executor,applicationid=%s,process=1 succeededTasks.count=1000,succeededTasks.count_delta=1000 %d`, app, at(0)))
+	srv.Write(t, "/write?db=cern", fmt.Sprintf(`executor,applicationid=%s,process=1 succeededTasks.count=1000,succeededTasks.count_delta=1000 %d`, app, at(0)))
 
-	plan := streamPlan(t, &config.Overrides{Config: writeFile(t, "sparkpulse.toml", `
-[[graphite]]
-  bind-address = "127.0.0.1:0"
-  database = "mixed"
-[[graphite]]
-  bind-address = "127.0.0.1:0"
-  database = "cern"
-  schema = "cern"
-`), InfluxURL: srv.URL}, noEnv)
+	plan := streamPlan(t, config.Config{
+		InfluxDB: config.InfluxDBConfig{URL: srv.URL},
+		Graphite: []config.GraphiteConfig{{Database: "mixed"}, {Database: "cern", Schema: "cern"}},
+	})
 	totals := streamTotals(t, plan, app, t0)
 	p := totals["1"]
 	var got []string
@@ -90,10 +85,11 @@ func TestStreamReadsEachBlocksShapes(t *testing.T) {
 	}
 }
 
-// streamPlan loads the plan of o, failing the test on an error.
-func streamPlan(t *testing.T, o *config.Overrides, getenv func(string) string) *config.Plan {
+// streamPlan loads the plan of cfg (see writeConfig) and env, failing the
+// test on an error.
+func streamPlan(t *testing.T, cfg config.Config, env ...string) *config.Plan {
 	t.Helper()
-	plan, err := config.Load(o, getenv)
+	plan, err := config.Load(&config.Overrides{Config: writeConfig(t, cfg)}, environ(env))
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -1,7 +1,6 @@
 package main
 
 import (
-	"bufio"
 	"bytes"
 	"fmt"
 	"io"
@@ -9,16 +8,14 @@ import (
 	"net/http"
 	"net/http/httptest"
 	"os"
-	"os/exec"
 	"path/filepath"
-	"strconv"
 	"strings"
 	"sync"
 	"sync/atomic"
-	"syscall"
 	"testing"
 	"time"
 
+	"github.com/sparkpulse/sparkpulse/config"
 	"github.com/sparkpulse/sparkpulse/influx"
 	"github.com/sparkpulse/sparkpulse/influx/influxtest"
 	"github.com/sparkpulse/sparkpulse/relay"
@@ -89,88 +86,6 @@ func (r *restRecorder) ServeHTTP(w http.ResponseWriter, req *http.Request) {
 	}
 }
 
-// sparkpulseBinary is sparkpulse built for the tests that run it as a
-// process, once for them all (TestMain removes it); with -short they are
-// skipped, saying why they are long.
-func sparkpulseBinary(t *testing.T, why string) string {
-	t.Helper()
-	if testing.Short() && why != "" {
-		t.Skip(why)
-	}
-	bin, err := buildBinary()
-	if err != nil {
-		t.Fatal(err)
-	}
-	return bin
-}
-
-// buildBinary returns $SPARKPULSE_BIN, the binary `make check` builds
-// once for every package's tests, or builds one for this test process.
-var buildBinary = sync.OnceValues(func() (string, error) {
-	if p := os.Getenv("SPARKPULSE_BIN"); p != "" {
-		return p, nil
-	}
-	dir, err := os.MkdirTemp("", "sparkpulse-bin")
-	if err != nil {
-		return "", err
-	}
-	binaryDir.Store(&dir)
-	bin := filepath.Join(dir, "sparkpulse")
-	if out, err := exec.Command("go", "build", "-o", bin, ".").CombinedOutput(); err != nil {
-		return "", fmt.Errorf("go build: %v\n%s", err, out)
-	}
-	return bin, nil
-})
-
-// proc is sparkpulse running as a process, with the addresses it bound
-// and its admin endpoint's.
-type proc struct {
-	t     *testing.T
-	cmd   *exec.Cmd
-	bound boundAddrs
-	admin string
-	logs  *lockedBuffer
-}
-
-// metrics reads /metrics into name{labels} → value.
-func (p *proc) metrics() map[string]float64 {
-	p.t.Helper()
-	resp, err := http.Get("http://" + p.admin + "/metrics")
-	if err != nil {
-		p.t.Fatalf("/metrics: %v\n%s", err, p.logs.String())
-	}
-	defer resp.Body.Close()
-	out := map[string]float64{}
-	sc := bufio.NewScanner(resp.Body)
-	sc.Buffer(nil, 1<<20)
-	for sc.Scan() {
-		l := sc.Text()
-		if strings.HasPrefix(l, "#") {
-			continue
-		}
-		if i := strings.LastIndexByte(l, ' '); i > 0 {
-			v, _ := strconv.ParseFloat(l[i+1:], 64)
-			out[l[:i]] = v
-		}
-	}
-	return out
-}
-
-// status reads a "Name: value kB" line of /proc/<pid>/status, in bytes.
-func (p *proc) status(name string) int64 {
-	b, err := os.ReadFile(fmt.Sprintf("/proc/%d/status", p.cmd.Process.Pid))
-	if err != nil {
-		p.t.Fatal(err)
-	}
-	for _, l := range strings.Split(string(b), "\n") {
-		if v, ok := strings.CutPrefix(l, name+":"); ok {
-			kb, _ := strconv.ParseInt(strings.TrimSuffix(strings.TrimSpace(v), " kB"), 10, 64)
-			return kb << 10
-		}
-	}
-	return 0
-}
-
 // Every row of the untrusted-input table, replayed against the real binary
 // and a real influxd while a genuine Spark application reports through the
 // same listeners and is polled through the same {app_id} template: each
@@ -197,36 +112,16 @@ func TestUntrustedInput(t *testing.T) {
 		os.Symlink(victim, filepath.Join(qdir, n))
 	}
 
-	conf := writeFile(t, "sparkpulse.toml", fmt.Sprintf(`
-state-dir = %q
-[influxdb]
-  url = %q
-  create-database = true
-[admin]
-  bind-address = "127.0.0.1:0"
-[internal]
-  enabled = false
-[deltas]
-  max-series = 200000
-  max-series-per-app = 50000
-[annotate]
-  urls = ["%[3]s/proxy/{app_id}", "http://{app_id}-driver-svc.invalid:4040", "%[3]s/redirect",
-          "%[3]s/huge1", "%[3]s/huge2", "%[3]s/huge3", "%[3]s/huge4"]
-  username = "spark"
-  interval = "1s"
-  timeout = "2s"
-  max-apps = 32
-  database = "untrusted"
-[[graphite]]
-  bind-address = "127.0.0.1:0"
-  database = "untrusted"
-[[graphite]]
-  bind-address = "127.0.0.1:0"
-  protocol = "udp"
-  database = "untrusted"
-`, stateDir, srv.URL, ui.URL))
-	p := startBinary(t, bin, conf, "SPARKPULSE_ANNOTATE_PASSWORD=s3cret-pw")
-	defer p.cmd.Process.Kill()
+	p := startBinary(t, bin, config.Config{
+		StateDir: stateDir,
+		InfluxDB: config.InfluxDBConfig{URL: srv.URL},
+		Deltas:   config.DeltaSettings{MaxSeries: 200000, MaxSeriesPerApp: 50000},
+		Annotate: config.AnnotateConfig{
+			URLs: []string{ui.URL + "/proxy/{app_id}", "http://{app_id}-driver-svc.invalid:4040", ui.URL + "/redirect",
+				ui.URL + "/huge1", ui.URL + "/huge2", ui.URL + "/huge3", ui.URL + "/huge4"},
+			Username: "spark", Interval: seconds(1), Timeout: seconds(2), MaxApps: 32, Database: "untrusted"},
+		Graphite: []config.GraphiteConfig{{Database: "untrusted"}, {Protocol: "udp", Database: "untrusted"}},
+	}, "SPARKPULSE_ANNOTATE_PASSWORD=s3cret-pw")
 	tcpAddr, udpAddr := p.bound.graphiteAddr(t, 0), p.bound.graphiteAddr(t, 1)
 	baseG := p.metrics()["go_goroutines"]
 	baseRSS := p.status("VmRSS")
@@ -377,12 +272,7 @@ state-dir = %q
 			t.Errorf("%s is 0 or absent", want)
 		}
 	}
-	if err := p.cmd.Process.Signal(syscall.SIGTERM); err != nil {
-		t.Fatal(err)
-	}
-	if err := p.cmd.Wait(); err != nil {
-		t.Fatalf("sparkpulse exited: %v\n%s", err, p.logs.String())
-	}
+	p.stop()
 
 	// Nothing was steered: no request left the proxy's path or went to
 	// the secret, no '..' reached a URL, and no secret reached the log.
@@ -422,32 +312,6 @@ state-dir = %q
 	}
 }
 
-// waitFor polls the process's /metrics until ok, failing after 30 s with
-// its log.
-func waitFor(t *testing.T, p *proc, what string, ok func(map[string]float64) bool) {
-	t.Helper()
-	done := false
-	defer func() {
-		if !done { // waitUntil failed the test
-			t.Log(p.logs.String())
-		}
-	}()
-	waitUntil(t, 30*time.Second, what, func() bool { return ok(p.metrics()) })
-	done = true
-}
-
-// binaryDir is where binary built sparkpulse, once it has.
-var binaryDir atomic.Pointer[string]
-
-// TestMain removes the binary the tests built, if they did.
-func TestMain(m *testing.M) {
-	code := m.Run()
-	if dir := binaryDir.Load(); dir != nil {
-		os.RemoveAll(*dir)
-	}
-	os.Exit(code)
-}
-
 // A flood of a million metric names no Spark sends, from one application,
 // through the real binary: the flood stops at its application's quota,
 // and a genuine application's line sent right after it is stored within
@@ -456,20 +320,7 @@ func TestNameFlood(t *testing.T) {
 	bin := sparkpulseBinary(t, "floods a real sparkpulse with metric names")
 	srv := influxtest.Start(t)
 	const tcpListener = "tcp://127.0.0.1:0#1"
-	conf := writeFile(t, "sparkpulse.toml", fmt.Sprintf(`
-[influxdb]
-  url = %q
-  create-database = true
-[admin]
-  bind-address = "127.0.0.1:0"
-[internal]
-  enabled = false
-[[graphite]]
-  bind-address = "127.0.0.1:0"
-  database = "spark"
-`, srv.URL))
-	p := startBinary(t, bin, conf)
-	defer p.cmd.Process.Kill()
+	p := startBinary(t, bin, config.Config{InfluxDB: config.InfluxDBConfig{URL: srv.URL}, Graphite: []config.GraphiteConfig{{Database: "spark"}}})
 	addr := p.bound.graphiteAddr(t, 0)
 	const flood, genuine, names = "app-20261122101500-0001", "app-20261122101500-0002", 1_000_000
 	now := time.Now().Unix()

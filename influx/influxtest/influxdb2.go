@@ -21,7 +21,6 @@ import (
 	"os/exec"
 	"path/filepath"
 	"strings"
-	"syscall"
 	"testing"
 	"time"
 )
@@ -45,76 +44,30 @@ const (
 
 // Server2 is a running influxd 2.x, onboarded.
 type Server2 struct {
-	URL      string // http://127.0.0.1:port
-	HTTPAddr string // 127.0.0.1:port
-	Dir      string // bolt, sqlite and engine data
-	Version  string // as /health reports it, e.g. "v2.7.12"
+	process
+	Version string // as /health reports it, e.g. "v2.7.12"
 
 	Org, Bucket, User, Token string // the operator's; Token may do anything
 	OrgID, BucketID, UserID  string
-
-	bin  string
-	args []string // --http-bind-address first
-	env  []string
-
-	cmd     *exec.Cmd
-	exited  chan struct{} // closed when the process has exited
-	held    func()        // after Kill: releases HTTPAddr (see holdPort)
-	log     *syncBuffer
-	logFrom int // where in log the running process's output starts
-	client  *http.Client
-	v1      *Server // InfluxQL through /query, with the token
-}
-
-// Option2 changes how Start2 runs influxd 2.x.
-type Option2 func(*options2)
-
-type options2 struct {
-	args, env []string
-}
-
-// WithArgs2 appends influxd flags, e.g. "--storage-wal-fsync-delay=0s".
-func WithArgs2(args ...string) Option2 {
-	return func(o *options2) { o.args = append(o.args, args...) }
-}
-
-// WithEnv2 adds "KEY=value" environment variables (INFLUXD_…), which
-// influxd reads under its flags.
-func WithEnv2(kv ...string) Option2 {
-	return func(o *options2) { o.env = append(o.env, kv...) }
 }
 
 // Start2 runs influxd 2.x until the end of the test, waits until /health
 // passes and onboards it (POST /api/v2/setup). On failure its log is
-// printed.
-func Start2(tb testing.TB, opts ...Option2) *Server2 {
+// printed. Of the options, WithEnv applies.
+func Start2(tb testing.TB, opts ...Option) *Server2 {
 	tb.Helper()
-	s, err := Launch2(tb.TempDir(), opts...)
-	if err != nil {
-		unavailable(tb, err.Error(), InstallCommand2)
-	}
-	tb.Cleanup(func() {
-		s.Stop()
-		if tb.Failed() {
-			tb.Logf("influxd 2.x log (%s):\n%s", s.Dir, s.log.String())
-		}
-	})
-	return s
+	return start(tb, "influxd 2.x", InstallCommand2, func(dir string) (*Server2, error) { return Launch2(dir, opts...) })
 }
 
 // Launch2 is Start2 for programs: influxd 2.x with its data under dir, on a
 // loopback port it picks, onboarded. The caller stops it with Stop.
-func Launch2(dir string, opts ...Option2) (*Server2, error) {
-	var o options2
-	for _, opt := range opts {
-		opt(&o)
-	}
-	bin, err := findBinary2()
+func Launch2(dir string, opts ...Option) (*Server2, error) {
+	o, bin, err := prepare(dir, opts, func() (string, error) { return findBinary("INFLUXD2", Binary2Path()) })
 	if err != nil {
 		return nil, err
 	}
-	if err := os.MkdirAll(dir, 0o755); err != nil {
-		return nil, err
+	if o.tls || len(o.extra) > 0 {
+		return nil, fmt.Errorf("influxtest: WithTLS, WithConfig and WithGraphite are for influxd 1.x")
 	}
 	return start2(dir, bin, o)
 }
@@ -125,111 +78,54 @@ func Binary2Path() string {
 	return filepath.Join(gopathFirst(), "bin", "influxd2-"+Influxd2Version)
 }
 
-func findBinary2() (string, error) {
-	if p := os.Getenv("INFLUXD2"); p != "" {
-		if _, err := os.Stat(p); err != nil {
-			return "", fmt.Errorf("$INFLUXD2 %q: %v", p, err)
-		}
-		return p, nil
-	}
-	if p := Binary2Path(); fileExists(p) {
-		return p, nil
-	}
-	return "", fmt.Errorf("influxd %s not found in $INFLUXD2 or at %s", Influxd2Version, Binary2Path())
-}
-
-func start2(dir, bin string, o options2) (*Server2, error) {
-	s := &Server2{
-		Dir:    dir,
-		bin:    bin,
-		env:    o.env,
-		log:    &syncBuffer{},
+func start2(dir, bin string, o options) (*Server2, error) {
+	s := &Server2{}
+	s.process = process{
+		Dir:       dir,
+		scheme:    "http",
+		listening: http2Listening,
+		// /health passes once influxd serves HTTP (it opens its listener
+		// last, after the storage engine).
+		probe: "/health",
+		ready: func(r *http.Response) bool {
+			var h struct{ Status, Version string }
+			if r.StatusCode != http.StatusOK || json.NewDecoder(r.Body).Decode(&h) != nil || h.Status != "pass" {
+				return false
+			}
+			s.Version = h.Version
+			return true
+		},
+		log:    &Output{},
 		client: &http.Client{Timeout: 30 * time.Second},
 	}
-	s.args = append([]string{
-		"--http-bind-address=127.0.0.1:0",
-		"--bolt-path=" + filepath.Join(dir, "influxd.bolt"),
-		"--sqlite-path=" + filepath.Join(dir, "influxd.sqlite"), // its default is under $HOME
-		"--engine-path=" + filepath.Join(dir, "engine"),
-		"--reporting-disabled",
-		"--log-level=info", // at which it logs the port it bound
-	}, o.args...)
-	if err := s.launch(); err != nil {
+	s.command = func(httpAddr string) (*exec.Cmd, error) {
+		cmd := exec.Command(bin,
+			"--http-bind-address="+httpAddr,
+			"--bolt-path="+filepath.Join(dir, "influxd.bolt"),
+			"--sqlite-path="+filepath.Join(dir, "influxd.sqlite"), // its default is under $HOME
+			"--engine-path="+filepath.Join(dir, "engine"),
+			"--reporting-disabled",
+			"--log-level=info", // at which it logs the port it bound
+		)
+		cmd.Dir = dir // influxd reads a config.* file from its working directory
+		// Only the flags above and the test's own INFLUXD_ variables: a
+		// developer's INFLUXD_CONFIG_PATH or the like must not leak in.
+		for _, kv := range os.Environ() {
+			if !strings.HasPrefix(kv, "INFLUXD_") {
+				cmd.Env = append(cmd.Env, kv)
+			}
+		}
+		cmd.Env = append(cmd.Env, o.env...)
+		return cmd, nil
+	}
+	if err := s.launch("127.0.0.1:0"); err != nil {
 		return nil, err
 	}
 	if err := s.setup(); err != nil {
 		s.Stop()
-		return nil, fmt.Errorf("%s: onboarding: %v\n%s", s.bin, err, s.log.String())
+		return nil, fmt.Errorf("%s: onboarding: %v\n%s", bin, err, s.log.String())
 	}
 	return s, nil
-}
-
-// launch runs influxd, reads the HTTP address it bound from its log into
-// HTTPAddr and URL, and waits until /health passes.
-func (s *Server2) launch() error {
-	cmd := exec.Command(s.bin, s.args...)
-	cmd.Dir = s.Dir // influxd reads a config.* file from its working directory
-	cmd.Stdout = s.log
-	cmd.Stderr = s.log
-	// Only the flags above and the test's own INFLUXD_ variables: a
-	// developer's INFLUXD_CONFIG_PATH or the like must not leak in.
-	for _, kv := range os.Environ() {
-		if !strings.HasPrefix(kv, "INFLUXD_") {
-			cmd.Env = append(cmd.Env, kv)
-		}
-	}
-	cmd.Env = append(cmd.Env, s.env...)
-	s.logFrom = s.log.Len()
-	if err := cmd.Start(); err != nil {
-		return fmt.Errorf("starting %s: %v", s.bin, err)
-	}
-	exited := make(chan struct{})
-	go func() {
-		_ = cmd.Wait()
-		close(exited)
-	}()
-	s.cmd, s.exited = cmd, exited
-	addrs, err := http2Listening.await(s.log, s.logFrom, cmd, exited, 1)
-	if err == nil {
-		s.HTTPAddr = addrs[0]
-		s.URL = "http://" + s.HTTPAddr
-		err = s.waitReady()
-	}
-	if err != nil {
-		s.Stop()
-		return fmt.Errorf("%s did not start: %v\n%s", s.bin, err, s.log.String())
-	}
-	return nil
-}
-
-// waitReady polls /health, which passes once influxd serves HTTP (it opens
-// its listener last, after the storage engine).
-func (s *Server2) waitReady() error {
-	deadline := time.NewTimer(startTimeout)
-	defer deadline.Stop()
-	tick := time.NewTicker(pollInterval)
-	defer tick.Stop()
-	client := *s.client
-	client.Timeout = time.Second
-	for {
-		resp, err := client.Get(s.URL + "/health")
-		if err == nil {
-			var h struct{ Status, Version string }
-			derr := json.NewDecoder(resp.Body).Decode(&h)
-			resp.Body.Close()
-			if resp.StatusCode == http.StatusOK && derr == nil && h.Status == "pass" {
-				s.Version = h.Version
-				return nil
-			}
-		}
-		select {
-		case <-s.exited:
-			return fmt.Errorf("influxd exited: %v", s.cmd.ProcessState)
-		case <-deadline.C:
-			return fmt.Errorf("no passing %s/health within %s", s.URL, startTimeout)
-		case <-tick.C:
-		}
-	}
 }
 
 // setup onboards the new server: the first user, org "spark", bucket
@@ -253,8 +149,8 @@ func (s *Server2) setup() error {
 		return fmt.Errorf("setup answered %+v", resp)
 	}
 	s.Org, s.Bucket, s.User, s.Token = Org2, Bucket2, User2, Token2
+	s.token = s.Token // InfluxQL through the 1.x compatibility API, and writes
 	s.OrgID, s.BucketID, s.UserID = resp.Org.ID, resp.Bucket.ID, resp.User.ID
-	s.v1 = InfluxQLVia(s.URL, tokenTransport{token: s.Token})
 	return nil
 }
 
@@ -266,8 +162,8 @@ func (s *Server2) setup() error {
 func InfluxQLVia(url string, rt http.RoundTripper) *Server {
 	exited := make(chan struct{})
 	close(exited)
-	return &Server{URL: url, HTTPAddr: strings.TrimPrefix(url, "http://"), log: &syncBuffer{}, exited: exited,
-		client: &http.Client{Timeout: 30 * time.Second, Transport: rt}}
+	return &Server{process: process{URL: url, HTTPAddr: strings.TrimPrefix(url, "http://"), log: &Output{}, exited: exited,
+		client: &http.Client{Timeout: 30 * time.Second, Transport: rt}}}
 }
 
 // tokenTransport authenticates every request with a 2.x token, as Grafana's
@@ -387,103 +283,11 @@ func (s *Server2) CreateToken(tb testing.TB, actions ...string) string {
 	return auth.Token
 }
 
-// Query runs q with InfluxQL on database db ("" for none) through /query
-// with the operator token and epoch=ns, and returns the series of all its
-// statements. An error fails the test.
-func (s *Server2) Query(tb testing.TB, db, q string) []Series {
-	tb.Helper()
-	return s.v1.Query(tb, db, q)
-}
-
-// TryQuery is Query returning the error instead of failing the test.
-func (s *Server2) TryQuery(db, q string) ([]Series, error) { return s.v1.TryQuery(db, q) }
-
-// Write posts line protocol to path (/api/v2/write?…, or the 1.x /write?…)
-// with the operator token, and fails the test unless it is taken (204).
-func (s *Server2) Write(tb testing.TB, path, lines string) {
-	tb.Helper()
-	req, err := http.NewRequest(http.MethodPost, s.URL+path, strings.NewReader(lines))
-	if err != nil {
-		tb.Fatal(err)
-	}
-	req.Header.Set("Authorization", "Token "+s.Token)
-	resp, err := http.DefaultClient.Do(req)
-	if err != nil {
-		tb.Fatal(err)
-	}
-	resp.Body.Close()
-	if resp.StatusCode != http.StatusNoContent {
-		tb.Fatalf("write %q to %s: %s", lines, path, resp.Status)
-	}
-}
-
 // InfluxQL is a *Server for code that takes one to run InfluxQL, such as
 // grafanatest: its Query and TryQuery go to this server's /query with the
 // token (see InfluxQLVia).
-func (s *Server2) InfluxQL() *Server { return s.v1 }
+func (s *Server2) InfluxQL() *Server { return InfluxQLVia(s.URL, s.TokenTransport()) }
 
 // TokenTransport is an http.RoundTripper that authenticates every request
 // with the operator token, as Grafana's InfluxQL data source does for 2.x.
 func (s *Server2) TokenTransport() http.RoundTripper { return tokenTransport{token: s.Token} }
-
-// Log returns what influxd has printed.
-func (s *Server2) Log() string { return s.log.String() }
-
-// PID is the process id of the running influxd.
-func (s *Server2) PID() int { return s.cmd.Process.Pid }
-
-// Kill stops influxd with SIGKILL, as a crash or an OOM kill would, and
-// waits until it has exited. Its data stays for Restart, and its HTTP
-// port is held until then, as Server.Kill does.
-func (s *Server2) Kill() {
-	_ = s.cmd.Process.Kill()
-	<-s.exited
-	s.held = holdAfterKill(s.HTTPAddr)
-}
-
-// Restart starts influxd again on the same HTTP address and data after
-// Kill or Stop; it is onboarded already. As Server.Restart, it fails the
-// test when another process took the port while influxd was down.
-func (s *Server2) Restart(tb testing.TB) {
-	tb.Helper()
-	s.args[0] = "--http-bind-address=" + s.HTTPAddr
-	err := s.launch()
-	release(&s.held)
-	if err != nil {
-		tb.Fatalf("influxtest: restart on %s: %v", s.HTTPAddr, restartError(err))
-	}
-}
-
-// Stop sends SIGTERM and waits for influxd to exit, killing it if it takes
-// too long.
-func (s *Server2) Stop() {
-	release(&s.held)
-	select {
-	case <-s.exited:
-		return
-	default:
-	}
-	_ = s.cmd.Process.Signal(syscall.SIGTERM)
-	t := time.NewTimer(stopTimeout)
-	defer t.Stop()
-	select {
-	case <-s.exited:
-	case <-t.C:
-		_ = s.cmd.Process.Kill()
-		<-s.exited
-	}
-}
-
-// gopathFirst is the first entry of `go env GOPATH`.
-func gopathFirst() string {
-	if out, err := exec.Command("go", "env", "GOPATH").Output(); err == nil {
-		if p := strings.TrimSpace(string(out)); p != "" {
-			return filepath.SplitList(p)[0]
-		}
-	}
-	if p := os.Getenv("GOPATH"); p != "" {
-		return filepath.SplitList(p)[0]
-	}
-	home, _ := os.UserHomeDir()
-	return filepath.Join(home, "go")
-}

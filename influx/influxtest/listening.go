@@ -68,7 +68,7 @@ func (ll listenLine) find(log string) []string {
 // running process cmd starts), has n such lines, and returns their
 // addresses. It fails when the process exits first (closing exited) or
 // after startTimeout, with the addresses found so far.
-func (ll listenLine) await(log *syncBuffer, from int, cmd *exec.Cmd, exited <-chan struct{}, n int) ([]string, error) {
+func (ll listenLine) await(log *Output, from int, cmd *exec.Cmd, exited <-chan struct{}, n int) ([]string, error) {
 	deadline := time.NewTimer(startTimeout)
 	defer deadline.Stop()
 	for {

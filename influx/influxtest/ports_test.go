@@ -62,26 +62,50 @@ ts=2026-11-26T01:47:54.832553Z lvl=info msg=Listening log_id=16mOSKJ0000 service
 // Until then connections to it are refused.
 func TestRestart(t *testing.T) {
 	srv := Start(t)
-	addr := srv.HTTPAddr
+	restarts(t, &srv.process, func() { srv.Exec(t, "CREATE DATABASE kept") }, func() {
+		series := srv.Query(t, "", "SHOW DATABASES")
+		if len(series) != 1 || !slices.ContainsFunc(series[0].Values, func(v []any) bool { return fmt.Sprint(v[0]) == "kept" }) {
+			t.Errorf("databases after restart: %v", series)
+		}
+	})
+}
+
+// influxd 2.x likewise, onboarded still: it takes a write.
+func TestRestart2(t *testing.T) {
+	srv := Start2(t)
+	write := func(v int) {
+		srv.Write(t, "/api/v2/write?org="+Org2+"&bucket="+Bucket2, fmt.Sprintf("cpu value=%d %d", v, 1700000000000000000+v))
+	}
+	restarts(t, &srv.process, func() { write(1) }, func() {
+		write(2)
+		series := srv.Query(t, Bucket2, "SELECT value FROM cpu")
+		if len(series) != 1 || len(series[0].Values) != 2 {
+			t.Errorf("after restart: %v", series)
+		}
+	})
+}
+
+// restarts kills p once keep has stored something, checks that its
+// address refuses connections, restarts it and checks that it is back on
+// the same address, where kept finds what keep stored.
+func restarts(t *testing.T, p *process, keep, kept func()) {
+	addr := p.HTTPAddr
 	if _, port, _ := net.SplitHostPort(addr); port == "0" || port == "" {
 		t.Fatalf("HTTPAddr %q", addr)
 	}
-	srv.Exec(t, "CREATE DATABASE kept")
-	srv.Kill()
+	keep()
+	p.Kill()
 	if c, err := net.Dial("tcp", addr); err == nil {
 		c.Close()
 		t.Errorf("a connection to the killed server's %s was accepted", addr)
 	} else if !errors.Is(err, syscall.ECONNREFUSED) {
 		t.Errorf("a connection to the killed server's %s: %v, want connection refused", addr, err)
 	}
-	srv.Restart(t)
-	if srv.HTTPAddr != addr || srv.URL != "http://"+addr {
-		t.Errorf("restarted on %s (%s), want %s", srv.HTTPAddr, srv.URL, addr)
+	p.Restart(t)
+	if p.HTTPAddr != addr || p.URL != "http://"+addr {
+		t.Errorf("restarted on %s (%s), want %s", p.HTTPAddr, p.URL, addr)
 	}
-	series := srv.Query(t, "", "SHOW DATABASES")
-	if len(series) != 1 || !slices.ContainsFunc(series[0].Values, func(v []any) bool { return fmt.Sprint(v[0]) == "kept" }) {
-		t.Errorf("databases after restart: %v", series)
-	}
+	kept()
 }
 
 // A [[graphite]] listener on port 0 is found at the address influxd bound,
@@ -161,23 +185,4 @@ func (f *fatalTB) Helper() {}
 func (f *fatalTB) Fatalf(format string, args ...any) {
 	f.fatal = fmt.Sprintf(format, args...)
 	runtime.Goexit()
-}
-
-// influxd 2.x comes back on the address Start2 got, onboarded, after Kill.
-func TestRestart2(t *testing.T) {
-	srv := Start2(t)
-	addr := srv.HTTPAddr
-	if _, port, _ := net.SplitHostPort(addr); port == "0" || port == "" {
-		t.Fatalf("HTTPAddr %q", addr)
-	}
-	srv.Kill()
-	srv.Restart(t)
-	if srv.HTTPAddr != addr || srv.URL != "http://"+addr {
-		t.Errorf("restarted on %s (%s), want %s", srv.HTTPAddr, srv.URL, addr)
-	}
-	srv.Write(t, "/api/v2/write?org="+Org2+"&bucket="+Bucket2, "cpu value=1 1700000000000000000")
-	series := srv.Query(t, Bucket2, "SELECT value FROM cpu")
-	if len(series) != 1 || len(series[0].Values) != 1 {
-		t.Errorf("after restart: %v", series)
-	}
 }
