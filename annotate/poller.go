@@ -576,51 +576,8 @@ func (p *Poller) pollSource(ctx context.Context, s *source, patient bool) {
 	p.stats.polls.Add(1)
 	apps, err := p.list(ctx, s, now)
 	if err != nil {
-		if ctx.Err() != nil {
-			return
-		}
-		s.failures++
-		refused := sparkapi.IsRefused(err)
-		if refused || sparkapi.IsStartingUp(err) {
-			// Nothing listens, as at a driver's UI port between two
-			// applications, or the driver's UI says it is starting:
-			// asking again costs nothing, and the application's UI is
-			// read as soon as it is up. Neither makes a later failure
-			// (a first slow answer) back off longer.
-			s.next = now.Add(p.cfg.Interval)
-		} else {
-			s.backoff++
-			s.next = now.Add(min(p.cfg.Interval<<min(s.backoff, 16), maxBackoff))
-		}
-		p.countError(s, err)
-		if !s.listed && errorKind(err) != kindWrongApp && p.yarnVouches(ctx, s) {
-			// A YARN application starting up: its UI answers within
-			// moments. Asked again at the next poll, not retired.
-			s.next = now.Add(p.cfg.Interval)
-			p.log.Debug("YARN application's UI not answering yet", zap.String("url", s.base), zap.Error(err))
-			return
-		}
-		if unproven(s, err) {
-			// An id from the metrics that no source knows: not logged per
-			// id, as a flood of them would flood the log.
-			p.mu.Lock()
-			p.retireLocked(s.appID)
-			if sparkapi.IsNotFound(err) {
-				// Spark's word that it runs no such application: the id
-				// gets no facts of the stream's either (unseen.go).
-				p.answerLocked(s.appID)
-			}
-			p.mu.Unlock()
-			return
-		}
-		if !refused || s.failures&(s.failures-1) == 0 {
-			// A refused source is logged at its 1st, 2nd, 4th, 8th… failure:
-			// an idle driver UI port is asked every interval.
-			p.log.Warn("Spark REST source failed", zap.String("source", s.name), zap.String("url", s.base),
-				zap.Int("failures", s.failures), zap.Duration("retry_in", s.next.Sub(now)), zap.Error(err))
-		}
-		if s.failures >= lostAfter {
-			p.loseAll(ctx, s, now)
+		if ctx.Err() == nil {
+			p.listFailed(ctx, s, err, now)
 		}
 		return
 	}
@@ -628,7 +585,68 @@ func (p *Poller) pollSource(ctx context.Context, s *source, patient bool) {
 		p.log.Info("Spark REST source answers again", zap.String("source", s.name), zap.String("url", s.base))
 	}
 	s.failures, s.backoff, s.listed = 0, 0, true
+	listed, ok := p.syncListed(ctx, s, apps, now, patient)
+	if !ok {
+		return
+	}
+	p.closeUnlisted(ctx, s, listed, now)
+}
 
+// listFailed retries, retires or loses a source whose listing failed
+// with err: soon where nothing listens yet, after a backoff otherwise; an
+// id of the metrics no source knows is retired; a source failing
+// lostAfter times in a row loses its applications.
+func (p *Poller) listFailed(ctx context.Context, s *source, err error, now time.Time) {
+	s.failures++
+	refused := sparkapi.IsRefused(err)
+	if refused || sparkapi.IsStartingUp(err) {
+		// Nothing listens, as at a driver's UI port between two
+		// applications, or the driver's UI says it is starting:
+		// asking again costs nothing, and the application's UI is
+		// read as soon as it is up. Neither makes a later failure
+		// (a first slow answer) back off longer.
+		s.next = now.Add(p.cfg.Interval)
+	} else {
+		s.backoff++
+		s.next = now.Add(min(p.cfg.Interval<<min(s.backoff, 16), maxBackoff))
+	}
+	p.countError(s, err)
+	if !s.listed && errorKind(err) != kindWrongApp && p.yarnVouches(ctx, s) {
+		// A YARN application starting up: its UI answers within
+		// moments. Asked again at the next poll, not retired.
+		s.next = now.Add(p.cfg.Interval)
+		p.log.Debug("YARN application's UI not answering yet", zap.String("url", s.base), zap.Error(err))
+		return
+	}
+	if unproven(s, err) {
+		// An id from the metrics that no source knows: not logged per
+		// id, as a flood of them would flood the log.
+		p.mu.Lock()
+		p.retireLocked(s.appID)
+		if sparkapi.IsNotFound(err) {
+			// Spark's word that it runs no such application: the id
+			// gets no facts of the stream's either (unseen.go).
+			p.answerLocked(s.appID)
+		}
+		p.mu.Unlock()
+		return
+	}
+	if !refused || s.failures&(s.failures-1) == 0 {
+		// A refused source is logged at its 1st, 2nd, 4th, 8th… failure:
+		// an idle driver UI port is asked every interval.
+		p.log.Warn("Spark REST source failed", zap.String("source", s.name), zap.String("url", s.base),
+			zap.Int("failures", s.failures), zap.Duration("retry_in", s.next.Sub(now)), zap.Error(err))
+	}
+	if s.failures >= lostAfter {
+		p.loseAll(ctx, s, now)
+	}
+}
+
+// syncListed syncs the attempts a source listed (apps), each by the one
+// source that owns it, and returns them; false when ctx ended. A
+// configured source waits half an interval for its applications' syncs
+// unless patient.
+func (p *Poller) syncListed(ctx context.Context, s *source, apps []sparkapi.Application, now time.Time, patient bool) (map[appKey]bool, bool) {
 	byName := map[string][]interval{}
 	for _, app := range apps {
 		for _, att := range app.Attempts {
@@ -687,7 +705,7 @@ func (p *Poller) pollSource(ctx context.Context, s *source, patient bool) {
 				started = append(started, st)
 			}
 			if ctx.Err() != nil {
-				return
+				return nil, false
 			}
 		}
 	}
@@ -710,9 +728,13 @@ func (p *Poller) pollSource(ctx context.Context, s *source, patient bool) {
 		}
 		p.settle(ctx, s, st)
 	}
-	if ctx.Err() != nil {
-		return
-	}
+	return listed, ctx.Err() == nil
+}
+
+// closeUnlisted settles the attempts the source no longer lists: one read
+// in full after its end is accounted and finished, any other lost; and
+// forgets the attempts done long enough ago.
+func (p *Poller) closeUnlisted(ctx context.Context, s *source, listed map[appKey]bool, now time.Time) {
 	p.mu.Lock()
 	p.dropSecondsLocked(s, listed, now)
 	p.mu.Unlock()
