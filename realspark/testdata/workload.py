@@ -29,7 +29,7 @@ Scenarios:
   cpus      tasks that each hold their slot for three seconds, for an
             application whose tasks take two cores (spark.task.cpus=2)
   scaling   dynamic allocation with decommissioning: two executors for a
-            job of two tasks, both let go once idle
+            job of six tasks, both let go once idle
   recompute two executors of one core hold a shuffle's map output; one is
             killed with SIGKILL while the shuffle is read again: its
             output is fetched in vain (FetchFailed), and Spark runs the
@@ -474,8 +474,12 @@ def limits_jobs(spark, out):
 def scaling_jobs(spark, ui):
     sc = spark.sparkContext
     app_id = sc.applicationId
-    sc.setJobDescription("two tasks")
-    sc.parallelize(range(2), 2).map(lambda x: time.sleep(3) or x).collect()
+    # Six tasks of three seconds: the backlog lasts while the first
+    # executor works through them, so that the second, requested after a
+    # second of it, comes even on a busy host (with two tasks the first
+    # executor could take both, and the request be withdrawn).
+    sc.setJobDescription("six tasks")
+    sc.parallelize(range(6), 6).map(lambda x: time.sleep(3) or x).collect()
     # Idle: dynamic allocation lets both go (spark.dynamicAllocation.
     # minExecutors is 0), decommissioning them.
     deadline = time.time() + 120
