@@ -108,3 +108,31 @@ func TestComposeInfluxDBSetup(t *testing.T) {
 		t.Errorf("the compose file keeps InfluxDB's max-values-per-tag: %v", env)
 	}
 }
+
+// docs/retention.md's InfluxDB 1.x statements, run as written on a real
+// influxd: the database keeps two weeks by default, and the history's
+// retention policy 400 days beside it.
+func TestRetentionDocStatements(t *testing.T) {
+	b, err := os.ReadFile("../../docs/retention.md")
+	if err != nil {
+		t.Fatal(err)
+	}
+	_, block, ok := strings.Cut(string(b), "```influxql\n")
+	block, _, _ = strings.Cut(block, "```")
+	if !ok || strings.TrimSpace(block) == "" {
+		t.Fatal("docs/retention.md has no influxql block")
+	}
+	srv := influxtest.Start(t)
+	for _, stmt := range strings.Split(strings.TrimSpace(block), "\n") {
+		srv.Exec(t, stmt)
+	}
+	got := map[string]string{}
+	for _, s := range srv.Query(t, "spark", "SHOW RETENTION POLICIES") {
+		for _, r := range s.Values {
+			got[fmt.Sprint(r[0])] = fmt.Sprintf("%v %v", r[1], r[len(r)-1])
+		}
+	}
+	if got["two_weeks"] != "336h0m0s true" || got["year"] != "9600h0m0s false" {
+		t.Errorf("retention policies %v", got)
+	}
+}
