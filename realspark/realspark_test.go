@@ -1041,9 +1041,9 @@ type timeReport struct {
 
 // reportOf runs `sparkpulse report --json` on application id, from the
 // History Server at hs.
-func reportOf(t *testing.T, hs, id string) timeReport {
+func reportOf(t *testing.T, hs, id string, flags ...string) timeReport {
 	t.Helper()
-	out, err := exec.Command(binary(t), "report", "--url", hs, "--json", id).Output()
+	out, err := exec.Command(binary(t), slices.Concat([]string{"report", "--url", hs, "--json"}, flags, []string{id})...).Output()
 	if err != nil {
 		t.Fatalf("sparkpulse report %s: %v\n%s", id, err, out)
 	}

@@ -1,6 +1,7 @@
 package report
 
 import (
+	"cmp"
 	"context"
 	"encoding/json"
 	"fmt"
@@ -21,16 +22,16 @@ import (
 // spark_sizing, the metrics stream read back from InfluxDB through
 // cfg.Stream), and prints it to w with where its time went: as text, or
 // as JSON.
-func WriteApp(ctx context.Context, cfg annotate.Config, appID string, asJSON bool, w io.Writer) error {
+func WriteApp(ctx context.Context, cfg annotate.Config, appID string, stages int, asJSON bool, w io.Writer) error {
 	as, err := annotate.Assess(ctx, cfg, appID)
 	if err != nil {
 		return err
 	}
-	stages, err := annotate.ReadStages(ctx, cfg, as.Application, slowestStages)
+	read, err := annotate.ReadStages(ctx, cfg, as.Application, cmp.Or(stages, DefaultStages))
 	if err != nil {
 		return fmt.Errorf("application %s: stages: %w", appID, err)
 	}
-	spent := whereTimeWent(stages, as)
+	spent := whereTimeWent(read, as, cmp.Or(stages, DefaultStages))
 	if asJSON {
 		enc := json.NewEncoder(w)
 		enc.SetIndent("", "  ")
@@ -42,12 +43,13 @@ func WriteApp(ctx context.Context, cfg annotate.Config, appID string, asJSON boo
 	return nil
 }
 
-// slowestStages is how many stages the report judges.
-const slowestStages = 5
+// DefaultStages is how many of its slowest stages the report of an
+// application judges, unless told another number (report --stages).
+const DefaultStages = 5
 
 // whereTimeWent turns the stages read into timespent's terms and judges
 // them.
-func whereTimeWent(read []annotate.StageRead, as annotate.Assessment) timespent.Report {
+func whereTimeWent(read []annotate.StageRead, as annotate.Assessment, judged int) timespent.Report {
 	removed := map[string]string{} // executor → how its removal reads
 	for _, x := range as.Application.Executors {
 		if x.RemoveReason != "" {
@@ -92,7 +94,7 @@ func whereTimeWent(read []annotate.StageRead, as annotate.Assessment) timespent.
 			failures = append(failures, timespent.Failure{Stage: r.StageID, Class: class, Kind: kind, Executor: t.ExecutorID})
 		}
 	}
-	return timespent.Judge(stages, failures, slowestStages)
+	return timespent.Judge(stages, failures, judged)
 }
 
 func printReport(w io.Writer, as annotate.Assessment) {

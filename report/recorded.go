@@ -158,7 +158,7 @@ func ReadRecorded(ctx context.Context, rq RecordQuery, app string) (Recorded, er
 		r.Stages = append(r.Stages, RecordedStage{Title: str(s, schema.FieldTitle), Text: str(s, schema.FieldText), DurationMs: int64(d)})
 	}
 	slices.SortStableFunc(r.Stages, func(a, b RecordedStage) int { return cmp.Compare(b.DurationMs, a.DurationMs) })
-	r.Stages = r.Stages[:min(len(r.Stages), slowestStages)]
+	r.Stages = r.Stages[:min(len(r.Stages), DefaultStages)]
 	return r, nil
 }
 

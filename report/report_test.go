@@ -32,7 +32,7 @@ func TestWhereTimeWentLostExecutors(t *testing.T) {
 		{ID: "2"},
 	}
 	var got []string
-	for _, f := range whereTimeWent(read, as).Failures {
+	for _, f := range whereTimeWent(read, as, DefaultStages).Failures {
 		got = append(got, fmt.Sprintf("%s %s %d", f.Class, f.Kind, f.Tasks))
 	}
 	if want := []string{"ExecutorLostFailure (container_oom) executor_lost 2", "ExecutorLostFailure executor_lost 1"}; !slices.Equal(got, want) {
@@ -60,7 +60,7 @@ func TestWhereTimeWentTaskCPUs(t *testing.T) {
 		var as annotate.Assessment
 		as.Usage.RunTimeCPUs = tc.runTimeCPUs
 		fired := false
-		for _, s := range whereTimeWent(read, as).Slowest {
+		for _, s := range whereTimeWent(read, as, DefaultStages).Slowest {
 			for _, v := range s.Verdicts {
 				fired = fired || v.Rule == "gc"
 			}

@@ -14,6 +14,7 @@ import (
 	"github.com/sparkpulse/sparkpulse/config"
 	"github.com/sparkpulse/sparkpulse/influx"
 	"github.com/sparkpulse/sparkpulse/live"
+	"github.com/sparkpulse/sparkpulse/report"
 	"github.com/sparkpulse/sparkpulse/simulate"
 )
 
@@ -295,6 +296,7 @@ func newReportCmd(getenv func(string) string) *cobra.Command {
 	var o config.Overrides
 	var asJSON, fleet, wide bool
 	var since time.Duration
+	var stages int
 	cmd := &cobra.Command{
 		Use:   "report [flags] APP_ID\n  sparkpulse report --fleet [--since 7d] [flags]",
 		Short: "An application's memory peaks, sizing advice and where its time went; with --fleet, every application's accounting",
@@ -317,6 +319,10 @@ same flags.`,
 				return fmt.Errorf("%w: --wide is for --fleet", errUsage)
 			case fleet && since <= 0:
 				return fmt.Errorf("%w: --since %s: must be positive", errUsage, config.FormatDuration(since))
+			case stages < 1:
+				return fmt.Errorf("%w: --stages %d: must be at least 1", errUsage, stages)
+			case fleet && cmd.Flags().Changed("stages"):
+				return fmt.Errorf("%w: --stages is for one application, not --fleet", errUsage)
 			}
 			return nil
 		},
@@ -328,7 +334,7 @@ same flags.`,
 			if fleet {
 				return reportFleet(cmd.Context(), plan, since, asJSON, wide, cmd.OutOrStdout())
 			}
-			return reportApp(cmd.Context(), plan, args[0], asJSON, cmd.OutOrStdout())
+			return reportApp(cmd.Context(), plan, args[0], stages, asJSON, cmd.OutOrStdout())
 		},
 	}
 	addConfigFlag(cmd, &o)
@@ -339,6 +345,7 @@ same flags.`,
 	fs.BoolVar(&fleet, "fleet", false, "every application that ended in --since, from the accounting in InfluxDB, instead of one")
 	fs.Var(newDurationFlag(&since, 7*24*time.Hour), "since", "with --fleet: how far back, e.g. 36h, 7d, 2w")
 	fs.BoolVar(&wide, "wide", false, "with --fleet: every column (user, executors, GiB-hours, the driver, driver-only time, lost task-hours, GC, GiB-hours saved), not the 120 columns of the default table")
+	fs.IntVar(&stages, "stages", report.DefaultStages, "with APP_ID: how many of its slowest stages are read and judged")
 	return cmd
 }
 

@@ -80,6 +80,8 @@ func TestCLIErrorsPrintedOnce(t *testing.T) {
 		{[]string{"report"}, 2, "report takes one application id"},
 		{[]string{"report", "--fleet", "app-1"}, 2, "report --fleet takes no application id"},
 		{[]string{"report", "--fleet", "--since", "1y"}, 2, `invalid duration "1y"`},
+		{[]string{"report", "--stages", "0", "app-1"}, 2, "--stages 0: must be at least 1"},
+		{[]string{"report", "--fleet", "--stages", "9"}, 2, "--stages is for one application, not --fleet"},
 		{[]string{"simulate", "--apps", "0"}, 2, "--apps must be at least 1"},
 		{[]string{}, 2, "no command given"},
 		{[]string{"check", "--config", bad}, 1, `level "loud"`},

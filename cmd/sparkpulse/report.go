@@ -19,12 +19,12 @@ import (
 // databases; when no source shows the application (annotate.ErrNotShown:
 // its live UI is gone, or there are no sources), what the annotator
 // recorded of it (report.WriteRecorded) where report --fleet reads.
-func reportApp(ctx context.Context, plan *config.Plan, appID string, asJSON bool, stdout io.Writer) error {
+func reportApp(ctx context.Context, plan *config.Plan, appID string, stages int, asJSON bool, stdout io.Writer) error {
 	why := ""
 	if plan.Annotate != nil {
 		cfg := plan.Annotate.Poller
 		cfg.Stream = newStream(plan, func() []*influx.Writer { return nil })
-		err := report.WriteApp(ctx, cfg, appID, asJSON, stdout)
+		err := report.WriteApp(ctx, cfg, appID, stages, asJSON, stdout)
 		if err == nil || ctx.Err() != nil || !errors.Is(err, annotate.ErrNotShown) {
 			return err // a source that shows it failed: said, not covered by the record
 		}
