@@ -231,6 +231,9 @@ func checkTargets(ctx context.Context, plan *config.Plan, create bool) []targetC
 	}
 	if a := plan.Annotate; a != nil {
 		targets = append(targets, a.Target)
+		if a.History != nil {
+			targets = append(targets, *a.History)
+		}
 	}
 	if in := plan.Internal; in != nil {
 		targets = append(targets, in.Target)
