@@ -11,7 +11,7 @@ $(error no version: see the message of scripts/release.sh version above)
 endif
 export GO
 
-.PHONY: all build run test check check-deploy fuzz bench bench-load bench-schema deps clean release release-check
+.PHONY: all build run test check check-deploy fuzz bench bench-load bench-schema bench-fleet deps clean release release-check
 
 all: build
 
@@ -91,6 +91,16 @@ bench-load:
 bench-schema:
 	scripts/deps.sh
 	$(GO) run ./bench -only schema -repeat 4 $(BENCHFLAGS)
+
+# A Spark fleet's days compressed into minutes, into influxd 1.8 (inmem,
+# tsi1) and 2.7 in turn, until InfluxDB refuses a point or 15 minutes per
+# target have passed (bench/README.md). BENCHFLAGS="-influxd-set
+# max-values-per-tag=0", "-rp-duration 30d -shard-duration 1d" and the like
+# re-run it on another InfluxDB setup.
+bench-fleet:
+	scripts/deps.sh
+	scripts/influxd2.sh >/dev/null
+	$(GO) run ./bench -only fleet -budget 15m $(BENCHFLAGS)
 
 clean:
 	rm -rf bin .run dist
