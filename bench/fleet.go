@@ -266,11 +266,13 @@ func slowQuery(url, token, q string) ([]influxtest.Series, error) {
 }
 
 func startFleetDB2(dir string) (*fleetDB, error) {
-	var args []string
+	// influxd 2.x reads every flag from INFLUXD_<FLAG> as well.
+	var env []string
 	for _, kv := range influxd2Set {
-		args = append(args, "--"+kv)
+		k, v, _ := strings.Cut(kv, "=")
+		env = append(env, "INFLUXD_"+strings.ToUpper(strings.ReplaceAll(k, "-", "_"))+"="+v)
 	}
-	srv, err := influxtest.Launch2(dir, influxtest.WithArgs2(args...))
+	srv, err := influxtest.Launch2(dir, influxtest.WithEnv(env...))
 	if err != nil {
 		return nil, err
 	}
