@@ -394,3 +394,23 @@ func TestHistoryJournalled(t *testing.T) {
 		t.Errorf("facts sink got %q", got)
 	}
 }
+
+// refusingSink takes nothing, as a writer that is closing.
+type refusingSink struct{}
+
+func (refusingSink) Append([]byte, bool) bool { return false }
+
+// A history sink that refuses (closing) does not undo the facts its
+// batch handed on: they are recorded, so that they are not made again.
+func TestHistoryRefusedFactsKept(t *testing.T) {
+	facts := &lineSink{}
+	s := New(Config{Sink: facts, History: refusingSink{}, Timeout: time.Second})
+	b := appBatch("app-1")
+	b.HistoryN, b.History = 1, []byte("spark_app_history,appname=etl app_id=\"app-1\" 1\n")
+	if !s.Write(b, t0) {
+		t.Fatal("the batch was refused for its history")
+	}
+	if !s.Has("app-1", b.Facts[0], t0) || len(facts.got()) != 1 {
+		t.Errorf("facts recorded %v, written %q", s.Has("app-1", b.Facts[0], t0), facts.got())
+	}
+}

@@ -80,11 +80,12 @@ type Batch struct {
 	History  []byte
 }
 
-// Write journals b, hands its points to the sink, and records its facts
-// and snapshots in the ledger, now being the time of the check. The
-// journal is held from the append to the record, so that no checkpoint
-// comes between. It returns false when the sink, closing, took nothing:
-// then nothing is recorded, and the facts are made again.
+// Write journals b, hands its points to the sink (its history points to
+// the History sink), and records its facts and snapshots in the ledger,
+// now being the time of the check. The journal is held from the append
+// to the record, so that no checkpoint comes between. It returns false
+// when the sink, closing, took nothing: then nothing is recorded, and the
+// facts are made again.
 func (s *Store) Write(b Batch, now time.Time) bool {
 	if s.cfg.History == nil {
 		b.HistoryN, b.History = 0, nil
@@ -102,8 +103,12 @@ func (s *Store) Write(b Batch, now time.Time) bool {
 	if b.N > 0 && !s.cfg.Sink.Append(b.Lines, true) {
 		return false
 	}
+	// The facts were handed on: they are recorded whatever the history's
+	// sink says, or they would be made again, perhaps with other values.
+	// A history point refused by a sink that is closing stays in the
+	// journal until the next checkpoint.
 	if b.HistoryN > 0 && !s.cfg.History.Append(b.History, true) {
-		return false // its facts are made again, with their points
+		s.cfg.Log.Warn("history points not handed on: their writer is closing", zap.Stringer("application", b.Attempt), zap.Int("points", b.HistoryN))
 	}
 	s.Record(b.App, b.Facts, b.Snaps, now)
 	return true
