@@ -5,6 +5,7 @@ import (
 	"go/ast"
 	"go/parser"
 	"go/token"
+	"maps"
 	"os"
 	"path/filepath"
 	"slices"
@@ -41,18 +42,14 @@ func annotateSchema(dir string, constDirs ...string) (map[string]*measurementSch
 	}
 	// The constants of the packages in constDirs (package schema) are
 	// read as pkg.Name, as the encoder spells them.
-	pkgOf := map[string]string{}
+	consts := map[string]string{}
 	for _, cd := range constDirs {
-		more, err := filepath.Glob(filepath.Join(cd, "*.go"))
+		more, err := stringConsts(cd, filepath.Base(cd)+".")
 		if err != nil {
 			return nil, err
 		}
-		for _, f := range more {
-			pkgOf[f] = filepath.Base(cd) + "."
-		}
-		files = append(files, more...)
+		maps.Copy(consts, more)
 	}
-	consts := map[string]string{}
 	methods := map[string]*ast.FuncDecl{} // of the encoder type
 	var funcs []*ast.FuncDecl
 	for _, path := range files {
@@ -74,7 +71,7 @@ func annotateSchema(dir string, constDirs ...string) (map[string]*measurementSch
 					for i, n := range vs.Names {
 						if i < len(vs.Values) {
 							if lit, ok := vs.Values[i].(*ast.BasicLit); ok && lit.Kind == token.STRING {
-								consts[pkgOf[path]+n.Name], _ = strconv.Unquote(lit.Value)
+								consts[n.Name], _ = strconv.Unquote(lit.Value)
 							}
 						}
 					}

@@ -129,8 +129,8 @@ func byteVars(dir, file string, keep func(string) bool) (nameSet, error) {
 	return out, nil
 }
 
-// stringConsts reads the string constants of the package in dir, each
-// named prefix+Name.
+// stringConsts reads the string constants of the package in dir (not its
+// tests), each named prefix+Name.
 func stringConsts(dir, prefix string) (map[string]string, error) {
 	files, err := filepath.Glob(filepath.Join(dir, "*.go"))
 	if err != nil {
@@ -138,6 +138,9 @@ func stringConsts(dir, prefix string) (map[string]string, error) {
 	}
 	out := map[string]string{}
 	for _, path := range files {
+		if strings.HasSuffix(path, "_test.go") {
+			continue
+		}
 		f, err := parser.ParseFile(token.NewFileSet(), path, nil, parser.SkipObjectResolution)
 		if err != nil {
 			return nil, err
