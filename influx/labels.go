@@ -13,7 +13,7 @@ const (
 	DropTooLarge          = "too large"               // 413: the request body is over the server's limit
 	DropRefused           = "refused"                 // any other refusal
 	DropDiskQueueFull     = "disk queue full"         // the disk queue reached its limit
-	DropWriterClosed      = "writer closed"           // appended after Close
+	DropWriterClosed      = "writer closed"           // appended after Close or Refuse
 )
 
 // DropReasons lists every key Stats.PointsDropped can have.

@@ -128,7 +128,7 @@ func (w *Writer) Append(lines []byte, wait bool) bool {
 // AppendLines copies complete lines into the current batch. When the
 // queue has no room it waits (wait) — a TCP reader then slows its sender
 // down — or returns false and keeps nothing, for a reader that cannot wait
-// (UDP). After Close the lines are dropped, counted under DropWriterClosed:
+// (UDP). After Close or Refuse the lines are dropped, counted under DropWriterClosed:
 // true then means there is nothing left for the caller to count.
 func (w *Writer) AppendLines(l queue.Lines, wait bool) bool {
 	if l.Len() == 0 {
@@ -151,7 +151,7 @@ func (w *Writer) AppendLines(l queue.Lines, wait bool) bool {
 	}
 	if err != nil {
 		w.drop(DropWriterClosed, l.Len())
-		w.dropLog.Error("points appended after Close were dropped", zap.Int("points", l.Len()))
+		w.dropLog.Error("points appended after the writer began closing were dropped", zap.Int("points", l.Len()))
 		return true
 	}
 	w.mu.Lock()
@@ -192,6 +192,16 @@ func (w *Writer) HeldSince() time.Time {
 	}
 	return oldest
 }
+
+// Blocked reports whether a producer waits for room in the queue: a TCP
+// reader held up until InfluxDB takes points.
+func (w *Writer) Blocked() bool { return w.q.Blocked() }
+
+// Refuse makes the producers waiting for room, and every later Append,
+// drop their points, counted under DropWriterClosed; Close delivers or
+// keeps what was taken before. For a stop that cannot wait for InfluxDB
+// to make room.
+func (w *Writer) Refuse() { w.q.Drain() }
 
 // WaitRoom returns once the queue has room for more connections, or done
 // is closed; see queue.Queue.WaitRoom.

@@ -21,6 +21,9 @@
 // oldest waiting batches to the disk queue; without one it waits for room
 // (wait) or returns ErrFull and keeps nothing: a TCP reader that waits
 // slows its sender down, a UDP reader that cannot wait counts a drop.
+// With a disk queue nothing waits: when batches in flight hold all of
+// memory, the batch being filled goes over MaxBytes (by at most its size
+// and what producers reserve at once) and moves to disk once sealed.
 // WaitRoom lets a listener hold back new connections while memory is
 // nearly full. Disk records are older than anything in memory: they are
 // handed out first, one at a time, and memory waits until they are all
@@ -145,6 +148,7 @@ type Queue struct {
 	out      []*Batch  // memory batches handed out and not acknowledged
 	bytes    int       // reserved: batches being filled, waiting and out
 	filling  int       // reserved and not Put yet
+	waiters  int       // producers waiting in Reserve for room
 	free     [][]byte  // memory of done batches, for later ones
 	freeEnds [][]int32 // and of their line and key ends, in pairs
 	freeCap  int       // bytes of the buffers in free
@@ -199,10 +203,21 @@ func (q *Queue) Reserve(n int, wait bool) error {
 		if q.spill() {
 			continue
 		}
+		if q.disk != nil && len(q.waiting) == 0 {
+			// Batches in flight and the one being filled hold all of
+			// memory: nothing can move to disk until that one is sealed.
+			// It takes the bytes over the bound (at most a batch, and
+			// what producers reserve at once) and spills once sealed;
+			// waiting would tie the readers to InfluxDB, which a disk
+			// queue exists to spare them, and a stop could not end.
+			break
+		}
 		if !wait {
 			return ErrFull
 		}
+		q.waiters++
 		q.room.Wait()
+		q.waiters--
 	}
 	if q.draining {
 		return ErrClosed
@@ -211,6 +226,13 @@ func (q *Queue) Reserve(n int, wait bool) error {
 	q.filling += n
 	q.notePeak()
 	return nil
+}
+
+// Blocked reports whether a producer waits in Reserve for room.
+func (q *Queue) Blocked() bool {
+	q.mu.Lock()
+	defer q.mu.Unlock()
+	return q.waiters > 0
 }
 
 // Starved reports whether no sealed batch waits to be sent: a producer

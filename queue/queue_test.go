@@ -83,6 +83,33 @@ func TestReserveWaitsForDone(t *testing.T) {
 	})
 }
 
+// With a disk queue, batches in flight that hold all of memory do not
+// make a producer wait: the batch being filled goes over the bound, and
+// to disk once sealed; the next in order all the same.
+func TestReserveWithDiskPassesInFlight(t *testing.T) {
+	q := open(t, Config{MaxBytes: 100, Dir: t.TempDir()})
+	put(t, q, "a", 60)
+	put(t, q, "b", 40)
+	a, _ := q.Get()
+	b, _ := q.Get() // a and b in flight: nothing to spill
+	if err := q.Reserve(50, false); err != nil {
+		t.Fatalf("Reserve with every batch in flight: %v", err)
+	}
+	q.Put(&Batch{Data: append(bytes.Repeat([]byte("x"), 48), "c\n"...), Points: 1, First: time.Now()})
+	if st := q.Stats(); st.Bytes != 150 || st.Spilled != 0 {
+		t.Fatalf("stats %+v: want 150 bytes in memory, nothing spilled", st)
+	}
+	put(t, q, "d", 10) // c spills
+	if st := q.Stats(); st.Bytes != 110 || st.Spilled != 1 {
+		t.Fatalf("stats %+v: want c spilled, 110 bytes in memory", st)
+	}
+	q.Done(a, true)
+	q.Done(b, true)
+	if got := deliver(t, q, 2); got[0] != "c" || got[1] != "d" {
+		t.Errorf("after the batches in flight: %v, want c then d", got)
+	}
+}
+
 // With a disk queue nothing waits: the oldest batches spill, and come back
 // before anything in memory, in order, also after a restart.
 func TestSpillOrderAcrossRestart(t *testing.T) {

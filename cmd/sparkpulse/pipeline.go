@@ -541,7 +541,12 @@ func (p *pipeline) shutdown(ctx context.Context) error {
 			}
 		})
 	}
+	closed := make(chan struct{})
+	watched := make(chan struct{})
+	go p.watchBlockedReaders(closed, watched)
 	wg.Wait()
+	close(closed)
+	<-watched
 	if p.annCancel != nil {
 		p.annCancel()
 		<-p.annDone
@@ -655,17 +660,7 @@ func (p *pipeline) closeWriters(ctx context.Context) []error {
 // accepted or refused for shutdownStall, and closes stalled when done is.
 func (p *pipeline) watchStall(ws []*influx.Writer, done <-chan struct{}, stalled chan<- struct{}, cancel context.CancelFunc) {
 	defer close(stalled)
-	progress := func() (n uint64) {
-		for _, w := range ws {
-			st := w.Stats()
-			n += st.PointsWritten + st.BatchesWritten
-			for _, d := range st.PointsDropped {
-				n += d
-			}
-		}
-		return n
-	}
-	last, since := progress(), time.Now()
+	last, since := progress(ws), time.Now()
 	tick := time.NewTicker(shutdownStall / 20)
 	defer tick.Stop()
 	for {
@@ -674,7 +669,7 @@ func (p *pipeline) watchStall(ws []*influx.Writer, done <-chan struct{}, stalled
 			return
 		case <-tick.C:
 		}
-		if n := progress(); n != last {
+		if n := progress(ws); n != last {
 			last, since = n, time.Now()
 			continue
 		}
@@ -688,6 +683,54 @@ func (p *pipeline) watchStall(ws []*influx.Writer, done <-chan struct{}, stalled
 			return
 		}
 	}
+}
+
+// watchBlockedReaders ends a stop's wait for connections whose readers
+// wait for room in a full memory queue (no state-dir) that InfluxDB does
+// not empty: once no writer has had a point accepted or refused for
+// shutdownStall, those writers refuse what their readers hold and what
+// comes after, counted as dropped, and the connections end. It returns
+// when closed is.
+func (p *pipeline) watchBlockedReaders(closed <-chan struct{}, done chan<- struct{}) {
+	defer close(done)
+	ws := p.blockWriters()
+	last, since := progress(ws), time.Now()
+	tick := time.NewTicker(shutdownStall / 20)
+	defer tick.Stop()
+	for {
+		select {
+		case <-closed:
+			return
+		case <-tick.C:
+		}
+		if n := progress(ws); n != last {
+			last, since = n, time.Now()
+			continue
+		}
+		if time.Since(since) < shutdownStall {
+			continue
+		}
+		for i, w := range ws {
+			if w.Blocked() {
+				p.log.Warn("InfluxDB has taken nothing for "+shutdownStall.String()+" and the memory queue is full: dropping what the listener's connections still send, to stop",
+					zap.String("listener", p.blocks[i].Name()), zap.String("url", influx.RedactURL(p.plan.Influx.WithDefaults().URL)))
+				w.Refuse()
+			}
+		}
+		since = time.Now()
+	}
+}
+
+// progress counts the points and batches ws have had accepted or refused.
+func progress(ws []*influx.Writer) (n uint64) {
+	for _, w := range ws {
+		st := w.Stats()
+		n += st.PointsWritten + st.BatchesWritten
+		for _, d := range st.PointsDropped {
+			n += d
+		}
+	}
+	return n
 }
 
 // abort releases what a failed start-up opened.

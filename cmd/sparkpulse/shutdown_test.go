@@ -1,8 +1,10 @@
 package main
 
 import (
+	"bytes"
 	"context"
 	"fmt"
+	"net"
 	"path/filepath"
 	"strings"
 	"syscall"
@@ -14,6 +16,7 @@ import (
 	"go.uber.org/zap/zaptest/observer"
 
 	"github.com/sparkpulse/sparkpulse/config"
+	"github.com/sparkpulse/sparkpulse/influx"
 	"github.com/sparkpulse/sparkpulse/influx/influxtest"
 	"github.com/sparkpulse/sparkpulse/simulate"
 )
@@ -29,11 +32,18 @@ type stopTestService struct {
 // stateDir ("" for none). Its log goes to the test as well.
 func startForStop(t *testing.T, influxURL, stateDir string) *stopTestService {
 	t.Helper()
+	return startForStopQueue(t, influxURL, stateDir, 0)
+}
+
+// startForStopQueue is startForStop with max-queue-bytes queueBytes (0:
+// the default).
+func startForStopQueue(t *testing.T, influxURL, stateDir string, queueBytes int) *stopTestService {
+	t.Helper()
 	core, logs := observer.New(zapcore.InfoLevel)
 	toTest := zapcore.NewCore(zapcore.NewConsoleEncoder(zap.NewDevelopmentEncoderConfig()), zapcore.AddSync(testWriter{t}), zapcore.InfoLevel)
 	svc, err := startService(t, config.Config{
 		StateDir: stateDir,
-		InfluxDB: config.InfluxDBConfig{URL: influxURL},
+		InfluxDB: config.InfluxDBConfig{URL: influxURL, MaxQueueBytes: queueBytes},
 		Internal: config.InternalConfig{Database: "monitor"},
 		Graphite: []config.GraphiteConfig{{Protocol: "tcp", Database: "spark"}},
 	}, zap.New(zapcore.NewTee(core, toTest)))
@@ -193,4 +203,114 @@ func TestStopWithInfluxDBDownWithoutStateDir(t *testing.T) {
 	if len(busy.logged("points lost")) != 1 {
 		t.Errorf("loss not logged: %v", busy.logs.All())
 	}
+}
+
+// reports are simulated Spark reports, at least size bytes of them.
+func reports(size int) []byte {
+	start := time.Now().Truncate(time.Second).Add(-time.Hour)
+	c := simulate.NewCluster(simulate.Config{Apps: 4, Executors: 8, Period: 10 * time.Second, Seed: 7}, start)
+	var b bytes.Buffer
+	for now := start; b.Len() < size; now = now.Add(10 * time.Second) {
+		c.Step(now)
+		for i := range c.Processes() {
+			_ = c.Report(i, &b, now)
+		}
+	}
+	return b.Bytes()
+}
+
+// sendAll writes data over one connection to s's listener and closes it,
+// as a sender that ends; the error, if any, goes to sent.
+func sendAll(s *stopTestService, data []byte, sent chan<- error) {
+	c, err := net.Dial("tcp", s.blocks[0].srv.Addr().String())
+	if err == nil {
+		_, err = c.Write(data)
+		c.Close()
+	}
+	sent <- err
+}
+
+// A stop while InfluxDB takes nothing and the memory queue is full, with
+// a connection whose reader waits for room: without state-dir it drops
+// what that connection still sends, counted, and ends; with state-dir the
+// reader does not wait (what memory cannot hold goes to disk; the queue's
+// tests cover batches in flight holding all of it), and everything read
+// is kept on disk and delivered at the next start.
+func TestStopWithFullQueue(t *testing.T) {
+	data := reports(6 << 20) // past two batches in flight and the queue
+	const queueBytes = 1 << 20
+
+	t.Run("without state-dir", func(t *testing.T) {
+		s := startForStopQueue(t, refusedURL(t), "", queueBytes)
+		sent := make(chan error, 1)
+		go sendAll(s, data, sent)
+		w := s.blocks[0].writer
+		for tick := time.NewTicker(10 * time.Millisecond); !w.Blocked(); <-tick.C {
+			select {
+			case err := <-sent:
+				t.Fatalf("sent %d bytes without the reader waiting for room in a %d-byte queue: %v", len(data), queueBytes, err)
+			default:
+			}
+		}
+		stopped := make(chan error, 1)
+		go func() { _, err := s.stop(); stopped <- err }()
+		var err error
+		select {
+		case err = <-stopped:
+		case <-time.After(2 * shutdownTimeout):
+			t.Fatalf("the stop has not ended after %s", 2*shutdownTimeout)
+		}
+		if err == nil || !strings.Contains(err.Error(), "points") {
+			t.Errorf("a stop that lost points returned %v", err)
+		}
+		if err := <-sent; err != nil {
+			t.Errorf("the sender: %v", err)
+		}
+		if len(s.logged("the memory queue is full: dropping what the listener's connections still send")) != 1 {
+			t.Errorf("the drop at the stop is not logged: %v", s.logs.All())
+		}
+		if got := w.Stats().PointsDropped[influx.DropWriterClosed]; got == 0 {
+			t.Errorf("no point counted as dropped: %v", w.Stats().PointsDropped)
+		}
+	})
+
+	t.Run("with state-dir", func(t *testing.T) {
+		// Hung once sparkpulse has started: requests wait.
+		srv := influxtest.Start(t)
+		stateDir := t.TempDir()
+		s := startForStopQueue(t, srv.URL, stateDir, queueBytes)
+		if err := syscall.Kill(srv.PID(), syscall.SIGSTOP); err != nil {
+			t.Fatal(err)
+		}
+		cont := func() { _ = syscall.Kill(srv.PID(), syscall.SIGCONT) }
+		t.Cleanup(cont)
+		sent := make(chan error, 1)
+		go sendAll(s, data, sent)
+		if err := <-sent; err != nil {
+			t.Fatal(err)
+		}
+		st := s.blocks[0].relay.Stats()
+		for tick := time.NewTicker(10 * time.Millisecond); s.blocks[0].srv.Stats().ConnsActive.Load() > 0; <-tick.C {
+		}
+		want := acceptedValues(st)
+		if _, err := s.stop(); err != nil {
+			t.Fatalf("stop: %v", err)
+		}
+		checkKeptLogged(t, s, stateDir)
+		if lines := st.Lines.Load(); lines < uint64(bytes.Count(data, []byte("\n"))) {
+			t.Fatalf("read %d lines of %d", lines, bytes.Count(data, []byte("\n")))
+		}
+
+		cont()
+		next := startForStop(t, srv.URL, stateDir)
+		deadline := time.Now().Add(time.Minute)
+		for tick := time.NewTicker(50 * time.Millisecond); countStored(t, srv) < want && time.Now().Before(deadline); <-tick.C {
+		}
+		if _, err := next.stop(); err != nil {
+			t.Errorf("stop with InfluxDB up: %v", err)
+		}
+		if got := countStored(t, srv); got != want {
+			t.Errorf("InfluxDB holds %d values of the %d read while it was down", got, want)
+		}
+	})
 }
