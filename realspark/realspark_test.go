@@ -137,7 +137,7 @@ func runVersion(t *testing.T, version string) {
 [annotate]
   urls = ["http://127.0.0.1:%d"]
   interval = "1s"
-  close-out-after = "5s"
+  close-out-after = "20s"   # longer than any stall of a loaded host: a key quiet for it mid-run would be written early
 [[graphite]]
   bind-address = "127.0.0.1:0"
   protocol = "tcp"
@@ -275,7 +275,7 @@ func runVersion(t *testing.T, version string) {
 func checkStreamOnly(t *testing.T, r *run) {
 	for _, a := range []*application{r.main, r.bad} {
 		key := r.keyOf(a)
-		app := one(t, r.srv, blindDB, fmt.Sprintf(`SELECT "status", "app_id" FROM "spark_app" WHERE "applicationid" = '%s' AND "fact" = 'stream'`, key))
+		app := one(t, r.srv, blindDB, fmt.Sprintf(`SELECT "status", "app_id", "end_ms" FROM "spark_app" WHERE "applicationid" = '%s' AND "fact" = 'stream'`, key))
 		wantID := any(nil)
 		if key == a.id {
 			wantID = a.id
@@ -304,6 +304,7 @@ func checkStreamOnly(t *testing.T, r *run) {
 		}
 		if got := num(u["executors"]); got != float64(want) || want == 0 {
 			t.Errorf("%s: %v executors in the stream facts; of the %d Spark lists, %d reported", key, got, len(execs)-1, want)
+			explainStreamExecutors(t, r, key, app, reported)
 		}
 		if got, want := num(u["task_cpu_seconds"]), num(rec["stream_cpu_time_ns"])/1e9; math.Abs(got-want) > 1e-6*want {
 			t.Errorf("%s: task_cpu_seconds %v, the reconciliation's stream %v", key, got, want)
@@ -315,6 +316,42 @@ func checkStreamOnly(t *testing.T, r *run) {
 			t.Errorf("%s: %v", key, u)
 		}
 		t.Logf("%s from its metrics alone: %v executors, %.3f s task CPU, %.3f s run", key, u["executors"], num(u["task_cpu_seconds"]), num(u["task_run_seconds"]))
+	}
+}
+
+// explainStreamExecutors logs, for each executor in the lines of key,
+// when it reported, what, and what of it the stream-only database holds,
+// beside the stream fact's window: what a mismatch needs to be read.
+func explainStreamExecutors(t *testing.T, r *run, key string, app map[string]any, reported map[string]bool) {
+	t.Logf("%s: stream fact from %v to end_ms %v", key, app["time"], app["end_ms"])
+	for id := range reported {
+		var n int
+		var first, last string
+		names := map[string]int{}
+		for _, l := range r.lines {
+			f := strings.Fields(l)
+			if len(f) != 3 {
+				continue
+			}
+			parts := strings.Split(f[0], ".")
+			if i := slices.Index(parts, key); i >= 0 && i+2 < len(parts) && parts[i+1] == id {
+				n++
+				if first == "" {
+					first = f[2]
+				}
+				last = f[2]
+				names[parts[i+2]]++
+			}
+		}
+		var held []string
+		if res, err := r.srv.TryQuery(blindDB, fmt.Sprintf(`SELECT count(*) FROM /.*/ WHERE "applicationid" = '%s' AND "process" = '%s'`, key, id)); err == nil {
+			for _, s := range res {
+				held = append(held, s.Name)
+			}
+		} else {
+			held = append(held, err.Error())
+		}
+		t.Logf("%s process %s: %d lines, %s to %s, sources %v; stored in %v", key, id, n, first, last, names, held)
 	}
 }
 
