@@ -46,6 +46,11 @@ const (
 	// data source variable selects by default.
 	DatasourceUID  = "sparkpulse-influxdb"
 	DatasourceName = "InfluxDB (sparkpulse)"
+	// HistoryDatasourceUID and HistoryDatasourceName are those of the
+	// data source of spark_app_history's database, which the history
+	// dashboard's variable selects by default.
+	HistoryDatasourceUID  = "sparkpulse-influxdb-history"
+	HistoryDatasourceName = "InfluxDB history (sparkpulse)"
 	// DatasourceVariable is the name of every dashboard's data source
 	// variable, and DatasourceInput the __inputs entry an import asks for.
 	DatasourceVariable = "datasource"
@@ -66,16 +71,28 @@ const (
 // annotation carries.
 var datasource = common.DataSourceRef{Type: cog.ToPtr(datasourcePlugin), Uid: cog.ToPtr("${" + DatasourceVariable + "}")}
 
+// source is what a dashboard reads: the data source its variable selects
+// by default, and the database that data source is of.
+type source struct{ name, database string }
+
+var (
+	// metricsSource is the metrics' and the facts' database: every
+	// dashboard's but the history's.
+	metricsSource = source{DatasourceName, "database spark"}
+	// historySource is spark_app_history's ([annotate] history-*).
+	historySource = source{HistoryDatasourceName, "the database of [annotate] history-database or history-bucket, spark_history under make run"}
+)
+
 // datasourceVar is the data source variable, the first of every dashboard.
-func datasourceVar() dashboard.VariableModel {
+func datasourceVar(src source) dashboard.VariableModel {
 	v := dashboard.NewVariableModel()
 	v.Type = dashboard.VariableTypeDatasource
 	v.Name = DatasourceVariable
 	v.Label = cog.ToPtr("Data source")
-	v.Description = cog.ToPtr("The InfluxDB data source (InfluxQL, database spark) every panel reads.")
+	v.Description = cog.ToPtr("The InfluxDB data source (InfluxQL, " + src.database + ") every panel reads.")
 	v.Query = &dashboard.StringOrMap{String: cog.ToPtr(datasourcePlugin)}
 	v.Current = &dashboard.VariableOption{
-		Text:  dashboard.StringOrArrayOfString{String: cog.ToPtr(DatasourceName)},
+		Text:  dashboard.StringOrArrayOfString{String: cog.ToPtr(src.name)},
 		Value: dashboard.StringOrArrayOfString{String: cog.ToPtr("${" + DatasourceInput + "}")},
 	}
 	v.Options = []dashboard.VariableOption{}
@@ -115,8 +132,8 @@ type shared struct {
 // panelNames are the names of the panel plugins the dashboards use.
 var panelNames = map[string]string{"stat": "Stat", "table": "Table", "timeseries": "Time series"}
 
-// share adds __inputs and __requires to d.
-func share(d dashboard.Dashboard) (shared, error) {
+// share adds __inputs and __requires to d, which reads src.
+func share(d dashboard.Dashboard, src source) (shared, error) {
 	reqs := []require{
 		{Type: "grafana", ID: "grafana", Name: "Grafana", Version: grafanaVersion},
 		{Type: "datasource", ID: datasourcePlugin, Name: "InfluxDB", Version: "1.0.0"},
@@ -156,7 +173,7 @@ func share(d dashboard.Dashboard) (shared, error) {
 	return shared{
 		Inputs: []input{{
 			Name: DatasourceInput, Label: "InfluxDB", Type: "datasource", PluginID: datasourcePlugin, PluginName: "InfluxDB",
-			Description: "The InfluxDB data source (InfluxQL, database spark) that sparkpulse writes to: the data source variable's default.",
+			Description: "The InfluxDB data source (InfluxQL, " + src.database + ") that sparkpulse writes to: the data source variable's default.",
 		}},
 		Requires:  reqs,
 		Dashboard: d,

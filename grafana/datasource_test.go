@@ -4,6 +4,7 @@ import (
 	"encoding/json"
 	"iter"
 	"maps"
+	"path/filepath"
 	"regexp"
 	"slices"
 	"strings"
@@ -265,22 +266,30 @@ func evalImport(v any, inputs map[string]string) any {
 // picked for its input.
 func TestDatasourceDefault(t *testing.T) {
 	var provisioned []option
+	var sets [][]option // each file's data sources
 	for _, f := range provisioningFiles {
 		var ds struct {
 			Datasources []struct{ Name, UID string } `yaml:"datasources"`
 		}
 		readYAML(t, f, &ds)
+		var set []option
 		for _, d := range ds.Datasources {
-			provisioned = append(provisioned, option{d.Name, d.UID})
+			set = append(set, option{d.Name, d.UID})
 		}
+		provisioned = append(provisioned, set...)
+		sets = append(sets, set)
 	}
 	other := option{"A team's InfluxDB", "team-influxdb"}
 	for name, d := range decoded(t) {
 		current := obj(obj(list(obj(d["templating"])["list"])[0])["current"])
-		for _, p := range provisioned {
+		want := DatasourceUID
+		if filepath.Base(name) == HistoryDashboardFile {
+			want = HistoryDatasourceUID
+		}
+		for _, set := range sets {
 			for _, byValue := range []bool{true, false} {
-				if got := selectDatasource(current, []option{other, p}, byValue); got != DatasourceUID {
-					t.Errorf("%s: provisioned, scenes %v: %q, want %q", name, byValue, got, DatasourceUID)
+				if got := selectDatasource(current, append([]option{other}, set...), byValue); got != want {
+					t.Errorf("%s: provisioned, scenes %v: %q, want %q", name, byValue, got, want)
 				}
 			}
 		}

@@ -27,7 +27,8 @@ func Dir(sc schema.Shape) string {
 // its path under grafana/ (Dir).
 func Files() (map[string][]byte, error) {
 	builders := map[string]*dashboard.DashboardBuilder{
-		path.Join(Dir(schema.Default), "health.json"): Health(),
+		path.Join(Dir(schema.Default), "health.json"):        Health(),
+		path.Join(Dir(schema.Default), HistoryDashboardFile): FleetHistory(),
 	}
 	for _, name := range schema.Shapes {
 		sc, err := schema.ParseShape(name)
@@ -44,8 +45,12 @@ func Files() (map[string][]byte, error) {
 		if err != nil {
 			return nil, fmt.Errorf("grafana: %s: %w", name, err)
 		}
-		finish(&d)
-		s, err := share(d)
+		src := metricsSource
+		if path.Base(name) == HistoryDashboardFile {
+			src = historySource
+		}
+		finish(&d, src)
+		s, err := share(d, src)
 		if err != nil {
 			return nil, fmt.Errorf("grafana: %s: %w", name, err)
 		}
@@ -66,9 +71,9 @@ func Files() (map[string][]byte, error) {
 // panel target's data source, writes the schema version the JSON is
 // written in, and keeps the annotation toggles in the dashboard's controls
 // bar, where Grafana 11 and 12 both show them.
-func finish(d *dashboard.Dashboard) {
+func finish(d *dashboard.Dashboard, src source) {
 	d.SchemaVersion = schemaVersion
-	d.Templating.List = append([]dashboard.VariableModel{datasourceVar()}, d.Templating.List...)
+	d.Templating.List = append([]dashboard.VariableModel{datasourceVar(src)}, d.Templating.List...)
 	id := uint32(0)
 	next := func() uint32 { id++; return id }
 	panel := func(p *dashboard.Panel) {

@@ -171,7 +171,24 @@ func columnsTable(title, desc string, height uint32, cols []column, query func(s
 			fields = append(fields, c.expr+" AS "+m(c.field))
 		}
 	}
-	t := table.NewPanelBuilder().
+	t := fullTable(title, desc, height, sortBy, query(strings.Join(fields, ", "))).
+		OverrideByName("Time", []dashboard.DynamicConfigValue{{Id: "displayName", Value: timeName}})
+	return nameColumns(t, cols)
+}
+
+// groupTable is a full-width table of one raw InfluxQL query q of grouped
+// figures, largest sortBy first, its time column hidden and its columns
+// cols shown by their names.
+func groupTable(title, desc string, height uint32, sortBy, q string, cols []column) *table.PanelBuilder {
+	t := fullTable(title, desc, height, sortBy, q).
+		OverrideByName("Time", []dashboard.DynamicConfigValue{{Id: "custom.hidden", Value: true}})
+	return nameColumns(t, cols)
+}
+
+// fullTable is a full-width table of the raw InfluxQL query q, largest
+// sortBy first, without a footer.
+func fullTable(title, desc string, height uint32, sortBy, q string) *table.PanelBuilder {
+	return table.NewPanelBuilder().
 		Title(title).
 		Description(desc).
 		Datasource(datasource).
@@ -181,8 +198,12 @@ func columnsTable(title, desc string, height uint32, cols []column, query func(s
 			common.NewTableSortByFieldStateBuilder().DisplayName(sortBy).Desc(true),
 		}).
 		Footer(common.NewTableFooterOptionsBuilder().Show(false).Reducer([]string{})).
-		WithTarget(&influxQLBuilder{InfluxQL{RefID: "A", Query: query(strings.Join(fields, ", ")), RawQuery: true, ResultFormat: "table"}}).
-		OverrideByName("Time", []dashboard.DynamicConfigValue{{Id: "displayName", Value: timeName}})
+		WithTarget(&influxQLBuilder{InfluxQL{RefID: "A", Query: q, RawQuery: true, ResultFormat: "table"}})
+}
+
+// nameColumns shows each column of t by its name, in its unit if it has
+// one.
+func nameColumns(t *table.PanelBuilder, cols []column) *table.PanelBuilder {
 	for _, c := range cols {
 		props := []dashboard.DynamicConfigValue{{Id: "displayName", Value: c.name}}
 		if c.unit != "" {

@@ -44,8 +44,10 @@ func TestProvisioning(t *testing.T) {
 			} `yaml:"datasources"`
 		}
 		readYAML(t, f, &ds)
-		if len(ds.Datasources) != 1 || ds.Datasources[0].UID != DatasourceUID || ds.Datasources[0].Name != DatasourceName || ds.Datasources[0].Type != "influxdb" ||
-			ds.Datasources[0].JSONData.DBName != "spark" {
+		if len(ds.Datasources) != 2 || ds.Datasources[0].UID != DatasourceUID || ds.Datasources[0].Name != DatasourceName || ds.Datasources[0].Type != "influxdb" ||
+			ds.Datasources[0].JSONData.DBName != "spark" ||
+			ds.Datasources[1].UID != HistoryDatasourceUID || ds.Datasources[1].Name != HistoryDatasourceName || ds.Datasources[1].Type != "influxdb" ||
+			!strings.HasPrefix(ds.Datasources[1].JSONData.DBName, "spark") || ds.Datasources[1].JSONData.DBName == "spark" {
 			t.Errorf("%s: %+v", f, ds)
 		}
 	}

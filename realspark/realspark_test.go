@@ -21,6 +21,7 @@ import (
 	"time"
 
 	"github.com/sparkpulse/sparkpulse/accounting"
+	"github.com/sparkpulse/sparkpulse/grafana"
 	"github.com/sparkpulse/sparkpulse/grafana/grafanatest"
 	"github.com/sparkpulse/sparkpulse/influx/influxtest"
 	"github.com/sparkpulse/sparkpulse/schema"
@@ -36,6 +37,7 @@ const (
 	db       = "spark"
 	udpDB    = "spark_udp"
 	hsDB     = "spark_history"
+	yearDB   = "spark_year"          // spark_app_history of the main sparkpulse, which the history dashboard reads
 	liveDB   = "spark_live"          // annotations from the driver's UI alone
 	blindDB  = "spark_blind"         // the same stream, no source that shows its applications
 	prefix   = "team-a"              // the GraphiteSink prefix of the failures run
@@ -91,12 +93,13 @@ func runVersion(t *testing.T, version string) {
   interval = "1s"
   usage-delay = "3s"
   stage-details-min-duration = "-1s"
+  history-database = %q
 [[graphite]]
   bind-address = "127.0.0.1:0"
   protocol = "tcp"
   database = %q
   spark-prefixes = [%q]
-`, ui, r.hs, db, prefix))
+`, ui, r.hs, yearDB, db, prefix))
 	// The main application's second sink, over UDP, goes to a sparkpulse
 	// of its own: the accounting sums an application's metrics over every
 	// block's database, and one application sends to one sink. Its
@@ -1033,7 +1036,11 @@ func checkDashboards(t *testing.T, r *run) {
 	}
 	var empty []string
 	for _, f := range files {
-		for _, res := range grafanatest.Run(t, r.srv, db, f, r.from, r.to) {
+		database := db
+		if filepath.Base(f) == grafana.HistoryDashboardFile {
+			database = yearDB
+		}
+		for _, res := range grafanatest.Run(t, r.srv, database, f, r.from, r.to) {
 			key := filepath.Base(f) + ": " + res.Where
 			_, listed := emptyPanels[key]
 			switch {

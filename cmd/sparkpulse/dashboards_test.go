@@ -42,10 +42,15 @@ func TestDashboardsOnRealData(t *testing.T) {
 		db := dashboardDB(sc)
 		srv.Exec(t, fmt.Sprintf(`CREATE DATABASE %q`, db))
 		srv.Write(t, "/write?db="+db, typeConflict(sc, start))
-		dashboardWorkload(t, start, end, rounds, config.Config{
+		cfg := config.Config{
 			InfluxDB: config.InfluxDBConfig{URL: srv.URL},
 			Graphite: []config.GraphiteConfig{{Database: db, Schema: sc.String()}},
-		})
+		}
+		if sc == schema.Default {
+			srv.Exec(t, fmt.Sprintf(`CREATE DATABASE %q`, dashboardHistoryDB))
+			cfg.Annotate.HistoryDatabase = dashboardHistoryDB
+		}
+		dashboardWorkload(t, start, end, rounds, cfg)
 	}
 	// sparkpulse's own metrics are stamped with the wall clock, after the
 	// replayed reports.
@@ -57,7 +62,7 @@ func TestDashboardsOnRealData(t *testing.T) {
 			queries, runs := 0, 0
 			for _, f := range dashboardFiles(t, sc) {
 				t.Run(filepath.Base(f), func(t *testing.T) {
-					q, r := checkDashboard(t, srv, db, f, start, to)
+					q, r := checkDashboard(t, srv, dashboardDBOf(db, f), f, start, to)
 					queries, runs = queries+q, runs+r
 				})
 			}
@@ -92,6 +97,19 @@ func dashboardDB(sc schema.Shape) string {
 		return "spark"
 	}
 	return "spark_" + sc.String()
+}
+
+// dashboardHistoryDB is the database (or bucket) of spark_app_history in
+// the default schema's workload, which the history dashboard reads.
+const dashboardHistoryDB = "spark_history"
+
+// dashboardDBOf is the database the dashboard in file reads, given db,
+// its set's.
+func dashboardDBOf(db, file string) string {
+	if filepath.Base(file) == grafana.HistoryDashboardFile {
+		return dashboardHistoryDB
+	}
+	return db
 }
 
 // dashboardFiles are the committed dashboards of sc's set.
@@ -246,9 +264,11 @@ func dashboardWorkload(t *testing.T, start, end time.Time, rounds int, cfg confi
 	}))
 	defer ui.Close()
 	cfg.Annotate = config.AnnotateConfig{
-		URLs:       []string{ui.URL + "/proxy/{app_id}", "http://127.0.0.1:1"}, // the second never answers: its errors are counted
-		Interval:   seconds(3600),                                              // polled below, once the workload is in
-		UsageDelay: config.Duration(time.Millisecond),                          // the accounting reads the stream at once: it is flushed
+		URLs:            []string{ui.URL + "/proxy/{app_id}", "http://127.0.0.1:1"}, // the second never answers: its errors are counted
+		Interval:        seconds(3600),                                              // polled below, once the workload is in
+		UsageDelay:      config.Duration(time.Millisecond),                          // the accounting reads the stream at once: it is flushed
+		HistoryDatabase: cfg.Annotate.HistoryDatabase,
+		HistoryBucket:   cfg.Annotate.HistoryBucket,
 	}
 	cfg.Internal = config.InternalConfig{Interval: seconds(3600)}
 	svc := startSparkpulse(t, cfg, env...)

@@ -18,6 +18,7 @@ import (
 
 	"github.com/sparkpulse/sparkpulse/config"
 	"github.com/sparkpulse/sparkpulse/influx/influxtest"
+	"github.com/sparkpulse/sparkpulse/schema"
 )
 
 // Tests of the whole service against a real InfluxDB 2.x (influxd 2.7.12,
@@ -68,7 +69,13 @@ func TestDashboardsOnRealDataInfluxDB2(t *testing.T) {
 		srv1.Write(t, "/write?db="+db, conflict)
 		srv2.Write(t, "/api/v2/write?org="+url.QueryEscape(srv2.Org)+"&bucket="+url.QueryEscape(db), conflict)
 		dest, env := influxdb2(srv2, tee.URL)
-		dashboardWorkload(t, start, end, rounds, config.Config{InfluxDB: dest, Graphite: []config.GraphiteConfig{{Bucket: db, Schema: sc.String()}}}, env)
+		cfg := config.Config{InfluxDB: dest, Graphite: []config.GraphiteConfig{{Bucket: db, Schema: sc.String()}}}
+		if sc == schema.Default {
+			srv1.Exec(t, fmt.Sprintf(`CREATE DATABASE %q`, dashboardHistoryDB))
+			srv2.CreateBucket(t, dashboardHistoryDB, 0)
+			cfg.Annotate.HistoryBucket = dashboardHistoryDB
+		}
+		dashboardWorkload(t, start, end, rounds, cfg, env)
 	}
 	tee.Close()
 	t.Logf("%d write requests sent to both servers", tee.writes.Load())
@@ -88,7 +95,7 @@ func TestDashboardsOnRealDataInfluxDB2(t *testing.T) {
 				t.Run(filepath.Base(f), func(t *testing.T) {
 					cmp.t = t
 					defer func() { cmp.t = nil }()
-					checkDashboard(t, both, db, f, start, to)
+					checkDashboard(t, both, dashboardDBOf(db, f), f, start, to)
 				})
 			}
 			// The documentation's InfluxQL examples, likewise.
