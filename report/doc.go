@@ -23,6 +23,12 @@
 // read is bounded in time; a read that fails names the database and the
 // server, with its credentials redacted, never the statement.
 //
-// The JSON of both has stable field names for scripts, and lists that are
+// WriteJob is a recurring job, the applications of one name, run by
+// run, each compared with the median of the successful runs before it
+// (Judge): a regression past both a ratio and an absolute margin, named
+// with the first figure that explains it (the Cause* rules, each tested
+// where it must and must not fire), read where WriteFleet reads.
+//
+// The JSON of each has stable field names for scripts, and lists that are
 // never null.
 package report

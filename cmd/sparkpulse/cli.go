@@ -296,9 +296,10 @@ func newReportCmd(getenv func(string) string) *cobra.Command {
 	var o config.Overrides
 	var asJSON, fleet, wide bool
 	var since time.Duration
-	var stages int
+	var stages, baseline int
+	var job string
 	cmd := &cobra.Command{
-		Use:   "report [flags] APP_ID\n  sparkpulse report --fleet [--since 7d] [flags]",
+		Use:   "report [flags] APP_ID\n  sparkpulse report --fleet [--since 7d] [flags]\n  sparkpulse report --job NAME [--since 90d] [--baseline 5] [flags]",
 		Short: "An application's memory peaks, sizing advice and where its time went; with --fleet, every application's accounting",
 		Long: `Without --fleet: an application's memory peaks against its settings, sizing
 advice and where its time went, from Spark's REST API (--url or [annotate]
@@ -307,10 +308,28 @@ urls) and the metrics stream in InfluxDB.
 With --fleet: what every application that ended in --since held, used and
 could save, from the accounting the annotator writes to InfluxDB.
 
+With --job: the runs of the recurring job NAME (spark.app.name) that ended
+in --since (90 days unless given), from the history ([annotate] history-*)
+or the accounting, each compared with the median of its last --baseline
+successful runs: a run past it by half and a minute (or by half and half a
+core-hour) is a regression, with the figure that explains it.
+
 InfluxDB is found as run finds it: the config file, the environment and the
 same flags.`,
 		Args: func(cmd *cobra.Command, args []string) error {
 			switch {
+			case job != "" && (fleet || len(args) > 0):
+				return fmt.Errorf("%w: report --job takes no application id, and not --fleet", errUsage)
+			case job != "" && (wide || cmd.Flags().Changed("stages")):
+				return fmt.Errorf("%w: --wide is for --fleet, --stages for one application", errUsage)
+			case cmd.Flags().Changed("baseline") && job == "":
+				return fmt.Errorf("%w: --baseline is for --job", errUsage)
+			case job != "" && baseline < report.MinBaseline:
+				return fmt.Errorf("%w: --baseline %d: must be at least %d", errUsage, baseline, report.MinBaseline)
+			case job != "" && since <= 0:
+				return fmt.Errorf("%w: --since %s: must be positive", errUsage, config.FormatDuration(since))
+			case job != "":
+				return nil
 			case fleet && len(args) > 0:
 				return fmt.Errorf("%w: report --fleet takes no application id", errUsage)
 			case !fleet && len(args) != 1:
@@ -331,6 +350,12 @@ same flags.`,
 			if err != nil {
 				return err
 			}
+			if job != "" {
+				if !cmd.Flags().Changed("since") {
+					since = report.DefaultJobSince
+				}
+				return reportJob(cmd.Context(), plan, job, since, baseline, asJSON, cmd.OutOrStdout())
+			}
 			if fleet {
 				return reportFleet(cmd.Context(), plan, since, asJSON, wide, cmd.OutOrStdout())
 			}
@@ -343,9 +368,11 @@ same flags.`,
 	fs.StringArrayVar(&o.AnnotateURLs, "url", nil, "Spark UI, History Server or {app_id} `URL` template to ask (repeatable; default [annotate] urls)")
 	fs.BoolVar(&asJSON, "json", false, "print JSON instead of tables")
 	fs.BoolVar(&fleet, "fleet", false, "every application that ended in --since, from the accounting in InfluxDB, instead of one")
-	fs.Var(newDurationFlag(&since, 7*24*time.Hour), "since", "with --fleet: how far back, e.g. 36h, 7d, 2w")
+	fs.Var(newDurationFlag(&since, 7*24*time.Hour), "since", "with --fleet or --job: how far back, e.g. 36h, 7d, 2w (--job: 90d unless given)")
 	fs.BoolVar(&wide, "wide", false, "with --fleet: every column (user, executors, GiB-hours, the driver, driver-only time, lost task-hours, GC, GiB-hours saved), not the 120 columns of the default table")
 	fs.IntVar(&stages, "stages", report.DefaultStages, "with APP_ID: how many of its slowest stages are read and judged")
+	fs.StringVar(&job, "job", "", "the runs of the recurring job `NAME` (spark.app.name), each against its baseline, instead of one application")
+	fs.IntVar(&baseline, "baseline", report.DefaultBaseline, "with --job: the successful runs before a run whose median it is compared with")
 	return cmd
 }
 

@@ -1,8 +1,10 @@
 package main
 
 import (
+	"bytes"
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"io"
 	"math"
@@ -679,6 +681,79 @@ func TestRecordedRuns(t *testing.T) {
 		if r.Application != c.app || r.Fact != c.fact || r.Usage[schema.FieldText] != c.usage || fmt.Sprint(advice) != c.advice {
 			t.Errorf("report %s: application %s, fact %s, usage %v, advice %v; want %s, %s, %s, %s",
 				c.ask, r.Application, r.Fact, r.Usage[schema.FieldText], advice, c.app, c.fact, c.usage, c.advice)
+		}
+	}
+}
+
+// report --job reads a recurring job's runs from the history in a real
+// InfluxDB 1.8, by name alone, in order, and names the regression and its
+// cause: here the fifth of six nightly runs ran twice the task time.
+// Another name's runs and the runs before --since are not read.
+func TestReportJob(t *testing.T) {
+	srv := influxtest.Start(t)
+	const hist = "spark_history"
+	srv.Exec(t, `CREATE DATABASE "spark"`)
+	srv.Exec(t, `CREATE DATABASE "`+hist+`"`)
+	night := time.Now().Truncate(24*time.Hour).Add(-6*24*time.Hour + 2*time.Hour)
+	var lines []string
+	point := func(name, id string, at time.Time, durMs int64, coreSec, busySec float64) {
+		lines = append(lines, fmt.Sprintf(`%s,appname=%s,fact=end,user=etl app_id="%s",outcome="succeeded",duration_ms=%di,executors=4i,executor_core_seconds=%g,busy_slot_seconds=%g,slot_occupancy=%g,driver_only_ms=60000i,gc_share=0.05,lost_task_seconds=0,disk_spilled_bytes=0i %d`,
+			schema.MeasurementAppHistory, name, id, durMs, coreSec, busySec, busySec/coreSec, at.UnixNano()))
+	}
+	for i := range 6 {
+		dur, busy := int64(1_200_000), 10_800.0
+		if i == 4 {
+			dur, busy = 2_400_000, 21_600
+		}
+		// 4 executors of 4 cores.
+		point("nightly-sales", fmt.Sprintf("app-%d", i), night.Add(time.Duration(i)*24*time.Hour), dur, 16*float64(dur)/1000, busy)
+		point("other", fmt.Sprintf("other-%d", i), night.Add(time.Duration(i)*24*time.Hour+time.Minute), 10*dur, 160*float64(dur)/1000, busy)
+	}
+	point("nightly-sales", "too-old", night.Add(-30*24*time.Hour), 100_000_000, 1e6, 1e5)
+	srv.Write(t, "/write?db="+hist, strings.Join(lines, "\n"))
+
+	conf := writeConfig(t, config.Config{
+		InfluxDB: config.InfluxDBConfig{URL: srv.URL},
+		Annotate: config.AnnotateConfig{URLs: []string{"http://127.0.0.1:1"}, HistoryDatabase: hist},
+		Graphite: []config.GraphiteConfig{{Database: "spark"}},
+	})
+	var out, errOut bytes.Buffer
+	if err := cmdReport(t.Context(), []string{"--config", conf, "--job", "nightly-sales", "--since", "20d", "--baseline", "3", "--json"}, noEnv, &out, &errOut); err != nil {
+		t.Fatalf("report --job: %v\n%s", err, errOut.String())
+	}
+	var j report.Job
+	if err := json.Unmarshal(out.Bytes(), &j); err != nil {
+		t.Fatal(err)
+	}
+	var ids, verdicts []string
+	for _, r := range j.Runs {
+		ids = append(ids, r.Application)
+		v := "-"
+		if r.Verdict != nil {
+			v = fmt.Sprint(r.Verdict.Regression, " ", r.Verdict.Cause)
+		}
+		verdicts = append(verdicts, v)
+	}
+	if !slices.Equal(ids, []string{"app-0", "app-1", "app-2", "app-3", "app-4", "app-5"}) || j.Database != hist ||
+		!slices.Equal(verdicts, []string{"-", "-", "-", "false ", "true more_work", "false "}) {
+		t.Errorf("runs %q, verdicts %q, database %q", ids, verdicts, j.Database)
+	}
+
+	out.Reset()
+	if err := cmdReport(t.Context(), []string{"--config", conf, "--job", "nightly-sales", "--since", "20d", "--baseline", "3"}, noEnv, &out, &errOut); err != nil {
+		t.Fatal(err)
+	}
+	for _, want := range []string{"nightly-sales: 6 runs ended in the last 20d", "1 regression\n", "REGRESSION more_work",
+		"app-4 (", "its tasks ran 6.00 task-hours, against 3.00 (×2.0): more input, more work per row, or slower tasks"} {
+		if !strings.Contains(out.String(), want) {
+			t.Errorf("report --job text lacks %q:\n%s", want, out.String())
+		}
+	}
+	t.Logf("report --job:\n%s", out.String())
+
+	for _, args := range [][]string{{"--job", "x", "--fleet"}, {"--job", "x", "app-1"}, {"--baseline", "4", "--fleet"}, {"--job", "x", "--baseline", "2"}} {
+		if err := cmdReport(t.Context(), append([]string{"--config", conf}, args...), noEnv, io.Discard, io.Discard); !errors.Is(err, errUsage) {
+			t.Errorf("report %q: %v, want a usage error", args, err)
 		}
 	}
 }

@@ -55,6 +55,19 @@ func recordDatabase(plan *config.Plan) string {
 // reportFleet is `report --fleet` (report.WriteFleet): the accounting
 // where plan's annotator writes it, [annotate]'s database, else the first
 // [[graphite]] block's.
+// reportJob is `report --job NAME`.
+func reportJob(ctx context.Context, plan *config.Plan, name string, since time.Duration, baseline int, asJSON bool, stdout io.Writer) error {
+	db := recordDatabase(plan)
+	if db == "" {
+		return fmt.Errorf("%w: no database to read: give a [[graphite]] block or [annotate] database", errUsage)
+	}
+	q := report.JobQuery{Influx: plan.Influx, Database: db, Name: name, Since: since, SinceText: config.FormatDuration(since), Baseline: baseline}
+	if plan.Annotate != nil && plan.Annotate.History != nil {
+		q.History = plan.Annotate.History.Bucket
+	}
+	return report.WriteJob(ctx, q, asJSON, stdout)
+}
+
 func reportFleet(ctx context.Context, plan *config.Plan, since time.Duration, asJSON, wide bool, stdout io.Writer) error {
 	db := recordDatabase(plan)
 	if db == "" {
