@@ -21,12 +21,17 @@
 //   - only when -only names it, fleet: a Spark fleet's days compressed
 //     into minutes, into influxd 1.8 (inmem, tsi1) and 2.7, until InfluxDB
 //     refuses a point: series, disk, memory and the dashboards' query
-//     times as the applications pile up (bench/fleet.go).
+//     times as the applications pile up (bench/fleet.go);
+//   - only when -only names it, history: a year of a fleet's
+//     spark_app_history in influxd 1.8 (tsi1), and the time of every
+//     query of the history dashboard and of report --fleet over 30, 90
+//     and 365 days (bench/history.go).
 //
 // Every contender writes into its own database of one influxd, in turn;
 // the harness, the senders, sparkpulse and influxd share the machine.
 //
 //	go run ./bench [-rounds 20] [-udp-rate 200000] [-udp-time 10s] [-soak 10m] [-only hot,influxdb,writers,udp,soak,schema] [-profile F]
+//	go run ./bench -only history [-history-days 365] [-apps-per-day 5000] [-history-names 1000] [-query-runs 3]
 //	go run ./bench -only fleet [-apps-per-day 5000] [-executors 2:50,8:25,24:18,60:7] [-days 365] [-target influxd1-inmem,influxd1-tsi1,influxd2] [-reports 1] [-budget 15m] [-influxd-set key=value] [-rp-duration 30d] [-shard-duration 1d] [-facts]
 //	go run ./bench -only schema [-repeat 4] [-rounds 20] [-index inmem|tsi1] [-wide-batch-size N] [-base DIR] [-conn-count 5]
 package main
@@ -68,7 +73,7 @@ var (
 	soakTime  = flag.Duration("soak", 10*time.Minute, "how long the soak runs; 0 skips it")
 	benchFor  = flag.String("benchtime", "20000000x", "go test -benchtime for the relay benchmarks")
 	profile   = flag.String("profile", "", "write CPU profiles of sparkpulse to this file (its first InfluxDB run, 8 s) and to this file with .udp-influxdb, .udp-null and .soak appended")
-	only      = flag.String("only", "", "run only these parts, comma-separated: hot (P1, P2), influxdb (P3), compression, writers, udp (P4), soak (P5), schema and fleet (only when named)")
+	only      = flag.String("only", "", "run only these parts, comma-separated: hot (P1, P2), influxdb (P3), compression, writers, udp (P4), soak (P5), schema, fleet and history (only when named)")
 	repeat    = flag.Int("repeat", 3, "runs of each contender into InfluxDB, interleaved; figures are given as ranges over them")
 	base      = flag.String("base", "", "schema: a checkout of an earlier commit (git worktree add) whose relay BenchmarkConn is run beside this tree's")
 	connCount = flag.Int("conn-count", 5, "schema: go test -count for the relay BenchmarkConn; 0 skips it")
@@ -77,7 +82,7 @@ var (
 )
 
 // optIn are the parts that run only when -only names them.
-var optIn = []string{"schema", "fleet"}
+var optIn = []string{"schema", "fleet", "history"}
 
 // part reports whether a part is to run.
 func part(name string) bool {
@@ -139,6 +144,11 @@ func run() error {
 	}
 	if part("schema") {
 		if err := schemas(bin, dir); err != nil {
+			return err
+		}
+	}
+	if part("history") {
+		if err := history(bin, dir); err != nil {
 			return err
 		}
 	}

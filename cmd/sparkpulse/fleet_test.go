@@ -694,7 +694,7 @@ func TestReportJob(t *testing.T) {
 	const hist = "spark_history"
 	srv.Exec(t, `CREATE DATABASE "spark"`)
 	srv.Exec(t, `CREATE DATABASE "`+hist+`"`)
-	night := time.Now().Truncate(24*time.Hour).Add(-6*24*time.Hour + 2*time.Hour)
+	night := time.Now().Truncate(24 * time.Hour).Add(-6*24*time.Hour + 2*time.Hour)
 	var lines []string
 	point := func(name, id string, at time.Time, durMs int64, coreSec, busySec float64) {
 		lines = append(lines, fmt.Sprintf(`%s,appname=%s,fact=end,user=etl app_id="%s",outcome="succeeded",duration_ms=%di,executors=4i,executor_core_seconds=%g,busy_slot_seconds=%g,slot_occupancy=%g,driver_only_ms=60000i,gc_share=0.05,lost_task_seconds=0,disk_spilled_bytes=0i %d`,
