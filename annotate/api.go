@@ -48,10 +48,6 @@ func newClient(cfg Config) *sparkapi.Client {
 		MaxResponseBytes: cfg.MaxResponseBytes, Now: cfg.Now})
 }
 
-// getFunc reads one answer of Spark's REST API into out: Poller.get, or
-// a bare client's Get (ReadStages).
-type getFunc func(ctx context.Context, url string, out any) error
-
 // get fetches url with the poller's client (sparkapi.Client.Get) and
 // decodes its JSON into out. The values of an answer that no Spark writes,
 // read as absent, are counted, noted in the sync's context (appStateKey)

@@ -13,6 +13,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/sparkpulse/sparkpulse/attempt"
 	"github.com/sparkpulse/sparkpulse/schema"
 	"github.com/sparkpulse/sparkpulse/sparkui"
 )
@@ -193,7 +194,7 @@ func TestWrongApplicationAnswer(t *testing.T) {
 }
 
 // A UI that answers new executor ids at every read: the application's
-// executors stop at maxExecutorsPerApp, counted; each poll writes at most
+// executors stop at attempt.MaxExecutors, counted; each poll writes at most
 // its share of points for it; and another application's facts are written
 // at the first poll all the same.
 func TestInventedExecutors(t *testing.T) {
@@ -240,8 +241,8 @@ func TestInventedExecutors(t *testing.T) {
 	defer p.mu.Unlock()
 	for _, s := range p.static {
 		for _, a := range s.apps {
-			if a.key.app == scriptApp && len(a.executors) != maxExecutorsPerApp {
-				t.Errorf("%d executors followed, want %d", len(a.executors), maxExecutorsPerApp)
+			if a.Key.App == scriptApp && len(a.Executors) != attempt.MaxExecutors {
+				t.Errorf("%d executors followed, want %d", len(a.Executors), attempt.MaxExecutors)
 			}
 		}
 	}
@@ -295,7 +296,7 @@ func TestConfiguredSourceTakesOver(t *testing.T) {
 		p.mu.Lock()
 		defer p.mu.Unlock()
 		for k, o := range p.owners {
-			if k.app == scriptApp {
+			if k.App == scriptApp {
 				return o.base
 			}
 		}

@@ -3,6 +3,12 @@
 // jobs, stages and SQL executions into InfluxDB points that Grafana draws
 // as annotation regions on every graph.
 //
+// The package keeps discovery (which sources show which applications),
+// scheduling (polls, backoff, budgets), hand-over between sources, and
+// sync: package attempt reads an attempt into a snapshot and assesses it,
+// and the encoder (points.go) turns the snapshot into line protocol,
+// which package facts delivers once.
+//
 // # What is written
 //
 // Facts, written once each and never rewritten (package facts keeps the
@@ -55,23 +61,12 @@
 // which Spark answers with running applications too); a History Server's
 // older applications are read once, up to Lookback back, and never again.
 // For each application attempt that is running or not yet written in its
-// final state, jobs, stages and SQL executions are synchronised
-// incrementally:
-//
-//   - jobs: the running ones (jobs?status=running), those that stopped
-//     running since the last poll, and new ids found by asking for the next
-//     id until Spark answers 404;
-//   - stages: the active and pending ones (details=false), those that left
-//     that list, and stage ids the jobs name that were never seen;
-//   - SQL executions: the running ones one by one, and new ones by page
-//     (details=false, planDescription=false), from the last id seen;
-//   - executors: allexecutors, which Spark serves only whole, on the first
-//     and last reads, at every sync until Spark lists an executor, and
-//     every third sync in between.
-//
-// A burst of more than a few dozen individual requests is replaced by one
-// full list. A History Server attempt whose lastUpdated has not moved is not
-// asked at all. A fact is written once; a snapshot only when it changed.
+// final state, package attempt reads what changed since the last poll
+// (jobs, stages and their details, SQL executions, executors, the
+// environment once; its doc says how), and a completed attempt once more
+// in full. A History Server attempt whose lastUpdated has not moved is
+// not asked at all. A fact is written once; a snapshot only when it
+// changed.
 //
 // A source that fails is retried with exponential backoff (up to 5 min)
 // and its failures are counted by kind; a refused connection (nothing

@@ -3,7 +3,6 @@ package annotate
 import (
 	"context"
 	"fmt"
-	"path/filepath"
 	"slices"
 	"strconv"
 	"strings"
@@ -11,8 +10,6 @@ import (
 
 	"github.com/sparkpulse/sparkpulse/accounting"
 	"github.com/sparkpulse/sparkpulse/schema"
-	"github.com/sparkpulse/sparkpulse/sizing"
-	"github.com/sparkpulse/sparkpulse/sparkapi"
 	"github.com/sparkpulse/sparkpulse/sparkui"
 )
 
@@ -180,93 +177,4 @@ func TestUsageDriverLost(t *testing.T) {
 	if got := u.fields["executor_core_seconds"]; got != 120.0 {
 		t.Errorf("core-seconds %v, want 4 × 30 s", got)
 	}
-}
-
-// What a stage's executorRunTime holds, on real Spark: the failed stage
-// attempts whose every task failed (stage 5.0 of the failures runs, out
-// of heap) count exactly the run time of their failed tasks as taskList
-// gives it — failed tasks' run time is in Spark's totals — and a task
-// whose executor was lost carries no metrics. The lost task time of the
-// failures runs is the run time of the failed tasks Spark lists with
-// metrics (none was killed):
-//
-//	3.5.9: 1 721 + 143 (the UDF's ValueError) + 886 + 5 711 (heap) = 8 461 ms
-//	4.3.0: 2 930 + 244 + 184 + 1 656 = 5 014 ms
-//
-// The recorded stream could not tell it: the executor killed with
-// SIGKILL never sent its last report, and the reconciliation is short.
-func TestLostTasksOfRealSpark(t *testing.T) {
-	wantLost := map[string]float64{"3.5.9": 8.461, "4.3.0": 5.014}
-	for f, failed := range realSparkJSON[map[string][]sparkapi.TaskData](t, "failures/failed-tasks.json", 2) {
-		dir := filepath.Dir(f)
-		version := filepath.Base(filepath.Dir(dir))
-		var stages []sparkapi.Stage
-		readJSONFile(t, filepath.Join(dir, "stages.json"), &stages)
-		st := &appState{stages: map[stageKey]*stageItem{}}
-		var totals accounting.StageTotals
-		for i, s := range stages {
-			totals.Add(&stages[i])
-			it := &stageItem{Stage: s}
-			if tasks, ok := failed[fmt.Sprintf("%d.%d", s.StageID, s.AttemptID)]; ok {
-				d := &stageDetails{why: detailsRead}
-				for _, task := range tasks {
-					if task.Status == "KILLED" {
-						d.killed = append(d.killed, task)
-					} else {
-						d.failed = append(d.failed, task)
-					}
-				}
-				it.details = d
-			}
-			st.stages[stageKey{s.StageID, s.AttemptID}] = it
-			var withMetrics int64
-			for _, task := range it.failedTasks() {
-				if task.TaskMetrics == nil {
-					if !strings.HasPrefix(task.ErrorMessage, "ExecutorLostFailure") {
-						t.Errorf("%s: stage %d: a failed task without metrics: %.60q", version, s.StageID, task.ErrorMessage)
-					}
-					continue
-				}
-				withMetrics += task.TaskMetrics.ExecutorRunTime
-			}
-			if s.Status == "FAILED" && s.NumCompleteTasks == 0 && s.ExecutorRunTime != withMetrics {
-				t.Errorf("%s: stage %d.%d: run time %d, its failed tasks' %d", version, s.StageID, s.AttemptID, s.ExecutorRunTime, withMetrics)
-			}
-		}
-
-		streams, _ := realStream(t, filepath.Dir(dir), filepath.Join(filepath.Dir(dir), "graphite.txt.gz"))
-		var app struct {
-			MetricsKey string `json:"metrics_key"`
-		}
-		readJSONFile(t, filepath.Join(dir, "app.json"), &app)
-		var execs []sparkapi.Executor
-		readJSONFile(t, filepath.Join(dir, "allexecutors.json"), &execs)
-		rec := accounting.Reconcile(execs, totals, streams[app.MetricsKey], nil)
-		if rec.Verdict != accounting.ReconcileShort {
-			t.Errorf("%s: the stream's verdict %s (%s), want short", version, rec.Verdict, rec.Text)
-		}
-		var u sizing.Usage
-		accounting.LostTasks(&u, &totals, accounting.FailedTaskRunMs(st.attempt(false).Stages, &totals), accounting.RecomputeRunMs(st.attempt(false).Stages), &rec)
-		if u.LostTaskSeconds == nil || *u.LostTaskSeconds != wantLost[version] {
-			t.Errorf("%s: lost %v s, want %v s (notes %q)", version, u.LostTaskSeconds, wantLost[version], u.Notes)
-		}
-		// Must not: a figure from the task lists when one is incomplete.
-		for _, it := range st.stages {
-			if it.details != nil {
-				it.details.failed = it.details.failed[1:]
-				break
-			}
-		}
-		if got := accounting.FailedTaskRunMs(st.attempt(false).Stages, &totals); got != nil {
-			t.Errorf("%s: a failed task not read, and %d ms from the lists", version, *got)
-		}
-	}
-}
-
-// failedTasks is what was read of a stage attempt's failed tasks.
-func (s *stageItem) failedTasks() []sparkapi.TaskData {
-	if s.details == nil {
-		return nil
-	}
-	return s.details.failed
 }

@@ -6,6 +6,8 @@ import (
 	"time"
 
 	"go.uber.org/zap"
+
+	"github.com/sparkpulse/sparkpulse/attempt"
 )
 
 // A driver that dies (killed, crashed, its host lost) leaves its event log
@@ -71,7 +73,7 @@ func isLive(completed bool, startMs, updatedMs int64) bool {
 
 // secondedLive notes that live UI s lists the running attempt key that
 // another source syncs: it lives, whatever was dropped of it.
-func (p *Poller) secondedLive(s *source, key appKey, now time.Time) {
+func (p *Poller) secondedLive(s *source, key attempt.Key, now time.Time) {
 	p.mu.Lock()
 	defer p.mu.Unlock()
 	if p.drops[key] != nil {
@@ -85,7 +87,7 @@ func (p *Poller) secondedLive(s *source, key appKey, now time.Time) {
 // dropSecondsLocked drops the attempts live UI s seconded and no longer
 // shows: all of them when it stopped answering (listed nil), else those
 // it did not list. Called with mu held.
-func (p *Poller) dropSecondsLocked(s *source, listed map[appKey]bool, now time.Time) {
+func (p *Poller) dropSecondsLocked(s *source, listed map[attempt.Key]bool, now time.Time) {
 	for key, ls := range p.liveSeconds {
 		if ls.src == s && !listed[key] {
 			delete(p.liveSeconds, key)
@@ -98,13 +100,13 @@ func (p *Poller) dropSecondsLocked(s *source, listed map[appKey]bool, now time.T
 // having last shown it at seenUntil, and watches the stream for its id.
 // A full watch list leaves it running, as without the rule. Called with
 // mu held.
-func (p *Poller) dropLocked(key appKey, now, seenUntil time.Time) {
+func (p *Poller) dropLocked(key attempt.Key, now, seenUntil time.Time) {
 	if _, ok := p.drops[key]; ok || len(p.drops) >= maxWatched {
 		return
 	}
 	d := &drop{at: now, seenUntil: seenUntil, since: now, updated: -1}
 	p.drops[key] = d
-	p.watchLocked(d, key.app)
+	p.watchLocked(d, key.App)
 }
 
 func (p *Poller) watchLocked(d *drop, k string) {
@@ -122,7 +124,7 @@ func (p *Poller) watchLocked(d *drop, k string) {
 
 // forgetLocked forgets what was noted of the attempt here. Called with mu
 // held.
-func (p *Poller) forgetLocked(key appKey) {
+func (p *Poller) forgetLocked(key attempt.Key) {
 	if d := p.drops[key]; d != nil {
 		for _, k := range d.keys {
 			if w := p.watched[k]; w != nil {
@@ -151,20 +153,20 @@ func (p *Poller) streamNamedLocked(key string, now time.Time) {
 func (p *Poller) driverGone(st *appState, now time.Time) *drop {
 	p.mu.Lock()
 	defer p.mu.Unlock()
-	d := p.drops[st.key]
+	d := p.drops[st.Key]
 	switch {
 	case d == nil:
 		return nil
-	case st.completed || st.updated == st.key.start:
-		p.forgetLocked(st.key)
+	case st.Completed || st.Updated == st.Key.Start:
+		p.forgetLocked(st.Key)
 		return nil
-	case st.updated != d.updated:
+	case st.Updated != d.updated:
 		if d.updated >= 0 {
 			d.since = now // the event log was read again
 		}
-		d.updated = st.updated
+		d.updated = st.Updated
 	}
-	p.watchLocked(d, st.metricsKey)
+	p.watchLocked(d, st.MetricsKey)
 	if now.Sub(d.since) < p.cfg.LostDriverAfter {
 		return nil
 	}
@@ -183,12 +185,12 @@ func (p *Poller) driverGone(st *appState, now time.Time) *drop {
 // closeOutGone writes the attempt's running items as lost, at when its
 // live UI last showed it, with outcome driver_lost, and lets s forget it
 // while s lists it unchanged.
-func (p *Poller) closeOutGone(s *source, key appKey, st *appState, d *drop, now time.Time) {
+func (p *Poller) closeOutGone(s *source, key attempt.Key, st *appState, d *drop, now time.Time) {
 	st.goneWhy = fmt.Sprintf("its live UI stopped answering at %s while it ran, %s has not read its event log again since %s, and no metrics named it for %s: the driver was lost (crashed or killed)",
 		d.at.UTC().Format(time.RFC3339), s.name, d.since.UTC().Format(time.RFC3339), (p.cfg.LostDriverAfter / 2).Round(time.Second))
 	n := p.emit(st, d.seenUntil, true)
 	p.stats.closedOut.Add(1)
 	p.log.Warn("Spark application closed out: its live UI went while it ran, its event log stopped and its metrics stopped; its running items are written as UNKNOWN",
 		zap.String("application", key.String()), zap.String("source", s.name), zap.Time("dropped", d.at), zap.Int("points", n))
-	p.finish(s, key, st.end)
+	p.finish(s, key, st.End)
 }

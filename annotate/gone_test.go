@@ -6,6 +6,7 @@ import (
 	"net/http"
 	"testing"
 
+	"github.com/sparkpulse/sparkpulse/attempt"
 	"github.com/sparkpulse/sparkpulse/schema"
 	"github.com/sparkpulse/sparkpulse/sparkui"
 )
@@ -73,12 +74,12 @@ func TestDriverGoneUnderHistoryServer(t *testing.T) {
 				s.clk.Set(at(30))
 			}
 			p.PollOnce(context.Background())
-			if owner := p.owners[appKey{scriptApp, ms(t0)}]; owner == nil || tc.hsFirst != (owner.name == hs) || tc.hsFirst != (len(p.liveSeconds) == 1) {
+			if owner := p.owners[attempt.Key{App: scriptApp, Start: ms(t0)}]; owner == nil || tc.hsFirst != (owner.name == hs) || tc.hsFirst != (len(p.liveSeconds) == 1) {
 				t.Fatalf("owner %v, want the History Server: %v; %d live UIs second it", owner, tc.hsFirst, len(p.liveSeconds))
 			}
 			if tc.full {
 				for i := range maxWatched {
-					p.drops[appKey{fmt.Sprintf("app-%d", i), 0}] = &drop{}
+					p.drops[attempt.Key{App: fmt.Sprintf("app-%d", i), Start: 0}] = &drop{}
 				}
 			}
 			// The driver dies at 35 s: its UI refuses, and its event log

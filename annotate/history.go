@@ -58,10 +58,10 @@ func (w *points) history() {
 			// key is all that names the application.
 			enc.AddField(schema.FieldAppID, lineprotocol.MustNewValue(key))
 		}
-		enc.EndLine(time.Unix(0, historyTime(w.ts, w.st.key.app)))
+		enc.EndLine(time.Unix(0, historyTime(w.ts, w.st.Key.App)))
 	}
 	if err := dec.Err(); err != nil || enc.Err() != nil {
-		w.p.log.Warn("history point not encodable", zap.String("application", w.st.key.String()), zap.NamedError("decode", dec.Err()), zap.NamedError("encode", enc.Err()))
+		w.p.log.Warn("history point not encodable", zap.String("application", w.st.Key.String()), zap.NamedError("decode", dec.Err()), zap.NamedError("encode", enc.Err()))
 		return
 	}
 	w.hist = append(w.hist, enc.Bytes()...)

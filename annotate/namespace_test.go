@@ -7,32 +7,13 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/sparkpulse/sparkpulse/attempt"
 	"github.com/sparkpulse/sparkpulse/schema"
 	"github.com/sparkpulse/sparkpulse/sparkui"
 )
 
-func TestMetricsKey(t *testing.T) {
-	for _, c := range []struct {
-		props map[string]string
-		want  string
-	}{
-		{nil, "app-1"},
-		{map[string]string{"spark.metrics.namespace": "  "}, "app-1"},
-		{map[string]string{"spark.metrics.namespace": "${spark.app.name}", "spark.app.name": "Nightly ETL"}, "Nightly-ETL"},
-		{map[string]string{"spark.metrics.namespace": "${spark.app.name}", "spark.app.name": " a \t b  c "}, "a-b-c"},
-		{map[string]string{"spark.metrics.namespace": "etl.${spark.app.id}", "spark.app.id": "app-1"}, "etl.app-1"},
-		{map[string]string{"spark.metrics.namespace": "team.orders"}, "team.orders"},
-		// An unknown reference stays as written, as Spark leaves it.
-		{map[string]string{"spark.metrics.namespace": "${env:TEAM}.${spark.app.name}", "spark.app.name": "x"}, "${env:TEAM}.x"},
-	} {
-		if got := metricsKey("app-1", c.props); got != c.want {
-			t.Errorf("metricsKey(%v) = %q, want %q", c.props, got, c.want)
-		}
-	}
-}
-
 func TestNamesakes(t *testing.T) {
-	run := func(id string, start, end int64) interval { return interval{appKey{id, start}, end} }
+	run := func(id string, start, end int64) interval { return interval{attempt.Key{App: id, Start: start}, end} }
 	got := namesakes(map[string][]interval{
 		// b overlaps a, c is alone; d overlaps e and f, which do not
 		// overlap each other.
@@ -40,9 +21,9 @@ func TestNamesakes(t *testing.T) {
 		"shell": {run("d", 0, 1000), run("e", 900, 1100), run("f", 10, 20)},
 		"alone": {run("g", 0, 10)},
 	})
-	want := map[appKey][]string{
-		{"a", 0}: {"b"}, {"b", 50}: {"a"},
-		{"d", 0}: {"f"}, {"f", 10}: {"d"}, {"e", 900}: {"d"},
+	want := map[attempt.Key][]string{
+		{App: "a", Start: 0}: {"b"}, {App: "b", Start: 50}: {"a"},
+		{App: "d", Start: 0}: {"f"}, {App: "f", Start: 10}: {"d"}, {App: "e", Start: 900}: {"d"},
 	}
 	if len(got) != len(want) {
 		t.Errorf("namesakes %v, want %v", got, want)

@@ -35,7 +35,7 @@ type appAddrs struct {
 
 // note records where the attempt's processes run, after a read.
 func (b *addrBook) note(st *appState, now time.Time) {
-	key := cmp.Or(st.metricsKey, st.key.app)
+	key := cmp.Or(st.MetricsKey, st.Key.App)
 	b.mu.Lock()
 	defer b.mu.Unlock()
 	if b.apps == nil {
@@ -48,7 +48,7 @@ func (b *addrBook) note(st *appState, now time.Time) {
 	}
 	a.seen = now
 	changed := false
-	for id, x := range st.executors {
+	for id, x := range st.Executors {
 		host, _, err := net.SplitHostPort(x.HostPort)
 		if err != nil {
 			host = x.HostPort

@@ -19,6 +19,7 @@ import (
 	"go.uber.org/zap"
 
 	"github.com/sparkpulse/sparkpulse/accounting"
+	"github.com/sparkpulse/sparkpulse/attempt"
 	"github.com/sparkpulse/sparkpulse/facts"
 	"github.com/sparkpulse/sparkpulse/human"
 	"github.com/sparkpulse/sparkpulse/schema"
@@ -54,7 +55,7 @@ func (p *Poller) emit(st *appState, now time.Time, closeOut bool) int {
 	// One emit of an application at a time: when a configured source
 	// takes it over from a template instance, both may emit at once, and
 	// the ledger's check and record must not interleave.
-	lock := &p.emitLocks[maphash.String(p.emitSeed, st.key.app)%emitStripes]
+	lock := &p.emitLocks[maphash.String(p.emitSeed, st.Key.App)%emitStripes]
 	lock.Lock()
 	defer lock.Unlock()
 	p.markShown(st)
@@ -64,23 +65,18 @@ func (p *Poller) emit(st *appState, now time.Time, closeOut bool) int {
 	w.enc.SetPrecision(lineprotocol.Nanosecond)
 	l := st.links()
 	w.app(nowMs, closeOut)
-	for _, id := range slices.SortedFunc(maps.Keys(st.jobs), func(a, b int) int { return a - b }) {
-		w.job(st.jobs[id], l, nowMs, closeOut)
+	for _, id := range slices.SortedFunc(maps.Keys(st.Jobs), func(a, b int) int { return a - b }) {
+		w.job(st.Jobs[id], l, nowMs, closeOut)
 	}
-	for _, k := range slices.SortedFunc(maps.Keys(st.stages), func(a, b stageKey) int {
-		if a.id != b.id {
-			return a.id - b.id
-		}
-		return a.attempt - b.attempt
-	}) {
-		w.stage(k, st.stages[k], l, nowMs, closeOut)
-		w.stageProgressPoint(k, st.stages[k])
+	for _, k := range slices.SortedFunc(maps.Keys(st.Stages), attempt.CompareStageKeys) {
+		w.stage(k, st.Stages[k], l, nowMs, closeOut)
+		w.stageProgressPoint(k, st.Stages[k])
 	}
-	for _, id := range slices.SortedFunc(maps.Keys(st.sql), func(a, b int64) int { return int(a - b) }) {
-		w.sql(st.sql[id], nowMs, closeOut)
+	for _, id := range slices.SortedFunc(maps.Keys(st.SQL), func(a, b int64) int { return int(a - b) }) {
+		w.sql(st.SQL[id], nowMs, closeOut)
 	}
-	for _, id := range slices.SortedFunc(maps.Keys(st.executors), accounting.CompareExecutorIDs) {
-		w.executor(st.executors[id], now, closeOut)
+	for _, id := range slices.SortedFunc(maps.Keys(st.Executors), accounting.CompareExecutorIDs) {
+		w.executor(st.Executors[id], now, closeOut)
 	}
 	if acc.final != nil {
 		w.sizing(acc.final)
@@ -100,7 +96,7 @@ func (p *Poller) emit(st *appState, now time.Time, closeOut bool) int {
 // points written, and false when the sink, closing, took none. Called
 // with the application's emit lock held.
 func (p *Poller) deliver(st *appState, w *points) (int, bool) {
-	b := facts.Batch{App: st.key.app, Attempt: st.key, Facts: w.facts, Snaps: w.snaps, N: w.n, Lines: w.batch,
+	b := facts.Batch{App: st.Key.App, Attempt: st.Key, Facts: w.facts, Snaps: w.snaps, N: w.n, Lines: w.batch,
 		HistoryN: w.hn, History: w.hist}
 	if !p.facts.Write(b, w.now) {
 		return 0, false // the sink is closing: nothing was written
@@ -122,33 +118,33 @@ type span struct{ first, last int64 }
 
 func (st *appState) links() links {
 	l := links{stageJobs: map[int][]int{}, jobSQL: map[int]int64{}, stageSpan: map[int]span{}}
-	for id, j := range st.jobs {
+	for id, j := range st.Jobs {
 		for _, s := range j.StageIDs {
 			l.stageJobs[s] = append(l.stageJobs[s], id)
 		}
 	}
-	for id, x := range st.sql {
+	for id, x := range st.SQL {
 		for _, jobs := range [][]int{x.RunningJobIDs, x.SuccessJobIDs, x.FailedJobIDs} {
 			for _, j := range jobs {
 				l.jobSQL[j] = id
 			}
 		}
 	}
-	for k, s := range st.stages {
+	for k, s := range st.Stages {
 		sub, end := optMS(s.SubmissionTime), optMS(s.CompletionTime)
-		sp, ok := l.stageSpan[k.id]
+		sp, ok := l.stageSpan[k.ID]
 		if sub > 0 && (!ok || sp.first == 0 || sub < sp.first) {
 			sp.first = sub
 		}
 		sp.last = max(sp.last, end)
-		l.stageSpan[k.id] = sp
+		l.stageSpan[k.ID] = sp
 	}
 	return l
 }
 
 // jobTimes are a job's start and end, from its stages where Spark gives
 // none.
-func (l links) jobTimes(j *jobItem) (start, end int64) {
+func (l links) jobTimes(j *attempt.Job) (start, end int64) {
 	start, end = optMS(j.SubmissionTime), optMS(j.CompletionTime)
 	if start != 0 && end != 0 {
 		return start, end
@@ -184,7 +180,7 @@ func phase(status, runningStatus string, closeOut bool) (int, string) {
 }
 
 // job writes a job's fact, if not written yet.
-func (w *points) job(j *jobItem, l links, nowMs int64, closeOut bool) {
+func (w *points) job(j *attempt.Job, l links, nowMs int64, closeOut bool) {
 	start, end := l.jobTimes(j)
 	if start == 0 {
 		return // never ran, or Spark knows no time for it
@@ -237,7 +233,7 @@ func (w *points) job(j *jobItem, l links, nowMs int64, closeOut bool) {
 }
 
 // stage writes a stage attempt's fact, if not written yet.
-func (w *points) stage(k stageKey, s *stageItem, l links, nowMs int64, closeOut bool) {
+func (w *points) stage(k attempt.StageKey, s *attempt.Stage, l links, nowMs int64, closeOut bool) {
 	start, end := optMS(s.SubmissionTime), optMS(s.CompletionTime)
 	if start == 0 {
 		return // pending or skipped: it never ran
@@ -249,9 +245,9 @@ func (w *points) stage(k stageKey, s *stageItem, l links, nowMs int64, closeOut 
 	if !w.begin(schema.MeasurementStage, stageFactTime(k, start, ph)) {
 		return
 	}
-	title := fmt.Sprintf("Stage %d.%d %s", k.id, k.attempt, status)
-	w.int(schema.FieldStageID, int64(k.id))
-	w.int(schema.FieldStageAttempt, int64(k.attempt))
+	title := fmt.Sprintf("Stage %d.%d %s", k.ID, k.Attempt, status)
+	w.int(schema.FieldStageID, int64(k.ID))
+	w.int(schema.FieldStageAttempt, int64(k.Attempt))
 	w.str(schema.FieldStatus, status)
 	w.str(schema.FieldName, w.text(s.Name))
 	w.str(schema.FieldDescription, w.text(s.Description))
@@ -266,7 +262,7 @@ func (w *points) stage(k stageKey, s *stageItem, l links, nowMs int64, closeOut 
 	}
 	end = max(end, start)
 	var jobs []string
-	ids := l.stageJobs[k.id]
+	ids := l.stageJobs[k.ID]
 	slices.Sort(ids)
 	for _, j := range ids {
 		jobs = append(jobs, strconv.Itoa(j))
@@ -294,7 +290,7 @@ func (w *points) stage(k stageKey, s *stageItem, l links, nowMs int64, closeOut 
 }
 
 // sql writes a SQL execution's fact, if not written yet.
-func (w *points) sql(x *sqlItem, nowMs int64, closeOut bool) {
+func (w *points) sql(x *attempt.SQL, nowMs int64, closeOut bool) {
 	start := optMS(x.SubmissionTime)
 	if start == 0 {
 		return
@@ -331,55 +327,55 @@ func (w *points) sql(x *sqlItem, nowMs int64, closeOut bool) {
 func (w *points) app(nowMs int64, closeOut bool) {
 	st := w.st
 	status := "COMPLETED"
-	if !st.completed {
+	if !st.Completed {
 		status = "RUNNING"
 	}
 	ph, status := phase(status, "RUNNING", closeOut)
 	// All attempts of an application share id 0: a live UI and a History
 	// Server show the same attempt with different ids.
-	if !w.begin(schema.MeasurementApp, factTime(st.key.start, 0, ph)) {
+	if !w.begin(schema.MeasurementApp, factTime(st.Key.Start, 0, ph)) {
 		return
 	}
 	w.str(schema.FieldStatus, status)
-	w.str(schema.FieldAppID, w.text(st.key.app)) // the applicationid tag is the metrics' key (namespace.go)
-	w.str(schema.FieldSparkUser, w.text(st.user))
-	w.str(schema.FieldSparkVersion, w.text(st.version))
-	title := firstNonEmpty(st.name, st.key.app) + " " + status
+	w.str(schema.FieldAppID, w.text(st.Key.App)) // the applicationid tag is the metrics' key (namespace.go)
+	w.str(schema.FieldSparkUser, w.text(st.User))
+	w.str(schema.FieldSparkVersion, w.text(st.Version))
+	title := firstNonEmpty(st.Name, st.Key.App) + " " + status
 	if ph == phaseStart {
-		w.common(ph, title, joinText(st.key.app, prefixed("user ", st.user), prefixed("Spark ", st.version)))
+		w.common(ph, title, joinText(st.Key.App, prefixed("user ", st.User), prefixed("Spark ", st.Version)))
 		w.end()
 		return
 	}
-	end := st.end
+	end := st.End
 	if ph == phaseLost {
 		end = nowMs
 	}
-	end = max(end, st.key.start)
+	end = max(end, st.Key.Start)
 	w.int(schema.FieldEndMs, end)
-	w.int(schema.FieldDurationMs, end-st.key.start)
-	w.common(ph, title, joinText(st.key.app, timespent.Duration(end-st.key.start), prefixed("user ", st.user), prefixed("Spark ", st.version)))
+	w.int(schema.FieldDurationMs, end-st.Key.Start)
+	w.common(ph, title, joinText(st.Key.App, timespent.Duration(end-st.Key.Start), prefixed("user ", st.User), prefixed("Spark ", st.Version)))
 	w.end()
 }
 
 // jobFailure is the failure reason of a job: that of its first failed
 // stage (Spark's job data has none of its own).
 func (w *points) jobFailure(stageIDs []int) string {
-	best := stageKey{-1, -1}
-	for k, s := range w.st.stages {
-		if s.Status == "FAILED" && slices.Contains(stageIDs, k.id) && (best.id < 0 || k.id < best.id || k.id == best.id && k.attempt < best.attempt) {
+	best := attempt.StageKey{ID: -1, Attempt: -1}
+	for k, s := range w.st.Stages {
+		if s.Status == "FAILED" && slices.Contains(stageIDs, k.ID) && (best.ID < 0 || k.ID < best.ID || k.ID == best.ID && k.Attempt < best.Attempt) {
 			best = k
 		}
 	}
-	if best.id < 0 {
+	if best.ID < 0 {
 		return ""
 	}
-	return firstLine(w.st.stages[best].FailureReason)
+	return firstLine(w.st.Stages[best].FailureReason)
 }
 
 // executor writes a snapshot of an executor, in its own series (tag
 // process), when something changed since the last one; and, once it was
 // removed, the fact of its removal.
-func (w *points) executor(x *executorItem, now time.Time, closeOut bool) {
+func (w *points) executor(x *attempt.Executor, now time.Time, closeOut bool) {
 	added := optMS(x.AddTime)
 	if added == 0 || w.full() {
 		return
@@ -389,8 +385,8 @@ func (w *points) executor(x *executorItem, now time.Time, closeOut bool) {
 	status, end := "REMOVED", removed
 	switch {
 	case removed > 0:
-	case w.st.completed:
-		status, end = "ENDED", w.st.end // it lived until the application ended
+	case w.st.Completed:
+		status, end = "ENDED", w.st.End // it lived until the application ended
 	default:
 		status, end = "ACTIVE", nowMs
 		if closeOut {
@@ -446,7 +442,7 @@ func (w *points) executor(x *executorItem, now time.Time, closeOut bool) {
 	w.peaks(x.PeakMemoryMetrics)
 	w.str(schema.FieldTitle, w.text(fmt.Sprintf("%s %s", name, status)))
 	w.str(schema.FieldText, joinText("on "+host, fmt.Sprintf("%d cores", x.TotalCores), peaks, w.reason(reason)))
-	w.str(schema.FieldAttemptID, w.text(w.st.attemptID))
+	w.str(schema.FieldAttemptID, w.text(w.st.AttemptID))
 	w.snapshot(process, now.UnixNano())
 
 	if removed == 0 || !w.begin(schema.MeasurementExecutorRemoval, removed*1_000_000+executorSub(x.ID)) {
@@ -471,21 +467,21 @@ func (w *points) executor(x *executorItem, now time.Time, closeOut bool) {
 func (w *points) sizing(f *assessed) {
 	st := w.st
 	a := f.advice
-	w.usage(f.result.Usage, a, phaseEnd, st.end*1_000_000)
+	w.usage(f.result.Usage, a, phaseEnd, st.End*1_000_000)
 	if w.p.cfg.Stream != nil {
 		w.reconcile(f.result.Reconciliation)
 	}
 	i := 0
 	next := func(kind string) bool {
 		i++
-		if !w.begin(schema.MeasurementSizing, st.end*1_000_000+int64(i-1)) {
+		if !w.begin(schema.MeasurementSizing, st.End*1_000_000+int64(i-1)) {
 			return false
 		}
 		w.str(schema.SizingKind, kind)
 		return true
 	}
 	done := func() {
-		w.str(schema.FieldAttemptID, w.text(st.attemptID))
+		w.str(schema.FieldAttemptID, w.text(st.AttemptID))
 		w.end()
 	}
 	if !next("limits") {
@@ -550,7 +546,7 @@ func executorSub(id string) int64 {
 // set; false when it was written before, and nothing is to be added.
 func (w *points) begin(measurement string, ts int64) bool {
 	w.key = facts.NewKey(measurement, ts)
-	if w.p.facts.Has(w.st.key.app, w.key, w.now) || slices.Contains(w.facts, w.key) {
+	if w.p.facts.Has(w.st.Key.App, w.key, w.now) || slices.Contains(w.facts, w.key) {
 		return false
 	}
 	// The application's share of the writer per poll: the rest waits for
@@ -579,7 +575,7 @@ func (w *points) startLine(measurement string) {
 	w.enc.Reset()
 	w.enc.StartLine(measurement)
 	w.enc.AddTag(schema.TagApplicationID, tagValue(w.st.tagKey()))
-	if name := tagValue(w.st.name); name != "" {
+	if name := tagValue(w.st.Name); name != "" {
 		w.enc.AddTag(schema.TagAppName, name)
 	}
 }
@@ -589,16 +585,16 @@ func (w *points) int(key string, v int64) { w.enc.AddField(key, lineprotocol.Int
 func (w *points) bool(key string, v bool) { w.enc.AddField(key, lineprotocol.BoolValue(v)) }
 
 // skewText says in a stage's text how uneven its tasks were.
-func (w *points) skewText(s *stageItem) string {
-	if s.details == nil || s.details.summary == nil {
+func (w *points) skewText(s *attempt.Stage) string {
+	if s.Details == nil || s.Details.Summary == nil {
 		return ""
 	}
-	rt := s.details.summary.ExecutorRunTime
+	rt := s.Details.Summary.ExecutorRunTime
 	if rt[0] <= 0 {
 		return ""
 	}
 	t := fmt.Sprintf("tasks %s median, %s longest (×%.1f)", timespent.Duration(int64(rt[0])), timespent.Duration(int64(rt[2])), rt[2]/rt[0])
-	if sl := s.details.slowest; sl != nil {
+	if sl := s.Details.Slowest; sl != nil {
 		t += " on " + w.text(sl.Host)
 	}
 	return t
@@ -647,7 +643,7 @@ func (w *points) common(ph int, title, text string) {
 	w.str(schema.FieldFact, phaseNames[ph])
 	w.str(schema.FieldTitle, w.text(title))
 	w.str(schema.FieldText, text)
-	w.str(schema.FieldAttemptID, w.text(w.st.attemptID))
+	w.str(schema.FieldAttemptID, w.text(w.st.AttemptID))
 }
 
 // end finishes the fact begun and adds it to the batch; false when it
@@ -655,7 +651,7 @@ func (w *points) common(ph int, title, text string) {
 func (w *points) end() bool {
 	w.enc.EndLine(time.Unix(0, w.ts))
 	if err := w.enc.Err(); err != nil {
-		w.p.log.Warn("annotation point not encodable", zap.String("application", w.st.key.String()), zap.Error(err))
+		w.p.log.Warn("annotation point not encodable", zap.String("application", w.st.Key.String()), zap.Error(err))
 		return false
 	}
 	w.batch = append(w.batch, w.enc.Bytes()...)
@@ -670,7 +666,7 @@ func (w *points) end() bool {
 func (w *points) snapshot(process string, nowNs int64) {
 	w.enc.EndLine(time.Unix(0, 0))
 	if err := w.enc.Err(); err != nil {
-		w.p.log.Warn("executor point not encodable", zap.String("application", w.st.key.String()), zap.Error(err))
+		w.p.log.Warn("executor point not encodable", zap.String("application", w.st.Key.String()), zap.Error(err))
 		return
 	}
 	line := w.enc.Bytes()
@@ -680,7 +676,7 @@ func (w *points) snapshot(process string, nowNs int64) {
 	sum := h.Sum64()
 	last, ok := w.snaps[process]
 	if !ok {
-		last = w.p.facts.LastSnapshot(w.st.key.app, process, w.now)
+		last = w.p.facts.LastSnapshot(w.st.Key.App, process, w.now)
 	}
 	if last.Sum == sum {
 		return

@@ -14,7 +14,9 @@ import (
 	"sync/atomic"
 	"time"
 
+	"github.com/sparkpulse/sparkpulse/attempt"
 	"github.com/sparkpulse/sparkpulse/facts"
+	"github.com/sparkpulse/sparkpulse/schema"
 	"github.com/sparkpulse/sparkpulse/sparkapi"
 	"go.uber.org/zap"
 	"go.uber.org/zap/zapcore"
@@ -107,10 +109,10 @@ const (
 	DefaultMaxApps          = 256
 	DefaultNewAppsPerPoll   = 8
 
-	DefaultStageDetailsMinDuration = 5 * time.Second
-	DefaultStageDetailsRequests    = 20
-	DefaultFailedTasksPerStage     = 20
-	DefaultUsageDelay              = time.Minute
+	DefaultStageDetailsMinDuration = attempt.DefaultStageDetailsMinDuration
+	DefaultStageDetailsRequests    = attempt.DefaultStageDetailsRequests
+	DefaultFailedTasksPerStage     = attempt.DefaultFailedTasksPerStage
+	DefaultUsageDelay              = attempt.DefaultUsageDelay
 	DefaultStreamRetry             = 6 * time.Hour
 	DefaultCloseOutAfter           = 10 * time.Minute
 	DefaultLostDriverAfter         = 10 * time.Minute
@@ -141,18 +143,6 @@ const (
 	syncsPerSource = 4
 )
 
-// appKey identifies an application attempt across sources: a live UI
-// shows no attempt id, but the attempt's start time is the same
-// everywhere.
-type appKey struct {
-	app   string
-	start int64 // epoch ms
-}
-
-func (k appKey) String() string {
-	return fmt.Sprintf("%s (attempt started %s)", k.app, formatQueryDate(k.start))
-}
-
 // source is one configured URL, or one instance of a template for one
 // application. Its fields after busy are only used by the goroutine
 // polling it.
@@ -171,17 +161,17 @@ type source struct {
 
 	busy atomic.Bool
 
-	apps     map[appKey]*appState
-	done     map[appKey]int64 // attempts written in their final state, by end ms
-	listed   bool             // a listing has succeeded once
-	failures int              // consecutive failed listings
-	backoff  int              // of them, those that back off: not refused, not a UI starting up
+	apps     map[attempt.Key]*appState
+	done     map[attempt.Key]int64 // attempts written in their final state, by end ms
+	listed   bool                  // a listing has succeeded once
+	failures int                   // consecutive failed listings
+	backoff  int                   // of them, those that back off: not refused, not a UI starting up
 	next     time.Time
 }
 
 func newSource(name, base, appID string) *source {
 	s := &source{name: name, base: strings.TrimRight(base, "/"), appID: appID,
-		apps: map[appKey]*appState{}, done: map[appKey]int64{}}
+		apps: map[attempt.Key]*appState{}, done: map[attempt.Key]int64{}}
 	if appID == "" {
 		s.slots = make(chan struct{}, syncsPerSource)
 	}
@@ -199,6 +189,7 @@ const yarnProxy = "/proxy/{app_id}"
 type Poller struct {
 	cfg       Config
 	client    *sparkapi.Client
+	reader    *attempt.Reader // reads the attempts synced, through client (get)
 	log       *zap.Logger
 	static    []*source
 	templates []template
@@ -220,15 +211,15 @@ type Poller struct {
 	// written) lately.
 	unseen   map[string]*unseenApp
 	answered map[string]time.Time
-	owners   map[appKey]*source          // which source syncs an attempt
-	seconded map[appKey]map[*source]bool // other sources that showed an owned attempt, counted once
-	orphans  map[appKey]*appState        // attempts whose source lost them
+	owners   map[attempt.Key]*source          // which source syncs an attempt
+	seconded map[attempt.Key]map[*source]bool // other sources that showed an owned attempt, counted once
+	orphans  map[attempt.Key]*appState        // attempts whose source lost them
 	// Drivers gone under a History Server (gone.go): the attempts a live
 	// UI lost while they ran, the live UIs that list an attempt another
 	// source syncs, and when the stream last named a dropped attempt's
 	// id or metrics key (zero: not since).
-	drops       map[appKey]*drop
-	liveSeconds map[appKey]liveSecond
+	drops       map[attempt.Key]*drop
+	liveSeconds map[attempt.Key]liveSecond
 	watched     map[string]*watch
 	errors      map[[2]string]uint64 // (source, kind) → failed polls
 	facts       *facts.Store         // facts written, and their journal
@@ -243,31 +234,14 @@ type Poller struct {
 }
 
 type counters struct {
-	polls, points   atomic.Uint64
-	closedOut       atomic.Uint64
-	invalid         atomic.Uint64
-	invalidLogged   atomic.Int64 // unix s of the last log of impossible values
-	cappedExecutors atomic.Uint64
-	secondSource    atomic.Uint64
-	deferred        atomic.Uint64
-	unseenWritten   atomic.Uint64 // applications written as seen only in the stream
-	unseenFull      atomic.Uint64 // metrics keys not kept: the table was full
-	// Stage attempts that ended, by what became of their details.
-	detailsRead, detailsShort, detailsBudget, detailsUnavailable atomic.Uint64
-}
-
-// stageDetails counts a stage attempt by the fate of its details.
-func (c *counters) stageDetails(why string) {
-	switch why {
-	case detailsRead:
-		c.detailsRead.Add(1)
-	case detailsShort:
-		c.detailsShort.Add(1)
-	case detailsBudget:
-		c.detailsBudget.Add(1)
-	case detailsUnavailable:
-		c.detailsUnavailable.Add(1)
-	}
+	polls, points atomic.Uint64
+	closedOut     atomic.Uint64
+	invalid       atomic.Uint64
+	invalidLogged atomic.Int64 // unix s of the last log of impossible values
+	secondSource  atomic.Uint64
+	deferred      atomic.Uint64
+	unseenWritten atomic.Uint64 // applications written as seen only in the stream
+	unseenFull    atomic.Uint64 // metrics keys not kept: the table was full
 }
 
 // WithDefaults fills zero values.
@@ -323,6 +297,14 @@ func (cfg Config) WithDefaults() Config {
 	return cfg
 }
 
+// Attempt is the part of cfg that reads one application attempt: what
+// `sparkpulse report` reads an application with, as the poller would.
+func (cfg Config) Attempt() attempt.Config {
+	return attempt.Config{Sources: cfg.Sources, Timeout: cfg.Timeout, MaxResponseBytes: cfg.MaxResponseBytes, Auth: cfg.Auth,
+		Transport: cfg.Transport, StageDetailsMinDuration: cfg.StageDetailsMinDuration, StageDetailsRequests: cfg.StageDetailsRequests,
+		FailedTasksPerStage: cfg.FailedTasksPerStage, Stream: cfg.Stream, UsageDelay: cfg.UsageDelay, Now: cfg.Now}
+}
+
 // Validate checks the settings; zero values select the defaults.
 func (cfg Config) Validate() error {
 	var errs []error
@@ -369,12 +351,12 @@ func New(cfg Config) (*Poller, error) {
 		answered:    map[string]time.Time{},
 		emitSeed:    maphash.MakeSeed(),
 		refused:     map[string]uint64{},
-		owners:      map[appKey]*source{},
-		seconded:    map[appKey]map[*source]bool{},
-		orphans:     map[appKey]*appState{},
+		owners:      map[attempt.Key]*source{},
+		seconded:    map[attempt.Key]map[*source]bool{},
+		orphans:     map[attempt.Key]*appState{},
 		watched:     map[string]*watch{},
-		drops:       map[appKey]*drop{},
-		liveSeconds: map[appKey]liveSecond{},
+		drops:       map[attempt.Key]*drop{},
+		liveSeconds: map[attempt.Key]liveSecond{},
 		errors:      map[[2]string]uint64{},
 	}
 	// A source that fails keeps failing every poll: a few entries a second.
@@ -382,6 +364,12 @@ func New(cfg Config) (*Poller, error) {
 		return zapcore.NewSamplerWithOptions(c, time.Second, 3, 0)
 	}))
 	p.facts = facts.New(facts.Config{Sink: cfg.Sink, History: cfg.History, Timeout: cfg.Timeout, Log: p.log, Now: cfg.Now})
+	p.reader = &attempt.Reader{Get: p.get, StageDetailsMinDuration: cfg.StageDetailsMinDuration,
+		StageDetailsRequests: cfg.StageDetailsRequests, FailedTasksPerStage: cfg.FailedTasksPerStage, Now: cfg.Now,
+		// A stage whose end fact is in the ledger was read before a restart.
+		EndWritten: func(st *attempt.State, k attempt.StageKey, startMs int64) bool {
+			return p.facts.Has(st.Key.App, facts.NewKey(schema.MeasurementStage, stageFactTime(k, startMs, phaseEnd)), p.cfg.Now())
+		}}
 	var errs []error
 	for i, s := range cfg.Sources {
 		if err := CheckSource(s); err != nil {
@@ -646,7 +634,7 @@ func (p *Poller) listFailed(ctx context.Context, s *source, err error, now time.
 // source that owns it, and returns them; false when ctx ended. A
 // configured source waits half an interval for its applications' syncs
 // unless patient.
-func (p *Poller) syncListed(ctx context.Context, s *source, apps []sparkapi.Application, now time.Time, patient bool) (map[appKey]bool, bool) {
+func (p *Poller) syncListed(ctx context.Context, s *source, apps []sparkapi.Application, now time.Time, patient bool) (map[attempt.Key]bool, bool) {
 	byName := map[string][]interval{}
 	for _, app := range apps {
 		for _, att := range app.Attempts {
@@ -654,11 +642,11 @@ func (p *Poller) syncListed(ctx context.Context, s *source, apps []sparkapi.Appl
 			if !att.Completed || end <= 0 {
 				end = now.UnixMilli()
 			}
-			byName[app.Name] = append(byName[app.Name], interval{appKey{app.ID, att.StartMs()}, end})
+			byName[app.Name] = append(byName[app.Name], interval{attempt.Key{App: app.ID, Start: att.StartMs()}, end})
 		}
 	}
 	overlaps := namesakes(byName)
-	listed := map[appKey]bool{}
+	listed := map[attempt.Key]bool{}
 	var started []*appState
 	var deadline <-chan time.Time // nil: wait for every sync
 	if !patient {
@@ -669,7 +657,7 @@ func (p *Poller) syncListed(ctx context.Context, s *source, apps []sparkapi.Appl
 	for _, app := range apps {
 		for i := range app.Attempts {
 			att := &app.Attempts[i]
-			key := appKey{app.ID, att.StartMs()}
+			key := attempt.Key{App: app.ID, Start: att.StartMs()}
 			listed[key] = true
 			st := s.apps[key]
 			if st != nil && p.settle(ctx, s, st) {
@@ -734,7 +722,7 @@ func (p *Poller) syncListed(ctx context.Context, s *source, apps []sparkapi.Appl
 // closeUnlisted settles the attempts the source no longer lists: one read
 // in full after its end is accounted and finished, any other lost; and
 // forgets the attempts done long enough ago.
-func (p *Poller) closeUnlisted(ctx context.Context, s *source, listed map[appKey]bool, now time.Time) {
+func (p *Poller) closeUnlisted(ctx context.Context, s *source, listed map[attempt.Key]bool, now time.Time) {
 	p.mu.Lock()
 	p.dropSecondsLocked(s, listed, now)
 	p.mu.Unlock()
@@ -742,13 +730,13 @@ func (p *Poller) closeUnlisted(ctx context.Context, s *source, listed map[appKey
 		if listed[key] || p.settle(ctx, s, st) || st.final {
 			continue
 		}
-		if st.completed && st.endRead && !st.accounted {
+		if st.Completed && st.endRead && !st.accounted {
 			// Read in full after its end, waiting only for the stream:
 			// the source need not list it any more.
 			p.account(ctx, st, now)
 			p.emit(st, now, false)
 			if st.final = st.accounted; st.final {
-				p.finish(s, key, st.end)
+				p.finish(s, key, st.End)
 			}
 		} else {
 			p.lose(s, key, st, now)
@@ -818,12 +806,12 @@ func (p *Poller) synced(ctx context.Context, s *source, st *appState, err error)
 		if ctx.Err() == nil {
 			p.countError(s, err)
 			p.log.Warn("Spark REST application sync failed", zap.String("source", s.name),
-				zap.String("application", st.key.String()), zap.Error(err))
+				zap.String("application", st.Key.String()), zap.Error(err))
 		}
 		return
 	}
 	if st.final {
-		p.finish(s, st.key, st.end)
+		p.finish(s, st.Key, st.End)
 	}
 }
 
@@ -852,10 +840,10 @@ func (p *Poller) list(ctx context.Context, s *source, now time.Time) ([]sparkapi
 
 // claim makes s the owner of key, taking over a lost attempt's state, and
 // returns the state; or nil when another source owns it.
-func (p *Poller) claim(s *source, key appKey) *appState {
+func (p *Poller) claim(s *source, key attempt.Key) *appState {
 	p.mu.Lock()
 	defer p.mu.Unlock()
-	p.answerLocked(key.app) // shown, whether or not its facts are written
+	p.answerLocked(key.App) // shown, whether or not its facts are written
 	if o := p.owners[key]; o != nil && o != s && o.appID != "" && s.appID == "" {
 		// A configured source takes an application over from a template
 		// instance, whose URL the metrics chose: with its own state, as
@@ -897,9 +885,9 @@ func (p *Poller) claim(s *source, key appKey) *appState {
 // over from the template's instance): YARN's word on its queue, user and
 // what it held is read from there (sync.go, usage.go). Called with mu
 // held.
-func (p *Poller) newAppStateLocked(key appKey) *appState {
+func (p *Poller) newAppStateLocked(key attempt.Key) *appState {
 	st := newAppState(key)
-	st.rm = p.rmLocked(key.app)
+	st.rm = p.rmLocked(key.App)
 	return st
 }
 
@@ -916,14 +904,14 @@ func (p *Poller) rmLocked(app string) string {
 }
 
 // owns reports whether s still syncs key.
-func (p *Poller) owns(s *source, key appKey) bool {
+func (p *Poller) owns(s *source, key attempt.Key) bool {
 	p.mu.Lock()
 	defer p.mu.Unlock()
 	return p.owners[key] == s
 }
 
 // finish forgets an attempt written in its final state.
-func (p *Poller) finish(s *source, key appKey, end int64) {
+func (p *Poller) finish(s *source, key attempt.Key, end int64) {
 	delete(s.apps, key)
 	s.done[key] = end
 	p.mu.Lock()
@@ -946,7 +934,7 @@ func (p *Poller) retireLocked(app string) {
 
 // lose hands an attempt that s no longer shows to whichever source shows
 // it next.
-func (p *Poller) lose(s *source, key appKey, st *appState, now time.Time) {
+func (p *Poller) lose(s *source, key attempt.Key, st *appState, now time.Time) {
 	delete(s.apps, key)
 	p.mu.Lock()
 	defer p.mu.Unlock()
@@ -957,7 +945,7 @@ func (p *Poller) lose(s *source, key appKey, st *appState, now time.Time) {
 	delete(p.seconded, key)
 	st.lostAt = now
 	p.orphans[key] = st
-	if isLive(st.completed, st.key.start, st.updated) {
+	if isLive(st.Completed, st.Key.Start, st.Updated) {
 		p.dropLocked(key, now, st.lastSeen)
 	}
 	p.log.Info("Spark application no longer shown by its source; waiting for another source (a History Server) to show it",
@@ -1000,7 +988,7 @@ func (p *Poller) closeOutOrphans(now time.Time) {
 		n := p.emit(st, st.lastSeen, true)
 		p.stats.closedOut.Add(1)
 		p.log.Warn("Spark application closed out: no source has shown it since it was lost; its running items are written as UNKNOWN",
-			zap.String("application", st.key.String()), zap.Duration("lost_for", now.Sub(st.lostAt)), zap.Int("points", n))
+			zap.String("application", st.Key.String()), zap.Duration("lost_for", now.Sub(st.lostAt)), zap.Int("points", n))
 	}
 }
 
@@ -1032,7 +1020,7 @@ type Stats struct {
 	// numbers no Spark could have written (sparkapi.Check), read as absent.
 	Invalid uint64
 	// Capped counts what the bounds on one application turned away:
-	// executors past maxExecutorsPerApp (not tracked), and points past an
+	// executors past attempt.MaxExecutors (not tracked), and points past an
 	// application's share of a poll (written at a later poll).
 	Capped map[string]uint64
 	// SecondSource counts applications a second source showed while
@@ -1052,14 +1040,14 @@ type Stats struct {
 // Stats returns the counters. Tracked only counts attempts of idle sources
 // exactly; a source being polled is counted as it was when last idle.
 func (p *Poller) Stats() Stats {
+	reads := p.reader.Counts()
 	st := Stats{
 		Requests: p.client.Requests(), Bytes: p.client.Bytes(), Polls: p.stats.polls.Load(),
 		Points: p.stats.points.Load(), ClosedOut: p.stats.closedOut.Load(), Invalid: p.stats.invalid.Load(), Errors: map[string]map[string]uint64{},
-		Capped:       map[string]uint64{"executors": p.stats.cappedExecutors.Load(), "points": p.stats.deferred.Load()},
+		Capped:       map[string]uint64{"executors": reads.CappedExecutors, "points": p.stats.deferred.Load()},
 		SecondSource: p.stats.secondSource.Load(), JournalDamaged: p.facts.Damaged(),
-		StreamOnly: map[string]uint64{"written": p.stats.unseenWritten.Load(), "not_kept": p.stats.unseenFull.Load()},
-		StageDetails: map[string]uint64{detailsRead: p.stats.detailsRead.Load(), detailsShort: p.stats.detailsShort.Load(),
-			detailsBudget: p.stats.detailsBudget.Load(), detailsUnavailable: p.stats.detailsUnavailable.Load()},
+		StreamOnly:   map[string]uint64{"written": p.stats.unseenWritten.Load(), "not_kept": p.stats.unseenFull.Load()},
+		StageDetails: reads.Details,
 	}
 	p.mu.Lock()
 	defer p.mu.Unlock()

@@ -15,6 +15,7 @@ import (
 	"go.uber.org/zap"
 
 	"github.com/sparkpulse/sparkpulse/accounting"
+	"github.com/sparkpulse/sparkpulse/attempt"
 	"github.com/sparkpulse/sparkpulse/facts"
 	"github.com/sparkpulse/sparkpulse/schema"
 	"github.com/sparkpulse/sparkpulse/sizing"
@@ -93,8 +94,8 @@ func (p *Poller) seenInStream(key string) {
 func (p *Poller) markShown(st *appState) {
 	p.mu.Lock()
 	defer p.mu.Unlock()
-	p.answerLocked(st.key.app)
-	p.answerLocked(st.metricsKey)
+	p.answerLocked(st.Key.App)
+	p.answerLocked(st.MetricsKey)
 }
 
 // answerLocked notes that a source answered for key (see above). Called
@@ -214,7 +215,7 @@ func (p *Poller) emitUnseen(key string, u unseenApp, usage sizing.Usage) (int, b
 	lock.Lock()
 	defer lock.Unlock()
 	first, last := u.first.UnixMilli(), u.last.UnixMilli()
-	st := newAppState(appKey{key, first})
+	st := newAppState(attempt.Key{App: key, Start: first})
 	w := &points{p: p, st: st, now: p.cfg.Now(), snaps: map[string]facts.Snapshot{}}
 	w.enc.SetPrecision(lineprotocol.Nanosecond)
 	id := ""

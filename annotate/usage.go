@@ -11,6 +11,7 @@ import (
 	"go.uber.org/zap"
 
 	"github.com/sparkpulse/sparkpulse/accounting"
+	"github.com/sparkpulse/sparkpulse/attempt"
 	"github.com/sparkpulse/sparkpulse/human"
 	"github.com/sparkpulse/sparkpulse/schema"
 	"github.com/sparkpulse/sparkpulse/sizing"
@@ -40,41 +41,16 @@ import (
 // reconciliation.
 
 // Stream reads the metrics stream of an application's processes.
-type Stream interface {
-	// Totals returns, by process ("driver", "1", …), the sums of the
-	// deltas of the counters in accounting.StreamCounters and the peak, mean and
-	// number of samples of the gauges in accounting.StreamGauges, over [from, to):
-	// windows that meet count each point once.
-	Totals(ctx context.Context, app string, from, to time.Time) (map[string]ProcessTotals, error)
-}
+type Stream = attempt.Stream
 
 // ProcessTotals is what the stream says of one process (package
 // accounting's, which reads it).
 type ProcessTotals = accounting.ProcessTotals
 
-// streamChunk bounds the time range of each read of the stream: an
-// application that runs for days (a streaming query) is read a day at a
-// time, as InfluxDB 3 Core answers a query over at most 72 hours of data
-// and each answer stays small.
-const streamChunk = 24 * time.Hour
-
-// readStream reads the stream of app over [from, to) in chunks of at most
-// streamChunk, and adds them up.
+// readStream reads the stream of app over [from, to), a chunk at a time
+// (attempt.ReadStream).
 func (p *Poller) readStream(ctx context.Context, app string, from, to time.Time) (map[string]ProcessTotals, error) {
-	out := map[string]ProcessTotals{}
-	for lo := from; lo.Before(to); {
-		hi := lo.Add(streamChunk)
-		if !hi.Before(to) {
-			hi = to
-		}
-		t, err := p.cfg.Stream.Totals(ctx, app, lo, hi)
-		if err != nil {
-			return nil, err
-		}
-		accounting.MergeTotals(out, t)
-		lo = hi
-	}
-	return out, nil
+	return attempt.ReadStream(ctx, p.cfg.Stream, app, from, to)
 }
 
 const usageEstimateEvery = 30 // intervals: five minutes at the 10 s interval
@@ -83,24 +59,24 @@ const usageEstimateEvery = 30 // intervals: five minutes at the 10 s interval
 // passed, and for a running one every usageEstimateEvery intervals.
 func (p *Poller) account(ctx context.Context, st *appState, now time.Time) {
 	switch {
-	case st.completed && !st.accounted:
-		if p.cfg.Stream == nil || st.properties == nil || st.end <= 0 {
+	case st.Completed && !st.accounted:
+		if p.cfg.Stream == nil || st.Properties == nil || st.End <= 0 {
 			st.accounted = true // nothing to wait for
 			return
 		}
-		if now.Before(time.UnixMilli(st.end).Add(p.cfg.UsageDelay)) || now.Before(st.streamNext) {
+		if now.Before(time.UnixMilli(st.End).Add(p.cfg.UsageDelay)) || now.Before(st.streamNext) {
 			return
 		}
 		if why := st.ambiguous(); why != "" {
-			st.streamErr, st.accounted = why, true
+			st.StreamErr, st.accounted = why, true
 			return
 		}
 		var totals map[string]ProcessTotals
 		var err error
-		if d, ok := p.cfg.Stream.(deliverer); ok && !d.Delivered(time.UnixMilli(st.end).Add(p.cfg.UsageDelay)) {
+		if d, ok := p.cfg.Stream.(deliverer); ok && !d.Delivered(time.UnixMilli(st.End).Add(p.cfg.UsageDelay)) {
 			err = errNotDelivered
 		} else {
-			totals, err = p.readStream(ctx, cmp.Or(st.metricsKey, st.key.app), time.UnixMilli(st.key.start).Add(-time.Minute), time.UnixMilli(st.end).Add(p.cfg.UsageDelay))
+			totals, err = p.readStream(ctx, cmp.Or(st.MetricsKey, st.Key.App), time.UnixMilli(st.Key.Start).Add(-time.Minute), time.UnixMilli(st.End).Add(p.cfg.UsageDelay))
 		}
 		if err != nil {
 			// Retried with backoff, from the poll interval up to 5 min,
@@ -112,14 +88,14 @@ func (p *Poller) account(ctx context.Context, st *appState, now time.Time) {
 			wait := min(p.cfg.Interval<<min(st.streamTries-1, 16), maxBackoff)
 			st.streamNext = now.Add(wait)
 			giveUp := now.Sub(st.streamFailed) >= p.cfg.StreamRetry
-			p.log.Warn("metrics stream not read for an application's accounting", zap.String("application", st.key.String()),
+			p.log.Warn("metrics stream not read for an application's accounting", zap.String("application", st.Key.String()),
 				zap.Int("tries", st.streamTries), zap.Duration("failing_for", now.Sub(st.streamFailed)), zap.Bool("giving_up", giveUp), zap.Error(err))
 			if !giveUp {
 				return
 			}
-			st.streamErr = fmt.Sprintf("%v (failing for %s)", err, now.Sub(st.streamFailed).Round(time.Second))
+			st.StreamErr = fmt.Sprintf("%v (failing for %s)", err, now.Sub(st.streamFailed).Round(time.Second))
 		}
-		st.stream, st.accounted = totals, true
+		st.Stream, st.accounted = totals, true
 		// YARN's own figures, final once it has ended the application:
 		// what the cluster held, container starts and rounding included.
 		if st.rm != "" {
@@ -127,8 +103,8 @@ func (p *Poller) account(ctx context.Context, st *appState, now time.Time) {
 				st.yarnHeld = a
 			}
 		}
-	case !st.completed && p.cfg.Stream != nil && (st.estimatedAt.IsZero() || now.Sub(st.estimatedAt) >= usageEstimateEvery*p.cfg.Interval) &&
-		st.properties != nil && st.ambiguous() == "":
+	case !st.Completed && p.cfg.Stream != nil && (st.estimatedAt.IsZero() || now.Sub(st.estimatedAt) >= usageEstimateEvery*p.cfg.Interval) &&
+		st.Properties != nil && st.ambiguous() == "":
 		st.estimatedAt = now
 		if totals, err := p.estimateStream(ctx, st, now); err == nil {
 			st.estimate = &usageRead{at: now, stream: totals}
@@ -142,10 +118,10 @@ func (p *Poller) account(ctx context.Context, st *appState, now time.Time) {
 // once and kept (st.acc, up to st.accTo); the last UsageDelay is read
 // again at each estimate, as reports for it may still arrive.
 func (p *Poller) estimateStream(ctx context.Context, st *appState, now time.Time) (map[string]ProcessTotals, error) {
-	app := cmp.Or(st.metricsKey, st.key.app)
+	app := cmp.Or(st.MetricsKey, st.Key.App)
 	from := st.accTo
 	if from.IsZero() {
-		from = time.UnixMilli(st.key.start).Add(-time.Minute)
+		from = time.UnixMilli(st.Key.Start).Add(-time.Minute)
 	}
 	settled := now.Add(-p.cfg.UsageDelay)
 	if settled.After(from) {
@@ -211,16 +187,16 @@ type assessed struct {
 // written once.
 func (p *Poller) accounts(st *appState, nowMs int64, closeOut bool) accounts {
 	var out accounts
-	if st.completed && st.accounted && st.properties != nil && st.end > 0 && len(st.executors) > 0 {
-		a, res, err := assess(st, st.end, p.cfg.Stream != nil)
+	if st.Completed && st.accounted && st.Properties != nil && st.End > 0 && len(st.Executors) > 0 {
+		a, res, err := attempt.Account(&st.State, st.End, p.cfg.Stream != nil)
 		switch {
 		case errors.Is(err, accounting.ErrNoCluster):
 			// A UI's answers no cluster could hold: no figure of them
 			// reaches the fleet's totals.
 			p.stats.invalid.Add(1)
-			p.log.Warn("no accounting and no advice: Spark's answers are impossible together", zap.String("application", st.key.String()), zap.Error(err))
+			p.log.Warn("no accounting and no advice: Spark's answers are impossible together", zap.String("application", st.Key.String()), zap.Error(err))
 		case err != nil:
-			p.log.Warn("no sizing advice", zap.String("application", st.key.String()), zap.Error(err))
+			p.log.Warn("no sizing advice", zap.String("application", st.Key.String()), zap.Error(err))
 		default:
 			out.final = &assessed{advice: a, result: res}
 		}
@@ -228,12 +204,12 @@ func (p *Poller) accounts(st *appState, nowMs int64, closeOut bool) accounts {
 	if e := st.estimate; e != nil {
 		st.estimate = nil
 		atMs := e.at.UnixMilli()
-		if u, err := accounting.Estimate(st.attempt(false), e.stream, atMs); err == nil {
+		if u, err := accounting.Estimate(st.Accounting(false), e.stream, atMs); err == nil {
 			out.estimate, out.estimateMs = &u, atMs
 		}
 	}
-	if closeOut && !st.completed && st.properties != nil && len(st.executors) > 0 {
-		if u, err := accounting.Lost(st.attempt(false), nowMs, st.lostAt); err == nil {
+	if closeOut && !st.Completed && st.Properties != nil && len(st.Executors) > 0 {
+		if u, err := accounting.Lost(st.Accounting(false), nowMs, st.lostAt); err == nil {
 			if st.goneWhy != "" {
 				u.OutcomeReason = st.goneWhy
 			}
@@ -256,10 +232,10 @@ func (w *points) usage(u sizing.Usage, a sizing.Advice, ph int, ts int64) {
 	if !w.begin(schema.MeasurementUsage, ts) {
 		return
 	}
-	if q := tagValue(cmp.Or(st.yarnQueue, queueOf(st.properties))); q != "" {
+	if q := tagValue(cmp.Or(st.yarnQueue, queueOf(st.Properties))); q != "" {
 		w.enc.AddTag(schema.TagQueue, q)
 	}
-	if user := tagValue(cmp.Or(st.yarnUser, st.user)); user != "" {
+	if user := tagValue(cmp.Or(st.yarnUser, st.User)); user != "" {
 		w.enc.AddTag(schema.TagUser, user)
 	}
 	fact := "estimate"
@@ -267,7 +243,7 @@ func (w *points) usage(u sizing.Usage, a sizing.Advice, ph int, ts int64) {
 		fact = phaseNames[ph]
 	}
 	w.str(schema.FieldFact, fact)
-	w.str(schema.FieldAppID, w.text(st.key.app))
+	w.str(schema.FieldAppID, w.text(st.Key.App))
 	w.int(schema.UsageDurationMs, u.DurationMs)
 	w.int(schema.UsageExecutors, int64(u.Executors))
 	w.int(schema.UsageExecutorCores, int64(u.Cores))
@@ -302,7 +278,7 @@ func (w *points) usage(u sizing.Usage, a sizing.Advice, ph int, ts int64) {
 		w.float(schema.UsageContainerCPUSeconds, u.ContainerCPUSeconds)
 	}
 	var taskMs, gcMs int64
-	for _, x := range st.executors {
+	for _, x := range st.Executors {
 		taskMs += x.TotalDuration
 		gcMs += x.TotalGCTime
 	}
@@ -322,7 +298,7 @@ func (w *points) usage(u sizing.Usage, a sizing.Advice, ph int, ts int64) {
 	if u.PeakPythonRSS > 0 {
 		w.int(schema.UsagePeakPythonRSSBytes, u.PeakPythonRSS)
 	}
-	if t := st.stageTotals; t != nil && ph >= 0 {
+	if t := st.StageTotals; t != nil && ph >= 0 {
 		w.int(schema.UsageMemorySpilledBytes, t.MemSpill)
 		w.int(schema.UsageDiskSpilledBytes, t.DiskSpill)
 		w.int(schema.UsageFailedTasks, int64(t.Failed))
@@ -367,8 +343,8 @@ func (w *points) usage(u sizing.Usage, a sizing.Advice, ph int, ts int64) {
 	if st.invalid > 0 {
 		notes = append(notes, fmt.Sprintf("%d values in Spark's answers that no Spark writes were read as absent: %s", st.invalid, strings.Join(st.invalidSeen, ", ")))
 	}
-	if st.streamErr != "" {
-		notes = append(notes, "metrics stream not read: "+st.streamErr)
+	if st.StreamErr != "" {
+		notes = append(notes, "metrics stream not read: "+st.StreamErr)
 	}
 	w.str(schema.UsageNotes, w.reason(strings.Join(notes, "; ")))
 	text := fmt.Sprintf("%s core-hours and %s GiB-hours held by %d executors", human.Hours(u.ExecutorCoreSeconds/3600),
@@ -391,9 +367,9 @@ func (w *points) usage(u sizing.Usage, a sizing.Advice, ph int, ts int64) {
 	if u.Outcome != "" {
 		text += "; " + u.Outcome
 	}
-	w.str(schema.FieldTitle, w.text(fmt.Sprintf("Usage of %s", cmp.Or(st.name, st.key.app))))
+	w.str(schema.FieldTitle, w.text(fmt.Sprintf("Usage of %s", cmp.Or(st.Name, st.Key.App))))
 	w.str(schema.FieldText, text)
-	w.str(schema.FieldAttemptID, w.text(st.attemptID))
+	w.str(schema.FieldAttemptID, w.text(st.AttemptID))
 	if w.end() && ph >= 0 { // end or lost: final
 		w.history()
 	}
@@ -410,24 +386,24 @@ func (w *points) usageEstimate(u sizing.Usage, atMs int64) {
 // was not read.
 func (w *points) reconcile(rec *accounting.Reconciliation) {
 	st := w.st
-	if !w.begin(schema.MeasurementReconcile, st.end*1_000_000) {
+	if !w.begin(schema.MeasurementReconcile, st.End*1_000_000) {
 		return
 	}
-	if st.streamErr != "" || st.stageTotals == nil || rec == nil {
-		why := "the metrics stream could not be read: " + st.streamErr
-		if st.streamErr == "" {
+	if st.StreamErr != "" || st.StageTotals == nil || rec == nil {
+		why := "the metrics stream could not be read: " + st.StreamErr
+		if st.StreamErr == "" {
 			why = "Spark's stage list was not read after the end"
 		}
 		w.str(schema.ReconcileVerdict, accounting.ReconcileNoStream)
-		w.str(schema.FieldAppID, w.text(st.key.app))
+		w.str(schema.FieldAppID, w.text(st.Key.App))
 		w.str(schema.FieldText, w.reason(why))
-		w.str(schema.FieldAttemptID, w.text(st.attemptID))
+		w.str(schema.FieldAttemptID, w.text(st.AttemptID))
 		w.end()
 		return
 	}
 	r := *rec
 	w.str(schema.ReconcileVerdict, r.Verdict)
-	w.str(schema.FieldAppID, w.text(st.key.app))
+	w.str(schema.FieldAppID, w.text(st.Key.App))
 	for _, m := range r.Metrics {
 		w.float(schema.ReconcileStreamPrefix+m.Name, m.Stream)
 		w.float(schema.ReconcileSparkPrefix+m.Name, m.Spark)
@@ -440,9 +416,9 @@ func (w *points) reconcile(rec *accounting.Reconciliation) {
 	w.int(schema.ReconcileUnlistedProcesses, int64(r.Unlisted))
 	w.int(schema.ReconcileStagesDropped, int64(r.StagesDropped))
 	w.int(schema.ReconcileFailedTasks, int64(r.FailedTasks))
-	w.str(schema.FieldTitle, w.text("Reconciliation of "+cmp.Or(st.name, st.key.app)+": "+r.Verdict))
+	w.str(schema.FieldTitle, w.text("Reconciliation of "+cmp.Or(st.Name, st.Key.App)+": "+r.Verdict))
 	w.str(schema.FieldText, w.reason(r.Text))
-	w.str(schema.FieldAttemptID, w.text(st.attemptID))
+	w.str(schema.FieldAttemptID, w.text(st.AttemptID))
 	w.end()
 }
 

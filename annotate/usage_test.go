@@ -16,6 +16,7 @@ import (
 	"time"
 
 	"github.com/sparkpulse/sparkpulse/accounting"
+	"github.com/sparkpulse/sparkpulse/attempt"
 	"github.com/sparkpulse/sparkpulse/schema"
 	"github.com/sparkpulse/sparkpulse/sparkui"
 )
@@ -414,7 +415,7 @@ func TestHistoryPoint(t *testing.T) {
 	srv2 := sparkui.NewServer(sparkui.HistoryServer, accountedApp())
 	srv2.SetNow(clk.Now)
 	p2 := newPoller(t, Config{Sources: []string{serve(t, srv2)}, Sink: newMemSink(), Now: clk.Now, Stream: &fakeStream{totals: accountedStream()}})
-	w := &points{p: p2, st: newAppState(appKey{"app-1", 0})}
+	w := &points{p: p2, st: newAppState(attempt.Key{App: "app-1", Start: 0})}
 	w.history()
 	if w.hn != 0 || len(w.hist) != 0 {
 		t.Errorf("history encoded without a sink: %q", w.hist)

@@ -5,6 +5,8 @@ import (
 	"math"
 	"testing"
 	"time"
+
+	"github.com/sparkpulse/sparkpulse/attempt"
 )
 
 // runTime is a process's totals of one report: its run time delta and a
@@ -26,7 +28,7 @@ func TestEstimateWindows(t *testing.T) {
 		f.dated = append(f.dated, datedTotals{start.Add(time.Duration(s) * time.Second), runTime(1000, float64(s%600))})
 	}
 	p := &Poller{cfg: Config{Stream: f, UsageDelay: time.Minute}}
-	st := newAppState(appKey{"app-1", start.UnixMilli()})
+	st := newAppState(attempt.Key{App: "app-1", Start: start.UnixMilli()})
 	for now := start.Add(5 * time.Minute); !now.After(start.Add(3 * time.Hour)); now = now.Add(5 * time.Minute) {
 		f.asked = nil
 		got, err := p.estimateStream(context.Background(), st, now)
@@ -80,7 +82,7 @@ func TestStreamChunks(t *testing.T) {
 		t.Errorf("%d reads, want 4: %v", len(f.asked), f.asked)
 	}
 	for i, w := range f.asked {
-		if w[1].Sub(w[0]) > streamChunk || (i > 0 && !w[0].Equal(f.asked[i-1][1])) {
+		if w[1].Sub(w[0]) > attempt.StreamChunk || (i > 0 && !w[0].Equal(f.asked[i-1][1])) {
 			t.Errorf("read %d: %v to %v", i, w[0], w[1])
 		}
 	}

@@ -11,23 +11,23 @@ import (
 	"text/tabwriter"
 	"time"
 
-	"github.com/sparkpulse/sparkpulse/annotate"
+	"github.com/sparkpulse/sparkpulse/attempt"
 	"github.com/sparkpulse/sparkpulse/human"
 	"github.com/sparkpulse/sparkpulse/sizing"
 	"github.com/sparkpulse/sparkpulse/timespent"
 )
 
 // WriteApp assesses one application as the annotator does when it ends
-// (annotate.Assess: the same accounting and rules as spark_app_usage and
-// spark_sizing, the metrics stream read back from InfluxDB through
-// cfg.Stream), and prints it to w with where its time went: as text, or
-// as JSON.
-func WriteApp(ctx context.Context, cfg annotate.Config, appID string, stages int, asJSON bool, w io.Writer) error {
-	as, err := annotate.Assess(ctx, cfg, appID)
+// (attempt.Assess: the same reads, accounting and rules as
+// spark_app_usage and spark_sizing, the metrics stream read back from
+// InfluxDB through cfg.Stream), and prints it to w with where its time
+// went: as text, or as JSON.
+func WriteApp(ctx context.Context, cfg attempt.Config, appID string, stages int, asJSON bool, w io.Writer) error {
+	as, err := attempt.Assess(ctx, cfg, appID)
 	if err != nil {
 		return err
 	}
-	read, err := annotate.ReadStages(ctx, cfg, as.Application, cmp.Or(stages, DefaultStages))
+	read, err := attempt.ReadStages(ctx, cfg, as.Application, cmp.Or(stages, DefaultStages))
 	if err != nil {
 		return fmt.Errorf("application %s: stages: %w", appID, err)
 	}
@@ -49,7 +49,7 @@ const DefaultStages = 5
 
 // whereTimeWent turns the stages read into timespent's terms and judges
 // them.
-func whereTimeWent(read []annotate.StageRead, as annotate.Assessment, judged int) timespent.Report {
+func whereTimeWent(read []attempt.StageRead, as attempt.Assessment, judged int) timespent.Report {
 	removed := map[string]string{} // executor → how its removal reads
 	for _, x := range as.Application.Executors {
 		if x.RemoveReason != "" {
@@ -87,8 +87,8 @@ func whereTimeWent(read []annotate.StageRead, as annotate.Assessment, judged int
 		}
 		stages = append(stages, s)
 		for _, t := range r.Failed {
-			class, kind := annotate.TaskErrorClass(t.ErrorMessage, t.Status)
-			if why := removed[t.ExecutorID]; kind == annotate.TaskExecutorLost && why != "" {
+			class, kind := attempt.TaskErrorClass(t.ErrorMessage, t.Status)
+			if why := removed[t.ExecutorID]; kind == attempt.TaskExecutorLost && why != "" {
 				class += " (" + why + ")" // an executor lost over memory reads as such
 			}
 			failures = append(failures, timespent.Failure{Stage: r.StageID, Class: class, Kind: kind, Executor: t.ExecutorID})
@@ -97,7 +97,7 @@ func whereTimeWent(read []annotate.StageRead, as annotate.Assessment, judged int
 	return timespent.Judge(stages, failures, judged)
 }
 
-func printReport(w io.Writer, as annotate.Assessment) {
+func printReport(w io.Writer, as attempt.Assessment) {
 	app, a, u := as.Application, as.Advice, as.Usage
 	s := a.Settings
 	name := app.ID
@@ -268,7 +268,7 @@ func saving(r sizing.Setting) string {
 func hours(seconds float64) string { return human.Hours(seconds / 3600) }
 
 // reportJSON is the --json output: stable field names for scripts.
-func reportJSON(as annotate.Assessment, spent timespent.Report) any {
+func reportJSON(as attempt.Assessment, spent timespent.Report) any {
 	app, a := as.Application, as.Advice
 	type setting struct {
 		Property          string  `json:"property"`

@@ -1,9 +1,10 @@
 // Package report reads, computes and prints what `sparkpulse report`
 // shows, as text or JSON, to an io.Writer.
 //
-// WriteApp is one application: annotate.Assess's accounting and sizing
-// advice (the same rules as spark_app_usage and spark_sizing, from Spark's
-// REST API and the metrics stream its annotate.Config names), its
+// WriteApp is one application, read through package attempt as the
+// annotator reads it: attempt.Assess's accounting and sizing advice (the
+// same rules as spark_app_usage and spark_sizing, from Spark's REST API
+// and the metrics stream its attempt.Config names), its
 // executors' peaks against their limits, and where its time went
 // (package timespent, on its slowest stages and failed tasks, a task lost
 // with its executor classed with why the executor went).

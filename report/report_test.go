@@ -9,7 +9,7 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/sparkpulse/sparkpulse/annotate"
+	"github.com/sparkpulse/sparkpulse/attempt"
 	"github.com/sparkpulse/sparkpulse/human"
 	"github.com/sparkpulse/sparkpulse/influx"
 	"github.com/sparkpulse/sparkpulse/schema"
@@ -24,9 +24,9 @@ func TestWhereTimeWentLostExecutors(t *testing.T) {
 		return sparkapi.TaskData{ExecutorID: exec, Status: "FAILED",
 			ErrorMessage: "ExecutorLostFailure (executor " + exec + " exited caused by one of the running tasks) Reason: lost"}
 	}
-	read := []annotate.StageRead{{Stage: sparkapi.Stage{StageID: 3, Status: "FAILED", NumFailedTasks: 3},
+	read := []attempt.StageRead{{Stage: sparkapi.Stage{StageID: 3, Status: "FAILED", NumFailedTasks: 3},
 		Failed: []sparkapi.TaskData{lost("1"), lost("1"), lost("2")}}}
-	var as annotate.Assessment
+	var as attempt.Assessment
 	as.Application.Executors = []sizing.Executor{
 		{ID: "1", RemoveReason: "Container killed by YARN for exceeding physical memory limits. 4.5 GB of 4.5 GB physical memory used."},
 		{ID: "2"},
@@ -55,9 +55,9 @@ func TestWhereTimeWentTaskCPUs(t *testing.T) {
 		{2, 200_000, 8_000, false},
 		{1, 100_000, 8_000, false},
 	} {
-		read := []annotate.StageRead{{Stage: sparkapi.Stage{StageID: 1, Status: "COMPLETE", NumTasks: 8,
+		read := []attempt.StageRead{{Stage: sparkapi.Stage{StageID: 1, Status: "COMPLETE", NumTasks: 8,
 			ExecutorRunTime: tc.runMs, JVMGCTime: tc.gcMs}}}
-		var as annotate.Assessment
+		var as attempt.Assessment
 		as.Usage.RunTimeCPUs = tc.runTimeCPUs
 		fired := false
 		for _, s := range whereTimeWent(read, as, DefaultStages).Slowest {

@@ -8,7 +8,7 @@ import (
 	"strings"
 	"time"
 
-	"github.com/sparkpulse/sparkpulse/annotate"
+	"github.com/sparkpulse/sparkpulse/attempt"
 	"github.com/sparkpulse/sparkpulse/config"
 	"github.com/sparkpulse/sparkpulse/influx"
 	"github.com/sparkpulse/sparkpulse/report"
@@ -16,16 +16,16 @@ import (
 
 // reportApp is `report APP_ID` (report.WriteApp) from plan's [annotate]
 // sources, the metrics stream read from its [[graphite]] blocks'
-// databases; when no source shows the application (annotate.ErrNotShown:
+// databases; when no source shows the application (attempt.ErrNotShown:
 // its live UI is gone, or there are no sources), what the annotator
 // recorded of it (report.WriteRecorded) where report --fleet reads.
 func reportApp(ctx context.Context, plan *config.Plan, appID string, stages int, asJSON bool, stdout io.Writer) error {
 	why := ""
 	if plan.Annotate != nil {
-		cfg := plan.Annotate.Poller
+		cfg := plan.Annotate.Poller.Attempt()
 		cfg.Stream = newStream(plan, func() []*influx.Writer { return nil })
 		err := report.WriteApp(ctx, cfg, appID, stages, asJSON, stdout)
-		if err == nil || ctx.Err() != nil || !errors.Is(err, annotate.ErrNotShown) {
+		if err == nil || ctx.Err() != nil || !errors.Is(err, attempt.ErrNotShown) {
 			return err // a source that shows it failed: said, not covered by the record
 		}
 		why = strings.TrimPrefix(err.Error(), "application "+appID+": ")

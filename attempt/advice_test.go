@@ -1,4 +1,4 @@
-package annotate
+package attempt
 
 import (
 	"maps"
@@ -27,12 +27,12 @@ func TestAdviceOfRealSpark(t *testing.T) {
 			streams, last := realStream(t, dir, f)
 			for _, name := range []string{"main", "failures"} {
 				st := recordedApp(t, filepath.Join(dir, name))
-				st.stream = streams[st.metricsKey]
-				if st.end <= 0 {
+				st.Stream = streams[st.MetricsKey]
+				if st.End <= 0 {
 					// Recorded from the live UI before the end: its last report.
-					st.end = last[st.metricsKey]
+					st.End = last[st.MetricsKey]
 				}
-				a, res, err := assess(st, st.end, true)
+				a, res, err := Account(st, st.End, true)
 				if err != nil {
 					t.Fatal(err)
 				}
@@ -49,8 +49,8 @@ func TestAdviceOfRealSpark(t *testing.T) {
 					}
 				}
 				var oom []string
-				for _, id := range slices.SortedFunc(maps.Keys(st.executors), accounting.CompareExecutorIDs) {
-					x := st.executors[id].Executor
+				for _, id := range slices.SortedFunc(maps.Keys(st.Executors), accounting.CompareExecutorIDs) {
+					x := st.Executors[id].Executor
 					if sizing.RemoveKind(x.RemoveReason) == sizing.RemovedHeapOOM {
 						oom = append(oom, id)
 					}
@@ -78,7 +78,7 @@ func TestAdviceOfRealSpark(t *testing.T) {
 					}
 				}
 				if u.SlotOccupancy == nil {
-					t.Fatalf("%s: slot occupancy unknown: %+v (stream of %d processes under %q)", name, u, len(st.stream), st.metricsKey)
+					t.Fatalf("%s: slot occupancy unknown: %+v (stream of %d processes under %q)", name, u, len(st.Stream), st.MetricsKey)
 				}
 				// These PySpark runs kept their task slots busy (≥ 30 %)
 				// while their tasks' CPU was low (Python workers, sleeps,
@@ -89,8 +89,8 @@ func TestAdviceOfRealSpark(t *testing.T) {
 				if *u.SlotOccupancy < 0.3 || u.CPUUtilisation >= 0.3 {
 					t.Fatalf("%s: slots %v, CPU %v: not the case this test is for", name, *u.SlotOccupancy, u.CPUUtilisation)
 				}
-				s, _ := sizing.FromProperties(st.properties)
-				r, _ := sizing.ResourcesFromProperties(st.properties)
+				s, _ := sizing.FromProperties(st.Properties)
+				r, _ := sizing.ResourcesFromProperties(st.Properties)
 				// The runs use dynamic allocation, under which the rule is
 				// quiet anyway; as with a fixed number of executors:
 				r.DynamicAllocation = false
@@ -122,26 +122,26 @@ func TestAdviceOfRealSpark(t *testing.T) {
 	}
 }
 
-// recordedApp is a recorded application's state as the poller holds it
+// recordedApp is a recorded application's state as the annotator holds it
 // once it has ended and been read in full (its end, when the live UI was
 // recorded before it, is the caller's to set).
-func recordedApp(t *testing.T, dir string) *appState {
+func recordedApp(t *testing.T, dir string) *State {
 	t.Helper()
 	var app sparkapi.Application
 	readJSONFile(t, filepath.Join(dir, "application.json"), &app)
 	att := app.Attempts[0]
-	st := newAppState(appKey{app.ID, att.StartMs()})
-	st.completed, st.end = true, att.EndMs()
+	st := NewState(Key{app.ID, att.StartMs()})
+	st.Completed, st.End = true, att.EndMs()
 	var env sparkapi.Environment
 	readJSONFile(t, filepath.Join(dir, "environment.json"), &env)
-	st.properties = env.Properties()
-	st.hadoop = env.HadoopSubset(sizing.YARNAllocationKeys)
-	st.profiles = env.ResourceProfiles
-	st.metricsKey = metricsKey(app.ID, st.properties)
+	st.Properties = env.Properties()
+	st.Hadoop = env.HadoopSubset(sizing.YARNAllocationKeys)
+	st.Profiles = env.ResourceProfiles
+	st.MetricsKey = MetricsKey(app.ID, st.Properties)
 	var execs []sparkapi.Executor
 	readJSONFile(t, filepath.Join(dir, "allexecutors.json"), &execs)
 	for _, x := range execs {
-		st.executors[x.ID] = &executorItem{x}
+		st.Executors[x.ID] = &Executor{x}
 	}
 	var stages []sparkapi.Stage
 	readJSONFile(t, filepath.Join(dir, "stages.json"), &stages)
@@ -150,7 +150,7 @@ func recordedApp(t *testing.T, dir string) *appState {
 		st.putStage(s)
 		totals.Add(&s)
 	}
-	st.stageTotals = &totals
+	st.StageTotals = &totals
 	var jobs []sparkapi.Job
 	readJSONFile(t, filepath.Join(dir, "jobs.json"), &jobs)
 	for _, j := range jobs {
@@ -181,12 +181,12 @@ func TestRecordedYARNHeld(t *testing.T) {
 		}
 		readJSONFile(t, f, &meta)
 		st := recordedApp(t, dir)
-		if st.end <= 0 {
+		if st.End <= 0 {
 			// Recorded from the live UI before its end: YARN's end,
 			// the latest Spark's view could count to.
-			st.end = meta.YARN.FinishedTime
+			st.End = meta.YARN.FinishedTime
 		}
-		_, res, err := assess(st, st.end, false)
+		_, res, err := Account(st, st.End, false)
 		if err != nil {
 			t.Fatal(err)
 		}

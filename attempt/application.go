@@ -1,4 +1,4 @@
-package annotate
+package attempt
 
 import (
 	"cmp"
@@ -37,20 +37,13 @@ type StageRead struct {
 // ReadStages reads the stage attempts of app (as Assess found it) and the details of the top slowest that ended and of every one with
 // failed tasks: at most 3 requests each, FailedTasksPerStage failed tasks.
 func ReadStages(ctx context.Context, cfg Config, app Application, top int) ([]StageRead, error) {
-	cfg = cfg.WithDefaults()
-	client := newClient(cfg)
-	// Values no Spark writes are read as absent (zeroed by the client);
-	// there is no poller here to count them.
-	get := func(ctx context.Context, url string, out any) error {
-		_, err := client.Get(ctx, url, out)
-		return err
-	}
+	r := NewReader(cfg)
 	root := app.Source + "/api/v1/applications/" + url.PathEscape(app.ID)
 	if app.AttemptID != "" {
 		root += "/" + url.PathEscape(app.AttemptID)
 	}
 	var list []sparkapi.Stage
-	if err := get(ctx, root+"/stages?details=false", &list); err != nil {
+	if err := r.Get(ctx, root+"/stages?details=false", &list); err != nil {
 		return nil, err
 	}
 	out := make([]StageRead, len(list))
@@ -72,19 +65,19 @@ func ReadStages(ctx context.Context, cfg Config, app Application, top int) ([]St
 		if !long[i] && !failed {
 			continue
 		}
-		d := &stageDetails{why: detailsRead}
+		d := &Details{Why: DetailsRead}
 		base := root + "/stages/" + strconv.Itoa(s.StageID) + "/" + strconv.Itoa(s.AttemptID)
-		if err := readDetails(ctx, get, base, d, long[i], failed, cfg.FailedTasksPerStage); err != nil {
+		if err := readDetails(ctx, r.Get, base, d, long[i], failed, r.FailedTasksPerStage); err != nil {
 			return nil, err
 		}
-		s.Summary, s.Slowest, s.Failed = d.summary, d.slowest, d.failed
+		s.Summary, s.Slowest, s.Failed = d.Summary, d.Slowest, d.Failed
 	}
 	return out, nil
 }
 
 // stageMs is how long a stage attempt ran; 0 if it did not end.
 func stageMs(s sparkapi.Stage) int64 {
-	start, end := optMS(s.SubmissionTime), optMS(s.CompletionTime)
+	start, end := s.SubmissionTime.Ms(), s.CompletionTime.Ms()
 	if start == 0 || end < start {
 		return 0
 	}

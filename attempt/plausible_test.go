@@ -1,4 +1,4 @@
-package annotate
+package attempt
 
 import (
 	"bufio"
@@ -30,11 +30,11 @@ func TestScreenRealSpark(t *testing.T) {
 			streams, last := realStream(t, dir, f)
 			for _, name := range []string{"main", "failures"} {
 				st := recordedApp(t, filepath.Join(dir, name))
-				stream := streams[st.metricsKey]
+				stream := streams[st.MetricsKey]
 				if len(stream) < 3 {
 					t.Fatalf("%s: stream of %d processes", name, len(stream))
 				}
-				_, aside := accounting.Screen(st.properties, accounting.RunCPUs{0: 1}, executorList(st), stream, last[st.metricsKey], true)
+				_, aside := accounting.Screen(st.Properties, accounting.RunCPUs{0: 1}, executorList(st), stream, last[st.MetricsKey], true)
 				for _, a := range aside {
 					t.Errorf("%s: set aside %s", name, a)
 				}
@@ -58,7 +58,7 @@ func realRecordings(t *testing.T) []string {
 // the accounting's stream read does: by application and process, the
 // counters' deltas, the gauges' peaks. last is each application's last
 // report, in ms.
-func realStream(t *testing.T, dir, file string) (map[string]map[string]ProcessTotals, map[string]int64) {
+func realStream(t *testing.T, dir, file string) (map[string]map[string]accounting.ProcessTotals, map[string]int64) {
 	t.Helper()
 	var meta struct{ Prefix string }
 	readJSONFile(t, filepath.Join(dir, "recording.json"), &meta)
@@ -79,7 +79,7 @@ func realStream(t *testing.T, dir, file string) (map[string]map[string]ProcessTo
 	if err != nil {
 		t.Fatal(err)
 	}
-	out, last := map[string]map[string]ProcessTotals{}, map[string]int64{}
+	out, last := map[string]map[string]accounting.ProcessTotals{}, map[string]int64{}
 	sc := bufio.NewScanner(zr)
 	for sc.Scan() {
 		lp, err := conn.Process(sc.Bytes())
@@ -122,11 +122,11 @@ func realStream(t *testing.T, dir, file string) (map[string]map[string]ProcessTo
 				continue
 			}
 			if out[app] == nil {
-				out[app] = map[string]ProcessTotals{}
+				out[app] = map[string]accounting.ProcessTotals{}
 			}
 			p, ok := out[app][process]
 			if !ok {
-				p = ProcessTotals{Sums: map[string]float64{}, Peak: map[string]float64{}, Mean: map[string]float64{}}
+				p = accounting.ProcessTotals{Sums: map[string]float64{}, Peak: map[string]float64{}, Mean: map[string]float64{}}
 				out[app][process] = p
 			}
 			if counter {
