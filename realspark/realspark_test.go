@@ -21,6 +21,7 @@ import (
 	"time"
 
 	"github.com/sparkpulse/sparkpulse/accounting"
+	"github.com/sparkpulse/sparkpulse/config"
 	"github.com/sparkpulse/sparkpulse/grafana"
 	"github.com/sparkpulse/sparkpulse/grafana/grafanatest"
 	"github.com/sparkpulse/sparkpulse/influx/influxtest"
@@ -83,46 +84,40 @@ func runVersion(t *testing.T, version string) {
 	// where sparkpulse would not look.
 	uiPort := fixedPort(t)
 	ui := fmt.Sprintf("http://127.0.0.1:%d", uiPort)
-	sp := startSparkpulse(t, r.srv.URL, fmt.Sprintf(`
-[internal]
-  interval = "2s"
-[deltas]
-  first-sample-grace = "0s"   # sparkpulse starts before Spark: every first sample is a new series
-[annotate]
-  urls = [%q, %q]
-  interval = "1s"
-  usage-delay = "3s"
-  stage-details-min-duration = "-1s"
-  history-database = %q
-[[graphite]]
-  bind-address = "127.0.0.1:0"
-  protocol = "tcp"
-  database = %q
-  spark-prefixes = [%q]
-`, ui, r.hs, yearDB, db, prefix))
+	sp := startSparkpulse(t, r.srv.URL, config.Config{
+		Internal: config.InternalConfig{Interval: config.Duration(2 * time.Second)},
+		// sparkpulse starts before Spark: every first sample is a new series
+		Deltas: config.DeltaSettings{FirstSampleGrace: new(config.Duration(0))},
+		Annotate: config.AnnotateConfig{
+			URLs:                    []string{ui, r.hs},
+			Interval:                config.Duration(time.Second),
+			UsageDelay:              config.Duration(3 * time.Second),
+			StageDetailsMinDuration: config.SignedDuration(-time.Second),
+			HistoryDatabase:         yearDB,
+		},
+		Graphite: []config.GraphiteConfig{{Protocol: "tcp", Database: db, SparkPrefixes: []string{prefix}}},
+	})
 	// The main application's second sink, over UDP, goes to a sparkpulse
 	// of its own: the accounting sums an application's metrics over every
 	// block's database, and one application sends to one sink. Its
 	// annotator has the driver's UI alone, as a user who gives sparkpulse
 	// only the Spark UI: refused until Spark starts, and no History Server
 	// to show how the applications ended (checkLiveOnly).
-	udp := startSparkpulse(t, r.srv.URL, fmt.Sprintf(`
-[internal]
-  enabled = false
-[deltas]
-  first-sample-grace = "0s"
-[annotate]
-  urls = [%q]
-  interval = "1s"
-  close-out-after = "5s"       # no other source will show them
-  database = %q
-[[graphite]]
-  bind-address = "127.0.0.1:0"
-  protocol = "udp"
-  database = %q
-  udp-read-buffer = 8388608
-  schema = "cern"              # the TCP block writes the default, wide: checkUDP compares the shapes
-`, ui, liveDB, udpDB))
+	udp := startSparkpulse(t, r.srv.URL, config.Config{
+		Deltas: config.DeltaSettings{FirstSampleGrace: new(config.Duration(0))},
+		Annotate: config.AnnotateConfig{
+			URLs:          []string{ui},
+			Interval:      config.Duration(time.Second),
+			CloseOutAfter: config.Duration(5 * time.Second), // no other source will show them
+			Database:      liveDB,
+		},
+		Graphite: []config.GraphiteConfig{{
+			Protocol:      "udp",
+			Database:      udpDB,
+			UDPReadBuffer: 8388608,
+			Schema:        "cern", // the TCP block writes the default, wide: checkUDP compares the shapes
+		}},
+	})
 	_, udpPort, err := net.SplitHostPort(udp.graphite(t, 0))
 	if err != nil {
 		t.Fatal(err)
@@ -132,21 +127,17 @@ func runVersion(t *testing.T, version string) {
 	// nothing listens on, as for an application whose UI is where no
 	// source looks: what its metrics say is written all the same
 	// (checkStreamOnly).
-	blind := startSparkpulse(t, r.srv.URL, fmt.Sprintf(`
-[internal]
-  enabled = false
-[deltas]
-  first-sample-grace = "0s"
-[annotate]
-  urls = ["http://127.0.0.1:%d"]
-  interval = "1s"
-  close-out-after = "20s"   # longer than any stall of a loaded host: a key quiet for it mid-run would be written early
-[[graphite]]
-  bind-address = "127.0.0.1:0"
-  protocol = "tcp"
-  database = %q
-  spark-prefixes = [%q]
-`, fixedPort(t), blindDB, prefix))
+	blind := startSparkpulse(t, r.srv.URL, config.Config{
+		Deltas: config.DeltaSettings{FirstSampleGrace: new(config.Duration(0))},
+		Annotate: config.AnnotateConfig{
+			URLs:     []string{fmt.Sprintf("http://127.0.0.1:%d", fixedPort(t))},
+			Interval: config.Duration(time.Second),
+			// Longer than any stall of a loaded host: a key quiet for it
+			// mid-run would be written early.
+			CloseOutAfter: config.Duration(20 * time.Second),
+		},
+		Graphite: []config.GraphiteConfig{{Protocol: "tcp", Database: blindDB, SparkPrefixes: []string{prefix}}},
+	})
 	tee.alsoTo(blind.graphite(t, 0))
 
 	conf := func(extra map[string]string) map[string]string {
@@ -909,18 +900,15 @@ func checkPython(t *testing.T, r *run) {
 // checkHistory: a sparkpulse reading only the History Server, over the
 // same event logs, writes the same facts.
 func checkHistory(t *testing.T, r *run) {
-	sp := startSparkpulse(t, r.srv.URL, fmt.Sprintf(`
-[internal]
-  enabled = false
-[annotate]
-  urls = [%q]
-  interval = "1s"
-  usage-delay = "1s"
-  stage-details-min-duration = "-1s"
-[[graphite]]
-  bind-address = "127.0.0.1:0"
-  database = %q
-`, r.hs, hsDB))
+	sp := startSparkpulse(t, r.srv.URL, config.Config{
+		Annotate: config.AnnotateConfig{
+			URLs:                    []string{r.hs},
+			Interval:                config.Duration(time.Second),
+			UsageDelay:              config.Duration(time.Second),
+			StageDetailsMinDuration: config.SignedDuration(-time.Second),
+		},
+		Graphite: []config.GraphiteConfig{{Database: hsDB}},
+	})
 	for _, a := range []*application{r.main, r.bad} {
 		want := writtenFacts(t, r.srv, db, r.keyOf(a))
 		eventually(t, 2*time.Minute, "History Server facts of "+a.id, func() error {

@@ -24,6 +24,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/sparkpulse/sparkpulse/config"
+	"github.com/sparkpulse/sparkpulse/config/configtest"
 	"github.com/sparkpulse/sparkpulse/influx/influxtest"
 	"github.com/sparkpulse/sparkpulse/spark"
 	"github.com/sparkpulse/sparkpulse/templates"
@@ -687,19 +689,16 @@ func binary(t *testing.T) string {
 	return buildOnce.bin
 }
 
-// startSparkpulse runs the binary with conf after an [influxdb] section
-// for influxURL and an [admin] one on port 0, and waits until it is ready:
-// p.bound holds the addresses it bound (conf's listeners take port 0
-// too), read from run --ready-file, so that no port is picked beforehand
-// for another process to take.
-func startSparkpulse(t *testing.T, influxURL string, conf string) *sparkpulseProc {
+// startSparkpulse runs the binary with cfg writing to the InfluxDB at
+// influxURL, written by configtest.Write (the admin endpoint and the
+// listeners on port 0, [internal] off unless cfg sets it), and waits until
+// it is ready: p.bound holds the addresses it bound, read from run
+// --ready-file, so that no port is picked beforehand for another process
+// to take.
+func startSparkpulse(t *testing.T, influxURL string, cfg config.Config) *sparkpulseProc {
 	t.Helper()
-	conf = fmt.Sprintf("[influxdb]\n  url = %q\n  create-database = true\n[admin]\n  bind-address = \"127.0.0.1:0\"\n", influxURL) + conf
-	dir := t.TempDir()
-	path, readyFile := filepath.Join(dir, "sparkpulse.toml"), filepath.Join(dir, "ready.json")
-	if err := os.WriteFile(path, []byte(conf), 0o644); err != nil {
-		t.Fatal(err)
-	}
+	cfg.InfluxDB.URL = influxURL
+	path, readyFile := configtest.Write(t, cfg), filepath.Join(t.TempDir(), "ready.json")
 	p := &sparkpulseProc{logs: &influxtest.Output{}, exited: make(chan struct{})}
 	p.cmd = exec.Command(binary(t), "run", "--config", path, "--ready-file", readyFile)
 	p.cmd.Stdout, p.cmd.Stderr = p.logs, p.logs

@@ -16,6 +16,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/sparkpulse/sparkpulse/config"
 	"github.com/sparkpulse/sparkpulse/influx/influxtest"
 	"github.com/sparkpulse/sparkpulse/sizing"
 	"github.com/sparkpulse/sparkpulse/sparkapi"
@@ -138,21 +139,16 @@ func runStandalone(t *testing.T, version string) {
 
 	uiPort := fixedPort(t)
 	ui := fmt.Sprintf("http://127.0.0.1:%d", uiPort)
-	sp := startSparkpulse(t, r.srv.URL, fmt.Sprintf(`
-[internal]
-  enabled = false
-[deltas]
-  first-sample-grace = "0s"
-[annotate]
-  urls = [%q, %q]
-  interval = "1s"
-  usage-delay = "3s"
-  lost-driver-after = "30s"
-[[graphite]]
-  bind-address = "127.0.0.1:0"
-  protocol = "tcp"
-  database = %q
-`, ui, r.hs, db))
+	sp := startSparkpulse(t, r.srv.URL, config.Config{
+		Deltas: config.DeltaSettings{FirstSampleGrace: new(config.Duration(0))},
+		Annotate: config.AnnotateConfig{
+			URLs:            []string{ui, r.hs},
+			Interval:        config.Duration(time.Second),
+			UsageDelay:      config.Duration(3 * time.Second),
+			LostDriverAfter: config.Duration(30 * time.Second),
+		},
+		Graphite: []config.GraphiteConfig{{Protocol: "tcp", Database: db}},
+	})
 	tee := startTee(t, sp.graphite(t, 0), nil)
 	c := sinkConf(t, tee.port())
 	for k, v := range map[string]string{

@@ -15,6 +15,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/sparkpulse/sparkpulse/config"
 	"github.com/sparkpulse/sparkpulse/influx/influxtest"
 	"github.com/sparkpulse/sparkpulse/sizing"
 	"github.com/sparkpulse/sparkpulse/spark"
@@ -220,21 +221,17 @@ func runYARN(t *testing.T, version string) {
 	r.tap = startWebTap(t, r.y.web)
 	step("YARN up")
 
-	sp := startSparkpulse(t, r.srv.URL, fmt.Sprintf(`
-[internal]
-  interval = "2s"
-[deltas]
-  first-sample-grace = "0s"
-[annotate]
-  urls = [%q, %q]
-  interval = "1s"
-  usage-delay = "10s"          # YARN's own figures are final once its last containers ended
-  stage-details-min-duration = "-1s"
-[[graphite]]
-  bind-address = "127.0.0.1:0"
-  protocol = "tcp"
-  database = %q
-`, r.tap.url+"/proxy/{app_id}", r.hs, db))
+	sp := startSparkpulse(t, r.srv.URL, config.Config{
+		Internal: config.InternalConfig{Interval: config.Duration(2 * time.Second)},
+		Deltas:   config.DeltaSettings{FirstSampleGrace: new(config.Duration(0))},
+		Annotate: config.AnnotateConfig{
+			URLs:                    []string{r.tap.url + "/proxy/{app_id}", r.hs},
+			Interval:                config.Duration(time.Second),
+			UsageDelay:              config.Duration(10 * time.Second), // YARN's own figures are final once its last containers ended
+			StageDetailsMinDuration: config.SignedDuration(-time.Second),
+		},
+		Graphite: []config.GraphiteConfig{{Protocol: "tcp", Database: db}},
+	})
 	tee := startTee(t, sp.graphite(t, 0), nil)
 
 	hsURL, _ := strings.CutPrefix(r.hs, "http://")

@@ -16,6 +16,7 @@ import (
 	"testing"
 
 	"github.com/sparkpulse/sparkpulse/config"
+	"github.com/sparkpulse/sparkpulse/config/configtest"
 	"github.com/sparkpulse/sparkpulse/influx/influxtest"
 	"github.com/sparkpulse/sparkpulse/report"
 )
@@ -298,7 +299,7 @@ func (w *logWatch) String() string {
 // client reads it.
 func startServing(t *testing.T, ctx context.Context, logs *logWatch) (conf, admin, listener string, done <-chan error) {
 	t.Helper()
-	bound, done := startRun(t, ctx, writeConfig(t, config.Config{InfluxDB: config.InfluxDBConfig{URL: "http://127.0.0.1:1"}, Graphite: []config.GraphiteConfig{{}}}), logs)
+	bound, done := startRun(t, ctx, configtest.Write(t, config.Config{InfluxDB: config.InfluxDBConfig{URL: "http://127.0.0.1:1"}, Graphite: []config.GraphiteConfig{{}}}), logs)
 	admin, listener = bound.Admin, bound.graphiteAddr(t, 0)
 	conf = writeFile(t, "client.toml", fmt.Sprintf("[admin]\nbind-address = %q\n", admin))
 	return conf, admin, listener, done

@@ -18,6 +18,7 @@ import (
 	"time"
 
 	"github.com/sparkpulse/sparkpulse/config"
+	"github.com/sparkpulse/sparkpulse/config/configtest"
 	"github.com/sparkpulse/sparkpulse/influx/influxtest"
 	"github.com/sparkpulse/sparkpulse/report"
 	"github.com/sparkpulse/sparkpulse/schema"
@@ -216,7 +217,7 @@ func fleetRealInfluxDB(t *testing.T, srv *influxtest.Server, db, setting string)
 
 	// report --fleet: every application, the idle one first, and totals
 	// that are the sum of the rows.
-	conf := writeConfig(t, config.Config{InfluxDB: cfg.InfluxDB, Graphite: cfg.Graphite})
+	conf := configtest.Write(t, config.Config{InfluxDB: cfg.InfluxDB, Graphite: cfg.Graphite})
 	fr := fleetJSON(t, conf, "1d")
 	if len(fr.Applications) != 4 || fr.Applications[0].Application != apps[2] {
 		t.Fatalf("report --fleet: %+v; want 4 applications, the idle %s first", fr.Applications, apps[2])
@@ -344,7 +345,7 @@ func fleetRealInfluxDB(t *testing.T, srv *influxtest.Server, db, setting string)
 	// same ranking and totals once the facts' spark_app_usage is gone, as
 	// when its retention has passed.
 	srv.Query(t, db, fmt.Sprintf("DROP MEASUREMENT %q", schema.MeasurementUsage))
-	fromHistory := fleetJSON(t, writeConfig(t, config.Config{InfluxDB: cfg.InfluxDB, Graphite: cfg.Graphite,
+	fromHistory := fleetJSON(t, configtest.Write(t, config.Config{InfluxDB: cfg.InfluxDB, Graphite: cfg.Graphite,
 		Annotate: config.AnnotateConfig{URLs: []string{ui.URL}, HistoryDatabase: db + "_history"}}), "1d")
 	if len(fromHistory.Applications) != 4 || fromHistory.Totals != fr.Totals {
 		t.Errorf("report --fleet from the history: %d applications, totals %+v; from the facts %+v", len(fromHistory.Applications), fromHistory.Totals, fr.Totals)
@@ -615,7 +616,7 @@ func TestStreamOnlyApplication(t *testing.T) {
 
 // reportConfig is the config file of a report on database spark of srv.
 func reportConfig(t *testing.T, srv *influxtest.Server) string {
-	return writeConfig(t, config.Config{InfluxDB: config.InfluxDBConfig{URL: srv.URL}, Graphite: []config.GraphiteConfig{{Database: "spark"}}})
+	return configtest.Write(t, config.Config{InfluxDB: config.InfluxDBConfig{URL: srv.URL}, Graphite: []config.GraphiteConfig{{Database: "spark"}}})
 }
 
 // fleetJSON is `report --fleet --json --since since` with the config

@@ -13,6 +13,7 @@ import (
 	"testing"
 
 	"github.com/sparkpulse/sparkpulse/config"
+	"github.com/sparkpulse/sparkpulse/config/configtest"
 )
 
 // run --ready-file with port 0 everywhere: the file appears once the
@@ -24,7 +25,7 @@ func TestReadyFile(t *testing.T) {
 	if err := os.WriteFile(readyFile, []byte(`{"admin": "127.0.0.1:1"}`), 0o644); err != nil {
 		t.Fatal(err)
 	}
-	conf := writeConfig(t, config.Config{
+	conf := configtest.Write(t, config.Config{
 		InfluxDB: config.InfluxDBConfig{URL: "http://127.0.0.1:1"},
 		Graphite: []config.GraphiteConfig{{}, {Protocol: "udp"}, {Enabled: new(false)}},
 	})

@@ -22,6 +22,7 @@ import (
 	"go.uber.org/zap/zaptest"
 
 	"github.com/sparkpulse/sparkpulse/config"
+	"github.com/sparkpulse/sparkpulse/config/configtest"
 	"github.com/sparkpulse/sparkpulse/delta"
 	"github.com/sparkpulse/sparkpulse/influx/influxtest"
 )
@@ -119,7 +120,7 @@ func TestSecretsStayHidden(t *testing.T) {
 		t.Fatal(err)
 	}
 	conf := func(token string) string {
-		return writeConfig(t, config.Config{
+		return configtest.Write(t, config.Config{
 			InfluxDB: config.InfluxDBConfig{URL: srv.URL, Token: token},
 			Log:      config.LogConfig{Level: "debug", Format: "json"},
 			Annotate: config.AnnotateConfig{URLs: []string{ui.URL}, Interval: seconds(1), Username: "spark", PasswordFile: pwFile},

@@ -12,7 +12,6 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
-	"slices"
 	"strconv"
 	"strings"
 	"sync"
@@ -20,52 +19,25 @@ import (
 	"testing"
 	"time"
 
-	"github.com/pelletier/go-toml/v2"
 	"go.uber.org/zap"
 	"go.uber.org/zap/zaptest"
 	"golang.org/x/sys/unix"
 
 	"github.com/sparkpulse/sparkpulse/config"
+	"github.com/sparkpulse/sparkpulse/config/configtest"
 	"github.com/sparkpulse/sparkpulse/influx/influxtest"
 	"github.com/sparkpulse/sparkpulse/relay"
 )
 
 // A test starts sparkpulse from a configuration it builds in code, a
-// config.Config that holds what the test is about; writeConfig adds what
-// every test wants and writes the file `sparkpulse run` reads. The same
+// config.Config that holds what the test is about; configtest.Write adds
+// what every test wants and writes the file `sparkpulse run` reads. The same
 // configuration runs in-process (startSparkpulse, startService), where the
 // test reads the pipeline's own state, or as the built binary
 // (startBinary), which the test can kill. Every listener and the admin
 // endpoint bind port 0, and the test learns the ports bound from the
 // pipeline or from run --ready-file: no port is picked beforehand, so none
 // can be taken by another process in between.
-
-// writeConfig writes cfg as a config file, with what every test wants
-// unless cfg says otherwise: the admin endpoint and every [[graphite]]
-// block on 127.0.0.1 port 0, the databases created, and sparkpulse's own
-// metrics off unless cfg has an [internal] section, so that the databases
-// hold only what a test sends.
-func writeConfig(t *testing.T, cfg config.Config) string {
-	t.Helper()
-	cfg.InfluxDB.CreateDatabase = true
-	if cfg.Admin.BindAddress == nil {
-		cfg.Admin.BindAddress = new("127.0.0.1:0")
-	}
-	if cfg.Internal == (config.InternalConfig{}) {
-		cfg.Internal.Enabled = new(false)
-	}
-	cfg.Graphite = slices.Clone(cfg.Graphite)
-	for i := range cfg.Graphite {
-		if cfg.Graphite[i].BindAddress == "" {
-			cfg.Graphite[i].BindAddress = "127.0.0.1:0"
-		}
-	}
-	b, err := toml.Marshal(cfg)
-	if err != nil {
-		t.Fatal(err)
-	}
-	return writeFile(t, "sparkpulse.toml", string(b))
-}
 
 // seconds is a duration setting of n seconds.
 func seconds(n int) config.Duration { return config.Duration(time.Duration(n) * time.Second) }
@@ -88,7 +60,7 @@ type testService struct {
 	stopped bool
 }
 
-// startSparkpulse starts sparkpulse in-process with cfg (see writeConfig)
+// startSparkpulse starts sparkpulse in-process with cfg (see configtest.Write)
 // and env ("KEY=value", its whole environment), logging to the test, and
 // returns once its listeners serve. It stops at the end of the test.
 func startSparkpulse(t *testing.T, cfg config.Config, env ...string) *testService {
@@ -104,7 +76,7 @@ func startSparkpulse(t *testing.T, cfg config.Config, env ...string) *testServic
 // a start that fails.
 func startService(t *testing.T, cfg config.Config, log *zap.Logger, env ...string) (*testService, error) {
 	t.Helper()
-	plan, err := config.Load(&config.Overrides{Config: writeConfig(t, cfg)}, environ(env))
+	plan, err := config.Load(&config.Overrides{Config: configtest.Write(t, cfg)}, environ(env))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -232,14 +204,14 @@ type proc struct {
 	logs  *influxtest.Output
 }
 
-// startBinary runs the sparkpulse binary bin with cfg (see writeConfig)
+// startBinary runs the sparkpulse binary bin with cfg (see configtest.Write)
 // and env ("KEY=value", added to this process's environment), and waits
 // until it is ready: p.bound holds the addresses it bound, p.admin the
 // admin endpoint's. It is killed at the end of the test, if it still runs.
 func startBinary(t *testing.T, bin string, cfg config.Config, env ...string) *proc {
 	t.Helper()
 	readyFile := filepath.Join(t.TempDir(), "ready.json")
-	p := &proc{t: t, conf: writeConfig(t, cfg), logs: &influxtest.Output{}}
+	p := &proc{t: t, conf: configtest.Write(t, cfg), logs: &influxtest.Output{}}
 	p.cmd = exec.Command(bin, "run", "--config", p.conf, "--ready-file", readyFile)
 	if len(env) > 0 {
 		p.cmd.Env = append(os.Environ(), env...)

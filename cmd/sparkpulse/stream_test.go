@@ -9,6 +9,7 @@ import (
 
 	"github.com/sparkpulse/sparkpulse/accounting"
 	"github.com/sparkpulse/sparkpulse/config"
+	"github.com/sparkpulse/sparkpulse/config/configtest"
 	"github.com/sparkpulse/sparkpulse/influx/influxtest"
 )
 
@@ -85,11 +86,11 @@ func TestStreamReadsEachBlocksShapes(t *testing.T) {
 	}
 }
 
-// streamPlan loads the plan of cfg (see writeConfig) and env, failing the
+// streamPlan loads the plan of cfg (see configtest.Write) and env, failing the
 // test on an error.
 func streamPlan(t *testing.T, cfg config.Config, env ...string) *config.Plan {
 	t.Helper()
-	plan, err := config.Load(&config.Overrides{Config: writeConfig(t, cfg)}, environ(env))
+	plan, err := config.Load(&config.Overrides{Config: configtest.Write(t, cfg)}, environ(env))
 	if err != nil {
 		t.Fatal(err)
 	}
