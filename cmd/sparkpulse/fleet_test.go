@@ -713,7 +713,7 @@ func TestReportJob(t *testing.T) {
 	point("nightly-sales", "too-old", night.Add(-30*24*time.Hour), 100_000_000, 1e6, 1e5)
 	srv.Write(t, "/write?db="+hist, strings.Join(lines, "\n"))
 
-	conf := writeConfig(t, config.Config{
+	conf := configtest.Write(t, config.Config{
 		InfluxDB: config.InfluxDBConfig{URL: srv.URL},
 		Annotate: config.AnnotateConfig{URLs: []string{"http://127.0.0.1:1"}, HistoryDatabase: hist},
 		Graphite: []config.GraphiteConfig{{Database: "spark"}},
