@@ -27,7 +27,9 @@ var (
 // ended application's usage for as long as its own retention does (a year
 // or more) in one series per name, queue and user, where the facts and
 // the metrics are kept for weeks (docs/retention.md). Its data source
-// variable selects the history's database.
+// variable selects the history's database. It has no table of every
+// application: a year of a large fleet is millions of rows, which
+// `report --fleet` serves; its tables are by name.
 func FleetHistory() *dashboard.DashboardBuilder {
 	d := dashboard.NewDashboardBuilder("Spark fleet over the year (sparkpulse)").
 		Uid(historyDashboard).
@@ -65,16 +67,5 @@ func FleetHistory() *dashboard.DashboardBuilder {
 		query("", "SELECT "+sumOf(schema.UsageSavingCoreSeconds)+" / 3600"+fromHistory+" GROUP BY time(1d) fill(0)", "core-hours the advice would save")).
 		Interval("1d"))
 
-	var cols []column
-	for _, c := range usageColumns() {
-		if c.field != schema.TagApplicationID { // not a tag of the history
-			cols = append(cols, c)
-		}
-	}
-	d.WithPanel(columnsTable("Applications, most idle core-hours first",
-		"One row per application that ended in the range, or was lost while it ran, as in the fleet dashboard. Application: its Spark id, or the metrics' key where no Spark REST source showed it.",
-		12, cols, func(fields string) string {
-			return "SELECT " + fields + fromHistory
-		}, "Idle core-hours", "Ended"))
 	return d
 }
