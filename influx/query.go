@@ -13,15 +13,22 @@ import (
 // maxQueryAnswer bounds an InfluxQL answer.
 const maxQueryAnswer = 16 << 20
 
+// ErrAnswerTooLarge is what Query's error is (errors.Is) when the answer
+// passes the bound on what a reader holds: read a shorter time range.
+var ErrAnswerTooLarge = fmt.Errorf("answer larger than %d bytes", maxQueryAnswer)
+
 // queryError is a refused InfluxQL statement.
 type queryError struct {
 	status int // HTTP status; 200 when the statement itself failed
 	text   string
+	err    error // what it is, if it is one of ours
 }
 
 func (e *queryError) Error() string {
 	return fmt.Sprintf("%d %s", e.status, e.text)
 }
+
+func (e *queryError) Unwrap() error { return e.err }
 
 // query runs one InfluxQL statement and returns the values of its first
 // series.
@@ -97,7 +104,7 @@ func (c *checker) series(ctx context.Context, db, q string) ([]Series, error) {
 		return nil, &queryError{status: a.status, text: parseErrorBody(body).text}
 	}
 	if len(body) > maxQueryAnswer {
-		return nil, &queryError{status: a.status, text: fmt.Sprintf("answer larger than %d bytes", maxQueryAnswer)}
+		return nil, &queryError{status: a.status, text: ErrAnswerTooLarge.Error(), err: ErrAnswerTooLarge}
 	}
 	var r struct {
 		Error   string

@@ -262,18 +262,42 @@ var fleetFields = []string{schema.TagApplicationID, schema.FieldAppID, schema.Ta
 	schema.UsageOutcome, schema.UsageSlotOccupancy, schema.UsageDriverOnlyMs, schema.UsageLostTaskSeconds,
 	schema.UsageExecutorGPUSeconds, schema.UsageDriverGPUSeconds, schema.UsageSavingGPUSeconds}
 
+// minWindow is the shortest range readWindows splits down to.
+const minWindow = time.Minute
+
+// readWindows runs the statement of the range [lo, hi) that stmt makes,
+// and where its answer passes what a reader holds
+// (influx.ErrAnswerTooLarge), that of each half in turn, down to
+// minWindow: a large fleet's year of accounting is read in as many
+// answers as it takes, oldest first.
+func readWindows(ctx context.Context, r *influx.Querier, db string, lo, hi time.Time, stmt func(lo, hi time.Time) string) ([]influx.Series, error) {
+	series, err := r.Query(ctx, db, stmt(lo, hi))
+	if !errors.Is(err, influx.ErrAnswerTooLarge) || hi.Sub(lo) <= minWindow {
+		return series, err
+	}
+	mid := lo.Add(hi.Sub(lo) / 2)
+	first, err := readWindows(ctx, r, db, lo, mid, stmt)
+	if err != nil {
+		return nil, err
+	}
+	second, err := readWindows(ctx, r, db, mid, hi, stmt)
+	return append(first, second...), err
+}
+
 // ReadFleet reads and ranks what WriteFleet prints.
 func ReadFleet(ctx context.Context, fq FleetQuery) (Fleet, error) {
 	since := fq.Since
 	db, from := fq.ended()
-	q := fmt.Sprintf(`SELECT %s FROM %s WHERE time >= now() - %dm AND (%[4]s = 'end' OR %[4]s = 'lost')`,
-		influxql.QuoteIdents(fleetFields...), from, int64(since/time.Minute), influxql.QuoteIdent(schema.FieldFact))
 	reader, err := influx.NewQuerier(fq.Influx)
 	if err != nil {
 		return Fleet{}, err
 	}
 	defer reader.Close()
-	series, err := reader.Query(ctx, db, q)
+	to := time.Now()
+	series, err := readWindows(ctx, reader, db, to.Add(-since), to, func(lo, hi time.Time) string {
+		return fmt.Sprintf(`SELECT %s FROM %s WHERE time >= %dms AND time < %dms AND (%[5]s = 'end' OR %[5]s = 'lost')`,
+			influxql.QuoteIdents(fleetFields...), from, lo.UnixMilli(), hi.UnixMilli(), influxql.QuoteIdent(schema.FieldFact))
+	})
 	if err != nil {
 		// The statement is ours, not the reader's: say what was read where.
 		if inner := errors.Unwrap(err); inner != nil {

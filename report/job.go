@@ -109,15 +109,17 @@ var jobFields = []string{schema.FieldAppID, schema.TagApplicationID, schema.Usag
 func ReadJob(ctx context.Context, q JobQuery) (Job, error) {
 	fq := FleetQuery{Database: q.Database, History: q.History}
 	db, from := fq.ended()
-	stmt := fmt.Sprintf(`SELECT %s FROM %s WHERE %s = %s AND time >= now() - %dm AND (%[6]s = 'end' OR %[6]s = 'lost')`,
-		influxql.QuoteIdents(jobFields...), from, influxql.QuoteIdent(schema.TagAppName), influxql.QuoteString(q.Name),
-		int64(q.Since/time.Minute), influxql.QuoteIdent(schema.FieldFact))
 	reader, err := influx.NewQuerier(q.Influx)
 	if err != nil {
 		return Job{}, err
 	}
 	defer reader.Close()
-	series, err := reader.Query(ctx, db, stmt)
+	to := time.Now()
+	series, err := readWindows(ctx, reader, db, to.Add(-q.Since), to, func(lo, hi time.Time) string {
+		return fmt.Sprintf(`SELECT %s FROM %s WHERE %s = %s AND time >= %dms AND time < %dms AND (%[7]s = 'end' OR %[7]s = 'lost')`,
+			influxql.QuoteIdents(jobFields...), from, influxql.QuoteIdent(schema.TagAppName), influxql.QuoteString(q.Name),
+			lo.UnixMilli(), hi.UnixMilli(), influxql.QuoteIdent(schema.FieldFact))
+	})
 	if err != nil {
 		if inner := errors.Unwrap(err); inner != nil {
 			err = inner
