@@ -262,15 +262,37 @@ var fleetFields = []string{schema.TagApplicationID, schema.FieldAppID, schema.Ta
 	schema.UsageOutcome, schema.UsageSlotOccupancy, schema.UsageDriverOnlyMs, schema.UsageLostTaskSeconds,
 	schema.UsageExecutorGPUSeconds, schema.UsageDriverGPUSeconds, schema.UsageSavingGPUSeconds}
 
-// minWindow is the shortest range readWindows splits down to.
-const minWindow = time.Minute
+// maxWindow is the longest range readWindows reads in one statement, and
+// minWindow the shortest it splits one down to. InfluxDB 1.x builds an
+// answer whole before it sends it: a year of a large fleet's accounting
+// in one statement outlasts the request's timeout, where a day of it
+// answers in milliseconds.
+const (
+	maxWindow = 24 * time.Hour
+	minWindow = time.Minute
+)
 
-// readWindows runs the statement of the range [lo, hi) that stmt makes,
-// and where its answer passes what a reader holds
-// (influx.ErrAnswerTooLarge), that of each half in turn, down to
+// readWindows runs the statements of the range [lo, hi) that stmt makes,
+// one per maxWindow, and where an answer passes what a reader holds
+// (influx.ErrAnswerTooLarge), those of each half in turn, down to
 // minWindow: a large fleet's year of accounting is read in as many
 // answers as it takes, oldest first.
 func readWindows(ctx context.Context, r *influx.Querier, db string, lo, hi time.Time, stmt func(lo, hi time.Time) string) ([]influx.Series, error) {
+	if hi.Sub(lo) > maxWindow {
+		var out []influx.Series
+		for from := lo; from.Before(hi); from = from.Add(maxWindow) {
+			to := from.Add(maxWindow)
+			if to.After(hi) {
+				to = hi
+			}
+			series, err := readWindows(ctx, r, db, from, to, stmt)
+			if err != nil {
+				return nil, err
+			}
+			out = append(out, series...)
+		}
+		return out, nil
+	}
 	series, err := r.Query(ctx, db, stmt(lo, hi))
 	if !errors.Is(err, influx.ErrAnswerTooLarge) || hi.Sub(lo) <= minWindow {
 		return series, err
