@@ -11,7 +11,7 @@ $(error no version: see the message of scripts/release.sh version above)
 endif
 export GO
 
-.PHONY: all build run test check check-deploy fuzz bench bench-load bench-schema bench-fleet deps clean release release-check
+.PHONY: all build run test check check-deploy fuzz bench bench-load bench-schema bench-fleet bench-history deps clean release release-check
 
 all: build
 
@@ -101,6 +101,14 @@ bench-fleet:
 	scripts/deps.sh
 	scripts/influxd2.sh >/dev/null
 	$(GO) run ./bench -only fleet -budget 15m $(BENCHFLAGS)
+
+# A year of a 5 000-applications-a-day fleet's spark_app_history in influxd
+# 1.8 (tsi1), and the time of every query of the history dashboard and of
+# report --fleet over 30, 90 and 365 days (bench/README.md; about 15
+# minutes).
+bench-history:
+	scripts/deps.sh
+	$(GO) run ./bench -only history $(BENCHFLAGS)
 
 clean:
 	rm -rf bin .run dist

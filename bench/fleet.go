@@ -230,7 +230,12 @@ func startFleetDB1(index, dir string) (*fleetDB, error) {
 // timeout of ten minutes: the cardinality queries take longer than
 // influxtest's 30 s as the index grows.
 func slowQuery(url, token, q string) ([]influxtest.Series, error) {
-	req, _ := http.NewRequest(http.MethodPost, url+"/query", strings.NewReader(neturl.Values{"q": {q}, "db": {fleetDatabase}}.Encode()))
+	return slowQueryIn(url, token, fleetDatabase, q)
+}
+
+// slowQueryIn is slowQuery on database db.
+func slowQueryIn(url, token, db, q string) ([]influxtest.Series, error) {
+	req, _ := http.NewRequest(http.MethodPost, url+"/query", strings.NewReader(neturl.Values{"q": {q}, "db": {db}}.Encode()))
 	req.Header.Set("Content-Type", "application/x-www-form-urlencoded")
 	if token != "" {
 		req.Header.Set("Authorization", "Token "+token)
