@@ -5,26 +5,8 @@ import (
 	"testing"
 
 	"github.com/sparkpulse/sparkpulse/templates"
+	"github.com/sparkpulse/sparkpulse/templates/templatestest"
 )
-
-// format renders a mapped point as measurement|k=v,k=v|field, as the spark
-// package's tests do.
-func format(r *templates.Result) string {
-	var b strings.Builder
-	b.Write(r.Measurement)
-	b.WriteByte('|')
-	for i, t := range r.Tags {
-		if i > 0 {
-			b.WriteByte(',')
-		}
-		b.Write(t.Key)
-		b.WriteByte('=')
-		b.Write(t.Value)
-	}
-	b.WriteByte('|')
-	b.Write(r.Field)
-	return b.String()
-}
 
 func mustCompile(tb testing.TB, tmpls []string, sep string, global []string) *templates.Engine {
 	tb.Helper()
@@ -40,7 +22,7 @@ func apply(e *templates.Engine, path string, r *templates.Result) string {
 	if err := e.Apply([]byte(path), r); err != nil {
 		return "error: " + err.Error()
 	}
-	return format(r)
+	return templatestest.Format(r)
 }
 
 // cern is the template list of the CERN Spark dashboard's influxdb.conf.
@@ -242,7 +224,7 @@ func TestApplyResultAliasing(t *testing.T) {
 	if err := e.Apply([]byte(path), &r); err != nil {
 		t.Fatal(err)
 	}
-	want := format(&r)
+	want := templatestest.Format(&r)
 	for range 3 {
 		if got := apply(e, path, &r); got != want {
 			t.Fatalf("got %s, want %s", got, want)
