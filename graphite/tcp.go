@@ -67,17 +67,18 @@ func (c TCPConfig) WithDefaults() TCPConfig {
 
 // Validate rejects negative sizes; zero values select the defaults.
 func (c TCPConfig) Validate() error {
-	var errs []error
-	if c.MaxLineLength < 0 {
-		errs = append(errs, fmt.Errorf("max-line-length %d: must not be negative", c.MaxLineLength))
+	return errors.Join(
+		negative("max-line-length", c.MaxLineLength),
+		negative("max-connections", c.MaxConnections),
+		negative("max-held-bytes", c.MaxHeldBytes))
+}
+
+// negative is the error of a size set below zero, nil for any other.
+func negative[T int | int64](name string, v T) error {
+	if v < 0 {
+		return fmt.Errorf("%s %d: must not be negative", name, v)
 	}
-	if c.MaxConnections < 0 {
-		errs = append(errs, fmt.Errorf("max-connections %d: must not be negative", c.MaxConnections))
-	}
-	if c.MaxHeldBytes < 0 {
-		errs = append(errs, fmt.Errorf("max-held-bytes %d: must not be negative", c.MaxHeldBytes))
-	}
-	return errors.Join(errs...)
+	return nil
 }
 
 // TCPServer reads Graphite lines from TCP connections, one goroutine per
