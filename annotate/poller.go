@@ -267,18 +267,10 @@ func (cfg Config) WithDefaults() Config {
 	if cfg.NewAppsPerPoll == 0 {
 		cfg.NewAppsPerPoll = DefaultNewAppsPerPoll
 	}
-	if cfg.StageDetailsMinDuration == 0 {
-		cfg.StageDetailsMinDuration = DefaultStageDetailsMinDuration
-	}
-	if cfg.StageDetailsRequests == 0 {
-		cfg.StageDetailsRequests = DefaultStageDetailsRequests
-	}
-	if cfg.FailedTasksPerStage == 0 {
-		cfg.FailedTasksPerStage = DefaultFailedTasksPerStage
-	}
-	if cfg.UsageDelay == 0 {
-		cfg.UsageDelay = DefaultUsageDelay
-	}
+	// The settings of reading an attempt take attempt's defaults.
+	a := cfg.Attempt().WithDefaults()
+	cfg.StageDetailsMinDuration, cfg.StageDetailsRequests, cfg.FailedTasksPerStage, cfg.UsageDelay, cfg.Now =
+		a.StageDetailsMinDuration, a.StageDetailsRequests, a.FailedTasksPerStage, a.UsageDelay, a.Now
 	if cfg.StreamRetry == 0 {
 		cfg.StreamRetry = DefaultStreamRetry
 	}
@@ -287,9 +279,6 @@ func (cfg Config) WithDefaults() Config {
 	}
 	if cfg.LostDriverAfter == 0 {
 		cfg.LostDriverAfter = DefaultLostDriverAfter
-	}
-	if cfg.Now == nil {
-		cfg.Now = time.Now
 	}
 	if cfg.Log == nil {
 		cfg.Log = zap.NewNop()
