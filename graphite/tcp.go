@@ -2,6 +2,7 @@ package graphite
 
 import (
 	"bytes"
+	"cmp"
 	"context"
 	"errors"
 	"fmt"
@@ -50,18 +51,10 @@ type TCPConfig struct {
 
 // WithDefaults fills zero values.
 func (c TCPConfig) WithDefaults() TCPConfig {
-	if c.MaxLineLength == 0 {
-		c.MaxLineLength = DefaultMaxLineLength
-	}
-	if c.IdleTimeout == 0 {
-		c.IdleTimeout = DefaultIdleTimeout
-	}
-	if c.MaxConnections == 0 {
-		c.MaxConnections = DefaultMaxConnections
-	}
-	if c.MaxHeldBytes == 0 {
-		c.MaxHeldBytes = DefaultMaxHeldBytes
-	}
+	c.MaxLineLength = cmp.Or(c.MaxLineLength, DefaultMaxLineLength)
+	c.IdleTimeout = cmp.Or(c.IdleTimeout, DefaultIdleTimeout)
+	c.MaxConnections = cmp.Or(c.MaxConnections, DefaultMaxConnections)
+	c.MaxHeldBytes = cmp.Or(c.MaxHeldBytes, DefaultMaxHeldBytes)
 	return c
 }
 

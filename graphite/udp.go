@@ -2,6 +2,7 @@ package graphite
 
 import (
 	"bytes"
+	"cmp"
 	"context"
 	"errors"
 	"fmt"
@@ -24,9 +25,7 @@ type UDPConfig struct {
 
 // WithDefaults fills zero values.
 func (c UDPConfig) WithDefaults() UDPConfig {
-	if c.MaxLineLength == 0 {
-		c.MaxLineLength = DefaultMaxLineLength
-	}
+	c.MaxLineLength = cmp.Or(c.MaxLineLength, DefaultMaxLineLength)
 	return c
 }
 
