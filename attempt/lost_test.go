@@ -64,11 +64,7 @@ func TestLostTasksOfRealSpark(t *testing.T) {
 			}
 		}
 
-		run, err := recorded.ReadRun(filepath.Dir(dir))
-		if err != nil {
-			t.Fatal(err)
-		}
-		streams, _ := realStream(t, run)
+		streams, _ := realStream(t, recorded.MustRun(t, filepath.Dir(dir)))
 		var app struct {
 			MetricsKey string `json:"metrics_key"`
 		}

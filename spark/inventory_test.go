@@ -25,10 +25,7 @@ func recordings(t *testing.T) []string {
 // prefix the run used.
 func readRecording(t *testing.T, dir string) (lines []string, prefix string) {
 	t.Helper()
-	run, err := recorded.ReadRun(dir)
-	if err != nil {
-		t.Fatal(err)
-	}
+	run := recorded.MustRun(t, dir)
 	for _, l := range run.MustLines(t) {
 		lines = append(lines, string(l))
 	}

@@ -9,6 +9,7 @@ import (
 	"testing"
 
 	"github.com/sparkpulse/sparkpulse/delta"
+	"github.com/sparkpulse/sparkpulse/realspark/recorded"
 	"github.com/sparkpulse/sparkpulse/schema"
 	"github.com/sparkpulse/sparkpulse/templates"
 )
@@ -50,12 +51,8 @@ var wideExamples = []struct{ path, want string }{
 // the GraphiteSink prefix it used to prefixes.
 func appendRecording(t *testing.T, dir string, paths, prefixes []string) ([]string, []string) {
 	t.Helper()
-	lines, prefix := readRecording(t, dir)
-	for _, l := range lines {
-		p, _, _ := strings.Cut(l, " ")
-		paths = append(paths, p)
-	}
-	return paths, append(prefixes, prefix)
+	run := recorded.MustRun(t, dir)
+	return append(paths, run.Paths(t)...), append(prefixes, run.Prefix)
 }
 
 func TestWideMapping(t *testing.T) {

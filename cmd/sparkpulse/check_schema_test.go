@@ -154,15 +154,8 @@ func costOf(t *testing.T, m *spark.Mapper, rules *delta.Rules, s schema.Shape, p
 // the GraphiteSink prefix it used.
 func readSparkRecording(t *testing.T, dir string) (paths []string, prefix string) {
 	t.Helper()
-	run, err := recorded.ReadRun(dir)
-	if err != nil {
-		t.Fatal(err)
-	}
-	for _, l := range run.MustLines(t) {
-		p, _, _ := strings.Cut(string(l), " ")
-		paths = append(paths, p)
-	}
-	return paths, run.Prefix
+	run := recorded.MustRun(t, dir)
+	return run.Paths(t), run.Prefix
 }
 
 // influxdb3 is a stand-in for an InfluxDB 3 server of the build given,

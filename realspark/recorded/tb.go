@@ -1,6 +1,7 @@
 package recorded
 
 import (
+	"bytes"
 	"path/filepath"
 	"testing"
 )
@@ -49,4 +50,27 @@ func (r Run) MustLines(tb testing.TB) [][]byte {
 		tb.Fatal(err)
 	}
 	return lines
+}
+
+// MustRun is the run recorded in dir (ReadRun); tb fails when it cannot
+// be read.
+func MustRun(tb testing.TB, dir string) Run {
+	tb.Helper()
+	r, err := ReadRun(dir)
+	if err != nil {
+		tb.Fatal(err)
+	}
+	return r
+}
+
+// Paths are the Graphite paths of the run's lines (MustLines), in order:
+// each line's text before its first space.
+func (r Run) Paths(tb testing.TB) []string {
+	tb.Helper()
+	var paths []string
+	for _, l := range r.MustLines(tb) {
+		p, _, _ := bytes.Cut(l, []byte(" "))
+		paths = append(paths, string(p))
+	}
+	return paths
 }
