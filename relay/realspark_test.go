@@ -4,9 +4,7 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
-	"time"
 
-	"github.com/sparkpulse/sparkpulse/delta"
 	"github.com/sparkpulse/sparkpulse/realspark/recorded"
 	"github.com/sparkpulse/sparkpulse/spark"
 	"github.com/sparkpulse/sparkpulse/sparkapi"
@@ -21,14 +19,9 @@ func TestRealSparkDeltas(t *testing.T) {
 	for _, rec := range recorded.AllRuns(t) {
 		dir := rec.Dir
 		t.Run(filepath.Base(dir), func(t *testing.T) {
-			meta := rec
-			rules, err := delta.CompileRules(spark.DeltaRules())
-			if err != nil {
-				t.Fatal(err)
-			}
 			conn := New(Config{
-				Mapper: spark.NewMapper(spark.Options{Prefixes: []string{meta.Prefix}}),
-				Deltas: &Deltas{Rules: rules, Tracker: delta.New(delta.Settings{FirstSampleGrace: delta.NoGrace}, time.Now()), Bucket: "spark"},
+				Mapper: spark.NewMapper(spark.Options{Prefixes: []string{rec.Prefix}}),
+				Deltas: newDeltas(t, "spark"),
 			}).NewConn(nil).(*Conn)
 
 			sums := map[string]map[string]int64{} // applicationid → process → Σ delta

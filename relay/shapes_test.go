@@ -6,9 +6,7 @@ import (
 	"slices"
 	"strings"
 	"testing"
-	"time"
 
-	"github.com/sparkpulse/sparkpulse/delta"
 	"github.com/sparkpulse/sparkpulse/realspark/recorded"
 	"github.com/sparkpulse/sparkpulse/schema"
 	"github.com/sparkpulse/sparkpulse/spark"
@@ -26,17 +24,14 @@ func TestRealSparkShapes(t *testing.T) {
 			var values [2]map[string]float64
 			var points, size [2]int
 			for i, shape := range []schema.Shape{schema.CERN, schema.Wide} {
-				rules, err := delta.CompileRules(spark.DeltaRules())
-				if err != nil {
-					t.Fatal(err)
-				}
 				s := &sink{}
+				deltas := newDeltas(t, "spark")
+				deltas.MatchField = shape == schema.Wide
 				conn := New(Config{
 					Mapper:      spark.NewMapper(spark.Options{Prefixes: []string{meta.Prefix}, Schema: shape}),
 					Sink:        s,
 					JoinReports: shape == schema.Wide,
-					Deltas: &Deltas{Rules: rules, Tracker: delta.New(delta.Settings{FirstSampleGrace: delta.NoGrace}, time.Now()),
-						Bucket: "spark", MatchField: shape == schema.Wide},
+					Deltas:      deltas,
 				}).NewConn(nil)
 				for k, l := range lines {
 					conn.Line(l)
