@@ -6,6 +6,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/sparkpulse/sparkpulse/realspark/recorded"
 	"github.com/sparkpulse/sparkpulse/sizing"
 	"github.com/sparkpulse/sparkpulse/sparkapi"
 )
@@ -204,8 +205,8 @@ func TestStageFiguresOfRealSpark(t *testing.T) {
 		"3.5.9/main": {33_721, 0}, "3.5.9/failures": {13_827, 2},
 		"4.3.0/main": {31_550, 0}, "4.3.0/failures": {15_859, 2},
 	}
-	apps := realSparkJSON[sparkapi.Application](t, "*/application.json", 4)
-	for f, stages := range realSparkJSON[[]sparkapi.Stage](t, "*/stages.json", 4) {
+	apps := recorded.Answers[sparkapi.Application](t, "*/application.json", 4)
+	for f, stages := range recorded.Answers[[]sparkapi.Stage](t, "*/stages.json", 4) {
 		dir := filepath.Dir(f)
 		key := filepath.Base(filepath.Dir(dir)) + "/" + filepath.Base(dir)
 		app := apps[filepath.Join(dir, "application.json")]
@@ -222,7 +223,7 @@ func TestStageFiguresOfRealSpark(t *testing.T) {
 		// failed (a Python UDF's error, an executor out of heap) and were
 		// caught by the program.
 		var jobs []sparkapi.Job
-		readJSONFile(t, filepath.Join(dir, "jobs.json"), &jobs)
+		recorded.ReadFile(t, filepath.Join(dir, "jobs.json"), &jobs)
 		if got, _ := Outcome(att.Completed, jobs, stages); got != sizing.OutcomeRunning {
 			t.Errorf("%s: live answer %s, want running", key, got)
 		}

@@ -1,13 +1,8 @@
 package accounting
 
 import (
-	"encoding/json"
-	"os"
-	"path/filepath"
-	"testing"
 	"time"
 
-	"github.com/sparkpulse/sparkpulse/realspark/recorded"
 	"github.com/sparkpulse/sparkpulse/sparkapi"
 )
 
@@ -25,27 +20,4 @@ func stageAt(id, attempt int, status string, sub, done float64) sparkapi.Stage {
 		s.CompletionTime = sparkapi.OptDate(at(done))
 	}
 	return s
-}
-
-// realSparkJSON decodes, by file, each recorded real Spark answer under
-// testdata/spark-real/<version>/ whose path matches glob (package
-// recorded), failing with fewer than least of them.
-func realSparkJSON[T any](t *testing.T, glob string, least int) map[string]T {
-	t.Helper()
-	out, err := recorded.JSON[T](filepath.Join("..", "testdata", "spark-real"), glob, least)
-	if err != nil {
-		t.Fatal(err)
-	}
-	return out
-}
-
-func readJSONFile(t *testing.T, path string, v any) {
-	t.Helper()
-	b, err := os.ReadFile(path)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := json.Unmarshal(b, v); err != nil {
-		t.Fatalf("%s: %v", path, err)
-	}
 }

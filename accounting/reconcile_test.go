@@ -4,6 +4,7 @@ import (
 	"math"
 	"testing"
 
+	"github.com/sparkpulse/sparkpulse/realspark/recorded"
 	"github.com/sparkpulse/sparkpulse/sparkapi"
 )
 
@@ -66,7 +67,7 @@ func stagesFrom(t *testing.T, from, to int) StageTotals {
 // that a gap means stages it dropped: true of the real runs' stage lists
 // (testdata/spark-real, see package realspark).
 func TestStageIDsOfRealSpark(t *testing.T) {
-	for f, list := range realSparkJSON[[]sparkapi.Stage](t, "*/stages.json", 4) {
+	for f, list := range recorded.Answers[[]sparkapi.Stage](t, "*/stages.json", 4) {
 		var st StageTotals
 		for i := range list {
 			st.Add(&list[i])

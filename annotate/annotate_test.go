@@ -51,6 +51,14 @@ func newScript(mode sparkui.Mode) *script {
 	return s
 }
 
+// poller is a poller of the script's server, on its clock, writing to a
+// new memSink.
+func (s *script) poller(t *testing.T) (*memSink, *Poller) {
+	t.Helper()
+	sink := newMemSink()
+	return sink, newPoller(t, Config{Sources: []string{serve(t, s.srv)}, Sink: sink, Now: s.clk.Now})
+}
+
 // step2: job 0 ends; job 1 starts and fails between the polls; job 2 runs.
 func (s *script) step2() {
 	s.clk.Set(at(40))
@@ -130,8 +138,7 @@ func factNs(s float64, id int64, phase int) int64 { return factTime(ms(at(s)), i
 // incremental between the first and the final full read.
 func TestScriptedLiveApp(t *testing.T) {
 	s := newScript(sparkui.LiveUI)
-	sink := newMemSink()
-	p := newPoller(t, Config{Sources: []string{serve(t, s.srv)}, Sink: sink, Now: s.clk.Now})
+	sink, p := s.poller(t)
 	ctx := context.Background()
 
 	p.PollOnce(ctx)
@@ -228,8 +235,7 @@ func TestScriptedLiveApp(t *testing.T) {
 // not written again.
 func TestNothingNewNothingWritten(t *testing.T) {
 	s := newScript(sparkui.LiveUI)
-	sink := newMemSink()
-	p := newPoller(t, Config{Sources: []string{serve(t, s.srv)}, Sink: sink, Now: s.clk.Now})
+	sink, p := s.poller(t)
 	p.PollOnce(context.Background())
 	s.step2()
 	p.PollOnce(context.Background())
@@ -246,8 +252,7 @@ func TestNothingNewNothingWritten(t *testing.T) {
 func TestHistoryServerUnchangedLog(t *testing.T) {
 	s := newScript(sparkui.HistoryServer)
 	s.srv.Update(func(m *sparkui.Model) { m.Apps[0].Attempts[0].Updated = at(29) })
-	sink := newMemSink()
-	p := newPoller(t, Config{Sources: []string{serve(t, s.srv)}, Sink: sink, Now: s.clk.Now})
+	sink, p := s.poller(t)
 	p.PollOnce(context.Background())
 	s.srv.Requests()
 	s.clk.Set(at(40))
@@ -269,8 +274,7 @@ func TestHistoryServerUnchangedLog(t *testing.T) {
 // per job.
 func TestBurstReadsTheList(t *testing.T) {
 	s := newScript(sparkui.LiveUI)
-	sink := newMemSink()
-	p := newPoller(t, Config{Sources: []string{serve(t, s.srv)}, Sink: sink, Now: s.clk.Now})
+	sink, p := s.poller(t)
 	p.PollOnce(context.Background())
 	s.srv.Requests()
 	s.clk.Set(at(40))
@@ -305,8 +309,7 @@ func TestSQLPagingAcrossEviction(t *testing.T) {
 		a.Executions = nil
 		add(a, 0, 149)
 	})
-	sink := newMemSink()
-	p := newPoller(t, Config{Sources: []string{serve(t, s.srv)}, Sink: sink, Now: s.clk.Now})
+	sink, p := s.poller(t)
 	p.PollOnce(context.Background())
 	if n := len(sink.stored(schema.MeasurementSQL, sqlRow)); n != 150 {
 		t.Fatalf("%d SQL points after the first read, want 150", n)
@@ -714,8 +717,7 @@ func TestLiveUIHandsOverToHistoryServer(t *testing.T) {
 // out as UNKNOWN at the time they were last seen.
 func TestLostApplicationClosedOut(t *testing.T) {
 	s := newScript(sparkui.LiveUI)
-	sink := newMemSink()
-	p := newPoller(t, Config{Sources: []string{serve(t, s.srv)}, Sink: sink, Now: s.clk.Now})
+	sink, p := s.poller(t)
 	p.PollOnce(context.Background())
 	loseSource(p, s)
 	if st := p.Stats(); st.ClosedOut != 1 || st.Lost != 0 {
@@ -875,8 +877,7 @@ func TestExecutorsReadUntilListed(t *testing.T) {
 	s.srv.Update(func(m *sparkui.Model) {
 		m.Apps[0].Attempts[0].Executors = []*sparkui.Executor{{ID: "driver", HostPort: "10.0.0.1:40000", MaxMemory: 2 << 30, Added: at(0)}}
 	})
-	sink := newMemSink()
-	p := newPoller(t, Config{Sources: []string{serve(t, s.srv)}, Sink: sink, Now: s.clk.Now})
+	sink, p := s.poller(t)
 	ctx := context.Background()
 	for i, step := range []struct {
 		sec      float64
@@ -918,8 +919,7 @@ func TestExecutorLifecycle(t *testing.T) {
 			{ID: "2", HostPort: "node-2:40002", Cores: 4, MaxMemory: 3 << 30, Added: at(3)},
 		}
 	})
-	sink := newMemSink()
-	p := newPoller(t, Config{Sources: []string{serve(t, s.srv)}, Sink: sink, Now: s.clk.Now})
+	sink, p := s.poller(t)
 	ctx := context.Background()
 	readsExecutors := func() bool {
 		return slices.ContainsFunc(s.srv.Requests(), func(r string) bool { return strings.HasSuffix(r, "/allexecutors") })
@@ -1019,8 +1019,7 @@ func TestHostilePeakNames(t *testing.T) {
 	s.srv.Update(func(m *sparkui.Model) {
 		m.Apps[0].Attempts[0].Executors = []*sparkui.Executor{{ID: "1", HostPort: "node-1:40001", Cores: 4, Added: at(2), Peak: peaks}}
 	})
-	sink := newMemSink()
-	p := newPoller(t, Config{Sources: []string{serve(t, s.srv)}, Sink: sink, Now: s.clk.Now})
+	sink, p := s.poller(t)
 	p.PollOnce(context.Background())
 	var got []string
 	for _, pt := range sink.written {

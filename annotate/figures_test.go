@@ -161,8 +161,7 @@ func TestUsageDriverLost(t *testing.T) {
 		a.Properties = map[string]string{"spark.executor.memory": "4g", "spark.executor.cores": "4"}
 		a.Executors = []*sparkui.Executor{{ID: "driver", HostPort: "10.0.0.1:40000", Added: at(0)}, {ID: "1", HostPort: "node-1:40001", Cores: 4, Added: at(0)}}
 	})
-	sink := newMemSink()
-	p := newPoller(t, Config{Sources: []string{serve(t, s.srv)}, Sink: sink, Now: s.clk.Now})
+	sink, p := s.poller(t)
 	p.PollOnce(context.Background())
 	loseSource(p, s)
 	// Last seen at 30 s: stage 0 had run since 5 s (up to the read), so

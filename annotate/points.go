@@ -207,16 +207,11 @@ func (w *points) job(j *attempt.Job, l links, nowMs int64, closeOut bool) {
 		w.end()
 		return
 	}
-	if ph == phaseLost {
-		end = nowMs
-	}
-	end = max(end, start)
+	end = w.span(ph, start, end, nowMs)
 	reason := ""
 	if j.Status == "FAILED" {
 		reason = w.jobFailure(j.StageIDs)
 	}
-	w.int(schema.FieldEndMs, end)
-	w.int(schema.FieldDurationMs, end-start)
 	w.int(schema.FieldNumCompletedTasks, int64(j.NumCompletedTasks))
 	w.int(schema.FieldNumFailedTasks, int64(j.NumFailedTasks))
 	w.int(schema.FieldNumKilledTasks, int64(j.NumKilledTasks))
@@ -257,10 +252,7 @@ func (w *points) stage(k attempt.StageKey, s *attempt.Stage, l links, nowMs int6
 		w.end()
 		return
 	}
-	if ph == phaseLost {
-		end = nowMs
-	}
-	end = max(end, start)
+	end = w.span(ph, start, end, nowMs)
 	var jobs []string
 	ids := l.stageJobs[k.ID]
 	slices.Sort(ids)
@@ -268,8 +260,6 @@ func (w *points) stage(k attempt.StageKey, s *attempt.Stage, l links, nowMs int6
 		jobs = append(jobs, strconv.Itoa(j))
 	}
 	reason := firstLine(s.FailureReason)
-	w.int(schema.FieldEndMs, end)
-	w.int(schema.FieldDurationMs, end-start)
 	w.int(schema.FieldNumCompleteTasks, int64(s.NumCompleteTasks))
 	w.int(schema.FieldNumFailedTasks, int64(s.NumFailedTasks))
 	w.int(schema.FieldNumKilledTasks, int64(s.NumKilledTasks))
@@ -308,15 +298,9 @@ func (w *points) sql(x *attempt.SQL, nowMs int64, closeOut bool) {
 		w.end()
 		return
 	}
-	end := start + x.Duration
-	if ph == phaseLost {
-		end = nowMs
-	}
-	end = max(end, start)
+	end := w.span(ph, start, start+x.Duration, nowMs)
 	jobs := slices.Concat(x.SuccessJobIDs, x.FailedJobIDs, x.RunningJobIDs)
 	slices.Sort(jobs)
-	w.int(schema.FieldEndMs, end)
-	w.int(schema.FieldDurationMs, end-start)
 	w.str(schema.FieldJobIDs, human.IDs(jobs))
 	w.str(schema.FieldFailedJobIDs, human.IDs(x.FailedJobIDs))
 	w.common(ph, title, joinText(w.text(x.Description), timespent.Duration(end-start), jobList("jobs ", jobs), jobList("failed jobs ", x.FailedJobIDs)))
@@ -346,15 +330,22 @@ func (w *points) app(nowMs int64, closeOut bool) {
 		w.end()
 		return
 	}
-	end := st.End
+	end := w.span(ph, st.Key.Start, st.End, nowMs)
+	w.common(ph, title, joinText(st.Key.App, timespent.Duration(end-st.Key.Start), prefixed("user ", st.User), prefixed("Spark ", st.Version)))
+	w.end()
+}
+
+// span writes the end and the duration of what started at start and
+// ended at end, or, lost, is closed out at nowMs, and returns the end,
+// never before the start.
+func (w *points) span(ph int, start, end, nowMs int64) int64 {
 	if ph == phaseLost {
 		end = nowMs
 	}
-	end = max(end, st.Key.Start)
+	end = max(end, start)
 	w.int(schema.FieldEndMs, end)
-	w.int(schema.FieldDurationMs, end-st.Key.Start)
-	w.common(ph, title, joinText(st.Key.App, timespent.Duration(end-st.Key.Start), prefixed("user ", st.User), prefixed("Spark ", st.Version)))
-	w.end()
+	w.int(schema.FieldDurationMs, end-start)
+	return end
 }
 
 // jobFailure is the failure reason of a job: that of its first failed

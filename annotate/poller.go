@@ -1,6 +1,7 @@
 package annotate
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"fmt"
@@ -246,51 +247,20 @@ type counters struct {
 
 // WithDefaults fills zero values.
 func (cfg Config) WithDefaults() Config {
-	if cfg.Interval == 0 {
-		cfg.Interval = DefaultInterval
-	}
-	if cfg.Timeout == 0 {
-		cfg.Timeout = DefaultTimeout
-	}
-	if cfg.Lookback == 0 {
-		cfg.Lookback = DefaultLookback
-	}
-	if cfg.MaxText == 0 {
-		cfg.MaxText = DefaultMaxText
-	}
-	if cfg.MaxResponseBytes == 0 {
-		cfg.MaxResponseBytes = DefaultMaxResponseBytes
-	}
-	if cfg.MaxApps == 0 {
-		cfg.MaxApps = DefaultMaxApps
-	}
-	if cfg.NewAppsPerPoll == 0 {
-		cfg.NewAppsPerPoll = DefaultNewAppsPerPoll
-	}
-	if cfg.StageDetailsMinDuration == 0 {
-		cfg.StageDetailsMinDuration = DefaultStageDetailsMinDuration
-	}
-	if cfg.StageDetailsRequests == 0 {
-		cfg.StageDetailsRequests = DefaultStageDetailsRequests
-	}
-	if cfg.FailedTasksPerStage == 0 {
-		cfg.FailedTasksPerStage = DefaultFailedTasksPerStage
-	}
-	if cfg.UsageDelay == 0 {
-		cfg.UsageDelay = DefaultUsageDelay
-	}
-	if cfg.StreamRetry == 0 {
-		cfg.StreamRetry = DefaultStreamRetry
-	}
-	if cfg.CloseOutAfter == 0 {
-		cfg.CloseOutAfter = DefaultCloseOutAfter
-	}
-	if cfg.LostDriverAfter == 0 {
-		cfg.LostDriverAfter = DefaultLostDriverAfter
-	}
-	if cfg.Now == nil {
-		cfg.Now = time.Now
-	}
+	cfg.Interval = cmp.Or(cfg.Interval, DefaultInterval)
+	cfg.Timeout = cmp.Or(cfg.Timeout, DefaultTimeout)
+	cfg.Lookback = cmp.Or(cfg.Lookback, DefaultLookback)
+	cfg.MaxText = cmp.Or(cfg.MaxText, DefaultMaxText)
+	cfg.MaxResponseBytes = cmp.Or(cfg.MaxResponseBytes, DefaultMaxResponseBytes)
+	cfg.MaxApps = cmp.Or(cfg.MaxApps, DefaultMaxApps)
+	cfg.NewAppsPerPoll = cmp.Or(cfg.NewAppsPerPoll, DefaultNewAppsPerPoll)
+	// The settings of reading an attempt take attempt's defaults.
+	a := cfg.Attempt().WithDefaults()
+	cfg.StageDetailsMinDuration, cfg.StageDetailsRequests, cfg.FailedTasksPerStage, cfg.UsageDelay, cfg.Now =
+		a.StageDetailsMinDuration, a.StageDetailsRequests, a.FailedTasksPerStage, a.UsageDelay, a.Now
+	cfg.StreamRetry = cmp.Or(cfg.StreamRetry, DefaultStreamRetry)
+	cfg.CloseOutAfter = cmp.Or(cfg.CloseOutAfter, DefaultCloseOutAfter)
+	cfg.LostDriverAfter = cmp.Or(cfg.LostDriverAfter, DefaultLostDriverAfter)
 	if cfg.Log == nil {
 		cfg.Log = zap.NewNop()
 	}

@@ -1,6 +1,7 @@
 package attempt
 
 import (
+	"cmp"
 	"net/http"
 	"time"
 
@@ -48,18 +49,10 @@ const (
 // WithDefaults fills zero values; the client's own (Timeout,
 // MaxResponseBytes) are sparkapi.NewClient's.
 func (cfg Config) WithDefaults() Config {
-	if cfg.StageDetailsMinDuration == 0 {
-		cfg.StageDetailsMinDuration = DefaultStageDetailsMinDuration
-	}
-	if cfg.StageDetailsRequests == 0 {
-		cfg.StageDetailsRequests = DefaultStageDetailsRequests
-	}
-	if cfg.FailedTasksPerStage == 0 {
-		cfg.FailedTasksPerStage = DefaultFailedTasksPerStage
-	}
-	if cfg.UsageDelay == 0 {
-		cfg.UsageDelay = DefaultUsageDelay
-	}
+	cfg.StageDetailsMinDuration = cmp.Or(cfg.StageDetailsMinDuration, DefaultStageDetailsMinDuration)
+	cfg.StageDetailsRequests = cmp.Or(cfg.StageDetailsRequests, DefaultStageDetailsRequests)
+	cfg.FailedTasksPerStage = cmp.Or(cfg.FailedTasksPerStage, DefaultFailedTasksPerStage)
+	cfg.UsageDelay = cmp.Or(cfg.UsageDelay, DefaultUsageDelay)
 	if cfg.Now == nil {
 		cfg.Now = time.Now
 	}

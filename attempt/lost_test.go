@@ -7,6 +7,7 @@ import (
 	"testing"
 
 	"github.com/sparkpulse/sparkpulse/accounting"
+	"github.com/sparkpulse/sparkpulse/realspark/recorded"
 	"github.com/sparkpulse/sparkpulse/sizing"
 	"github.com/sparkpulse/sparkpulse/sparkapi"
 )
@@ -26,11 +27,11 @@ import (
 // SIGKILL never sent its last report, and the reconciliation is short.
 func TestLostTasksOfRealSpark(t *testing.T) {
 	wantLost := map[string]float64{"3.5.9": 8.461, "4.3.0": 5.014}
-	for f, failed := range realSparkJSON[map[string][]sparkapi.TaskData](t, "failures/failed-tasks.json", 2) {
+	for f, failed := range recorded.Answers[map[string][]sparkapi.TaskData](t, "failures/failed-tasks.json", 2) {
 		dir := filepath.Dir(f)
 		version := filepath.Base(filepath.Dir(dir))
 		var stages []sparkapi.Stage
-		readJSONFile(t, filepath.Join(dir, "stages.json"), &stages)
+		recorded.ReadFile(t, filepath.Join(dir, "stages.json"), &stages)
 		st := &State{Stages: map[StageKey]*Stage{}}
 		var totals accounting.StageTotals
 		for i, s := range stages {
@@ -63,13 +64,13 @@ func TestLostTasksOfRealSpark(t *testing.T) {
 			}
 		}
 
-		streams, _ := realStream(t, filepath.Dir(dir), filepath.Join(filepath.Dir(dir), "graphite.txt.gz"))
+		streams, _ := realStream(t, recorded.MustRun(t, filepath.Dir(dir)))
 		var app struct {
 			MetricsKey string `json:"metrics_key"`
 		}
-		readJSONFile(t, filepath.Join(dir, "app.json"), &app)
+		recorded.ReadFile(t, filepath.Join(dir, "app.json"), &app)
 		var execs []sparkapi.Executor
-		readJSONFile(t, filepath.Join(dir, "allexecutors.json"), &execs)
+		recorded.ReadFile(t, filepath.Join(dir, "allexecutors.json"), &execs)
 		rec := accounting.Reconcile(execs, totals, streams[app.MetricsKey], nil)
 		if rec.Verdict != accounting.ReconcileShort {
 			t.Errorf("%s: the stream's verdict %s (%s), want short", version, rec.Verdict, rec.Text)

@@ -1,10 +1,6 @@
 package attempt
 
 import (
-	"bufio"
-	"compress/gzip"
-	"encoding/json"
-	"os"
 	"path/filepath"
 	"slices"
 	"testing"
@@ -14,6 +10,7 @@ import (
 
 	"github.com/sparkpulse/sparkpulse/accounting"
 	"github.com/sparkpulse/sparkpulse/delta"
+	"github.com/sparkpulse/sparkpulse/realspark/recorded"
 	"github.com/sparkpulse/sparkpulse/relay"
 	"github.com/sparkpulse/sparkpulse/schema"
 	"github.com/sparkpulse/sparkpulse/spark"
@@ -24,65 +21,50 @@ import (
 // against Spark's own executor lists: nothing is set aside, killed and
 // out-of-memory executors included.
 func TestScreenRealSpark(t *testing.T) {
-	for _, f := range realRecordings(t) {
-		dir := filepath.Dir(f)
-		t.Run(filepath.Base(dir), func(t *testing.T) {
-			streams, last := realStream(t, dir, f)
+	eachRealApp(t, func(t *testing.T, name string, st *State, stream map[string]accounting.ProcessTotals, last int64) {
+		if len(stream) < 3 {
+			t.Fatalf("%s: stream of %d processes", name, len(stream))
+		}
+		_, aside := accounting.Screen(st.Properties, accounting.RunCPUs{0: 1}, executorList(st), stream, last, true)
+		for _, a := range aside {
+			t.Errorf("%s: set aside %s", name, a)
+		}
+	})
+}
+
+// eachRealApp calls f, in a subtest for each recorded real Spark run
+// (testdata/spark-real, see package realspark), with each of the run's
+// applications (main, failures) as recordedApp reads it, its stream as
+// realStream sums it and its last report, in ms.
+func eachRealApp(t *testing.T, f func(t *testing.T, name string, st *State, stream map[string]accounting.ProcessTotals, last int64)) {
+	for _, run := range recorded.AllRuns(t) {
+		t.Run(filepath.Base(run.Dir), func(t *testing.T) {
+			streams, last := realStream(t, run)
 			for _, name := range []string{"main", "failures"} {
-				st := recordedApp(t, filepath.Join(dir, name))
-				stream := streams[st.MetricsKey]
-				if len(stream) < 3 {
-					t.Fatalf("%s: stream of %d processes", name, len(stream))
-				}
-				_, aside := accounting.Screen(st.Properties, accounting.RunCPUs{0: 1}, executorList(st), stream, last[st.MetricsKey], true)
-				for _, a := range aside {
-					t.Errorf("%s: set aside %s", name, a)
-				}
+				st := recordedApp(t, filepath.Join(run.Dir, name))
+				f(t, name, st, streams[st.MetricsKey], last[st.MetricsKey])
 			}
 		})
 	}
-}
-
-// realRecordings are the recorded real Spark streams (testdata/spark-real,
-// see package realspark), one per version.
-func realRecordings(t *testing.T) []string {
-	t.Helper()
-	files, _ := filepath.Glob(filepath.Join("..", "testdata", "spark-real", "*", "graphite.txt.gz"))
-	if len(files) < 2 {
-		t.Fatalf("recorded real Spark streams: %v", files)
-	}
-	return files
 }
 
 // realStream runs a recorded stream through the relay and sums it as
 // the accounting's stream read does: by application and process, the
 // counters' deltas, the gauges' peaks. last is each application's last
 // report, in ms.
-func realStream(t *testing.T, dir, file string) (map[string]map[string]accounting.ProcessTotals, map[string]int64) {
+func realStream(t *testing.T, run recorded.Run) (map[string]map[string]accounting.ProcessTotals, map[string]int64) {
 	t.Helper()
-	var meta struct{ Prefix string }
-	readJSONFile(t, filepath.Join(dir, "recording.json"), &meta)
 	rules, err := delta.CompileRules(spark.DeltaRules())
 	if err != nil {
 		t.Fatal(err)
 	}
 	conn := relay.New(relay.Config{
-		Mapper: spark.NewMapper(spark.Options{Prefixes: []string{meta.Prefix}}),
+		Mapper: spark.NewMapper(spark.Options{Prefixes: []string{run.Prefix}}),
 		Deltas: &relay.Deltas{Rules: rules, Tracker: delta.New(delta.Settings{FirstSampleGrace: delta.NoGrace}, time.Now()), Bucket: "spark"},
 	}).NewConn(nil).(*relay.Conn)
-	fh, err := os.Open(file)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer fh.Close()
-	zr, err := gzip.NewReader(fh)
-	if err != nil {
-		t.Fatal(err)
-	}
 	out, last := map[string]map[string]accounting.ProcessTotals{}, map[string]int64{}
-	sc := bufio.NewScanner(zr)
-	for sc.Scan() {
-		lp, err := conn.Process(sc.Bytes())
+	for _, line := range run.MustLines(t) {
+		lp, err := conn.Process(line)
 		if err != nil {
 			continue // NaN ratios
 		}
@@ -136,19 +118,5 @@ func realStream(t *testing.T, dir, file string) (map[string]map[string]accountin
 			}
 		}
 	}
-	if err := sc.Err(); err != nil {
-		t.Fatal(err)
-	}
 	return out, last
-}
-
-func readJSONFile(t *testing.T, path string, v any) {
-	t.Helper()
-	b, err := os.ReadFile(path)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := json.Unmarshal(b, v); err != nil {
-		t.Fatalf("%s: %v", path, err)
-	}
 }

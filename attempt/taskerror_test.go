@@ -1,7 +1,6 @@
 package attempt
 
 import (
-	"path/filepath"
 	"testing"
 
 	"github.com/sparkpulse/sparkpulse/realspark/recorded"
@@ -55,7 +54,7 @@ func TestTaskErrorClass(t *testing.T) {
 // ValueError with its line, the executors lost under their tasks, the
 // task that ran out of heap.
 func TestTaskErrorOfRealSpark(t *testing.T) {
-	for f, stages := range realSparkJSON[map[string][]sparkapi.TaskData](t, "failures/failed-tasks.json", 2) {
+	for f, stages := range recorded.Answers[map[string][]sparkapi.TaskData](t, "failures/failed-tasks.json", 2) {
 		seen := map[string]bool{}
 		for _, tasks := range stages {
 			for _, task := range tasks {
@@ -72,16 +71,4 @@ func TestTaskErrorOfRealSpark(t *testing.T) {
 			}
 		}
 	}
-}
-
-// realSparkJSON decodes, by file, each recorded real Spark answer under
-// testdata/spark-real/<version>/ whose path matches glob (package
-// recorded), failing with fewer than least of them.
-func realSparkJSON[T any](t *testing.T, glob string, least int) map[string]T {
-	t.Helper()
-	out, err := recorded.JSON[T](filepath.Join("..", "testdata", "spark-real"), glob, least)
-	if err != nil {
-		t.Fatal(err)
-	}
-	return out
 }

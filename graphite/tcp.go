@@ -2,6 +2,7 @@ package graphite
 
 import (
 	"bytes"
+	"cmp"
 	"context"
 	"errors"
 	"fmt"
@@ -50,34 +51,27 @@ type TCPConfig struct {
 
 // WithDefaults fills zero values.
 func (c TCPConfig) WithDefaults() TCPConfig {
-	if c.MaxLineLength == 0 {
-		c.MaxLineLength = DefaultMaxLineLength
-	}
-	if c.IdleTimeout == 0 {
-		c.IdleTimeout = DefaultIdleTimeout
-	}
-	if c.MaxConnections == 0 {
-		c.MaxConnections = DefaultMaxConnections
-	}
-	if c.MaxHeldBytes == 0 {
-		c.MaxHeldBytes = DefaultMaxHeldBytes
-	}
+	c.MaxLineLength = cmp.Or(c.MaxLineLength, DefaultMaxLineLength)
+	c.IdleTimeout = cmp.Or(c.IdleTimeout, DefaultIdleTimeout)
+	c.MaxConnections = cmp.Or(c.MaxConnections, DefaultMaxConnections)
+	c.MaxHeldBytes = cmp.Or(c.MaxHeldBytes, DefaultMaxHeldBytes)
 	return c
 }
 
 // Validate rejects negative sizes; zero values select the defaults.
 func (c TCPConfig) Validate() error {
-	var errs []error
-	if c.MaxLineLength < 0 {
-		errs = append(errs, fmt.Errorf("max-line-length %d: must not be negative", c.MaxLineLength))
+	return errors.Join(
+		negative("max-line-length", c.MaxLineLength),
+		negative("max-connections", c.MaxConnections),
+		negative("max-held-bytes", c.MaxHeldBytes))
+}
+
+// negative is the error of a size set below zero, nil for any other.
+func negative[T int | int64](name string, v T) error {
+	if v < 0 {
+		return fmt.Errorf("%s %d: must not be negative", name, v)
 	}
-	if c.MaxConnections < 0 {
-		errs = append(errs, fmt.Errorf("max-connections %d: must not be negative", c.MaxConnections))
-	}
-	if c.MaxHeldBytes < 0 {
-		errs = append(errs, fmt.Errorf("max-held-bytes %d: must not be negative", c.MaxHeldBytes))
-	}
-	return errors.Join(errs...)
+	return nil
 }
 
 // TCPServer reads Graphite lines from TCP connections, one goroutine per

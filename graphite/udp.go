@@ -2,6 +2,7 @@ package graphite
 
 import (
 	"bytes"
+	"cmp"
 	"context"
 	"errors"
 	"fmt"
@@ -24,22 +25,15 @@ type UDPConfig struct {
 
 // WithDefaults fills zero values.
 func (c UDPConfig) WithDefaults() UDPConfig {
-	if c.MaxLineLength == 0 {
-		c.MaxLineLength = DefaultMaxLineLength
-	}
+	c.MaxLineLength = cmp.Or(c.MaxLineLength, DefaultMaxLineLength)
 	return c
 }
 
 // Validate rejects negative sizes; zero values select the defaults.
 func (c UDPConfig) Validate() error {
-	var errs []error
-	if c.MaxLineLength < 0 {
-		errs = append(errs, fmt.Errorf("max-line-length %d: must not be negative", c.MaxLineLength))
-	}
-	if c.ReadBuffer < 0 {
-		errs = append(errs, fmt.Errorf("udp-read-buffer %d: must not be negative", c.ReadBuffer))
-	}
-	return errors.Join(errs...)
+	return errors.Join(
+		negative("max-line-length", c.MaxLineLength),
+		negative("udp-read-buffer", c.ReadBuffer))
 }
 
 // When the UDP reader flushes its handler. Spark sends one line per

@@ -1,14 +1,11 @@
 package relay
 
 import (
-	"encoding/json"
-	"os"
 	"path/filepath"
 	"strings"
 	"testing"
-	"time"
 
-	"github.com/sparkpulse/sparkpulse/delta"
+	"github.com/sparkpulse/sparkpulse/realspark/recorded"
 	"github.com/sparkpulse/sparkpulse/spark"
 	"github.com/sparkpulse/sparkpulse/sparkapi"
 )
@@ -19,21 +16,16 @@ import (
 // each executor's succeededTasks add up to Spark's count of its tasks, for
 // every executor whose last report arrived, and never exceed it.
 func TestRealSparkDeltas(t *testing.T) {
-	for _, rec := range recordings(t) {
+	for _, rec := range recorded.AllRuns(t) {
 		dir := rec.Dir
 		t.Run(filepath.Base(dir), func(t *testing.T) {
-			meta := rec
-			rules, err := delta.CompileRules(spark.DeltaRules())
-			if err != nil {
-				t.Fatal(err)
-			}
 			conn := New(Config{
-				Mapper: spark.NewMapper(spark.Options{Prefixes: []string{meta.Prefix}}),
-				Deltas: &Deltas{Rules: rules, Tracker: delta.New(delta.Settings{FirstSampleGrace: delta.NoGrace}, time.Now()), Bucket: "spark"},
+				Mapper: spark.NewMapper(spark.Options{Prefixes: []string{rec.Prefix}}),
+				Deltas: newDeltas(t, "spark"),
 			}).NewConn(nil).(*Conn)
 
 			sums := map[string]map[string]int64{} // applicationid → process → Σ delta
-			for _, line := range recordedLines(t, rec) {
+			for _, line := range rec.MustLines(t) {
 				lp, err := conn.Process(line)
 				if err != nil {
 					// Only a ratio gauge of 0/0 or x/0 (a pool's usage with
@@ -58,9 +50,9 @@ func TestRealSparkDeltas(t *testing.T) {
 					Application string `json:"application"`
 					MetricsKey  string `json:"metrics_key"`
 				}
-				readJSON(t, filepath.Join(dir, name, "app.json"), &app)
+				recorded.ReadFile(t, filepath.Join(dir, name, "app.json"), &app)
 				var execs []sparkapi.Executor
-				readJSON(t, filepath.Join(dir, name, "allexecutors.json"), &execs)
+				recorded.ReadFile(t, filepath.Join(dir, name, "allexecutors.json"), &execs)
 				exact := 0
 				for _, x := range execs {
 					if x.ID == "driver" {
@@ -106,15 +98,4 @@ func succeededDelta(t *testing.T, lp []byte) (app, process string, d int64, ok b
 		}
 	}
 	return app, process, d, ok
-}
-
-func readJSON(t *testing.T, path string, v any) {
-	t.Helper()
-	b, err := os.ReadFile(path)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := json.Unmarshal(b, v); err != nil {
-		t.Fatalf("%s: %v", path, err)
-	}
 }

@@ -6,9 +6,7 @@ import (
 	"slices"
 	"strings"
 	"testing"
-	"time"
 
-	"github.com/sparkpulse/sparkpulse/delta"
 	"github.com/sparkpulse/sparkpulse/realspark/recorded"
 	"github.com/sparkpulse/sparkpulse/schema"
 	"github.com/sparkpulse/sparkpulse/spark"
@@ -20,23 +18,20 @@ import (
 // one under its metric's name, and nothing else is. The wide shape holds
 // them in a twentieth of the points and less than half the bytes.
 func TestRealSparkShapes(t *testing.T) {
-	for _, meta := range recordings(t) {
+	for _, meta := range recorded.AllRuns(t) {
 		t.Run(filepath.Base(meta.Dir), func(t *testing.T) {
-			lines := recordedLines(t, meta)
+			lines := meta.MustLines(t)
 			var values [2]map[string]float64
 			var points, size [2]int
 			for i, shape := range []schema.Shape{schema.CERN, schema.Wide} {
-				rules, err := delta.CompileRules(spark.DeltaRules())
-				if err != nil {
-					t.Fatal(err)
-				}
 				s := &sink{}
+				deltas := newDeltas(t, "spark")
+				deltas.MatchField = shape == schema.Wide
 				conn := New(Config{
 					Mapper:      spark.NewMapper(spark.Options{Prefixes: []string{meta.Prefix}, Schema: shape}),
 					Sink:        s,
 					JoinReports: shape == schema.Wide,
-					Deltas: &Deltas{Rules: rules, Tracker: delta.New(delta.Settings{FirstSampleGrace: delta.NoGrace}, time.Now()),
-						Bucket: "spark", MatchField: shape == schema.Wide},
+					Deltas:      deltas,
 				}).NewConn(nil)
 				for k, l := range lines {
 					conn.Line(l)
@@ -132,25 +127,4 @@ func decodeValues(t *testing.T, lp []byte, shape schema.Shape) (map[string]float
 		}
 	}
 	return out, len(points)
-}
-
-// recordings are the recorded real Spark runs (package recorded), one per
-// Spark version.
-func recordings(t *testing.T) []recorded.Run {
-	t.Helper()
-	runs, err := recorded.Runs(filepath.Join("..", "testdata", "spark-real"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	return runs
-}
-
-// recordedLines are a run's Graphite lines.
-func recordedLines(t *testing.T, r recorded.Run) [][]byte {
-	t.Helper()
-	lines, err := r.Lines()
-	if err != nil {
-		t.Fatal(err)
-	}
-	return lines
 }

@@ -42,6 +42,16 @@ type snapshot struct {
 	p98, p99, p999 float64
 }
 
+// quantiles writes the snapshot's quantiles of the metric name with line.
+func (s snapshot) quantiles(line func(name, v string), name string) {
+	for _, q := range [...]struct {
+		k string
+		v float64
+	}{{"p50", s.p50}, {"p75", s.p75}, {"p95", s.p95}, {"p98", s.p98}, {"p99", s.p99}, {"p999", s.p999}} {
+		line(name+"."+q.k, f(q.v))
+	}
+}
+
 // jvmPools are the memory pools of a G1 JVM as JvmSource names them.
 var jvmPools = []string{
 	"CodeHeap-'non-nmethods'", "CodeHeap-'non-profiled-nmethods'", "CodeHeap-'profiled-nmethods'",
@@ -138,12 +148,7 @@ func (p *process) report(w interface{ Write([]byte) (int, error) }, prefix strin
 			line(m.name+".mean", f(s.mean))
 			line(m.name+".min", i(int64(s.min)))
 			line(m.name+".stddev", f(s.stddev))
-			for _, q := range [...]struct {
-				k string
-				v float64
-			}{{"p50", s.p50}, {"p75", s.p75}, {"p95", s.p95}, {"p98", s.p98}, {"p99", s.p99}, {"p999", s.p999}} {
-				line(m.name+"."+q.k, f(q.v))
-			}
+			s.quantiles(line, m.name)
 		case meter:
 			line(m.name+".count", m.val)
 			p.rates(line, m)
@@ -153,12 +158,7 @@ func (p *process) report(w interface{ Write([]byte) (int, error) }, prefix strin
 			line(m.name+".mean", f(s.mean))
 			line(m.name+".min", f(s.min))
 			line(m.name+".stddev", f(s.stddev))
-			for _, q := range [...]struct {
-				k string
-				v float64
-			}{{"p50", s.p50}, {"p75", s.p75}, {"p95", s.p95}, {"p98", s.p98}, {"p99", s.p99}, {"p999", s.p999}} {
-				line(m.name+"."+q.k, f(q.v))
-			}
+			s.quantiles(line, m.name)
 			line(m.name+".count", i(s.count))
 			p.rates(line, m)
 		}

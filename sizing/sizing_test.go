@@ -169,6 +169,16 @@ func TestAdvise(t *testing.T) {
 	heap4 := Settings{Heap: 4 * gib, Overhead: gib, OverheadSet: true, MemoryFraction: 0.6, StorageFraction: 0.5}
 	yarnHeap4 := heap4
 	yarnHeap4.KillOnOOM = true
+	// Spark's defaults for a 4g and an 8g heap: a tenth of it as overhead.
+	default4 := Settings{Heap: 4 * gib, Overhead: 429496729, MemoryFraction: 0.6, StorageFraction: 0.5}
+	default8 := Settings{Heap: 8 * gib, Overhead: 858993459, MemoryFraction: 0.6, StorageFraction: 0.5}
+	pyspark1g := Settings{Heap: 4 * gib, Overhead: gib, PySpark: gib, MemoryFraction: 0.6}
+	const (
+		python900 = "finding python : Python workers peaked at 900 MiB, 220 % of the memory overhead, which Python workers share with the JVM's off-heap memory without spark.executor.pyspark.memory (409 MiB)"
+		python950 = "finding python : Python workers peaked at 950 MiB, 93 % of spark.executor.pyspark.memory (1.0 GiB)"
+		heapGC8   = "finding heap 1: heap used to 95 % of 8.0 GiB while GC took 12 % of task time"
+		noTree    = "no process-tree metrics: the container and Python rules need spark.executor.processTreeMetrics.enabled=true (Linux)"
+	)
 	for _, c := range []struct {
 		name  string
 		s     Settings
@@ -195,7 +205,7 @@ func TestAdvise(t *testing.T) {
 		// + 511.1 = 5111.1 MiB; overhead 5111.1 - 4096 = 1015.1, up to
 		// 1024 MiB: container 5120, 4600 is 89.8 %.
 		name: "Python workers in the overhead",
-		s:    Settings{Heap: 4 * gib, Overhead: 429496729, MemoryFraction: 0.6, StorageFraction: 0.5},
+		s:    default4,
 		execs: []Executor{
 			{ID: "1", Peaks: peaks(3*gib, 0, 0, 4300*mib, 300*mib, 0)},
 		},
@@ -216,12 +226,12 @@ func TestAdvise(t *testing.T) {
 		// 1455.1, up to 1472 MiB. Heap + Python alone (1g) left the JVM
 		// 124 MiB.
 		name: "Python workers beside the JVM's native memory",
-		s:    Settings{Heap: 4 * gib, Overhead: 429496729, MemoryFraction: 0.6, StorageFraction: 0.5},
+		s:    default4,
 		execs: []Executor{
 			{ID: "1", Peaks: withNative(peaks(2*gib, 0, 0, 3*gib, 900*mib, 0), 150*mib, 50*mib)},
 		},
 		want: []string{
-			"finding python : Python workers peaked at 900 MiB, 220 % of the memory overhead, which Python workers share with the JVM's off-heap memory without spark.executor.pyspark.memory (409 MiB)",
+			python900,
 			"set spark.executor.memoryOverhead = 1472m (now 409.6 MiB)",
 		},
 	}, {
@@ -229,12 +239,12 @@ func TestAdvise(t *testing.T) {
 		// direct buffers), that: 4096 + 600 + 900 + 166.7 = 5762.7;
 		// overhead 1666.7, up to 1728 MiB.
 		name: "Python workers beside large direct buffers",
-		s:    Settings{Heap: 4 * gib, Overhead: 429496729, MemoryFraction: 0.6, StorageFraction: 0.5},
+		s:    default4,
 		execs: []Executor{
 			{ID: "1", Peaks: withNative(peaks(2*gib, 0, 0, 3*gib, 900*mib, 0), 150*mib, 450*mib)},
 		},
 		want: []string{
-			"finding python : Python workers peaked at 900 MiB, 220 % of the memory overhead, which Python workers share with the JVM's off-heap memory without spark.executor.pyspark.memory (409 MiB)",
+			python900,
 			"set spark.executor.memoryOverhead = 1728m (now 409.6 MiB)",
 		},
 	}, {
@@ -244,7 +254,7 @@ func TestAdvise(t *testing.T) {
 		// overhead. The measured resident memory (3.1 GiB) is far from
 		// the limit: nothing.
 		name: "small Python workers: nothing",
-		s:    Settings{Heap: 4 * gib, Overhead: 429496729, MemoryFraction: 0.6, StorageFraction: 0.5},
+		s:    default4,
 		execs: []Executor{
 			{ID: "1", Peaks: withNative(peaks(2*gib, 0, 0, 3*gib, 150*mib, 0), 150*mib, 50*mib)},
 		},
@@ -256,12 +266,12 @@ func TestAdvise(t *testing.T) {
 		// GiB (832 MiB), which is under the new default: no explicit
 		// overhead (the old advice set 832m, below Spark's 1 GiB).
 		name: "more heap: the overhead is checked with it",
-		s:    Settings{Heap: 8 * gib, Overhead: 858993459, MemoryFraction: 0.6, StorageFraction: 0.5},
+		s:    default8,
 		execs: []Executor{
 			{ID: "1", Peaks: peaks(8*gib*95/100, 0, 0, 8089*mib, 0, 0), TaskTimeMs: 100_000, GCTimeMs: 12_000},
 		},
 		want: []string{
-			"finding heap 1: heap used to 95 % of 8.0 GiB while GC took 12 % of task time",
+			heapGC8,
 			"set spark.executor.memory = 10g (now 8g)",
 		},
 	}, {
@@ -269,13 +279,13 @@ func TestAdvise(t *testing.T) {
 		// overhead of 1.44 GiB (1479.1 MiB, up to 1536), over the new
 		// default: set, with the heap it is sized for.
 		name: "more heap and a container near its limit",
-		s:    Settings{Heap: 8 * gib, Overhead: 858993459, MemoryFraction: 0.6, StorageFraction: 0.5},
+		s:    default8,
 		execs: []Executor{
 			{ID: "1", Peaks: peaks(8*gib*95/100, 0, 0, 8704*mib, 0, 0), TaskTimeMs: 100_000, GCTimeMs: 12_000},
 		},
 		want: []string{
 			"finding container 1: resident memory peaked at 8.5 GiB, 97 % of the 8.8 GiB container",
-			"finding heap 1: heap used to 95 % of 8.0 GiB while GC took 12 % of task time",
+			heapGC8,
 			"set spark.executor.memoryOverhead = 1536m (now 819.2 MiB)",
 			"set spark.executor.memory = 10g (now 8g)",
 		},
@@ -285,31 +295,31 @@ func TestAdvise(t *testing.T) {
 		// its share, so the setting must hold what they map: 2048 + 227.6
 		// = 2275.6, up to 2304 MiB. The container grows by 1280 MiB.
 		name: "Python at its own limit: sized by address space",
-		s:    Settings{Heap: 4 * gib, Overhead: gib, PySpark: gib, MemoryFraction: 0.6},
+		s:    pyspark1g,
 		execs: []Executor{
 			{ID: "1", Peaks: map[string]int64{"JVMHeapMemory": 3 * gib, "ProcessTreeJVMRSSMemory": 3 * gib,
 				"ProcessTreePythonRSSMemory": 950 * mib, "ProcessTreePythonVMemory": 2 * gib}},
 		},
 		want: []string{
-			"finding python : Python workers peaked at 950 MiB, 93 % of spark.executor.pyspark.memory (1.0 GiB)",
+			python950,
 			"set spark.executor.pyspark.memory = 2304m (now 1g)",
 		},
 	}, {
 		// The same without the workers' virtual memory: no number can be
 		// given for an address-space limit, and the note says why.
 		name: "Python at its own limit, address space unknown",
-		s:    Settings{Heap: 4 * gib, Overhead: gib, PySpark: gib, MemoryFraction: 0.6},
+		s:    pyspark1g,
 		execs: []Executor{
 			{ID: "1", Peaks: peaks(3*gib, 0, 0, 3*gib, 950*mib, 0)},
 		},
 		want: []string{
-			"finding python : Python workers peaked at 950 MiB, 93 % of spark.executor.pyspark.memory (1.0 GiB)",
+			python950,
 			"the Python workers' virtual memory (ProcessTreePythonVMemory) was not reported: spark.executor.pyspark.memory, an address-space limit per worker, is not advised from resident memory",
 		},
 	}, {
 		// With pyspark memory 1g, 700 MiB of Python is 68 %: nothing.
 		name: "Python within its own setting",
-		s:    Settings{Heap: 4 * gib, Overhead: gib, PySpark: gib, MemoryFraction: 0.6},
+		s:    pyspark1g,
 		execs: []Executor{
 			{ID: "1", Peaks: peaks(3*gib, 0, 0, 4*gib, 700*mib, 0)},
 		},
@@ -416,7 +426,7 @@ func TestAdvise(t *testing.T) {
 		want: []string{
 			"finding heap 3: the JVM ran out of heap (4.0 GiB) and the executor exited: The executor with id 3 exited with exit code 52(JVM OOM).",
 			"set spark.executor.memory = 5g (now 4g)",
-			"no process-tree metrics: the container and Python rules need spark.executor.processTreeMetrics.enabled=true (Linux)",
+			noTree,
 		},
 	}, {
 		// YARN 143: Spark's -XX:OnOutOfMemoryError='kill %p' ends the
@@ -431,7 +441,7 @@ func TestAdvise(t *testing.T) {
 		want: []string{
 			"finding heap 4: the executor was terminated (SIGTERM, exit 143), which on YARN is the JVM's -XX:OnOutOfMemoryError='kill %p' that Spark sets: it ran out of heap (4.0 GiB): Container from a bad node: container_1_0001_01_000004 on host: node-8. Exit status: 143. Diagnostics: Container killed on request. Exit code is 143",
 			"set spark.executor.memory = 5g (now 4g)",
-			"no process-tree metrics: the container and Python rules need spark.executor.processTreeMetrics.enabled=true (Linux)",
+			noTree,
 		},
 	}, {
 		// A SIGTERM where Spark sets no such handler (Kubernetes: a pod
@@ -443,7 +453,7 @@ func TestAdvise(t *testing.T) {
 			{ID: "4", Peaks: peaks(3891 * mib), RemoveReason: "The executor with id 4 exited with exit code 143(SIGTERM)."},
 		},
 		want: []string{
-			"no process-tree metrics: the container and Python rules need spark.executor.processTreeMetrics.enabled=true (Linux)",
+			noTree,
 		},
 	}, {
 		// Kubernetes appends "possible container OOM" to every 137: an
@@ -468,7 +478,7 @@ func TestAdvise(t *testing.T) {
 		execs: []Executor{
 			{ID: "1", Peaks: peaks(3 * gib)},
 		},
-		want: []string{"no process-tree metrics: the container and Python rules need spark.executor.processTreeMetrics.enabled=true (Linux)"},
+		want: []string{noTree},
 	}} {
 		t.Run(c.name, func(t *testing.T) {
 			a := Advise(c.s, c.execs)

@@ -14,12 +14,8 @@ import (
 // package realspark), one folder per Spark version.
 func recordings(t *testing.T) []string {
 	t.Helper()
-	runs, err := recorded.Runs(filepath.Join("..", "testdata", "spark-real"))
-	if err != nil {
-		t.Fatal(err)
-	}
 	var dirs []string
-	for _, r := range runs {
+	for _, r := range recorded.AllRuns(t) {
 		dirs = append(dirs, r.Dir)
 	}
 	return dirs
@@ -29,22 +25,11 @@ func recordings(t *testing.T) []string {
 // prefix the run used.
 func readRecording(t *testing.T, dir string) (lines []string, prefix string) {
 	t.Helper()
-	runs, err := recorded.Runs(filepath.Dir(dir))
-	if err != nil {
-		t.Fatal(err)
-	}
-	i := slices.IndexFunc(runs, func(r recorded.Run) bool { return r.Dir == dir })
-	if i < 0 {
-		t.Fatalf("%s: no recorded run", dir)
-	}
-	raw, err := runs[i].Lines()
-	if err != nil {
-		t.Fatal(err)
-	}
-	for _, l := range raw {
+	run := recorded.MustRun(t, dir)
+	for _, l := range run.MustLines(t) {
 		lines = append(lines, string(l))
 	}
-	return lines, runs[i].Prefix
+	return lines, run.Prefix
 }
 
 // Every path a real Spark sent maps to a documented measurement, none to

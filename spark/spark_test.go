@@ -11,27 +11,10 @@ import (
 
 	"github.com/sparkpulse/sparkpulse/schema"
 	"github.com/sparkpulse/sparkpulse/templates"
+	"github.com/sparkpulse/sparkpulse/templates/templatestest"
 )
 
 var update = flag.Bool("update", false, "rewrite testdata/spark-paths.golden")
-
-// format renders a mapped point as measurement|k=v,k=v|field.
-func format(r *templates.Result) string {
-	var b strings.Builder
-	b.Write(r.Measurement)
-	b.WriteByte('|')
-	for i, t := range r.Tags {
-		if i > 0 {
-			b.WriteByte(',')
-		}
-		b.Write(t.Key)
-		b.WriteByte('=')
-		b.Write(t.Value)
-	}
-	b.WriteByte('|')
-	b.Write(r.Field)
-	return b.String()
-}
 
 // mapPath maps the path of line (the text before the first space, so wire
 // lines can be pasted verbatim).
@@ -42,7 +25,7 @@ func mapPath(t *testing.T, m *Mapper, line string) string {
 	if err := m.Apply([]byte(path), &r); err != nil {
 		t.Fatalf("Apply(%q): %v", path, err)
 	}
-	return format(&r)
+	return templatestest.Format(&r)
 }
 
 type mapCase struct {
@@ -366,7 +349,7 @@ func TestMapping(t *testing.T) {
 			if err := NewMapper(c.opts).Apply([]byte(c.path), &r); err != nil {
 				t.Fatalf("Apply(%q): %v", c.path, err)
 			}
-			if got := format(&r); got != c.want {
+			if got := templatestest.Format(&r); got != c.want {
 				t.Errorf("%s\n got %s\nwant %s", c.path, got, c.want)
 			}
 		})
@@ -512,7 +495,7 @@ func FuzzApply(f *testing.F) {
 				t.Fatalf("%q: tag %s=%q is not in the path", s, tag.Key, tag.Value)
 			}
 			if i > 0 && bytes.Compare(r.Tags[i-1].Key, tag.Key) >= 0 {
-				t.Fatalf("%q: tags not sorted and unique: %s", s, format(&r))
+				t.Fatalf("%q: tags not sorted and unique: %s", s, templatestest.Format(&r))
 			}
 		}
 	})
@@ -541,7 +524,7 @@ func checkWide(t *testing.T, s string, w *templates.Result) {
 			t.Fatalf("%q: wide tag %s=%q", s, tag.Key, tag.Value)
 		}
 		if i > 0 && bytes.Compare(w.Tags[i-1].Key, tag.Key) >= 0 {
-			t.Fatalf("%q: wide tags not sorted and unique: %s", s, format(w))
+			t.Fatalf("%q: wide tags not sorted and unique: %s", s, templatestest.Format(w))
 		}
 	}
 }

@@ -9,6 +9,7 @@ import (
 	"testing"
 
 	"github.com/sparkpulse/sparkpulse/delta"
+	"github.com/sparkpulse/sparkpulse/realspark/recorded"
 	"github.com/sparkpulse/sparkpulse/schema"
 	"github.com/sparkpulse/sparkpulse/templates"
 )
@@ -46,6 +47,14 @@ var wideExamples = []struct{ path, want string }{
 	{"not.a.spark.path", "not.a.spark.path||value"},
 }
 
+// appendRecording appends the paths of the recording in dir to paths and
+// the GraphiteSink prefix it used to prefixes.
+func appendRecording(t *testing.T, dir string, paths, prefixes []string) ([]string, []string) {
+	t.Helper()
+	run := recorded.MustRun(t, dir)
+	return append(paths, run.Paths(t)...), append(prefixes, run.Prefix)
+}
+
 func TestWideMapping(t *testing.T) {
 	m := NewMapper(Options{Schema: schema.Wide})
 	for _, c := range wideExamples {
@@ -71,12 +80,7 @@ func TestWideMatchesCERN(t *testing.T) {
 	}
 	prefixes := []string{"lucatest"}
 	for _, dir := range recordings(t) {
-		lines, prefix := readRecording(t, dir)
-		prefixes = append(prefixes, prefix)
-		for _, l := range lines {
-			p, _, _ := strings.Cut(l, " ")
-			paths = append(paths, p)
-		}
+		paths, prefixes = appendRecording(t, dir, paths, prefixes)
 	}
 	cern := NewMapper(Options{Prefixes: prefixes})
 	wide := NewMapper(Options{Prefixes: prefixes, Schema: schema.Wide})
@@ -192,20 +196,10 @@ func TestWideColumns(t *testing.T) {
 			if dir == "all" {
 				paths = readLines(t, filepath.Join("testdata", "spark-paths.txt"))
 				for _, d := range recordings(t) {
-					lines, prefix := readRecording(t, d)
-					prefixes = append(prefixes, prefix)
-					for _, l := range lines {
-						p, _, _ := strings.Cut(l, " ")
-						paths = append(paths, p)
-					}
+					paths, prefixes = appendRecording(t, d, paths, prefixes)
 				}
 			} else {
-				lines, prefix := readRecording(t, dir)
-				prefixes = append(prefixes, prefix)
-				for _, l := range lines {
-					p, _, _ := strings.Cut(l, " ")
-					paths = append(paths, p)
-				}
+				paths, prefixes = appendRecording(t, dir, paths, prefixes)
 			}
 			m := NewMapper(Options{Prefixes: prefixes, Schema: schema.Wide})
 			tables := map[string]map[string]bool{}

@@ -138,12 +138,12 @@ func TestWarnings(t *testing.T) {
 		want  []string
 	}{
 		{name: "none", tmpls: []string{"servers.* .host.measurement*", "servers.localhost .host.measurement*", "*.localhost .x.measurement*", "measurement*"}},
-		{name: "14621: no backtracking", tmpls: []string{"system.*.loadavg measurement.host.metric", "system.foo.sensors.soc.thermal.level measurement.host.a.b.c.d"},
+		{name: "14621: no backtracking", tmpls: issue14621,
 			want: []string{`template 1 "system.*.loadavg measurement.host.metric": paths with "foo" at part 2 go to the branch of template 2 "system.foo.sensors.soc.thermal.level" and get the default template instead (InfluxDB 1.x does not backtrack)`}},
-		{name: "a.* + a.*.c.d", tmpls: []string{"a.* measurement.x", "a.*.c.d measurement.y"},
+		{name: "a.* + a.*.c.d", tmpls: deadEnd,
 			want: []string{`template 1 "a.* measurement.x": paths with "c" at part 3 go to the branch of template 2 "a.*.c.d" and get the default template instead (InfluxDB 1.x does not backtrack)`}},
 		{name: "5989: inheritance, good order", tmpls: []string{"abc.*.worker.* measurement.m match=2", "abc.*.worker.*.*.*.count measurement.m match=1"}},
-		{name: "5989: inheritance, bad order", tmpls: []string{"abc.*.worker.*.*.*.count measurement.m match=1", "abc.*.worker.* measurement.m match=2"},
+		{name: "5989: inheritance, bad order", tmpls: badOrder,
 			want: []string{"template 2 \"abc.*.worker.* measurement.m match=2\": paths with more than 4 parts go to the branch of template 1 \"abc.*.worker.*.*.*.count\" and get the default template instead (a `*` node copies its parent's template only when created, and template 1 created this branch first; list this template before it)"}},
 		{name: "SpecificIsNA reversed", tmpls: []string{"current.*.*.test measurement.measurement.service", "current.* measurement.service"},
 			want: []string{"template 2 \"current.* measurement.service\": paths with more than 2 parts go to the branch of template 1 \"current.*.*.test\" and get the default template instead (a `*` node copies its parent's template only when created, and template 1 created this branch first; list this template before it)"}},

@@ -5,26 +5,8 @@ import (
 	"testing"
 
 	"github.com/sparkpulse/sparkpulse/templates"
+	"github.com/sparkpulse/sparkpulse/templates/templatestest"
 )
-
-// format renders a mapped point as measurement|k=v,k=v|field, as the spark
-// package's tests do.
-func format(r *templates.Result) string {
-	var b strings.Builder
-	b.Write(r.Measurement)
-	b.WriteByte('|')
-	for i, t := range r.Tags {
-		if i > 0 {
-			b.WriteByte(',')
-		}
-		b.Write(t.Key)
-		b.WriteByte('=')
-		b.Write(t.Value)
-	}
-	b.WriteByte('|')
-	b.Write(r.Field)
-	return b.String()
-}
 
 func mustCompile(tb testing.TB, tmpls []string, sep string, global []string) *templates.Engine {
 	tb.Helper()
@@ -40,7 +22,7 @@ func apply(e *templates.Engine, path string, r *templates.Result) string {
 	if err := e.Apply([]byte(path), r); err != nil {
 		return "error: " + err.Error()
 	}
-	return format(r)
+	return templatestest.Format(r)
 }
 
 // cern is the template list of the CERN Spark dashboard's influxdb.conf.
@@ -51,6 +33,15 @@ var cern = []string{
 	"*.*.*.spark.streaming.* username.applicationid.process.namespace.namespace.id.measurement*",
 	"username.applicationid.process.namespace.measurement*",
 }
+
+// Template lists whose paths take more than one case: InfluxDB issue
+// 14621's (no backtracking), a filter under another with a dead end, and
+// issue 5989's, the longer filter first (no inheritance).
+var (
+	issue14621 = []string{"system.*.loadavg measurement.host.metric", "system.foo.sensors.soc.thermal.level measurement.host.a.b.c.d"}
+	deadEnd    = []string{"a.* measurement.x", "a.*.c.d measurement.y"}
+	badOrder   = []string{"abc.*.worker.*.*.*.count measurement.m match=1", "abc.*.worker.* measurement.m match=2"}
+)
 
 type applyCase struct {
 	name   string
@@ -164,18 +155,18 @@ var applyCases = []applyCase{
 	{name: "filter is case-sensitive", tmpls: []string{"Servers.* .host.measurement*"}, path: "servers.h.cpu", want: "servers.h.cpu||value"},
 	{name: "literal beats star at first difference", tmpls: []string{"servers.* .a.measurement*", "*.localhost .b.measurement*"}, path: "servers.localhost.x", want: "x|a=localhost|value"},
 	{name: "literal beats star, other order", tmpls: []string{"*.localhost .b.measurement*", "servers.* .a.measurement*"}, path: "servers.localhost.x", want: "x|a=localhost|value"},
-	{name: "14621: dead end falls to default", tmpls: []string{"system.*.loadavg measurement.host.metric", "system.foo.sensors.soc.thermal.level measurement.host.a.b.c.d"},
+	{name: "14621: dead end falls to default", tmpls: issue14621,
 		path: "system.foo.loadavg.1m", want: "system.foo.loadavg.1m||value"},
-	{name: "14621: sibling still matches", tmpls: []string{"system.*.loadavg measurement.host.metric", "system.foo.sensors.soc.thermal.level measurement.host.a.b.c.d"},
+	{name: "14621: sibling still matches", tmpls: issue14621,
 		path: "system.bar.loadavg.1m", want: "system|host=bar,metric=loadavg|value"},
-	{name: "a.* + a.*.c.d: dead end", tmpls: []string{"a.* measurement.x", "a.*.c.d measurement.y"}, path: "a.b.c.q", want: "a.b.c.q||value"},
-	{name: "a.* + a.*.c.d: other part", tmpls: []string{"a.* measurement.x", "a.*.c.d measurement.y"}, path: "a.b.x.q", want: "a|x=b|value"},
-	{name: "a.* + a.*.c.d: longer filter", tmpls: []string{"a.* measurement.x", "a.*.c.d measurement.y"}, path: "a.b.c.d", want: "a|y=b|value"},
+	{name: "a.* + a.*.c.d: dead end", tmpls: deadEnd, path: "a.b.c.q", want: "a.b.c.q||value"},
+	{name: "a.* + a.*.c.d: other part", tmpls: deadEnd, path: "a.b.x.q", want: "a|x=b|value"},
+	{name: "a.* + a.*.c.d: longer filter", tmpls: deadEnd, path: "a.b.c.d", want: "a|y=b|value"},
 	{name: "5989: broader listed first is inherited", tmpls: []string{"abc.*.worker.* measurement.m match=2", "abc.*.worker.*.*.*.count measurement.m match=1"},
 		path: "abc.hostA.worker.bookmarks.COUNTER.bookmarks-messages", want: "abc|m=hostA,match=2|value"},
-	{name: "5989: broader listed second is not", tmpls: []string{"abc.*.worker.*.*.*.count measurement.m match=1", "abc.*.worker.* measurement.m match=2"},
+	{name: "5989: broader listed second is not", tmpls: badOrder,
 		path: "abc.hostA.worker.bookmarks.COUNTER.bookmarks-messages", want: "abc.hostA.worker.bookmarks.COUNTER.bookmarks-messages||value"},
-	{name: "5989: longer filter itself", tmpls: []string{"abc.*.worker.*.*.*.count measurement.m match=1", "abc.*.worker.* measurement.m match=2"},
+	{name: "5989: longer filter itself", tmpls: badOrder,
 		path: "abc.hostA.worker.b.c.d.count", want: "abc|m=hostA,match=1|value"},
 	{name: "star filter inherits nothing from root", tmpls: []string{"* .measurement"}, path: "a.b", want: "b||value"},
 	{name: "user default template uses separator", tmpls: []string{"measurement.measurement"}, sep: "_", path: "a.b.c", want: "a_b||value"},
@@ -242,7 +233,7 @@ func TestApplyResultAliasing(t *testing.T) {
 	if err := e.Apply([]byte(path), &r); err != nil {
 		t.Fatal(err)
 	}
-	want := format(&r)
+	want := templatestest.Format(&r)
 	for range 3 {
 		if got := apply(e, path, &r); got != want {
 			t.Fatalf("got %s, want %s", got, want)

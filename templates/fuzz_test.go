@@ -5,6 +5,7 @@ import (
 	"testing"
 
 	"github.com/sparkpulse/sparkpulse/templates"
+	"github.com/sparkpulse/sparkpulse/templates/templatestest"
 )
 
 // fuzzLists are the template lists FuzzApply maps every path with.
@@ -51,18 +52,18 @@ func FuzzApply(f *testing.F) {
 			if err != nil {
 				continue
 			}
-			if format(&r) != format(&reused) {
-				t.Fatalf("list %d, %q: fresh %s, reused %s", i, path, format(&r), format(&reused))
+			if templatestest.Format(&r) != templatestest.Format(&reused) {
+				t.Fatalf("list %d, %q: fresh %s, reused %s", i, path, templatestest.Format(&r), templatestest.Format(&reused))
 			}
 			if len(r.Measurement) == 0 || len(r.Field) == 0 {
-				t.Fatalf("list %d, %q: empty measurement or field: %s", i, path, format(&r))
+				t.Fatalf("list %d, %q: empty measurement or field: %s", i, path, templatestest.Format(&r))
 			}
 			for j, tg := range r.Tags {
 				if len(tg.Value) == 0 {
 					t.Fatalf("list %d, %q: empty value for tag %q", i, path, tg.Key)
 				}
 				if j > 0 && bytes.Compare(r.Tags[j-1].Key, tg.Key) >= 0 {
-					t.Fatalf("list %d, %q: tags not sorted and unique: %s", i, path, format(&r))
+					t.Fatalf("list %d, %q: tags not sorted and unique: %s", i, path, templatestest.Format(&r))
 				}
 			}
 		}

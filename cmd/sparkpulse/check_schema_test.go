@@ -154,23 +154,8 @@ func costOf(t *testing.T, m *spark.Mapper, rules *delta.Rules, s schema.Shape, p
 // the GraphiteSink prefix it used.
 func readSparkRecording(t *testing.T, dir string) (paths []string, prefix string) {
 	t.Helper()
-	runs, err := recorded.Runs(filepath.Dir(dir))
-	if err != nil {
-		t.Fatal(err)
-	}
-	i := slices.IndexFunc(runs, func(r recorded.Run) bool { return filepath.Clean(r.Dir) == filepath.Clean(dir) })
-	if i < 0 {
-		t.Fatalf("%s: no recorded run", dir)
-	}
-	lines, err := runs[i].Lines()
-	if err != nil {
-		t.Fatal(err)
-	}
-	for _, l := range lines {
-		p, _, _ := strings.Cut(string(l), " ")
-		paths = append(paths, p)
-	}
-	return paths, runs[i].Prefix
+	run := recorded.MustRun(t, dir)
+	return run.Paths(t), run.Prefix
 }
 
 // influxdb3 is a stand-in for an InfluxDB 3 server of the build given,

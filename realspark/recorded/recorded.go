@@ -31,13 +31,20 @@ func Runs(root string) ([]Run, error) {
 	}
 	var out []Run
 	for _, f := range files {
-		r := Run{Dir: filepath.Dir(f)}
-		if err := readJSON(filepath.Join(r.Dir, "recording.json"), &r); err != nil {
+		r, err := ReadRun(filepath.Dir(f))
+		if err != nil {
 			return nil, err
 		}
 		out = append(out, r)
 	}
 	return out, nil
+}
+
+// ReadRun reads the run recorded in dir (testdata/spark-real/<version>).
+func ReadRun(dir string) (Run, error) {
+	r := Run{Dir: dir}
+	err := readJSON(filepath.Join(dir, "recording.json"), &r)
+	return r, err
 }
 
 // Lines are the Graphite lines the run's Spark sent, in order.
