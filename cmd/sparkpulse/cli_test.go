@@ -11,9 +11,11 @@ import (
 	"net/http/httptest"
 	"net/url"
 	"regexp"
+	"strconv"
 	"strings"
 	"sync"
 	"testing"
+	"time"
 
 	"github.com/sparkpulse/sparkpulse/config"
 	"github.com/sparkpulse/sparkpulse/config/configtest"
@@ -174,14 +176,31 @@ func TestReportFleetFlags(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	// The ended applications, then the running ones' estimates: in the
-	// range, when each was last written, and in the hour before it; then
-	// the applications seen only in their metrics.
-	if len(f.forms) != 5 {
+	// The ended applications a day at a time, 17 days; then the running
+	// ones' estimates: in the range, when each was last written, and in
+	// the hour before it; then the applications seen only in their
+	// metrics.
+	if len(f.forms) != 17+4 {
 		t.Fatalf("%d queries", len(f.forms))
 	}
-	if db, q := f.forms[0].Get("db"), f.forms[0].Get("q"); db != "prod" || !strings.Contains(q, fmt.Sprintf("now() - %dm", 17*24*60)) {
-		t.Errorf("db %q, query %q", db, q)
+	bounds := regexp.MustCompile(`time >= (\d+)ms AND time < (\d+)ms`)
+	var lo, hi []int64
+	for _, form := range f.forms[:17] {
+		m := bounds.FindStringSubmatch(form.Get("q"))
+		if form.Get("db") != "prod" || m == nil {
+			t.Fatalf("db %q, query %q", form.Get("db"), form.Get("q"))
+		}
+		l, _ := strconv.ParseInt(m[1], 10, 64)
+		h, _ := strconv.ParseInt(m[2], 10, 64)
+		lo, hi = append(lo, l), append(hi, h)
+	}
+	for i := range lo {
+		if hi[i]-lo[i] != 24*3600*1000 || i > 0 && lo[i] != hi[i-1] {
+			t.Errorf("window %d: %d to %d, after one to %d", i, lo[i], hi[i], hi[max(i-1, 0)])
+		}
+	}
+	if span := time.Duration(hi[16]-lo[0]) * time.Millisecond; span != 17*24*time.Hour {
+		t.Errorf("the windows span %s, want 17 days", span)
 	}
 	if !strings.Contains(f.auth[0], "s3cret") {
 		t.Errorf("Authorization %q: the token from %s is not sent", f.auth[0], config.EnvToken)
@@ -197,7 +216,7 @@ func TestReportFleetFlags(t *testing.T) {
 	if err := run(context.Background(), []string{"report", "--fleet", "--since", "1w"}, env, nil, &out, io.Discard); err != nil {
 		t.Fatal(err)
 	}
-	if db := f.forms[5].Get("db"); db != "fromenv" {
+	if db := f.forms[17+4].Get("db"); db != "fromenv" {
 		t.Errorf("db %q, want the one from SPARKPULSE_GRAPHITE_1_DATABASE", db)
 	}
 	if !strings.Contains(out.String(), "0 applications ended in the last 7d (database fromenv)") {
