@@ -7,7 +7,6 @@ import (
 	"errors"
 	"fmt"
 	"io"
-	"iter"
 	"maps"
 	"slices"
 	"strings"
@@ -128,8 +127,20 @@ const gibHour = 3600 * (1 << 30)
 // appendFleetApps appends the applications of one series of
 // spark_app_usage rows.
 func appendFleetApps(apps []FleetApp, s influx.Series) []FleetApp {
-	for r := range rowsOf(s) {
-		num, f, str := r.num, r.f, r.str
+	col := map[string]int{}
+	for i, c := range s.Columns {
+		col[c] = i
+	}
+	for _, row := range s.Values {
+		get := func(k string) any {
+			if i, ok := col[k]; ok && i < len(row) {
+				return row[i]
+			}
+			return nil
+		}
+		num := func(k string) (float64, bool) { return influx.Number(get(k)) }
+		f := func(k string) float64 { v, _ := num(k); return v }
+		str := func(k string) string { v, _ := get(k).(string); return v }
 		a := FleetApp{Application: cmp.Or(str(schema.FieldAppID), str(schema.TagApplicationID)), MetricsKey: str(schema.TagApplicationID), Name: str(schema.TagAppName), User: str(schema.TagUser), Queue: str(schema.TagQueue),
 			Ended: str("time"), DurationMs: int64(f(schema.UsageDurationMs)), Executors: int64(f(schema.UsageExecutors)),
 			CoreHours: f(schema.UsageExecutorCoreSeconds) / 3600, GiBHours: f(schema.UsageExecutorMemoryByteSeconds) / gibHour,
@@ -167,48 +178,6 @@ func appendFleetApps(apps []FleetApp, s influx.Series) []FleetApp {
 		apps = append(apps, a)
 	}
 	return apps
-}
-
-// row is a row of a series, read by column name.
-type row struct {
-	col    map[string]int
-	values []any
-}
-
-// rowsOf yields the rows of s.
-func rowsOf(s influx.Series) iter.Seq[row] {
-	col := make(map[string]int, len(s.Columns))
-	for i, c := range s.Columns {
-		col[c] = i
-	}
-	return func(yield func(row) bool) {
-		for _, v := range s.Values {
-			if !yield(row{col, v}) {
-				return
-			}
-		}
-	}
-}
-
-func (r row) get(k string) any {
-	if i, ok := r.col[k]; ok && i < len(r.values) {
-		return r.values[i]
-	}
-	return nil
-}
-
-// num is column k as a number, if it is one; f is it or 0.
-func (r row) num(k string) (float64, bool) { return influx.Number(r.get(k)) }
-func (r row) f(k string) float64           { v, _ := r.num(k); return v }
-func (r row) str(k string) string          { v, _ := r.get(k).(string); return v }
-
-// opt is column k divided by scale, nil when it is not a number.
-func (r row) opt(k string, scale float64) *float64 {
-	if v, ok := r.num(k); ok {
-		v /= scale
-		return &v
-	}
-	return nil
 }
 
 // rank orders the applications, most idle core-hours first, and sums them.

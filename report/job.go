@@ -137,9 +137,28 @@ func ReadJob(ctx context.Context, q JobQuery) (Job, error) {
 
 // jobRuns reads the rows of a series of jobFields.
 func jobRuns(s influx.Series) []JobRun {
+	col := map[string]int{}
+	for i, c := range s.Columns {
+		col[c] = i
+	}
 	var out []JobRun
-	for row := range rowsOf(s) {
-		num, f, str, opt := row.num, row.f, row.str, row.opt
+	for _, row := range s.Values {
+		get := func(k string) any {
+			if i, ok := col[k]; ok && i < len(row) {
+				return row[i]
+			}
+			return nil
+		}
+		num := func(k string) (float64, bool) { return influx.Number(get(k)) }
+		f := func(k string) float64 { v, _ := num(k); return v }
+		str := func(k string) string { v, _ := get(k).(string); return v }
+		opt := func(k string, scale float64) *float64 {
+			if v, ok := num(k); ok {
+				v /= scale
+				return &v
+			}
+			return nil
+		}
 		r := JobRun{Application: cmp.Or(str(schema.FieldAppID), str(schema.TagApplicationID)), Ended: str("time"), Outcome: str(schema.UsageOutcome),
 			DurationMs: int64(f(schema.UsageDurationMs)), Executors: int64(f(schema.UsageExecutors)), CoreHours: f(schema.UsageExecutorCoreSeconds) / 3600,
 			TaskHours: opt(schema.UsageBusySlotSeconds, 3600), SlotOccupancy: opt(schema.UsageSlotOccupancy, 1), GCShare: opt(schema.UsageGCShare, 1),
